@@ -1,0 +1,308 @@
+//! The oracle: `scaled_matmul` on the CPU, and an f64 reference with error bounds.
+//!
+//! `out[m, n] = sum_k dec(a[m, k]) * sa(m, k) * dec(b[n, k]) * sb(n, k) (+ bias[n])`, B K-last
+//! (N x K). Accumulation is in f32 with one partial sum per *scale segment*: the K range is
+//! cut wherever A's or B's scale changes; each segment is summed in order of k, then
+//! multiplied by `sa * sb` once and added to the output accumulator. The NVFP4 global scales
+//! multiply the total at the end, then the bias is added.
+//!
+//! The f64 reference ([`scaled_matmul_f64`]) sums exact products in f64 and also returns
+//! `sum_k |a_k b_k|`, so a kernel that sums in another order can be checked against a
+//! rigorous bound ([`Reference::check`]).
+
+use std::thread;
+
+use crate::lowp_codec::Codec;
+use crate::{FormatError, QuantizedTensor, ScaleLayout, ScaledFormat};
+
+/// A borrowed matmul operand: a `rows x k` code matrix (K-last) with its scales.
+#[derive(Clone, Copy, Debug)]
+pub struct MatmulOperand<'a> {
+    /// Element format.
+    pub format: ScaledFormat,
+    /// Scale layout.
+    pub layout: ScaleLayout,
+    /// Rows (M of A, N of B).
+    pub rows: usize,
+    /// K.
+    pub k: usize,
+    /// Codes, one per byte or FP4-packed per row.
+    pub codes: &'a [u8],
+    /// Whether `codes` is FP4-packed.
+    pub packed: bool,
+    /// Block scales, row-major in the layout's scale shape.
+    pub scales: &'a [f32],
+    /// The NVFP4 global scale.
+    pub global: Option<f32>,
+}
+
+impl QuantizedTensor {
+    /// This tensor as a matmul operand.
+    pub fn as_operand(&self) -> MatmulOperand<'_> {
+        MatmulOperand {
+            format: self.format,
+            layout: self.layout,
+            rows: self.rows,
+            k: self.cols,
+            codes: &self.codes,
+            packed: self.packed,
+            scales: &self.scales.values,
+            global: self.scales.global,
+        }
+    }
+}
+
+impl MatmulOperand<'_> {
+    fn validate(&self, what: &'static str) -> Result<(), FormatError> {
+        self.layout.validate()?;
+        if self.packed && self.format.bit_width() > 4 {
+            return Err(FormatError::PackedNotFp4 {
+                format: self.format,
+            });
+        }
+        let code_len = if self.packed {
+            self.rows * self.k.div_ceil(2)
+        } else {
+            self.rows * self.k
+        };
+        check_len(what, code_len, self.codes.len())?;
+        check_len("scales", self.layout.scale_count(self.rows, self.k), self.scales.len())?;
+        if self.layout.has_global() != self.global.is_some() {
+            return Err(FormatError::GlobalScale {
+                layout: self.layout,
+                given: self.global.is_some(),
+            });
+        }
+        Ok(())
+    }
+
+    /// Decode every element to f32 (unscaled), row-major.
+    fn decode_all(&self) -> Vec<f32> {
+        let codec = Codec::new(self.format);
+        let mut out = vec![0.0f32; self.rows * self.k];
+        if self.packed {
+            let stride = self.k.div_ceil(2);
+            for r in 0..self.rows {
+                for c in 0..self.k {
+                    let byte = self.codes[r * stride + c / 2];
+                    let code = if c % 2 == 0 { byte & 0xF } else { byte >> 4 };
+                    out[r * self.k + c] = codec.decode(code);
+                }
+            }
+        } else {
+            codec.decode_slice(self.codes, &mut out);
+        }
+        out
+    }
+
+    #[inline]
+    fn scale(&self, r: usize, c: usize) -> f32 {
+        self.scales[self.layout.scale_index(r, c, self.rows, self.k)]
+    }
+}
+
+fn check_len(what: &'static str, expected: usize, found: usize) -> Result<(), FormatError> {
+    if expected == found {
+        Ok(())
+    } else {
+        Err(FormatError::Length {
+            what,
+            expected,
+            found,
+        })
+    }
+}
+
+/// The K segments over which both operands' scales are constant: `[start, end)` pairs.
+pub fn scale_segments(a: ScaleLayout, b: ScaleLayout, k: usize) -> Vec<(usize, usize)> {
+    let (ka, kb) = (a.k_block(k).max(1), b.k_block(k).max(1));
+    let mut segs = Vec::new();
+    let mut start = 0;
+    while start < k {
+        let end = ((start / ka + 1) * ka).min((start / kb + 1) * kb).min(k);
+        segs.push((start, end));
+        start = end;
+    }
+    segs
+}
+
+fn validate_pair(
+    a: &MatmulOperand,
+    b: &MatmulOperand,
+    bias: Option<&[f32]>,
+) -> Result<(), FormatError> {
+    a.validate("A codes")?;
+    b.validate("B codes")?;
+    if a.k != b.k {
+        return Err(FormatError::KMismatch { a: a.k, b: b.k });
+    }
+    if let Some(bias) = bias {
+        check_len("bias", b.rows, bias.len())?;
+    }
+    Ok(())
+}
+
+/// Run `f(row, out_row)` for every output row, split over the available cores.
+fn par_rows<T: Send>(m: usize, n: usize, out: &mut [T], f: impl Fn(usize, &mut [T]) + Sync) {
+    let threads = thread::available_parallelism().map_or(1, |t| t.get()).min(m.max(1));
+    let rows_per = m.div_ceil(threads.max(1)).max(1);
+    if n == 0 {
+        return;
+    }
+    thread::scope(|s| {
+        for (chunk_idx, chunk) in out.chunks_mut(rows_per * n).enumerate() {
+            let f = &f;
+            s.spawn(move || {
+                for (i, row) in chunk.chunks_mut(n).enumerate() {
+                    f(chunk_idx * rows_per + i, row);
+                }
+            });
+        }
+    });
+}
+
+/// The oracle scaled matmul: `a` is M x K, `b` is N x K, result M x N row-major f32.
+pub fn scaled_matmul(
+    a: &MatmulOperand,
+    b: &MatmulOperand,
+    bias: Option<&[f32]>,
+) -> Result<Vec<f32>, FormatError> {
+    validate_pair(a, b, bias)?;
+    let (m, n, k) = (a.rows, b.rows, a.k);
+    let (da, db) = (a.decode_all(), b.decode_all());
+    let segs = scale_segments(a.layout, b.layout, k);
+    let global = a.global.unwrap_or(1.0) * b.global.unwrap_or(1.0);
+    let mut out = vec![0.0f32; m * n];
+    par_rows(m, n, &mut out, |i, row| {
+        let arow = &da[i * k..(i + 1) * k];
+        for (j, o) in row.iter_mut().enumerate() {
+            let brow = &db[j * k..(j + 1) * k];
+            let mut acc = 0.0f32;
+            for &(s0, s1) in &segs {
+                let mut partial = 0.0f32;
+                for kk in s0..s1 {
+                    partial += arow[kk] * brow[kk];
+                }
+                acc += partial * a.scale(i, s0) * b.scale(j, s0);
+            }
+            let mut v = if a.global.is_some() || b.global.is_some() {
+                acc * global
+            } else {
+                acc
+            };
+            if let Some(bias) = bias {
+                v += bias[j];
+            }
+            *o = v;
+        }
+    });
+    Ok(out)
+}
+
+/// The f64 reference of a scaled matmul: exact values (to f64 rounding) and the magnitude
+/// `sum_k |a_k sa| |b_k sb|` of every output, for error bounds.
+#[derive(Clone, Debug)]
+pub struct Reference {
+    /// M.
+    pub m: usize,
+    /// N.
+    pub n: usize,
+    /// K.
+    pub k: usize,
+    /// The f64 result, row-major M x N (bias included).
+    pub values: Vec<f64>,
+    /// `sum_k |a_k sa| * |b_k sb| * |global|` per output.
+    pub magnitude: Vec<f64>,
+}
+
+/// Error statistics of a result against a [`Reference`].
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct ErrorStats {
+    /// Largest `|got - want|` over finite pairs.
+    pub max_abs_err: f64,
+    /// Largest `|got - want| / |want|` over finite pairs with `want != 0`.
+    pub max_rel_err: f64,
+    /// Largest `|got - want| / bound`, where the bound is `(K + 5) * 2^-24 * magnitude`
+    /// (the classic `gamma_n` bound for an f32 sum in any order); <= 1 passes.
+    pub max_bound_ratio: f64,
+    /// Outputs where NaN/inf of `got` and `want` disagree.
+    pub nonfinite_mismatches: usize,
+}
+
+impl ErrorStats {
+    /// True when every output is within the f32 summation bound and non-finite values agree.
+    pub fn passed(&self) -> bool {
+        self.nonfinite_mismatches == 0 && self.max_bound_ratio <= 1.0
+    }
+}
+
+impl Reference {
+    /// Compare `got` (M x N) with this reference; `slack` multiplies the bound (use 1.0 for
+    /// f32 accumulation, more for kernels that accumulate in lower precision).
+    pub fn check(&self, got: &[f32], slack: f64) -> ErrorStats {
+        let mut st = ErrorStats::default();
+        // Per-output bound: gamma_{K+5} covers the in-order sums, the two scale and two
+        // global multiplications; one f32 rounding of the result and one f32 subnormal step
+        // per operation cover the bias add and underflow.
+        let ops = self.k as f64 + 5.0;
+        let gamma = ops * 2f64.powi(-24) * slack;
+        let underflow = ops * f32::from_bits(1) as f64;
+        for ((&g, &w), &mag) in got.iter().zip(&self.values).zip(&self.magnitude) {
+            let g = g as f64;
+            if !w.is_finite() || !g.is_finite() {
+                let same = (w.is_nan() && g.is_nan()) || w == g;
+                // A reference so large that f32 overflows is allowed to read inf.
+                let overflow = w.is_finite() && g.is_infinite() && w.abs() >= f32::MAX as f64;
+                if !same && !overflow {
+                    st.nonfinite_mismatches += 1;
+                }
+                continue;
+            }
+            let err = (g - w).abs();
+            st.max_abs_err = st.max_abs_err.max(err);
+            if w != 0.0 {
+                st.max_rel_err = st.max_rel_err.max(err / w.abs());
+            }
+            let bound = gamma * mag + w.abs() * 2f64.powi(-24) + underflow;
+            st.max_bound_ratio = st.max_bound_ratio.max(err / bound);
+        }
+        st
+    }
+}
+
+/// The f64 reference of [`scaled_matmul`].
+pub fn scaled_matmul_f64(
+    a: &MatmulOperand,
+    b: &MatmulOperand,
+    bias: Option<&[f32]>,
+) -> Result<Reference, FormatError> {
+    validate_pair(a, b, bias)?;
+    let (m, n, k) = (a.rows, b.rows, a.k);
+    let (da, db) = (a.decode_all(), b.decode_all());
+    let global = a.global.unwrap_or(1.0) as f64 * b.global.unwrap_or(1.0) as f64;
+    let mut pairs = vec![(0.0f64, 0.0f64); m * n];
+    par_rows(m, n, &mut pairs, |i, row| {
+        for (j, o) in row.iter_mut().enumerate() {
+            let (mut v, mut mag) = (0.0f64, 0.0f64);
+            for kk in 0..k {
+                let x = da[i * k + kk] as f64 * a.scale(i, kk) as f64;
+                let y = db[j * k + kk] as f64 * b.scale(j, kk) as f64;
+                v += x * y;
+                mag += (x * y).abs();
+            }
+            v *= global;
+            mag *= global.abs();
+            if let Some(bias) = bias {
+                v += bias[j] as f64;
+            }
+            *o = (v, mag);
+        }
+    });
+    Ok(Reference {
+        m,
+        n,
+        k,
+        values: pairs.iter().map(|p| p.0).collect(),
+        magnitude: pairs.iter().map(|p| p.1).collect(),
+    })
+}

@@ -1,0 +1,151 @@
+//! The oracle scaled_matmul: hand-computed cases, every format x layout against the f64
+//! reference, mixed layouts, bias, NaN/inf propagation, bad shapes.
+
+use lowp_formats::testing::SplitMix64;
+use lowp_formats::*;
+
+#[test]
+fn hand_computed_mx_example() {
+    // A = 1 x 64, B = 1 x 64, E2M1 with MX/32. Block 0: a = 1.0 * 2, b = 0.5 * 4 -> partial
+    // sum 32 * (1.0 * 0.5) = 16, scaled by 2 * 4 = 128. Block 1: a = 6 * 1, b = 6 * 1 -> 32 *
+    // 36 = 1152. Total 1280.
+    let one = ScaledFormat::F4E2M1.encode(1.0);
+    let half = ScaledFormat::F4E2M1.encode(0.5);
+    let six = ScaledFormat::F4E2M1.encode(6.0);
+    let a_codes: Vec<u8> = (0..64).map(|k| if k < 32 { one } else { six }).collect();
+    let b_codes: Vec<u8> = (0..64).map(|k| if k < 32 { half } else { six }).collect();
+    let (sa, sb) = ([2.0f32, 1.0], [4.0f32, 1.0]);
+    let op = |codes: &'static [u8], s: &'static [f32]| MatmulOperand {
+        format: ScaledFormat::F4E2M1,
+        layout: ScaleLayout::MX,
+        rows: 1,
+        k: 64,
+        codes,
+        packed: false,
+        scales: s,
+        global: None,
+    };
+    let a = op(Box::leak(a_codes.into_boxed_slice()), Box::leak(Box::new(sa)));
+    let b = op(Box::leak(b_codes.into_boxed_slice()), Box::leak(Box::new(sb)));
+    assert_eq!(scaled_matmul(&a, &b, None).unwrap(), vec![1280.0]);
+    assert_eq!(scaled_matmul(&a, &b, Some(&[0.5])).unwrap(), vec![1280.5]);
+    let r = scaled_matmul_f64(&a, &b, None).unwrap();
+    assert_eq!(r.values, vec![1280.0]);
+}
+
+#[test]
+fn segments_split_where_either_scale_changes() {
+    let s = scale_segments(ScaleLayout::Mx { block: 32 }, ScaleLayout::NVFP4, 70);
+    assert_eq!(s.first(), Some(&(0, 16)));
+    assert_eq!(s.last(), Some(&(64, 70)));
+    assert_eq!(s.len(), 5);
+    let s = scale_segments(ScaleLayout::Mx { block: 32 }, ScaleLayout::Blockwise { rows: 1, cols: 48 }, 96);
+    assert_eq!(s, vec![(0, 32), (32, 48), (48, 64), (64, 96)]);
+    assert_eq!(scale_segments(ScaleLayout::PerTensor, ScaleLayout::PerChannel, 10), vec![(0, 10)]);
+}
+
+fn quantized(rng: &mut SplitMix64, rows: usize, k: usize, f: ScaledFormat, l: ScaleLayout, packed: bool) -> QuantizedTensor {
+    let data: Vec<f32> = (0..rows * k).map(|i| rng.normal() * (1.0 + (i % 7) as f32)).collect();
+    quantize(&data, rows, k, f, l, QuantizeOptions { packed, ..Default::default() }).unwrap()
+}
+
+#[test]
+fn every_format_and_layout_is_within_the_f32_bound() {
+    let mut rng = SplitMix64::new(21);
+    let mut formats = ScaledFormat::NAMED.to_vec();
+    formats.extend([ScaledFormat::custom(3, 0), ScaledFormat::custom(2, 2), ScaledFormat::custom(3, 4)]);
+    let layouts = [
+        ScaleLayout::PerTensor,
+        ScaleLayout::MX,
+        ScaleLayout::NVFP4,
+        ScaleLayout::NVFP4_GLOBAL,
+        ScaleLayout::PerChannel,
+        ScaleLayout::Blockwise { rows: 1, cols: 128 },
+    ];
+    let (m, n, k) = (7, 5, 300);
+    for &fa in &formats {
+        for &l in &layouts {
+            let fb = formats[(fa.kernel_id() as usize + 3) % formats.len()];
+            let a = quantized(&mut rng, m, k, fa, l, false);
+            let lb = if let ScaleLayout::Blockwise { .. } = l { ScaleLayout::Blockwise { rows: 128, cols: 128 } } else { l };
+            let b = quantized(&mut rng, n, k, fb, lb, fb.bit_width() == 4);
+            let bias: Vec<f32> = rng.normal_vec(n);
+            let got = scaled_matmul(&a.as_operand(), &b.as_operand(), Some(&bias)).unwrap();
+            let r = scaled_matmul_f64(&a.as_operand(), &b.as_operand(), Some(&bias)).unwrap();
+            let st = r.check(&got, 1.0);
+            assert!(st.passed(), "{fa} x {fb} {l}: {st:?}");
+            // The reference is really the dequantized product.
+            let (da, db) = (a.dequantize(), b.dequantize());
+            for i in 0..m {
+                for j in 0..n {
+                    let want: f64 = (0..k).map(|kk| da[i * k + kk] as f64 * db[j * k + kk] as f64).sum::<f64>() + bias[j] as f64;
+                    let tol = 1e-5 * r.magnitude[i * n + j] + 1e-6;
+                    assert!((r.values[i * n + j] - want).abs() <= tol, "{fa} {l} ({i},{j})");
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn mixed_layouts_k_tails_and_edge_sizes() {
+    let mut rng = SplitMix64::new(4);
+    for (m, n, k) in [(1, 1, 1), (1, 9, 33), (3, 1, 47), (2, 3, 129)] {
+        let a = quantized(&mut rng, m, k, ScaledFormat::F8E4M3, ScaleLayout::Blockwise { rows: 1, cols: 128 }, false);
+        let b = quantized(&mut rng, n, k, ScaledFormat::F4E2M1, ScaleLayout::Mx { block: 32 }, true);
+        let got = scaled_matmul(&a.as_operand(), &b.as_operand(), None).unwrap();
+        let st = scaled_matmul_f64(&a.as_operand(), &b.as_operand(), None).unwrap().check(&got, 1.0);
+        assert!(st.passed(), "{m}x{n}x{k}: {st:?}");
+    }
+}
+
+#[test]
+fn nan_and_inf_operands_propagate() {
+    // E5M2 has inf: inf * finite -> inf; inf * 0 -> NaN; a NaN code -> NaN.
+    let f = ScaledFormat::F8E5M2;
+    let a = vec![0x7C, 0x3C, 0x3C, 0x3C, 0x7E, 0x3C]; // row0: inf, 1, 1 ; row1: 1, NaN, 1
+    let b = vec![0x3C, 0x3C, 0x3C, 0x00, 0x3C, 0x3C]; // row0: 1, 1, 1 ; row1: 0, 1, 1
+    let s = [1.0f32];
+    let op = |codes: &'static [u8], rows| MatmulOperand { format: f, layout: ScaleLayout::PerTensor, rows, k: 3, codes, packed: false, scales: Box::leak(Box::new(s)), global: None };
+    let (a, b) = (op(Box::leak(a.into_boxed_slice()), 2), op(Box::leak(b.into_boxed_slice()), 2));
+    let got = scaled_matmul(&a, &b, None).unwrap();
+    assert_eq!(got[0], f32::INFINITY);
+    assert!(got[1].is_nan()); // inf * 0
+    assert!(got[2].is_nan() && got[3].is_nan());
+    let st = scaled_matmul_f64(&a, &b, None).unwrap().check(&got, 1.0);
+    assert_eq!(st.nonfinite_mismatches, 0);
+    // A NaN block scale poisons its block only.
+    let mut data = vec![1.0f32; 64];
+    data[0] = f32::NAN;
+    let q = quantize(&data, 1, 64, ScaledFormat::F8E4M3, ScaleLayout::MX, QuantizeOptions::default()).unwrap();
+    let ones = quantize(&vec![1.0f32; 64], 1, 64, ScaledFormat::F8E4M3, ScaleLayout::MX, QuantizeOptions::default()).unwrap();
+    assert!(scaled_matmul(&q.as_operand(), &ones.as_operand(), None).unwrap()[0].is_nan());
+}
+
+#[test]
+fn a_wrong_result_fails_the_check() {
+    let mut rng = SplitMix64::new(8);
+    let a = quantized(&mut rng, 4, 64, ScaledFormat::F8E4M3, ScaleLayout::MX, false);
+    let b = quantized(&mut rng, 4, 64, ScaledFormat::F8E4M3, ScaleLayout::MX, false);
+    let mut got = scaled_matmul(&a.as_operand(), &b.as_operand(), None).unwrap();
+    let r = scaled_matmul_f64(&a.as_operand(), &b.as_operand(), None).unwrap();
+    assert!(r.check(&got, 1.0).passed());
+    got[5] *= 1.001;
+    assert!(!r.check(&got, 1.0).passed());
+    got[5] = f32::NAN;
+    assert_eq!(r.check(&got, 1.0).nonfinite_mismatches, 1);
+}
+
+#[test]
+fn bad_operands_are_errors() {
+    let mut rng = SplitMix64::new(1);
+    let a = quantized(&mut rng, 2, 64, ScaledFormat::F8E4M3, ScaleLayout::MX, false);
+    let b = quantized(&mut rng, 2, 32, ScaledFormat::F8E4M3, ScaleLayout::MX, false);
+    assert_eq!(scaled_matmul(&a.as_operand(), &b.as_operand(), None).unwrap_err(), FormatError::KMismatch { a: 64, b: 32 });
+    let b = quantized(&mut rng, 2, 64, ScaledFormat::F8E4M3, ScaleLayout::MX, false);
+    let e = scaled_matmul(&a.as_operand(), &b.as_operand(), Some(&[1.0])).unwrap_err();
+    assert_eq!(e, FormatError::Length { what: "bias", expected: 2, found: 1 });
+    let mut short = b.as_operand();
+    short.codes = &b.codes[..10];
+    assert!(matches!(scaled_matmul(&a.as_operand(), &short, None), Err(FormatError::Length { what: "B codes", .. })));
+}
