@@ -77,7 +77,10 @@ impl fmt::Display for CustomFormatError {
         match self {
             Self::NoExponentBits => write!(f, "a format needs at least one exponent bit (X >= 1)"),
             Self::TooWide { bits } => {
-                write!(f, "1 + X + Y = {bits} bits does not fit in a byte (at most 8)")
+                write!(
+                    f,
+                    "1 + X + Y = {bits} bits does not fit in a byte (at most 8)"
+                )
             }
             Self::RangeExceedsF32 { top_exponent } => write!(
                 f,
@@ -445,9 +448,8 @@ impl FromStr for ScaledFormat {
         if let Some(f) = named {
             return Ok(f);
         }
-        parse_custom(&lower).map_err(|why| {
-            format!("unknown format '{s}': {why}; expected {FORMAT_NAMES_HELP}")
-        })
+        parse_custom(&lower)
+            .map_err(|why| format!("unknown format '{s}': {why}; expected {FORMAT_NAMES_HELP}"))
     }
 }
 
@@ -479,7 +481,9 @@ fn parse_custom(s: &str) -> Result<ScaledFormat, String> {
     let bias = if rest.is_empty() {
         ScaledFormat::ieee_bias(x)
     } else {
-        let b = rest.strip_prefix('b').ok_or("trailing text after fNeXmY (only b<bias> may follow)")?;
+        let b = rest
+            .strip_prefix('b')
+            .ok_or("trailing text after fNeXmY (only b<bias> may follow)")?;
         b.parse::<i8>()
             .map_err(|_| format!("bias '{b}' is not an integer in -128..=127"))? as i32
     };

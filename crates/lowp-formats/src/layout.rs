@@ -183,7 +183,9 @@ impl FromStr for ScaleLayout {
     /// Parse the [`Display`](fmt::Display) spelling (`-` may stand for `_`).
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         let t = s.trim().to_ascii_lowercase().replace('-', "_");
-        let err = |why: String| format!("unknown scale layout '{s}': {why}; expected {LAYOUT_NAMES_HELP}");
+        let err = |why: String| {
+            format!("unknown scale layout '{s}': {why}; expected {LAYOUT_NAMES_HELP}")
+        };
         let (head, block) = match t.split_once('/') {
             Some((h, b)) => (h.to_string(), Some(b.to_string())),
             None => (t.clone(), None),

@@ -290,9 +290,7 @@ pub mod reference {
                     f32::NAN
                 }
             }
-            ScaledFormat::F8E4M3Fnuz | ScaledFormat::F8E5M2Fnuz if code == 0x80 => {
-                return f32::NAN
-            }
+            ScaledFormat::F8E4M3Fnuz | ScaledFormat::F8E5M2Fnuz if code == 0x80 => return f32::NAN,
             _ => {}
         }
         let step = 2f64.powi(-(m as i32));

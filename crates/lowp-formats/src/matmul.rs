@@ -66,7 +66,11 @@ impl MatmulOperand<'_> {
             self.rows * self.k
         };
         check_len(what, code_len, self.codes.len())?;
-        check_len("scales", self.layout.scale_count(self.rows, self.k), self.scales.len())?;
+        check_len(
+            "scales",
+            self.layout.scale_count(self.rows, self.k),
+            self.scales.len(),
+        )?;
         if self.layout.has_global() != self.global.is_some() {
             return Err(FormatError::GlobalScale {
                 layout: self.layout,
@@ -144,7 +148,9 @@ fn validate_pair(
 
 /// Run `f(row, out_row)` for every output row, split over the available cores.
 fn par_rows<T: Send>(m: usize, n: usize, out: &mut [T], f: impl Fn(usize, &mut [T]) + Sync) {
-    let threads = thread::available_parallelism().map_or(1, |t| t.get()).min(m.max(1));
+    let threads = thread::available_parallelism()
+        .map_or(1, |t| t.get())
+        .min(m.max(1));
     let rows_per = m.div_ceil(threads.max(1)).max(1);
     if n == 0 {
         return;

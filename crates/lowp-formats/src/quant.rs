@@ -82,7 +82,12 @@ fn amax_of<'a>(values: impl Iterator<Item = &'a f32>) -> f32 {
 
 /// The stored scale for a block whose absolute maximum is `amax`, for elements of `format`
 /// in dtype `dtype` (before any global scale).
-pub fn block_scale(amax: f32, format: ScaledFormat, dtype: ScaleDtype, rounding: ScaleRounding) -> f32 {
+pub fn block_scale(
+    amax: f32,
+    format: ScaledFormat,
+    dtype: ScaleDtype,
+    rounding: ScaleRounding,
+) -> f32 {
     if amax.is_nan() {
         return f32::NAN;
     }
@@ -190,7 +195,11 @@ pub fn quantize_with_scales(
 ) -> Result<QuantizedTensor, FormatError> {
     layout.validate()?;
     check_len("data", rows * cols, data.len())?;
-    check_len("scales", layout.scale_count(rows, cols), scales.values.len())?;
+    check_len(
+        "scales",
+        layout.scale_count(rows, cols),
+        scales.values.len(),
+    )?;
     if layout.has_global() != scales.global.is_some() {
         return Err(FormatError::GlobalScale {
             layout,

@@ -32,7 +32,11 @@ fn table_decode_equals_reference_for_every_code() {
         let codec = Codec::new(f);
         for c in 0..=255u8 {
             let r = reference::decode(f, c);
-            assert!(same(f.decode(c), r), "{f} code {c:#04x}: {} vs {r}", f.decode(c));
+            assert!(
+                same(f.decode(c), r),
+                "{f} code {c:#04x}: {} vs {r}",
+                f.decode(c)
+            );
             assert!(same(codec.decode(c), r), "{f} codec code {c:#04x}");
         }
     }
@@ -48,7 +52,11 @@ fn decode_then_encode_round_trips_every_finite_code() {
                 continue;
             }
             assert_eq!(f.encode(v), c, "{f}: code {c:#04x} = {v}");
-            assert_eq!(reference::encode(f, v), c, "{f} reference: code {c:#04x} = {v}");
+            assert_eq!(
+                reference::encode(f, v),
+                c,
+                "{f} reference: code {c:#04x} = {v}"
+            );
         }
     }
 }
@@ -100,7 +108,10 @@ fn nan_and_inf_codes() {
     for c in [0x7D, 0x7E, 0x7F, 0xFD, 0xFE, 0xFF] {
         assert!(F8E5M2.decode(c).is_nan());
     }
-    assert_eq!((0..=255u8).filter(|&c| F8E5M2.decode(c).is_nan()).count(), 6);
+    assert_eq!(
+        (0..=255u8).filter(|&c| F8E5M2.decode(c).is_nan()).count(),
+        6
+    );
     // FNUZ: 0x80 is the only NaN, no inf, no -0.
     for f in [F8E4M3Fnuz, F8E5M2Fnuz] {
         for c in 0..=255u8 {
@@ -112,7 +123,10 @@ fn nan_and_inf_codes() {
     }
     // FP6 / FP4 / custom: every code finite.
     for f in all_formats().into_iter().filter(|f| !f.has_nan()) {
-        assert!((0..f.code_count()).all(|c| f.decode(c as u8).is_finite()), "{f}");
+        assert!(
+            (0..f.code_count()).all(|c| f.decode(c as u8).is_finite()),
+            "{f}"
+        );
     }
     assert!(F8E5M2.has_inf() && !F8E4M3.has_inf() && !F8E4M3Fnuz.has_inf());
 }
@@ -238,8 +252,17 @@ fn encode_paths_agree_with_the_definition_at_every_boundary() {
         let codec = Codec::new(f);
         for x in boundary_inputs(f) {
             let want = encode_by_scan(f, x);
-            assert_eq!(reference::encode(f, x), want, "{f}: reference encode({x:e})");
-            assert_eq!(codec.encode(x), want, "{f}: fast encode({x:e}) bits {:#x}", x.to_bits());
+            assert_eq!(
+                reference::encode(f, x),
+                want,
+                "{f}: reference encode({x:e})"
+            );
+            assert_eq!(
+                codec.encode(x),
+                want,
+                "{f}: fast encode({x:e}) bits {:#x}",
+                x.to_bits()
+            );
         }
     }
 }
@@ -295,7 +318,14 @@ fn seed_examples() {
         F4E3M0.representable_values(),
         vec![-16.0, -8.0, -4.0, -2.0, -1.0, -0.5, -0.25, 0.0, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0]
     );
-    assert_eq!("f4e3m0".parse::<ScaledFormat>(), Ok(ScaledFormat::Custom { exp_bits: 3, mant_bits: 0, bias: 3 }));
+    assert_eq!(
+        "f4e3m0".parse::<ScaledFormat>(),
+        Ok(ScaledFormat::Custom {
+            exp_bits: 3,
+            mant_bits: 0,
+            bias: 3
+        })
+    );
     // seed 002: F4E2M1FN details
     let f = ScaledFormat::F4E2M1;
     assert_eq!(f.decode(0b0_11_1), 6.0);
@@ -354,11 +384,23 @@ fn display_and_parse() {
     let b = ScaledFormat::custom_with_bias(3, 2, 2);
     assert_eq!(b.to_string(), "f6e3m2b2");
     assert_eq!("f6e3m2b2".parse::<ScaledFormat>(), Ok(b));
-    assert_eq!("f5e2m2".parse::<ScaledFormat>(), Ok(ScaledFormat::custom(2, 2)));
+    assert_eq!(
+        "f5e2m2".parse::<ScaledFormat>(),
+        Ok(ScaledFormat::custom(2, 2))
+    );
     assert_eq!("F8E4M3FN".parse::<ScaledFormat>(), Ok(ScaledFormat::F8E4M3));
     // Named names win over the custom reading of the same fields.
     assert_eq!("f4e2m1".parse::<ScaledFormat>(), Ok(ScaledFormat::F4E2M1));
-    for bad in ["f9e4m4", "f4e2m2", "f4e0m3", "e4m3", "fp8", "", "f8e4m3x", "f4e3m0b999"] {
+    for bad in [
+        "f9e4m4",
+        "f4e2m2",
+        "f4e0m3",
+        "e4m3",
+        "fp8",
+        "",
+        "f8e4m3x",
+        "f4e3m0b999",
+    ] {
         let err = bad.parse::<ScaledFormat>().unwrap_err();
         assert!(err.contains(&format!("'{bad}'")), "{err}");
     }
@@ -385,9 +427,15 @@ fn custom_bias_range() {
     assert_eq!(big.max_finite(), 2f32.powi(101));
     assert_eq!(big.encode(2f32.powi(100)), 0); // tie of 0 (0b00) and 2^101 (0b01): even code
     assert_eq!(big.encode(2f32.powi(100) * 1.01), 1);
-    assert_eq!(ScaledFormat::try_custom_with_bias(1, 0, -110), Err(StepTooLarge { step_exponent: 111 }));
+    assert_eq!(
+        ScaledFormat::try_custom_with_bias(1, 0, -110),
+        Err(StepTooLarge { step_exponent: 111 })
+    );
     // f8e7m0 with bias -1 would reach 2^128.
-    assert_eq!(ScaledFormat::try_custom_with_bias(7, 0, -1), Err(RangeExceedsF32 { top_exponent: 128 }));
+    assert_eq!(
+        ScaledFormat::try_custom_with_bias(7, 0, -1),
+        Err(RangeExceedsF32 { top_exponent: 128 })
+    );
     let tiny = ScaledFormat::custom_with_bias(2, 5, 127);
     assert!(tiny.min_positive() > 0.0 && tiny.min_positive() < 1e-38);
     assert_eq!(tiny.encode(tiny.min_positive()), 1);

@@ -25,8 +25,14 @@ fn hand_computed_mx_example() {
         scales: s,
         global: None,
     };
-    let a = op(Box::leak(a_codes.into_boxed_slice()), Box::leak(Box::new(sa)));
-    let b = op(Box::leak(b_codes.into_boxed_slice()), Box::leak(Box::new(sb)));
+    let a = op(
+        Box::leak(a_codes.into_boxed_slice()),
+        Box::leak(Box::new(sa)),
+    );
+    let b = op(
+        Box::leak(b_codes.into_boxed_slice()),
+        Box::leak(Box::new(sb)),
+    );
     assert_eq!(scaled_matmul(&a, &b, None).unwrap(), vec![1280.0]);
     assert_eq!(scaled_matmul(&a, &b, Some(&[0.5])).unwrap(), vec![1280.5]);
     let r = scaled_matmul_f64(&a, &b, None).unwrap();
@@ -39,21 +45,52 @@ fn segments_split_where_either_scale_changes() {
     assert_eq!(s.first(), Some(&(0, 16)));
     assert_eq!(s.last(), Some(&(64, 70)));
     assert_eq!(s.len(), 5);
-    let s = scale_segments(ScaleLayout::Mx { block: 32 }, ScaleLayout::Blockwise { rows: 1, cols: 48 }, 96);
+    let s = scale_segments(
+        ScaleLayout::Mx { block: 32 },
+        ScaleLayout::Blockwise { rows: 1, cols: 48 },
+        96,
+    );
     assert_eq!(s, vec![(0, 32), (32, 48), (48, 64), (64, 96)]);
-    assert_eq!(scale_segments(ScaleLayout::PerTensor, ScaleLayout::PerChannel, 10), vec![(0, 10)]);
+    assert_eq!(
+        scale_segments(ScaleLayout::PerTensor, ScaleLayout::PerChannel, 10),
+        vec![(0, 10)]
+    );
 }
 
-fn quantized(rng: &mut SplitMix64, rows: usize, k: usize, f: ScaledFormat, l: ScaleLayout, packed: bool) -> QuantizedTensor {
-    let data: Vec<f32> = (0..rows * k).map(|i| rng.normal() * (1.0 + (i % 7) as f32)).collect();
-    quantize(&data, rows, k, f, l, QuantizeOptions { packed, ..Default::default() }).unwrap()
+fn quantized(
+    rng: &mut SplitMix64,
+    rows: usize,
+    k: usize,
+    f: ScaledFormat,
+    l: ScaleLayout,
+    packed: bool,
+) -> QuantizedTensor {
+    let data: Vec<f32> = (0..rows * k)
+        .map(|i| rng.normal() * (1.0 + (i % 7) as f32))
+        .collect();
+    quantize(
+        &data,
+        rows,
+        k,
+        f,
+        l,
+        QuantizeOptions {
+            packed,
+            ..Default::default()
+        },
+    )
+    .unwrap()
 }
 
 #[test]
 fn every_format_and_layout_is_within_the_f32_bound() {
     let mut rng = SplitMix64::new(21);
     let mut formats = ScaledFormat::NAMED.to_vec();
-    formats.extend([ScaledFormat::custom(3, 0), ScaledFormat::custom(2, 2), ScaledFormat::custom(3, 4)]);
+    formats.extend([
+        ScaledFormat::custom(3, 0),
+        ScaledFormat::custom(2, 2),
+        ScaledFormat::custom(3, 4),
+    ]);
     let layouts = [
         ScaleLayout::PerTensor,
         ScaleLayout::MX,
@@ -67,7 +104,14 @@ fn every_format_and_layout_is_within_the_f32_bound() {
         for &l in &layouts {
             let fb = formats[(fa.kernel_id() as usize + 3) % formats.len()];
             let a = quantized(&mut rng, m, k, fa, l, false);
-            let lb = if let ScaleLayout::Blockwise { .. } = l { ScaleLayout::Blockwise { rows: 128, cols: 128 } } else { l };
+            let lb = if let ScaleLayout::Blockwise { .. } = l {
+                ScaleLayout::Blockwise {
+                    rows: 128,
+                    cols: 128,
+                }
+            } else {
+                l
+            };
             let b = quantized(&mut rng, n, k, fb, lb, fb.bit_width() == 4);
             let bias: Vec<f32> = rng.normal_vec(n);
             let got = scaled_matmul(&a.as_operand(), &b.as_operand(), Some(&bias)).unwrap();
@@ -78,9 +122,15 @@ fn every_format_and_layout_is_within_the_f32_bound() {
             let (da, db) = (a.dequantize(), b.dequantize());
             for i in 0..m {
                 for j in 0..n {
-                    let want: f64 = (0..k).map(|kk| da[i * k + kk] as f64 * db[j * k + kk] as f64).sum::<f64>() + bias[j] as f64;
+                    let want: f64 = (0..k)
+                        .map(|kk| da[i * k + kk] as f64 * db[j * k + kk] as f64)
+                        .sum::<f64>()
+                        + bias[j] as f64;
                     let tol = 1e-5 * r.magnitude[i * n + j] + 1e-6;
-                    assert!((r.values[i * n + j] - want).abs() <= tol, "{fa} {l} ({i},{j})");
+                    assert!(
+                        (r.values[i * n + j] - want).abs() <= tol,
+                        "{fa} {l} ({i},{j})"
+                    );
                 }
             }
         }
@@ -91,10 +141,26 @@ fn every_format_and_layout_is_within_the_f32_bound() {
 fn mixed_layouts_k_tails_and_edge_sizes() {
     let mut rng = SplitMix64::new(4);
     for (m, n, k) in [(1, 1, 1), (1, 9, 33), (3, 1, 47), (2, 3, 129)] {
-        let a = quantized(&mut rng, m, k, ScaledFormat::F8E4M3, ScaleLayout::Blockwise { rows: 1, cols: 128 }, false);
-        let b = quantized(&mut rng, n, k, ScaledFormat::F4E2M1, ScaleLayout::Mx { block: 32 }, true);
+        let a = quantized(
+            &mut rng,
+            m,
+            k,
+            ScaledFormat::F8E4M3,
+            ScaleLayout::Blockwise { rows: 1, cols: 128 },
+            false,
+        );
+        let b = quantized(
+            &mut rng,
+            n,
+            k,
+            ScaledFormat::F4E2M1,
+            ScaleLayout::Mx { block: 32 },
+            true,
+        );
         let got = scaled_matmul(&a.as_operand(), &b.as_operand(), None).unwrap();
-        let st = scaled_matmul_f64(&a.as_operand(), &b.as_operand(), None).unwrap().check(&got, 1.0);
+        let st = scaled_matmul_f64(&a.as_operand(), &b.as_operand(), None)
+            .unwrap()
+            .check(&got, 1.0);
         assert!(st.passed(), "{m}x{n}x{k}: {st:?}");
     }
 }
@@ -106,8 +172,20 @@ fn nan_and_inf_operands_propagate() {
     let a = vec![0x7C, 0x3C, 0x3C, 0x3C, 0x7E, 0x3C]; // row0: inf, 1, 1 ; row1: 1, NaN, 1
     let b = vec![0x3C, 0x3C, 0x3C, 0x00, 0x3C, 0x3C]; // row0: 1, 1, 1 ; row1: 0, 1, 1
     let s = [1.0f32];
-    let op = |codes: &'static [u8], rows| MatmulOperand { format: f, layout: ScaleLayout::PerTensor, rows, k: 3, codes, packed: false, scales: Box::leak(Box::new(s)), global: None };
-    let (a, b) = (op(Box::leak(a.into_boxed_slice()), 2), op(Box::leak(b.into_boxed_slice()), 2));
+    let op = |codes: &'static [u8], rows| MatmulOperand {
+        format: f,
+        layout: ScaleLayout::PerTensor,
+        rows,
+        k: 3,
+        codes,
+        packed: false,
+        scales: Box::leak(Box::new(s)),
+        global: None,
+    };
+    let (a, b) = (
+        op(Box::leak(a.into_boxed_slice()), 2),
+        op(Box::leak(b.into_boxed_slice()), 2),
+    );
     let got = scaled_matmul(&a, &b, None).unwrap();
     assert_eq!(got[0], f32::INFINITY);
     assert!(got[1].is_nan()); // inf * 0
@@ -117,16 +195,46 @@ fn nan_and_inf_operands_propagate() {
     // A NaN block scale poisons its block only.
     let mut data = vec![1.0f32; 64];
     data[0] = f32::NAN;
-    let q = quantize(&data, 1, 64, ScaledFormat::F8E4M3, ScaleLayout::MX, QuantizeOptions::default()).unwrap();
-    let ones = quantize(&vec![1.0f32; 64], 1, 64, ScaledFormat::F8E4M3, ScaleLayout::MX, QuantizeOptions::default()).unwrap();
+    let q = quantize(
+        &data,
+        1,
+        64,
+        ScaledFormat::F8E4M3,
+        ScaleLayout::MX,
+        QuantizeOptions::default(),
+    )
+    .unwrap();
+    let ones = quantize(
+        &vec![1.0f32; 64],
+        1,
+        64,
+        ScaledFormat::F8E4M3,
+        ScaleLayout::MX,
+        QuantizeOptions::default(),
+    )
+    .unwrap();
     assert!(scaled_matmul(&q.as_operand(), &ones.as_operand(), None).unwrap()[0].is_nan());
 }
 
 #[test]
 fn a_wrong_result_fails_the_check() {
     let mut rng = SplitMix64::new(8);
-    let a = quantized(&mut rng, 4, 64, ScaledFormat::F8E4M3, ScaleLayout::MX, false);
-    let b = quantized(&mut rng, 4, 64, ScaledFormat::F8E4M3, ScaleLayout::MX, false);
+    let a = quantized(
+        &mut rng,
+        4,
+        64,
+        ScaledFormat::F8E4M3,
+        ScaleLayout::MX,
+        false,
+    );
+    let b = quantized(
+        &mut rng,
+        4,
+        64,
+        ScaledFormat::F8E4M3,
+        ScaleLayout::MX,
+        false,
+    );
     let mut got = scaled_matmul(&a.as_operand(), &b.as_operand(), None).unwrap();
     let r = scaled_matmul_f64(&a.as_operand(), &b.as_operand(), None).unwrap();
     assert!(r.check(&got, 1.0).passed());
@@ -139,13 +247,50 @@ fn a_wrong_result_fails_the_check() {
 #[test]
 fn bad_operands_are_errors() {
     let mut rng = SplitMix64::new(1);
-    let a = quantized(&mut rng, 2, 64, ScaledFormat::F8E4M3, ScaleLayout::MX, false);
-    let b = quantized(&mut rng, 2, 32, ScaledFormat::F8E4M3, ScaleLayout::MX, false);
-    assert_eq!(scaled_matmul(&a.as_operand(), &b.as_operand(), None).unwrap_err(), FormatError::KMismatch { a: 64, b: 32 });
-    let b = quantized(&mut rng, 2, 64, ScaledFormat::F8E4M3, ScaleLayout::MX, false);
+    let a = quantized(
+        &mut rng,
+        2,
+        64,
+        ScaledFormat::F8E4M3,
+        ScaleLayout::MX,
+        false,
+    );
+    let b = quantized(
+        &mut rng,
+        2,
+        32,
+        ScaledFormat::F8E4M3,
+        ScaleLayout::MX,
+        false,
+    );
+    assert_eq!(
+        scaled_matmul(&a.as_operand(), &b.as_operand(), None).unwrap_err(),
+        FormatError::KMismatch { a: 64, b: 32 }
+    );
+    let b = quantized(
+        &mut rng,
+        2,
+        64,
+        ScaledFormat::F8E4M3,
+        ScaleLayout::MX,
+        false,
+    );
     let e = scaled_matmul(&a.as_operand(), &b.as_operand(), Some(&[1.0])).unwrap_err();
-    assert_eq!(e, FormatError::Length { what: "bias", expected: 2, found: 1 });
+    assert_eq!(
+        e,
+        FormatError::Length {
+            what: "bias",
+            expected: 2,
+            found: 1
+        }
+    );
     let mut short = b.as_operand();
     short.codes = &b.codes[..10];
-    assert!(matches!(scaled_matmul(&a.as_operand(), &short, None), Err(FormatError::Length { what: "B codes", .. })));
+    assert!(matches!(
+        scaled_matmul(&a.as_operand(), &short, None),
+        Err(FormatError::Length {
+            what: "B codes",
+            ..
+        })
+    ));
 }

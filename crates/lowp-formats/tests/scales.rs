@@ -63,7 +63,9 @@ fn ue8m0_constants() {
 /// Every dtype's grid, enumerated independently.
 fn grid_values(d: ScaleDtype) -> Vec<f32> {
     match d {
-        ScaleDtype::UE4M3 => (0..0x7Fu8).map(|c| ScaledFormat::F8E4M3.decode(c)).collect(),
+        ScaleDtype::UE4M3 => (0..0x7Fu8)
+            .map(|c| ScaledFormat::F8E4M3.decode(c))
+            .collect(),
         ScaleDtype::UE8M0 => (0..0xFFu8).map(|c| E8M0::from_bits(c).to_f32()).collect(),
         ScaleDtype::F16 => {
             // f16 positive finite: subnormals k * 2^-24, normals (1 + m/1024) 2^(e-15)
@@ -92,9 +94,16 @@ fn round_up_is_the_smallest_grid_value_not_below() {
         for _ in 0..20000 {
             let x = 2f32.powf(rng.uniform(-30.0, 20.0));
             let r = d.round_up(x);
-            let want = grid.iter().copied().find(|&g| g >= x).unwrap_or(d.max_representable());
+            let want = grid
+                .iter()
+                .copied()
+                .find(|&g| g >= x)
+                .unwrap_or(d.max_representable());
             assert_eq!(r, want, "{d}: round_up({x:e})");
-            assert!(r >= x || x > d.max_representable(), "{d}: never below the input");
+            assert!(
+                r >= x || x > d.max_representable(),
+                "{d}: never below the input"
+            );
         }
     }
 }
@@ -120,10 +129,16 @@ fn round_up_seed_rules() {
     // bf16 keeps the top half of the f32 pattern, all the way down.
     let b = ScaleDtype::BF16;
     assert_eq!(b.round_up(1.0 + 2f32.powi(-20)), 1.0 + 2f32.powi(-7));
-    assert_eq!(b.round_up(f32::from_bits(0x0000_0001)), f32::from_bits(0x0001_0000));
+    assert_eq!(
+        b.round_up(f32::from_bits(0x0000_0001)),
+        f32::from_bits(0x0001_0000)
+    );
     assert_eq!(ScaleDtype::F32.round_up(1.2345), 1.2345);
     // F16 subnormal range.
-    assert_eq!(ScaleDtype::F16.round_up(1.5 * 2f32.powi(-24)), 2.0 * 2f32.powi(-24));
+    assert_eq!(
+        ScaleDtype::F16.round_up(1.5 * 2f32.powi(-24)),
+        2.0 * 2f32.powi(-24)
+    );
 }
 
 #[test]
