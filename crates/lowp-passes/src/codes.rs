@@ -1,0 +1,257 @@
+//! The numeric rules of `lowp-formats`, emitted as IR on bit patterns: element decode and
+//! encode, scale storage (E8M0, UE4M3, f32) and the block-scale rule. Every function here
+//! mirrors one function of `lowp-formats` operation for operation, so the generated code is
+//! bit-exact against the oracle (the lit `Run` tests and the JIT tests check it).
+//!
+//! Codes travel as `i32` holding the code in their low bits; values as `f32`.
+
+use lowp_formats::{ScaleDtype, ScaleRounding, ScaledFormat};
+use melior::dialect::arith::{CmpfPredicate, CmpiPredicate};
+use melior::ir::Value;
+
+use crate::ir::Emitter;
+
+/// `f32` value of a code, by bit arithmetic (mirrors `lowp_codec::decode_bits`).
+pub fn decode<'c, 'a>(e: &Emitter<'c, 'a>, format: ScaledFormat, code: Value<'c, '_>) -> Value<'c, 'a> {
+    let (eb, mb, bias) = format.fields();
+    let i32t = e.int_type(32);
+    let f32t = e.f32_type();
+    let width = 1 + eb + mb;
+    let code = e.andi(code, e.i32((1u32 << width) - 1));
+    let sign = e.shli(e.shrui(code, e.i32(eb + mb)), e.i32(31));
+    let exp = e.andi(e.shrui(code, e.i32(mb)), e.i32((1 << eb) - 1));
+    let mant = e.andi(code, e.i32((1 << mb) - 1));
+    // Normal: move the fields into place and rebias the exponent.
+    let f32_exp = e.shli(e.addi(exp, e.i32((127 - bias) as u32)), e.i32(23));
+    let normal = e.ori(e.ori(sign, f32_exp), e.shli(mant, e.i32(23 - mb)));
+    // Subnormal and zero: mant * 2^(1 - bias - m), exact in f32, then the sign.
+    let unit = f32::from_bits(decode_unit_bits(1 - bias - mb as i32));
+    let sub_abs = e.mulf(e.uitofp(mant, f32t), e.f32(unit));
+    let sub = e.ori(e.bitcast(sub_abs, i32t), sign);
+    let is_sub = e.cmpi(CmpiPredicate::Eq, exp, e.i32(0));
+    let bits = e.select(is_sub, sub, normal);
+    let value = e.bitcast(bits, f32t);
+    let nan = e.f32(f32::NAN);
+    match format {
+        ScaledFormat::F8E4M3 => {
+            let is_nan = e.cmpi(CmpiPredicate::Eq, e.andi(code, e.i32(0x7F)), e.i32(0x7F));
+            e.select(is_nan, nan, value)
+        }
+        ScaledFormat::F8E5M2 => {
+            let special = e.cmpi(CmpiPredicate::Eq, exp, e.i32(0x1F));
+            let is_inf = e.cmpi(CmpiPredicate::Eq, mant, e.i32(0));
+            let inf = e.bitcast(e.ori(sign, e.i32(0x7F80_0000)), f32t);
+            let special_value = e.select(is_inf, inf, nan);
+            e.select(special, special_value, value)
+        }
+        ScaledFormat::F8E4M3Fnuz | ScaledFormat::F8E5M2Fnuz => {
+            let is_nan = e.cmpi(CmpiPredicate::Eq, code, e.i32(0x80));
+            e.select(is_nan, nan, value)
+        }
+        _ => value,
+    }
+}
+
+/// Bits of `2^k` for `-149 <= k <= 127` (an f32 subnormal below -126).
+const fn decode_unit_bits(k: i32) -> u32 {
+    if k >= -126 {
+        ((k + 127) as u32) << 23
+    } else {
+        1 << (k + 149)
+    }
+}
+
+/// The code of an `f32`: nearest, ties to the even code, saturating, NaN -> 0, no FNUZ
+/// negative zero (mirrors `lowp_codec::EncodeParams::encode`). Returns an `i32`.
+pub fn encode<'c, 'a>(e: &Emitter<'c, 'a>, format: ScaledFormat, x: Value<'c, '_>) -> Value<'c, 'a> {
+    let (eb, m, bias) = format.fields();
+    let i32t = e.int_type(32);
+    let f32t = e.f32_type();
+    let shift = 23 - m;
+    let parity_flip = if m == 0 { ((127 - bias) & 1) as u32 } else { 0 };
+    let rebias = ((127 - bias) as u32) << m;
+    let emin = 1 - bias;
+    let min_normal_bits = ((emin + 127) as u32) << 23;
+    let magic = f32::from_bits(((emin - m as i32 + 23 + 127) as u32) << 23);
+
+    let bits = e.bitcast(x, i32t);
+    let abs = e.andi(bits, e.i32(0x7FFF_FFFF));
+    let kept = e.shrui(abs, e.i32(shift));
+    let lsb = e.andi(e.xori(kept, e.i32(parity_flip)), e.i32(1));
+    let rounded = e.addi(e.addi(abs, e.i32((1 << (shift - 1)) - 1)), lsb);
+    let mag_normal = e.subi(e.shrui(rounded, e.i32(shift)), e.i32(rebias));
+    let abs_f = e.bitcast(abs, f32t);
+    let sum = e.addf(abs_f, e.f32(magic));
+    let mag_sub = e.subi(e.bitcast(sum, i32t), e.i32(magic.to_bits()));
+    let is_sub = e.cmpi(CmpiPredicate::Ult, abs, e.i32(min_normal_bits));
+    let mag = e.select(is_sub, mag_sub, mag_normal);
+    let mag = e.minui(mag, e.i32(format.max_finite_code() as u32));
+    let is_nan = e.cmpi(CmpiPredicate::Ugt, abs, e.i32(0x7F80_0000));
+    let zero = e.i32(0);
+    let mag = e.select(is_nan, zero, mag);
+    // Sign: dropped for NaN, and for a zero magnitude in FNUZ formats.
+    let sign = e.shrui(bits, e.i32(31));
+    let sign = e.select(is_nan, zero, sign);
+    let sign = if format.is_fnuz() {
+        let nonzero = e.cmpi(CmpiPredicate::Ne, mag, zero);
+        e.select(nonzero, sign, zero)
+    } else {
+        sign
+    };
+    e.ori(mag, e.shli(sign, e.i32(eb + m)))
+}
+
+/// `floor(log2 x)` of a positive finite `f32` (subnormals included), as `i32`.
+fn floor_log2<'c, 'a>(e: &Emitter<'c, 'a>, x: Value<'c, '_>) -> Value<'c, 'a> {
+    let i32t = e.int_type(32);
+    let bits = e.bitcast(x, i32t);
+    let exp = e.shrui(bits, e.i32(23));
+    // A subnormal times 2^64 is normal: take its exponent and undo the 64.
+    let scaled = e.bitcast(e.mulf(x, e.f32(2f32.powi(64))), i32t);
+    let exp_scaled = e.subi(e.shrui(scaled, e.i32(23)), e.i32(64));
+    let is_sub = e.cmpi(CmpiPredicate::Eq, exp, e.i32(0));
+    let biased = e.select(is_sub, exp_scaled, exp);
+    e.subi(biased, e.i32(127))
+}
+
+/// The E8M0 code of a non-negative `f32` or NaN: round up to a power of two, saturate, NaN
+/// -> 0xFF, values at or below 2^-127 -> 0x00 (mirrors `E8M0::from_f32`). Returns `i32`.
+pub fn e8m0_encode<'c, 'a>(e: &Emitter<'c, 'a>, x: Value<'c, '_>) -> Value<'c, 'a> {
+    let i32t = e.int_type(32);
+    let direct = ceil_log2_biased(e, x);
+    let scaled = e.subi(ceil_log2_biased(e, e.mulf(x, e.f32(2f32.powi(64)))), e.i32(64));
+    let bits = e.bitcast(x, i32t);
+    let is_sub = e.cmpi(CmpiPredicate::Eq, e.shrui(bits, e.i32(23)), e.i32(0));
+    let code = e.select(is_sub, scaled, direct);
+    let code = e.minsi(e.maxsi(code, e.i32(0)), e.i32(0xFE));
+    let is_nan = e.cmpf(CmpfPredicate::Uno, x, x);
+    e.select(is_nan, e.i32(0xFF), code)
+}
+
+/// `ceil(log2 v) + 127` of a positive normal `f32` (its exponent field, plus one when any
+/// mantissa bit is set).
+fn ceil_log2_biased<'c, 'a>(e: &Emitter<'c, 'a>, v: Value<'c, '_>) -> Value<'c, 'a> {
+    let i32t = e.int_type(32);
+    let bits = e.bitcast(v, i32t);
+    let exp = e.shrui(bits, e.i32(23));
+    let frac = e.andi(bits, e.i32(0x7F_FFFF));
+    let inexact = e.extui(e.cmpi(CmpiPredicate::Ne, frac, e.i32(0)), i32t);
+    e.addi(exp, inexact)
+}
+
+/// The value of an E8M0 code (`i32`): `2^(code - 127)`, NaN for 0xFF.
+pub fn e8m0_decode<'c, 'a>(e: &Emitter<'c, 'a>, code: Value<'c, '_>) -> Value<'c, 'a> {
+    let code = e.andi(code, e.i32(0xFF));
+    let bits = e.shli(code, e.i32(23));
+    let is_min = e.cmpi(CmpiPredicate::Eq, code, e.i32(0));
+    let bits = e.select(is_min, e.i32(0x0040_0000), bits);
+    let is_nan = e.cmpi(CmpiPredicate::Eq, code, e.i32(0xFF));
+    let bits = e.select(is_nan, e.i32(0x7FC0_0000), bits);
+    e.bitcast(bits, e.f32_type())
+}
+
+/// The value of a UE4M3 scale byte (`i32`): E4M3 of the low 7 bits.
+pub fn ue4m3_decode<'c, 'a>(e: &Emitter<'c, 'a>, code: Value<'c, '_>) -> Value<'c, 'a> {
+    let code = e.andi(code, e.i32(0x7F));
+    decode(e, ScaledFormat::F8E4M3, code)
+}
+
+/// The UE4M3 byte of a scale value on the UE4M3 grid, or NaN (-> 0x7F).
+pub fn ue4m3_encode<'c, 'a>(e: &Emitter<'c, 'a>, v: Value<'c, '_>) -> Value<'c, 'a> {
+    let code = e.andi(encode(e, ScaledFormat::F8E4M3, v), e.i32(0x7F));
+    let is_nan = e.cmpf(CmpfPredicate::Uno, v, v);
+    e.select(is_nan, e.i32(0x7F), code)
+}
+
+/// `ScaleDtype::round_up` of a non-negative `f32` or NaN.
+pub fn round_up<'c, 'a>(e: &Emitter<'c, 'a>, dtype: ScaleDtype, x: Value<'c, 'a>) -> Value<'c, 'a> {
+    match dtype {
+        ScaleDtype::F32 => x,
+        ScaleDtype::UE8M0 => {
+            let code = e8m0_encode(e, x);
+            e8m0_decode(e, code)
+        }
+        ScaleDtype::F16 | ScaleDtype::BF16 | ScaleDtype::UE4M3 => {
+            let grid = dtype.f32_grid();
+            let i32t = e.int_type(32);
+            let mask = (1u32 << grid.dropped_bits) - 1;
+            let bits = e.bitcast(x, i32t);
+            let low = e.andi(bits, e.i32(mask));
+            let on_grid = e.cmpi(CmpiPredicate::Eq, low, e.i32(0));
+            let stepped = e.addi(e.ori(bits, e.i32(mask)), e.i32(1));
+            let v = e.bitcast(e.select(on_grid, bits, stepped), e.f32_type());
+            let v = match grid.min_normal {
+                Some(min_normal) => {
+                    let step = grid.subnormal_step;
+                    let units = e.unary("math.ceil", e.divf(x, e.f32(step)));
+                    let sub = e.mulf(units, e.f32(step));
+                    let is_sub = e.cmpf(CmpfPredicate::Olt, x, e.f32(min_normal));
+                    e.select(is_sub, sub, v)
+                }
+                None => v,
+            };
+            let max = e.f32(grid.max);
+            let over = e.cmpf(CmpfPredicate::Oge, x, max);
+            let v = e.select(over, max, v);
+            let is_nan = e.cmpf(CmpfPredicate::Uno, x, x);
+            e.select(is_nan, x, v)
+        }
+    }
+}
+
+/// `2^k` as an `f32` for an `i32` k: 0 below 2^-149, +inf above 2^127 (as
+/// `2f64.powi(k) as f32`).
+fn pow2<'c, 'a>(e: &Emitter<'c, 'a>, k: Value<'c, 'a>) -> Value<'c, 'a> {
+    let normal = e.shli(e.addi(k, e.i32(127)), e.i32(23));
+    // Clamped so that the unselected arm never shifts by 32 or more (poison).
+    let sub_shift = e.minsi(e.maxsi(e.addi(k, e.i32(149)), e.i32(0)), e.i32(31));
+    let sub = e.shli(e.i32(1), sub_shift);
+    let is_normal = e.cmpi(CmpiPredicate::Sge, k, e.i32(-126i32 as u32));
+    let bits = e.select(is_normal, normal, sub);
+    let underflow = e.cmpi(CmpiPredicate::Slt, k, e.i32(-149i32 as u32));
+    let bits = e.select(underflow, e.i32(0), bits);
+    let overflow = e.cmpi(CmpiPredicate::Sgt, k, e.i32(127));
+    let bits = e.select(overflow, e.i32(0x7F80_0000), bits);
+    e.bitcast(bits, e.f32_type())
+}
+
+/// `quant::block_scale`: the stored scale of a block with absolute maximum `amax` (NaN for
+/// a block holding NaN or inf), as an `f32` on the dtype's grid (or NaN).
+pub fn block_scale<'c, 'a>(
+    e: &Emitter<'c, 'a>,
+    amax: Value<'c, 'a>,
+    format: ScaledFormat,
+    dtype: ScaleDtype,
+    rounding: ScaleRounding,
+) -> Value<'c, 'a> {
+    let scale = match rounding {
+        ScaleRounding::RoundUp => {
+            let ratio = e.divf(amax, e.f32(format.max_finite()));
+            round_up(e, dtype, ratio)
+        }
+        ScaleRounding::OcpMx => {
+            let k = e.subi(floor_log2(e, amax), e.i32(format.emax() as u32));
+            match dtype {
+                ScaleDtype::F32 => pow2(e, k),
+                ScaleDtype::UE8M0 => {
+                    let code = e.addi(
+                        e.minsi(e.maxsi(k, e.i32(-127i32 as u32)), e.i32(127)),
+                        e.i32(127),
+                    );
+                    e8m0_decode(e, code)
+                }
+                _ => {
+                    let p = pow2(e, k);
+                    let floor = e.f32(dtype.min_positive());
+                    let less = e.cmpf(CmpfPredicate::Olt, p, floor);
+                    let p = e.select(less, floor, p);
+                    round_up(e, dtype, p)
+                }
+            }
+        }
+    };
+    let is_zero = e.cmpf(CmpfPredicate::Oeq, amax, e.f32(0.0));
+    let scale = e.select(is_zero, e.f32(1.0), scale);
+    let is_nan = e.cmpf(CmpfPredicate::Uno, amax, amax);
+    e.select(is_nan, e.f32(f32::NAN), scale)
+}

@@ -1,0 +1,507 @@
+//! `lowp-expand-quantize`: rewrite `lowp.compute_scales`, `lowp.quantize` and
+//! `lowp.dequantize` into `scf` loops of `arith` / `math` / `memref` operations on bit
+//! patterns, exact for every format and layout.
+//!
+//! Before:
+//! ```mlir
+//! lowp.quantize %x[%s] layout #lowp.mx<32> into %q
+//!     : memref<4x64xf32>[memref<4x2xf8E8M0FNU>] -> memref<4x64xf4E2M1FN>
+//! ```
+//! After (shape of it):
+//! ```mlir
+//! %sbits = lowp.storage_cast %s : memref<4x2xf8E8M0FNU> to memref<4x2xi8>
+//! %qbits = lowp.storage_cast %q : memref<4x64xf4E2M1FN> to memref<4x64xi4>
+//! scf.for %r = %c0 to %rows step %c1 {
+//!   scf.for %k = %c0 to %cols step %c1 {
+//!     // scale: E8M0 byte -> f32 bits; element: x / scale -> f32 bits -> rounded code
+//!     ... arith.bitcast / arith.shrui / arith.addi / arith.select / arith.minui ...
+//!     memref.store %code, %qbits[%r, %k] : memref<4x64xi4>
+//!   }
+//! }
+//! ```
+//! Each rule is the one of `lowp-formats` operation for operation (see `codes.rs`):
+//! encode rounds to nearest with ties to the even code and saturates; scales are stored
+//! with the op's rounding policy; NaN/inf blocks get NaN scales; NVFP4 global scales are
+//! computed from the whole tensor first. Codes and one-byte scales are read and written as
+//! integers through `lowp.storage_cast`; packed FP4 combines two nibbles per byte, low
+//! nibble first.
+//!
+//! Options:
+//! * `decode=bits|table` — dequantize decodes with bit arithmetic (default) or by loading
+//!   a `memref.global` table of one f32 per code (16 for FP4, 64 for FP6, 256 for FP8)
+//!   built from `lowp-formats` (both exact).
+//!
+//! Runs on `func.func`. Dependent dialects: arith, math, memref, scf.
+
+use lowp_dialect::{code_type_info, layout_of, rounding_of, storage_type};
+use lowp_formats::{lowp_codec, ScaleDtype, ScaleLayout, ScaleRounding, ScaledFormat};
+use melior::dialect::arith::CmpfPredicate;
+use melior::dialect::DialectHandle;
+use melior::ir::attribute::TypeAttribute;
+use melior::ir::block::BlockLike;
+use melior::ir::operation::{OperationBuilder, OperationLike};
+use melior::ir::r#type::MemRefType;
+use melior::ir::{ShapedTypeLike, TypeLike};
+use melior::ir::RegionLike;
+use melior::ir::ValueLike;
+use melior::ir::{Attribute, Identifier, OperationRef, Type, Value};
+
+use crate::codes;
+use crate::error::Location;
+use crate::ir::Emitter;
+use crate::registry::{OptionDef, OptionKind, PassDef, PassOptions};
+use crate::PassError;
+
+/// The pass definition.
+pub const PASS: PassDef = PassDef {
+    argument: "lowp-expand-quantize",
+    name: "LowpExpandQuantize",
+    description: "Rewrite lowp.compute_scales / quantize / dequantize into scf loops of \
+                  arith, math and memref ops on bit patterns (exact for every format and layout)",
+    op_name: Some("func.func"),
+    options: &[OptionDef {
+        name: "decode",
+        default: "bits",
+        description: "How dequantize decodes codes: 'bits' (integer arithmetic) or 'table' \
+                      (a memref.global lookup table with one f32 per code)",
+        kind: OptionKind::Choice(&["bits", "table"]),
+    }],
+    dependent_dialects: || {
+        vec![
+            DialectHandle::arith(),
+            DialectHandle::memref(),
+            DialectHandle::scf(),
+            DialectHandle::func(),
+            lowp_dialect::dialect_handle(),
+            math_handle(),
+        ]
+    },
+    run,
+};
+
+fn math_handle() -> DialectHandle {
+    // SAFETY: the math dialect's registration handle is a static descriptor.
+    unsafe { DialectHandle::from_raw(mlir_sys::mlirGetDialectHandle__math__()) }
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Decode {
+    Bits,
+    Table,
+}
+
+fn run<'c, 'a>(func: OperationRef<'c, 'a>, options: &PassOptions) -> Result<(), PassError> {
+    let decode = match options.choice("decode") {
+        "table" => Decode::Table,
+        _ => Decode::Bits,
+    };
+    // SAFETY: the context outlives the pass run.
+    let ctx = unsafe { func.context().to_ref() };
+    let mut targets = Vec::new();
+    func.walk(melior::ir::operation::WalkOrder::PreOrder, |op| {
+        let name = op.name();
+        let name = name.as_string_ref().as_str().unwrap_or("");
+        if matches!(name, "lowp.compute_scales" | "lowp.quantize" | "lowp.dequantize") {
+            targets.push(op.to_raw());
+        }
+        melior::ir::operation::WalkResult::Advance
+    });
+    for raw in targets {
+        // SAFETY: collected from the live function above and not yet erased.
+        let op: OperationRef<'c, 'a> = unsafe { OperationRef::from_raw(raw) };
+        let e = Emitter::before(ctx, op).ok_or_else(|| unsupported(op, "op is not in a block"))?;
+        let name = op.name().as_string_ref().as_str().unwrap_or("").to_string();
+        match name.as_str() {
+            "lowp.compute_scales" => expand_compute_scales(&e, op)?,
+            "lowp.quantize" => expand_quantize(&e, op)?,
+            _ => expand_dequantize(&e, op, decode, func)?,
+        }
+        // SAFETY: the op has no results and its replacement is in place.
+        unsafe { mlir_sys::mlirOperationDestroy(raw) };
+    }
+    Ok(())
+}
+
+fn unsupported(op: OperationRef, reason: impl Into<String>) -> PassError {
+    PassError::Unsupported {
+        op: op.name().as_string_ref().as_str().unwrap_or("op").to_string(),
+        reason: reason.into(),
+        location: Some(Location(op.location().to_raw())),
+    }
+}
+
+/// A scaled tensor's operands as the expansions see them.
+struct Scaled<'c, 'a> {
+    layout: ScaleLayout,
+    /// Scales as stored: f32 values, or integers through a storage cast.
+    scales: Value<'c, 'a>,
+    dtype: ScaleDtype,
+    global: Option<Value<'c, 'a>>,
+}
+
+fn layout_attr_of<'c>(op: OperationRef<'c, '_>, name: &str) -> Result<ScaleLayout, PassError> {
+    op.attribute(name)
+        .ok()
+        .and_then(layout_of)
+        .ok_or_else(|| unsupported(op, format!("missing or unknown '{name}' scale layout")))
+}
+
+/// `lowp.storage_cast %m : memref<..xT> to memref<..x iN>`.
+fn storage_cast<'c, 'a>(e: &Emitter<'c, 'a>, memref: Value<'c, '_>) -> Option<Value<'c, 'a>> {
+    let t = MemRefType::try_from(memref.r#type()).ok()?;
+    let storage = storage_type(t.element())?;
+    // SAFETY: a memref type with the source's shape, layout and memory space.
+    let result = unsafe {
+        let raw = t.to_raw();
+        let rank = mlir_sys::mlirShapedTypeGetRank(raw);
+        let shape: Vec<i64> = (0..rank).map(|i| mlir_sys::mlirShapedTypeGetDimSize(raw, i as isize)).collect();
+        Type::from_raw(mlir_sys::mlirMemRefTypeGet(
+            storage.to_raw(),
+            rank as isize,
+            shape.as_ptr(),
+            mlir_sys::mlirMemRefTypeGetLayout(raw),
+            mlir_sys::mlirMemRefTypeGetMemorySpace(raw),
+        ))
+    };
+    Some(e.val(
+        OperationBuilder::new("lowp.storage_cast", e.loc())
+            .add_operands(&[memref])
+            .add_results(&[result])
+            .build()
+            .ok()?,
+    ))
+}
+
+impl<'c, 'a> Scaled<'c, 'a> {
+    fn new(
+        e: &Emitter<'c, 'a>,
+        op: OperationRef<'c, 'a>,
+        layout: ScaleLayout,
+        scales: Value<'c, 'a>,
+        global: Option<Value<'c, 'a>>,
+    ) -> Result<Self, PassError> {
+        let dtype = layout.scale_dtype();
+        let scales = match dtype {
+            ScaleDtype::F32 => scales,
+            _ => storage_cast(e, scales).ok_or_else(|| unsupported(op, "scales are not castable to bytes"))?,
+        };
+        Ok(Self {
+            layout,
+            scales,
+            dtype,
+            global,
+        })
+    }
+
+    /// The (row, col) block of the scale of element (r, k): index values.
+    fn scale_index(&self, e: &Emitter<'c, 'a>, r: Value<'c, 'a>, k: Value<'c, 'a>) -> [Value<'c, 'a>; 2] {
+        let zero = e.index(0);
+        match self.layout {
+            ScaleLayout::PerTensor => [zero, zero],
+            ScaleLayout::PerChannel => [r, zero],
+            ScaleLayout::Mx { block } | ScaleLayout::Nvfp4 { block, .. } => {
+                [r, e.divui(k, e.index(block as i64))]
+            }
+            ScaleLayout::Blockwise { rows, cols } => [
+                e.divui(r, e.index(rows as i64)),
+                e.divui(k, e.index(cols as i64)),
+            ],
+        }
+    }
+
+    /// The f32 value of the scale of element (r, k), global scale not included.
+    fn block_value(&self, e: &Emitter<'c, 'a>, r: Value<'c, 'a>, k: Value<'c, 'a>) -> Value<'c, 'a> {
+        let idx = self.scale_index(e, r, k);
+        let stored = e.load(self.scales, &idx);
+        match self.dtype {
+            ScaleDtype::UE8M0 => codes::e8m0_decode(e, e.extui(stored, e.int_type(32))),
+            ScaleDtype::UE4M3 => codes::ue4m3_decode(e, e.extui(stored, e.int_type(32))),
+            _ => stored,
+        }
+    }
+
+    fn global_value(&self, e: &Emitter<'c, 'a>) -> Option<Value<'c, 'a>> {
+        self.global.map(|g| e.load(g, &[]))
+    }
+}
+
+/// `(rows, cols)` of a memref as index values (cols doubled for packed storage).
+fn dims<'c, 'a>(e: &Emitter<'c, 'a>, m: Value<'c, '_>, packed: bool) -> (Value<'c, 'a>, Value<'c, 'a>) {
+    let rows = e.dim(m, 0);
+    let cols = e.dim(m, 1);
+    let cols = if packed { e.muli(cols, e.index(2)) } else { cols };
+    (rows, cols)
+}
+
+fn code_format<'c>(op: OperationRef<'c, '_>, memref: Value<'c, '_>) -> Result<(ScaledFormat, bool), PassError> {
+    let t = MemRefType::try_from(memref.r#type()).map_err(|_| unsupported(op, "codes must be a memref"))?;
+    let info = code_type_info(t.element()).ok_or_else(|| unsupported(op, "codes have no lowp element format"))?;
+    Ok((info.format, info.packed))
+}
+
+fn operand<'c, 'a>(op: OperationRef<'c, 'a>, i: usize) -> Result<Value<'c, 'a>, PassError> {
+    op.operand(i).map_err(|_| unsupported(op, format!("missing operand #{i}")))
+}
+
+/// Absolute maximum of `input[r0..r1, c0..c1]`, NaN if any element is NaN or ±inf.
+fn tile_amax<'c, 'a>(
+    e: &Emitter<'c, 'a>,
+    input: Value<'c, 'a>,
+    (r0, r1): (Value<'c, 'a>, Value<'c, 'a>),
+    (c0, c1): (Value<'c, 'a>, Value<'c, 'a>),
+) -> Value<'c, 'a> {
+    let one = e.index(1);
+    let inits = [e.f32(0.0), e.bool(false)];
+    let out = e.for_loop(r0, r1, one, &inits, |e, r, acc| {
+        e.for_loop(c0, c1, one, acc, |e, c, acc| {
+            let a = e.unary("math.absf", e.load(input, &[r, c]));
+            let amax = e.maxnumf(acc[0], a);
+            let bad = e.ori(acc[1], e.cmpf(CmpfPredicate::Uge, a, e.f32(f32::INFINITY)));
+            vec![amax, bad]
+        })
+    });
+    e.select(out[1], e.f32(f32::NAN), out[0])
+}
+
+fn expand_compute_scales<'c, 'a>(e: &Emitter<'c, 'a>, op: OperationRef<'c, 'a>) -> Result<(), PassError> {
+    let input = operand(op, 0)?;
+    let scales_memref = operand(op, 1)?;
+    let global = if op.operand_count() > 2 { Some(operand(op, 2)?) } else { None };
+    let layout = layout_attr_of(op, "layout")?;
+    let format = op
+        .attribute("format")
+        .ok()
+        .and_then(|a| TypeAttribute::try_from(a).ok())
+        .and_then(|t| code_type_info(t.value()))
+        .filter(|i| !i.packed)
+        .ok_or_else(|| unsupported(op, "missing or unknown element 'format'"))?
+        .format;
+    let rounding = match op.attribute("rounding") {
+        Ok(a) => rounding_of(a).ok_or_else(|| unsupported(op, "unknown 'rounding'"))?,
+        Err(_) => ScaleRounding::RoundUp,
+    };
+    let scaled = Scaled::new(e, op, layout, scales_memref, global)?;
+    let (rows, cols) = dims(e, input, false);
+    let (zero, one) = (e.index(0), e.index(1));
+
+    // NVFP4 two-level: the global scale first, from the whole tensor.
+    let g = match scaled.global {
+        Some(gm) => {
+            let amax = tile_amax(e, input, (zero, rows), (zero, cols));
+            let denom = format.max_finite() * ScaleDtype::UE4M3.max_representable();
+            let g = e.divf(amax, e.f32(denom));
+            let is_zero = e.cmpf(CmpfPredicate::Oeq, amax, e.f32(0.0));
+            let g = e.select(is_zero, e.f32(1.0), g);
+            e.store(g, gm, &[]);
+            Some(g)
+        }
+        None => None,
+    };
+
+    // Tile extents: (rows per scale, cols per scale) and the scale grid.
+    let (rb, kb, srows, scols) = match layout {
+        ScaleLayout::PerTensor => (rows, cols, one, one),
+        ScaleLayout::PerChannel => (one, cols, rows, one),
+        ScaleLayout::Mx { block } | ScaleLayout::Nvfp4 { block, .. } => {
+            let kb = e.index(block as i64);
+            (one, kb, rows, ceil_div(e, cols, kb))
+        }
+        ScaleLayout::Blockwise { rows: tr, cols: tc } => {
+            let (rb, kb) = (e.index(tr as i64), e.index(tc as i64));
+            (rb, kb, ceil_div(e, rows, rb), ceil_div(e, cols, kb))
+        }
+    };
+    e.for_loop(zero, srows, one, &[], |e, sr, _| {
+        e.for_loop(zero, scols, one, &[], |e, sc, _| {
+            let r0 = e.muli(sr, rb);
+            let r1 = min_index(e, e.addi(r0, rb), rows);
+            let c0 = e.muli(sc, kb);
+            let c1 = min_index(e, e.addi(c0, kb), cols);
+            let amax = tile_amax(e, input, (r0, r1), (c0, c1));
+            let amax = match g {
+                Some(g) => e.divf(amax, g),
+                None => amax,
+            };
+            let s = codes::block_scale(e, amax, format, scaled.dtype, rounding);
+            let stored = match scaled.dtype {
+                ScaleDtype::UE8M0 => e.trunci(codes::e8m0_encode(e, s), e.int_type(8)),
+                ScaleDtype::UE4M3 => e.trunci(codes::ue4m3_encode(e, s), e.int_type(8)),
+                _ => s,
+            };
+            e.store(stored, scaled.scales, &[sr, sc]);
+            vec![]
+        });
+        vec![]
+    });
+    Ok(())
+}
+
+fn ceil_div<'c, 'a>(e: &Emitter<'c, 'a>, a: Value<'c, 'a>, b: Value<'c, 'a>) -> Value<'c, 'a> {
+    let one = e.index(1);
+    e.divui(e.subi(e.addi(a, b), one), b)
+}
+
+fn min_index<'c, 'a>(e: &Emitter<'c, 'a>, a: Value<'c, 'a>, b: Value<'c, 'a>) -> Value<'c, 'a> {
+    e.minui(a, b)
+}
+
+fn expand_quantize<'c, 'a>(e: &Emitter<'c, 'a>, op: OperationRef<'c, 'a>) -> Result<(), PassError> {
+    let n = op.operand_count();
+    let input = operand(op, 0)?;
+    let scales = operand(op, 1)?;
+    let global = if n > 3 { Some(operand(op, 2)?) } else { None };
+    let output = operand(op, n - 1)?;
+    let layout = layout_attr_of(op, "layout")?;
+    let (format, packed) = code_format(op, output)?;
+    let scaled = Scaled::new(e, op, layout, scales, global)?;
+    let bits = storage_cast(e, output).ok_or_else(|| unsupported(op, "output is not castable to integers"))?;
+    let (rows, cols) = dims(e, input, false);
+    let (zero, one) = (e.index(0), e.index(1));
+    let g = scaled.global_value(e);
+    let storage = if packed { e.int_type(8) } else { e.int_type(format.bit_width()) };
+
+    // One element's code (i32): x / (scale * global).
+    let code_at = |e: &Emitter<'c, 'a>, r: Value<'c, 'a>, k: Value<'c, 'a>| {
+        let s = scaled.block_value(e, r, k);
+        let s = match g {
+            Some(g) => e.mulf(s, g),
+            None => s,
+        };
+        let x = e.divf(e.load(input, &[r, k]), s);
+        codes::encode(e, format, x)
+    };
+    let step = if packed { e.index(2) } else { one };
+    e.for_loop(zero, rows, one, &[], |e, r, _| {
+        e.for_loop(zero, cols, step, &[], |e, k, _| {
+            if packed {
+                let lo = code_at(e, r, k);
+                let hi = code_at(e, r, e.addi(k, one));
+                let byte = e.ori(e.andi(lo, e.i32(0xF)), e.shli(e.andi(hi, e.i32(0xF)), e.i32(4)));
+                let col = e.divui(k, e.index(2));
+                e.store(e.trunci(byte, storage), bits, &[r, col]);
+            } else {
+                let code = code_at(e, r, k);
+                e.store(e.trunci(code, storage), bits, &[r, k]);
+            }
+            vec![]
+        });
+        vec![]
+    });
+    Ok(())
+}
+
+/// The symbol of the decode table of `format`, creating the `memref.global` in the module
+/// enclosing `func` on first use.
+fn decode_table<'c, 'a>(
+    e: &Emitter<'c, 'a>,
+    func: OperationRef<'c, 'a>,
+    format: ScaledFormat,
+) -> Result<Value<'c, 'a>, PassError> {
+    let ctx = e.ctx();
+    let name = format!("__lowp_decode_{}", format.to_string().replace('-', "m"));
+    // One entry per code: 16 for FP4, 64 for FP6, 256 for FP8.
+    let entries = format.code_count() as usize;
+    let f32t = Type::float32(ctx);
+    let table_type = MemRefType::new(f32t, &[entries as i64], None, None);
+    let module = func
+        .parent_operation()
+        .ok_or_else(|| unsupported(func, "function is not inside a module"))?;
+    let body = module
+        .region(0)
+        .ok()
+        .and_then(|r| r.first_block())
+        .ok_or_else(|| unsupported(func, "enclosing module has no body"))?;
+    let mut exists = false;
+    let mut cursor = body.first_operation();
+    while let Some(o) = cursor {
+        if let Ok(sym) = o.attribute("sym_name") {
+            if sym.to_string() == format!("\"{name}\"") {
+                exists = true;
+            }
+        }
+        cursor = o.next_in_block();
+    }
+    if !exists {
+        let values = lowp_codec::decode_table(format);
+        // SAFETY: an `entries`-element f32 tensor type and as many floats.
+        let dense = unsafe {
+            let shape = [entries as i64];
+            let tensor = mlir_sys::mlirRankedTensorTypeGet(
+                1,
+                shape.as_ptr(),
+                f32t.to_raw(),
+                mlir_sys::mlirAttributeGetNull(),
+            );
+            Attribute::from_raw(mlir_sys::mlirDenseElementsAttrFloatGet(
+                tensor,
+                entries as isize,
+                values.as_ptr(),
+            ))
+        };
+        let global = OperationBuilder::new("memref.global", e.loc())
+            .add_attributes(&[
+                (Identifier::new(ctx, "sym_name"), melior::ir::attribute::StringAttribute::new(ctx, &name).into()),
+                (Identifier::new(ctx, "sym_visibility"), melior::ir::attribute::StringAttribute::new(ctx, "private").into()),
+                (Identifier::new(ctx, "type"), TypeAttribute::new(table_type.into()).into()),
+                (Identifier::new(ctx, "initial_value"), dense),
+                (Identifier::new(ctx, "constant"), Attribute::unit(ctx)),
+            ])
+            .build()
+            .map_err(|_| unsupported(func, "cannot build the decode table"))?;
+        body.insert_operation(0, global);
+    }
+    Ok(e.val(melior::dialect::memref::get_global(ctx, &name, table_type, e.loc())))
+}
+
+fn expand_dequantize<'c, 'a>(
+    e: &Emitter<'c, 'a>,
+    op: OperationRef<'c, 'a>,
+    decode: Decode,
+    func: OperationRef<'c, 'a>,
+) -> Result<(), PassError> {
+    let n = op.operand_count();
+    let codes_memref = operand(op, 0)?;
+    let scales = operand(op, 1)?;
+    let global = if n > 3 { Some(operand(op, 2)?) } else { None };
+    let output = operand(op, n - 1)?;
+    let layout = layout_attr_of(op, "layout")?;
+    let (format, packed) = code_format(op, codes_memref)?;
+    let scaled = Scaled::new(e, op, layout, scales, global)?;
+    let bits = storage_cast(e, codes_memref).ok_or_else(|| unsupported(op, "codes are not castable to integers"))?;
+    let table = match decode {
+        Decode::Table => Some(decode_table(e, func, format)?),
+        Decode::Bits => None,
+    };
+    let (rows, cols) = dims(e, output, false);
+    let (zero, one) = (e.index(0), e.index(1));
+    let g = scaled.global_value(e);
+    let i32t = e.int_type(32);
+    e.for_loop(zero, rows, one, &[], |e, r, _| {
+        e.for_loop(zero, cols, one, &[], |e, k, _| {
+            let code = if packed {
+                let byte = e.extui(e.load(bits, &[r, e.divui(k, e.index(2))]), i32t);
+                let shift = e.muli(e.remui(k, e.index(2)), e.index(4));
+                let shift = e.index_castui(shift, i32t);
+                e.andi(e.shrui(byte, shift), e.i32(0xF))
+            } else {
+                e.extui(e.load(bits, &[r, k]), i32t)
+            };
+            let v = match table {
+                Some(t) => {
+                    let idx = e.index_castui(code, e.index_type());
+                    e.load(t, &[idx])
+                }
+                None => codes::decode(e, format, code),
+            };
+            let v = e.mulf(v, scaled.block_value(e, r, k));
+            let v = match g {
+                Some(g) => e.mulf(v, g),
+                None => v,
+            };
+            e.store(v, output, &[r, k]);
+            vec![]
+        });
+        vec![]
+    });
+    Ok(())
+}

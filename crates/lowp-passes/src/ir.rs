@@ -1,0 +1,338 @@
+//! A small IR emitter over melior: constants, arith/math ops, memref access and `scf`
+//! loops with loop-carried values, all inserted at one insertion point.
+//!
+//! Every value it returns lives as long as the block the pass was handed (`'a`), so loop
+//! bodies are built in place: the loop op is inserted first, then its body block is filled
+//! through a nested [`Emitter`].
+
+use melior::dialect::arith::{self, CmpfPredicate, CmpiPredicate};
+use melior::ir::attribute::{FloatAttribute, IntegerAttribute};
+use melior::ir::block::BlockLike;
+use melior::ir::operation::{OperationBuilder, OperationLike};
+use melior::ir::r#type::IntegerType;
+use melior::ir::RegionLike;
+use melior::ir::ValueLike;
+use melior::ir::{Block, BlockRef, Location, Operation, OperationRef, Region, Type, Value};
+use melior::Context;
+
+/// Where new operations go: before an existing operation, or at the end of a block.
+#[derive(Clone, Copy)]
+enum Point<'c, 'a> {
+    Before(OperationRef<'c, 'a>),
+    End,
+}
+
+/// Inserts operations at one point of one block.
+#[derive(Clone, Copy)]
+pub struct Emitter<'c, 'a> {
+    ctx: &'c Context,
+    block: BlockRef<'c, 'a>,
+    point: Point<'c, 'a>,
+    loc: Location<'c>,
+}
+
+impl<'c, 'a> Emitter<'c, 'a> {
+    /// Insert before `op` (which must be in a block), with `op`'s location.
+    pub fn before(ctx: &'c Context, op: OperationRef<'c, 'a>) -> Option<Self> {
+        Some(Self {
+            ctx,
+            block: op.block()?,
+            point: Point::Before(op),
+            loc: op.location(),
+        })
+    }
+
+    /// Append at the end of `block`.
+    pub fn at_end(ctx: &'c Context, block: BlockRef<'c, 'a>, loc: Location<'c>) -> Self {
+        Self {
+            ctx,
+            block,
+            point: Point::End,
+            loc,
+        }
+    }
+
+    /// The context.
+    pub fn ctx(&self) -> &'c Context {
+        self.ctx
+    }
+
+    /// The location given to new operations.
+    pub fn loc(&self) -> Location<'c> {
+        self.loc
+    }
+
+    /// Insert an operation.
+    pub fn insert(&self, op: Operation<'c>) -> OperationRef<'c, 'a> {
+        match self.point {
+            Point::Before(anchor) => self.block.insert_operation_before(anchor, op),
+            Point::End => self.block.append_operation(op),
+        }
+    }
+
+    /// Insert an operation and return its first result.
+    pub fn val(&self, op: Operation<'c>) -> Value<'c, 'a> {
+        self.insert(op)
+            .result(0)
+            .expect("operation built with one result")
+            .into()
+    }
+
+    // ---- types -----------------------------------------------------------------------
+
+    /// `iN`.
+    pub fn int_type(&self, bits: u32) -> Type<'c> {
+        IntegerType::new(self.ctx, bits).into()
+    }
+
+    /// `f32`.
+    pub fn f32_type(&self) -> Type<'c> {
+        Type::float32(self.ctx)
+    }
+
+    /// `index`.
+    pub fn index_type(&self) -> Type<'c> {
+        Type::index(self.ctx)
+    }
+
+    // ---- constants -------------------------------------------------------------------
+
+    /// An integer constant of type `iN` (`v` truncated to N bits by MLIR).
+    pub fn int(&self, bits: u32, v: i64) -> Value<'c, 'a> {
+        let t = self.int_type(bits);
+        self.val(arith::constant(
+            self.ctx,
+            IntegerAttribute::new(t, v).into(),
+            self.loc,
+        ))
+    }
+
+    /// An `i32` constant from its bit pattern.
+    pub fn i32(&self, v: u32) -> Value<'c, 'a> {
+        self.int(32, v as i32 as i64)
+    }
+
+    /// An `index` constant.
+    pub fn index(&self, v: i64) -> Value<'c, 'a> {
+        self.val(arith::constant(
+            self.ctx,
+            IntegerAttribute::new(self.index_type(), v).into(),
+            self.loc,
+        ))
+    }
+
+    /// An `i1` constant.
+    pub fn bool(&self, v: bool) -> Value<'c, 'a> {
+        self.int(1, v as i64)
+    }
+
+    /// An `f32` constant with exactly the bits of `v` (NaN and infinities go through an
+    /// integer constant and a bitcast: float attributes print them lossily).
+    pub fn f32(&self, v: f32) -> Value<'c, 'a> {
+        if v.is_finite() {
+            self.val(arith::constant(
+                self.ctx,
+                FloatAttribute::new(self.ctx, self.f32_type(), v as f64).into(),
+                self.loc,
+            ))
+        } else {
+            let bits = self.i32(v.to_bits());
+            self.bitcast(bits, self.f32_type())
+        }
+    }
+
+    // ---- arith / math ----------------------------------------------------------------
+
+    /// `arith.addi`.
+    pub fn addi(&self, a: Value<'c, '_>, b: Value<'c, '_>) -> Value<'c, 'a> {
+        self.val(arith::addi(a, b, self.loc))
+    }
+    /// `arith.subi`.
+    pub fn subi(&self, a: Value<'c, '_>, b: Value<'c, '_>) -> Value<'c, 'a> {
+        self.val(arith::subi(a, b, self.loc))
+    }
+    /// `arith.muli`.
+    pub fn muli(&self, a: Value<'c, '_>, b: Value<'c, '_>) -> Value<'c, 'a> {
+        self.val(arith::muli(a, b, self.loc))
+    }
+    /// `arith.divui`.
+    pub fn divui(&self, a: Value<'c, '_>, b: Value<'c, '_>) -> Value<'c, 'a> {
+        self.val(arith::divui(a, b, self.loc))
+    }
+    /// `arith.remui`.
+    pub fn remui(&self, a: Value<'c, '_>, b: Value<'c, '_>) -> Value<'c, 'a> {
+        self.val(arith::remui(a, b, self.loc))
+    }
+    /// `arith.andi`.
+    pub fn andi(&self, a: Value<'c, '_>, b: Value<'c, '_>) -> Value<'c, 'a> {
+        self.val(arith::andi(a, b, self.loc))
+    }
+    /// `arith.ori`.
+    pub fn ori(&self, a: Value<'c, '_>, b: Value<'c, '_>) -> Value<'c, 'a> {
+        self.val(arith::ori(a, b, self.loc))
+    }
+    /// `arith.xori`.
+    pub fn xori(&self, a: Value<'c, '_>, b: Value<'c, '_>) -> Value<'c, 'a> {
+        self.val(arith::xori(a, b, self.loc))
+    }
+    /// `arith.shli`.
+    pub fn shli(&self, a: Value<'c, '_>, b: Value<'c, '_>) -> Value<'c, 'a> {
+        self.val(arith::shli(a, b, self.loc))
+    }
+    /// `arith.shrui`.
+    pub fn shrui(&self, a: Value<'c, '_>, b: Value<'c, '_>) -> Value<'c, 'a> {
+        self.val(arith::shrui(a, b, self.loc))
+    }
+    /// `arith.minui`.
+    pub fn minui(&self, a: Value<'c, '_>, b: Value<'c, '_>) -> Value<'c, 'a> {
+        self.val(arith::minui(a, b, self.loc))
+    }
+    /// `arith.maxsi`.
+    pub fn maxsi(&self, a: Value<'c, '_>, b: Value<'c, '_>) -> Value<'c, 'a> {
+        self.val(arith::maxsi(a, b, self.loc))
+    }
+    /// `arith.minsi`.
+    pub fn minsi(&self, a: Value<'c, '_>, b: Value<'c, '_>) -> Value<'c, 'a> {
+        self.val(arith::minsi(a, b, self.loc))
+    }
+    /// `arith.cmpi`.
+    pub fn cmpi(&self, p: CmpiPredicate, a: Value<'c, '_>, b: Value<'c, '_>) -> Value<'c, 'a> {
+        self.val(arith::cmpi(self.ctx, p, a, b, self.loc))
+    }
+    /// `arith.cmpf`.
+    pub fn cmpf(&self, p: CmpfPredicate, a: Value<'c, '_>, b: Value<'c, '_>) -> Value<'c, 'a> {
+        self.val(arith::cmpf(self.ctx, p, a, b, self.loc))
+    }
+    /// `arith.select`.
+    pub fn select(&self, c: Value<'c, '_>, a: Value<'c, '_>, b: Value<'c, '_>) -> Value<'c, 'a> {
+        self.val(arith::select(c, a, b, self.loc))
+    }
+    /// `arith.addf`.
+    pub fn addf(&self, a: Value<'c, '_>, b: Value<'c, '_>) -> Value<'c, 'a> {
+        self.val(arith::addf(a, b, self.loc))
+    }
+    /// `arith.mulf`.
+    pub fn mulf(&self, a: Value<'c, '_>, b: Value<'c, '_>) -> Value<'c, 'a> {
+        self.val(arith::mulf(a, b, self.loc))
+    }
+    /// `arith.divf`.
+    pub fn divf(&self, a: Value<'c, '_>, b: Value<'c, '_>) -> Value<'c, 'a> {
+        self.val(arith::divf(a, b, self.loc))
+    }
+    /// `arith.maxnumf` (NaN operands are ignored).
+    pub fn maxnumf(&self, a: Value<'c, '_>, b: Value<'c, '_>) -> Value<'c, 'a> {
+        self.val(arith::maxnumf(a, b, self.loc))
+    }
+    /// `arith.bitcast`.
+    pub fn bitcast(&self, v: Value<'c, '_>, t: Type<'c>) -> Value<'c, 'a> {
+        self.val(arith::bitcast(v, t, self.loc))
+    }
+    /// `arith.extui`.
+    pub fn extui(&self, v: Value<'c, '_>, t: Type<'c>) -> Value<'c, 'a> {
+        self.val(arith::extui(v, t, self.loc))
+    }
+    /// `arith.trunci`.
+    pub fn trunci(&self, v: Value<'c, '_>, t: Type<'c>) -> Value<'c, 'a> {
+        self.val(arith::trunci(v, t, self.loc))
+    }
+    /// `arith.uitofp`.
+    pub fn uitofp(&self, v: Value<'c, '_>, t: Type<'c>) -> Value<'c, 'a> {
+        self.val(arith::uitofp(v, t, self.loc))
+    }
+    /// `arith.index_castui`.
+    pub fn index_castui(&self, v: Value<'c, '_>, t: Type<'c>) -> Value<'c, 'a> {
+        self.val(arith::index_castui(v, t, self.loc))
+    }
+    /// A one-operand, one-result op of the same type (`math.absf`, `math.ceil`, ...).
+    pub fn unary(&self, name: &str, v: Value<'c, '_>) -> Value<'c, 'a> {
+        self.val(
+            OperationBuilder::new(name, self.loc)
+                .add_operands(&[v])
+                .add_results(&[v.r#type()])
+                .build()
+                .expect("valid unary operation"),
+        )
+    }
+
+    // ---- memref ----------------------------------------------------------------------
+
+    /// `memref.load`.
+    pub fn load(&self, memref: Value<'c, '_>, indices: &[Value<'c, '_>]) -> Value<'c, 'a> {
+        self.val(melior::dialect::memref::load(memref, indices, self.loc))
+    }
+
+    /// `memref.store`.
+    pub fn store(&self, v: Value<'c, '_>, memref: Value<'c, '_>, indices: &[Value<'c, '_>]) {
+        self.insert(melior::dialect::memref::store(v, memref, indices, self.loc));
+    }
+
+    /// `memref.dim %m, i`.
+    pub fn dim(&self, memref: Value<'c, '_>, i: i64) -> Value<'c, 'a> {
+        let i = self.index(i);
+        self.val(melior::dialect::memref::dim(memref, i, self.loc))
+    }
+
+    // ---- control flow ----------------------------------------------------------------
+
+    /// `scf.for %iv = lb to ub step s iter_args(inits)`: `body` gets an emitter at the end
+    /// of the loop body, the induction variable and the loop-carried values, and returns the
+    /// values to yield. Returns the loop's results.
+    pub fn for_loop(
+        &self,
+        lb: Value<'c, '_>,
+        ub: Value<'c, '_>,
+        step: Value<'c, '_>,
+        inits: &[Value<'c, '_>],
+        body: impl FnOnce(&Emitter<'c, 'a>, Value<'c, 'a>, &[Value<'c, 'a>]) -> Vec<Value<'c, 'a>>,
+    ) -> Vec<Value<'c, 'a>> {
+        let mut arg_types = vec![(self.index_type(), self.loc)];
+        arg_types.extend(inits.iter().map(|v| (v.r#type(), self.loc)));
+        let region = Region::new();
+        region.append_block(Block::new(&arg_types));
+        let mut operands = vec![lb, ub, step];
+        operands.extend_from_slice(inits);
+        let result_types: Vec<Type> = inits.iter().map(|v| v.r#type()).collect();
+        let op = self.insert(
+            OperationBuilder::new("scf.for", self.loc)
+                .add_operands(&operands)
+                .add_results(&result_types)
+                .add_regions([region])
+                .build()
+                .expect("valid scf.for"),
+        );
+        let block = op
+            .region(0)
+            .expect("scf.for has a body region")
+            .first_block()
+            .expect("scf.for body block");
+        let inner = Emitter::at_end(self.ctx, block, self.loc);
+        let iv: Value = block.argument(0).expect("induction variable").into();
+        let carried: Vec<Value> = (1..=inits.len())
+            .map(|i| block.argument(i).expect("iter arg").into())
+            .collect();
+        let yielded = body(&inner, iv, &carried);
+        inner.insert(melior::dialect::scf::r#yield(&yielded, self.loc));
+        op.results().map(Into::into).collect()
+    }
+
+    /// `scf.if %cond { then }` with no results.
+    pub fn if_then(&self, cond: Value<'c, '_>, then: impl FnOnce(&Emitter<'c, 'a>)) {
+        let region = Region::new();
+        region.append_block(Block::new(&[]));
+        let op = self.insert(
+            OperationBuilder::new("scf.if", self.loc)
+                .add_operands(&[cond])
+                .add_regions([region, Region::new()])
+                .build()
+                .expect("valid scf.if"),
+        );
+        let block = op
+            .region(0)
+            .expect("then region")
+            .first_block()
+            .expect("then block");
+        let inner = Emitter::at_end(self.ctx, block, self.loc);
+        then(&inner);
+        inner.insert(melior::dialect::scf::r#yield(&[], self.loc));
+    }
+}

@@ -1,0 +1,24 @@
+//! # lowp-passes
+//!
+//! lowp's passes, written in Rust over melior and registered by name in MLIR's pass registry
+//! through the dialect's C++ bridge, so that `lowp-opt --lowp-expand-quantize` and
+//! `--pass-pipeline='builtin.module(func.func(lowp-expand-quantize{decode=table}))'` both
+//! work. One module per pass, named after its argument:
+//!
+//! | argument | module | rewrites |
+//! |---|---|---|
+//! | `lowp-expand-quantize` | [`expand_quantize`] | compute_scales / quantize / dequantize -> scf + arith + math + memref |
+//!
+//! [`codes`] emits the numeric rules of `lowp-formats` as IR; [`ir`] is the small emitter
+//! they are written with.
+
+#![deny(missing_docs)]
+
+pub mod codes;
+mod error;
+pub mod expand_quantize;
+pub mod ir;
+pub mod registry;
+
+pub use error::PassError;
+pub use registry::{all_passes, register_passes, OptionDef, OptionKind, PassDef, PassOptions};

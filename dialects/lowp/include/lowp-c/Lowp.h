@@ -1,0 +1,111 @@
+/*===- lowp-c/Lowp.h - C API of the lowp dialect ------------------*- C -*-===*\
+|*                                                                            *|
+|* The C ABI between the C++ dialect and Rust: dialect registration, type and *|
+|* attribute constructors and accessors, the bridge that registers Rust       *|
+|* passes by name, and the MlirOptMain entry point.                           *|
+|*                                                                            *|
+\*===----------------------------------------------------------------------===*/
+
+#ifndef LOWP_C_LOWP_H
+#define LOWP_C_LOWP_H
+
+#include "mlir-c/IR.h"
+#include "mlir-c/Support.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+MLIR_DECLARE_CAPI_DIALECT_REGISTRATION(Lowp, lowp);
+
+/* Types. */
+MLIR_CAPI_EXPORTED MlirType lowpMinifloatTypeGet(MlirContext ctx, unsigned expBits,
+                                                 unsigned mantBits, int bias);
+MLIR_CAPI_EXPORTED bool lowpTypeIsAMinifloat(MlirType type);
+MLIR_CAPI_EXPORTED unsigned lowpMinifloatTypeGetExpBits(MlirType type);
+MLIR_CAPI_EXPORTED unsigned lowpMinifloatTypeGetMantBits(MlirType type);
+MLIR_CAPI_EXPORTED int lowpMinifloatTypeGetBias(MlirType type);
+MLIR_CAPI_EXPORTED MlirType lowpPackedTypeGet(MlirType element);
+MLIR_CAPI_EXPORTED bool lowpTypeIsAPacked(MlirType type);
+MLIR_CAPI_EXPORTED MlirType lowpPackedTypeGetElement(MlirType type);
+/* Bits of one code (0: not a code type); the integer type storing it. */
+MLIR_CAPI_EXPORTED unsigned lowpCodeTypeGetWidth(MlirType type);
+MLIR_CAPI_EXPORTED MlirType lowpCodeTypeGetStorageType(MlirType type);
+
+/* Scale layouts. Kind: 0 per_tensor, 1 mx, 2 nvfp4, 3 per_channel, 4 blockwise,
+ * -1 not a layout. */
+MLIR_CAPI_EXPORTED MlirAttribute lowpPerTensorAttrGet(MlirContext ctx);
+MLIR_CAPI_EXPORTED MlirAttribute lowpPerChannelAttrGet(MlirContext ctx);
+MLIR_CAPI_EXPORTED MlirAttribute lowpMxAttrGet(MlirContext ctx, unsigned block);
+MLIR_CAPI_EXPORTED MlirAttribute lowpNvfp4AttrGet(MlirContext ctx, unsigned block,
+                                                  bool global);
+MLIR_CAPI_EXPORTED MlirAttribute lowpBlockwiseAttrGet(MlirContext ctx,
+                                                      unsigned tileRows,
+                                                      unsigned tileCols);
+MLIR_CAPI_EXPORTED int lowpScaleLayoutGetKind(MlirAttribute attr);
+/* Parameters of a layout: block (mx, nvfp4), tile rows / cols (blockwise),
+ * global (nvfp4). Zero / false where the kind has none. */
+MLIR_CAPI_EXPORTED unsigned lowpScaleLayoutGetBlock(MlirAttribute attr);
+MLIR_CAPI_EXPORTED unsigned lowpScaleLayoutGetTileRows(MlirAttribute attr);
+MLIR_CAPI_EXPORTED unsigned lowpScaleLayoutGetTileCols(MlirAttribute attr);
+MLIR_CAPI_EXPORTED bool lowpScaleLayoutHasGlobal(MlirAttribute attr);
+/* Rounding: 0 round_up, 1 ocp_mx; -1 not a rounding attribute. */
+MLIR_CAPI_EXPORTED MlirAttribute lowpRoundingAttrGet(MlirContext ctx, int rounding);
+MLIR_CAPI_EXPORTED int lowpRoundingAttrGetValue(MlirAttribute attr);
+
+/* Rust passes. A pass is described once, registered by name before MlirOptMain
+ * parses its command line, and reachable from --pass-pipeline with options:
+ * `builtin.module(func.func(lowp-expand-quantize{vectorize=false}))`. */
+typedef struct {
+  const char *name;
+  const char *defaultValue;
+  const char *description;
+} LowpPassOption;
+
+/* Called once per operation the pass runs on, with the option values in the
+ * order of the spec. Returns 0 on success; non-zero fails the pass (the callee
+ * has emitted a diagnostic). May run on several threads at once. */
+typedef int (*LowpPassRunFn)(void *userData, MlirOperation op, size_t numOptions,
+                             const MlirStringRef *values);
+/* Checks option values when a pipeline is parsed. Returns 0 when valid;
+ * otherwise writes a message through `report` and returns non-zero. */
+typedef int (*LowpPassValidateFn)(void *userData, size_t numOptions,
+                                  const MlirStringRef *values,
+                                  void (*report)(void *ctx, MlirStringRef message),
+                                  void *reportCtx);
+
+typedef struct {
+  const char *argument;    /* e.g. "lowp-expand-quantize" */
+  const char *name;        /* e.g. "LowpExpandQuantize" */
+  const char *description;
+  const char *opName;      /* operation it anchors on, NULL for any */
+  size_t numOptions;
+  const LowpPassOption *options;
+  size_t numDependentDialects;
+  const MlirDialectHandle *dependentDialects;
+  void *userData;
+  LowpPassRunFn run;
+  LowpPassValidateFn validate;
+} LowpPassSpec;
+
+/* Registers a pass in MLIR's global registry (copies every string). Returns
+ * false if the argument is already registered. */
+MLIR_CAPI_EXPORTED bool lowpRegisterRustPass(const LowpPassSpec *spec);
+
+/* MlirOptMain with every upstream dialect, extension and pass plus lowp. */
+MLIR_CAPI_EXPORTED int lowpOptMain(int argc, char **argv);
+
+/* Registers every upstream dialect and extension plus lowp into a registry, and
+ * every upstream pass (idempotent). */
+MLIR_CAPI_EXPORTED void lowpRegisterAllDialects(MlirDialectRegistry registry);
+MLIR_CAPI_EXPORTED void lowpRegisterAllUpstreamPasses(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* LOWP_C_LOWP_H */

@@ -1,0 +1,233 @@
+//===- LowpOps.cpp - op verifiers --------------------------------*- C++ -*-===//
+//
+// The verifiers of the lowp ops. Every rule below produces a diagnostic at the
+// op that names what was expected and what was found:
+//
+//  1. Code operands are rank-2 memrefs of element codes (ODS); a packed operand
+//     stores ceil(K / 2) bytes per row, so its logical K is twice its last dim.
+//  2. Shapes agree: quantize/dequantize input and output are the same logical
+//     shape; scaled_matmul is (M x K) x (N x K) -> M x N with one K; the bias has
+//     N elements.
+//  3. Scales agree with the layout: element type (f8E8M0FNU for MX, f8E4M3FN
+//     for NVFP4, f32 otherwise) and shape ceil(rows / rowBlock) x
+//     ceil(K / kBlock) (per-tensor 1x1, per-channel rows x 1); a partial last
+//     block is the padded one.
+//  4. A global scale is present exactly when the layout is #lowp.nvfp4<N, global>.
+//  5. Format / layout pairs make sense: NVFP4 needs a 4-bit format; MX and NVFP4
+//     scale OCP formats, not the FNUZ ones.
+//  6. compute_scales' `format` is an element format, not packed storage.
+//  7. storage_cast keeps shape and layout and yields the storage integer of its
+//     codes (or of f8E8M0FNU scales).
+//
+// Dynamic dimensions are checked at run time by the lowering, not here.
+//
+//===----------------------------------------------------------------------===//
+
+#include "lowp/LowpDialect.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/Diagnostics.h"
+
+using namespace mlir;
+using namespace mlir::lowp;
+
+namespace {
+
+bool isStatic(int64_t d) { return !ShapedType::isDynamic(d); }
+
+/// Prints a dimension, `?` when dynamic.
+std::string dimStr(int64_t d) {
+  return isStatic(d) ? std::to_string(d) : std::string("?");
+}
+
+std::string shapeStr(int64_t r, int64_t c) { return dimStr(r) + "x" + dimStr(c); }
+
+/// The logical rows x K of a codes memref (packed: K = 2 * last dim).
+std::pair<int64_t, int64_t> logicalShape(MemRefType codes) {
+  int64_t rows = codes.getDimSize(0), k = codes.getDimSize(1);
+  if (isa<PackedType>(codes.getElementType()) && isStatic(k))
+    k *= 2;
+  return {rows, k};
+}
+
+int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+/// Rule 5 (and 6 for `what`): does `format` make sense under `layout`?
+LogicalResult verifyFormatLayout(Operation *op, StringRef what, Type format,
+                                 ScaleLayoutAttrInterface layout) {
+  Type element = getElementFormat(format);
+  if (isa<Nvfp4Attr>(layout) && getCodeWidth(element) != 4)
+    return op->emitOpError() << what << ": " << layout
+                             << " scales 4-bit elements, found " << element
+                             << " (" << getCodeWidth(element) << " bits)";
+  if (isa<MxAttr, Nvfp4Attr>(layout) &&
+      isa<Float8E4M3FNUZType, Float8E5M2FNUZType>(element))
+    return op->emitOpError()
+           << what << ": " << layout << " scales OCP formats; " << element
+           << " is an AMD FNUZ format (use #lowp.per_tensor, "
+              "#lowp.per_channel or #lowp.blockwise)";
+  return success();
+}
+
+/// Rules 3 and 4 for one scaled tensor of logical shape rows x k.
+LogicalResult verifyScales(Operation *op, StringRef what, int64_t rows,
+                           int64_t k, ScaleLayoutAttrInterface layout,
+                           Value scales, Value global) {
+  auto scaleType = cast<MemRefType>(scales.getType());
+  Type want = layout.getScaleElementType(op->getContext());
+  if (scaleType.getElementType() != want)
+    return op->emitOpError() << what << " scales: " << layout
+                             << " stores scales as " << want << ", found "
+                             << scaleType.getElementType();
+  int64_t rb = layout.getRowBlock(), kb = layout.getKBlock();
+  int64_t wantRows =
+      rb == 0 ? 1 : (isStatic(rows) ? ceilDiv(rows, rb) : ShapedType::kDynamic);
+  int64_t wantCols =
+      kb == 0 ? 1 : (isStatic(k) ? ceilDiv(k, kb) : ShapedType::kDynamic);
+  int64_t gotRows = scaleType.getDimSize(0), gotCols = scaleType.getDimSize(1);
+  bool rowsOk = !isStatic(wantRows) || !isStatic(gotRows) || wantRows == gotRows;
+  bool colsOk = !isStatic(wantCols) || !isStatic(gotCols) || wantCols == gotCols;
+  if (!rowsOk || !colsOk)
+    return op->emitOpError()
+           << what << " scales: " << layout << " over a " << shapeStr(rows, k)
+           << " tensor needs " << shapeStr(wantRows, wantCols)
+           << " scales, found " << shapeStr(gotRows, gotCols);
+  if (layout.hasGlobalScale() && !global)
+    return op->emitOpError() << what << ": " << layout
+                             << " needs a global scale operand (memref<f32>)";
+  if (!layout.hasGlobalScale() && global)
+    return op->emitOpError() << what << ": " << layout
+                             << " has no global scale, but one is given";
+  return success();
+}
+
+/// Rule 2 for same-shape tensors.
+LogicalResult verifySameShape(Operation *op, StringRef a, int64_t ar,
+                              int64_t ak, StringRef b, int64_t br, int64_t bk) {
+  bool rowsOk = !isStatic(ar) || !isStatic(br) || ar == br;
+  bool kOk = !isStatic(ak) || !isStatic(bk) || ak == bk;
+  if (!rowsOk || !kOk)
+    return op->emitOpError() << a << " is " << shapeStr(ar, ak) << " but " << b
+                             << " is " << shapeStr(br, bk)
+                             << " (logical shapes must match)";
+  return success();
+}
+
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// custom<Layout>: a scale layout attribute, with a diagnostic that lists them
+//===----------------------------------------------------------------------===//
+
+static ParseResult parseLayout(OpAsmParser &parser,
+                               ScaleLayoutAttrInterface &layout) {
+  SMLoc loc = parser.getCurrentLocation();
+  Attribute attr;
+  if (parser.parseAttribute(attr))
+    return failure();
+  layout = dyn_cast<ScaleLayoutAttrInterface>(attr);
+  if (!layout)
+    return parser.emitError(loc)
+           << "expected a scale layout (#lowp.per_tensor, #lowp.per_channel, "
+              "#lowp.mx<N>, #lowp.nvfp4<N[, global]>, #lowp.blockwise<RxC>), "
+              "found "
+           << attr;
+  return success();
+}
+
+static void printLayout(OpAsmPrinter &printer, Operation *,
+                        ScaleLayoutAttrInterface layout) {
+  printer.printAttribute(layout);
+}
+
+LogicalResult ComputeScalesOp::verify() {
+  Type format = getFormat();
+  if (isa<PackedType>(format))
+    return emitOpError() << "format must be an element format, found packed "
+                            "storage "
+                         << format << " (use its element type)";
+  if (failed(verifyFormatLayout(*this, "format", format, getLayout())))
+    return failure();
+  auto input = getInput().getType();
+  return verifyScales(*this, "output", input.getDimSize(0), input.getDimSize(1),
+                      getLayout(), getScales(), getGlobal());
+}
+
+LogicalResult QuantizeOp::verify() {
+  auto input = getInput().getType();
+  auto [rows, k] = logicalShape(getOutput().getType());
+  if (failed(verifySameShape(*this, "input", input.getDimSize(0),
+                             input.getDimSize(1), "output", rows, k)) ||
+      failed(verifyFormatLayout(*this, "output",
+                                getOutput().getType().getElementType(),
+                                getLayout())))
+    return failure();
+  return verifyScales(*this, "input", input.getDimSize(0), input.getDimSize(1),
+                      getLayout(), getScales(), getGlobal());
+}
+
+LogicalResult DequantizeOp::verify() {
+  auto output = getOutput().getType();
+  auto [rows, k] = logicalShape(getCodes().getType());
+  if (failed(verifySameShape(*this, "codes", rows, k, "output",
+                             output.getDimSize(0), output.getDimSize(1))) ||
+      failed(verifyFormatLayout(*this, "codes",
+                                getCodes().getType().getElementType(),
+                                getLayout())))
+    return failure();
+  return verifyScales(*this, "codes", rows, k, getLayout(), getScales(),
+                      getGlobal());
+}
+
+LogicalResult ScaledMatmulOp::verify() {
+  auto [m, ka] = logicalShape(getLhs().getType());
+  auto [n, kb] = logicalShape(getRhs().getType());
+  if (isStatic(ka) && isStatic(kb) && ka != kb)
+    return emitOpError() << "lhs is " << shapeStr(m, ka) << " and rhs is "
+                         << shapeStr(n, kb)
+                         << ": K must match (rhs is N x K, K-last)";
+  auto out = getOut().getType();
+  if (failed(verifySameShape(*this, "result", out.getDimSize(0),
+                             out.getDimSize(1), "lhs x rhs^T", m, n)))
+    return failure();
+  if (Value bias = getBias()) {
+    int64_t len = cast<MemRefType>(bias.getType()).getDimSize(0);
+    if (isStatic(len) && isStatic(n) && len != n)
+      return emitOpError() << "bias has " << len << " elements, expected N = "
+                           << n;
+  }
+  if (failed(verifyFormatLayout(*this, "lhs", getLhs().getType().getElementType(),
+                                getLhsLayout())) ||
+      failed(verifyFormatLayout(*this, "rhs", getRhs().getType().getElementType(),
+                                getRhsLayout())) ||
+      failed(verifyScales(*this, "lhs", m, ka, getLhsLayout(), getLhsScales(),
+                          getLhsGlobal())))
+    return failure();
+  return verifyScales(*this, "rhs", n, kb, getRhsLayout(), getRhsScales(),
+                      getRhsGlobal());
+}
+
+LogicalResult StorageCastOp::verify() {
+  auto source = cast<MemRefType>(getSource().getType());
+  auto result = cast<MemRefType>(getResult().getType());
+  Type element = source.getElementType();
+  IntegerType storage = getStorageType(element);
+  if (!storage)
+    return emitOpError()
+           << "source elements must be codes or f8E8M0FNU scales, found "
+           << element;
+  if (result.getElementType() != storage)
+    return emitOpError() << "codes of " << element << " are stored as "
+                         << storage << ", found " << result.getElementType();
+  if (source.getShape() != result.getShape() ||
+      source.getLayout() != result.getLayout() ||
+      source.getMemorySpace() != result.getMemorySpace())
+    return emitOpError() << "shape, layout and memory space must be kept: "
+                         << source << " vs " << result;
+  return success();
+}
+
+Value StorageCastOp::getViewSource() { return getSource(); }
+
+#define GET_OP_CLASSES
+#include "lowp/LowpOps.cpp.inc"

@@ -1,0 +1,33 @@
+# lit configuration of lowp: LLVM 22's lit and FileCheck, tools built by cargo.
+#
+# Run: /usr/lib/llvm-22/bin/lit lit/   (scripts/test.sh builds the tools first)
+# LOWP_BIN_DIR overrides where the tools are (default: target/debug of the checkout).
+
+import os
+import shutil
+
+import lit.formats
+
+config.name = "lowp"
+config.test_format = lit.formats.ShTest(execute_external=True)
+config.suffixes = [".mlir"]
+config.test_source_root = os.path.dirname(__file__)
+config.test_exec_root = os.path.join(config.test_source_root, "Output")
+config.excludes = ["lit.cfg.py", "Output", "Inputs"]
+
+repo = os.path.dirname(config.test_source_root)
+bin_dir = os.environ.get("LOWP_BIN_DIR", os.path.join(repo, "target", "debug"))
+llvm_bin = os.environ.get("LLVM_BIN_DIR", "/usr/lib/llvm-22/bin")
+
+for tool in ["lowp-opt"]:
+    path = os.path.join(bin_dir, tool)
+    if not os.path.exists(path):
+        lit_config.fatal(f"{path} not found: build it first (cargo build --workspace)")
+    config.substitutions.append((r"\b%s\b" % tool.replace("-", r"\-"), path))
+
+# FileCheck, not, count from LLVM 22 come first on PATH.
+config.environment["PATH"] = os.pathsep.join([llvm_bin, config.environment.get("PATH", "")])
+
+# GPU tests say `REQUIRES: cuda`; they run only where a CUDA driver is present.
+if os.path.exists("/dev/nvidiactl") or shutil.which("nvidia-smi"):
+    config.available_features.add("cuda")

@@ -1,0 +1,19 @@
+//! `lowp-opt`: MLIR's `MlirOptMain` with every upstream dialect, extension and pass, plus the
+//! lowp dialect and lowp's Rust passes (registered by name before the command line is
+//! parsed). Everything `mlir-opt` accepts works: `-split-input-file`, `-verify-diagnostics`,
+//! `--mlir-print-ir-after-all`, `--pass-pipeline=...`, `--help`.
+
+use std::ffi::{c_char, CString};
+use std::os::unix::ffi::OsStrExt;
+
+fn main() {
+    lowp_passes::register_passes();
+    let args: Vec<CString> = std::env::args_os()
+        .map(|a| CString::new(a.as_bytes()).unwrap_or_else(|_| CString::new("?").unwrap()))
+        .collect();
+    let mut argv: Vec<*mut c_char> = args.iter().map(|a| a.as_ptr() as *mut c_char).collect();
+    argv.push(std::ptr::null_mut());
+    // SAFETY: argv holds argc NUL-terminated strings (plus a final NULL) alive for the call.
+    let code = unsafe { lowp_dialect::ffi::lowpOptMain(args.len() as i32, argv.as_mut_ptr()) };
+    std::process::exit(code);
+}
