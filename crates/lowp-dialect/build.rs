@@ -8,12 +8,30 @@ use std::process::Command;
 /// The tblgen generators run over `lowp/Lowp.td`, with the file each writes. (Interface
 /// generators emit only the records of their main file: they read `LowpInterfaces.td`.)
 const GENERATORS: &[(&[&str], &str)] = &[
-    (&["-gen-dialect-decls", "-dialect=lowp"], "LowpDialect.h.inc"),
-    (&["-gen-dialect-defs", "-dialect=lowp"], "LowpDialect.cpp.inc"),
-    (&["-gen-typedef-decls", "-typedefs-dialect=lowp"], "LowpTypes.h.inc"),
-    (&["-gen-typedef-defs", "-typedefs-dialect=lowp"], "LowpTypes.cpp.inc"),
-    (&["-gen-attrdef-decls", "-attrdefs-dialect=lowp"], "LowpAttrs.h.inc"),
-    (&["-gen-attrdef-defs", "-attrdefs-dialect=lowp"], "LowpAttrs.cpp.inc"),
+    (
+        &["-gen-dialect-decls", "-dialect=lowp"],
+        "LowpDialect.h.inc",
+    ),
+    (
+        &["-gen-dialect-defs", "-dialect=lowp"],
+        "LowpDialect.cpp.inc",
+    ),
+    (
+        &["-gen-typedef-decls", "-typedefs-dialect=lowp"],
+        "LowpTypes.h.inc",
+    ),
+    (
+        &["-gen-typedef-defs", "-typedefs-dialect=lowp"],
+        "LowpTypes.cpp.inc",
+    ),
+    (
+        &["-gen-attrdef-decls", "-attrdefs-dialect=lowp"],
+        "LowpAttrs.h.inc",
+    ),
+    (
+        &["-gen-attrdef-defs", "-attrdefs-dialect=lowp"],
+        "LowpAttrs.cpp.inc",
+    ),
     (&["-gen-attr-interface-decls"], "LowpInterfaces.h.inc"),
     (&["-gen-attr-interface-defs"], "LowpInterfaces.cpp.inc"),
     (&["-gen-enum-decls"], "LowpEnums.h.inc"),
@@ -27,9 +45,12 @@ fn main() {
         std::env::var("MLIR_SYS_220_PREFIX").unwrap_or_else(|_| "/usr/lib/llvm-22".into()),
     );
     let manifest = PathBuf::from(std::env::var("CARGO_MANIFEST_DIR").unwrap());
-    let dialect = manifest.join("../../dialects/lowp").canonicalize().unwrap_or_else(|e| {
-        panic!("dialects/lowp not found next to crates/: {e}");
-    });
+    let dialect = manifest
+        .join("../../dialects/lowp")
+        .canonicalize()
+        .unwrap_or_else(|e| {
+            panic!("dialects/lowp not found next to crates/: {e}");
+        });
     let td_include = dialect.join("include");
     let out = PathBuf::from(std::env::var("OUT_DIR").unwrap());
     let gen_dir = out.join("include/lowp");
@@ -43,7 +64,14 @@ fn main() {
         } else {
             "lowp/Lowp.td"
         };
-        run_tblgen(&tblgen, args, &llvm_include, &td_include, main, &gen_dir.join(file));
+        run_tblgen(
+            &tblgen,
+            args,
+            &llvm_include,
+            &td_include,
+            main,
+            &gen_dir.join(file),
+        );
     }
 
     let mut build = cc::Build::new();
@@ -62,7 +90,13 @@ fn main() {
         .flag_if_supported("-Wno-unused-parameter")
         .flag_if_supported("-Wno-comment")
         .warnings(false);
-    for file in ["LowpDialect.cpp", "LowpOps.cpp", "LowpCAPI.cpp", "PassBridge.cpp", "LowpOptMain.cpp"] {
+    for file in [
+        "LowpDialect.cpp",
+        "LowpOps.cpp",
+        "LowpCAPI.cpp",
+        "PassBridge.cpp",
+        "LowpOptMain.cpp",
+    ] {
         build.file(dialect.join("lib").join(file));
     }
     build.compile("lowp_dialect_cxx");
@@ -89,6 +123,11 @@ fn run_tblgen(
         .arg("-o")
         .arg(out)
         .status()
-        .unwrap_or_else(|e| panic!("cannot run {}: {e} (run scripts/setup.sh)", tblgen.display()));
+        .unwrap_or_else(|e| {
+            panic!(
+                "cannot run {}: {e} (run scripts/setup.sh)",
+                tblgen.display()
+            )
+        });
     assert!(status.success(), "mlir-tblgen {args:?} failed on {main}");
 }

@@ -46,7 +46,12 @@ pub struct LowpPassSpec {
 unsafe extern "C" {
     pub fn mlirGetDialectHandle__lowp__() -> MlirDialectHandle;
 
-    pub fn lowpMinifloatTypeGet(ctx: MlirContext, exp: c_uint, mant: c_uint, bias: c_int) -> MlirType;
+    pub fn lowpMinifloatTypeGet(
+        ctx: MlirContext,
+        exp: c_uint,
+        mant: c_uint,
+        bias: c_int,
+    ) -> MlirType;
     pub fn lowpTypeIsAMinifloat(t: MlirType) -> bool;
     pub fn lowpMinifloatTypeGetExpBits(t: MlirType) -> c_uint;
     pub fn lowpMinifloatTypeGetMantBits(t: MlirType) -> c_uint;

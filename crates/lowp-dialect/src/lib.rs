@@ -255,3 +255,74 @@ pub fn rounding_of(attr: Attribute) -> Option<ScaleRounding> {
         _ => None,
     }
 }
+
+/// The operands of `lowp.scaled_matmul`, optional ones included.
+pub struct ScaledMatmulOperands<'c, 'a> {
+    /// M x K codes.
+    pub lhs: melior::ir::Value<'c, 'a>,
+    /// Scales of `lhs`.
+    pub lhs_scales: melior::ir::Value<'c, 'a>,
+    /// NVFP4 global scale of `lhs`.
+    pub lhs_global: Option<melior::ir::Value<'c, 'a>>,
+    /// N x K codes.
+    pub rhs: melior::ir::Value<'c, 'a>,
+    /// Scales of `rhs`.
+    pub rhs_scales: melior::ir::Value<'c, 'a>,
+    /// NVFP4 global scale of `rhs`.
+    pub rhs_global: Option<melior::ir::Value<'c, 'a>>,
+    /// N-element bias.
+    pub bias: Option<melior::ir::Value<'c, 'a>>,
+    /// M x N result.
+    pub out: melior::ir::Value<'c, 'a>,
+    /// Layout of `lhs`'s scales.
+    pub lhs_layout: ScaleLayout,
+    /// Layout of `rhs`'s scales.
+    pub rhs_layout: ScaleLayout,
+}
+
+/// Build a `lowp.scaled_matmul` with the generated builder ([`ops::ScaledMatmulOperation`]).
+///
+/// melior's `dialect!` builder does not set `operandSegmentSizes` for ops with several
+/// optional operands, so this sets it from which optional operands are present.
+pub fn scaled_matmul<'c>(
+    context: &'c Context,
+    operands: ScaledMatmulOperands<'c, '_>,
+    location: melior::ir::Location<'c>,
+) -> Result<melior::ir::Operation<'c>, DialectError> {
+    use melior::ir::operation::OperationMutLike;
+    let o = operands;
+    let mut builder = ops::ScaledMatmulOperation::builder(context, location)
+        .lhs(o.lhs)
+        .lhs_scales(o.lhs_scales);
+    if let Some(g) = o.lhs_global {
+        builder = builder.lhs_global(g);
+    }
+    let mut builder = builder.rhs(o.rhs).rhs_scales(o.rhs_scales);
+    if let Some(g) = o.rhs_global {
+        builder = builder.rhs_global(g);
+    }
+    if let Some(b) = o.bias {
+        builder = builder.bias(b);
+    }
+    let op = builder
+        .out(o.out)
+        .lhs_layout(layout_attr(context, o.lhs_layout)?)
+        .rhs_layout(layout_attr(context, o.rhs_layout)?)
+        .build();
+    let mut op: melior::ir::Operation<'c> = op.into();
+    let sizes = [
+        1,
+        1,
+        o.lhs_global.is_some() as i32,
+        1,
+        1,
+        o.rhs_global.is_some() as i32,
+        o.bias.is_some() as i32,
+        1,
+    ];
+    op.set_inherent_attribute(
+        "operandSegmentSizes",
+        melior::ir::attribute::DenseI32ArrayAttribute::new(context, &sizes).into(),
+    );
+    Ok(op)
+}

@@ -12,7 +12,11 @@ use melior::ir::Value;
 use crate::ir::Emitter;
 
 /// `f32` value of a code, by bit arithmetic (mirrors `lowp_codec::decode_bits`).
-pub fn decode<'c, 'a>(e: &Emitter<'c, 'a>, format: ScaledFormat, code: Value<'c, '_>) -> Value<'c, 'a> {
+pub fn decode<'c, 'a>(
+    e: &Emitter<'c, 'a>,
+    format: ScaledFormat,
+    code: Value<'c, '_>,
+) -> Value<'c, 'a> {
     let (eb, mb, bias) = format.fields();
     let i32t = e.int_type(32);
     let f32t = e.f32_type();
@@ -63,7 +67,11 @@ const fn decode_unit_bits(k: i32) -> u32 {
 
 /// The code of an `f32`: nearest, ties to the even code, saturating, NaN -> 0, no FNUZ
 /// negative zero (mirrors `lowp_codec::EncodeParams::encode`). Returns an `i32`.
-pub fn encode<'c, 'a>(e: &Emitter<'c, 'a>, format: ScaledFormat, x: Value<'c, '_>) -> Value<'c, 'a> {
+pub fn encode<'c, 'a>(
+    e: &Emitter<'c, 'a>,
+    format: ScaledFormat,
+    x: Value<'c, '_>,
+) -> Value<'c, 'a> {
     let (eb, m, bias) = format.fields();
     let i32t = e.int_type(32);
     let f32t = e.f32_type();
@@ -119,7 +127,10 @@ fn floor_log2<'c, 'a>(e: &Emitter<'c, 'a>, x: Value<'c, '_>) -> Value<'c, 'a> {
 pub fn e8m0_encode<'c, 'a>(e: &Emitter<'c, 'a>, x: Value<'c, '_>) -> Value<'c, 'a> {
     let i32t = e.int_type(32);
     let direct = ceil_log2_biased(e, x);
-    let scaled = e.subi(ceil_log2_biased(e, e.mulf(x, e.f32(2f32.powi(64)))), e.i32(64));
+    let scaled = e.subi(
+        ceil_log2_biased(e, e.mulf(x, e.f32(2f32.powi(64)))),
+        e.i32(64),
+    );
     let bits = e.bitcast(x, i32t);
     let is_sub = e.cmpi(CmpiPredicate::Eq, e.shrui(bits, e.i32(23)), e.i32(0));
     let code = e.select(is_sub, scaled, direct);

@@ -41,10 +41,10 @@ use melior::ir::attribute::TypeAttribute;
 use melior::ir::block::BlockLike;
 use melior::ir::operation::{OperationBuilder, OperationLike};
 use melior::ir::r#type::MemRefType;
-use melior::ir::{ShapedTypeLike, TypeLike};
 use melior::ir::RegionLike;
 use melior::ir::ValueLike;
 use melior::ir::{Attribute, Identifier, OperationRef, Type, Value};
+use melior::ir::{ShapedTypeLike, TypeLike};
 
 use crate::codes;
 use crate::error::Location;
@@ -101,7 +101,10 @@ fn run<'c, 'a>(func: OperationRef<'c, 'a>, options: &PassOptions) -> Result<(), 
     func.walk(melior::ir::operation::WalkOrder::PreOrder, |op| {
         let name = op.name();
         let name = name.as_string_ref().as_str().unwrap_or("");
-        if matches!(name, "lowp.compute_scales" | "lowp.quantize" | "lowp.dequantize") {
+        if matches!(
+            name,
+            "lowp.compute_scales" | "lowp.quantize" | "lowp.dequantize"
+        ) {
             targets.push(op.to_raw());
         }
         melior::ir::operation::WalkResult::Advance
@@ -124,7 +127,12 @@ fn run<'c, 'a>(func: OperationRef<'c, 'a>, options: &PassOptions) -> Result<(), 
 
 fn unsupported(op: OperationRef, reason: impl Into<String>) -> PassError {
     PassError::Unsupported {
-        op: op.name().as_string_ref().as_str().unwrap_or("op").to_string(),
+        op: op
+            .name()
+            .as_string_ref()
+            .as_str()
+            .unwrap_or("op")
+            .to_string(),
         reason: reason.into(),
         location: Some(Location(op.location().to_raw())),
     }
@@ -154,7 +162,9 @@ fn storage_cast<'c, 'a>(e: &Emitter<'c, 'a>, memref: Value<'c, '_>) -> Option<Va
     let result = unsafe {
         let raw = t.to_raw();
         let rank = mlir_sys::mlirShapedTypeGetRank(raw);
-        let shape: Vec<i64> = (0..rank).map(|i| mlir_sys::mlirShapedTypeGetDimSize(raw, i as isize)).collect();
+        let shape: Vec<i64> = (0..rank)
+            .map(|i| mlir_sys::mlirShapedTypeGetDimSize(raw, i as isize))
+            .collect();
         Type::from_raw(mlir_sys::mlirMemRefTypeGet(
             storage.to_raw(),
             rank as isize,
@@ -163,13 +173,15 @@ fn storage_cast<'c, 'a>(e: &Emitter<'c, 'a>, memref: Value<'c, '_>) -> Option<Va
             mlir_sys::mlirMemRefTypeGetMemorySpace(raw),
         ))
     };
-    Some(e.val(
-        OperationBuilder::new("lowp.storage_cast", e.loc())
-            .add_operands(&[memref])
-            .add_results(&[result])
-            .build()
-            .ok()?,
-    ))
+    Some(
+        e.val(
+            OperationBuilder::new("lowp.storage_cast", e.loc())
+                .add_operands(&[memref])
+                .add_results(&[result])
+                .build()
+                .ok()?,
+        ),
+    )
 }
 
 impl<'c, 'a> Scaled<'c, 'a> {
@@ -183,7 +195,8 @@ impl<'c, 'a> Scaled<'c, 'a> {
         let dtype = layout.scale_dtype();
         let scales = match dtype {
             ScaleDtype::F32 => scales,
-            _ => storage_cast(e, scales).ok_or_else(|| unsupported(op, "scales are not castable to bytes"))?,
+            _ => storage_cast(e, scales)
+                .ok_or_else(|| unsupported(op, "scales are not castable to bytes"))?,
         };
         Ok(Self {
             layout,
@@ -194,7 +207,12 @@ impl<'c, 'a> Scaled<'c, 'a> {
     }
 
     /// The (row, col) block of the scale of element (r, k): index values.
-    fn scale_index(&self, e: &Emitter<'c, 'a>, r: Value<'c, 'a>, k: Value<'c, 'a>) -> [Value<'c, 'a>; 2] {
+    fn scale_index(
+        &self,
+        e: &Emitter<'c, 'a>,
+        r: Value<'c, 'a>,
+        k: Value<'c, 'a>,
+    ) -> [Value<'c, 'a>; 2] {
         let zero = e.index(0);
         match self.layout {
             ScaleLayout::PerTensor => [zero, zero],
@@ -210,7 +228,12 @@ impl<'c, 'a> Scaled<'c, 'a> {
     }
 
     /// The f32 value of the scale of element (r, k), global scale not included.
-    fn block_value(&self, e: &Emitter<'c, 'a>, r: Value<'c, 'a>, k: Value<'c, 'a>) -> Value<'c, 'a> {
+    fn block_value(
+        &self,
+        e: &Emitter<'c, 'a>,
+        r: Value<'c, 'a>,
+        k: Value<'c, 'a>,
+    ) -> Value<'c, 'a> {
         let idx = self.scale_index(e, r, k);
         let stored = e.load(self.scales, &idx);
         match self.dtype {
@@ -226,21 +249,35 @@ impl<'c, 'a> Scaled<'c, 'a> {
 }
 
 /// `(rows, cols)` of a memref as index values (cols doubled for packed storage).
-fn dims<'c, 'a>(e: &Emitter<'c, 'a>, m: Value<'c, '_>, packed: bool) -> (Value<'c, 'a>, Value<'c, 'a>) {
+fn dims<'c, 'a>(
+    e: &Emitter<'c, 'a>,
+    m: Value<'c, '_>,
+    packed: bool,
+) -> (Value<'c, 'a>, Value<'c, 'a>) {
     let rows = e.dim(m, 0);
     let cols = e.dim(m, 1);
-    let cols = if packed { e.muli(cols, e.index(2)) } else { cols };
+    let cols = if packed {
+        e.muli(cols, e.index(2))
+    } else {
+        cols
+    };
     (rows, cols)
 }
 
-fn code_format<'c>(op: OperationRef<'c, '_>, memref: Value<'c, '_>) -> Result<(ScaledFormat, bool), PassError> {
-    let t = MemRefType::try_from(memref.r#type()).map_err(|_| unsupported(op, "codes must be a memref"))?;
-    let info = code_type_info(t.element()).ok_or_else(|| unsupported(op, "codes have no lowp element format"))?;
+fn code_format<'c>(
+    op: OperationRef<'c, '_>,
+    memref: Value<'c, '_>,
+) -> Result<(ScaledFormat, bool), PassError> {
+    let t = MemRefType::try_from(memref.r#type())
+        .map_err(|_| unsupported(op, "codes must be a memref"))?;
+    let info = code_type_info(t.element())
+        .ok_or_else(|| unsupported(op, "codes have no lowp element format"))?;
     Ok((info.format, info.packed))
 }
 
 fn operand<'c, 'a>(op: OperationRef<'c, 'a>, i: usize) -> Result<Value<'c, 'a>, PassError> {
-    op.operand(i).map_err(|_| unsupported(op, format!("missing operand #{i}")))
+    op.operand(i)
+        .map_err(|_| unsupported(op, format!("missing operand #{i}")))
 }
 
 /// Absolute maximum of `input[r0..r1, c0..c1]`, NaN if any element is NaN or ±inf.
@@ -263,10 +300,17 @@ fn tile_amax<'c, 'a>(
     e.select(out[1], e.f32(f32::NAN), out[0])
 }
 
-fn expand_compute_scales<'c, 'a>(e: &Emitter<'c, 'a>, op: OperationRef<'c, 'a>) -> Result<(), PassError> {
+fn expand_compute_scales<'c, 'a>(
+    e: &Emitter<'c, 'a>,
+    op: OperationRef<'c, 'a>,
+) -> Result<(), PassError> {
     let input = operand(op, 0)?;
     let scales_memref = operand(op, 1)?;
-    let global = if op.operand_count() > 2 { Some(operand(op, 2)?) } else { None };
+    let global = if op.operand_count() > 2 {
+        Some(operand(op, 2)?)
+    } else {
+        None
+    };
     let layout = layout_attr_of(op, "layout")?;
     let format = op
         .attribute("format")
@@ -354,11 +398,16 @@ fn expand_quantize<'c, 'a>(e: &Emitter<'c, 'a>, op: OperationRef<'c, 'a>) -> Res
     let layout = layout_attr_of(op, "layout")?;
     let (format, packed) = code_format(op, output)?;
     let scaled = Scaled::new(e, op, layout, scales, global)?;
-    let bits = storage_cast(e, output).ok_or_else(|| unsupported(op, "output is not castable to integers"))?;
+    let bits = storage_cast(e, output)
+        .ok_or_else(|| unsupported(op, "output is not castable to integers"))?;
     let (rows, cols) = dims(e, input, false);
     let (zero, one) = (e.index(0), e.index(1));
     let g = scaled.global_value(e);
-    let storage = if packed { e.int_type(8) } else { e.int_type(format.bit_width()) };
+    let storage = if packed {
+        e.int_type(8)
+    } else {
+        e.int_type(format.bit_width())
+    };
 
     // One element's code (i32): x / (scale * global).
     let code_at = |e: &Emitter<'c, 'a>, r: Value<'c, 'a>, k: Value<'c, 'a>| {
@@ -376,7 +425,10 @@ fn expand_quantize<'c, 'a>(e: &Emitter<'c, 'a>, op: OperationRef<'c, 'a>) -> Res
             if packed {
                 let lo = code_at(e, r, k);
                 let hi = code_at(e, r, e.addi(k, one));
-                let byte = e.ori(e.andi(lo, e.i32(0xF)), e.shli(e.andi(hi, e.i32(0xF)), e.i32(4)));
+                let byte = e.ori(
+                    e.andi(lo, e.i32(0xF)),
+                    e.shli(e.andi(hi, e.i32(0xF)), e.i32(4)),
+                );
                 let col = e.divui(k, e.index(2));
                 e.store(e.trunci(byte, storage), bits, &[r, col]);
             } else {
@@ -440,9 +492,18 @@ fn decode_table<'c, 'a>(
         };
         let global = OperationBuilder::new("memref.global", e.loc())
             .add_attributes(&[
-                (Identifier::new(ctx, "sym_name"), melior::ir::attribute::StringAttribute::new(ctx, &name).into()),
-                (Identifier::new(ctx, "sym_visibility"), melior::ir::attribute::StringAttribute::new(ctx, "private").into()),
-                (Identifier::new(ctx, "type"), TypeAttribute::new(table_type.into()).into()),
+                (
+                    Identifier::new(ctx, "sym_name"),
+                    melior::ir::attribute::StringAttribute::new(ctx, &name).into(),
+                ),
+                (
+                    Identifier::new(ctx, "sym_visibility"),
+                    melior::ir::attribute::StringAttribute::new(ctx, "private").into(),
+                ),
+                (
+                    Identifier::new(ctx, "type"),
+                    TypeAttribute::new(table_type.into()).into(),
+                ),
                 (Identifier::new(ctx, "initial_value"), dense),
                 (Identifier::new(ctx, "constant"), Attribute::unit(ctx)),
             ])
@@ -450,7 +511,12 @@ fn decode_table<'c, 'a>(
             .map_err(|_| unsupported(func, "cannot build the decode table"))?;
         body.insert_operation(0, global);
     }
-    Ok(e.val(melior::dialect::memref::get_global(ctx, &name, table_type, e.loc())))
+    Ok(e.val(melior::dialect::memref::get_global(
+        ctx,
+        &name,
+        table_type,
+        e.loc(),
+    )))
 }
 
 fn expand_dequantize<'c, 'a>(
@@ -467,7 +533,8 @@ fn expand_dequantize<'c, 'a>(
     let layout = layout_attr_of(op, "layout")?;
     let (format, packed) = code_format(op, codes_memref)?;
     let scaled = Scaled::new(e, op, layout, scales, global)?;
-    let bits = storage_cast(e, codes_memref).ok_or_else(|| unsupported(op, "codes are not castable to integers"))?;
+    let bits = storage_cast(e, codes_memref)
+        .ok_or_else(|| unsupported(op, "codes are not castable to integers"))?;
     let table = match decode {
         Decode::Table => Some(decode_table(e, func, format)?),
         Decode::Bits => None,

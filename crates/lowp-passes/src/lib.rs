@@ -8,6 +8,7 @@
 //! | argument | module | rewrites |
 //! |---|---|---|
 //! | `lowp-expand-quantize` | [`expand_quantize`] | compute_scales / quantize / dequantize -> scf + arith + math + memref |
+//! | `lowp-lower-storage` | [`lower_storage`] | memrefs of codes -> memrefs of storage integers; drops storage_cast |
 //!
 //! [`codes`] emits the numeric rules of `lowp-formats` as IR; [`ir`] is the small emitter
 //! they are written with.
@@ -18,6 +19,7 @@ pub mod codes;
 mod error;
 pub mod expand_quantize;
 pub mod ir;
+pub mod lower_storage;
 pub mod registry;
 
 pub use error::PassError;

@@ -114,7 +114,7 @@ impl PassDef {
 
 /// Every lowp pass.
 pub fn all_passes() -> &'static [PassDef] {
-    &[crate::expand_quantize::PASS]
+    &[crate::expand_quantize::PASS, crate::lower_storage::PASS]
 }
 
 fn strings(values: *const MlirStringRef, n: usize) -> Vec<String> {
@@ -218,8 +218,10 @@ pub fn register_passes() {
                     description: leak(o.description),
                 })
                 .collect();
-            let dialects: Vec<mlir_sys::MlirDialectHandle> =
-                (def.dependent_dialects)().iter().map(|h| h.to_raw()).collect();
+            let dialects: Vec<mlir_sys::MlirDialectHandle> = (def.dependent_dialects)()
+                .iter()
+                .map(|h| h.to_raw())
+                .collect();
             let spec = ffi::LowpPassSpec {
                 argument: leak(def.argument),
                 name: leak(def.name),

@@ -1,0 +1,236 @@
+//! # lowp-jit
+//!
+//! The driver from lowp IR to running code on the CPU: parse (or take) a module, run the CPU
+//! pipeline ([`CPU_PIPELINE`]), JIT it with MLIR's ExecutionEngine, and call its functions
+//! with Rust buffers as memref arguments ([`MemRefArg`]). Every failure is a [`JitError`]
+//! carrying MLIR's located diagnostics; nothing panics on bad input.
+
+#![deny(missing_docs)]
+
+mod memref;
+
+use std::cell::RefCell;
+use std::ffi::c_void;
+use std::rc::Rc;
+
+use melior::ir::attribute::{Attribute, AttributeLike};
+use melior::ir::operation::{OperationLike, WalkOrder, WalkResult};
+use melior::ir::Module;
+use melior::pass::PassManager;
+use melior::Context;
+
+pub use memref::MemRefArg;
+
+/// The CPU pipeline: lowp ops to loops, lowp storage to integers, then upstream passes down
+/// to the LLVM dialect.
+pub const CPU_PIPELINE: &str = "builtin.module(\
+func.func(lowp-expand-quantize),\
+lowp-lower-storage,\
+canonicalize,cse,\
+convert-scf-to-cf,\
+convert-math-to-llvm,\
+expand-strided-metadata,\
+finalize-memref-to-llvm,\
+convert-arith-to-llvm,\
+convert-cf-to-llvm,\
+convert-func-to-llvm,\
+reconcile-unrealized-casts)";
+
+/// Why compiling or running failed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum JitError {
+    /// The source did not parse or verify.
+    #[error("invalid input:\n{diagnostics}")]
+    Parse {
+        /// MLIR's diagnostics, `file:line:col: error: ...` a line.
+        diagnostics: String,
+    },
+    /// A pass of the pipeline failed.
+    #[error("pipeline failed:\n{diagnostics}")]
+    Pipeline {
+        /// MLIR's diagnostics.
+        diagnostics: String,
+    },
+    /// The ExecutionEngine could not be created (LLVM translation or codegen failed).
+    #[error("JIT compilation failed:\n{diagnostics}")]
+    Engine {
+        /// MLIR's diagnostics, if any.
+        diagnostics: String,
+    },
+    /// No such function in the compiled module.
+    #[error("no function '{name}' in the module")]
+    NoFunction {
+        /// The name asked for.
+        name: String,
+    },
+}
+
+/// A context set up for lowp with a diagnostic collector.
+pub struct Session {
+    context: Context,
+    diagnostics: Rc<RefCell<Vec<String>>>,
+}
+
+impl Default for Session {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Session {
+    /// A context with every dialect, lowp's passes registered and LLVM translations loaded.
+    pub fn new() -> Self {
+        lowp_passes::register_passes();
+        let context = lowp_dialect::new_context();
+        melior::utility::register_all_llvm_translations(&context);
+        let diagnostics = Rc::new(RefCell::new(Vec::new()));
+        let sink = diagnostics.clone();
+        context.attach_diagnostic_handler(move |d| {
+            sink.borrow_mut().push(format!("{}: {}", d.location(), d));
+            true
+        });
+        Self {
+            context,
+            diagnostics,
+        }
+    }
+
+    /// The context.
+    pub fn context(&self) -> &Context {
+        &self.context
+    }
+
+    /// Drain the collected diagnostics, one a line.
+    pub fn take_diagnostics(&self) -> String {
+        std::mem::take(&mut *self.diagnostics.borrow_mut()).join("\n")
+    }
+
+    /// Parse and verify a module.
+    pub fn parse(&self, source: &str) -> Result<Module<'_>, JitError> {
+        let module = Module::parse(&self.context, source);
+        match module {
+            Some(m) if m.as_operation().verify() => {
+                self.take_diagnostics();
+                Ok(m)
+            }
+            _ => Err(JitError::Parse {
+                diagnostics: self.take_diagnostics(),
+            }),
+        }
+    }
+
+    /// Run a textual pass pipeline on a module.
+    pub fn run_pipeline(&self, module: &mut Module, pipeline: &str) -> Result<(), JitError> {
+        let pm = PassManager::new(&self.context);
+        melior::utility::parse_pass_pipeline(pm.as_operation_pass_manager(), pipeline).map_err(
+            |e| JitError::Pipeline {
+                diagnostics: format!("{e}\n{}", self.take_diagnostics()),
+            },
+        )?;
+        pm.run(module).map_err(|_| JitError::Pipeline {
+            diagnostics: self.take_diagnostics(),
+        })
+    }
+
+    /// Lower a lowp module with [`CPU_PIPELINE`] and JIT it. Every public function gets a C
+    /// interface (`llvm.emit_c_interface`) so it can be called with [`MemRefArg`]s.
+    pub fn compile_cpu(&self, mut module: Module, opt_level: usize) -> Result<Jit, JitError> {
+        let mut funcs = Vec::new();
+        module.as_operation().walk(WalkOrder::PreOrder, |op| {
+            if op.name().as_string_ref().as_str() == Ok("func.func") {
+                funcs.push(op.to_raw());
+            }
+            WalkResult::Advance
+        });
+        let unit = Attribute::unit(&self.context).to_raw();
+        for f in funcs {
+            // SAFETY: live func.func ops of the module; a unit discardable attribute.
+            unsafe {
+                mlir_sys::mlirOperationSetDiscardableAttributeByName(
+                    f,
+                    string_ref("llvm.emit_c_interface"),
+                    unit,
+                )
+            };
+        }
+        self.run_pipeline(&mut module, CPU_PIPELINE)?;
+        Jit::new(self, &module, opt_level)
+    }
+}
+
+/// A JIT-compiled module.
+pub struct Jit {
+    raw: mlir_sys::MlirExecutionEngine,
+}
+
+impl Jit {
+    fn new(session: &Session, module: &Module, opt_level: usize) -> Result<Self, JitError> {
+        // SAFETY: the module is in the LLVM dialect; a null engine reports failure.
+        let raw = unsafe {
+            mlir_sys::mlirExecutionEngineCreate(
+                module.to_raw(),
+                opt_level as i32,
+                0,
+                std::ptr::null(),
+                false,
+                false,
+            )
+        };
+        if raw.ptr.is_null() {
+            return Err(JitError::Engine {
+                diagnostics: session.take_diagnostics(),
+            });
+        }
+        Ok(Self { raw })
+    }
+
+    /// Call `name` (a function of the module, through its C interface) with memref
+    /// arguments.
+    ///
+    /// # Safety
+    /// The arguments must match the function's signature: one [`MemRefArg`] per memref
+    /// parameter with the right element size and rank, buffers large enough for the shapes.
+    pub unsafe fn call(&self, name: &str, args: &mut [MemRefArg]) -> Result<(), JitError> {
+        // The ExecutionEngine wraps every function in a packed form `_mlir_<name>` taking
+        // an array of pointers to its arguments; for the C interface of `name` that is
+        // `_mlir__mlir_ciface_<name>`, whose arguments are descriptor pointers.
+        let packed_fn = self.lookup(&format!("_mlir__mlir_ciface_{name}"));
+        if packed_fn.is_null() {
+            return Err(JitError::NoFunction { name: name.into() });
+        }
+        let mut pointers: Vec<*mut u64> = args.iter_mut().map(|a| a.descriptor_ptr()).collect();
+        let mut packed: Vec<*mut c_void> = pointers
+            .iter_mut()
+            .map(|p| p as *mut *mut u64 as *mut c_void)
+            .collect();
+        // SAFETY: the symbol is a packed wrapper `void(void**)`; arguments per the contract.
+        unsafe {
+            let f: unsafe extern "C" fn(*mut *mut c_void) = std::mem::transmute(packed_fn);
+            f(packed.as_mut_ptr());
+        }
+        Ok(())
+    }
+}
+
+impl Jit {
+    /// The address of a symbol of the compiled module (null when absent).
+    pub fn lookup(&self, symbol: &str) -> *mut c_void {
+        // SAFETY: a lookup on a live engine.
+        unsafe { mlir_sys::mlirExecutionEngineLookup(self.raw, string_ref(symbol)) }
+    }
+}
+
+fn string_ref(s: &str) -> mlir_sys::MlirStringRef {
+    mlir_sys::MlirStringRef {
+        data: s.as_ptr() as *const _,
+        length: s.len(),
+    }
+}
+
+impl Drop for Jit {
+    fn drop(&mut self) {
+        // SAFETY: created by mlirExecutionEngineCreate and destroyed once.
+        unsafe { mlir_sys::mlirExecutionEngineDestroy(self.raw) }
+    }
+}

@@ -1,0 +1,155 @@
+//! `lowp-lower-storage`: give every memref of codes the type of its storage integers and
+//! remove `lowp.storage_cast`, so that the upstream LLVM conversions see only builtin
+//! integer memrefs.
+//!
+//! Before:
+//! ```mlir
+//! func.func @f(%q: memref<4x8x!lowp.mf<e3m0>>, %s: memref<4x1xf8E8M0FNU>) {
+//!   %bits = lowp.storage_cast %q : memref<4x8x!lowp.mf<e3m0>> to memref<4x8xi4>
+//!   ...
+//! ```
+//! After:
+//! ```mlir
+//! func.func @f(%q: memref<4x8xi4>, %s: memref<4x1xi8>) {
+//!   ... (uses of %bits now use %q)
+//! ```
+//! Element codes of N bits become `iN`, `!lowp.packed<...>` and `f8E8M0FNU` become `i8`:
+//! the same bytes in memory (one code per byte, two for packed), so callers pass the same
+//! buffers. Function signatures, block arguments and op results are retyped; a
+//! `lowp.storage_cast` becomes the identity. Ops that still compute on code-typed values
+//! (an un-lowered `lowp.quantize`, a `memref.load` of `f4E2M1FN`) make the pass fail with a
+//! diagnostic at the op: lower them first.
+//!
+//! Runs on `builtin.module`. No options.
+
+use lowp_dialect::storage_type;
+use melior::dialect::DialectHandle;
+use melior::ir::attribute::TypeAttribute;
+use melior::ir::operation::{OperationLike, OperationMutLike, WalkOrder, WalkResult};
+use melior::ir::r#type::{FunctionType, MemRefType};
+use melior::ir::{
+    BlockLike, OperationRef, RegionLike, ShapedTypeLike, Type, TypeLike, Value, ValueLike,
+};
+
+use crate::error::Location;
+use crate::registry::{PassDef, PassOptions};
+use crate::PassError;
+
+/// The pass definition.
+pub const PASS: PassDef = PassDef {
+    argument: "lowp-lower-storage",
+    name: "LowpLowerStorage",
+    description: "Retype memrefs of lowp element codes and E8M0 scales to memrefs of their \
+                  storage integers and remove lowp.storage_cast",
+    op_name: Some("builtin.module"),
+    options: &[],
+    dependent_dialects: || vec![DialectHandle::memref(), DialectHandle::func()],
+    run,
+};
+
+/// The storage type of a memref of codes (same shape, layout and memory space), or `None`.
+pub fn storage_memref<'c>(t: Type<'c>) -> Option<Type<'c>> {
+    let m = MemRefType::try_from(t).ok()?;
+    let storage = storage_type(m.element())?;
+    // SAFETY: building a memref type from a live one's parts.
+    Some(unsafe {
+        let raw = m.to_raw();
+        let rank = mlir_sys::mlirShapedTypeGetRank(raw);
+        let shape: Vec<i64> = (0..rank)
+            .map(|i| mlir_sys::mlirShapedTypeGetDimSize(raw, i as isize))
+            .collect();
+        Type::from_raw(mlir_sys::mlirMemRefTypeGet(
+            storage.to_raw(),
+            rank as isize,
+            shape.as_ptr(),
+            mlir_sys::mlirMemRefTypeGetLayout(raw),
+            mlir_sys::mlirMemRefTypeGetMemorySpace(raw),
+        ))
+    })
+}
+
+fn retype(v: Value) {
+    if let Some(t) = storage_memref(v.r#type()) {
+        v.set_type(t);
+    }
+}
+
+fn run<'c, 'a>(module: OperationRef<'c, 'a>, _: &PassOptions) -> Result<(), PassError> {
+    // SAFETY: the context outlives the pass run.
+    let ctx = unsafe { module.context().to_ref() };
+    let mut casts = Vec::new();
+    let mut funcs = Vec::new();
+    module.walk(WalkOrder::PreOrder, |op| {
+        for r in op.results() {
+            retype(r.into());
+        }
+        for region in op.regions() {
+            let mut block = region.first_block();
+            while let Some(b) = block {
+                for i in 0..b.argument_count() {
+                    retype(b.argument(i).expect("argument in range").into());
+                }
+                block = b.next_in_region();
+            }
+        }
+        match op.name().as_string_ref().as_str() {
+            Ok("lowp.storage_cast") => casts.push(op.to_raw()),
+            Ok("func.func") => funcs.push(op.to_raw()),
+            _ => {}
+        }
+        WalkResult::Advance
+    });
+    for raw in casts {
+        // SAFETY: a live storage_cast collected above; after retyping, its source has the
+        // result's type, so the uses can move over before the op is erased.
+        unsafe {
+            let op = OperationRef::from_raw(raw);
+            let source = mlir_sys::mlirOperationGetOperand(raw, 0);
+            let result = mlir_sys::mlirOperationGetResult(raw, 0);
+            if !mlir_sys::mlirTypeEqual(
+                mlir_sys::mlirValueGetType(source),
+                mlir_sys::mlirValueGetType(result),
+            ) {
+                return Err(PassError::Unsupported {
+                    op: "lowp.storage_cast".into(),
+                    reason: "source is not a memref of codes".into(),
+                    location: Some(Location(op.location().to_raw())),
+                });
+            }
+            mlir_sys::mlirValueReplaceAllUsesOfWith(result, source);
+            mlir_sys::mlirOperationDestroy(raw);
+        }
+    }
+    for raw in funcs {
+        // SAFETY: a live func.func collected above.
+        let mut func = unsafe { melior::ir::operation::OperationRefMut::from_raw(raw) };
+        let Ok(attr) = func.attribute("function_type") else {
+            continue;
+        };
+        let Ok(t) = TypeAttribute::try_from(attr) else {
+            continue;
+        };
+        let Ok(ft) = FunctionType::try_from(t.value()) else {
+            continue;
+        };
+        let map = |t: Type<'c>| storage_memref(t).unwrap_or(t);
+        let inputs: Vec<Type> = (0..ft.input_count())
+            .map(|i| map(ft.input(i).expect("input")))
+            .collect();
+        let results: Vec<Type> = (0..ft.result_count())
+            .map(|i| map(ft.result(i).expect("result")))
+            .collect();
+        let new = FunctionType::new(ctx, &inputs, &results);
+        func.set_attribute("function_type", TypeAttribute::new(new.into()).into());
+    }
+    if !module.verify() {
+        return Err(PassError::Unsupported {
+            op: "builtin.module".into(),
+            reason: "code-typed values are still computed on after retyping their memrefs \
+                     to storage integers; lower the lowp ops first (e.g. lowp-expand-quantize)"
+                .into(),
+            location: Some(Location(module.location().to_raw())),
+        });
+    }
+    Ok(())
+}

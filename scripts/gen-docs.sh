@@ -1,0 +1,8 @@
+#!/usr/bin/env bash
+# Regenerate docs/LowpDialect.md from the ODS in dialects/lowp (tests check it is current).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+TBLGEN=${MLIR_TBLGEN:-/usr/lib/llvm-22/bin/mlir-tblgen}
+"$TBLGEN" -gen-dialect-doc -dialect=lowp -I/usr/lib/llvm-22/include -Idialects/lowp/include \
+  dialects/lowp/include/lowp/Lowp.td -o docs/LowpDialect.md
+echo "wrote docs/LowpDialect.md"

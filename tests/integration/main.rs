@@ -1,0 +1,6 @@
+//! lowp's cross-crate integration tests, one binary (each test binary links all of MLIR).
+
+mod builders;
+mod docs;
+mod expand_quantize;
+mod fuzz;
