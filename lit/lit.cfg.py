@@ -10,7 +10,7 @@ import lit.formats
 
 config.name = "lowp"
 config.test_format = lit.formats.ShTest(execute_external=True)
-config.suffixes = [".mlir"]
+config.suffixes = [".mlir", ".test"]
 config.test_source_root = os.path.dirname(__file__)
 config.test_exec_root = os.path.join(config.test_source_root, "Output")
 config.excludes = ["lit.cfg.py", "Output", "Inputs"]
@@ -19,7 +19,7 @@ repo = os.path.dirname(config.test_source_root)
 bin_dir = os.environ.get("LOWP_BIN_DIR", os.path.join(repo, "target", "debug"))
 llvm_bin = os.environ.get("LLVM_BIN_DIR", "/usr/lib/llvm-22/bin")
 
-for tool in ["lowp-opt"]:
+for tool in ["lowp-opt", "lowp-fmt"]:
     path = os.path.join(bin_dir, tool)
     if not os.path.exists(path):
         lit_config.fatal(f"{path} not found: build it first (cargo build --workspace)")

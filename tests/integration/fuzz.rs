@@ -1,1 +1,146 @@
+//! Fuzzing lowp-opt: hundreds of mutated versions of the lit inputs, parsed, verified and run
+//! through lowp's passes. Every outcome must be success or MLIR's diagnostics with exit
+//! status 1: never a crash, abort, hang or a silent failure.
 
+use std::io::Write;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use lowp_formats::testing::SplitMix64;
+
+/// Fragments that reach interesting corners of the parsers and verifiers.
+const DICTIONARY: &[&str] = &[
+    "f4E2M1FN", "f8E4M3FN", "f8E5M2FNUZ", "f6E3M2FN", "f8E8M0FNU", "f32", "bf16", "i8",
+    "!lowp.mf<e0m0>", "!lowp.mf<e4m4, bias = -128>", "!lowp.mf<e3m0>", "!lowp.mf<e7m0, bias = 127>",
+    "!lowp.packed<f8E5M2>", "!lowp.packed<f4E2M1FN>", "#lowp.mx<0>", "#lowp.mx<1>",
+    "#lowp.nvfp4<16, global>", "#lowp.nvfp4<3>", "#lowp.blockwise<0x0>", "#lowp.blockwise<1x1>",
+    "#lowp.per_tensor", "#lowp.per_channel", "#lowp.rounding<ocp_mx>", "?", "0", "1", "-1", "7",
+    "4294967296", "99999999999999999999", "memref<?x?xf32>", "memref<f32>", "memref<0x0xf32>",
+    "lowp.quantize", "lowp.dequantize", "lowp.compute_scales", "lowp.scaled_matmul",
+    "lowp.storage_cast", "[", "]", "<", ">", ",", ":", "%arg0", "into", "layout", "bias", "}",
+];
+
+const PIPELINES: &[Option<&str>] = &[
+    None,
+    Some("builtin.module(func.func(lowp-expand-quantize))"),
+    Some("builtin.module(func.func(lowp-expand-quantize{decode=table}),lowp-lower-storage)"),
+];
+
+fn inputs() -> Vec<String> {
+    let mut chunks = Vec::new();
+    let mut stack = vec![lowp_tests::repo().join("lit")];
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                stack.push(path);
+            } else if path.extension().is_some_and(|e| e == "mlir") {
+                let text = std::fs::read_to_string(&path).unwrap();
+                chunks.extend(text.split("// -----").map(str::to_owned));
+            }
+        }
+    }
+    chunks.sort();
+    chunks
+}
+
+fn pick<'a, T>(rng: &mut SplitMix64, items: &'a [T]) -> &'a T {
+    &items[(rng.next_u64() % items.len() as u64) as usize]
+}
+
+fn char_boundary(s: &str, mut i: usize) -> usize {
+    i = i.min(s.len());
+    while !s.is_char_boundary(i) {
+        i -= 1;
+    }
+    i
+}
+
+fn mutate(rng: &mut SplitMix64, text: &str) -> String {
+    let mut s = text.to_string();
+    for _ in 0..1 + rng.next_u64() % 3 {
+        if s.is_empty() {
+            break;
+        }
+        let at = char_boundary(&s, (rng.next_u64() % s.len() as u64) as usize);
+        let len = (1 + rng.next_u64() % 24) as usize;
+        let end = char_boundary(&s, at + len);
+        match rng.next_u64() % 6 {
+            0 => s.replace_range(at..end, ""),
+            1 => {
+                let span = s[at..end].to_string();
+                s.insert_str(at, &span);
+            }
+            2 => s.insert_str(at, *pick(rng, DICTIONARY)),
+            3 => s.replace_range(at..end, *pick(rng, DICTIONARY)),
+            4 => {
+                // Replace a whole number somewhere after `at`.
+                if let Some(off) = s[at..].find(|c: char| c.is_ascii_digit()) {
+                    let start = at + off;
+                    let stop = s[start..]
+                        .find(|c: char| !c.is_ascii_digit())
+                        .map_or(s.len(), |o| start + o);
+                    let n = ["0", "1", "3", "31", "33", "255", "-1", "65536", "4294967297"];
+                    s.replace_range(start..stop, *pick(rng, &n));
+                }
+            }
+            _ => s.truncate(at),
+        }
+    }
+    s
+}
+
+#[test]
+fn mutated_lit_inputs_give_diagnostics_never_crashes() {
+    let opt = lowp_tests::tool("lowp-opt");
+    let inputs = inputs();
+    assert!(inputs.len() > 20, "lit inputs not found");
+    let mut rng = SplitMix64::new(0x10f7);
+    let (mut ok, mut rejected) = (0, 0);
+    let n = 420;
+    for i in 0..n {
+        let original = pick(&mut rng, inputs.as_slice()).clone();
+        let source = mutate(&mut rng, &original);
+        let pipeline = PIPELINES[i % PIPELINES.len()];
+        let mut cmd = Command::new(&opt);
+        cmd.arg("-");
+        if let Some(p) = pipeline {
+            cmd.arg(format!("--pass-pipeline={p}"));
+        }
+        let mut child = cmd
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let _ = child.stdin.take().unwrap().write_all(source.as_bytes());
+        let start = Instant::now();
+        let status = loop {
+            if let Some(status) = child.try_wait().unwrap() {
+                break status;
+            }
+            if start.elapsed() > Duration::from_secs(60) {
+                let _ = child.kill();
+                panic!("lowp-opt hung on mutant {i} ({pipeline:?}):\n{source}");
+            }
+            std::thread::sleep(Duration::from_millis(2));
+        };
+        let mut stderr = String::new();
+        std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut stderr).unwrap();
+        match status.code() {
+            Some(0) => ok += 1,
+            Some(1) => {
+                assert!(
+                    stderr.contains("error"),
+                    "mutant {i} failed without a diagnostic ({pipeline:?}):\n{source}\n--- stderr:\n{stderr}"
+                );
+                rejected += 1;
+            }
+            other => panic!(
+                "lowp-opt crashed ({other:?}, signal or abort) on mutant {i} ({pipeline:?}):\n{source}\n--- stderr:\n{stderr}"
+            ),
+        }
+    }
+    eprintln!("fuzz: {n} mutants, {ok} accepted, {rejected} rejected with diagnostics");
+    assert!(ok > 10 && rejected > 100, "mutations too weak or too strong: {ok} ok, {rejected} rejected");
+}

@@ -1,0 +1,48 @@
+// RUN: lowp-opt %s -split-input-file -verify-diagnostics --lowp-lower-storage | FileCheck %s
+
+// Memrefs of codes become memrefs of their storage integers; storage_cast disappears.
+// CHECK-LABEL: func.func @retype
+// CHECK-SAME:  (%[[Q:.*]]: memref<4x8xi4>, %[[S:.*]]: memref<4x1xi8>, %[[P:.*]]: memref<4x4xi8>, %{{.*}}: memref<4x8xi8>) -> memref<4x8xi4>
+// CHECK-NOT:   lowp.storage_cast
+// CHECK:       memref.load %[[Q]]
+// CHECK:       memref.load %[[S]]
+// CHECK:       memref.load %[[P]]
+// CHECK:       return %[[Q]] : memref<4x8xi4>
+func.func @retype(%q: memref<4x8x!lowp.mf<e3m0>>, %s: memref<4x1xf8E8M0FNU>,
+                  %p: memref<4x4x!lowp.packed<f4E2M1FN>>, %f: memref<4x8xf8E4M3FN>) -> memref<4x8x!lowp.mf<e3m0>> {
+  %c0 = arith.constant 0 : index
+  %0 = lowp.storage_cast %q : memref<4x8x!lowp.mf<e3m0>> to memref<4x8xi4>
+  %1 = lowp.storage_cast %s : memref<4x1xf8E8M0FNU> to memref<4x1xi8>
+  %2 = lowp.storage_cast %p : memref<4x4x!lowp.packed<f4E2M1FN>> to memref<4x4xi8>
+  %a = memref.load %0[%c0, %c0] : memref<4x8xi4>
+  %b = memref.load %1[%c0, %c0] : memref<4x1xi8>
+  %c = memref.load %2[%c0, %c0] : memref<4x4xi8>
+  return %q : memref<4x8x!lowp.mf<e3m0>>
+}
+
+// -----
+
+// Declarations and allocations are retyped too.
+// CHECK-LABEL: func.func private @external(memref<?x16xi6>)
+func.func private @external(memref<?x16xf6E2M3FN>)
+
+// CHECK-LABEL: func.func @alloc
+// CHECK:       %[[A:.*]] = memref.alloc() : memref<2x2xi8>
+// CHECK:       memref.dealloc %[[A]] : memref<2x2xi8>
+func.func @alloc() {
+  %a = memref.alloc() : memref<2x2xf8E5M2>
+  memref.dealloc %a : memref<2x2xf8E5M2>
+  return
+}
+
+// -----
+
+// An op that still computes on codes cannot be retyped.
+// expected-error @below {{code-typed values are still computed on after retyping their memrefs to storage integers; lower the lowp ops first}}
+module {
+  func.func @unlowered(%x: memref<4x64xf32>, %s: memref<4x2xf8E8M0FNU>, %q: memref<4x64xf4E2M1FN>) {
+    // expected-error @below {{'lowp.quantize' op operand #1 must be 2D memref of 32-bit float or f8E8M0FNU type or f8E4M3FN type values, but got 'memref<4x2xi8>'}}
+    lowp.quantize %x[%s] layout #lowp.mx<32> into %q : memref<4x64xf32>[memref<4x2xf8E8M0FNU>] -> memref<4x64xf4E2M1FN>
+    return
+  }
+}
