@@ -10,14 +10,55 @@ use lowp_formats::testing::SplitMix64;
 
 /// Fragments that reach interesting corners of the parsers and verifiers.
 const DICTIONARY: &[&str] = &[
-    "f4E2M1FN", "f8E4M3FN", "f8E5M2FNUZ", "f6E3M2FN", "f8E8M0FNU", "f32", "bf16", "i8",
-    "!lowp.mf<e0m0>", "!lowp.mf<e4m4, bias = -128>", "!lowp.mf<e3m0>", "!lowp.mf<e7m0, bias = 127>",
-    "!lowp.packed<f8E5M2>", "!lowp.packed<f4E2M1FN>", "#lowp.mx<0>", "#lowp.mx<1>",
-    "#lowp.nvfp4<16, global>", "#lowp.nvfp4<3>", "#lowp.blockwise<0x0>", "#lowp.blockwise<1x1>",
-    "#lowp.per_tensor", "#lowp.per_channel", "#lowp.rounding<ocp_mx>", "?", "0", "1", "-1", "7",
-    "4294967296", "99999999999999999999", "memref<?x?xf32>", "memref<f32>", "memref<0x0xf32>",
-    "lowp.quantize", "lowp.dequantize", "lowp.compute_scales", "lowp.scaled_matmul",
-    "lowp.storage_cast", "[", "]", "<", ">", ",", ":", "%arg0", "into", "layout", "bias", "}",
+    "f4E2M1FN",
+    "f8E4M3FN",
+    "f8E5M2FNUZ",
+    "f6E3M2FN",
+    "f8E8M0FNU",
+    "f32",
+    "bf16",
+    "i8",
+    "!lowp.mf<e0m0>",
+    "!lowp.mf<e4m4, bias = -128>",
+    "!lowp.mf<e3m0>",
+    "!lowp.mf<e7m0, bias = 127>",
+    "!lowp.packed<f8E5M2>",
+    "!lowp.packed<f4E2M1FN>",
+    "#lowp.mx<0>",
+    "#lowp.mx<1>",
+    "#lowp.nvfp4<16, global>",
+    "#lowp.nvfp4<3>",
+    "#lowp.blockwise<0x0>",
+    "#lowp.blockwise<1x1>",
+    "#lowp.per_tensor",
+    "#lowp.per_channel",
+    "#lowp.rounding<ocp_mx>",
+    "?",
+    "0",
+    "1",
+    "-1",
+    "7",
+    "4294967296",
+    "99999999999999999999",
+    "memref<?x?xf32>",
+    "memref<f32>",
+    "memref<0x0xf32>",
+    "lowp.quantize",
+    "lowp.dequantize",
+    "lowp.compute_scales",
+    "lowp.scaled_matmul",
+    "lowp.storage_cast",
+    "[",
+    "]",
+    "<",
+    ">",
+    ",",
+    ":",
+    "%arg0",
+    "into",
+    "layout",
+    "bias",
+    "}",
 ];
 
 const PIPELINES: &[Option<&str>] = &[
@@ -80,7 +121,17 @@ fn mutate(rng: &mut SplitMix64, text: &str) -> String {
                     let stop = s[start..]
                         .find(|c: char| !c.is_ascii_digit())
                         .map_or(s.len(), |o| start + o);
-                    let n = ["0", "1", "3", "31", "33", "255", "-1", "65536", "4294967297"];
+                    let n = [
+                        "0",
+                        "1",
+                        "3",
+                        "31",
+                        "33",
+                        "255",
+                        "-1",
+                        "65536",
+                        "4294967297",
+                    ];
                     s.replace_range(start..stop, *pick(rng, &n));
                 }
             }
@@ -142,5 +193,8 @@ fn mutated_lit_inputs_give_diagnostics_never_crashes() {
         }
     }
     eprintln!("fuzz: {n} mutants, {ok} accepted, {rejected} rejected with diagnostics");
-    assert!(ok > 10 && rejected > 100, "mutations too weak or too strong: {ok} ok, {rejected} rejected");
+    assert!(
+        ok > 10 && rejected > 100,
+        "mutations too weak or too strong: {ok} ok, {rejected} rejected"
+    );
 }
