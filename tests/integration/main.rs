@@ -4,3 +4,4 @@ mod builders;
 mod docs;
 mod expand_quantize;
 mod fuzz;
+mod to_loops;

@@ -21,14 +21,16 @@ use melior::Context;
 
 pub use memref::MemRefArg;
 
-/// The CPU pipeline: lowp ops to loops, lowp storage to integers, then upstream passes down
-/// to the LLVM dialect.
+/// The CPU pipeline: lowp ops to loops (a vectorized GEMM for scaled_matmul), lowp storage
+/// to integers, then upstream passes down to the LLVM dialect.
 pub const CPU_PIPELINE: &str = "builtin.module(\
-func.func(lowp-expand-quantize),\
+func.func(lowp-to-loops),\
 lowp-lower-storage,\
 canonicalize,cse,\
+convert-vector-to-scf,\
 convert-scf-to-cf,\
 convert-math-to-llvm,\
+convert-vector-to-llvm,\
 expand-strided-metadata,\
 finalize-memref-to-llvm,\
 convert-arith-to-llvm,\

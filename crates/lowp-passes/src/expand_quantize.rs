@@ -79,14 +79,17 @@ pub const PASS: PassDef = PassDef {
     run,
 };
 
-fn math_handle() -> DialectHandle {
+pub(crate) fn math_handle() -> DialectHandle {
     // SAFETY: the math dialect's registration handle is a static descriptor.
     unsafe { DialectHandle::from_raw(mlir_sys::mlirGetDialectHandle__math__()) }
 }
 
+/// How dequantize decodes codes.
 #[derive(Clone, Copy, PartialEq, Eq)]
-enum Decode {
+pub(crate) enum Decode {
+    /// Integer arithmetic on the bit pattern.
     Bits,
+    /// A `memref.global` table, one f32 per code.
     Table,
 }
 
@@ -113,19 +116,31 @@ fn run<'c, 'a>(func: OperationRef<'c, 'a>, options: &PassOptions) -> Result<(), 
         // SAFETY: collected from the live function above and not yet erased.
         let op: OperationRef<'c, 'a> = unsafe { OperationRef::from_raw(raw) };
         let e = Emitter::before(ctx, op).ok_or_else(|| unsupported(op, "op is not in a block"))?;
-        let name = op.name().as_string_ref().as_str().unwrap_or("").to_string();
-        match name.as_str() {
-            "lowp.compute_scales" => expand_compute_scales(&e, op)?,
-            "lowp.quantize" => expand_quantize(&e, op)?,
-            _ => expand_dequantize(&e, op, decode, func)?,
-        }
+        expand_op(&e, op, decode, func)?;
         // SAFETY: the op has no results and its replacement is in place.
         unsafe { mlir_sys::mlirOperationDestroy(raw) };
     }
     Ok(())
 }
 
-fn unsupported(op: OperationRef, reason: impl Into<String>) -> PassError {
+/// Expand one `lowp.compute_scales`, `lowp.quantize` or `lowp.dequantize` in place of `op`
+/// (the caller erases `op`).
+pub(crate) fn expand_op<'c, 'a>(
+    e: &Emitter<'c, 'a>,
+    op: OperationRef<'c, 'a>,
+    decode: Decode,
+    func: OperationRef<'c, 'a>,
+) -> Result<(), PassError> {
+    let name = op.name().as_string_ref().as_str().unwrap_or("").to_string();
+    match name.as_str() {
+        "lowp.compute_scales" => expand_compute_scales(e, op),
+        "lowp.quantize" => expand_quantize(e, op),
+        "lowp.dequantize" => expand_dequantize(e, op, decode, func),
+        other => Err(unsupported(op, format!("{other} is not a quantization op"))),
+    }
+}
+
+pub(crate) fn unsupported(op: OperationRef, reason: impl Into<String>) -> PassError {
     PassError::Unsupported {
         op: op
             .name()
@@ -139,15 +154,18 @@ fn unsupported(op: OperationRef, reason: impl Into<String>) -> PassError {
 }
 
 /// A scaled tensor's operands as the expansions see them.
-struct Scaled<'c, 'a> {
-    layout: ScaleLayout,
+pub(crate) struct Scaled<'c, 'a> {
+    pub(crate) layout: ScaleLayout,
     /// Scales as stored: f32 values, or integers through a storage cast.
-    scales: Value<'c, 'a>,
-    dtype: ScaleDtype,
-    global: Option<Value<'c, 'a>>,
+    pub(crate) scales: Value<'c, 'a>,
+    pub(crate) dtype: ScaleDtype,
+    pub(crate) global: Option<Value<'c, 'a>>,
 }
 
-fn layout_attr_of<'c>(op: OperationRef<'c, '_>, name: &str) -> Result<ScaleLayout, PassError> {
+pub(crate) fn layout_attr_of<'c>(
+    op: OperationRef<'c, '_>,
+    name: &str,
+) -> Result<ScaleLayout, PassError> {
     op.attribute(name)
         .ok()
         .and_then(layout_of)
@@ -155,7 +173,10 @@ fn layout_attr_of<'c>(op: OperationRef<'c, '_>, name: &str) -> Result<ScaleLayou
 }
 
 /// `lowp.storage_cast %m : memref<..xT> to memref<..x iN>`.
-fn storage_cast<'c, 'a>(e: &Emitter<'c, 'a>, memref: Value<'c, '_>) -> Option<Value<'c, 'a>> {
+pub(crate) fn storage_cast<'c, 'a>(
+    e: &Emitter<'c, 'a>,
+    memref: Value<'c, '_>,
+) -> Option<Value<'c, 'a>> {
     let t = MemRefType::try_from(memref.r#type()).ok()?;
     let storage = storage_type(t.element())?;
     // SAFETY: a memref type with the source's shape, layout and memory space.
@@ -185,7 +206,7 @@ fn storage_cast<'c, 'a>(e: &Emitter<'c, 'a>, memref: Value<'c, '_>) -> Option<Va
 }
 
 impl<'c, 'a> Scaled<'c, 'a> {
-    fn new(
+    pub(crate) fn new(
         e: &Emitter<'c, 'a>,
         op: OperationRef<'c, 'a>,
         layout: ScaleLayout,
@@ -228,7 +249,7 @@ impl<'c, 'a> Scaled<'c, 'a> {
     }
 
     /// The f32 value of the scale of element (r, k), global scale not included.
-    fn block_value(
+    pub(crate) fn block_value(
         &self,
         e: &Emitter<'c, 'a>,
         r: Value<'c, 'a>,
@@ -243,13 +264,13 @@ impl<'c, 'a> Scaled<'c, 'a> {
         }
     }
 
-    fn global_value(&self, e: &Emitter<'c, 'a>) -> Option<Value<'c, 'a>> {
+    pub(crate) fn global_value(&self, e: &Emitter<'c, 'a>) -> Option<Value<'c, 'a>> {
         self.global.map(|g| e.load(g, &[]))
     }
 }
 
 /// `(rows, cols)` of a memref as index values (cols doubled for packed storage).
-fn dims<'c, 'a>(
+pub(crate) fn dims<'c, 'a>(
     e: &Emitter<'c, 'a>,
     m: Value<'c, '_>,
     packed: bool,
@@ -264,7 +285,7 @@ fn dims<'c, 'a>(
     (rows, cols)
 }
 
-fn code_format<'c>(
+pub(crate) fn code_format<'c>(
     op: OperationRef<'c, '_>,
     memref: Value<'c, '_>,
 ) -> Result<(ScaledFormat, bool), PassError> {
@@ -275,7 +296,10 @@ fn code_format<'c>(
     Ok((info.format, info.packed))
 }
 
-fn operand<'c, 'a>(op: OperationRef<'c, 'a>, i: usize) -> Result<Value<'c, 'a>, PassError> {
+pub(crate) fn operand<'c, 'a>(
+    op: OperationRef<'c, 'a>,
+    i: usize,
+) -> Result<Value<'c, 'a>, PassError> {
     op.operand(i)
         .map_err(|_| unsupported(op, format!("missing operand #{i}")))
 }
@@ -380,7 +404,11 @@ fn expand_compute_scales<'c, 'a>(
     Ok(())
 }
 
-fn ceil_div<'c, 'a>(e: &Emitter<'c, 'a>, a: Value<'c, 'a>, b: Value<'c, 'a>) -> Value<'c, 'a> {
+pub(crate) fn ceil_div<'c, 'a>(
+    e: &Emitter<'c, 'a>,
+    a: Value<'c, 'a>,
+    b: Value<'c, 'a>,
+) -> Value<'c, 'a> {
     let one = e.index(1);
     e.divui(e.subi(e.addi(a, b), one), b)
 }

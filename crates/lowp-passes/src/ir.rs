@@ -12,7 +12,9 @@ use melior::ir::operation::{OperationBuilder, OperationLike};
 use melior::ir::r#type::IntegerType;
 use melior::ir::RegionLike;
 use melior::ir::ValueLike;
-use melior::ir::{Block, BlockRef, Location, Operation, OperationRef, Region, Type, Value};
+use melior::ir::{
+    Block, BlockRef, Location, Operation, OperationRef, Region, ShapedTypeLike, Type, Value,
+};
 use melior::Context;
 
 /// Where new operations go: before an existing operation, or at the end of a block.
@@ -235,6 +237,10 @@ impl<'c, 'a> Emitter<'c, 'a> {
     pub fn trunci(&self, v: Value<'c, '_>, t: Type<'c>) -> Value<'c, 'a> {
         self.val(arith::trunci(v, t, self.loc))
     }
+    /// `arith.truncf` (round to nearest even).
+    pub fn truncf(&self, v: Value<'c, '_>, t: Type<'c>) -> Value<'c, 'a> {
+        self.val(arith::truncf(v, t, self.loc))
+    }
     /// `arith.uitofp`.
     pub fn uitofp(&self, v: Value<'c, '_>, t: Type<'c>) -> Value<'c, 'a> {
         self.val(arith::uitofp(v, t, self.loc))
@@ -270,6 +276,100 @@ impl<'c, 'a> Emitter<'c, 'a> {
     pub fn dim(&self, memref: Value<'c, '_>, i: i64) -> Value<'c, 'a> {
         let i = self.index(i);
         self.val(melior::dialect::memref::dim(memref, i, self.loc))
+    }
+
+    /// `memref.alloc` of `shape` (`None` = dynamic, taken from `dynamic` in order), aligned
+    /// to `align` bytes.
+    pub fn alloc(
+        &self,
+        element: Type<'c>,
+        shape: &[Option<i64>],
+        dynamic: &[Value<'c, '_>],
+        align: i64,
+    ) -> Value<'c, 'a> {
+        let dims: Vec<i64> = shape.iter().map(|d| d.unwrap_or(i64::MIN)).collect();
+        let t = melior::ir::r#type::MemRefType::new(element, &dims, None, None);
+        let align = IntegerAttribute::new(self.int_type(64), align);
+        self.val(melior::dialect::memref::alloc(
+            self.ctx,
+            t,
+            dynamic,
+            &[],
+            Some(align),
+            self.loc,
+        ))
+    }
+
+    /// `memref.dealloc`.
+    pub fn dealloc(&self, memref: Value<'c, '_>) {
+        self.insert(melior::dialect::memref::dealloc(memref, self.loc));
+    }
+
+    // ---- vector ----------------------------------------------------------------------
+
+    /// `vector<n x element>`.
+    pub fn vector_type(&self, n: u64, element: Type<'c>) -> Type<'c> {
+        Type::vector(&[n], element)
+    }
+
+    /// A vector of zeros.
+    pub fn zero_vector(&self, n: u64) -> Value<'c, 'a> {
+        let t = self.vector_type(n, self.f32_type());
+        let zero = FloatAttribute::new(self.ctx, self.f32_type(), 0.0).into();
+        let dense = melior::ir::attribute::DenseElementsAttribute::new(t, &[zero])
+            .expect("splat of one value");
+        self.val(arith::constant(self.ctx, dense.into(), self.loc))
+    }
+
+    /// `vector.broadcast %scalar`.
+    pub fn broadcast(&self, v: Value<'c, '_>, n: u64) -> Value<'c, 'a> {
+        let t = self.vector_type(n, v.r#type());
+        self.val(
+            OperationBuilder::new("vector.broadcast", self.loc)
+                .add_operands(&[v])
+                .add_results(&[t])
+                .build()
+                .expect("valid vector.broadcast"),
+        )
+    }
+
+    /// `vector.load %memref[indices] : vector<n x element>`.
+    pub fn vload(&self, memref: Value<'c, '_>, indices: &[Value<'c, '_>], n: u64) -> Value<'c, 'a> {
+        let element = melior::ir::r#type::MemRefType::try_from(memref.r#type())
+            .expect("vector.load from a memref")
+            .element();
+        let mut operands = vec![memref];
+        operands.extend_from_slice(indices);
+        self.val(
+            OperationBuilder::new("vector.load", self.loc)
+                .add_operands(&operands)
+                .add_results(&[self.vector_type(n, element)])
+                .build()
+                .expect("valid vector.load"),
+        )
+    }
+
+    /// `vector.store %v, %memref[indices]`.
+    pub fn vstore(&self, v: Value<'c, '_>, memref: Value<'c, '_>, indices: &[Value<'c, '_>]) {
+        let mut operands = vec![v, memref];
+        operands.extend_from_slice(indices);
+        self.insert(
+            OperationBuilder::new("vector.store", self.loc)
+                .add_operands(&operands)
+                .build()
+                .expect("valid vector.store"),
+        );
+    }
+
+    /// `vector.fma %a, %b, %c` (a * b + c, one rounding).
+    pub fn fma(&self, a: Value<'c, '_>, b: Value<'c, '_>, c: Value<'c, '_>) -> Value<'c, 'a> {
+        self.val(
+            OperationBuilder::new("vector.fma", self.loc)
+                .add_operands(&[a, b, c])
+                .add_results(&[a.r#type()])
+                .build()
+                .expect("valid vector.fma"),
+        )
     }
 
     // ---- control flow ----------------------------------------------------------------
@@ -313,6 +413,43 @@ impl<'c, 'a> Emitter<'c, 'a> {
         let yielded = body(&inner, iv, &carried);
         inner.insert(melior::dialect::scf::r#yield(&yielded, self.loc));
         op.results().map(Into::into).collect()
+    }
+
+    /// `scf.parallel (%i) = (lb) to (ub) step (s)`: iterations may run concurrently.
+    pub fn parallel_loop(
+        &self,
+        lb: Value<'c, '_>,
+        ub: Value<'c, '_>,
+        step: Value<'c, '_>,
+        body: impl FnOnce(&Emitter<'c, 'a>, Value<'c, 'a>),
+    ) {
+        let region = Region::new();
+        region.append_block(Block::new(&[(self.index_type(), self.loc)]));
+        let sizes = melior::ir::attribute::DenseI32ArrayAttribute::new(self.ctx, &[1, 1, 1, 0]);
+        let op = self.insert(
+            OperationBuilder::new("scf.parallel", self.loc)
+                .add_operands(&[lb, ub, step])
+                .add_attributes(&[(
+                    melior::ir::Identifier::new(self.ctx, "operandSegmentSizes"),
+                    sizes.into(),
+                )])
+                .add_regions([region])
+                .build()
+                .expect("valid scf.parallel"),
+        );
+        let block = op
+            .region(0)
+            .expect("scf.parallel body")
+            .first_block()
+            .expect("scf.parallel block");
+        let inner = Emitter::at_end(self.ctx, block, self.loc);
+        let iv: Value = block.argument(0).expect("induction variable").into();
+        body(&inner, iv);
+        inner.insert(
+            OperationBuilder::new("scf.reduce", self.loc)
+                .build()
+                .expect("valid scf.reduce"),
+        );
     }
 
     /// `scf.if %cond { then }` with no results.

@@ -8,6 +8,7 @@
 //! | argument | module | rewrites |
 //! |---|---|---|
 //! | `lowp-expand-quantize` | [`expand_quantize`] | compute_scales / quantize / dequantize -> scf + arith + math + memref |
+//! | `lowp-to-loops` | [`to_loops`] | scaled_matmul -> decode + register-blocked vector GEMM (and quantization ops as above) |
 //! | `lowp-lower-storage` | [`lower_storage`] | memrefs of codes -> memrefs of storage integers; drops storage_cast |
 //!
 //! [`codes`] emits the numeric rules of `lowp-formats` as IR; [`ir`] is the small emitter
@@ -21,6 +22,7 @@ pub mod expand_quantize;
 pub mod ir;
 pub mod lower_storage;
 pub mod registry;
+pub mod to_loops;
 
 pub use error::PassError;
 pub use registry::{all_passes, register_passes, OptionDef, OptionKind, PassDef, PassOptions};

@@ -27,6 +27,13 @@ pub enum OptionKind {
     Bool,
     /// One of the listed words.
     Choice(&'static [&'static str]),
+    /// An unsigned integer in `min..=max`.
+    UInt {
+        /// Smallest accepted value.
+        min: u64,
+        /// Largest accepted value.
+        max: u64,
+    },
 }
 
 /// One pass option.
@@ -66,6 +73,11 @@ impl PassOptions {
     pub fn choice(&self, name: &str) -> &str {
         self.value(name)
     }
+
+    /// A `UInt` option.
+    pub fn uint(&self, name: &str) -> u64 {
+        self.value(name).parse().expect("validated when parsed")
+    }
 }
 
 /// A Rust pass: what the registry and the command line know of it.
@@ -94,11 +106,15 @@ impl PassDef {
             let ok = match def.kind {
                 OptionKind::Bool => matches!(value.as_str(), "true" | "false" | "1" | "0"),
                 OptionKind::Choice(words) => words.contains(&value.as_str()),
+                OptionKind::UInt { min, max } => {
+                    value.parse::<u64>().is_ok_and(|v| (min..=max).contains(&v))
+                }
             };
             if !ok {
                 let accepted = match def.kind {
                     OptionKind::Bool => "true or false".to_string(),
                     OptionKind::Choice(words) => words.join(", "),
+                    OptionKind::UInt { min, max } => format!("an integer in {min}..={max}"),
                 };
                 return Err(PassError::BadOption {
                     pass: self.argument,
@@ -114,7 +130,11 @@ impl PassDef {
 
 /// Every lowp pass.
 pub fn all_passes() -> &'static [PassDef] {
-    &[crate::expand_quantize::PASS, crate::lower_storage::PASS]
+    &[
+        crate::expand_quantize::PASS,
+        crate::to_loops::PASS,
+        crate::lower_storage::PASS,
+    ]
 }
 
 fn strings(values: *const MlirStringRef, n: usize) -> Vec<String> {

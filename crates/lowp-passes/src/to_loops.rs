@@ -1,0 +1,482 @@
+//! `lowp-to-loops`: the generic CPU lowering. `lowp.scaled_matmul` becomes a decode phase
+//! and a register-blocked f32 GEMM in `scf` + `vector` + `arith` + `memref`; the
+//! quantization ops left in the function are expanded as by `lowp-expand-quantize`.
+//!
+//! Before:
+//! ```mlir
+//! lowp.scaled_matmul %a[%sa], %b[%sb] into %c layouts(#lowp.mx<32>, #lowp.mx<32>)
+//!     : memref<128x256xf4E2M1FN>[memref<128x8xf8E8M0FNU>], ... -> memref<128x64xf32>
+//! ```
+//! After (shape of it):
+//! ```mlir
+//! %ad = memref.alloc(...) : memref<?x?xf32>          // A decoded, rows padded to 6
+//! %bp = memref.alloc(...) : memref<?x?x16xf32>       // B decoded into 16-column panels
+//! %sa = ... %sb = ...                                 // scales decoded per K segment
+//! scf.for %kc = ... step 256 {                        // K blocks that keep B in L2
+//!   scf.parallel (%mt) = ... {                        // 6-row tiles, one per thread
+//!     scf.for %nb = ... {                             // 16-column panels
+//!       scf.for %seg = ... step 32 {                  // one scale segment
+//!         %p:12 = scf.for %k = ... iter_args(...) -> (vector<8xf32>, ...) {
+//!           vector.broadcast / vector.load / vector.fma   // 6x16 outer product
+//!         }
+//!         vector.fma %p#i, (sa * sb), %w              // scaled once per segment
+//! ...
+//! // write-back: (per-tensor / per-channel scales,) NVFP4 globals, bias, f32 or bf16
+//! ```
+//!
+//! Numerics follow the oracle (`lowp_formats::scaled_matmul`): operands are decoded
+//! bit-exactly and unscaled, each K segment (where neither operand's scale changes; the gcd
+//! of the two K blocks when neither divides the other) is summed in f32 and multiplied once
+//! by `sa * sb`; per-tensor and per-channel scales multiply the total, then the NVFP4 globals,
+//! then the bias. The summation order inside a segment is the micro-kernel's, so results
+//! agree with the oracle within the f32 summation bound (`lowp_formats::Reference::check`).
+//!
+//! The micro-kernel keeps a 6 x 16 tile of partial sums in twelve `vector<8xf32>`
+//! registers (AVX2: 12 of 16 ymm); 6 x 16 because 6 broadcasts and 2 loads feed 12 FMAs per
+//! k, under the 2-loads-per-cycle limit. B is packed into 16-column panels so its 16 values
+//! of a k are one contiguous 64-byte line; K is blocked by `kc` (default 256: a 256 x N panel
+//! of B is 1 MiB for N = 1024, an L2's worth) and row tiles run in parallel.
+//!
+//! Options:
+//! * `parallel=true|false` — emit the row-tile loop as `scf.parallel` (default true); a
+//!   pipeline turns it into threads with `convert-scf-to-openmp`, or into a plain loop.
+//! * `kc=N` — the K block (default 256; rounded up to a multiple of the scale segment).
+//!
+//! Runs on `func.func`. Dependent dialects: arith, math, memref, scf, vector.
+
+use lowp_formats::{ScaleLayout, ScaledFormat};
+use melior::dialect::arith::CmpiPredicate;
+use melior::dialect::DialectHandle;
+use melior::ir::operation::{OperationLike, WalkOrder, WalkResult};
+use melior::ir::{AttributeLike, OperationRef, ShapedTypeLike, Value, ValueLike};
+
+use crate::codes;
+use crate::expand_quantize::{
+    ceil_div, code_format, expand_op, layout_attr_of, math_handle, operand, storage_cast,
+    unsupported, Decode, Scaled,
+};
+use crate::ir::Emitter;
+use crate::registry::{OptionDef, OptionKind, PassDef, PassOptions};
+use crate::PassError;
+
+/// Rows of the micro-kernel tile.
+pub const MR: i64 = 6;
+/// Columns of the micro-kernel tile (two `vector<8xf32>`).
+pub const NR: i64 = 16;
+const LANES: u64 = 8;
+
+/// The pass definition.
+pub const PASS: PassDef = PassDef {
+    argument: "lowp-to-loops",
+    name: "LowpToLoops",
+    description: "Lower lowp.scaled_matmul (and any quantization op) to a decode phase and a \
+                  register-blocked, vectorized f32 GEMM in scf/vector/arith/memref",
+    op_name: Some("func.func"),
+    options: &[
+        OptionDef {
+            name: "parallel",
+            default: "true",
+            description:
+                "Emit the row-tile loop as scf.parallel (threads via convert-scf-to-openmp)",
+            kind: OptionKind::Bool,
+        },
+        OptionDef {
+            name: "kc",
+            default: "256",
+            description: "K block of the GEMM (rounded up to a multiple of the scale segment)",
+            kind: OptionKind::UInt {
+                min: 1,
+                max: 1 << 20,
+            },
+        },
+    ],
+    dependent_dialects: || {
+        vec![
+            DialectHandle::arith(),
+            DialectHandle::memref(),
+            DialectHandle::scf(),
+            DialectHandle::func(),
+            vector_handle(),
+            lowp_dialect::dialect_handle(),
+            math_handle(),
+        ]
+    },
+    run,
+};
+
+fn vector_handle() -> DialectHandle {
+    // SAFETY: the vector dialect's registration handle is a static descriptor.
+    unsafe { DialectHandle::from_raw(mlir_sys::mlirGetDialectHandle__vector__()) }
+}
+
+/// Tiling parameters of one matmul.
+#[derive(Clone, Copy, Debug)]
+struct Plan {
+    parallel: bool,
+    /// K segment over which both scales are constant; `None` when neither operand's scale
+    /// changes along K (one segment: scales applied in the write-back).
+    seg: Option<i64>,
+    /// K block, a multiple of `seg`.
+    kc: i64,
+}
+
+fn gcd(a: i64, b: i64) -> i64 {
+    if b == 0 {
+        a
+    } else {
+        gcd(b, a % b)
+    }
+}
+
+/// The K block of a layout when its scale changes along K.
+fn k_block(l: ScaleLayout) -> Option<i64> {
+    match l {
+        ScaleLayout::Mx { block } | ScaleLayout::Nvfp4 { block, .. } => Some(block as i64),
+        ScaleLayout::Blockwise { cols, .. } => Some(cols as i64),
+        ScaleLayout::PerTensor | ScaleLayout::PerChannel => None,
+    }
+}
+
+fn plan(la: ScaleLayout, lb: ScaleLayout, options: &PassOptions) -> Plan {
+    let seg = match (k_block(la), k_block(lb)) {
+        (Some(a), Some(b)) => Some(gcd(a, b)),
+        (a, b) => a.or(b),
+    };
+    let kc = options.uint("kc") as i64;
+    let kc = match seg {
+        Some(s) => (kc + s - 1) / s * s,
+        None => kc,
+    };
+    Plan {
+        parallel: options.flag("parallel"),
+        seg,
+        kc,
+    }
+}
+
+fn run<'c, 'a>(func: OperationRef<'c, 'a>, options: &PassOptions) -> Result<(), PassError> {
+    // SAFETY: the context outlives the pass run.
+    let ctx = unsafe { func.context().to_ref() };
+    let mut targets = Vec::new();
+    func.walk(WalkOrder::PreOrder, |op| {
+        let name = op.name();
+        if name
+            .as_string_ref()
+            .as_str()
+            .is_ok_and(|n| n.starts_with("lowp.") && n != "lowp.storage_cast")
+        {
+            targets.push(op.to_raw());
+        }
+        WalkResult::Advance
+    });
+    for raw in targets {
+        // SAFETY: collected from the live function above and not yet erased.
+        let op: OperationRef<'c, 'a> = unsafe { OperationRef::from_raw(raw) };
+        let e = Emitter::before(ctx, op).ok_or_else(|| unsupported(op, "op is not in a block"))?;
+        if op.name().as_string_ref().as_str() == Ok("lowp.scaled_matmul") {
+            lower_scaled_matmul(&e, op, options)?;
+        } else {
+            expand_op(&e, op, Decode::Bits, func)?;
+        }
+        // SAFETY: the op has no results and its replacement is in place.
+        unsafe { mlir_sys::mlirOperationDestroy(raw) };
+    }
+    Ok(())
+}
+
+/// Operand indices of `lowp.scaled_matmul` from its `operandSegmentSizes`.
+struct MatmulOperands<'c, 'a> {
+    lhs: Value<'c, 'a>,
+    lhs_scales: Value<'c, 'a>,
+    lhs_global: Option<Value<'c, 'a>>,
+    rhs: Value<'c, 'a>,
+    rhs_scales: Value<'c, 'a>,
+    rhs_global: Option<Value<'c, 'a>>,
+    bias: Option<Value<'c, 'a>>,
+    out: Value<'c, 'a>,
+}
+
+fn matmul_operands<'c, 'a>(op: OperationRef<'c, 'a>) -> Result<MatmulOperands<'c, 'a>, PassError> {
+    let sizes = op
+        .attribute("operandSegmentSizes")
+        .map_err(|_| unsupported(op, "missing operandSegmentSizes"))?;
+    // SAFETY: reading a dense i32 array attribute of 8 elements (the verifier checked it).
+    let sizes: Vec<i32> = unsafe {
+        let raw = sizes.to_raw();
+        if !mlir_sys::mlirAttributeIsADenseI32Array(raw)
+            || mlir_sys::mlirDenseArrayGetNumElements(raw) != 8
+        {
+            return Err(unsupported(op, "operandSegmentSizes is not 8 x i32"));
+        }
+        (0..8)
+            .map(|i| mlir_sys::mlirDenseI32ArrayGetElement(raw, i))
+            .collect()
+    };
+    let mut next = 0usize;
+    let mut take = |present: bool| -> Result<Option<Value<'c, 'a>>, PassError> {
+        if !present {
+            return Ok(None);
+        }
+        let v = operand(op, next)?;
+        next += 1;
+        Ok(Some(v))
+    };
+    let lhs = take(true)?.expect("present");
+    let lhs_scales = take(true)?.expect("present");
+    let lhs_global = take(sizes[2] == 1)?;
+    let rhs = take(true)?.expect("present");
+    let rhs_scales = take(true)?.expect("present");
+    let rhs_global = take(sizes[5] == 1)?;
+    let bias = take(sizes[6] == 1)?;
+    let out = take(true)?.expect("present");
+    Ok(MatmulOperands {
+        lhs,
+        lhs_scales,
+        lhs_global,
+        rhs,
+        rhs_scales,
+        rhs_global,
+        bias,
+        out,
+    })
+}
+
+/// One operand's decode information.
+struct Side<'c, 'a> {
+    format: ScaledFormat,
+    packed: bool,
+    bits: Value<'c, 'a>,
+    scaled: Scaled<'c, 'a>,
+    rows: Value<'c, 'a>,
+}
+
+/// The code (as `i32`) of element (r, k) of an operand stored one per byte or packed.
+fn load_code<'c, 'a>(
+    e: &Emitter<'c, 'a>,
+    side: &Side<'c, 'a>,
+    r: Value<'c, 'a>,
+    k: Value<'c, 'a>,
+) -> Value<'c, 'a> {
+    let i32t = e.int_type(32);
+    if side.packed {
+        let two = e.index(2);
+        let byte = e.extui(e.load(side.bits, &[r, e.divui(k, two)]), i32t);
+        let shift = e.index_castui(e.muli(e.remui(k, two), e.index(4)), i32t);
+        e.andi(e.shrui(byte, shift), e.i32(0xF))
+    } else {
+        e.extui(e.load(side.bits, &[r, k]), i32t)
+    }
+}
+
+fn lower_scaled_matmul<'c, 'a>(
+    e: &Emitter<'c, 'a>,
+    op: OperationRef<'c, 'a>,
+    options: &PassOptions,
+) -> Result<(), PassError> {
+    let o = matmul_operands(op)?;
+    let la = layout_attr_of(op, "lhs_layout")?;
+    let lb = layout_attr_of(op, "rhs_layout")?;
+    let plan = plan(la, lb, options);
+    let side = |codes: Value<'c, 'a>, scales, global, layout| -> Result<Side<'c, 'a>, PassError> {
+        let (format, packed) = code_format(op, codes)?;
+        let bits =
+            storage_cast(e, codes).ok_or_else(|| unsupported(op, "codes are not castable"))?;
+        Ok(Side {
+            format,
+            packed,
+            bits,
+            scaled: Scaled::new(e, op, layout, scales, global)?,
+            rows: e.dim(codes, 0),
+        })
+    };
+    let a = side(o.lhs, o.lhs_scales, o.lhs_global, la)?;
+    let b = side(o.rhs, o.rhs_scales, o.rhs_global, lb)?;
+    let f32t = e.f32_type();
+    let (zero, one) = (e.index(0), e.index(1));
+    let (mr, nr) = (e.index(MR), e.index(NR));
+    let m = a.rows;
+    let n = b.rows;
+    let k = {
+        let d = e.dim(o.lhs, 1);
+        if a.packed {
+            e.muli(d, e.index(2))
+        } else {
+            d
+        }
+    };
+    let m_tiles = ceil_div(e, m, mr);
+    let n_panels = ceil_div(e, n, nr);
+    let mp = e.muli(m_tiles, mr);
+    let np = e.muli(n_panels, nr);
+    let segments = match plan.seg {
+        Some(s) => ceil_div(e, k, e.index(s)),
+        None => one,
+    };
+    let seg_len = e.index(plan.seg.unwrap_or(plan.kc));
+    let seg_stride = e.index(plan.seg.unwrap_or(1));
+
+    // ---- decode phase ----------------------------------------------------------------
+    let ad = e.alloc(f32t, &[None, None], &[mp, k], 64);
+    let bp = e.alloc(f32t, &[None, None, Some(NR)], &[n_panels, k], 64);
+    let sa = e.alloc(f32t, &[None, None], &[mp, segments], 64);
+    let sbp = e.alloc(f32t, &[None, None, Some(NR)], &[n_panels, segments], 64);
+    let w = e.alloc(f32t, &[None, None], &[mp, np], 64);
+    let zf = e.f32(0.0);
+
+    // A: rows [0, M) decoded, rows [M, Mp) zero.
+    e.for_loop(zero, mp, one, &[], |e, r, _| {
+        let real = e.cmpi(CmpiPredicate::Ult, r, m);
+        e.for_loop(zero, k, one, &[], |e, kk, _| {
+            let rr = e.minui(r, e.subi(m, one));
+            let v = codes::decode(e, a.format, load_code(e, &a, rr, kk));
+            e.store(e.select(real, v, zf), ad, &[r, kk]);
+            vec![]
+        });
+        e.for_loop(zero, segments, one, &[], |e, s, _| {
+            let rr = e.minui(r, e.subi(m, one));
+            let v = a.scaled.block_value(e, rr, e.muli(s, seg_stride));
+            e.store(e.select(real, v, zf), sa, &[r, s]);
+            vec![]
+        });
+        vec![]
+    });
+    // B: 16-row panels, transposed so that a panel's 16 values of one k are contiguous.
+    e.for_loop(zero, n_panels, one, &[], |e, pb, _| {
+        e.for_loop(zero, nr, one, &[], |e, nn, _| {
+            let row = e.addi(e.muli(pb, nr), nn);
+            let real = e.cmpi(CmpiPredicate::Ult, row, n);
+            let rr = e.minui(row, e.subi(n, one));
+            e.for_loop(zero, k, one, &[], |e, kk, _| {
+                let v = codes::decode(e, b.format, load_code(e, &b, rr, kk));
+                e.store(e.select(real, v, zf), bp, &[pb, kk, nn]);
+                vec![]
+            });
+            e.for_loop(zero, segments, one, &[], |e, s, _| {
+                let v = b.scaled.block_value(e, rr, e.muli(s, seg_stride));
+                e.store(e.select(real, v, zf), sbp, &[pb, s, nn]);
+                vec![]
+            });
+            vec![]
+        });
+        vec![]
+    });
+    // W = 0.
+    let zv = e.zero_vector(LANES);
+    e.for_loop(zero, mp, one, &[], |e, r, _| {
+        e.for_loop(zero, np, e.index(LANES as i64), &[], |e, c, _| {
+            e.vstore(zv, w, &[r, c]);
+            vec![]
+        });
+        vec![]
+    });
+
+    // ---- GEMM ------------------------------------------------------------------------
+    let kc = e.index(plan.kc);
+    e.for_loop(zero, k, kc, &[], |e, k0, _| {
+        let k1 = e.minui(e.addi(k0, kc), k);
+        let tile = |e: &Emitter<'c, 'a>, mt: Value<'c, 'a>| {
+            let m0 = e.muli(mt, mr);
+            e.for_loop(zero, n_panels, one, &[], |e, pb, _| {
+                let n0 = e.muli(pb, nr);
+                e.for_loop(k0, k1, seg_len, &[], |e, s0, _| {
+                    let s1 = e.minui(e.addi(s0, seg_len), k1);
+                    let inits: Vec<Value> = (0..12).map(|_| zv).collect();
+                    let partial = e.for_loop(s0, s1, one, &inits, |e, kk, acc| {
+                        let b0 = e.vload(bp, &[pb, kk, e.index(0)], LANES);
+                        let b1 = e.vload(bp, &[pb, kk, e.index(8)], LANES);
+                        let mut next = Vec::with_capacity(12);
+                        for i in 0..MR as usize {
+                            let row = e.addi(m0, e.index(i as i64));
+                            let av = e.broadcast(e.load(ad, &[row, kk]), LANES);
+                            next.push(e.fma(av, b0, acc[2 * i]));
+                            next.push(e.fma(av, b1, acc[2 * i + 1]));
+                        }
+                        next
+                    });
+                    // Scale the segment once (or not at all: per-tensor / per-channel scales
+                    // multiply the total in the write-back).
+                    let (sb0, sb1, seg) = match plan.seg {
+                        Some(s) => {
+                            let seg = e.divui(s0, e.index(s));
+                            (
+                                Some(e.vload(sbp, &[pb, seg, e.index(0)], LANES)),
+                                Some(e.vload(sbp, &[pb, seg, e.index(8)], LANES)),
+                                Some(seg),
+                            )
+                        }
+                        None => (None, None, None),
+                    };
+                    for i in 0..MR as usize {
+                        let row = e.addi(m0, e.index(i as i64));
+                        for (j, sbj) in [sb0, sb1].into_iter().enumerate() {
+                            let col = e.addi(n0, e.index(8 * j as i64));
+                            let wv = e.vload(w, &[row, col], LANES);
+                            let p = partial[2 * i + j];
+                            let updated = match (sbj, seg) {
+                                (Some(sbj), Some(seg)) => {
+                                    let sav = e.broadcast(e.load(sa, &[row, seg]), LANES);
+                                    e.fma(p, e.mulf(sav, sbj), wv)
+                                }
+                                _ => e.addf(wv, p),
+                            };
+                            e.vstore(updated, w, &[row, col]);
+                        }
+                    }
+                    vec![]
+                });
+                vec![]
+            });
+        };
+        if plan.parallel {
+            e.parallel_loop(zero, m_tiles, one, tile);
+        } else {
+            e.for_loop(zero, m_tiles, one, &[], |e, mt, _| {
+                tile(e, mt);
+                vec![]
+            });
+        }
+        vec![]
+    });
+
+    // ---- write-back ------------------------------------------------------------------
+    let global = match (a.scaled.global_value(e), b.scaled.global_value(e)) {
+        (None, None) => None,
+        (ga, gb) => Some(e.mulf(
+            ga.unwrap_or_else(|| e.f32(1.0)),
+            gb.unwrap_or_else(|| e.f32(1.0)),
+        )),
+    };
+    let out_type = melior::ir::r#type::MemRefType::try_from(o.out.r#type())
+        .map_err(|_| unsupported(op, "result is not a memref"))?
+        .element();
+    let bf16 = out_type != f32t;
+    e.for_loop(zero, m, one, &[], |e, r, _| {
+        e.for_loop(zero, n, one, &[], |e, c, _| {
+            let mut v = e.load(w, &[r, c]);
+            if plan.seg.is_none() {
+                let pb = e.divui(c, nr);
+                let nn = e.remui(c, nr);
+                v = e.mulf(
+                    e.mulf(v, e.load(sa, &[r, zero])),
+                    e.load(sbp, &[pb, zero, nn]),
+                );
+            }
+            if let Some(g) = global {
+                v = e.mulf(v, g);
+            }
+            if let Some(bias) = o.bias {
+                v = e.addf(v, e.load(bias, &[c]));
+            }
+            if bf16 {
+                v = e.truncf(v, out_type);
+            }
+            e.store(v, o.out, &[r, c]);
+            vec![]
+        });
+        vec![]
+    });
+    for buffer in [ad, bp, sa, sbp, w] {
+        e.dealloc(buffer);
+    }
+    Ok(())
+}

@@ -1,0 +1,451 @@
+//! lowp-to-loops computes what the oracle computes: scaled_matmul lowered to the vectorized
+//! GEMM, JIT-compiled and run, agrees with `lowp_formats::scaled_matmul_f64` within the f32
+//! summation bound, for every named format, custom formats, every layout (and mixes), packed
+//! FP4, NVFP4 globals, bias, bf16 results, odd sizes and NaN/inf operands.
+
+use lowp_formats::testing::SplitMix64;
+use lowp_formats::{
+    quantize, scaled_matmul_f64, QuantizeOptions, QuantizedTensor, ScaleLayout, ScaledFormat,
+};
+use lowp_jit::{MemRefArg, Session};
+use lowp_tests::{format_type, layout_attr, scale_type, valid_pair};
+
+/// A quantized operand and the IR types that describe it.
+struct Operand {
+    q: QuantizedTensor,
+    codes_type: String,
+    scales_type: String,
+}
+
+fn operand(
+    rng: &mut SplitMix64,
+    rows: usize,
+    k: usize,
+    f: ScaledFormat,
+    l: ScaleLayout,
+    packed: bool,
+) -> Operand {
+    let data: Vec<f32> = (0..rows * k)
+        .map(|i| rng.normal() * (1.0 + (i % 5) as f32))
+        .collect();
+    let q = quantize(
+        &data,
+        rows,
+        k,
+        f,
+        l,
+        QuantizeOptions {
+            packed,
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    let ft = format_type(f);
+    let codes_type = if packed {
+        format!("memref<{rows}x{}x!lowp.packed<{ft}>>", k / 2)
+    } else {
+        format!("memref<{rows}x{k}x{ft}>")
+    };
+    let (sr, sc) = l.scale_shape(rows, k);
+    let scales_type = format!("memref<{sr}x{sc}x{}>", scale_type(l));
+    Operand {
+        q,
+        codes_type,
+        scales_type,
+    }
+}
+
+/// Scale buffers in their memref element type: bytes for E8M0/UE4M3, f32 otherwise.
+enum ScaleBuf {
+    Bytes(Vec<u8>),
+    F32(Vec<f32>),
+}
+
+fn scale_buf(q: &QuantizedTensor) -> ScaleBuf {
+    match q.scale_bytes() {
+        Some(b) => ScaleBuf::Bytes(b),
+        None => ScaleBuf::F32(q.scales.values.clone()),
+    }
+}
+
+struct Problem {
+    a: Operand,
+    b: Operand,
+    bias: Option<Vec<f32>>,
+    bf16: bool,
+}
+
+fn source(name: &str, p: &Problem) -> String {
+    let (m, n) = (p.a.q.rows, p.b.q.rows);
+    let ga = p.a.q.layout.has_global();
+    let gb = p.b.q.layout.has_global();
+    let out_el = if p.bf16 { "bf16" } else { "f32" };
+    let mut args = vec![
+        format!("%a: {}", p.a.codes_type),
+        format!("%sa: {}", p.a.scales_type),
+    ];
+    if ga {
+        args.push("%ga: memref<f32>".into());
+    }
+    args.push(format!("%b: {}", p.b.codes_type));
+    args.push(format!("%sb: {}", p.b.scales_type));
+    if gb {
+        args.push("%gb: memref<f32>".into());
+    }
+    if p.bias.is_some() {
+        args.push(format!("%bias: memref<{n}xf32>"));
+    }
+    args.push(format!("%c: memref<{m}x{n}x{out_el}>"));
+    let g = |present, name: &str| {
+        if present {
+            format!(", %{name}")
+        } else {
+            String::new()
+        }
+    };
+    let gt = |present| {
+        if present {
+            ", memref<f32>".to_string()
+        } else {
+            String::new()
+        }
+    };
+    let (bias_use, bias_ty) = match &p.bias {
+        Some(_) => (" bias %bias".to_string(), format!(" bias memref<{n}xf32>")),
+        None => (String::new(), String::new()),
+    };
+    format!(
+        "func.func @{name}({args}) {{
+  lowp.scaled_matmul %a[%sa{ga_use}], %b[%sb{gb_use}]{bias_use} into %c layouts({la}, {lb})
+      : {at}[{st_a}{ga_t}], {bt}[{st_b}{gb_t}]{bias_ty} -> memref<{m}x{n}x{out_el}>
+  return
+}}
+",
+        args = args.join(", "),
+        ga_use = g(ga, "ga"),
+        gb_use = g(gb, "gb"),
+        la = layout_attr(p.a.q.layout),
+        lb = layout_attr(p.b.q.layout),
+        at = p.a.codes_type,
+        st_a = p.a.scales_type,
+        ga_t = gt(ga),
+        bt = p.b.codes_type,
+        st_b = p.b.scales_type,
+        gb_t = gt(gb),
+    )
+}
+
+/// Run @name on the problem's buffers; returns the result as f32.
+fn run(jit: &lowp_jit::Jit, name: &str, p: &Problem) -> Vec<f32> {
+    let (m, n) = (p.a.q.rows, p.b.q.rows);
+    let mut a_codes = p.a.q.codes.clone();
+    let mut b_codes = p.b.q.codes.clone();
+    let mut sa = scale_buf(&p.a.q);
+    let mut sb = scale_buf(&p.b.q);
+    let mut ga = p.a.q.scales.global.unwrap_or(0.0);
+    let mut gb = p.b.q.scales.global.unwrap_or(0.0);
+    let mut bias = p.bias.clone().unwrap_or_default();
+    let mut out32 = vec![0f32; m * n];
+    let mut out16 = vec![0u16; m * n];
+    let shape = |o: &Operand| {
+        let q = &o.q;
+        vec![q.rows, if q.packed { q.cols / 2 } else { q.cols }]
+    };
+    let mut args = vec![
+        MemRefArg::new(&mut a_codes, &shape(&p.a)),
+        scale_arg(&mut sa, &p.a.q),
+    ];
+    if p.a.q.layout.has_global() {
+        args.push(MemRefArg::scalar(&mut ga));
+    }
+    args.push(MemRefArg::new(&mut b_codes, &shape(&p.b)));
+    args.push(scale_arg(&mut sb, &p.b.q));
+    if p.b.q.layout.has_global() {
+        args.push(MemRefArg::scalar(&mut gb));
+    }
+    if p.bias.is_some() {
+        args.push(MemRefArg::new(&mut bias, &[n]));
+    }
+    if p.bf16 {
+        args.push(MemRefArg::new(&mut out16, &[m, n]));
+    } else {
+        args.push(MemRefArg::new(&mut out32, &[m, n]));
+    }
+    // SAFETY: the arguments follow the generated signature.
+    unsafe { jit.call(name, &mut args) }.unwrap();
+    drop(args);
+    if p.bf16 {
+        out16
+            .iter()
+            .map(|&h| f32::from_bits((h as u32) << 16))
+            .collect()
+    } else {
+        out32
+    }
+}
+
+fn scale_arg<'a>(buf: &'a mut ScaleBuf, q: &QuantizedTensor) -> MemRefArg<'a> {
+    let (r, c) = q.layout.scale_shape(q.rows, q.cols);
+    match buf {
+        ScaleBuf::Bytes(b) => MemRefArg::new(b.as_mut_slice(), &[r, c]),
+        ScaleBuf::F32(v) => MemRefArg::new(v.as_mut_slice(), &[r, c]),
+    }
+}
+
+fn check(what: &str, p: &Problem, got: &[f32]) {
+    let r = scaled_matmul_f64(&p.a.q.as_operand(), &p.b.q.as_operand(), p.bias.as_deref()).unwrap();
+    // bf16 results carry one bf16 rounding (2^-8 relative) on top of the f32 bound.
+    if p.bf16 {
+        for (i, (&g, &w)) in got.iter().zip(&r.values).enumerate() {
+            let tol = w.abs() * 2f64.powi(-8)
+                + r.magnitude[i] * (r.k as f64 + 5.0) * 2f64.powi(-24)
+                + 1e-30;
+            assert!(
+                (g as f64 - w).abs() <= tol || (g.is_nan() && w.is_nan()),
+                "{what}: bf16 out[{i}] = {g} vs {w}"
+            );
+        }
+    } else {
+        let st = r.check(got, 1.0);
+        assert!(st.passed(), "{what}: {st:?}");
+    }
+}
+
+#[test]
+fn every_format_and_layout_matches_the_oracle() {
+    let session = Session::new();
+    let mut rng = SplitMix64::new(77);
+    let mut formats = ScaledFormat::NAMED.to_vec();
+    formats.extend([
+        ScaledFormat::custom(3, 0),
+        ScaledFormat::custom(2, 2),
+        ScaledFormat::custom(3, 4),
+    ]);
+    let layouts = [
+        ScaleLayout::PerTensor,
+        ScaleLayout::PerChannel,
+        ScaleLayout::MX,
+        ScaleLayout::NVFP4,
+        ScaleLayout::NVFP4_GLOBAL,
+        ScaleLayout::Blockwise { rows: 1, cols: 128 },
+    ];
+    // M not a multiple of 6, N not of 16, K not of the blocks.
+    let (m, n, k) = (13, 21, 200);
+    let mut problems = Vec::new();
+    for (fi, &fa) in formats.iter().enumerate() {
+        for &la in &layouts {
+            let fb = formats[(fi + 4) % formats.len()];
+            let lb = match la {
+                ScaleLayout::Blockwise { .. } => ScaleLayout::Blockwise {
+                    rows: 128,
+                    cols: 128,
+                },
+                other => other,
+            };
+            if !valid_pair(fa, la) || !valid_pair(fb, lb) {
+                continue;
+            }
+            let packed = fa.bit_width() == 4;
+            let a = operand(&mut rng, m, k, fa, la, packed);
+            let b = operand(&mut rng, n, k, fb, lb, false);
+            let bias = (problems.len() % 2 == 0).then(|| rng.normal_vec(n));
+            problems.push((
+                format!("{fa} {la} x {fb} {lb}"),
+                Problem {
+                    a,
+                    b,
+                    bias,
+                    bf16: false,
+                },
+            ));
+        }
+    }
+    let src: String = problems
+        .iter()
+        .enumerate()
+        .map(|(i, (_, p))| source(&format!("p{i}"), p))
+        .collect();
+    let module = session.parse(&src).unwrap_or_else(|e| panic!("{e}"));
+    let jit = session
+        .compile_cpu(module, 2)
+        .unwrap_or_else(|e| panic!("{e}"));
+    for (i, (what, p)) in problems.iter().enumerate() {
+        let got = run(&jit, &format!("p{i}"), p);
+        check(what, p, &got);
+    }
+    assert!(problems.len() >= 36, "{} problems", problems.len());
+}
+
+#[test]
+fn mixed_layouts_edge_sizes_bf16_and_specials() {
+    let session = Session::new();
+    let mut rng = SplitMix64::new(5);
+    let f4 = ScaledFormat::F4E2M1;
+    let e4 = ScaledFormat::F8E4M3;
+    let cases: Vec<(
+        &str,
+        usize,
+        usize,
+        usize,
+        ScaledFormat,
+        ScaleLayout,
+        ScaledFormat,
+        ScaleLayout,
+        bool,
+    )> = vec![
+        (
+            "per_tensor x mx",
+            7,
+            9,
+            96,
+            e4,
+            ScaleLayout::PerTensor,
+            f4,
+            ScaleLayout::MX,
+            false,
+        ),
+        (
+            "mx32 x nvfp4/16",
+            6,
+            16,
+            64,
+            f4,
+            ScaleLayout::MX,
+            f4,
+            ScaleLayout::NVFP4,
+            false,
+        ),
+        (
+            "M=1",
+            1,
+            33,
+            130,
+            e4,
+            ScaleLayout::Mx { block: 32 },
+            ScaledFormat::F8E5M2,
+            ScaleLayout::Mx { block: 32 },
+            false,
+        ),
+        (
+            "N=1",
+            17,
+            1,
+            70,
+            ScaledFormat::F6E2M3,
+            ScaleLayout::MX,
+            ScaledFormat::F6E3M2,
+            ScaleLayout::MX,
+            false,
+        ),
+        (
+            "K=1",
+            5,
+            4,
+            1,
+            e4,
+            ScaleLayout::PerChannel,
+            e4,
+            ScaleLayout::PerTensor,
+            false,
+        ),
+        (
+            "blockwise 2x64 x 16x32",
+            9,
+            40,
+            192,
+            e4,
+            ScaleLayout::Blockwise { rows: 2, cols: 64 },
+            e4,
+            ScaleLayout::Blockwise { rows: 16, cols: 32 },
+            false,
+        ),
+        (
+            "bf16 result",
+            12,
+            32,
+            128,
+            f4,
+            ScaleLayout::MX,
+            f4,
+            ScaleLayout::MX,
+            true,
+        ),
+        (
+            "fnuz per channel",
+            8,
+            8,
+            48,
+            ScaledFormat::F8E4M3Fnuz,
+            ScaleLayout::PerChannel,
+            ScaledFormat::F8E5M2Fnuz,
+            ScaleLayout::PerChannel,
+            false,
+        ),
+    ];
+    let mut problems = Vec::new();
+    for (what, m, n, k, fa, la, fb, lb, bf16) in cases {
+        let packed = fa.bit_width() == 4 && k % 2 == 0;
+        let a = operand(&mut rng, m, k, fa, la, packed);
+        let b = operand(&mut rng, n, k, fb, lb, false);
+        problems.push((
+            what,
+            Problem {
+                a,
+                b,
+                bias: Some(rng.normal_vec(n)),
+                bf16,
+            },
+        ));
+    }
+    // NaN and inf operands: E5M2 inf codes and an E4M3 NaN code propagate as in the oracle.
+    let mut a = operand(
+        &mut rng,
+        6,
+        32,
+        ScaledFormat::F8E5M2,
+        ScaleLayout::PerTensor,
+        false,
+    );
+    a.q.codes[0] = 0x7C; // +inf
+    a.q.codes[40] = 0x7F; // NaN
+    let mut b = operand(
+        &mut rng,
+        5,
+        32,
+        ScaledFormat::F8E5M2,
+        ScaleLayout::PerTensor,
+        false,
+    );
+    b.q.codes[32] = 0x00; // zero in row 1 column 0: inf * 0 = NaN
+    problems.push((
+        "nan/inf",
+        Problem {
+            a,
+            b,
+            bias: None,
+            bf16: false,
+        },
+    ));
+
+    let src: String = problems
+        .iter()
+        .enumerate()
+        .map(|(i, (_, p))| source(&format!("q{i}"), p))
+        .collect();
+    let module = session.parse(&src).unwrap_or_else(|e| panic!("{e}"));
+    let jit = session
+        .compile_cpu(module, 2)
+        .unwrap_or_else(|e| panic!("{e}"));
+    for (i, (what, p)) in problems.iter().enumerate() {
+        let got = run(&jit, &format!("q{i}"), p);
+        check(what, p, &got);
+        if *what == "nan/inf" {
+            assert!(got[0].is_infinite() || got[0].is_nan());
+            assert!(got[1].is_nan(), "inf * 0 is NaN: {}", got[1]);
+            assert!(
+                got[5..10].iter().all(|v| v.is_nan()),
+                "row 1 holds a NaN code"
+            );
+        }
+    }
+}
