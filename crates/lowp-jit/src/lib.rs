@@ -7,6 +7,7 @@
 
 #![deny(missing_docs)]
 
+pub mod matmul;
 mod memref;
 
 use std::cell::RefCell;
@@ -19,6 +20,7 @@ use melior::ir::Module;
 use melior::pass::PassManager;
 use melior::Context;
 
+pub use matmul::{BenchReport, CheckReport, MatmulInputs, MatmulSpec, Role};
 pub use memref::MemRefArg;
 
 /// The CPU pipeline: lowp ops to loops (a vectorized GEMM for scaled_matmul), lowp storage
@@ -122,6 +124,28 @@ impl Session {
         }
     }
 
+    /// Parse and verify a module from a file (diagnostics name the file).
+    pub fn parse_file(&self, path: &str) -> Result<Module<'_>, JitError> {
+        // SAFETY: a live context; a null module reports failure.
+        let raw = unsafe { mlir_sys::mlirModuleCreateParseFromFile(self.context.to_raw(), string_ref(path)) };
+        if raw.ptr.is_null() {
+            let mut diagnostics = self.take_diagnostics();
+            if diagnostics.is_empty() {
+                diagnostics = format!("cannot read '{path}'");
+            }
+            return Err(JitError::Parse { diagnostics });
+        }
+        // SAFETY: a freshly parsed module, owned from here on.
+        let module = unsafe { Module::from_raw(raw) };
+        if !module.as_operation().verify() {
+            return Err(JitError::Parse {
+                diagnostics: self.take_diagnostics(),
+            });
+        }
+        self.take_diagnostics();
+        Ok(module)
+    }
+
     /// Run a textual pass pipeline on a module.
     pub fn run_pipeline(&self, module: &mut Module, pipeline: &str) -> Result<(), JitError> {
         let pm = PassManager::new(&self.context);
@@ -138,6 +162,13 @@ impl Session {
     /// Lower a lowp module with [`CPU_PIPELINE`] and JIT it. Every public function gets a C
     /// interface (`llvm.emit_c_interface`) so it can be called with [`MemRefArg`]s.
     pub fn compile_cpu(&self, mut module: Module, opt_level: usize) -> Result<Jit, JitError> {
+        self.lower_cpu(&mut module)?;
+        self.jit(&module, opt_level)
+    }
+
+    /// Give every function a C interface and run [`CPU_PIPELINE`]: the module ends in the
+    /// LLVM dialect.
+    pub fn lower_cpu(&self, module: &mut Module) -> Result<(), JitError> {
         let mut funcs = Vec::new();
         module.as_operation().walk(WalkOrder::PreOrder, |op| {
             if op.name().as_string_ref().as_str() == Ok("func.func") {
@@ -156,8 +187,13 @@ impl Session {
                 )
             };
         }
-        self.run_pipeline(&mut module, CPU_PIPELINE)?;
-        Jit::new(self, &module, opt_level)
+        self.run_pipeline(module, CPU_PIPELINE)
+    }
+
+    /// JIT-compile a module already in the LLVM dialect (LLVM's `-O<opt_level>` pipeline and
+    /// the host CPU's features).
+    pub fn jit(&self, module: &Module, opt_level: usize) -> Result<Jit, JitError> {
+        Jit::new(self, module, opt_level)
     }
 }
 

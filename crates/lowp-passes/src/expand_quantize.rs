@@ -98,8 +98,10 @@ fn run<'c, 'a>(func: OperationRef<'c, 'a>, options: &PassOptions) -> Result<(), 
         "table" => Decode::Table,
         _ => Decode::Bits,
     };
-    // SAFETY: the context outlives the pass run.
-    let ctx = unsafe { func.context().to_ref() };
+    // `to_ref` borrows the ContextRef itself: keep it alive for the whole run.
+    let ctx_ref = func.context();
+    // SAFETY: the context outlives the pass run, and `ctx_ref` outlives `ctx`.
+    let ctx = unsafe { ctx_ref.to_ref() };
     let mut targets = Vec::new();
     func.walk(melior::ir::operation::WalkOrder::PreOrder, |op| {
         let name = op.name();

@@ -75,8 +75,10 @@ fn retype(v: Value) {
 }
 
 fn run<'c, 'a>(module: OperationRef<'c, 'a>, _: &PassOptions) -> Result<(), PassError> {
-    // SAFETY: the context outlives the pass run.
-    let ctx = unsafe { module.context().to_ref() };
+    // `to_ref` borrows the ContextRef itself: keep it alive for the whole run.
+    let ctx_ref = module.context();
+    // SAFETY: the context outlives the pass run, and `ctx_ref` outlives `ctx`.
+    let ctx = unsafe { ctx_ref.to_ref() };
     let mut casts = Vec::new();
     let mut funcs = Vec::new();
     module.walk(WalkOrder::PreOrder, |op| {

@@ -155,8 +155,10 @@ fn plan(la: ScaleLayout, lb: ScaleLayout, options: &PassOptions) -> Plan {
 }
 
 fn run<'c, 'a>(func: OperationRef<'c, 'a>, options: &PassOptions) -> Result<(), PassError> {
-    // SAFETY: the context outlives the pass run.
-    let ctx = unsafe { func.context().to_ref() };
+    // `to_ref` borrows the ContextRef itself: keep it alive for the whole run.
+    let ctx_ref = func.context();
+    // SAFETY: the context outlives the pass run, and `ctx_ref` outlives `ctx`.
+    let ctx = unsafe { ctx_ref.to_ref() };
     let mut targets = Vec::new();
     func.walk(WalkOrder::PreOrder, |op| {
         let name = op.name();

@@ -1,0 +1,517 @@
+//! Scaled-matmul problems for the driver: a [`MatmulSpec`] (sizes, formats, layouts) builds
+//! the IR through the dialect's op builders, random inputs through `lowp-formats`, and runs
+//! and checks the JIT-compiled function against the oracle. `lowp-run --gen` and files with
+//! a `lowp.scaled_matmul` entry both go through here.
+
+use std::time::Instant;
+
+use lowp_formats::testing::SplitMix64;
+use lowp_formats::{
+    quantize, scaled_matmul_f64, ErrorStats, QuantizeOptions, QuantizedTensor, ScaleDtype,
+    ScaleLayout, ScaledFormat,
+};
+use melior::ir::attribute::{StringAttribute, TypeAttribute};
+use melior::ir::operation::{OperationLike, WalkOrder, WalkResult};
+use melior::ir::r#type::{FunctionType, MemRefType};
+use melior::ir::{
+    Block, BlockLike, Location, Module, OperationRef, Region, RegionLike, ShapedTypeLike, Type,
+    TypeLike, ValueLike,
+};
+use melior::Context;
+
+use crate::{Jit, JitError, MemRefArg};
+
+/// What one argument of a scaled-matmul entry carries.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Role {
+    /// A's codes.
+    Lhs,
+    /// A's scales.
+    LhsScales,
+    /// A's NVFP4 global scale.
+    LhsGlobal,
+    /// B's codes.
+    Rhs,
+    /// B's scales.
+    RhsScales,
+    /// B's NVFP4 global scale.
+    RhsGlobal,
+    /// The bias.
+    Bias,
+    /// The result.
+    Out,
+}
+
+const ROLES: [Role; 8] = [
+    Role::Lhs,
+    Role::LhsScales,
+    Role::LhsGlobal,
+    Role::Rhs,
+    Role::RhsScales,
+    Role::RhsGlobal,
+    Role::Bias,
+    Role::Out,
+];
+
+/// A scaled matmul `M x K` by `N x K` with its formats and layouts.
+#[derive(Clone, Debug, PartialEq)]
+pub struct MatmulSpec {
+    /// M.
+    pub m: usize,
+    /// N.
+    pub n: usize,
+    /// K.
+    pub k: usize,
+    /// A's format.
+    pub lhs: ScaledFormat,
+    /// B's format.
+    pub rhs: ScaledFormat,
+    /// A's scale layout.
+    pub lhs_layout: ScaleLayout,
+    /// B's scale layout.
+    pub rhs_layout: ScaleLayout,
+    /// A's codes packed two per byte (4-bit formats).
+    pub lhs_packed: bool,
+    /// B's codes packed two per byte.
+    pub rhs_packed: bool,
+    /// Add a bias of N values.
+    pub bias: bool,
+    /// Store the result as bf16.
+    pub bf16: bool,
+}
+
+/// Random inputs of a [`MatmulSpec`], quantized by `lowp-formats`.
+pub struct MatmulInputs {
+    /// A.
+    pub a: QuantizedTensor,
+    /// B.
+    pub b: QuantizedTensor,
+    /// Bias.
+    pub bias: Option<Vec<f32>>,
+}
+
+/// A check against the oracle.
+#[derive(Clone, Copy, Debug)]
+pub struct CheckReport {
+    /// Error statistics (f32 results; for bf16 with the bf16 rounding allowed for).
+    pub stats: ErrorStats,
+    /// Whether every output is within its bound.
+    pub passed: bool,
+}
+
+/// Timings of repeated runs.
+#[derive(Clone, Copy, Debug)]
+pub struct BenchReport {
+    /// Median wall time of one call, milliseconds.
+    pub median_ms: f64,
+    /// `2 M N K / median`, GFLOP/s.
+    pub gflops: f64,
+}
+
+fn dtype_type(ctx: &Context, dtype: ScaleDtype) -> Type<'_> {
+    match dtype {
+        ScaleDtype::UE8M0 => Type::float8_e8m0fnu(ctx),
+        ScaleDtype::UE4M3 => Type::float8_e4m3fn(ctx),
+        ScaleDtype::BF16 => Type::bfloat16(ctx),
+        ScaleDtype::F16 => Type::float16(ctx),
+        ScaleDtype::F32 => Type::float32(ctx),
+    }
+}
+
+impl MatmulSpec {
+    /// Check that the dialect accepts this problem; the error says why not.
+    pub fn validate(&self) -> Result<(), String> {
+        for (what, f, l, packed) in [
+            ("lhs", self.lhs, self.lhs_layout, self.lhs_packed),
+            ("rhs", self.rhs, self.rhs_layout, self.rhs_packed),
+        ] {
+            l.validate().map_err(|e| format!("{what}: {e}"))?;
+            if matches!(l, ScaleLayout::Nvfp4 { .. }) && f.bit_width() != 4 {
+                return Err(format!("{what}: layout {l} scales 4-bit formats, {f} has {} bits", f.bit_width()));
+            }
+            if matches!(l, ScaleLayout::Mx { .. } | ScaleLayout::Nvfp4 { .. }) && f.is_fnuz() {
+                return Err(format!("{what}: layout {l} scales OCP formats, {f} is FNUZ"));
+            }
+            if packed && f.bit_width() != 4 {
+                return Err(format!("{what}: --packed needs a 4-bit format, {f} has {} bits", f.bit_width()));
+            }
+        }
+        if (self.lhs_packed || self.rhs_packed) && self.k % 2 == 1 {
+            return Err(format!("packed operands need an even K, found {}", self.k));
+        }
+        if self.m == 0 || self.n == 0 || self.k == 0 {
+            return Err(format!("sizes must be at least 1, found {}x{}x{}", self.m, self.n, self.k));
+        }
+        Ok(())
+    }
+
+    /// `2 M N K`.
+    pub fn flops(&self) -> f64 {
+        2.0 * self.m as f64 * self.n as f64 * self.k as f64
+    }
+
+    /// The arguments of the entry, in order.
+    pub fn roles(&self) -> Vec<Role> {
+        ROLES
+            .into_iter()
+            .filter(|r| match r {
+                Role::LhsGlobal => self.lhs_layout.has_global(),
+                Role::RhsGlobal => self.rhs_layout.has_global(),
+                Role::Bias => self.bias,
+                _ => true,
+            })
+            .collect()
+    }
+
+    /// Seeded random inputs: normal values with a few large rows, quantized.
+    pub fn inputs(&self, seed: u64) -> MatmulInputs {
+        let mut rng = SplitMix64::new(seed);
+        let mut tensor = |rows: usize, f: ScaledFormat, l: ScaleLayout, packed: bool| {
+            let data: Vec<f32> = (0..rows * self.k)
+                .map(|i| rng.normal() * if (i / self.k) % 7 == 3 { 8.0 } else { 1.0 })
+                .collect();
+            quantize(&data, rows, self.k, f, l, QuantizeOptions { packed, ..Default::default() })
+                .expect("validated spec")
+        };
+        let a = tensor(self.m, self.lhs, self.lhs_layout, self.lhs_packed);
+        let b = tensor(self.n, self.rhs, self.rhs_layout, self.rhs_packed);
+        let bias = self.bias.then(|| rng.normal_vec(self.n));
+        MatmulInputs { a, b, bias }
+    }
+
+    fn codes_type<'c>(&self, ctx: &'c Context, rows: usize, f: ScaledFormat, packed: bool) -> Type<'c> {
+        let (element, cols) = if packed {
+            (lowp_dialect::packed_type(ctx, f).expect("validated spec"), self.k / 2)
+        } else {
+            (lowp_dialect::format_type(ctx, f), self.k)
+        };
+        MemRefType::new(element, &[rows as i64, cols as i64], None, None).into()
+    }
+
+    fn scales_type<'c>(&self, ctx: &'c Context, rows: usize, l: ScaleLayout) -> Type<'c> {
+        let (r, c) = l.scale_shape(rows, self.k);
+        MemRefType::new(dtype_type(ctx, l.scale_dtype()), &[r as i64, c as i64], None, None).into()
+    }
+
+    /// A module with `func.func @<name>` holding one `lowp.scaled_matmul`, built with the
+    /// dialect's op builders.
+    pub fn build_module<'c>(&self, ctx: &'c Context, name: &str) -> Module<'c> {
+        let loc = Location::unknown(ctx);
+        let f32t = Type::float32(ctx);
+        let scalar: Type = MemRefType::new(f32t, &[], None, None).into();
+        let out_el = if self.bf16 { Type::bfloat16(ctx) } else { f32t };
+        let types: Vec<Type> = self
+            .roles()
+            .into_iter()
+            .map(|r| match r {
+                Role::Lhs => self.codes_type(ctx, self.m, self.lhs, self.lhs_packed),
+                Role::LhsScales => self.scales_type(ctx, self.m, self.lhs_layout),
+                Role::Rhs => self.codes_type(ctx, self.n, self.rhs, self.rhs_packed),
+                Role::RhsScales => self.scales_type(ctx, self.n, self.rhs_layout),
+                Role::LhsGlobal | Role::RhsGlobal => scalar,
+                Role::Bias => MemRefType::new(f32t, &[self.n as i64], None, None).into(),
+                Role::Out => MemRefType::new(out_el, &[self.m as i64, self.n as i64], None, None).into(),
+            })
+            .collect();
+        let block = Block::new(&types.iter().map(|t| (*t, loc)).collect::<Vec<_>>());
+        let roles = self.roles();
+        let arg = |role: Role| {
+            roles
+                .iter()
+                .position(|r| *r == role)
+                .map(|i| block.argument(i).expect("argument").into())
+        };
+        let op = lowp_dialect::scaled_matmul(
+            ctx,
+            lowp_dialect::ScaledMatmulOperands {
+                lhs: arg(Role::Lhs).expect("lhs"),
+                lhs_scales: arg(Role::LhsScales).expect("lhs scales"),
+                lhs_global: arg(Role::LhsGlobal),
+                rhs: arg(Role::Rhs).expect("rhs"),
+                rhs_scales: arg(Role::RhsScales).expect("rhs scales"),
+                rhs_global: arg(Role::RhsGlobal),
+                bias: arg(Role::Bias),
+                out: arg(Role::Out).expect("out"),
+                lhs_layout: self.lhs_layout,
+                rhs_layout: self.rhs_layout,
+            },
+            loc,
+        )
+        .expect("validated spec");
+        block.append_operation(op);
+        block.append_operation(melior::dialect::func::r#return(&[], loc));
+        let region = Region::new();
+        region.append_block(block);
+        let func = melior::dialect::func::func(
+            ctx,
+            StringAttribute::new(ctx, name),
+            TypeAttribute::new(FunctionType::new(ctx, &types, &[]).into()),
+            region,
+            &[],
+            loc,
+        );
+        let module = Module::new(loc);
+        module.body().append_operation(func);
+        module
+    }
+
+    /// Read the problem off an entry function whose `lowp.scaled_matmul` takes all its
+    /// operands from the function's arguments (static shapes). Returns the spec and the role
+    /// of each argument.
+    pub fn from_entry(module: &Module, entry: &str) -> Result<(Self, Vec<Role>), String> {
+        let mut found = None;
+        let mut func_args = None;
+        module.as_operation().walk(WalkOrder::PreOrder, |op| {
+            if op.name().as_string_ref().as_str() == Ok("func.func") {
+                let is_entry = op
+                    .attribute("sym_name")
+                    .ok()
+                    .and_then(|a| StringAttribute::try_from(a).ok())
+                    .is_some_and(|s| s.value() == entry);
+                if is_entry {
+                    func_args = Some(op.to_raw());
+                }
+            }
+            if op.name().as_string_ref().as_str() == Ok("lowp.scaled_matmul") {
+                let parent_is_entry = op
+                    .parent_operation()
+                    .and_then(|p| p.attribute("sym_name").ok())
+                    .and_then(|a| StringAttribute::try_from(a).ok())
+                    .is_some_and(|s| s.value() == entry);
+                if parent_is_entry && found.is_none() {
+                    found = Some(op.to_raw());
+                }
+            }
+            WalkResult::Advance
+        });
+        let func = func_args.ok_or_else(|| format!("no function @{entry} in the module"))?;
+        let mm = found.ok_or_else(|| {
+            format!("@{entry} has no lowp.scaled_matmul at its top level (needed for random inputs and --check)")
+        })?;
+        // SAFETY: both are live ops of the module found by the walk above.
+        let (func, mm) = unsafe { (OperationRef::from_raw(func), OperationRef::from_raw(mm)) };
+        let body = func
+            .region(0)
+            .ok()
+            .and_then(|r| r.first_block())
+            .ok_or_else(|| format!("@{entry} is a declaration"))?;
+        let sizes = mm
+            .attribute("operandSegmentSizes")
+            .map_err(|_| "scaled_matmul without operandSegmentSizes".to_string())?;
+        let present: Vec<bool> = {
+            let raw = melior::ir::AttributeLike::to_raw(&sizes);
+            // SAFETY: an 8-element dense i32 array on a verified op.
+            (0..8).map(|i| unsafe { mlir_sys::mlirDenseI32ArrayGetElement(raw, i) } == 1).collect()
+        };
+        let mut roles = vec![None; body.argument_count()];
+        let mut next = 0;
+        let mut operand_types = Vec::new();
+        for (i, role) in ROLES.into_iter().enumerate() {
+            if !present[i] {
+                continue;
+            }
+            let v = mm.operand(next).map_err(|e| e.to_string())?;
+            next += 1;
+            operand_types.push((role, v.r#type()));
+            let position = (0..body.argument_count())
+                .find(|&a| body.argument(a).is_ok_and(|b| melior::ir::Value::from(b) == v));
+            match position {
+                Some(a) => roles[a] = Some(role),
+                None => {
+                    return Err(format!(
+                        "operand {role:?} of @{entry}'s lowp.scaled_matmul is not a function argument"
+                    ))
+                }
+            }
+        }
+        let roles: Vec<Role> = roles
+            .into_iter()
+            .enumerate()
+            .map(|(i, r)| r.ok_or_else(|| format!("argument #{i} of @{entry} is not an operand of its lowp.scaled_matmul")))
+            .collect::<Result<_, _>>()?;
+        let ty = |role: Role| operand_types.iter().find(|(r, _)| *r == role).map(|(_, t)| *t);
+        let (ashape, ael) = static_shape(ty(Role::Lhs).expect("lhs"))?;
+        let (bshape, bel) = static_shape(ty(Role::Rhs).expect("rhs"))?;
+        let (_, oel) = static_shape(ty(Role::Out).expect("out"))?;
+        let ai = lowp_dialect::code_type_info(ael).ok_or("lhs has no lowp format")?;
+        let bi = lowp_dialect::code_type_info(bel).ok_or("rhs has no lowp format")?;
+        let layout = |name: &str| {
+            mm.attribute(name)
+                .ok()
+                .and_then(lowp_dialect::layout_of)
+                .ok_or_else(|| format!("missing {name}"))
+        };
+        let k = ashape[1] as usize * if ai.packed { 2 } else { 1 };
+        let spec = MatmulSpec {
+            m: ashape[0] as usize,
+            n: bshape[0] as usize,
+            k,
+            lhs: ai.format,
+            rhs: bi.format,
+            lhs_layout: layout("lhs_layout")?,
+            rhs_layout: layout("rhs_layout")?,
+            lhs_packed: ai.packed,
+            rhs_packed: bi.packed,
+            bias: present[6],
+            // SAFETY: a predicate on a live type.
+            bf16: unsafe { !mlir_sys::mlirTypeIsAF32(oel.to_raw()) },
+        };
+        Ok((spec, roles))
+    }
+}
+
+fn static_shape(t: Type<'_>) -> Result<(Vec<i64>, Type<'_>), String> {
+    let m = MemRefType::try_from(t).map_err(|_| format!("{t} is not a memref"))?;
+    // SAFETY: reading a live shaped type.
+    let dims: Vec<i64> = unsafe {
+        let raw = t.to_raw();
+        if !mlir_sys::mlirShapedTypeHasStaticShape(raw) {
+            return Err(format!("{t} has dynamic dimensions: give static shapes (or use --gen)"));
+        }
+        (0..mlir_sys::mlirShapedTypeGetRank(raw))
+            .map(|i| mlir_sys::mlirShapedTypeGetDimSize(raw, i as isize))
+            .collect()
+    };
+    Ok((dims, m.element()))
+}
+
+/// Owned argument buffers of one call.
+struct Buffers {
+    a: Vec<u8>,
+    b: Vec<u8>,
+    sa8: Vec<u8>,
+    sa32: Vec<f32>,
+    sb8: Vec<u8>,
+    sb32: Vec<f32>,
+    ga: f32,
+    gb: f32,
+    bias: Vec<f32>,
+    out32: Vec<f32>,
+    out16: Vec<u16>,
+}
+
+impl MatmulSpec {
+    fn buffers(&self, inputs: &MatmulInputs) -> Buffers {
+        let split = |q: &QuantizedTensor| match q.scale_bytes() {
+            Some(bytes) => (bytes, Vec::new()),
+            None => (Vec::new(), q.scales.values.clone()),
+        };
+        let (sa8, sa32) = split(&inputs.a);
+        let (sb8, sb32) = split(&inputs.b);
+        Buffers {
+            a: inputs.a.codes.clone(),
+            b: inputs.b.codes.clone(),
+            sa8,
+            sa32,
+            sb8,
+            sb32,
+            ga: inputs.a.scales.global.unwrap_or(0.0),
+            gb: inputs.b.scales.global.unwrap_or(0.0),
+            bias: inputs.bias.clone().unwrap_or_default(),
+            out32: vec![0.0; self.m * self.n],
+            out16: vec![0; self.m * self.n],
+        }
+    }
+
+    fn args<'b>(&self, roles: &[Role], buf: &'b mut Buffers) -> Vec<MemRefArg<'b>> {
+        let (a_cols, b_cols) = (
+            if self.lhs_packed { self.k / 2 } else { self.k },
+            if self.rhs_packed { self.k / 2 } else { self.k },
+        );
+        let (sar, sac) = self.lhs_layout.scale_shape(self.m, self.k);
+        let (sbr, sbc) = self.rhs_layout.scale_shape(self.n, self.k);
+        let Buffers { a, b, sa8, sa32, sb8, sb32, ga, gb, bias, out32, out16 } = buf;
+        // Each buffer is lent to exactly one argument.
+        let (mut a, mut b, mut ga, mut gb, mut bias) = (Some(a), Some(b), Some(ga), Some(gb), Some(bias));
+        let (mut sa, mut sb) = (Some((sa8, sa32)), Some((sb8, sb32)));
+        let mut out = Some((out32, out16));
+        let scales = |pair: (&'b mut Vec<u8>, &'b mut Vec<f32>), r: usize, c: usize| {
+            if pair.0.is_empty() {
+                MemRefArg::new(pair.1.as_mut_slice(), &[r, c])
+            } else {
+                MemRefArg::new(pair.0.as_mut_slice(), &[r, c])
+            }
+        };
+        let taken = "each role appears once";
+        roles
+            .iter()
+            .map(|r| match r {
+                Role::Lhs => MemRefArg::new(a.take().expect(taken).as_mut_slice(), &[self.m, a_cols]),
+                Role::LhsScales => scales(sa.take().expect(taken), sar, sac),
+                Role::LhsGlobal => MemRefArg::scalar(ga.take().expect(taken)),
+                Role::Rhs => MemRefArg::new(b.take().expect(taken).as_mut_slice(), &[self.n, b_cols]),
+                Role::RhsScales => scales(sb.take().expect(taken), sbr, sbc),
+                Role::RhsGlobal => MemRefArg::scalar(gb.take().expect(taken)),
+                Role::Bias => MemRefArg::new(bias.take().expect(taken).as_mut_slice(), &[self.n]),
+                Role::Out => {
+                    let (o32, o16) = out.take().expect(taken);
+                    if self.bf16 {
+                        MemRefArg::new(o16.as_mut_slice(), &[self.m, self.n])
+                    } else {
+                        MemRefArg::new(o32.as_mut_slice(), &[self.m, self.n])
+                    }
+                }
+            })
+            .collect()
+    }
+
+    /// Call the entry once; the result as f32.
+    pub fn run(&self, jit: &Jit, entry: &str, roles: &[Role], inputs: &MatmulInputs) -> Result<Vec<f32>, JitError> {
+        let mut buf = self.buffers(inputs);
+        {
+            let mut args = self.args(roles, &mut buf);
+            // SAFETY: the buffers follow the entry's signature (built or read from it).
+            unsafe { jit.call(entry, &mut args)? };
+        }
+        Ok(if self.bf16 {
+            buf.out16.iter().map(|&h| f32::from_bits((h as u32) << 16)).collect()
+        } else {
+            buf.out32
+        })
+    }
+
+    /// Compare a result with the f64 oracle.
+    pub fn check(&self, inputs: &MatmulInputs, got: &[f32]) -> CheckReport {
+        let r = scaled_matmul_f64(&inputs.a.as_operand(), &inputs.b.as_operand(), inputs.bias.as_deref())
+            .expect("validated spec");
+        let mut stats = r.check(got, 1.0);
+        if self.bf16 {
+            // One bf16 rounding of the result on top of the f32 bound.
+            let mut worst = 0f64;
+            for (i, (&g, &w)) in got.iter().zip(&r.values).enumerate() {
+                if g.is_finite() && w.is_finite() {
+                    let bound = w.abs() * 2f64.powi(-8)
+                        + r.magnitude[i] * (r.k as f64 + 5.0) * 2f64.powi(-24)
+                        + f32::MIN_POSITIVE as f64;
+                    worst = worst.max((g as f64 - w).abs() / bound);
+                }
+            }
+            stats.max_bound_ratio = worst;
+        }
+        CheckReport {
+            passed: stats.passed(),
+            stats,
+        }
+    }
+
+    /// Run the entry `runs` times (after one warm-up) and report the median.
+    pub fn bench(&self, jit: &Jit, entry: &str, roles: &[Role], inputs: &MatmulInputs, runs: usize) -> Result<BenchReport, JitError> {
+        let mut buf = self.buffers(inputs);
+        let mut times = Vec::with_capacity(runs);
+        for i in 0..=runs {
+            let mut args = self.args(roles, &mut buf);
+            let t = Instant::now();
+            // SAFETY: as in `run`.
+            unsafe { jit.call(entry, &mut args)? };
+            if i > 0 {
+                times.push(t.elapsed().as_secs_f64());
+            }
+        }
+        times.sort_by(f64::total_cmp);
+        let median = times[times.len() / 2];
+        Ok(BenchReport {
+            median_ms: median * 1e3,
+            gflops: self.flops() / median / 1e9,
+        })
+    }
+}

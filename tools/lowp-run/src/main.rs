@@ -1,0 +1,276 @@
+//! `lowp-run`: JIT-compile lowp IR for the CPU and run it.
+//!
+//! ```text
+//! lowp-run FILE.mlir --entry F [--check] [--bench N] [--seed S] [--opt-level L]
+//! lowp-run --gen --m 1024 --n 1024 --k 1024 --lhs f4e2m1 --rhs f4e2m1 --layout mx
+//!          [--rhs-layout L] [--block 32] [--packed] [--bias] [--bf16]
+//!          [--check] [--bench N] [--print-mlir] [--seed S] [--opt-level L]
+//! ```
+//! The entry's `lowp.scaled_matmul` gets seeded random inputs per operand type (quantized by
+//! lowp-formats); `--check` compares the result with the oracle, `--bench` times it. The
+//! last line is the summary: `check: PASS max_abs_err=... max_rel_err=...` and/or
+//! `bench: median_ms=... gflops=...`. Exit status: 0 success, 1 check failure or a compile /
+//! run error (with MLIR's located diagnostics), 2 bad command line.
+
+use std::process::ExitCode;
+use std::time::Instant;
+
+use lowp_formats::{ScaleLayout, ScaledFormat, FORMAT_NAMES_HELP, LAYOUT_NAMES_HELP};
+use lowp_jit::{MatmulSpec, Session};
+use melior::ir::operation::OperationLike;
+
+const USAGE: &str = "usage: lowp-run FILE.mlir --entry F [--check] [--bench N] [--seed S] [--opt-level L]
+       lowp-run --gen --m M --n N --k K --lhs FMT --rhs FMT --layout L [--rhs-layout L]
+                [--block B] [--packed] [--bias] [--bf16] [--check] [--bench N] [--print-mlir]
+  --entry F       function to run (its lowp.scaled_matmul takes its operands from the arguments)
+  --gen           build a scaled_matmul from the flags instead of reading a file
+  --lhs/--rhs     element formats (f8e4m3, f4e2m1, f4e3m0, ...)
+  --layout L      scale layout of both operands (per_tensor, per_channel, mx, mx/16, nvfp4,
+                  nvfp4+global, blockwise/1x128, ...); --rhs-layout overrides B's
+  --block B       block size of mx / nvfp4 layouts
+  --packed        store 4-bit operands two codes per byte
+  --bias, --bf16  add an N-element bias; store the result as bf16
+  --check         compare with the lowp-formats oracle (exit 1 on FAIL)
+  --bench N       time N runs, print the median and GFLOP/s
+  --print-mlir    print the generated lowp module and exit
+  --seed S        input seed (default 1)
+  --opt-level L   LLVM optimization level 0..3 (default 3)
+  --target T      cpu (the default and, in this build, the only target)";
+
+struct Usage(String);
+
+#[derive(Default)]
+struct Args {
+    file: Option<String>,
+    entry: Option<String>,
+    gen: bool,
+    m: Option<usize>,
+    n: Option<usize>,
+    k: Option<usize>,
+    lhs: Option<ScaledFormat>,
+    rhs: Option<ScaledFormat>,
+    layout: Option<ScaleLayout>,
+    rhs_layout: Option<ScaleLayout>,
+    block: Option<u32>,
+    packed: bool,
+    bias: bool,
+    bf16: bool,
+    check: bool,
+    bench: Option<usize>,
+    print_mlir: bool,
+    seed: u64,
+    opt_level: usize,
+}
+
+fn number<T: std::str::FromStr>(flag: &str, v: Option<String>, what: &str) -> Result<T, Usage> {
+    let v = v.ok_or_else(|| Usage(format!("{flag} needs a value ({what})")))?;
+    v.parse().map_err(|_| Usage(format!("{flag}: '{v}' is not {what}")))
+}
+
+fn parse_args(raw: Vec<String>) -> Result<Args, Usage> {
+    let mut a = Args {
+        seed: 1,
+        opt_level: 3,
+        ..Default::default()
+    };
+    let mut it = raw.into_iter();
+    while let Some(arg) = it.next() {
+        let (flag, inline) = match arg.split_once('=') {
+            Some((f, v)) if f.starts_with("--") => (f.to_string(), Some(v.to_string())),
+            _ => (arg.clone(), None),
+        };
+        let mut value = || inline.clone().or_else(|| it.next());
+        match flag.as_str() {
+            "-h" | "--help" => return Err(Usage(USAGE.into())),
+            "--entry" => a.entry = Some(value().ok_or_else(|| Usage("--entry needs a function name".into()))?),
+            "--gen" => a.gen = true,
+            "--m" => a.m = Some(number(&flag, value(), "a positive integer")?),
+            "--n" => a.n = Some(number(&flag, value(), "a positive integer")?),
+            "--k" => a.k = Some(number(&flag, value(), "a positive integer")?),
+            "--lhs" | "--rhs" => {
+                let v = value().ok_or_else(|| Usage(format!("{flag} needs a format: {FORMAT_NAMES_HELP}")))?;
+                let f: ScaledFormat = v.parse().map_err(|e| Usage(format!("{flag}: {e}")))?;
+                if flag == "--lhs" {
+                    a.lhs = Some(f)
+                } else {
+                    a.rhs = Some(f)
+                }
+            }
+            "--layout" | "--rhs-layout" => {
+                let v = value().ok_or_else(|| Usage(format!("{flag} needs a layout: {LAYOUT_NAMES_HELP}")))?;
+                let l: ScaleLayout = v.parse().map_err(|e| Usage(format!("{flag}: {e}")))?;
+                if flag == "--layout" {
+                    a.layout = Some(l)
+                } else {
+                    a.rhs_layout = Some(l)
+                }
+            }
+            "--block" => a.block = Some(number(&flag, value(), "a positive integer")?),
+            "--packed" => a.packed = true,
+            "--bias" => a.bias = true,
+            "--bf16" => a.bf16 = true,
+            "--check" => a.check = true,
+            "--bench" => a.bench = Some(number(&flag, value(), "a number of runs")?),
+            "--print-mlir" => a.print_mlir = true,
+            "--seed" => a.seed = number(&flag, value(), "an integer")?,
+            "--opt-level" => {
+                a.opt_level = number(&flag, value(), "0, 1, 2 or 3")?;
+                if a.opt_level > 3 {
+                    return Err(Usage(format!("--opt-level: '{}' is not 0, 1, 2 or 3", a.opt_level)));
+                }
+            }
+            "--target" => {
+                let t = value().ok_or_else(|| Usage("--target needs a value (cpu)".into()))?;
+                if t != "cpu" {
+                    return Err(Usage(format!("--target: '{t}' is not available in this build; expected cpu")));
+                }
+            }
+            f if f.starts_with('-') => return Err(Usage(format!("unknown option '{f}'\n{USAGE}"))),
+            _ => {
+                if a.file.replace(arg.clone()).is_some() {
+                    return Err(Usage(format!("more than one input file ('{arg}')")));
+                }
+            }
+        }
+    }
+    if a.bench == Some(0) {
+        return Err(Usage("--bench: the number of runs must be at least 1".into()));
+    }
+    Ok(a)
+}
+
+fn with_block(l: ScaleLayout, block: Option<u32>) -> ScaleLayout {
+    match (l, block) {
+        (ScaleLayout::Mx { .. }, Some(b)) => ScaleLayout::Mx { block: b },
+        (ScaleLayout::Nvfp4 { global, .. }, Some(b)) => ScaleLayout::Nvfp4 { block: b, global },
+        (l, _) => l,
+    }
+}
+
+fn gen_spec(a: &Args) -> Result<MatmulSpec, Usage> {
+    let need = |v: Option<usize>, f: &str| v.ok_or_else(|| Usage(format!("--gen needs {f}")));
+    let lhs = a.lhs.ok_or_else(|| Usage("--gen needs --lhs FORMAT".into()))?;
+    let rhs = a.rhs.ok_or_else(|| Usage("--gen needs --rhs FORMAT".into()))?;
+    let layout = with_block(a.layout.ok_or_else(|| Usage("--gen needs --layout L".into()))?, a.block);
+    let rhs_layout = with_block(a.rhs_layout.unwrap_or(layout), a.block);
+    let spec = MatmulSpec {
+        m: need(a.m, "--m M")?,
+        n: need(a.n, "--n N")?,
+        k: need(a.k, "--k K")?,
+        lhs,
+        rhs,
+        lhs_layout: layout,
+        rhs_layout,
+        lhs_packed: a.packed && lhs.bit_width() == 4,
+        rhs_packed: a.packed && rhs.bit_width() == 4,
+        bias: a.bias,
+        bf16: a.bf16,
+    };
+    spec.validate().map_err(Usage)?;
+    if a.packed && !spec.lhs_packed && !spec.rhs_packed {
+        return Err(Usage(format!("--packed needs a 4-bit format, found {lhs} and {rhs}")));
+    }
+    Ok(spec)
+}
+
+fn describe(spec: &MatmulSpec) -> String {
+    let side = |f: ScaledFormat, l: ScaleLayout, packed: bool| {
+        format!("{f}[{l}{}]", if packed { ",packed" } else { "" })
+    };
+    format!(
+        "scaled_matmul {}x{}x{} {} x {} -> {}{} (cpu)",
+        spec.m,
+        spec.n,
+        spec.k,
+        side(spec.lhs, spec.lhs_layout, spec.lhs_packed),
+        side(spec.rhs, spec.rhs_layout, spec.rhs_packed),
+        if spec.bf16 { "bf16" } else { "f32" },
+        if spec.bias { " +bias" } else { "" },
+    )
+}
+
+/// Runs the tool; `Ok(false)` is a failed check.
+fn run(a: Args) -> Result<bool, String> {
+    let session = Session::new();
+    let entry;
+    let (spec, roles, mut module) = if a.gen {
+        if a.file.is_some() {
+            return Err("--gen builds its own module; drop the input file".into());
+        }
+        let spec = gen_spec(&a).map_err(|u| u.0)?;
+        entry = a.entry.clone().unwrap_or_else(|| "scaled_matmul".into());
+        let module = spec.build_module(session.context(), &entry);
+        if !module.as_operation().verify() {
+            return Err(format!("generated module does not verify:\n{}", session.take_diagnostics()));
+        }
+        let roles = spec.roles();
+        (spec, roles, module)
+    } else {
+        let file = a.file.clone().ok_or_else(|| format!("no input file (or --gen)\n{USAGE}"))?;
+        entry = a.entry.clone().ok_or("--entry F is required with an input file")?;
+        if let Err(e) = std::fs::metadata(&file) {
+            return Err(format!("cannot read '{file}': {e}"));
+        }
+        let module = session.parse_file(&file).map_err(|e| e.to_string())?;
+        let (spec, roles) = MatmulSpec::from_entry(&module, &entry)?;
+        spec.validate()?;
+        (spec, roles, module)
+    };
+    if a.print_mlir {
+        println!("{}", module.as_operation());
+        return Ok(true);
+    }
+    println!("lowp-run: {}", describe(&spec));
+    let t0 = Instant::now();
+    session.lower_cpu(&mut module).map_err(|e| e.to_string())?;
+    let t1 = Instant::now();
+    let jit = session.jit(&module, a.opt_level).map_err(|e| e.to_string())?;
+    let t2 = Instant::now();
+    println!(
+        "compile: pipeline_ms={:.1} jit_ms={:.1}",
+        (t1 - t0).as_secs_f64() * 1e3,
+        (t2 - t1).as_secs_f64() * 1e3
+    );
+    let inputs = spec.inputs(a.seed);
+    let got = spec.run(&jit, &entry, &roles, &inputs).map_err(|e| e.to_string())?;
+    let mut passed = true;
+    if a.check {
+        let r = spec.check(&inputs, &got);
+        passed = r.passed;
+        println!(
+            "check: {} max_abs_err={:.3e} max_rel_err={:.3e} bound_ratio={:.3} nonfinite_mismatches={}",
+            if r.passed { "PASS" } else { "FAIL" },
+            r.stats.max_abs_err,
+            r.stats.max_rel_err,
+            r.stats.max_bound_ratio,
+            r.stats.nonfinite_mismatches
+        );
+    }
+    if let Some(runs) = a.bench {
+        let b = spec.bench(&jit, &entry, &roles, &inputs, runs).map_err(|e| e.to_string())?;
+        println!("bench: median_ms={:.3} gflops={:.2} runs={runs}", b.median_ms, b.gflops);
+    }
+    if !a.check && a.bench.is_none() {
+        let shown: Vec<String> = got.iter().take(4).map(|v| format!("{v}")).collect();
+        println!("result: out[0..{}] = [{}]", shown.len(), shown.join(", "));
+    }
+    Ok(passed)
+}
+
+fn main() -> ExitCode {
+    let args = match parse_args(std::env::args().skip(1).collect()) {
+        Ok(a) => a,
+        Err(Usage(msg)) => {
+            eprintln!("lowp-run: {msg}");
+            return ExitCode::from(2);
+        }
+    };
+    match run(args) {
+        Ok(true) => ExitCode::SUCCESS,
+        Ok(false) => ExitCode::from(1),
+        Err(msg) => {
+            eprintln!("lowp-run: {msg}");
+            ExitCode::from(1)
+        }
+    }
+}
