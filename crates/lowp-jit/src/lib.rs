@@ -24,21 +24,55 @@ pub use matmul::{BenchReport, CheckReport, MatmulInputs, MatmulSpec, Role};
 pub use memref::MemRefArg;
 
 /// The CPU pipeline: lowp ops to loops (a vectorized GEMM for scaled_matmul), lowp storage
-/// to integers, then upstream passes down to the LLVM dialect.
+/// to integers, then upstream passes down to the LLVM dialect. `scf.parallel` loops run
+/// sequentially (see [`CPU_PIPELINE_OPENMP`] for threads).
 pub const CPU_PIPELINE: &str = "builtin.module(\
 func.func(lowp-to-loops),\
 lowp-lower-storage,\
 canonicalize,cse,\
 convert-vector-to-scf,\
-convert-scf-to-cf,\
 convert-math-to-llvm,\
 convert-vector-to-llvm,\
 expand-strided-metadata,\
 finalize-memref-to-llvm,\
+convert-scf-to-cf,\
 convert-arith-to-llvm,\
 convert-cf-to-llvm,\
 convert-func-to-llvm,\
 reconcile-unrealized-casts)";
+
+/// [`CPU_PIPELINE`] with `scf.parallel` turned into OpenMP threads (`libomp` is loaded into
+/// the JIT). memref lowering runs before scf-to-cf: the OpenMP conversion wraps each
+/// parallel body in a `memref.alloca_scope`, which must still be one block when lowered.
+pub const CPU_PIPELINE_OPENMP: &str = "builtin.module(\
+func.func(lowp-to-loops),\
+lowp-lower-storage,\
+canonicalize,cse,\
+convert-scf-to-openmp,\
+convert-vector-to-scf,\
+convert-math-to-llvm,\
+convert-vector-to-llvm,\
+expand-strided-metadata,\
+finalize-memref-to-llvm,\
+convert-scf-to-cf,\
+convert-arith-to-llvm,\
+convert-openmp-to-llvm,\
+convert-cf-to-llvm,\
+convert-func-to-llvm,\
+reconcile-unrealized-casts)";
+
+/// The OpenMP runtime the threaded pipeline needs: `$LOWP_OMP_LIBRARY`, else LLVM 22's
+/// `libomp.so` (package libomp-22-dev); `None` when neither exists.
+pub fn openmp_library() -> Option<String> {
+    let candidates = [
+        std::env::var("LOWP_OMP_LIBRARY").ok(),
+        Some("/usr/lib/llvm-22/lib/libomp.so".to_string()),
+    ];
+    candidates
+        .into_iter()
+        .flatten()
+        .find(|p| std::path::Path::new(p).exists())
+}
 
 /// Why compiling or running failed.
 #[derive(Debug, thiserror::Error)]
@@ -74,6 +108,8 @@ pub enum JitError {
 pub struct Session {
     context: Context,
     diagnostics: Rc<RefCell<Vec<String>>>,
+    /// The OpenMP runtime when compiled code runs on threads.
+    openmp: Option<String>,
 }
 
 impl Default for Session {
@@ -97,7 +133,21 @@ impl Session {
         Self {
             context,
             diagnostics,
+            openmp: openmp_library(),
         }
+    }
+
+    /// Run compiled `scf.parallel` loops on threads (OpenMP) or sequentially. Threads need the
+    /// OpenMP runtime ([`openmp_library`]); without it this stays sequential and returns
+    /// false.
+    pub fn set_threads(&mut self, threads: bool) -> bool {
+        self.openmp = if threads { openmp_library() } else { None };
+        self.openmp.is_some()
+    }
+
+    /// Whether compiled code runs on threads.
+    pub fn threads(&self) -> bool {
+        self.openmp.is_some()
     }
 
     /// The context.
@@ -127,7 +177,9 @@ impl Session {
     /// Parse and verify a module from a file (diagnostics name the file).
     pub fn parse_file(&self, path: &str) -> Result<Module<'_>, JitError> {
         // SAFETY: a live context; a null module reports failure.
-        let raw = unsafe { mlir_sys::mlirModuleCreateParseFromFile(self.context.to_raw(), string_ref(path)) };
+        let raw = unsafe {
+            mlir_sys::mlirModuleCreateParseFromFile(self.context.to_raw(), string_ref(path))
+        };
         if raw.ptr.is_null() {
             let mut diagnostics = self.take_diagnostics();
             if diagnostics.is_empty() {
@@ -187,7 +239,12 @@ impl Session {
                 )
             };
         }
-        self.run_pipeline(module, CPU_PIPELINE)
+        let pipeline = if self.openmp.is_some() {
+            CPU_PIPELINE_OPENMP
+        } else {
+            CPU_PIPELINE
+        };
+        self.run_pipeline(module, pipeline)
     }
 
     /// JIT-compile a module already in the LLVM dialect (LLVM's `-O<opt_level>` pipeline and
@@ -204,6 +261,9 @@ pub struct Jit {
 
 impl Jit {
     fn new(session: &Session, module: &Module, opt_level: usize) -> Result<Self, JitError> {
+        if let Some(lib) = &session.openmp {
+            load_global(lib).map_err(|diagnostics| JitError::Engine { diagnostics })?;
+        }
         // SAFETY: the module is in the LLVM dialect; a null engine reports failure.
         let raw = unsafe {
             mlir_sys::mlirExecutionEngineCreate(
@@ -257,6 +317,30 @@ impl Jit {
         // SAFETY: a lookup on a live engine.
         unsafe { mlir_sys::mlirExecutionEngineLookup(self.raw, string_ref(symbol)) }
     }
+}
+
+unsafe extern "C" {
+    fn dlopen(filename: *const std::ffi::c_char, flags: std::ffi::c_int) -> *mut c_void;
+    fn dlerror() -> *const std::ffi::c_char;
+}
+
+/// Load a runtime library into the process's global symbol namespace, where the JIT's
+/// process-symbol lookup finds it (a library given to the ExecutionEngine itself is only
+/// searched for MLIR's runtime-init protocol).
+fn load_global(path: &str) -> Result<(), String> {
+    const RTLD_NOW: std::ffi::c_int = 2;
+    const RTLD_GLOBAL: std::ffi::c_int = 0x100;
+    let c = std::ffi::CString::new(path).map_err(|_| format!("bad library path '{path}'"))?;
+    // SAFETY: dlopen with a NUL-terminated path; the handle is kept for the process.
+    let handle = unsafe { dlopen(c.as_ptr(), RTLD_NOW | RTLD_GLOBAL) };
+    if handle.is_null() {
+        // SAFETY: dlerror returns a NUL-terminated message after a failed dlopen.
+        let why = unsafe { std::ffi::CStr::from_ptr(dlerror()) }
+            .to_string_lossy()
+            .into_owned();
+        return Err(format!("cannot load the OpenMP runtime '{path}': {why}"));
+    }
+    Ok(())
 }
 
 fn string_ref(s: &str) -> mlir_sys::MlirStringRef {

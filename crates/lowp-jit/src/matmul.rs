@@ -127,20 +127,31 @@ impl MatmulSpec {
         ] {
             l.validate().map_err(|e| format!("{what}: {e}"))?;
             if matches!(l, ScaleLayout::Nvfp4 { .. }) && f.bit_width() != 4 {
-                return Err(format!("{what}: layout {l} scales 4-bit formats, {f} has {} bits", f.bit_width()));
+                return Err(format!(
+                    "{what}: layout {l} scales 4-bit formats, {f} has {} bits",
+                    f.bit_width()
+                ));
             }
             if matches!(l, ScaleLayout::Mx { .. } | ScaleLayout::Nvfp4 { .. }) && f.is_fnuz() {
-                return Err(format!("{what}: layout {l} scales OCP formats, {f} is FNUZ"));
+                return Err(format!(
+                    "{what}: layout {l} scales OCP formats, {f} is FNUZ"
+                ));
             }
             if packed && f.bit_width() != 4 {
-                return Err(format!("{what}: --packed needs a 4-bit format, {f} has {} bits", f.bit_width()));
+                return Err(format!(
+                    "{what}: --packed needs a 4-bit format, {f} has {} bits",
+                    f.bit_width()
+                ));
             }
         }
         if (self.lhs_packed || self.rhs_packed) && self.k % 2 == 1 {
             return Err(format!("packed operands need an even K, found {}", self.k));
         }
         if self.m == 0 || self.n == 0 || self.k == 0 {
-            return Err(format!("sizes must be at least 1, found {}x{}x{}", self.m, self.n, self.k));
+            return Err(format!(
+                "sizes must be at least 1, found {}x{}x{}",
+                self.m, self.n, self.k
+            ));
         }
         Ok(())
     }
@@ -170,8 +181,18 @@ impl MatmulSpec {
             let data: Vec<f32> = (0..rows * self.k)
                 .map(|i| rng.normal() * if (i / self.k) % 7 == 3 { 8.0 } else { 1.0 })
                 .collect();
-            quantize(&data, rows, self.k, f, l, QuantizeOptions { packed, ..Default::default() })
-                .expect("validated spec")
+            quantize(
+                &data,
+                rows,
+                self.k,
+                f,
+                l,
+                QuantizeOptions {
+                    packed,
+                    ..Default::default()
+                },
+            )
+            .expect("validated spec")
         };
         let a = tensor(self.m, self.lhs, self.lhs_layout, self.lhs_packed);
         let b = tensor(self.n, self.rhs, self.rhs_layout, self.rhs_packed);
@@ -179,9 +200,18 @@ impl MatmulSpec {
         MatmulInputs { a, b, bias }
     }
 
-    fn codes_type<'c>(&self, ctx: &'c Context, rows: usize, f: ScaledFormat, packed: bool) -> Type<'c> {
+    fn codes_type<'c>(
+        &self,
+        ctx: &'c Context,
+        rows: usize,
+        f: ScaledFormat,
+        packed: bool,
+    ) -> Type<'c> {
         let (element, cols) = if packed {
-            (lowp_dialect::packed_type(ctx, f).expect("validated spec"), self.k / 2)
+            (
+                lowp_dialect::packed_type(ctx, f).expect("validated spec"),
+                self.k / 2,
+            )
         } else {
             (lowp_dialect::format_type(ctx, f), self.k)
         };
@@ -190,7 +220,13 @@ impl MatmulSpec {
 
     fn scales_type<'c>(&self, ctx: &'c Context, rows: usize, l: ScaleLayout) -> Type<'c> {
         let (r, c) = l.scale_shape(rows, self.k);
-        MemRefType::new(dtype_type(ctx, l.scale_dtype()), &[r as i64, c as i64], None, None).into()
+        MemRefType::new(
+            dtype_type(ctx, l.scale_dtype()),
+            &[r as i64, c as i64],
+            None,
+            None,
+        )
+        .into()
     }
 
     /// A module with `func.func @<name>` holding one `lowp.scaled_matmul`, built with the
@@ -210,7 +246,9 @@ impl MatmulSpec {
                 Role::RhsScales => self.scales_type(ctx, self.n, self.rhs_layout),
                 Role::LhsGlobal | Role::RhsGlobal => scalar,
                 Role::Bias => MemRefType::new(f32t, &[self.n as i64], None, None).into(),
-                Role::Out => MemRefType::new(out_el, &[self.m as i64, self.n as i64], None, None).into(),
+                Role::Out => {
+                    MemRefType::new(out_el, &[self.m as i64, self.n as i64], None, None).into()
+                }
             })
             .collect();
         let block = Block::new(&types.iter().map(|t| (*t, loc)).collect::<Vec<_>>());
@@ -301,7 +339,9 @@ impl MatmulSpec {
         let present: Vec<bool> = {
             let raw = melior::ir::AttributeLike::to_raw(&sizes);
             // SAFETY: an 8-element dense i32 array on a verified op.
-            (0..8).map(|i| unsafe { mlir_sys::mlirDenseI32ArrayGetElement(raw, i) } == 1).collect()
+            (0..8)
+                .map(|i| unsafe { mlir_sys::mlirDenseI32ArrayGetElement(raw, i) } == 1)
+                .collect()
         };
         let mut roles = vec![None; body.argument_count()];
         let mut next = 0;
@@ -313,23 +353,32 @@ impl MatmulSpec {
             let v = mm.operand(next).map_err(|e| e.to_string())?;
             next += 1;
             operand_types.push((role, v.r#type()));
-            let position = (0..body.argument_count())
-                .find(|&a| body.argument(a).is_ok_and(|b| melior::ir::Value::from(b) == v));
+            let position = (0..body.argument_count()).find(|&a| {
+                body.argument(a)
+                    .is_ok_and(|b| melior::ir::Value::from(b) == v)
+            });
             match position {
                 Some(a) => roles[a] = Some(role),
-                None => {
-                    return Err(format!(
-                        "operand {role:?} of @{entry}'s lowp.scaled_matmul is not a function argument"
-                    ))
-                }
+                None => return Err(format!(
+                    "operand {role:?} of @{entry}'s lowp.scaled_matmul is not a function argument"
+                )),
             }
         }
         let roles: Vec<Role> = roles
             .into_iter()
             .enumerate()
-            .map(|(i, r)| r.ok_or_else(|| format!("argument #{i} of @{entry} is not an operand of its lowp.scaled_matmul")))
+            .map(|(i, r)| {
+                r.ok_or_else(|| {
+                    format!("argument #{i} of @{entry} is not an operand of its lowp.scaled_matmul")
+                })
+            })
             .collect::<Result<_, _>>()?;
-        let ty = |role: Role| operand_types.iter().find(|(r, _)| *r == role).map(|(_, t)| *t);
+        let ty = |role: Role| {
+            operand_types
+                .iter()
+                .find(|(r, _)| *r == role)
+                .map(|(_, t)| *t)
+        };
         let (ashape, ael) = static_shape(ty(Role::Lhs).expect("lhs"))?;
         let (bshape, bel) = static_shape(ty(Role::Rhs).expect("rhs"))?;
         let (_, oel) = static_shape(ty(Role::Out).expect("out"))?;
@@ -366,7 +415,9 @@ fn static_shape(t: Type<'_>) -> Result<(Vec<i64>, Type<'_>), String> {
     let dims: Vec<i64> = unsafe {
         let raw = t.to_raw();
         if !mlir_sys::mlirShapedTypeHasStaticShape(raw) {
-            return Err(format!("{t} has dynamic dimensions: give static shapes (or use --gen)"));
+            return Err(format!(
+                "{t} has dynamic dimensions: give static shapes (or use --gen)"
+            ));
         }
         (0..mlir_sys::mlirShapedTypeGetRank(raw))
             .map(|i| mlir_sys::mlirShapedTypeGetDimSize(raw, i as isize))
@@ -420,9 +471,22 @@ impl MatmulSpec {
         );
         let (sar, sac) = self.lhs_layout.scale_shape(self.m, self.k);
         let (sbr, sbc) = self.rhs_layout.scale_shape(self.n, self.k);
-        let Buffers { a, b, sa8, sa32, sb8, sb32, ga, gb, bias, out32, out16 } = buf;
+        let Buffers {
+            a,
+            b,
+            sa8,
+            sa32,
+            sb8,
+            sb32,
+            ga,
+            gb,
+            bias,
+            out32,
+            out16,
+        } = buf;
         // Each buffer is lent to exactly one argument.
-        let (mut a, mut b, mut ga, mut gb, mut bias) = (Some(a), Some(b), Some(ga), Some(gb), Some(bias));
+        let (mut a, mut b, mut ga, mut gb, mut bias) =
+            (Some(a), Some(b), Some(ga), Some(gb), Some(bias));
         let (mut sa, mut sb) = (Some((sa8, sa32)), Some((sb8, sb32)));
         let mut out = Some((out32, out16));
         let scales = |pair: (&'b mut Vec<u8>, &'b mut Vec<f32>), r: usize, c: usize| {
@@ -436,10 +500,14 @@ impl MatmulSpec {
         roles
             .iter()
             .map(|r| match r {
-                Role::Lhs => MemRefArg::new(a.take().expect(taken).as_mut_slice(), &[self.m, a_cols]),
+                Role::Lhs => {
+                    MemRefArg::new(a.take().expect(taken).as_mut_slice(), &[self.m, a_cols])
+                }
                 Role::LhsScales => scales(sa.take().expect(taken), sar, sac),
                 Role::LhsGlobal => MemRefArg::scalar(ga.take().expect(taken)),
-                Role::Rhs => MemRefArg::new(b.take().expect(taken).as_mut_slice(), &[self.n, b_cols]),
+                Role::Rhs => {
+                    MemRefArg::new(b.take().expect(taken).as_mut_slice(), &[self.n, b_cols])
+                }
                 Role::RhsScales => scales(sb.take().expect(taken), sbr, sbc),
                 Role::RhsGlobal => MemRefArg::scalar(gb.take().expect(taken)),
                 Role::Bias => MemRefArg::new(bias.take().expect(taken).as_mut_slice(), &[self.n]),
@@ -456,7 +524,13 @@ impl MatmulSpec {
     }
 
     /// Call the entry once; the result as f32.
-    pub fn run(&self, jit: &Jit, entry: &str, roles: &[Role], inputs: &MatmulInputs) -> Result<Vec<f32>, JitError> {
+    pub fn run(
+        &self,
+        jit: &Jit,
+        entry: &str,
+        roles: &[Role],
+        inputs: &MatmulInputs,
+    ) -> Result<Vec<f32>, JitError> {
         let mut buf = self.buffers(inputs);
         {
             let mut args = self.args(roles, &mut buf);
@@ -464,7 +538,10 @@ impl MatmulSpec {
             unsafe { jit.call(entry, &mut args)? };
         }
         Ok(if self.bf16 {
-            buf.out16.iter().map(|&h| f32::from_bits((h as u32) << 16)).collect()
+            buf.out16
+                .iter()
+                .map(|&h| f32::from_bits((h as u32) << 16))
+                .collect()
         } else {
             buf.out32
         })
@@ -472,8 +549,12 @@ impl MatmulSpec {
 
     /// Compare a result with the f64 oracle.
     pub fn check(&self, inputs: &MatmulInputs, got: &[f32]) -> CheckReport {
-        let r = scaled_matmul_f64(&inputs.a.as_operand(), &inputs.b.as_operand(), inputs.bias.as_deref())
-            .expect("validated spec");
+        let r = scaled_matmul_f64(
+            &inputs.a.as_operand(),
+            &inputs.b.as_operand(),
+            inputs.bias.as_deref(),
+        )
+        .expect("validated spec");
         let mut stats = r.check(got, 1.0);
         if self.bf16 {
             // One bf16 rounding of the result on top of the f32 bound.
@@ -495,7 +576,14 @@ impl MatmulSpec {
     }
 
     /// Run the entry `runs` times (after one warm-up) and report the median.
-    pub fn bench(&self, jit: &Jit, entry: &str, roles: &[Role], inputs: &MatmulInputs, runs: usize) -> Result<BenchReport, JitError> {
+    pub fn bench(
+        &self,
+        jit: &Jit,
+        entry: &str,
+        roles: &[Role],
+        inputs: &MatmulInputs,
+        runs: usize,
+    ) -> Result<BenchReport, JitError> {
         let mut buf = self.buffers(inputs);
         let mut times = Vec::with_capacity(runs);
         for i in 0..=runs {

@@ -19,7 +19,8 @@ use lowp_formats::{ScaleLayout, ScaledFormat, FORMAT_NAMES_HELP, LAYOUT_NAMES_HE
 use lowp_jit::{MatmulSpec, Session};
 use melior::ir::operation::OperationLike;
 
-const USAGE: &str = "usage: lowp-run FILE.mlir --entry F [--check] [--bench N] [--seed S] [--opt-level L]
+const USAGE: &str =
+    "usage: lowp-run FILE.mlir --entry F [--check] [--bench N] [--seed S] [--opt-level L]
        lowp-run --gen --m M --n N --k K --lhs FMT --rhs FMT --layout L [--rhs-layout L]
                 [--block B] [--packed] [--bias] [--bf16] [--check] [--bench N] [--print-mlir]
   --entry F       function to run (its lowp.scaled_matmul takes its operands from the arguments)
@@ -35,6 +36,8 @@ const USAGE: &str = "usage: lowp-run FILE.mlir --entry F [--check] [--bench N] [
   --print-mlir    print the generated lowp module and exit
   --seed S        input seed (default 1)
   --opt-level L   LLVM optimization level 0..3 (default 3)
+  --threads N     1: run on one thread; otherwise OpenMP threads (OMP_NUM_THREADS) when
+                  libomp is installed (default)
   --target T      cpu (the default and, in this build, the only target)";
 
 struct Usage(String);
@@ -60,11 +63,13 @@ struct Args {
     print_mlir: bool,
     seed: u64,
     opt_level: usize,
+    single_thread: bool,
 }
 
 fn number<T: std::str::FromStr>(flag: &str, v: Option<String>, what: &str) -> Result<T, Usage> {
     let v = v.ok_or_else(|| Usage(format!("{flag} needs a value ({what})")))?;
-    v.parse().map_err(|_| Usage(format!("{flag}: '{v}' is not {what}")))
+    v.parse()
+        .map_err(|_| Usage(format!("{flag}: '{v}' is not {what}")))
 }
 
 fn parse_args(raw: Vec<String>) -> Result<Args, Usage> {
@@ -82,13 +87,17 @@ fn parse_args(raw: Vec<String>) -> Result<Args, Usage> {
         let mut value = || inline.clone().or_else(|| it.next());
         match flag.as_str() {
             "-h" | "--help" => return Err(Usage(USAGE.into())),
-            "--entry" => a.entry = Some(value().ok_or_else(|| Usage("--entry needs a function name".into()))?),
+            "--entry" => {
+                a.entry =
+                    Some(value().ok_or_else(|| Usage("--entry needs a function name".into()))?)
+            }
             "--gen" => a.gen = true,
             "--m" => a.m = Some(number(&flag, value(), "a positive integer")?),
             "--n" => a.n = Some(number(&flag, value(), "a positive integer")?),
             "--k" => a.k = Some(number(&flag, value(), "a positive integer")?),
             "--lhs" | "--rhs" => {
-                let v = value().ok_or_else(|| Usage(format!("{flag} needs a format: {FORMAT_NAMES_HELP}")))?;
+                let v = value()
+                    .ok_or_else(|| Usage(format!("{flag} needs a format: {FORMAT_NAMES_HELP}")))?;
                 let f: ScaledFormat = v.parse().map_err(|e| Usage(format!("{flag}: {e}")))?;
                 if flag == "--lhs" {
                     a.lhs = Some(f)
@@ -97,7 +106,8 @@ fn parse_args(raw: Vec<String>) -> Result<Args, Usage> {
                 }
             }
             "--layout" | "--rhs-layout" => {
-                let v = value().ok_or_else(|| Usage(format!("{flag} needs a layout: {LAYOUT_NAMES_HELP}")))?;
+                let v = value()
+                    .ok_or_else(|| Usage(format!("{flag} needs a layout: {LAYOUT_NAMES_HELP}")))?;
                 let l: ScaleLayout = v.parse().map_err(|e| Usage(format!("{flag}: {e}")))?;
                 if flag == "--layout" {
                     a.layout = Some(l)
@@ -113,16 +123,28 @@ fn parse_args(raw: Vec<String>) -> Result<Args, Usage> {
             "--bench" => a.bench = Some(number(&flag, value(), "a number of runs")?),
             "--print-mlir" => a.print_mlir = true,
             "--seed" => a.seed = number(&flag, value(), "an integer")?,
+            "--threads" => {
+                let t: usize = number(&flag, value(), "a positive integer")?;
+                if t == 0 {
+                    return Err(Usage("--threads: must be at least 1".into()));
+                }
+                a.single_thread = t == 1;
+            }
             "--opt-level" => {
                 a.opt_level = number(&flag, value(), "0, 1, 2 or 3")?;
                 if a.opt_level > 3 {
-                    return Err(Usage(format!("--opt-level: '{}' is not 0, 1, 2 or 3", a.opt_level)));
+                    return Err(Usage(format!(
+                        "--opt-level: '{}' is not 0, 1, 2 or 3",
+                        a.opt_level
+                    )));
                 }
             }
             "--target" => {
                 let t = value().ok_or_else(|| Usage("--target needs a value (cpu)".into()))?;
                 if t != "cpu" {
-                    return Err(Usage(format!("--target: '{t}' is not available in this build; expected cpu")));
+                    return Err(Usage(format!(
+                        "--target: '{t}' is not available in this build; expected cpu"
+                    )));
                 }
             }
             f if f.starts_with('-') => return Err(Usage(format!("unknown option '{f}'\n{USAGE}"))),
@@ -134,7 +156,9 @@ fn parse_args(raw: Vec<String>) -> Result<Args, Usage> {
         }
     }
     if a.bench == Some(0) {
-        return Err(Usage("--bench: the number of runs must be at least 1".into()));
+        return Err(Usage(
+            "--bench: the number of runs must be at least 1".into(),
+        ));
     }
     Ok(a)
 }
@@ -149,9 +173,17 @@ fn with_block(l: ScaleLayout, block: Option<u32>) -> ScaleLayout {
 
 fn gen_spec(a: &Args) -> Result<MatmulSpec, Usage> {
     let need = |v: Option<usize>, f: &str| v.ok_or_else(|| Usage(format!("--gen needs {f}")));
-    let lhs = a.lhs.ok_or_else(|| Usage("--gen needs --lhs FORMAT".into()))?;
-    let rhs = a.rhs.ok_or_else(|| Usage("--gen needs --rhs FORMAT".into()))?;
-    let layout = with_block(a.layout.ok_or_else(|| Usage("--gen needs --layout L".into()))?, a.block);
+    let lhs = a
+        .lhs
+        .ok_or_else(|| Usage("--gen needs --lhs FORMAT".into()))?;
+    let rhs = a
+        .rhs
+        .ok_or_else(|| Usage("--gen needs --rhs FORMAT".into()))?;
+    let layout = with_block(
+        a.layout
+            .ok_or_else(|| Usage("--gen needs --layout L".into()))?,
+        a.block,
+    );
     let rhs_layout = with_block(a.rhs_layout.unwrap_or(layout), a.block);
     let spec = MatmulSpec {
         m: need(a.m, "--m M")?,
@@ -168,7 +200,9 @@ fn gen_spec(a: &Args) -> Result<MatmulSpec, Usage> {
     };
     spec.validate().map_err(Usage)?;
     if a.packed && !spec.lhs_packed && !spec.rhs_packed {
-        return Err(Usage(format!("--packed needs a 4-bit format, found {lhs} and {rhs}")));
+        return Err(Usage(format!(
+            "--packed needs a 4-bit format, found {lhs} and {rhs}"
+        )));
     }
     Ok(spec)
 }
@@ -191,7 +225,8 @@ fn describe(spec: &MatmulSpec) -> String {
 
 /// Runs the tool; `Ok(false)` is a failed check.
 fn run(a: Args) -> Result<bool, String> {
-    let session = Session::new();
+    let mut session = Session::new();
+    let threaded = session.set_threads(!a.single_thread);
     let entry;
     let (spec, roles, mut module) = if a.gen {
         if a.file.is_some() {
@@ -201,13 +236,22 @@ fn run(a: Args) -> Result<bool, String> {
         entry = a.entry.clone().unwrap_or_else(|| "scaled_matmul".into());
         let module = spec.build_module(session.context(), &entry);
         if !module.as_operation().verify() {
-            return Err(format!("generated module does not verify:\n{}", session.take_diagnostics()));
+            return Err(format!(
+                "generated module does not verify:\n{}",
+                session.take_diagnostics()
+            ));
         }
         let roles = spec.roles();
         (spec, roles, module)
     } else {
-        let file = a.file.clone().ok_or_else(|| format!("no input file (or --gen)\n{USAGE}"))?;
-        entry = a.entry.clone().ok_or("--entry F is required with an input file")?;
+        let file = a
+            .file
+            .clone()
+            .ok_or_else(|| format!("no input file (or --gen)\n{USAGE}"))?;
+        entry = a
+            .entry
+            .clone()
+            .ok_or("--entry F is required with an input file")?;
         if let Err(e) = std::fs::metadata(&file) {
             return Err(format!("cannot read '{file}': {e}"));
         }
@@ -220,11 +264,21 @@ fn run(a: Args) -> Result<bool, String> {
         println!("{}", module.as_operation());
         return Ok(true);
     }
-    println!("lowp-run: {}", describe(&spec));
+    println!(
+        "lowp-run: {} {}",
+        describe(&spec),
+        if threaded {
+            "threads=openmp"
+        } else {
+            "threads=1"
+        }
+    );
     let t0 = Instant::now();
     session.lower_cpu(&mut module).map_err(|e| e.to_string())?;
     let t1 = Instant::now();
-    let jit = session.jit(&module, a.opt_level).map_err(|e| e.to_string())?;
+    let jit = session
+        .jit(&module, a.opt_level)
+        .map_err(|e| e.to_string())?;
     let t2 = Instant::now();
     println!(
         "compile: pipeline_ms={:.1} jit_ms={:.1}",
@@ -232,7 +286,9 @@ fn run(a: Args) -> Result<bool, String> {
         (t2 - t1).as_secs_f64() * 1e3
     );
     let inputs = spec.inputs(a.seed);
-    let got = spec.run(&jit, &entry, &roles, &inputs).map_err(|e| e.to_string())?;
+    let got = spec
+        .run(&jit, &entry, &roles, &inputs)
+        .map_err(|e| e.to_string())?;
     let mut passed = true;
     if a.check {
         let r = spec.check(&inputs, &got);
@@ -247,8 +303,13 @@ fn run(a: Args) -> Result<bool, String> {
         );
     }
     if let Some(runs) = a.bench {
-        let b = spec.bench(&jit, &entry, &roles, &inputs, runs).map_err(|e| e.to_string())?;
-        println!("bench: median_ms={:.3} gflops={:.2} runs={runs}", b.median_ms, b.gflops);
+        let b = spec
+            .bench(&jit, &entry, &roles, &inputs, runs)
+            .map_err(|e| e.to_string())?;
+        println!(
+            "bench: median_ms={:.3} gflops={:.2} runs={runs}",
+            b.median_ms, b.gflops
+        );
     }
     if !a.check && a.bench.is_none() {
         let shown: Vec<String> = got.iter().take(4).map(|v| format!("{v}")).collect();
