@@ -2,13 +2,14 @@
 # Install what lowp needs on a fresh Debian 12 machine; quick and silent when all is there.
 #
 # LLVM/MLIR 22 come from Debian's packages (bookworm-security carries 22.1); libclang is for
-# bindgen in mlir-sys/tblgen; lld-22 links AMDGPU code objects. Not root and something
+# bindgen in mlir-sys/tblgen; libomp runs the CPU kernels on threads; lld-22 links AMDGPU
+# code objects. Not root and something
 # missing: prints the exact apt-get line and exits 1.
 set -euo pipefail
 
 PKGS=(
   llvm-22-dev libmlir-22-dev mlir-22-tools llvm-22-tools libpolly-22-dev lld-22
-  libclang-22-dev
+  libclang-22-dev libomp-22-dev
   libzstd-dev libz3-dev libxml2-dev zlib1g-dev
   g++ python3
 )

@@ -65,6 +65,8 @@ const PIPELINES: &[Option<&str>] = &[
     None,
     Some("builtin.module(func.func(lowp-expand-quantize))"),
     Some("builtin.module(func.func(lowp-expand-quantize{decode=table}),lowp-lower-storage)"),
+    Some("builtin.module(func.func(lowp-to-loops{kc=48}))"),
+    Some("builtin.module(lowp-cpu-openmp-pipeline)"),
 ];
 
 fn inputs() -> Vec<String> {
@@ -148,7 +150,7 @@ fn mutated_lit_inputs_give_diagnostics_never_crashes() {
     assert!(inputs.len() > 20, "lit inputs not found");
     let mut rng = SplitMix64::new(0x10f7);
     let (mut ok, mut rejected) = (0, 0);
-    let n = 420;
+    let n = 500;
     for i in 0..n {
         let original = pick(&mut rng, inputs.as_slice()).clone();
         let source = mutate(&mut rng, &original);

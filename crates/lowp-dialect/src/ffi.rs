@@ -76,6 +76,13 @@ unsafe extern "C" {
     pub fn lowpRoundingAttrGetValue(a: MlirAttribute) -> c_int;
 
     pub fn lowpRegisterRustPass(spec: *const LowpPassSpec) -> bool;
+    pub fn lowpRegisterPassPipeline(
+        argument: *const c_char,
+        description: *const c_char,
+        passes: *const c_char,
+        report: LowpReportFn,
+        report_ctx: *mut c_void,
+    ) -> bool;
     pub fn lowpOptMain(argc: c_int, argv: *mut *mut c_char) -> c_int;
     pub fn lowpRegisterAllDialects(registry: MlirDialectRegistry);
     pub fn lowpRegisterAllUpstreamPasses();

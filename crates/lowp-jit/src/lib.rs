@@ -1,7 +1,7 @@
 //! # lowp-jit
 //!
 //! The driver from lowp IR to running code on the CPU: parse (or take) a module, run the CPU
-//! pipeline ([`CPU_PIPELINE`]), JIT it with MLIR's ExecutionEngine, and call its functions
+//! pipeline (`lowp-cpu-pipeline` (or `lowp-cpu-openmp-pipeline` with threads)), JIT it with MLIR's ExecutionEngine, and call its functions
 //! with Rust buffers as memref arguments ([`MemRefArg`]). Every failure is a [`JitError`]
 //! carrying MLIR's located diagnostics; nothing panics on bad input.
 
@@ -22,44 +22,6 @@ use melior::Context;
 
 pub use matmul::{BenchReport, CheckReport, MatmulInputs, MatmulSpec, Role};
 pub use memref::MemRefArg;
-
-/// The CPU pipeline: lowp ops to loops (a vectorized GEMM for scaled_matmul), lowp storage
-/// to integers, then upstream passes down to the LLVM dialect. `scf.parallel` loops run
-/// sequentially (see [`CPU_PIPELINE_OPENMP`] for threads).
-pub const CPU_PIPELINE: &str = "builtin.module(\
-func.func(lowp-to-loops),\
-lowp-lower-storage,\
-canonicalize,cse,\
-convert-vector-to-scf,\
-convert-math-to-llvm,\
-convert-vector-to-llvm,\
-expand-strided-metadata,\
-finalize-memref-to-llvm,\
-convert-scf-to-cf,\
-convert-arith-to-llvm,\
-convert-cf-to-llvm,\
-convert-func-to-llvm,\
-reconcile-unrealized-casts)";
-
-/// [`CPU_PIPELINE`] with `scf.parallel` turned into OpenMP threads (`libomp` is loaded into
-/// the JIT). memref lowering runs before scf-to-cf: the OpenMP conversion wraps each
-/// parallel body in a `memref.alloca_scope`, which must still be one block when lowered.
-pub const CPU_PIPELINE_OPENMP: &str = "builtin.module(\
-func.func(lowp-to-loops),\
-lowp-lower-storage,\
-canonicalize,cse,\
-convert-scf-to-openmp,\
-convert-vector-to-scf,\
-convert-math-to-llvm,\
-convert-vector-to-llvm,\
-expand-strided-metadata,\
-finalize-memref-to-llvm,\
-convert-scf-to-cf,\
-convert-arith-to-llvm,\
-convert-openmp-to-llvm,\
-convert-cf-to-llvm,\
-convert-func-to-llvm,\
-reconcile-unrealized-casts)";
 
 /// The OpenMP runtime the threaded pipeline needs: `$LOWP_OMP_LIBRARY`, else LLVM 22's
 /// `libomp.so` (package libomp-22-dev); `None` when neither exists.
@@ -127,7 +89,7 @@ impl Session {
         let diagnostics = Rc::new(RefCell::new(Vec::new()));
         let sink = diagnostics.clone();
         context.attach_diagnostic_handler(move |d| {
-            sink.borrow_mut().push(format!("{}: {}", d.location(), d));
+            sink.borrow_mut().push(format_diagnostic(&d));
             true
         });
         Self {
@@ -211,14 +173,14 @@ impl Session {
         })
     }
 
-    /// Lower a lowp module with [`CPU_PIPELINE`] and JIT it. Every public function gets a C
+    /// Lower a lowp module with `lowp-cpu-pipeline` (or `lowp-cpu-openmp-pipeline` with threads) and JIT it. Every public function gets a C
     /// interface (`llvm.emit_c_interface`) so it can be called with [`MemRefArg`]s.
     pub fn compile_cpu(&self, mut module: Module, opt_level: usize) -> Result<Jit, JitError> {
         self.lower_cpu(&mut module)?;
         self.jit(&module, opt_level)
     }
 
-    /// Give every function a C interface and run [`CPU_PIPELINE`]: the module ends in the
+    /// Give every function a C interface and run `lowp-cpu-pipeline` (or `lowp-cpu-openmp-pipeline` with threads): the module ends in the
     /// LLVM dialect.
     pub fn lower_cpu(&self, module: &mut Module) -> Result<(), JitError> {
         let mut funcs = Vec::new();
@@ -240,11 +202,11 @@ impl Session {
             };
         }
         let pipeline = if self.openmp.is_some() {
-            CPU_PIPELINE_OPENMP
+            lowp_passes::pipelines::CPU_OPENMP
         } else {
-            CPU_PIPELINE
+            lowp_passes::pipelines::CPU
         };
-        self.run_pipeline(module, pipeline)
+        self.run_pipeline(module, &pipeline.text())
     }
 
     /// JIT-compile a module already in the LLVM dialect (LLVM's `-O<opt_level>` pipeline and
@@ -317,6 +279,43 @@ impl Jit {
         // SAFETY: a lookup on a live engine.
         unsafe { mlir_sys::mlirExecutionEngineLookup(self.raw, string_ref(symbol)) }
     }
+}
+
+/// `file:line:col: error: message` (as mlir-opt prints), notes on their own lines.
+fn format_diagnostic(d: &melior::diagnostic::Diagnostic) -> String {
+    use melior::diagnostic::DiagnosticSeverity;
+    let severity = match d.severity() {
+        DiagnosticSeverity::Error => "error",
+        DiagnosticSeverity::Warning => "warning",
+        DiagnosticSeverity::Note => "note",
+        DiagnosticSeverity::Remark => "remark",
+    };
+    let loc = d.location();
+    let raw = loc.to_raw();
+    // SAFETY: accessors on a live location.
+    let place = unsafe {
+        if mlir_sys::mlirLocationIsAFileLineColRange(raw) {
+            let file =
+                mlir_sys::mlirIdentifierStr(mlir_sys::mlirLocationFileLineColRangeGetFilename(raw));
+            let file = std::slice::from_raw_parts(file.data as *const u8, file.length);
+            format!(
+                "{}:{}:{}",
+                String::from_utf8_lossy(file),
+                mlir_sys::mlirLocationFileLineColRangeGetStartLine(raw),
+                mlir_sys::mlirLocationFileLineColRangeGetStartColumn(raw)
+            )
+        } else {
+            loc.to_string()
+        }
+    };
+    let mut text = format!("{place}: {severity}: {d}");
+    for i in 0..d.note_count() {
+        if let Ok(note) = d.note(i) {
+            text.push('\n');
+            text.push_str(&format_diagnostic(&note));
+        }
+    }
+    text
 }
 
 unsafe extern "C" {

@@ -90,6 +90,49 @@ pub struct MatmulInputs {
     pub bias: Option<Vec<f32>>,
 }
 
+impl MatmulInputs {
+    /// Put special values into the operands (where the formats have them): +inf in A[0][0]
+    /// against a zero in B[1][0] (inf * 0 = NaN in out[0][1]), a NaN code in A[1][1], the
+    /// largest finite magnitudes elsewhere, and a NaN block scale in B when B has several.
+    pub fn inject_specials(&mut self) {
+        fn set(q: &mut QuantizedTensor, r: usize, c: usize, code: u8) {
+            if r >= q.rows || c >= q.cols {
+                return;
+            }
+            if q.packed {
+                let i = r * q.cols.div_ceil(2) + c / 2;
+                let byte = &mut q.codes[i];
+                *byte = if c % 2 == 0 {
+                    (*byte & 0xF0) | code
+                } else {
+                    (*byte & 0x0F) | code << 4
+                };
+            } else {
+                q.codes[r * q.cols + c] = code;
+            }
+        }
+        let (fa, fb) = (self.a.format, self.b.format);
+        let inf = |f: ScaledFormat| {
+            if f.has_inf() {
+                f.max_finite_code() + 1
+            } else {
+                f.max_finite_code()
+            }
+        };
+        set(&mut self.a, 0, 0, inf(fa));
+        set(&mut self.b, 1, 0, 0);
+        if fa.has_nan() {
+            let nan = if fa.is_fnuz() { 0x80 } else { 0x7F };
+            set(&mut self.a, 1, 1, nan);
+        }
+        set(&mut self.a, 2, 2, fa.max_finite_code() | fa.sign_mask());
+        set(&mut self.b, 2, 3, fb.max_finite_code());
+        if self.b.scales.values.len() > 1 {
+            self.b.scales.values[1] = f32::NAN;
+        }
+    }
+}
+
 /// A check against the oracle.
 #[derive(Clone, Copy, Debug)]
 pub struct CheckReport {
@@ -359,9 +402,11 @@ impl MatmulSpec {
             });
             match position {
                 Some(a) => roles[a] = Some(role),
-                None => return Err(format!(
+                None => {
+                    return Err(format!(
                     "operand {role:?} of @{entry}'s lowp.scaled_matmul is not a function argument"
-                )),
+                ))
+                }
             }
         }
         let roles: Vec<Role> = roles

@@ -11,6 +11,9 @@
 //! | `lowp-to-loops` | [`to_loops`] | scaled_matmul -> decode + register-blocked vector GEMM (and quantization ops as above) |
 //! | `lowp-lower-storage` | [`lower_storage`] | memrefs of codes -> memrefs of storage integers; drops storage_cast |
 //!
+//! Named pipelines ([`pipelines`]): `lowp-cpu-pipeline` and `lowp-cpu-openmp-pipeline` take
+//! lowp IR to the LLVM dialect.
+//!
 //! [`codes`] emits the numeric rules of `lowp-formats` as IR; [`ir`] is the small emitter
 //! they are written with.
 
@@ -21,6 +24,7 @@ mod error;
 pub mod expand_quantize;
 pub mod ir;
 pub mod lower_storage;
+pub mod pipelines;
 pub mod registry;
 pub mod to_loops;
 

@@ -218,6 +218,14 @@ unsafe extern "C" fn validate_trampoline(
     }
 }
 
+unsafe extern "C" fn append_message(ctx: *mut c_void, message: MlirStringRef) {
+    // SAFETY: ctx is the &mut String passed with this callback; message is valid for the call.
+    unsafe {
+        let bytes = std::slice::from_raw_parts(message.data as *const u8, message.length);
+        (*(ctx as *mut String)).push_str(&String::from_utf8_lossy(bytes));
+    }
+}
+
 fn leak(s: &str) -> *const std::ffi::c_char {
     CString::new(s).expect("no NUL in pass strings").into_raw()
 }
@@ -258,6 +266,26 @@ pub fn register_passes() {
             // SAFETY: every pointer in the spec is leaked and lives for the process.
             let fresh = unsafe { ffi::lowpRegisterRustPass(&spec) };
             assert!(fresh, "pass {} registered twice", def.argument);
+        }
+        for p in crate::pipelines::ALL {
+            let (argument, description, passes) = (
+                std::ffi::CString::new(p.argument).expect("no NUL"),
+                std::ffi::CString::new(p.description).expect("no NUL"),
+                std::ffi::CString::new(p.passes).expect("no NUL"),
+            );
+            let mut message = String::new();
+            // SAFETY: NUL-terminated strings (copied by the bridge) and a report callback
+            // writing into `message` during the call.
+            let ok = unsafe {
+                ffi::lowpRegisterPassPipeline(
+                    argument.as_ptr(),
+                    description.as_ptr(),
+                    passes.as_ptr(),
+                    append_message,
+                    &mut message as *mut String as *mut c_void,
+                )
+            };
+            assert!(ok, "pipeline {} does not register: {message}", p.argument);
         }
     });
 }

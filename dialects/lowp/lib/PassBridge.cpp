@@ -17,6 +17,7 @@
 #include "mlir/CAPI/Registration.h"
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/Pass/Pass.h"
+#include "mlir/Pass/PassManager.h"
 #include "mlir/Pass/PassRegistry.h"
 #include "mlir/Support/TypeID.h"
 
@@ -163,5 +164,39 @@ bool lowpRegisterRustPass(const LowpPassSpec *spec) {
   const RustPassInfo &stable = *info;
   registeredInfos().push_back(std::move(info));
   registerPass([&stable] { return std::make_unique<RustPass>(stable); });
+  return true;
+}
+
+bool lowpRegisterPassPipeline(const char *argument, const char *description,
+                              const char *passes,
+                              void (*report)(void *ctx, MlirStringRef message),
+                              void *reportCtx) {
+  static std::mutex mutex;
+  static std::vector<std::unique_ptr<std::string>> strings;
+  std::lock_guard<std::mutex> lock(mutex);
+  auto keep = [](const char *s) -> const std::string & {
+    strings.push_back(std::make_unique<std::string>(s));
+    return *strings.back();
+  };
+  auto say = [&](const std::string &m) {
+    report(reportCtx, mlirStringRefCreate(m.data(), m.size()));
+    return false;
+  };
+  if (mlir::PassPipelineInfo::lookup(argument) || mlir::PassInfo::lookup(argument))
+    return say(std::string("'") + argument + "' is already registered");
+  // Check the list once now, so a broken pipeline is reported at registration.
+  {
+    mlir::OpPassManager probe("builtin.module");
+    std::string error;
+    llvm::raw_string_ostream os(error);
+    if (mlir::failed(mlir::parsePassPipeline(passes, probe, os)))
+      return say(std::string(argument) + ": " + error);
+  }
+  const std::string &text = keep(passes);
+  mlir::PassPipelineRegistration<>(
+      keep(argument), keep(description), [&text](mlir::OpPassManager &pm) {
+        // Parsed successfully at registration; the same text parses again.
+        (void)mlir::parsePassPipeline(text, pm, llvm::errs());
+      });
   return true;
 }

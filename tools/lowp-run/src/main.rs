@@ -23,6 +23,7 @@ const USAGE: &str =
     "usage: lowp-run FILE.mlir --entry F [--check] [--bench N] [--seed S] [--opt-level L]
        lowp-run --gen --m M --n N --k K --lhs FMT --rhs FMT --layout L [--rhs-layout L]
                 [--block B] [--packed] [--bias] [--bf16] [--check] [--bench N] [--print-mlir]
+                [--specials]
   --entry F       function to run (its lowp.scaled_matmul takes its operands from the arguments)
   --gen           build a scaled_matmul from the flags instead of reading a file
   --lhs/--rhs     element formats (f8e4m3, f4e2m1, f4e3m0, ...)
@@ -32,6 +33,7 @@ const USAGE: &str =
   --packed        store 4-bit operands two codes per byte
   --bias, --bf16  add an N-element bias; store the result as bf16
   --check         compare with the lowp-formats oracle (exit 1 on FAIL)
+  --specials      put inf / NaN codes, extreme values and a NaN block scale into the inputs
   --bench N       time N runs, print the median and GFLOP/s
   --print-mlir    print the generated lowp module and exit
   --seed S        input seed (default 1)
@@ -61,6 +63,7 @@ struct Args {
     check: bool,
     bench: Option<usize>,
     print_mlir: bool,
+    specials: bool,
     seed: u64,
     opt_level: usize,
     single_thread: bool,
@@ -122,6 +125,7 @@ fn parse_args(raw: Vec<String>) -> Result<Args, Usage> {
             "--check" => a.check = true,
             "--bench" => a.bench = Some(number(&flag, value(), "a number of runs")?),
             "--print-mlir" => a.print_mlir = true,
+            "--specials" => a.specials = true,
             "--seed" => a.seed = number(&flag, value(), "an integer")?,
             "--threads" => {
                 let t: usize = number(&flag, value(), "a positive integer")?;
@@ -285,7 +289,10 @@ fn run(a: Args) -> Result<bool, String> {
         (t1 - t0).as_secs_f64() * 1e3,
         (t2 - t1).as_secs_f64() * 1e3
     );
-    let inputs = spec.inputs(a.seed);
+    let mut inputs = spec.inputs(a.seed);
+    if a.specials {
+        inputs.inject_specials();
+    }
     let got = spec
         .run(&jit, &entry, &roles, &inputs)
         .map_err(|e| e.to_string())?;

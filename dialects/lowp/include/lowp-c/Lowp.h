@@ -96,6 +96,14 @@ typedef struct {
  * false if the argument is already registered. */
 MLIR_CAPI_EXPORTED bool lowpRegisterRustPass(const LowpPassSpec *spec);
 
+/* Registers a named pass pipeline (`--lowp-cpu-pipeline`, or `lowp-cpu-pipeline` inside a
+ * textual pipeline) that expands to `passes`, a textual pass list such as
+ * "func.func(lowp-to-loops),lowp-lower-storage,...". Returns false, with a message through
+ * `report`, if the list does not parse or the argument is taken. */
+MLIR_CAPI_EXPORTED bool lowpRegisterPassPipeline(
+    const char *argument, const char *description, const char *passes,
+    void (*report)(void *ctx, MlirStringRef message), void *reportCtx);
+
 /* MlirOptMain with every upstream dialect, extension and pass plus lowp. */
 MLIR_CAPI_EXPORTED int lowpOptMain(int argc, char **argv);
 

@@ -1,0 +1,68 @@
+//! Named pipelines from lowp IR to the LLVM dialect, registered with the passes so that
+//! `lowp-opt --lowp-cpu-pipeline` (or `builtin.module(lowp-cpu-pipeline)`) and the JIT run
+//! the same list.
+
+/// One registered pipeline.
+#[derive(Clone, Copy, Debug)]
+pub struct PipelineDef {
+    /// Argument (`--<argument>` / in textual pipelines).
+    pub argument: &'static str,
+    /// `--help` text.
+    pub description: &'static str,
+    /// The passes, as a textual list nested under `builtin.module`.
+    pub passes: &'static str,
+}
+
+/// lowp IR to the LLVM dialect for the CPU; `scf.parallel` loops stay sequential.
+pub const CPU: PipelineDef = PipelineDef {
+    argument: "lowp-cpu-pipeline",
+    description: "Lower lowp IR to the LLVM dialect for the CPU (lowp-to-loops, \
+                  lowp-lower-storage, vector/memref/scf/arith/func to LLVM); one thread",
+    passes: "func.func(lowp-to-loops),\
+lowp-lower-storage,\
+canonicalize,cse,\
+convert-vector-to-scf,\
+convert-math-to-llvm,\
+convert-vector-to-llvm,\
+expand-strided-metadata,\
+finalize-memref-to-llvm,\
+convert-scf-to-cf,\
+convert-arith-to-llvm,\
+convert-cf-to-llvm,\
+convert-func-to-llvm,\
+reconcile-unrealized-casts",
+};
+
+/// [`CPU`] with `scf.parallel` turned into OpenMP threads (the JIT loads libomp). memref
+/// lowering runs before scf-to-cf: the OpenMP conversion wraps each parallel body in a
+/// `memref.alloca_scope`, which must still be one block when it is lowered.
+pub const CPU_OPENMP: PipelineDef = PipelineDef {
+    argument: "lowp-cpu-openmp-pipeline",
+    description: "Lower lowp IR to the LLVM dialect for the CPU with OpenMP threads \
+                  (needs libomp at run time)",
+    passes: "func.func(lowp-to-loops),\
+lowp-lower-storage,\
+canonicalize,cse,\
+convert-scf-to-openmp,\
+convert-vector-to-scf,\
+convert-math-to-llvm,\
+convert-vector-to-llvm,\
+expand-strided-metadata,\
+finalize-memref-to-llvm,\
+convert-scf-to-cf,\
+convert-arith-to-llvm,\
+convert-openmp-to-llvm,\
+convert-cf-to-llvm,\
+convert-func-to-llvm,\
+reconcile-unrealized-casts",
+};
+
+/// Every named pipeline.
+pub const ALL: [PipelineDef; 2] = [CPU, CPU_OPENMP];
+
+impl PipelineDef {
+    /// The full textual pipeline, anchored on `builtin.module`.
+    pub fn text(&self) -> String {
+        format!("builtin.module({})", self.passes)
+    }
+}

@@ -1,0 +1,110 @@
+// RUN: lowp-opt %s -split-input-file --pass-pipeline='builtin.module(func.func(lowp-to-loops,canonicalize,cse))' | FileCheck %s
+// RUN: lowp-opt %s -split-input-file --pass-pipeline='builtin.module(func.func(lowp-to-loops{parallel=false kc=64},canonicalize,cse))' | FileCheck %s --check-prefix=SEQ
+// RUN: lowp-opt %s -split-input-file --lowp-cpu-pipeline | FileCheck %s --check-prefix=LLVM
+
+// The structure of the CPU lowering; its numerics are checked against the oracle by
+// lit/Run and tests/integration/to_loops.rs.
+
+// MX x MX: A decoded into 12 rows (M = 8 padded to the 6-row tile), B into two 16-column
+// panels of K x 16, scales per 32-element segment; the GEMM runs row tiles in parallel,
+// K segments of 32, a 6x16 tile of twelve vector<8xf32> partial sums, each segment scaled
+// once (sa * sb) into the f32 workspace.
+// CHECK-LABEL: func.func @mxfp4
+// CHECK-DAG:   %[[AD:.*]] = memref.alloc() {alignment = 64 : i64} : memref<12x64xf32>
+// CHECK-DAG:   %[[BP:.*]] = memref.alloc() {alignment = 64 : i64} : memref<2x64x16xf32>
+// CHECK-DAG:   %[[SA:.*]] = memref.alloc() {alignment = 64 : i64} : memref<12x2xf32>
+// CHECK-DAG:   %[[SB:.*]] = memref.alloc() {alignment = 64 : i64} : memref<2x2x16xf32>
+// CHECK-DAG:   %[[W:.*]] = memref.alloc() {alignment = 64 : i64} : memref<12x32xf32>
+// CHECK:       memref.store %{{.*}}, %[[BP]][%{{.*}}, %{{.*}}, %{{.*}}] : memref<2x64x16xf32>
+// CHECK:       scf.parallel (%[[MT:.*]]) =
+// CHECK:         scf.for %[[NB:.*]] =
+// CHECK:           scf.for %[[S0:.*]] = %{{.*}} to %{{.*}} step %c32
+// CHECK:             %[[P:.*]]:12 = scf.for {{.*}} -> (vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>)
+// CHECK-COUNT-2:       vector.load %[[BP]]
+// CHECK:               memref.load %[[AD]]
+// CHECK:               vector.broadcast %{{.*}} : f32 to vector<8xf32>
+// CHECK-COUNT-2:       vector.fma
+// CHECK:             %[[SEG:.*]] = arith.divui %[[S0]], %c32 : index
+// CHECK:             vector.load %[[SB]][%[[NB]], %[[SEG]], %c0]
+// CHECK:             %[[WV:.*]] = vector.load %[[W]]
+// CHECK:             memref.load %[[SA]][%{{.*}}, %[[SEG]]]
+// CHECK:             %[[SCALE:.*]] = arith.mulf
+// CHECK:             %[[UPD:.*]] = vector.fma %[[P]]#0, %[[SCALE]], %[[WV]] : vector<8xf32>
+// CHECK:             vector.store %[[UPD]], %[[W]]
+// CHECK:       memref.dealloc %[[AD]]
+// SEQ-LABEL:   func.func @mxfp4
+// SEQ-NOT:     scf.parallel
+// LLVM-LABEL:  llvm.func @mxfp4
+// LLVM:        llvm.intr.fmuladd
+// LLVM-NOT:    lowp.
+func.func @mxfp4(%a: memref<8x64xf4E2M1FN>, %sa: memref<8x2xf8E8M0FNU>, %b: memref<20x64xf4E2M1FN>,
+                 %sb: memref<20x2xf8E8M0FNU>, %c: memref<8x20xf32>) {
+  lowp.scaled_matmul %a[%sa], %b[%sb] into %c layouts(#lowp.mx<32>, #lowp.mx<32>)
+      : memref<8x64xf4E2M1FN>[memref<8x2xf8E8M0FNU>], memref<20x64xf4E2M1FN>[memref<20x2xf8E8M0FNU>] -> memref<8x20xf32>
+  return
+}
+
+// -----
+
+// Per-tensor x per-channel: no scale changes along K, so partial sums are added unscaled
+// and the scales multiply the total in the write-back, then the bias; bf16 results are
+// rounded with arith.truncf.
+// CHECK-LABEL: func.func @per_tensor_bias_bf16
+// CHECK:       scf.parallel
+// CHECK:         %[[P:.*]]:12 = scf.for
+// CHECK:         arith.addf %{{.*}}, %[[P]]#0 : vector<8xf32>
+// CHECK:       scf.for %[[R:.*]] = %c0 to %c16
+// CHECK:         scf.for %[[C:.*]] = %c0 to %c8
+// CHECK:           %[[V:.*]] = memref.load
+// CHECK:           arith.mulf %[[V]]
+// CHECK:           %[[B:.*]] = memref.load %{{.*}}[%[[C]]] : memref<8xf32>
+// CHECK:           %[[SUM:.*]] = arith.addf %{{.*}}, %[[B]] : f32
+// CHECK:           %[[H:.*]] = arith.truncf %[[SUM]] : f32 to bf16
+// CHECK:           memref.store %[[H]], %{{.*}}[%[[R]], %[[C]]] : memref<16x8xbf16>
+func.func @per_tensor_bias_bf16(%a: memref<16x64xf8E4M3FN>, %sa: memref<1x1xf32>, %b: memref<8x64xf8E5M2>,
+                                %sb: memref<8x1xf32>, %bias: memref<8xf32>, %c: memref<16x8xbf16>) {
+  lowp.scaled_matmul %a[%sa], %b[%sb] bias %bias into %c layouts(#lowp.per_tensor, #lowp.per_channel)
+      : memref<16x64xf8E4M3FN>[memref<1x1xf32>], memref<8x64xf8E5M2>[memref<8x1xf32>] bias memref<8xf32> -> memref<16x8xbf16>
+  return
+}
+
+// -----
+
+// Mixed K blocks: MX/32 with NVFP4/16 scales are constant over segments of 16; packed B
+// codes are split into nibbles; NVFP4 globals multiply the total.
+// CHECK-LABEL: func.func @mixed_blocks
+// CHECK:       lowp.storage_cast %{{.*}} : memref<8x32x!lowp.packed<f4E2M1FN>> to memref<8x32xi8>
+// CHECK:       scf.for %{{.*}} = %{{.*}} to %{{.*}} step %c16
+// CHECK:       %[[GB:.*]] = memref.load %{{.*}}[] : memref<f32>
+// CHECK:         arith.mulf %{{.*}}, %[[GB]] : f32
+func.func @mixed_blocks(%a: memref<6x64xf4E2M1FN>, %sa: memref<6x2xf8E8M0FNU>,
+                        %b: memref<8x32x!lowp.packed<f4E2M1FN>>, %sb: memref<8x4xf8E4M3FN>, %gb: memref<f32>,
+                        %c: memref<6x8xf32>) {
+  lowp.scaled_matmul %a[%sa], %b[%sb, %gb] into %c layouts(#lowp.mx<32>, #lowp.nvfp4<16, global>)
+      : memref<6x64xf4E2M1FN>[memref<6x2xf8E8M0FNU>], memref<8x32x!lowp.packed<f4E2M1FN>>[memref<8x4xf8E4M3FN>, memref<f32>] -> memref<6x8xf32>
+  return
+}
+
+// -----
+
+// Quantization ops left in the function are expanded too.
+// CHECK-LABEL: func.func @quantize_too
+// CHECK-NOT:   lowp.quantize
+// CHECK:       memref.store %{{.*}} : memref<2x32xi8>
+func.func @quantize_too(%x: memref<2x32xf32>, %s: memref<1x1xf32>, %q: memref<2x32xf8E4M3FN>) {
+  lowp.quantize %x[%s] layout #lowp.per_tensor into %q : memref<2x32xf32>[memref<1x1xf32>] -> memref<2x32xf8E4M3FN>
+  return
+}
+
+// -----
+
+// kc blocks K (here 256 in blocks of 64: B's 64 x 16 panel slice stays in cache).
+// SEQ-LABEL: func.func @kc_blocks
+// SEQ:       scf.for %{{.*}} = %c0 to %c256 step %c64
+// SEQ-NOT:   scf.parallel
+func.func @kc_blocks(%a: memref<12x256xf8E4M3FN>, %sa: memref<12x8xf8E8M0FNU>, %b: memref<32x256xf8E4M3FN>,
+                     %sb: memref<32x8xf8E8M0FNU>, %c: memref<12x32xf32>) {
+  lowp.scaled_matmul %a[%sa], %b[%sb] into %c layouts(#lowp.mx<32>, #lowp.mx<32>)
+      : memref<12x256xf8E4M3FN>[memref<12x8xf8E8M0FNU>], memref<32x256xf8E4M3FN>[memref<32x8xf8E8M0FNU>] -> memref<12x32xf32>
+  return
+}
