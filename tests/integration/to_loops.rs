@@ -278,7 +278,17 @@ fn every_format_and_layout_matches_the_oracle() {
 
 #[test]
 fn mixed_layouts_edge_sizes_bf16_and_specials() {
-    let session = Session::new();
+    // Both tiles: 6x16 (8 lanes) and 12x32 (16 lanes, split into two ymm halves by LLVM on
+    // hosts without AVX-512), on threads and on one.
+    for (lanes, threads) in [(8, true), (16, true), (8, false)] {
+        let mut session = Session::new();
+        session.set_lanes(lanes);
+        session.set_threads(threads);
+        mixed_cases(&session);
+    }
+}
+
+fn mixed_cases(session: &Session) {
     let mut rng = SplitMix64::new(5);
     let f4 = ScaledFormat::F4E2M1;
     let e4 = ScaledFormat::F8E4M3;

@@ -23,6 +23,18 @@ use melior::Context;
 pub use matmul::{BenchReport, CheckReport, MatmulInputs, MatmulSpec, Role};
 pub use memref::MemRefArg;
 
+/// f32 lanes per vector register of this CPU: 16 with AVX-512F, else 8 (AVX2; other
+/// targets' LLVM backends split or widen the 8-lane vectors as they need).
+pub fn host_lanes() -> u32 {
+    #[cfg(target_arch = "x86_64")]
+    {
+        if std::arch::is_x86_feature_detected!("avx512f") {
+            return 16;
+        }
+    }
+    8
+}
+
 /// The OpenMP runtime the threaded pipeline needs: `$LOWP_OMP_LIBRARY`, else LLVM 22's
 /// `libomp.so` (package libomp-22-dev); `None` when neither exists.
 pub fn openmp_library() -> Option<String> {
@@ -72,6 +84,8 @@ pub struct Session {
     diagnostics: Rc<RefCell<Vec<String>>>,
     /// The OpenMP runtime when compiled code runs on threads.
     openmp: Option<String>,
+    /// f32 lanes of the host's vectors (16 with AVX-512F, else 8).
+    lanes: u32,
 }
 
 impl Default for Session {
@@ -96,7 +110,18 @@ impl Session {
             context,
             diagnostics,
             openmp: openmp_library(),
+            lanes: host_lanes(),
         }
+    }
+
+    /// Use vectors of `lanes` f32 (8 or 16) in generated kernels instead of the host's width.
+    pub fn set_lanes(&mut self, lanes: u32) {
+        self.lanes = if lanes >= 16 { 16 } else { 8 };
+    }
+
+    /// f32 lanes per vector in generated kernels.
+    pub fn lanes(&self) -> u32 {
+        self.lanes
     }
 
     /// Run compiled `scf.parallel` loops on threads (OpenMP) or sequentially. Threads need the
@@ -206,7 +231,10 @@ impl Session {
         } else {
             lowp_passes::pipelines::CPU
         };
-        self.run_pipeline(module, &pipeline.text())
+        self.run_pipeline(
+            module,
+            &pipeline.text_with_to_loops(&format!("lanes={}", self.lanes)),
+        )
     }
 
     /// JIT-compile a module already in the LLVM dialect (LLVM's `-O<opt_level>` pipeline and

@@ -474,7 +474,7 @@ fn expand_quantize<'c, 'a>(e: &Emitter<'c, 'a>, op: OperationRef<'c, 'a>) -> Res
 
 /// The symbol of the decode table of `format`, creating the `memref.global` in the module
 /// enclosing `func` on first use.
-fn decode_table<'c, 'a>(
+pub(crate) fn decode_table<'c, 'a>(
     e: &Emitter<'c, 'a>,
     func: OperationRef<'c, 'a>,
     format: ScaledFormat,

@@ -65,4 +65,15 @@ impl PipelineDef {
     pub fn text(&self) -> String {
         format!("builtin.module({})", self.passes)
     }
+
+    /// [`text`](Self::text) with options given to `lowp-to-loops` (e.g. `lanes=16`).
+    pub fn text_with_to_loops(&self, options: &str) -> String {
+        if options.is_empty() {
+            return self.text();
+        }
+        let passes =
+            self.passes
+                .replacen("lowp-to-loops", &format!("lowp-to-loops{{{options}}}"), 1);
+        format!("builtin.module({passes})")
+    }
 }

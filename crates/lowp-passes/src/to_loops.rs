@@ -9,12 +9,13 @@
 //! ```
 //! After (shape of it):
 //! ```mlir
-//! %ad = memref.alloc(...) : memref<?x?xf32>          // A decoded, rows padded to 6
+//! %ap = memref.alloc(...) : memref<?x?x6xf32>        // A decoded into 6-row tiles
 //! %bp = memref.alloc(...) : memref<?x?x16xf32>       // B decoded into 16-column panels
 //! %sa = ... %sb = ...                                 // scales decoded per K segment
-//! scf.for %kc = ... step 256 {                        // K blocks that keep B in L2
+//! scf.for %kc = ... step 256 {                        // K blocks
+//!  scf.for %nc = ... step 32 {                        // N blocks: 256 x 512 of B in L2
 //!   scf.parallel (%mt) = ... {                        // 6-row tiles, one per thread
-//!     scf.for %nb = ... {                             // 16-column panels
+//!     scf.for %nb = ... {                             // 16-column panels of the block
 //!       scf.for %seg = ... step 32 {                  // one scale segment
 //!         %p:12 = scf.for %k = ... iter_args(...) -> (vector<8xf32>, ...) {
 //!           vector.broadcast / vector.load / vector.fma   // 6x16 outer product
@@ -32,15 +33,20 @@
 //! agree with the oracle within the f32 summation bound (`lowp_formats::Reference::check`).
 //!
 //! The micro-kernel keeps a 6 x 16 tile of partial sums in twelve `vector<8xf32>`
-//! registers (AVX2: 12 of 16 ymm); 6 x 16 because 6 broadcasts and 2 loads feed 12 FMAs per
-//! k, under the 2-loads-per-cycle limit. B is packed into 16-column panels so its 16 values
-//! of a k are one contiguous 64-byte line; K is blocked by `kc` (default 256: a 256 x N panel
-//! of B is 1 MiB for N = 1024, an L2's worth) and row tiles run in parallel.
+//! registers (AVX2: 12 of 16 ymm; with `lanes=16`, 12 x 32 in 24 of 32 zmm); 6 broadcasts
+//! and 2 loads feed 12 FMAs per k, under the 2-loads-per-cycle limit. A is packed into
+//! 6-row tiles and B into 16-column panels, so that a tile's values of one k are one
+//! contiguous line; K is blocked by `kc` and N by `nc` so that the block of B the row tiles
+//! sweep stays in L2; decode, GEMM and write-back loops over rows run in parallel.
 //!
 //! Options:
 //! * `parallel=true|false` — emit the row-tile loop as `scf.parallel` (default true); a
 //!   pipeline turns it into threads with `convert-scf-to-openmp`, or into a plain loop.
 //! * `kc=N` — the K block (default 256; rounded up to a multiple of the scale segment).
+//! * `nc=N` — the N block in columns (default 512: a 256 x 512 f32 block of B is 512 KiB,
+//!   inside a 1-2 MiB L2 with room for A).
+//! * `lanes=8|16` — f32 lanes per vector: 8 (AVX2, the default) or 16 (AVX-512, with a
+//!   12 x 32 tile). `lowp-jit` picks 16 when the host has AVX-512F.
 //!
 //! Runs on `func.func`. Dependent dialects: arith, math, memref, scf, vector.
 
@@ -50,20 +56,40 @@ use melior::dialect::DialectHandle;
 use melior::ir::operation::{OperationLike, WalkOrder, WalkResult};
 use melior::ir::{AttributeLike, OperationRef, ShapedTypeLike, Value, ValueLike};
 
-use crate::codes;
 use crate::expand_quantize::{
-    ceil_div, code_format, expand_op, layout_attr_of, math_handle, operand, storage_cast,
-    unsupported, Decode, Scaled,
+    ceil_div, code_format, decode_table, expand_op, layout_attr_of, math_handle, operand,
+    storage_cast, unsupported, Decode, Scaled,
 };
 use crate::ir::Emitter;
 use crate::registry::{OptionDef, OptionKind, PassDef, PassOptions};
 use crate::PassError;
 
-/// Rows of the micro-kernel tile.
-pub const MR: i64 = 6;
-/// Columns of the micro-kernel tile (two `vector<8xf32>`).
-pub const NR: i64 = 16;
-const LANES: u64 = 8;
+/// The register tile of the micro-kernel: `mr` rows by two vectors of `lanes` floats.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Tile {
+    /// f32 lanes of one vector register (8: AVX2, 16: AVX-512).
+    pub lanes: i64,
+    /// Rows of the tile.
+    pub mr: i64,
+}
+
+impl Tile {
+    /// The tile for a vector width: 6 x 16 with 8 lanes (12 of 16 ymm for the partial sums,
+    /// 2 for B, 1 broadcast); 12 x 32 with 16 lanes (24 of 32 zmm). Per k, `mr` broadcasts
+    /// and 2 vector loads feed `2 mr` FMAs: under two loads per FMA pair, so the FMA ports,
+    /// not the loads, set the pace.
+    pub const fn for_lanes(lanes: i64) -> Self {
+        Self {
+            lanes,
+            mr: if lanes >= 16 { 12 } else { 6 },
+        }
+    }
+
+    /// Columns of the tile: two vectors.
+    pub const fn nr(self) -> i64 {
+        2 * self.lanes
+    }
+}
 
 /// The pass definition.
 pub const PASS: PassDef = PassDef {
@@ -89,6 +115,21 @@ pub const PASS: PassDef = PassDef {
                 max: 1 << 20,
             },
         },
+        OptionDef {
+            name: "nc",
+            default: "512",
+            description: "N block of the GEMM in columns (rounded up to the tile width)",
+            kind: OptionKind::UInt {
+                min: 1,
+                max: 1 << 20,
+            },
+        },
+        OptionDef {
+            name: "lanes",
+            default: "8",
+            description: "f32 lanes per vector: 8 (AVX2, 6x16 tile) or 16 (AVX-512, 12x32 tile)",
+            kind: OptionKind::Choice(&["8", "16"]),
+        },
     ],
     dependent_dialects: || {
         vec![
@@ -113,6 +154,9 @@ fn vector_handle() -> DialectHandle {
 #[derive(Clone, Copy, Debug)]
 struct Plan {
     parallel: bool,
+    tile: Tile,
+    /// Tile-width panels of B per N block.
+    nc_panels: i64,
     /// K segment over which both scales are constant; `None` when neither operand's scale
     /// changes along K (one segment: scales applied in the write-back).
     seg: Option<i64>,
@@ -147,8 +191,16 @@ fn plan(la: ScaleLayout, lb: ScaleLayout, options: &PassOptions) -> Plan {
         Some(s) => (kc + s - 1) / s * s,
         None => kc,
     };
+    let tile = Tile::for_lanes(if options.choice("lanes") == "16" {
+        16
+    } else {
+        8
+    });
+    let nc = options.uint("nc") as i64;
     Plan {
         parallel: options.flag("parallel"),
+        tile,
+        nc_panels: (nc + tile.nr() - 1) / tile.nr(),
         seg,
         kc,
     }
@@ -176,7 +228,7 @@ fn run<'c, 'a>(func: OperationRef<'c, 'a>, options: &PassOptions) -> Result<(), 
         let op: OperationRef<'c, 'a> = unsafe { OperationRef::from_raw(raw) };
         let e = Emitter::before(ctx, op).ok_or_else(|| unsupported(op, "op is not in a block"))?;
         if op.name().as_string_ref().as_str() == Ok("lowp.scaled_matmul") {
-            lower_scaled_matmul(&e, op, options)?;
+            lower_scaled_matmul(&e, op, options, func)?;
         } else {
             expand_op(&e, op, Decode::Bits, func)?;
         }
@@ -274,6 +326,7 @@ fn lower_scaled_matmul<'c, 'a>(
     e: &Emitter<'c, 'a>,
     op: OperationRef<'c, 'a>,
     options: &PassOptions,
+    func: OperationRef<'c, 'a>,
 ) -> Result<(), PassError> {
     let o = matmul_operands(op)?;
     let la = layout_attr_of(op, "lhs_layout")?;
@@ -293,9 +346,16 @@ fn lower_scaled_matmul<'c, 'a>(
     };
     let a = side(o.lhs, o.lhs_scales, o.lhs_global, la)?;
     let b = side(o.rhs, o.rhs_scales, o.rhs_global, lb)?;
+    // Codes decode through a table of one f32 per code (one load instead of ~15 integer
+    // ops; 64 bytes for FP4, so it stays in L1).
+    let table_a = decode_table(e, func, a.format)?;
+    let table_b = decode_table(e, func, b.format)?;
     let f32t = e.f32_type();
     let (zero, one) = (e.index(0), e.index(1));
-    let (mr, nr) = (e.index(MR), e.index(NR));
+    let Tile { lanes, mr: mr_c } = plan.tile;
+    let nr_c = plan.tile.nr();
+    let vl = lanes as u64;
+    let (mr, nr) = (e.index(mr_c), e.index(nr_c));
     let m = a.rows;
     let n = b.rows;
     let k = {
@@ -317,126 +377,132 @@ fn lower_scaled_matmul<'c, 'a>(
     let seg_len = e.index(plan.seg.unwrap_or(plan.kc));
     let seg_stride = e.index(plan.seg.unwrap_or(1));
 
+    // Run `body` over 0..n, as scf.parallel when the plan allows threads.
+    let par =
+        |e: &Emitter<'c, 'a>, n: Value<'c, 'a>, body: &dyn Fn(&Emitter<'c, 'a>, Value<'c, 'a>)| {
+            if plan.parallel {
+                e.parallel_loop(zero, n, one, |e, i| body(e, i));
+            } else {
+                e.for_loop(zero, n, one, &[], |e, i, _| {
+                    body(e, i);
+                    vec![]
+                });
+            }
+        };
+
     // ---- decode phase ----------------------------------------------------------------
-    let ad = e.alloc(f32t, &[None, None], &[mp, k], 64);
-    let bp = e.alloc(f32t, &[None, None, Some(NR)], &[n_panels, k], 64);
+    // A in row tiles, transposed so that a tile's mr values of one k are contiguous; B in
+    // column panels likewise; padding rows and columns are zero.
+    let ap = e.alloc(f32t, &[None, None, Some(mr_c)], &[m_tiles, k], 64);
+    let bp = e.alloc(f32t, &[None, None, Some(nr_c)], &[n_panels, k], 64);
     let sa = e.alloc(f32t, &[None, None], &[mp, segments], 64);
-    let sbp = e.alloc(f32t, &[None, None, Some(NR)], &[n_panels, segments], 64);
+    let sbp = e.alloc(f32t, &[None, None, Some(nr_c)], &[n_panels, segments], 64);
     let w = e.alloc(f32t, &[None, None], &[mp, np], 64);
     let zf = e.f32(0.0);
 
-    // A: rows [0, M) decoded, rows [M, Mp) zero.
-    e.for_loop(zero, mp, one, &[], |e, r, _| {
-        let real = e.cmpi(CmpiPredicate::Ult, r, m);
-        e.for_loop(zero, k, one, &[], |e, kk, _| {
-            let rr = e.minui(r, e.subi(m, one));
-            let v = codes::decode(e, a.format, load_code(e, &a, rr, kk));
-            e.store(e.select(real, v, zf), ad, &[r, kk]);
-            vec![]
-        });
-        e.for_loop(zero, segments, one, &[], |e, s, _| {
-            let rr = e.minui(r, e.subi(m, one));
-            let v = a.scaled.block_value(e, rr, e.muli(s, seg_stride));
-            e.store(e.select(real, v, zf), sa, &[r, s]);
-            vec![]
-        });
-        vec![]
-    });
-    // B: 16-row panels, transposed so that a panel's 16 values of one k are contiguous.
-    e.for_loop(zero, n_panels, one, &[], |e, pb, _| {
-        e.for_loop(zero, nr, one, &[], |e, nn, _| {
-            let row = e.addi(e.muli(pb, nr), nn);
-            let real = e.cmpi(CmpiPredicate::Ult, row, n);
-            let rr = e.minui(row, e.subi(n, one));
+    let decode_panels = |e: &Emitter<'c, 'a>,
+                         side: &Side<'c, 'a>,
+                         table: Value<'c, 'a>,
+                         packed_to: Value<'c, 'a>,
+                         scales_to: Option<Value<'c, 'a>>,
+                         width: Value<'c, 'a>,
+                         rows: Value<'c, 'a>,
+                         panel: Value<'c, 'a>| {
+        e.for_loop(zero, width, one, &[], |e, j, _| {
+            let row = e.addi(e.muli(panel, width), j);
+            let real = e.cmpi(CmpiPredicate::Ult, row, rows);
+            let rr = e.minui(row, e.subi(rows, one));
             e.for_loop(zero, k, one, &[], |e, kk, _| {
-                let v = codes::decode(e, b.format, load_code(e, &b, rr, kk));
-                e.store(e.select(real, v, zf), bp, &[pb, kk, nn]);
+                let code = e.index_castui(load_code(e, side, rr, kk), e.index_type());
+                let v = e.load(table, &[code]);
+                e.store(e.select(real, v, zf), packed_to, &[panel, kk, j]);
                 vec![]
             });
             e.for_loop(zero, segments, one, &[], |e, s, _| {
-                let v = b.scaled.block_value(e, rr, e.muli(s, seg_stride));
-                e.store(e.select(real, v, zf), sbp, &[pb, s, nn]);
+                let v = side.scaled.block_value(e, rr, e.muli(s, seg_stride));
+                let v = e.select(real, v, zf);
+                match scales_to {
+                    Some(t) => e.store(v, t, &[panel, s, j]),
+                    None => e.store(v, sa, &[row, s]),
+                }
                 vec![]
             });
             vec![]
         });
-        vec![]
+    };
+    par(e, m_tiles, &|e, t| {
+        decode_panels(e, &a, table_a, ap, None, mr, m, t)
+    });
+    par(e, n_panels, &|e, p| {
+        decode_panels(e, &b, table_b, bp, Some(sbp), nr, n, p)
     });
     // W = 0.
-    let zv = e.zero_vector(LANES);
-    e.for_loop(zero, mp, one, &[], |e, r, _| {
-        e.for_loop(zero, np, e.index(LANES as i64), &[], |e, c, _| {
+    let zv = e.zero_vector(vl);
+    par(e, mp, &|e, r| {
+        e.for_loop(zero, np, e.index(lanes), &[], |e, c, _| {
             e.vstore(zv, w, &[r, c]);
             vec![]
         });
-        vec![]
     });
 
     // ---- GEMM ------------------------------------------------------------------------
     let kc = e.index(plan.kc);
+    let ncp = e.index(plan.nc_panels);
+    let lane = e.index(lanes);
     e.for_loop(zero, k, kc, &[], |e, k0, _| {
         let k1 = e.minui(e.addi(k0, kc), k);
-        let tile = |e: &Emitter<'c, 'a>, mt: Value<'c, 'a>| {
-            let m0 = e.muli(mt, mr);
-            e.for_loop(zero, n_panels, one, &[], |e, pb, _| {
-                let n0 = e.muli(pb, nr);
-                e.for_loop(k0, k1, seg_len, &[], |e, s0, _| {
-                    let s1 = e.minui(e.addi(s0, seg_len), k1);
-                    let inits: Vec<Value> = (0..12).map(|_| zv).collect();
-                    let partial = e.for_loop(s0, s1, one, &inits, |e, kk, acc| {
-                        let b0 = e.vload(bp, &[pb, kk, e.index(0)], LANES);
-                        let b1 = e.vload(bp, &[pb, kk, e.index(8)], LANES);
-                        let mut next = Vec::with_capacity(12);
-                        for i in 0..MR as usize {
-                            let row = e.addi(m0, e.index(i as i64));
-                            let av = e.broadcast(e.load(ad, &[row, kk]), LANES);
-                            next.push(e.fma(av, b0, acc[2 * i]));
-                            next.push(e.fma(av, b1, acc[2 * i + 1]));
-                        }
-                        next
-                    });
-                    // Scale the segment once (or not at all: per-tensor / per-channel scales
-                    // multiply the total in the write-back).
-                    let (sb0, sb1, seg) = match plan.seg {
-                        Some(s) => {
+        e.for_loop(zero, n_panels, ncp, &[], |e, p0, _| {
+            let p1 = e.minui(e.addi(p0, ncp), n_panels);
+            par(e, m_tiles, &|e, mt| {
+                let m0 = e.muli(mt, mr);
+                e.for_loop(p0, p1, one, &[], |e, pb, _| {
+                    let n0 = e.muli(pb, nr);
+                    e.for_loop(k0, k1, seg_len, &[], |e, s0, _| {
+                        let s1 = e.minui(e.addi(s0, seg_len), k1);
+                        let inits: Vec<Value> = (0..2 * mr_c).map(|_| zv).collect();
+                        let partial = e.for_loop(s0, s1, one, &inits, |e, kk, acc| {
+                            let b0 = e.vload(bp, &[pb, kk, zero], vl);
+                            let b1 = e.vload(bp, &[pb, kk, lane], vl);
+                            let mut next = Vec::with_capacity(2 * mr_c as usize);
+                            for i in 0..mr_c as usize {
+                                let av = e.broadcast(e.load(ap, &[mt, kk, e.index(i as i64)]), vl);
+                                next.push(e.fma(av, b0, acc[2 * i]));
+                                next.push(e.fma(av, b1, acc[2 * i + 1]));
+                            }
+                            next
+                        });
+                        // Scale the segment once (or not at all: per-tensor / per-channel
+                        // scales multiply the total in the write-back).
+                        let scaled = plan.seg.map(|s| {
                             let seg = e.divui(s0, e.index(s));
-                            (
-                                Some(e.vload(sbp, &[pb, seg, e.index(0)], LANES)),
-                                Some(e.vload(sbp, &[pb, seg, e.index(8)], LANES)),
-                                Some(seg),
-                            )
+                            let sb = [
+                                e.vload(sbp, &[pb, seg, zero], vl),
+                                e.vload(sbp, &[pb, seg, lane], vl),
+                            ];
+                            (seg, sb)
+                        });
+                        for i in 0..mr_c as usize {
+                            let row = e.addi(m0, e.index(i as i64));
+                            let sav =
+                                scaled.map(|(seg, _)| e.broadcast(e.load(sa, &[row, seg]), vl));
+                            for j in 0..2usize {
+                                let col = e.addi(n0, e.index(lanes * j as i64));
+                                let wv = e.vload(w, &[row, col], vl);
+                                let p = partial[2 * i + j];
+                                let updated = match (scaled, sav) {
+                                    (Some((_, sb)), Some(sav)) => e.fma(p, e.mulf(sav, sb[j]), wv),
+                                    _ => e.addf(wv, p),
+                                };
+                                e.vstore(updated, w, &[row, col]);
+                            }
                         }
-                        None => (None, None, None),
-                    };
-                    for i in 0..MR as usize {
-                        let row = e.addi(m0, e.index(i as i64));
-                        for (j, sbj) in [sb0, sb1].into_iter().enumerate() {
-                            let col = e.addi(n0, e.index(8 * j as i64));
-                            let wv = e.vload(w, &[row, col], LANES);
-                            let p = partial[2 * i + j];
-                            let updated = match (sbj, seg) {
-                                (Some(sbj), Some(seg)) => {
-                                    let sav = e.broadcast(e.load(sa, &[row, seg]), LANES);
-                                    e.fma(p, e.mulf(sav, sbj), wv)
-                                }
-                                _ => e.addf(wv, p),
-                            };
-                            e.vstore(updated, w, &[row, col]);
-                        }
-                    }
+                        vec![]
+                    });
                     vec![]
                 });
-                vec![]
             });
-        };
-        if plan.parallel {
-            e.parallel_loop(zero, m_tiles, one, tile);
-        } else {
-            e.for_loop(zero, m_tiles, one, &[], |e, mt, _| {
-                tile(e, mt);
-                vec![]
-            });
-        }
+            vec![]
+        });
         vec![]
     });
 
@@ -452,7 +518,7 @@ fn lower_scaled_matmul<'c, 'a>(
         .map_err(|_| unsupported(op, "result is not a memref"))?
         .element();
     let bf16 = out_type != f32t;
-    e.for_loop(zero, m, one, &[], |e, r, _| {
+    par(e, m, &|e, r| {
         e.for_loop(zero, n, one, &[], |e, c, _| {
             let mut v = e.load(w, &[r, c]);
             if plan.seg.is_none() {
@@ -475,9 +541,8 @@ fn lower_scaled_matmul<'c, 'a>(
             e.store(v, o.out, &[r, c]);
             vec![]
         });
-        vec![]
     });
-    for buffer in [ad, bp, sa, sbp, w] {
+    for buffer in [ap, bp, sa, sbp, w] {
         e.dealloc(buffer);
     }
     Ok(())

@@ -5,30 +5,31 @@
 // The structure of the CPU lowering; its numerics are checked against the oracle by
 // lit/Run and tests/integration/to_loops.rs.
 
-// MX x MX: A decoded into 12 rows (M = 8 padded to the 6-row tile), B into two 16-column
-// panels of K x 16, scales per 32-element segment; the GEMM runs row tiles in parallel,
-// K segments of 32, a 6x16 tile of twelve vector<8xf32> partial sums, each segment scaled
-// once (sa * sb) into the f32 workspace.
+// MX x MX: A decoded into two 6-row tiles of K x 6 (M = 8 padded), B into two 16-column
+// panels of K x 16, codes through a 16-entry table, scales per 32-element segment; the GEMM
+// runs row tiles in parallel, K segments of 32, a 6x16 tile of twelve vector<8xf32> partial
+// sums, each segment scaled once (sa * sb) into the f32 workspace.
+// CHECK:       memref.global "private" constant @__lowp_decode_f4e2m1 : memref<16xf32>
 // CHECK-LABEL: func.func @mxfp4
-// CHECK-DAG:   %[[AD:.*]] = memref.alloc() {alignment = 64 : i64} : memref<12x64xf32>
+// CHECK-DAG:   %[[AD:.*]] = memref.alloc() {alignment = 64 : i64} : memref<2x64x6xf32>
 // CHECK-DAG:   %[[BP:.*]] = memref.alloc() {alignment = 64 : i64} : memref<2x64x16xf32>
 // CHECK-DAG:   %[[SA:.*]] = memref.alloc() {alignment = 64 : i64} : memref<12x2xf32>
 // CHECK-DAG:   %[[SB:.*]] = memref.alloc() {alignment = 64 : i64} : memref<2x2x16xf32>
 // CHECK-DAG:   %[[W:.*]] = memref.alloc() {alignment = 64 : i64} : memref<12x32xf32>
 // CHECK:       memref.store %{{.*}}, %[[BP]][%{{.*}}, %{{.*}}, %{{.*}}] : memref<2x64x16xf32>
 // CHECK:       scf.parallel (%[[MT:.*]]) =
-// CHECK:         scf.for %[[NB:.*]] =
+// CHECK:         scf.for %[[NB:.*]] = %{{.*}} to
 // CHECK:           scf.for %[[S0:.*]] = %{{.*}} to %{{.*}} step %c32
 // CHECK:             %[[P:.*]]:12 = scf.for {{.*}} -> (vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>)
 // CHECK-COUNT-2:       vector.load %[[BP]]
-// CHECK:               memref.load %[[AD]]
+// CHECK:               memref.load %[[AD]][%[[MT]], %{{.*}}, %{{.*}}] : memref<2x64x6xf32>
 // CHECK:               vector.broadcast %{{.*}} : f32 to vector<8xf32>
 // CHECK-COUNT-2:       vector.fma
 // CHECK:             %[[SEG:.*]] = arith.divui %[[S0]], %c32 : index
-// CHECK:             vector.load %[[SB]][%[[NB]], %[[SEG]], %c0]
-// CHECK:             %[[WV:.*]] = vector.load %[[W]]
+// CHECK:             %[[SB0:.*]] = vector.load %[[SB]][%[[NB]], %[[SEG]], %c0]
 // CHECK:             memref.load %[[SA]][%{{.*}}, %[[SEG]]]
-// CHECK:             %[[SCALE:.*]] = arith.mulf
+// CHECK:             %[[WV:.*]] = vector.load %[[W]]
+// CHECK:             %[[SCALE:.*]] = arith.mulf %{{.*}}, %[[SB0]]
 // CHECK:             %[[UPD:.*]] = vector.fma %[[P]]#0, %[[SCALE]], %[[WV]] : vector<8xf32>
 // CHECK:             vector.store %[[UPD]], %[[W]]
 // CHECK:       memref.dealloc %[[AD]]
@@ -53,7 +54,7 @@ func.func @mxfp4(%a: memref<8x64xf4E2M1FN>, %sa: memref<8x2xf8E8M0FNU>, %b: memr
 // CHECK:       scf.parallel
 // CHECK:         %[[P:.*]]:12 = scf.for
 // CHECK:         arith.addf %{{.*}}, %[[P]]#0 : vector<8xf32>
-// CHECK:       scf.for %[[R:.*]] = %c0 to %c16
+// CHECK:       scf.parallel (%[[R:.*]]) = (%c0) to (%c16)
 // CHECK:         scf.for %[[C:.*]] = %c0 to %c8
 // CHECK:           %[[V:.*]] = memref.load
 // CHECK:           arith.mulf %[[V]]

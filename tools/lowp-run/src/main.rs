@@ -40,6 +40,8 @@ const USAGE: &str =
   --opt-level L   LLVM optimization level 0..3 (default 3)
   --threads N     1: run on one thread; otherwise OpenMP threads (OMP_NUM_THREADS) when
                   libomp is installed (default)
+  --lanes L       f32 lanes per vector in the kernel: 8 (AVX2) or 16 (AVX-512);
+                  default: the host's widest
   --target T      cpu (the default and, in this build, the only target)";
 
 struct Usage(String);
@@ -67,6 +69,7 @@ struct Args {
     seed: u64,
     opt_level: usize,
     single_thread: bool,
+    lanes: Option<u32>,
 }
 
 fn number<T: std::str::FromStr>(flag: &str, v: Option<String>, what: &str) -> Result<T, Usage> {
@@ -127,6 +130,13 @@ fn parse_args(raw: Vec<String>) -> Result<Args, Usage> {
             "--print-mlir" => a.print_mlir = true,
             "--specials" => a.specials = true,
             "--seed" => a.seed = number(&flag, value(), "an integer")?,
+            "--lanes" => {
+                let l: u32 = number(&flag, value(), "8 or 16")?;
+                if l != 8 && l != 16 {
+                    return Err(Usage(format!("--lanes: '{l}' is not 8 or 16")));
+                }
+                a.lanes = Some(l);
+            }
             "--threads" => {
                 let t: usize = number(&flag, value(), "a positive integer")?;
                 if t == 0 {
@@ -231,6 +241,9 @@ fn describe(spec: &MatmulSpec) -> String {
 fn run(a: Args) -> Result<bool, String> {
     let mut session = Session::new();
     let threaded = session.set_threads(!a.single_thread);
+    if let Some(l) = a.lanes {
+        session.set_lanes(l);
+    }
     let entry;
     let (spec, roles, mut module) = if a.gen {
         if a.file.is_some() {

@@ -1,0 +1,129 @@
+#!/usr/bin/env python3
+"""lowp's CPU scaled matmul against the numpy path a user would take, in one invocation.
+
+For each workload and size it runs
+  * lowp:   `lowp-run --gen ... --bench N` (JIT-compiled lowp-to-loops kernel, release build);
+  * numpy:  decode the codes (ml_dtypes astype, or a lookup table for a custom format),
+            multiply by the broadcast block scales, then OpenBLAS sgemm (A @ B.T);
+  * sgemm:  OpenBLAS sgemm alone on pre-decoded f32 operands (the ceiling to aim for),
+and prints a table of GFLOP/s (2 M N K / median time) and the lowp / numpy ratio.
+
+Usage: python3 bench/cpu_matmul.py [--sizes 512,1024,2048] [--runs 5] [--lowp-run PATH]
+Needs numpy and ml_dtypes (pip install numpy ml_dtypes); builds nothing itself:
+`cargo build --release -p lowp-run` first.
+"""
+
+import argparse
+import os
+import re
+import subprocess
+import sys
+import time
+
+import ml_dtypes
+import numpy as np
+
+# (name, lowp-run flags, numpy element dtype or None for a table decode, block, scale kind)
+WORKLOADS = [
+    ("MXFP4 e2m1 mx/32", ["--lhs", "f4e2m1", "--rhs", "f4e2m1", "--layout", "mx"], ml_dtypes.float4_e2m1fn, 32, "e8m0"),
+    ("MXFP8 e4m3 mx/32", ["--lhs", "f8e4m3", "--rhs", "f8e4m3", "--layout", "mx"], ml_dtypes.float8_e4m3fn, 32, "e8m0"),
+    ("NVFP4 e2m1 nvfp4/16", ["--lhs", "f4e2m1", "--rhs", "f4e2m1", "--layout", "nvfp4"], ml_dtypes.float4_e2m1fn, 16, "ue4m3"),
+    ("custom f4e3m0 mx/32", ["--lhs", "f4e3m0", "--rhs", "f4e3m0", "--layout", "mx"], None, 32, "e8m0"),
+]
+
+# f4e3m0 (bias 3): +-{0, 0.25, 0.5, 1, 2, 4, 8, 16}; codes 0..15, sign in bit 3.
+F4E3M0_TABLE = np.array(
+    [0.0, 0.25, 0.5, 1, 2, 4, 8, 16, -0.0, -0.25, -0.5, -1, -2, -4, -8, -16], dtype=np.float32
+)
+
+
+def median_time(fn, runs):
+    fn()  # warm-up
+    times = []
+    for _ in range(runs):
+        t = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t)
+    return sorted(times)[len(times) // 2]
+
+
+def numpy_path(m, n, k, dtype, block, scale_kind, runs, rng):
+    """Median times of (decode + scale + sgemm) and of sgemm alone."""
+    ncodes = 16 if dtype is None or dtype == ml_dtypes.float4_e2m1fn else 256
+    a_codes = rng.integers(0, ncodes, size=(m, k), dtype=np.uint8)
+    b_codes = rng.integers(0, ncodes, size=(n, k), dtype=np.uint8)
+    if dtype == ml_dtypes.float8_e4m3fn:
+        # Avoid the NaN codes 0x7F / 0xFF.
+        a_codes[(a_codes & 0x7F) == 0x7F] = 0
+        b_codes[(b_codes & 0x7F) == 0x7F] = 0
+    if scale_kind == "e8m0":
+        sa = np.exp2(rng.integers(-4, 4, size=(m, k // block))).astype(np.float32)
+        sb = np.exp2(rng.integers(-4, 4, size=(n, k // block))).astype(np.float32)
+    else:
+        sa = rng.uniform(0.5, 4, size=(m, k // block)).astype(ml_dtypes.float8_e4m3fn).astype(np.float32)
+        sb = rng.uniform(0.5, 4, size=(n, k // block)).astype(ml_dtypes.float8_e4m3fn).astype(np.float32)
+
+    def decode(codes):
+        if dtype is None:
+            return F4E3M0_TABLE[codes]
+        return codes.view(dtype).astype(np.float32)
+
+    def full():
+        a = decode(a_codes) * np.repeat(sa, block, axis=1)
+        b = decode(b_codes) * np.repeat(sb, block, axis=1)
+        return a @ b.T
+
+    a32 = decode(a_codes) * np.repeat(sa, block, axis=1)
+    b32 = decode(b_codes) * np.repeat(sb, block, axis=1)
+    return median_time(full, runs), median_time(lambda: a32 @ b32.T, runs)
+
+
+def lowp_path(lowp_run, m, n, k, flags, runs):
+    cmd = [lowp_run, "--gen", "--m", str(m), "--n", str(n), "--k", str(k), *flags, "--bench", str(runs)]
+    out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
+    ms = float(re.search(r"median_ms=([0-9.]+)", out).group(1))
+    compile_ms = re.search(r"pipeline_ms=([0-9.]+) jit_ms=([0-9.]+)", out)
+    return ms / 1e3, (float(compile_ms.group(1)), float(compile_ms.group(2)))
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--sizes", default="512,1024,2048")
+    p.add_argument("--runs", type=int, default=5)
+    here = os.path.dirname(os.path.abspath(__file__))
+    p.add_argument("--lowp-run", default=os.path.join(here, "..", "target", "release", "lowp-run"))
+    args = p.parse_args()
+    if not os.path.exists(args.lowp_run):
+        sys.exit(f"{args.lowp_run} not found: cargo build --release -p lowp-run")
+    rng = np.random.default_rng(0)
+    sizes = [int(s) for s in args.sizes.split(",")]
+    rows = []
+    compile_1024 = None
+    # All lowp runs first: OpenBLAS's worker threads keep spinning for a while after a
+    # GEMM in this process and would steal the cores from a lowp-run started meanwhile.
+    lowp_times = {}
+    for name, flags, _, _, _ in WORKLOADS:
+        for s in sizes:
+            lowp_times[(name, s)], comp = lowp_path(args.lowp_run, s, s, s, flags, args.runs)
+            if s == 1024 and compile_1024 is None:
+                compile_1024 = (name, comp)
+            print(f"  measured lowp {name} {s}^3", file=sys.stderr)
+    for name, flags, dtype, block, scale_kind in WORKLOADS:
+        for s in sizes:
+            flops = 2.0 * s * s * s
+            nt, st = numpy_path(s, s, s, dtype, block, scale_kind, args.runs, rng)
+            lt = lowp_times[(name, s)]
+            rows.append((name, s, flops / lt / 1e9, flops / nt / 1e9, flops / st / 1e9))
+            print(f"  measured numpy {name} {s}^3", file=sys.stderr)
+    print(f"threads: {os.cpu_count()} cores; numpy {np.__version__}, ml_dtypes {ml_dtypes.__version__}")
+    print("| workload | M=N=K | lowp GFLOP/s | numpy decode+scale+sgemm GFLOP/s | lowp / numpy | sgemm alone GFLOP/s |")
+    print("|---|---|---|---|---|---|")
+    for name, s, lg, ng, sg in rows:
+        print(f"| {name} | {s} | {lg:.1f} | {ng:.1f} | {lg / ng:.2f}x | {sg:.1f} |")
+    if compile_1024:
+        name, (pipe, jit) = compile_1024
+        print(f"compile ({name}, 1024^3): lowp pipeline {pipe:.1f} ms, JIT (LLVM -O3 + codegen) {jit:.1f} ms")
+
+
+if __name__ == "__main__":
+    main()
