@@ -251,6 +251,7 @@ pub struct Jit {
 
 impl Jit {
     fn new(session: &Session, module: &Module, opt_level: usize) -> Result<Self, JitError> {
+        keep_workspaces_in_heap();
         if let Some(lib) = &session.openmp {
             load_global(lib).map_err(|diagnostics| JitError::Engine { diagnostics })?;
         }
@@ -344,6 +345,31 @@ fn format_diagnostic(d: &melior::diagnostic::Diagnostic) -> String {
         }
     }
     text
+}
+
+unsafe extern "C" {
+    fn mallopt(param: std::ffi::c_int, value: std::ffi::c_int) -> std::ffi::c_int;
+}
+
+/// Keep large kernel workspaces in the heap between calls. Generated kernels allocate their
+/// packed operands and f32 workspace with `malloc` on every call; glibc serves blocks above
+/// 128 KiB with fresh `mmap`s and unmaps them on `free`, so every call would page-fault its
+/// whole workspace in again (48 MiB at 2048^3: ~12k faults). Raising the mmap and trim
+/// thresholds to 1 GiB makes the freed blocks reusable. Process-wide, set once.
+fn keep_workspaces_in_heap() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    {
+        static ONCE: std::sync::Once = std::sync::Once::new();
+        ONCE.call_once(|| {
+            const M_TRIM_THRESHOLD: std::ffi::c_int = -1;
+            const M_MMAP_THRESHOLD: std::ffi::c_int = -3;
+            // SAFETY: plain glibc tuning calls with valid parameters.
+            unsafe {
+                mallopt(M_MMAP_THRESHOLD, 1 << 30);
+                mallopt(M_TRIM_THRESHOLD, 1 << 30);
+            }
+        });
+    }
 }
 
 unsafe extern "C" {
