@@ -90,7 +90,139 @@ pub struct MatmulInputs {
     pub bias: Option<Vec<f32>>,
 }
 
+/// File names of the operands in an inputs directory (`--inputs DIR`).
+const INPUT_FILES: [(Role, &str); 7] = [
+    (Role::Lhs, "a.bin"),
+    (Role::LhsScales, "sa.bin"),
+    (Role::LhsGlobal, "ga.bin"),
+    (Role::Rhs, "b.bin"),
+    (Role::RhsScales, "sb.bin"),
+    (Role::RhsGlobal, "gb.bin"),
+    (Role::Bias, "bias.bin"),
+];
+
+fn f32_bytes(v: &[f32]) -> Vec<u8> {
+    v.iter().flat_map(|x| x.to_le_bytes()).collect()
+}
+
+fn f32_from(bytes: &[u8]) -> Vec<f32> {
+    bytes
+        .chunks_exact(4)
+        .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+        .collect()
+}
+
 impl MatmulInputs {
+    /// The raw bytes of one operand as the entry takes it: codes one per byte (two for
+    /// packed FP4), one-byte scales for E8M0 / UE4M3, little-endian f32 otherwise.
+    fn bytes(&self, role: Role) -> Option<Vec<u8>> {
+        let scales = |q: &QuantizedTensor| {
+            q.scale_bytes()
+                .unwrap_or_else(|| f32_bytes(&q.scales.values))
+        };
+        match role {
+            Role::Lhs => Some(self.a.codes.clone()),
+            Role::LhsScales => Some(scales(&self.a)),
+            Role::LhsGlobal => self.a.scales.global.map(|g| g.to_le_bytes().to_vec()),
+            Role::Rhs => Some(self.b.codes.clone()),
+            Role::RhsScales => Some(scales(&self.b)),
+            Role::RhsGlobal => self.b.scales.global.map(|g| g.to_le_bytes().to_vec()),
+            Role::Bias => self.bias.as_ref().map(|b| f32_bytes(b)),
+            Role::Out => None,
+        }
+    }
+
+    /// Write the operands into `dir` (`a.bin`, `sa.bin`, `ga.bin`, `b.bin`, `sb.bin`,
+    /// `gb.bin`, `bias.bin`, those the problem has).
+    pub fn save(&self, dir: &std::path::Path) -> Result<(), String> {
+        std::fs::create_dir_all(dir)
+            .map_err(|e| format!("cannot create '{}': {e}", dir.display()))?;
+        for (role, name) in INPUT_FILES {
+            if let Some(bytes) = self.bytes(role) {
+                let path = dir.join(name);
+                std::fs::write(&path, bytes)
+                    .map_err(|e| format!("cannot write '{}': {e}", path.display()))?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Read the operands of `spec` from `dir` (the layout [`save`](Self::save) writes). Each
+    /// file must hold exactly the bytes the operand's memref has.
+    pub fn load(spec: &MatmulSpec, dir: &std::path::Path) -> Result<Self, String> {
+        let read = |name: &str, len: usize| -> Result<Vec<u8>, String> {
+            let path = dir.join(name);
+            let bytes = std::fs::read(&path)
+                .map_err(|e| format!("cannot read '{}': {e}", path.display()))?;
+            if bytes.len() != len {
+                return Err(format!(
+                    "'{}' holds {} bytes, the operand needs {len}",
+                    path.display(),
+                    bytes.len()
+                ));
+            }
+            Ok(bytes)
+        };
+        let tensor = |codes: &str,
+                      scales: &str,
+                      global: &str,
+                      rows: usize,
+                      f: ScaledFormat,
+                      l: ScaleLayout,
+                      packed: bool|
+         -> Result<QuantizedTensor, String> {
+            let code_len = rows * if packed { spec.k.div_ceil(2) } else { spec.k };
+            let codes = read(codes, code_len)?;
+            let n = l.scale_count(rows, spec.k);
+            let dtype = l.scale_dtype();
+            let values = match dtype {
+                ScaleDtype::UE8M0 | ScaleDtype::UE4M3 => read(scales, n)?
+                    .iter()
+                    .map(|&b| dtype.decode_byte(b).expect("one-byte dtype"))
+                    .collect(),
+                _ => f32_from(&read(scales, 4 * n)?),
+            };
+            let global = if l.has_global() {
+                Some(f32_from(&read(global, 4)?)[0])
+            } else {
+                None
+            };
+            Ok(QuantizedTensor {
+                format: f,
+                layout: l,
+                rows,
+                cols: spec.k,
+                packed,
+                codes,
+                scales: lowp_formats::Scales { values, global },
+            })
+        };
+        let a = tensor(
+            "a.bin",
+            "sa.bin",
+            "ga.bin",
+            spec.m,
+            spec.lhs,
+            spec.lhs_layout,
+            spec.lhs_packed,
+        )?;
+        let b = tensor(
+            "b.bin",
+            "sb.bin",
+            "gb.bin",
+            spec.n,
+            spec.rhs,
+            spec.rhs_layout,
+            spec.rhs_packed,
+        )?;
+        let bias = if spec.bias {
+            Some(f32_from(&read("bias.bin", 4 * spec.n)?))
+        } else {
+            None
+        };
+        Ok(Self { a, b, bias })
+    }
+
     /// Put special values into the operands (where the formats have them): +inf in A[0][0]
     /// against a zero in B[1][0] (inf * 0 = NaN in out[0][1]), a NaN code in A[1][1], the
     /// largest finite magnitudes elsewhere, and a NaN block scale in B when B has several.

@@ -34,6 +34,10 @@ const USAGE: &str =
   --bias, --bf16  add an N-element bias; store the result as bf16
   --check         compare with the lowp-formats oracle (exit 1 on FAIL)
   --specials      put inf / NaN codes, extreme values and a NaN block scale into the inputs
+  --inputs DIR    read the operands from DIR (a.bin, sa.bin, [ga.bin,] b.bin, sb.bin,
+                  [gb.bin,] [bias.bin]: raw codes, one-byte or little-endian f32 scales)
+  --save-inputs DIR  write the operands used (generated or read) into DIR in that layout
+  --output FILE   write the result (M x N little-endian f32) to FILE
   --bench N       time N runs, print the median and GFLOP/s
   --print-mlir    print the generated lowp module and exit
   --seed S        input seed (default 1)
@@ -66,6 +70,9 @@ struct Args {
     bench: Option<usize>,
     print_mlir: bool,
     specials: bool,
+    inputs: Option<String>,
+    save_inputs: Option<String>,
+    output: Option<String>,
     seed: u64,
     opt_level: usize,
     single_thread: bool,
@@ -129,6 +136,16 @@ fn parse_args(raw: Vec<String>) -> Result<Args, Usage> {
             "--bench" => a.bench = Some(number(&flag, value(), "a number of runs")?),
             "--print-mlir" => a.print_mlir = true,
             "--specials" => a.specials = true,
+            "--inputs" => {
+                a.inputs = Some(value().ok_or_else(|| Usage("--inputs needs a directory".into()))?)
+            }
+            "--save-inputs" => {
+                a.save_inputs =
+                    Some(value().ok_or_else(|| Usage("--save-inputs needs a directory".into()))?)
+            }
+            "--output" => {
+                a.output = Some(value().ok_or_else(|| Usage("--output needs a file".into()))?)
+            }
             "--seed" => a.seed = number(&flag, value(), "an integer")?,
             "--lanes" => {
                 let l: u32 = number(&flag, value(), "8 or 16")?;
@@ -290,6 +307,16 @@ fn run(a: Args) -> Result<bool, String> {
             "threads=1"
         }
     );
+    let mut inputs = match &a.inputs {
+        Some(dir) => lowp_jit::MatmulInputs::load(&spec, std::path::Path::new(dir))?,
+        None => spec.inputs(a.seed),
+    };
+    if a.specials {
+        inputs.inject_specials();
+    }
+    if let Some(dir) = &a.save_inputs {
+        inputs.save(std::path::Path::new(dir))?;
+    }
     let t0 = Instant::now();
     session.lower_cpu(&mut module).map_err(|e| e.to_string())?;
     let t1 = Instant::now();
@@ -302,13 +329,13 @@ fn run(a: Args) -> Result<bool, String> {
         (t1 - t0).as_secs_f64() * 1e3,
         (t2 - t1).as_secs_f64() * 1e3
     );
-    let mut inputs = spec.inputs(a.seed);
-    if a.specials {
-        inputs.inject_specials();
-    }
     let got = spec
         .run(&jit, &entry, &roles, &inputs)
         .map_err(|e| e.to_string())?;
+    if let Some(path) = &a.output {
+        let bytes: Vec<u8> = got.iter().flat_map(|x| x.to_le_bytes()).collect();
+        std::fs::write(path, bytes).map_err(|e| format!("cannot write '{path}': {e}"))?;
+    }
     let mut passed = true;
     if a.check {
         let r = spec.check(&inputs, &got);
