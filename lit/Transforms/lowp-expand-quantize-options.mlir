@@ -8,9 +8,9 @@
 // RUN: not lowp-opt %s --pass-pipeline='builtin.module(func.func(lowp-expand-quantize{vectorize=true}))' 2>&1 | FileCheck %s --check-prefix=UNKNOWN
 // RUN: lowp-opt %s --pass-pipeline='builtin.module(func.func(lowp-expand-quantize))' --mlir-print-ir-after-all 2>&1 | FileCheck %s --check-prefix=AFTER
 
-// PIPE: memref.global "private" constant @__lowp_decode_f6e3m2 : memref<64xf32>
-// PIPE: memref.get_global @__lowp_decode_f6e3m2
-// BITS-NOT: memref.global
+// PIPE: arith.constant dense<{{.*}}> : vector<64xf32>
+// PIPE: memref.alloca() {alignment = 64 : i64} : memref<64xf32>
+// BITS-NOT: memref.alloca
 // BITS: lowp.storage_cast
 // BAD: error: option 'decode' of lowp-expand-quantize: 'lut' is not accepted; expected bits, table
 // UNKNOWN: no such option vectorize

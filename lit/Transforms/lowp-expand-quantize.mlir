@@ -40,9 +40,11 @@ func.func @quantize_mx(%x: memref<4x64xf32>, %s: memref<4x2xf8E8M0FNU>, %q: memr
 // CHECK:       arith.cmpi eq, %{{.*}}, %[[C127]] : i32
 // CHECK:       arith.mulf
 // CHECK:       memref.store %{{.*}} : memref<2x16xf32>
-// TABLE:       memref.global "private" constant @__lowp_decode_f8e4m3 : memref<256xf32> = dense<
 // TABLE-LABEL: func.func @dequantize_e4m3
-// TABLE:       %[[T:.*]] = memref.get_global @__lowp_decode_f8e4m3 : memref<256xf32>
+// (code 0x01 is 2^-9: the f32 bytes 00 00 00 3B)
+// TABLE-DAG:   %[[VALUES:.*]] = arith.constant dense<"0x000000000000003B{{[0-9A-F]*}}"> : vector<256xf32>
+// TABLE-DAG:   %[[T:.*]] = memref.alloca() {alignment = 64 : i64} : memref<256xf32>
+// TABLE:       vector.store %[[VALUES]], %[[T]][%{{.*}}] : memref<256xf32>, vector<256xf32>
 // TABLE:       %[[I:.*]] = arith.index_castui %{{.*}} : i8 to index
 // TABLE:       memref.load %[[T]][%[[I]]] : memref<256xf32>
 func.func @dequantize_e4m3(%q: memref<2x16xf8E4M3FN>, %s: memref<1x1xf32>, %y: memref<2x16xf32>) {
@@ -53,8 +55,8 @@ func.func @dequantize_e4m3(%q: memref<2x16xf8E4M3FN>, %s: memref<1x1xf32>, %y: m
 // -----
 
 // A 4-bit custom format gets a 16-entry table; packed codes are split into nibbles.
-// TABLE:       memref.global "private" constant @__lowp_decode_f4e3m0 : memref<16xf32>
 // TABLE-LABEL: func.func @dequantize_packed_custom
+// TABLE:       arith.constant dense<[0.000000e+00, 2.500000e-01, 5.000000e-01, 1.000000e+00, 2.000000e+00, 4.000000e+00, 8.000000e+00, 1.600000e+01, -0.000000e+00, {{.*}}]> : vector<16xf32>
 // TABLE:       lowp.storage_cast %{{.*}} : memref<2x8x!lowp.packed<!lowp.mf<e3m0>>> to memref<2x8xi8>
 // TABLE:       arith.remui
 // TABLE:       arith.shrui

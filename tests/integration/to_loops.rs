@@ -211,6 +211,29 @@ fn check(what: &str, p: &Problem, got: &[f32]) {
     }
 }
 
+/// Compile every problem as one function of one module, run each and check it against the
+/// oracle; returns the results.
+fn run_and_check<S: AsRef<str>>(session: &Session, problems: &[(S, Problem)]) -> Vec<Vec<f32>> {
+    let src: String = problems
+        .iter()
+        .enumerate()
+        .map(|(i, (_, p))| source(&format!("p{i}"), p))
+        .collect();
+    let module = session.parse(&src).unwrap_or_else(|e| panic!("{e}"));
+    let jit = session
+        .compile_cpu(module, 2)
+        .unwrap_or_else(|e| panic!("{e}"));
+    problems
+        .iter()
+        .enumerate()
+        .map(|(i, (what, p))| {
+            let got = run(&jit, &format!("p{i}"), p);
+            check(what.as_ref(), p, &got);
+            got
+        })
+        .collect()
+}
+
 #[test]
 fn every_format_and_layout_matches_the_oracle() {
     let session = Session::new();
@@ -260,19 +283,7 @@ fn every_format_and_layout_matches_the_oracle() {
             ));
         }
     }
-    let src: String = problems
-        .iter()
-        .enumerate()
-        .map(|(i, (_, p))| source(&format!("p{i}"), p))
-        .collect();
-    let module = session.parse(&src).unwrap_or_else(|e| panic!("{e}"));
-    let jit = session
-        .compile_cpu(module, 2)
-        .unwrap_or_else(|e| panic!("{e}"));
-    for (i, (what, p)) in problems.iter().enumerate() {
-        let got = run(&jit, &format!("p{i}"), p);
-        check(what, p, &got);
-    }
+    run_and_check(&session, &problems);
     assert!(problems.len() >= 36, "{} problems", problems.len());
 }
 
@@ -437,18 +448,8 @@ fn mixed_cases(session: &Session) {
         },
     ));
 
-    let src: String = problems
-        .iter()
-        .enumerate()
-        .map(|(i, (_, p))| source(&format!("q{i}"), p))
-        .collect();
-    let module = session.parse(&src).unwrap_or_else(|e| panic!("{e}"));
-    let jit = session
-        .compile_cpu(module, 2)
-        .unwrap_or_else(|e| panic!("{e}"));
-    for (i, (what, p)) in problems.iter().enumerate() {
-        let got = run(&jit, &format!("q{i}"), p);
-        check(what, p, &got);
+    let results = run_and_check(session, &problems);
+    for ((what, _), got) in problems.iter().zip(&results) {
         if *what == "nan/inf" {
             assert!(got[0].is_infinite() || got[0].is_nan());
             assert!(got[1].is_nan(), "inf * 0 is NaN: {}", got[1]);

@@ -28,12 +28,13 @@
 //!
 //! Options:
 //! * `decode=bits|table` — dequantize decodes with bit arithmetic (default) or by loading
-//!   a `memref.global` table of one f32 per code (16 for FP4, 64 for FP6, 256 for FP8)
+//!   a table of one f32 per code (16 for FP4, 64 for FP6, 256 for FP8, a stack buffer
+//!   filled from a constant at the function's entry)
 //!   built from `lowp-formats` (both exact).
 //!
-//! Runs on `func.func`. Dependent dialects: arith, math, memref, scf.
+//! Runs on `func.func`. Dependent dialects: arith, math, memref, scf, vector (the table).
 
-use lowp_dialect::{code_type_info, layout_of, rounding_of, storage_type};
+use lowp_dialect::{code_type_info, layout_of, rounding_of};
 use lowp_formats::{lowp_codec, ScaleDtype, ScaleLayout, ScaleRounding, ScaledFormat};
 use melior::dialect::arith::CmpfPredicate;
 use melior::dialect::DialectHandle;
@@ -43,7 +44,7 @@ use melior::ir::operation::{OperationBuilder, OperationLike};
 use melior::ir::r#type::MemRefType;
 use melior::ir::RegionLike;
 use melior::ir::ValueLike;
-use melior::ir::{Attribute, Identifier, OperationRef, Type, Value};
+use melior::ir::{Attribute, OperationRef, Type, Value};
 use melior::ir::{ShapedTypeLike, TypeLike};
 
 use crate::codes;
@@ -63,19 +64,10 @@ pub const PASS: PassDef = PassDef {
         name: "decode",
         default: "bits",
         description: "How dequantize decodes codes: 'bits' (integer arithmetic) or 'table' \
-                      (a memref.global lookup table with one f32 per code)",
+                      (a lookup table with one f32 per code)",
         kind: OptionKind::Choice(&["bits", "table"]),
     }],
-    dependent_dialects: || {
-        vec![
-            DialectHandle::arith(),
-            DialectHandle::memref(),
-            DialectHandle::scf(),
-            DialectHandle::func(),
-            lowp_dialect::dialect_handle(),
-            math_handle(),
-        ]
-    },
+    dependent_dialects: loop_dialects,
     run,
 };
 
@@ -89,7 +81,7 @@ pub(crate) fn math_handle() -> DialectHandle {
 pub(crate) enum Decode {
     /// Integer arithmetic on the bit pattern.
     Bits,
-    /// A `memref.global` table, one f32 per code.
+    /// A table of one f32 per code.
     Table,
 }
 
@@ -179,23 +171,7 @@ pub(crate) fn storage_cast<'c, 'a>(
     e: &Emitter<'c, 'a>,
     memref: Value<'c, '_>,
 ) -> Option<Value<'c, 'a>> {
-    let t = MemRefType::try_from(memref.r#type()).ok()?;
-    let storage = storage_type(t.element())?;
-    // SAFETY: a memref type with the source's shape, layout and memory space.
-    let result = unsafe {
-        let raw = t.to_raw();
-        let rank = mlir_sys::mlirShapedTypeGetRank(raw);
-        let shape: Vec<i64> = (0..rank)
-            .map(|i| mlir_sys::mlirShapedTypeGetDimSize(raw, i as isize))
-            .collect();
-        Type::from_raw(mlir_sys::mlirMemRefTypeGet(
-            storage.to_raw(),
-            rank as isize,
-            shape.as_ptr(),
-            mlir_sys::mlirMemRefTypeGetLayout(raw),
-            mlir_sys::mlirMemRefTypeGetMemorySpace(raw),
-        ))
-    };
+    let result = crate::lower_storage::storage_memref(memref.r#type())?;
     Some(
         e.val(
             OperationBuilder::new("lowp.storage_cast", e.loc())
@@ -205,6 +181,20 @@ pub(crate) fn storage_cast<'c, 'a>(
                 .ok()?,
         ),
     )
+}
+
+/// The dialects the CPU lowerings create ops of.
+pub(crate) fn loop_dialects() -> Vec<DialectHandle> {
+    vec![
+        DialectHandle::arith(),
+        DialectHandle::memref(),
+        DialectHandle::scf(),
+        DialectHandle::func(),
+        lowp_dialect::dialect_handle(),
+        math_handle(),
+        // SAFETY: the vector dialect's registration handle is a static descriptor.
+        unsafe { DialectHandle::from_raw(mlir_sys::mlirGetDialectHandle__vector__()) },
+    ]
 }
 
 impl<'c, 'a> Scaled<'c, 'a> {
@@ -472,81 +462,40 @@ fn expand_quantize<'c, 'a>(e: &Emitter<'c, 'a>, op: OperationRef<'c, 'a>) -> Res
     Ok(())
 }
 
-/// The symbol of the decode table of `format`, creating the `memref.global` in the module
-/// enclosing `func` on first use.
+/// The decode table of `format` (one f32 per code: 16 for FP4, 64 for FP6, 256 for FP8,
+/// built from `lowp-formats`), as a stack buffer filled from a constant at the entry of
+/// `func`. A function pass may run on several functions at once and must not touch the
+/// module, so the table lives in the function rather than in a `memref.global`.
 pub(crate) fn decode_table<'c, 'a>(
     e: &Emitter<'c, 'a>,
     func: OperationRef<'c, 'a>,
     format: ScaledFormat,
 ) -> Result<Value<'c, 'a>, PassError> {
     let ctx = e.ctx();
-    let name = format!("__lowp_decode_{}", format.to_string().replace('-', "m"));
-    // One entry per code: 16 for FP4, 64 for FP6, 256 for FP8.
     let entries = format.code_count() as usize;
     let f32t = Type::float32(ctx);
-    let table_type = MemRefType::new(f32t, &[entries as i64], None, None);
-    let module = func
-        .parent_operation()
-        .ok_or_else(|| unsupported(func, "function is not inside a module"))?;
-    let body = module
+    let entry = func
         .region(0)
         .ok()
         .and_then(|r| r.first_block())
-        .ok_or_else(|| unsupported(func, "enclosing module has no body"))?;
-    let mut exists = false;
-    let mut cursor = body.first_operation();
-    while let Some(o) = cursor {
-        if let Ok(sym) = o.attribute("sym_name") {
-            if sym.to_string() == format!("\"{name}\"") {
-                exists = true;
-            }
-        }
-        cursor = o.next_in_block();
-    }
-    if !exists {
-        let values = lowp_codec::decode_table(format);
-        // SAFETY: an `entries`-element f32 tensor type and as many floats.
-        let dense = unsafe {
-            let shape = [entries as i64];
-            let tensor = mlir_sys::mlirRankedTensorTypeGet(
-                1,
-                shape.as_ptr(),
-                f32t.to_raw(),
-                mlir_sys::mlirAttributeGetNull(),
-            );
-            Attribute::from_raw(mlir_sys::mlirDenseElementsAttrFloatGet(
-                tensor,
-                entries as isize,
-                values.as_ptr(),
-            ))
-        };
-        let global = OperationBuilder::new("memref.global", e.loc())
-            .add_attributes(&[
-                (
-                    Identifier::new(ctx, "sym_name"),
-                    melior::ir::attribute::StringAttribute::new(ctx, &name).into(),
-                ),
-                (
-                    Identifier::new(ctx, "sym_visibility"),
-                    melior::ir::attribute::StringAttribute::new(ctx, "private").into(),
-                ),
-                (
-                    Identifier::new(ctx, "type"),
-                    TypeAttribute::new(table_type.into()).into(),
-                ),
-                (Identifier::new(ctx, "initial_value"), dense),
-                (Identifier::new(ctx, "constant"), Attribute::unit(ctx)),
-            ])
-            .build()
-            .map_err(|_| unsupported(func, "cannot build the decode table"))?;
-        body.insert_operation(0, global);
-    }
-    Ok(e.val(melior::dialect::memref::get_global(
-        ctx,
-        &name,
-        table_type,
-        e.loc(),
-    )))
+        .and_then(|b| b.first_operation())
+        .ok_or_else(|| unsupported(func, "function has no body"))?;
+    let at_entry =
+        Emitter::before(ctx, entry).ok_or_else(|| unsupported(func, "function has no body"))?;
+    let values = lowp_codec::decode_table(format);
+    let vector = Type::vector(&[entries as u64], f32t);
+    // SAFETY: an `entries`-element f32 vector type and as many floats.
+    let dense = unsafe {
+        Attribute::from_raw(mlir_sys::mlirDenseElementsAttrFloatGet(
+            vector.to_raw(),
+            entries as isize,
+            values.as_ptr(),
+        ))
+    };
+    let constant = at_entry.val(melior::dialect::arith::constant(ctx, dense, e.loc()));
+    let table = at_entry.alloca(f32t, entries as i64);
+    at_entry.vstore(constant, table, &[at_entry.index(0)]);
+    Ok(table)
 }
 
 fn expand_dequantize<'c, 'a>(

@@ -300,6 +300,20 @@ impl<'c, 'a> Emitter<'c, 'a> {
         ))
     }
 
+    /// `memref.alloca` of `n` elements (static size), 64-byte aligned.
+    pub fn alloca(&self, element: Type<'c>, n: i64) -> Value<'c, 'a> {
+        let t = melior::ir::r#type::MemRefType::new(element, &[n], None, None);
+        let align = IntegerAttribute::new(self.int_type(64), 64);
+        self.val(melior::dialect::memref::alloca(
+            self.ctx,
+            t,
+            &[],
+            &[],
+            Some(align),
+            self.loc,
+        ))
+    }
+
     /// `memref.dealloc`.
     pub fn dealloc(&self, memref: Value<'c, '_>) {
         self.insert(melior::dialect::memref::dealloc(memref, self.loc));

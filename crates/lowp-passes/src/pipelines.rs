@@ -13,24 +13,36 @@ pub struct PipelineDef {
     pub passes: &'static str,
 }
 
+/// The shared pass list; `$threads` is empty or the OpenMP conversion, `$omp_llvm` empty
+/// or its LLVM lowering.
+macro_rules! cpu_passes {
+    ($threads:literal, $omp_llvm:literal) => {
+        concat!(
+            "func.func(lowp-to-loops),",
+            "lowp-lower-storage,",
+            "canonicalize,cse,",
+            $threads,
+            "convert-vector-to-scf,",
+            "convert-math-to-llvm,",
+            "convert-vector-to-llvm,",
+            "expand-strided-metadata,",
+            "finalize-memref-to-llvm,",
+            "convert-scf-to-cf,",
+            "convert-arith-to-llvm,",
+            $omp_llvm,
+            "convert-cf-to-llvm,",
+            "convert-func-to-llvm,",
+            "reconcile-unrealized-casts"
+        )
+    };
+}
+
 /// lowp IR to the LLVM dialect for the CPU; `scf.parallel` loops stay sequential.
 pub const CPU: PipelineDef = PipelineDef {
     argument: "lowp-cpu-pipeline",
     description: "Lower lowp IR to the LLVM dialect for the CPU (lowp-to-loops, \
                   lowp-lower-storage, vector/memref/scf/arith/func to LLVM); one thread",
-    passes: "func.func(lowp-to-loops),\
-lowp-lower-storage,\
-canonicalize,cse,\
-convert-vector-to-scf,\
-convert-math-to-llvm,\
-convert-vector-to-llvm,\
-expand-strided-metadata,\
-finalize-memref-to-llvm,\
-convert-scf-to-cf,\
-convert-arith-to-llvm,\
-convert-cf-to-llvm,\
-convert-func-to-llvm,\
-reconcile-unrealized-casts",
+    passes: cpu_passes!("", ""),
 };
 
 /// [`CPU`] with `scf.parallel` turned into OpenMP threads (the JIT loads libomp). memref
@@ -40,21 +52,7 @@ pub const CPU_OPENMP: PipelineDef = PipelineDef {
     argument: "lowp-cpu-openmp-pipeline",
     description: "Lower lowp IR to the LLVM dialect for the CPU with OpenMP threads \
                   (needs libomp at run time)",
-    passes: "func.func(lowp-to-loops),\
-lowp-lower-storage,\
-canonicalize,cse,\
-convert-scf-to-openmp,\
-convert-vector-to-scf,\
-convert-math-to-llvm,\
-convert-vector-to-llvm,\
-expand-strided-metadata,\
-finalize-memref-to-llvm,\
-convert-scf-to-cf,\
-convert-arith-to-llvm,\
-convert-openmp-to-llvm,\
-convert-cf-to-llvm,\
-convert-func-to-llvm,\
-reconcile-unrealized-casts",
+    passes: cpu_passes!("convert-scf-to-openmp,", "convert-openmp-to-llvm,"),
 };
 
 /// Every named pipeline.

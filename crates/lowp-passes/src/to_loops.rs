@@ -52,12 +52,12 @@
 
 use lowp_formats::{ScaleLayout, ScaledFormat};
 use melior::dialect::arith::CmpiPredicate;
-use melior::dialect::DialectHandle;
+
 use melior::ir::operation::{OperationLike, WalkOrder, WalkResult};
 use melior::ir::{AttributeLike, OperationRef, ShapedTypeLike, Value, ValueLike};
 
 use crate::expand_quantize::{
-    ceil_div, code_format, decode_table, expand_op, layout_attr_of, math_handle, operand,
+    ceil_div, code_format, decode_table, expand_op, layout_attr_of, loop_dialects, operand,
     storage_cast, unsupported, Decode, Scaled,
 };
 use crate::ir::Emitter;
@@ -131,24 +131,9 @@ pub const PASS: PassDef = PassDef {
             kind: OptionKind::Choice(&["8", "16"]),
         },
     ],
-    dependent_dialects: || {
-        vec![
-            DialectHandle::arith(),
-            DialectHandle::memref(),
-            DialectHandle::scf(),
-            DialectHandle::func(),
-            vector_handle(),
-            lowp_dialect::dialect_handle(),
-            math_handle(),
-        ]
-    },
+    dependent_dialects: loop_dialects,
     run,
 };
-
-fn vector_handle() -> DialectHandle {
-    // SAFETY: the vector dialect's registration handle is a static descriptor.
-    unsafe { DialectHandle::from_raw(mlir_sys::mlirGetDialectHandle__vector__()) }
-}
 
 /// Tiling parameters of one matmul.
 #[derive(Clone, Copy, Debug)]

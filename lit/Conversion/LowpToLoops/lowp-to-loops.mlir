@@ -9,8 +9,8 @@
 // panels of K x 16, codes through a 16-entry table, scales per 32-element segment; the GEMM
 // runs row tiles in parallel, K segments of 32, a 6x16 tile of twelve vector<8xf32> partial
 // sums, each segment scaled once (sa * sb) into the f32 workspace.
-// CHECK:       memref.global "private" constant @__lowp_decode_f4e2m1 : memref<16xf32>
 // CHECK-LABEL: func.func @mxfp4
+// CHECK:       arith.constant dense<[0.000000e+00, 5.000000e-01, 1.000000e+00, 1.500000e+00, 2.000000e+00, 3.000000e+00, 4.000000e+00, 6.000000e+00, {{.*}}]> : vector<16xf32>
 // CHECK-DAG:   %[[AD:.*]] = memref.alloc() {alignment = 64 : i64} : memref<2x64x6xf32>
 // CHECK-DAG:   %[[BP:.*]] = memref.alloc() {alignment = 64 : i64} : memref<2x64x16xf32>
 // CHECK-DAG:   %[[SA:.*]] = memref.alloc() {alignment = 64 : i64} : memref<12x2xf32>

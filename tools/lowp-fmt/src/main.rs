@@ -84,26 +84,16 @@ fn run(args: &[String], out: &mut impl Write) -> Result<()> {
             Ok(s.split_whitespace().map(str::to_owned).collect())
         }
     };
+    if matches!(cmd.as_str(), "info" | "grid") && args.len() > 2 {
+        return Err(UsageError(format!(
+            "'{cmd}' takes only a FORMAT, found '{}'",
+            args[2]
+        )));
+    }
     // Write errors (a closed pipe) end output quietly.
     let _ = match cmd.as_str() {
-        "info" => {
-            if args.len() > 2 {
-                return Err(UsageError(format!(
-                    "'info' takes only a FORMAT, found '{}'",
-                    args[2]
-                )));
-            }
-            info(format, out)
-        }
-        "grid" => {
-            if args.len() > 2 {
-                return Err(UsageError(format!(
-                    "'grid' takes only a FORMAT, found '{}'",
-                    args[2]
-                )));
-            }
-            grid(format, out)
-        }
+        "info" => info(format, out),
+        "grid" => grid(format, out),
         "encode" => {
             let xs = values()?
                 .iter()
