@@ -396,6 +396,26 @@ fn expand_compute_scales<'c, 'a>(
     Ok(())
 }
 
+/// The code (as `i32`) of element (r, k) of a storage-cast code memref: one code per
+/// element, or two per byte, low nibble first, when `packed`.
+pub(crate) fn load_code<'c, 'a>(
+    e: &Emitter<'c, 'a>,
+    bits: Value<'c, 'a>,
+    packed: bool,
+    r: Value<'c, 'a>,
+    k: Value<'c, 'a>,
+) -> Value<'c, 'a> {
+    let i32t = e.int_type(32);
+    if packed {
+        let two = e.index(2);
+        let byte = e.extui(e.load(bits, &[r, e.divui(k, two)]), i32t);
+        let shift = e.index_castui(e.muli(e.remui(k, two), e.index(4)), i32t);
+        e.andi(e.shrui(byte, shift), e.i32(0xF))
+    } else {
+        e.extui(e.load(bits, &[r, k]), i32t)
+    }
+}
+
 pub(crate) fn ceil_div<'c, 'a>(
     e: &Emitter<'c, 'a>,
     a: Value<'c, 'a>,
@@ -521,17 +541,9 @@ fn expand_dequantize<'c, 'a>(
     let (rows, cols) = dims(e, output, false);
     let (zero, one) = (e.index(0), e.index(1));
     let g = scaled.global_value(e);
-    let i32t = e.int_type(32);
     e.for_loop(zero, rows, one, &[], |e, r, _| {
         e.for_loop(zero, cols, one, &[], |e, k, _| {
-            let code = if packed {
-                let byte = e.extui(e.load(bits, &[r, e.divui(k, e.index(2))]), i32t);
-                let shift = e.muli(e.remui(k, e.index(2)), e.index(4));
-                let shift = e.index_castui(shift, i32t);
-                e.andi(e.shrui(byte, shift), e.i32(0xF))
-            } else {
-                e.extui(e.load(bits, &[r, k]), i32t)
-            };
+            let code = load_code(e, bits, packed, r, k);
             let v = match table {
                 Some(t) => {
                     let idx = e.index_castui(code, e.index_type());

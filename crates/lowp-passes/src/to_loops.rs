@@ -57,8 +57,8 @@ use melior::ir::operation::{OperationLike, WalkOrder, WalkResult};
 use melior::ir::{AttributeLike, OperationRef, ShapedTypeLike, Value, ValueLike};
 
 use crate::expand_quantize::{
-    ceil_div, code_format, decode_table, expand_op, layout_attr_of, loop_dialects, operand,
-    storage_cast, unsupported, Decode, Scaled,
+    ceil_div, code_format, decode_table, expand_op, layout_attr_of, load_code, loop_dialects,
+    operand, storage_cast, unsupported, Decode, Scaled,
 };
 use crate::ir::Emitter;
 use crate::registry::{OptionDef, OptionKind, PassDef, PassOptions};
@@ -289,24 +289,6 @@ struct Side<'c, 'a> {
     rows: Value<'c, 'a>,
 }
 
-/// The code (as `i32`) of element (r, k) of an operand stored one per byte or packed.
-fn load_code<'c, 'a>(
-    e: &Emitter<'c, 'a>,
-    side: &Side<'c, 'a>,
-    r: Value<'c, 'a>,
-    k: Value<'c, 'a>,
-) -> Value<'c, 'a> {
-    let i32t = e.int_type(32);
-    if side.packed {
-        let two = e.index(2);
-        let byte = e.extui(e.load(side.bits, &[r, e.divui(k, two)]), i32t);
-        let shift = e.index_castui(e.muli(e.remui(k, two), e.index(4)), i32t);
-        e.andi(e.shrui(byte, shift), e.i32(0xF))
-    } else {
-        e.extui(e.load(side.bits, &[r, k]), i32t)
-    }
-}
-
 fn lower_scaled_matmul<'c, 'a>(
     e: &Emitter<'c, 'a>,
     op: OperationRef<'c, 'a>,
@@ -398,7 +380,8 @@ fn lower_scaled_matmul<'c, 'a>(
             let real = e.cmpi(CmpiPredicate::Ult, row, rows);
             let rr = e.minui(row, e.subi(rows, one));
             e.for_loop(zero, k, one, &[], |e, kk, _| {
-                let code = e.index_castui(load_code(e, side, rr, kk), e.index_type());
+                let code =
+                    e.index_castui(load_code(e, side.bits, side.packed, rr, kk), e.index_type());
                 let v = e.load(table, &[code]);
                 e.store(e.select(real, v, zf), packed_to, &[panel, kk, j]);
                 vec![]
