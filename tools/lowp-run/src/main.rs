@@ -12,6 +12,7 @@
 //! `bench: median_ms=... gflops=...`. Exit status: 0 success, 1 check failure or a compile /
 //! run error (with MLIR's located diagnostics), 2 bad command line.
 
+use std::io::Write;
 use std::process::ExitCode;
 use std::time::Instant;
 
@@ -49,6 +50,14 @@ const USAGE: &str =
   --target T      cpu (the default and, in this build, the only target)";
 
 struct Usage(String);
+
+/// `println!` that never panics: a closed pipe (`lowp-run ... | head -1`) drops the rest of
+/// the output instead.
+macro_rules! say {
+    ($($arg:tt)*) => {{
+        let _ = writeln!(std::io::stdout(), $($arg)*);
+    }};
+}
 
 #[derive(Default)]
 struct Args {
@@ -295,17 +304,18 @@ fn run(a: Args) -> Result<bool, String> {
         (spec, roles, module)
     };
     if a.print_mlir {
-        println!("{}", module.as_operation());
+        say!("{}", module.as_operation());
         return Ok(true);
     }
-    println!(
-        "lowp-run: {} {}",
+    say!(
+        "lowp-run: {} {} lanes={}",
         describe(&spec),
         if threaded {
             "threads=openmp"
         } else {
             "threads=1"
-        }
+        },
+        session.lanes()
     );
     let mut inputs = match &a.inputs {
         Some(dir) => lowp_jit::MatmulInputs::load(&spec, std::path::Path::new(dir))?,
@@ -324,7 +334,7 @@ fn run(a: Args) -> Result<bool, String> {
         .jit(&module, a.opt_level)
         .map_err(|e| e.to_string())?;
     let t2 = Instant::now();
-    println!(
+    say!(
         "compile: pipeline_ms={:.1} jit_ms={:.1}",
         (t1 - t0).as_secs_f64() * 1e3,
         (t2 - t1).as_secs_f64() * 1e3
@@ -340,7 +350,7 @@ fn run(a: Args) -> Result<bool, String> {
     if a.check {
         let r = spec.check(&inputs, &got);
         passed = r.passed;
-        println!(
+        say!(
             "check: {} max_abs_err={:.3e} max_rel_err={:.3e} bound_ratio={:.3} nonfinite_mismatches={}",
             if r.passed { "PASS" } else { "FAIL" },
             r.stats.max_abs_err,
@@ -353,14 +363,15 @@ fn run(a: Args) -> Result<bool, String> {
         let b = spec
             .bench(&jit, &entry, &roles, &inputs, runs)
             .map_err(|e| e.to_string())?;
-        println!(
+        say!(
             "bench: median_ms={:.3} gflops={:.2} runs={runs}",
-            b.median_ms, b.gflops
+            b.median_ms,
+            b.gflops
         );
     }
     if !a.check && a.bench.is_none() {
         let shown: Vec<String> = got.iter().take(4).map(|v| format!("{v}")).collect();
-        println!("result: out[0..{}] = [{}]", shown.len(), shown.join(", "));
+        say!("result: out[0..{}] = [{}]", shown.len(), shown.join(", "));
     }
     Ok(passed)
 }
