@@ -21,6 +21,7 @@
 
 #![deny(missing_docs)]
 
+mod embed;
 mod error;
 mod format;
 mod layout;

@@ -1,0 +1,72 @@
+//! Exact embeddings of narrow formats into the FP8 formats tensor cores take.
+//!
+//! Hopper has FP8 (E4M3, E5M2) tensor-core instructions but none for FP4 / FP6; a format
+//! whose every value is also an FP8 value can be decoded to FP8 codes on the way into
+//! shared memory and fed to the FP8 instructions with no rounding at all. Whether a format
+//! embeds is decided from its fields ([`ScaledFormat::embeds_in`]) and checked exhaustively
+//! by the tests against decoding every code.
+//!
+//! The rule, for an all-finite source `(e, m, bias)` and a target `(eT, mT, biasT)`: every
+//! source value is `(2^m + j) 2^(E - m)` for a binade `E >= 1 - bias` (or `j 2^(1 - bias - m)`
+//! below it). It is a target value when
+//! 1. `m <= mT` — the target keeps as many mantissa bits in every normal binade;
+//! 2. `1 - bias - m >= 1 - biasT - mT` — the source's smallest step is a multiple of the
+//!    target's (then every source value in the target's subnormal range is a multiple of
+//!    the target's step too);
+//! 3. `max_finite(source) <= max_finite(target)` — nothing overflows.
+//!
+//! Each condition is also necessary (a source value with all `m` mantissa bits set, its
+//! smallest positive value, its largest value), so the rule is exact.
+
+use crate::ScaledFormat;
+
+impl ScaledFormat {
+    /// True when every value of `self` is exactly a value of `target` (see the module docs
+    /// for the rule). A format embeds in itself; formats with NaN or inf codes embed in
+    /// nothing else (their specials have no counterpart in a different encoding).
+    pub fn embeds_in(self, target: ScaledFormat) -> bool {
+        if self == target {
+            return true;
+        }
+        if self.has_nan() || self.has_inf() {
+            return false;
+        }
+        let (_, m, bias) = self.fields();
+        let (_, mt, bias_t) = target.fields();
+        m <= mt
+            && (1 - bias - m as i32) >= (1 - bias_t - mt as i32)
+            && self.max_finite() <= target.max_finite()
+    }
+
+    /// The FP8 format NVIDIA's tensor cores can consume `self` as, exactly: `self` if it is
+    /// E4M3 or E5M2, else E4M3 if `self` embeds there (more mantissa), else E5M2, else
+    /// `None` (the format needs the generic decode path).
+    pub fn fp8_embedding(self) -> Option<ScaledFormat> {
+        [ScaledFormat::F8E4M3, ScaledFormat::F8E5M2]
+            .into_iter()
+            .find(|&t| self.embeds_in(t))
+    }
+
+    /// The code table of an embedding: entry `c` is the `target` code of the value of code
+    /// `c` (codes beyond `self`'s width repeat). `None` when `self` does not embed.
+    pub fn embedding_table(self, target: ScaledFormat) -> Option<[u8; 256]> {
+        if !self.embeds_in(target) {
+            return None;
+        }
+        let mut table = [0u8; 256];
+        if self == target {
+            // The identity, NaN and inf codes included.
+            for (c, slot) in table.iter_mut().enumerate() {
+                *slot = c as u8;
+            }
+            return Some(table);
+        }
+        for (c, slot) in table.iter_mut().enumerate() {
+            let v = self.decode(c as u8);
+            // Exact by the rule: encode finds the target code of the very same value (and
+            // keeps the sign of zero where the target has -0).
+            *slot = target.encode(v);
+        }
+        Some(table)
+    }
+}
