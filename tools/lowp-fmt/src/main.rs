@@ -227,6 +227,14 @@ fn info(f: ScaledFormat, out: &mut impl Write) -> io::Result<()> {
         "values        {} finite",
         f.representable_values().len()
     )?;
+    writeln!(
+        out,
+        "fp8_embedding {}",
+        f.fp8_embedding()
+            .map_or("none (decode path on tensor cores)".to_string(), |t| {
+                format!("{t} (exact)")
+            })
+    )?;
     writeln!(out, "kernel_id     {:#x}", f.kernel_id())
 }
 
