@@ -1,0 +1,134 @@
+//! [`Chip`]: the target facts a lowering or the code generator needs, in one value passed
+//! down (never global state).
+
+use core::fmt;
+use core::str::FromStr;
+
+/// A GPU architecture family.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Vendor {
+    /// NVIDIA, PTX through the NVPTX backend.
+    Nvidia,
+    /// AMD, code objects through the AMDGPU backend.
+    Amd,
+    /// The machine running lowp.
+    Host,
+}
+
+/// Everything the code generator and the GPU lowerings need to know about a target.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Chip {
+    /// Name as given on command lines (`sm_90a`, `gfx950`, `host`).
+    pub name: &'static str,
+    /// Vendor.
+    pub vendor: Vendor,
+    /// LLVM target triple (empty: the host's default triple).
+    pub triple: &'static str,
+    /// LLVM CPU name (`sm_90a`, `gfx950`; empty: the host CPU).
+    pub cpu: &'static str,
+    /// LLVM target features (`+ptx86`).
+    pub features: &'static str,
+    /// NVIDIA compute capability x 10 (90 for sm_90a), 0 elsewhere.
+    pub sm: u32,
+    /// PTX ISA version x 10 the NVPTX backend emits for this chip (0 elsewhere).
+    pub ptx: u32,
+    /// Shared memory (LDS) per block in KiB, the tiling budget of GPU lowerings.
+    pub shared_kib: u32,
+    /// Matrix instructions the chip has for narrow formats, strongest first.
+    pub matrix: &'static [&'static str],
+}
+
+/// Every chip lowp knows. Facts from the vendors' ISA manuals: sm_89 (Ada) has FP8
+/// `mma.sync`; sm_90a (Hopper) adds `wgmma` and TMA with 227 KiB of shared memory per block;
+/// sm_100a (Blackwell) adds `tcgen05.mma` with block-scaled MX / NVFP4 kinds; gfx942 (MI300)
+/// has FNUZ FP8 MFMA with 64 KiB LDS; gfx950 (MI350) adds scaled MFMA f8f6f4 with 160 KiB.
+pub const CHIPS: [Chip; 6] = [
+    Chip {
+        name: "sm_89",
+        vendor: Vendor::Nvidia,
+        triple: "nvptx64-nvidia-cuda",
+        cpu: "sm_89",
+        // FP8 mma.sync (m16n8k32 .e4m3/.e5m2) needs PTX ISA 8.4.
+        features: "+ptx84",
+        sm: 89,
+        ptx: 84,
+        shared_kib: 99,
+        matrix: &["mma.sync.m16n8k32.e4m3/e5m2"],
+    },
+    Chip {
+        name: "sm_90a",
+        vendor: Vendor::Nvidia,
+        triple: "nvptx64-nvidia-cuda",
+        cpu: "sm_90a",
+        features: "+ptx84",
+        sm: 90,
+        ptx: 84,
+        shared_kib: 227,
+        matrix: &["wgmma.m64nNk32.e4m3/e5m2", "mma.sync.m16n8k32.e4m3/e5m2"],
+    },
+    Chip {
+        name: "sm_100a",
+        vendor: Vendor::Nvidia,
+        triple: "nvptx64-nvidia-cuda",
+        cpu: "sm_100a",
+        features: "+ptx86",
+        sm: 100,
+        ptx: 86,
+        shared_kib: 227,
+        matrix: &[
+            "tcgen05.mma.block_scale (mxf8f6f4, mxf4, mxf4nvf4)",
+            "wgmma",
+            "mma.sync",
+        ],
+    },
+    Chip {
+        name: "gfx942",
+        vendor: Vendor::Amd,
+        triple: "amdgcn-amd-amdhsa",
+        cpu: "gfx942",
+        features: "",
+        sm: 0,
+        ptx: 0,
+        shared_kib: 64,
+        matrix: &["v_mfma_f32_16x16x32_{fp8,bf8}_{fp8,bf8} (FNUZ)"],
+    },
+    Chip {
+        name: "gfx950",
+        vendor: Vendor::Amd,
+        triple: "amdgcn-amd-amdhsa",
+        cpu: "gfx950",
+        features: "",
+        sm: 0,
+        ptx: 0,
+        shared_kib: 160,
+        matrix: &["v_mfma_scale_f32_{16x16x128,32x32x64}_f8f6f4"],
+    },
+    Chip {
+        name: "host",
+        vendor: Vendor::Host,
+        triple: "",
+        cpu: "",
+        features: "",
+        sm: 0,
+        ptx: 0,
+        shared_kib: 0,
+        matrix: &[],
+    },
+];
+
+impl fmt::Display for Chip {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name)
+    }
+}
+
+impl FromStr for Chip {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        CHIPS.iter().copied().find(|c| c.name == s).ok_or_else(|| {
+            let names: Vec<&str> = CHIPS.iter().map(|c| c.name).collect();
+            format!("unknown chip '{s}'; expected one of {}", names.join(", "))
+        })
+    }
+}

@@ -1,0 +1,130 @@
+//! `lowp-translate`: an LLVM-dialect module (what `lowp-opt`'s pipelines produce) to LLVM IR,
+//! PTX, AMDGPU or host assembly, or an object file, for a chip.
+//!
+//! ```text
+//! lowp-translate FILE.mlir --emit=llvm|ptx|asm|obj [--chip=sm_90a|sm_89|sm_100a|gfx942|gfx950|host]
+//!                [--pipeline='builtin.module(...)'] [-o OUT]
+//! ```
+//! Errors (unparsable input, ops the LLVM translation does not know, a backend failure) are
+//! MLIR/LLVM diagnostics and exit status 1; bad command lines exit 2.
+
+use std::io::Write;
+use std::process::ExitCode;
+
+use lowp_codegen::{Chip, Emit, Vendor};
+use lowp_jit::Session;
+
+const USAGE: &str =
+    "usage: lowp-translate FILE.mlir --emit=llvm|ptx|asm|obj [--chip=CHIP] [--pipeline=P] [-o OUT]
+  --emit      llvm: LLVM IR; ptx: PTX (NVIDIA chips); asm: target assembly; obj: ELF object
+  --chip      sm_89, sm_90a, sm_100a, gfx942, gfx950, host (default host)
+  --pipeline  a textual pass pipeline run first (e.g. builtin.module(lowp-cpu-pipeline))
+  -o OUT      output file (default stdout; required for obj)";
+
+struct Args {
+    file: String,
+    emit: Emit,
+    ptx: bool,
+    chip: Chip,
+    pipeline: Option<String>,
+    out: Option<String>,
+}
+
+fn parse(raw: Vec<String>) -> Result<Args, String> {
+    let (mut file, mut emit, mut chip, mut pipeline, mut out) = (None, None, None, None, None);
+    let mut it = raw.into_iter();
+    while let Some(arg) = it.next() {
+        let (flag, inline) = match arg.split_once('=') {
+            Some((f, v)) if f.starts_with('-') => (f.to_string(), Some(v.to_string())),
+            _ => (arg.clone(), None),
+        };
+        let mut value = || {
+            inline
+                .clone()
+                .or_else(|| it.next())
+                .ok_or(format!("{flag} needs a value\n{USAGE}"))
+        };
+        match flag.as_str() {
+            "-h" | "--help" => return Err(USAGE.into()),
+            "--emit" => emit = Some(value()?),
+            "--chip" => chip = Some(value()?.parse::<Chip>()?),
+            "--pipeline" => pipeline = Some(value()?),
+            "-o" => out = Some(value()?),
+            f if f.starts_with('-') => return Err(format!("unknown option '{f}'\n{USAGE}")),
+            _ => {
+                if file.replace(arg.clone()).is_some() {
+                    return Err(format!("more than one input file ('{arg}')"));
+                }
+            }
+        }
+    }
+    let chip = chip.unwrap_or_else(|| "host".parse().expect("host is a chip"));
+    let emit_name = emit.ok_or(format!("--emit is required\n{USAGE}"))?;
+    let (emit, ptx) = match emit_name.as_str() {
+        "llvm" => (Emit::Llvm, false),
+        "asm" => (Emit::Asm, false),
+        "obj" => (Emit::Obj, false),
+        "ptx" => (Emit::Asm, true),
+        other => {
+            return Err(format!(
+                "--emit: '{other}' is not one of llvm, ptx, asm, obj"
+            ))
+        }
+    };
+    if ptx && chip.vendor != Vendor::Nvidia {
+        return Err(format!(
+            "--emit=ptx needs an NVIDIA chip (sm_89, sm_90a, sm_100a), found {chip}"
+        ));
+    }
+    if emit == Emit::Obj && out.is_none() {
+        return Err("--emit=obj writes a binary object: give -o OUT".into());
+    }
+    Ok(Args {
+        file: file.ok_or(format!("no input file\n{USAGE}"))?,
+        emit,
+        ptx,
+        chip,
+        pipeline,
+        out,
+    })
+}
+
+fn run(a: Args) -> Result<(), String> {
+    let session = Session::new();
+    let mut module = session.parse_file(&a.file).map_err(|e| e.to_string())?;
+    if let Some(p) = &a.pipeline {
+        session
+            .run_pipeline(&mut module, p)
+            .map_err(|e| e.to_string())?;
+    }
+    let _ = a.ptx;
+    let bytes = lowp_codegen::emit(&module, a.chip, a.emit, &|| session.take_diagnostics())
+        .map_err(|e| e.to_string())?;
+    match &a.out {
+        Some(path) => {
+            std::fs::write(path, &bytes).map_err(|e| format!("cannot write '{path}': {e}"))
+        }
+        None => {
+            // A closed pipe ends the output quietly.
+            let _ = std::io::stdout().write_all(&bytes);
+            Ok(())
+        }
+    }
+}
+
+fn main() -> ExitCode {
+    let args = match parse(std::env::args().skip(1).collect()) {
+        Ok(a) => a,
+        Err(msg) => {
+            eprintln!("lowp-translate: {msg}");
+            return ExitCode::from(2);
+        }
+    };
+    match run(args) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(msg) => {
+            eprintln!("lowp-translate: {msg}");
+            ExitCode::from(1)
+        }
+    }
+}
