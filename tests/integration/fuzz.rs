@@ -70,8 +70,12 @@ const PIPELINES: &[Option<&str>] = &[
 ];
 
 fn inputs() -> Vec<String> {
+    inputs_under("lit")
+}
+
+fn inputs_under(dir: &str) -> Vec<String> {
     let mut chunks = Vec::new();
-    let mut stack = vec![lowp_tests::repo().join("lit")];
+    let mut stack = vec![lowp_tests::repo().join(dir)];
     while let Some(dir) = stack.pop() {
         for entry in std::fs::read_dir(&dir).unwrap() {
             let path = entry.unwrap().path();
@@ -143,24 +147,23 @@ fn mutate(rng: &mut SplitMix64, text: &str) -> String {
     s
 }
 
-#[test]
-fn mutated_lit_inputs_give_diagnostics_never_crashes() {
-    let opt = lowp_tests::tool("lowp-opt");
-    let inputs = inputs();
-    assert!(inputs.len() > 20, "lit inputs not found");
-    let mut rng = SplitMix64::new(0x10f7);
+/// Feed `n` mutants of `inputs` to `tool` (reading stdin) with the arguments `args(i)`;
+/// every run must succeed or fail with a diagnostic and status 1. Returns (ok, rejected).
+fn run_mutants(
+    tool: &std::path::Path,
+    args: &dyn Fn(usize) -> Vec<String>,
+    inputs: &[String],
+    n: usize,
+    seed: u64,
+) -> (usize, usize) {
+    let mut rng = SplitMix64::new(seed);
     let (mut ok, mut rejected) = (0, 0);
-    let n = 500;
     for i in 0..n {
-        let original = pick(&mut rng, inputs.as_slice()).clone();
+        let original = pick(&mut rng, inputs).clone();
         let source = mutate(&mut rng, &original);
-        let pipeline = PIPELINES[i % PIPELINES.len()];
-        let mut cmd = Command::new(&opt);
-        cmd.arg("-");
-        if let Some(p) = pipeline {
-            cmd.arg(format!("--pass-pipeline={p}"));
-        }
-        let mut child = cmd
+        let argv = args(i);
+        let mut child = Command::new(tool)
+            .args(&argv)
             .stdin(Stdio::piped())
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
@@ -174,7 +177,10 @@ fn mutated_lit_inputs_give_diagnostics_never_crashes() {
             }
             if start.elapsed() > Duration::from_secs(60) {
                 let _ = child.kill();
-                panic!("lowp-opt hung on mutant {i} ({pipeline:?}):\n{source}");
+                panic!(
+                    "{} hung on mutant {i} ({argv:?}):\n{source}",
+                    tool.display()
+                );
             }
             std::thread::sleep(Duration::from_millis(2));
         };
@@ -185,18 +191,79 @@ fn mutated_lit_inputs_give_diagnostics_never_crashes() {
             Some(1) => {
                 assert!(
                     stderr.contains("error"),
-                    "mutant {i} failed without a diagnostic ({pipeline:?}):\n{source}\n--- stderr:\n{stderr}"
+                    "mutant {i} failed without a diagnostic ({argv:?}):\n{source}\n--- stderr:\n{stderr}"
                 );
                 rejected += 1;
             }
             other => panic!(
-                "lowp-opt crashed ({other:?}, signal or abort) on mutant {i} ({pipeline:?}):\n{source}\n--- stderr:\n{stderr}"
+                "{} crashed ({other:?}, signal or abort) on mutant {i} ({argv:?}):\n{source}\n--- stderr:\n{stderr}",
+                tool.display()
             ),
         }
     }
-    eprintln!("fuzz: {n} mutants, {ok} accepted, {rejected} rejected with diagnostics");
+    (ok, rejected)
+}
+
+fn env_or(name: &str, default: u64) -> u64 {
+    std::env::var(name)
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(default)
+}
+
+#[test]
+fn mutated_lit_inputs_give_diagnostics_never_crashes() {
+    // LOWP_FUZZ_SEED / LOWP_FUZZ_N widen a local run; CI uses the fixed defaults.
+    let inputs = inputs();
+    assert!(inputs.len() > 20, "lit inputs not found");
+    let n = env_or("LOWP_FUZZ_N", 500) as usize;
+    let args = |i: usize| {
+        let mut a = vec!["-".to_string()];
+        if let Some(p) = PIPELINES[i % PIPELINES.len()] {
+            a.push(format!("--pass-pipeline={p}"));
+        }
+        a
+    };
+    let (ok, rejected) = run_mutants(
+        &lowp_tests::tool("lowp-opt"),
+        &args,
+        &inputs,
+        n,
+        env_or("LOWP_FUZZ_SEED", 0x10f7),
+    );
+    eprintln!("fuzz lowp-opt: {n} mutants, {ok} accepted, {rejected} rejected with diagnostics");
     assert!(
         ok > 10 && rejected > 100,
+        "mutations too weak or too strong: {ok} ok, {rejected} rejected"
+    );
+}
+
+#[test]
+fn mutated_target_inputs_through_the_backends_never_crash() {
+    // LLVM-dialect kernels (NVVM / ROCDL intrinsics) through MLIR's translation and LLVM's
+    // NVPTX / AMDGPU backends: a fatal backend error must still be one line and status 1.
+    let inputs = inputs_under("lit/Target");
+    let chips = ["sm_89", "sm_90a", "gfx942", "gfx950", "host"];
+    let n = env_or("LOWP_FUZZ_N", 150) as usize;
+    let args = |i: usize| {
+        vec![
+            "-".to_string(),
+            "--emit=asm".into(),
+            format!("--chip={}", chips[i % chips.len()]),
+        ]
+    };
+    let (ok, rejected) = run_mutants(
+        &lowp_tests::tool("lowp-translate"),
+        &args,
+        &inputs,
+        n,
+        env_or("LOWP_FUZZ_SEED", 0x7a1),
+    );
+    eprintln!(
+        "fuzz lowp-translate: {n} mutants, {ok} accepted, {rejected} rejected with diagnostics"
+    );
+    assert!(
+        ok > 5 && rejected > 20,
         "mutations too weak or too strong: {ok} ok, {rejected} rejected"
     );
 }

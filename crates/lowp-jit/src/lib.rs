@@ -161,7 +161,7 @@ impl Session {
         }
     }
 
-    /// Parse and verify a module from a file (diagnostics name the file).
+    /// Parse and verify a module from a file (diagnostics name the file); `-` reads stdin.
     pub fn parse_file(&self, path: &str) -> Result<Module<'_>, JitError> {
         // SAFETY: a live context; a null module reports failure.
         let raw = unsafe {

@@ -2,7 +2,7 @@
 //! PTX, AMDGPU or host assembly, or an object file, for a chip.
 //!
 //! ```text
-//! lowp-translate FILE.mlir --emit=llvm|ptx|asm|obj [--chip=sm_90a|sm_89|sm_100a|gfx942|gfx950|host]
+//! lowp-translate FILE.mlir|- --emit=llvm|ptx|asm|obj [--chip=sm_90a|sm_89|sm_100a|gfx942|gfx950|host]
 //!                [--pipeline='builtin.module(...)'] [-o OUT]
 //! ```
 //! Errors (unparsable input, ops the LLVM translation does not know, a backend failure) are
@@ -50,7 +50,9 @@ fn parse(raw: Vec<String>) -> Result<Args, String> {
             "--chip" => chip = Some(value()?.parse::<Chip>()?),
             "--pipeline" => pipeline = Some(value()?),
             "-o" => out = Some(value()?),
-            f if f.starts_with('-') => return Err(format!("unknown option '{f}'\n{USAGE}")),
+            f if f.starts_with('-') && f != "-" => {
+                return Err(format!("unknown option '{f}'\n{USAGE}"))
+            }
             _ => {
                 if file.replace(arg.clone()).is_some() {
                     return Err(format!("more than one input file ('{arg}')"));
