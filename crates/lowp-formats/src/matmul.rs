@@ -226,7 +226,9 @@ pub struct Reference {
 pub struct ErrorStats {
     /// Largest `|got - want|` over finite pairs.
     pub max_abs_err: f64,
-    /// Largest `|got - want| / |want|` over finite pairs with `want != 0`.
+    /// Largest `|got - want| / |want|` over finite pairs whose `|want|` is at least 10^-3 of
+    /// `sum_k |a_k b_k|` (outputs not dominated by cancellation, where a relative error says
+    /// nothing about the kernel).
     pub max_rel_err: f64,
     /// Largest `|got - want| / bound`, where the bound is `(K + 5) * 2^-24 * magnitude`
     /// (the classic `gamma_n` bound for an f32 sum in any order); <= 1 passes.
@@ -266,7 +268,7 @@ impl Reference {
             }
             let err = (g - w).abs();
             st.max_abs_err = st.max_abs_err.max(err);
-            if w != 0.0 {
+            if w != 0.0 && w.abs() >= 1e-3 * mag {
                 st.max_rel_err = st.max_rel_err.max(err / w.abs());
             }
             let bound = gamma * mag + w.abs() * 2f64.powi(-24) + underflow;
