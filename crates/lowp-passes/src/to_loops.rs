@@ -375,17 +375,25 @@ fn lower_scaled_matmul<'c, 'a>(
                          width: Value<'c, 'a>,
                          rows: Value<'c, 'a>,
                          panel: Value<'c, 'a>| {
-        e.for_loop(zero, width, one, &[], |e, j, _| {
-            let row = e.addi(e.muli(panel, width), j);
-            let real = e.cmpi(CmpiPredicate::Ult, row, rows);
-            let rr = e.minui(row, e.subi(rows, one));
-            e.for_loop(zero, k, one, &[], |e, kk, _| {
+        // Codes: k outer, the tile's rows inner, so the packed tile is written in order
+        // (each row's codes stay in L1 across consecutive k).
+        e.for_loop(zero, k, one, &[], |e, kk, _| {
+            e.for_loop(zero, width, one, &[], |e, j, _| {
+                let row = e.addi(e.muli(panel, width), j);
+                let real = e.cmpi(CmpiPredicate::Ult, row, rows);
+                let rr = e.minui(row, e.subi(rows, one));
                 let code =
                     e.index_castui(load_code(e, side.bits, side.packed, rr, kk), e.index_type());
                 let v = e.load(table, &[code]);
                 e.store(e.select(real, v, zf), packed_to, &[panel, kk, j]);
                 vec![]
             });
+            vec![]
+        });
+        e.for_loop(zero, width, one, &[], |e, j, _| {
+            let row = e.addi(e.muli(panel, width), j);
+            let real = e.cmpi(CmpiPredicate::Ult, row, rows);
+            let rr = e.minui(row, e.subi(rows, one));
             e.for_loop(zero, segments, one, &[], |e, s, _| {
                 let v = side.scaled.block_value(e, rr, e.muli(s, seg_stride));
                 let v = e.select(real, v, zf);
