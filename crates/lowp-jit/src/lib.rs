@@ -7,6 +7,7 @@
 
 #![deny(missing_docs)]
 
+pub mod generic;
 pub mod matmul;
 mod memref;
 

@@ -499,7 +499,7 @@ impl MatmulSpec {
         });
         let func = func_args.ok_or_else(|| format!("no function @{entry} in the module"))?;
         let mm = found.ok_or_else(|| {
-            format!("@{entry} has no lowp.scaled_matmul at its top level (needed for random inputs and --check)")
+            format!("@{entry} has no lowp.scaled_matmul at its top level (needed for --check and input files)")
         })?;
         // SAFETY: both are live ops of the module found by the walk above.
         let (func, mm) = unsafe { (OperationRef::from_raw(func), OperationRef::from_raw(mm)) };

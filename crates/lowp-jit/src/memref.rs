@@ -40,6 +40,43 @@ impl<'a> MemRefArg<'a> {
         }
     }
 
+    /// A contiguous row-major memref over raw bytes holding elements of `element_bytes`
+    /// each.
+    ///
+    /// # Panics
+    /// If `data` is shorter than the shape needs.
+    pub fn new_bytes(data: &'a mut [u8], shape: &[usize], element_bytes: usize) -> Self {
+        let count: usize = shape.iter().product();
+        assert!(
+            data.len() >= count * element_bytes,
+            "buffer of {} bytes for shape {shape:?}",
+            data.len()
+        );
+        let ptr = data.as_mut_ptr() as u64;
+        let mut words = vec![ptr, ptr, 0];
+        words.extend(shape.iter().map(|&d| d as u64));
+        let mut stride = 1u64;
+        let mut strides = vec![0u64; shape.len()];
+        for (i, &d) in shape.iter().enumerate().rev() {
+            strides[i] = stride;
+            stride *= d as u64;
+        }
+        words.extend(strides);
+        Self {
+            words,
+            _buffer: PhantomData,
+        }
+    }
+
+    /// A rank-0 memref over raw bytes.
+    pub fn scalar_bytes(data: &'a mut [u8]) -> Self {
+        let ptr = data.as_mut_ptr() as u64;
+        Self {
+            words: vec![ptr, ptr, 0],
+            _buffer: PhantomData,
+        }
+    }
+
     /// A rank-0 memref over one value.
     pub fn scalar<T>(value: &'a mut T) -> Self {
         let ptr = value as *mut T as u64;

@@ -7,7 +7,9 @@
 //!          [--check] [--bench N] [--print-mlir] [--seed S] [--opt-level L]
 //! ```
 //! The entry's `lowp.scaled_matmul` gets seeded random inputs per operand type (quantized by
-//! lowp-formats); `--check` compares the result with the oracle, `--bench` times it. The
+//! lowp-formats); `--check` compares the result with the oracle, `--bench` times it. An entry
+//! without a scaled_matmul (quantize / dequantize pipelines, say) runs with random inputs per
+//! memref argument type and prints a summary of every buffer after the call. The
 //! last line is the summary: `check: PASS max_abs_err=... max_rel_err=...` and/or
 //! `bench: median_ms=... gflops=...`. Exit status: 0 success, 1 check failure or a compile /
 //! run error (with MLIR's located diagnostics), 2 bad command line.
@@ -299,9 +301,24 @@ fn run(a: Args) -> Result<bool, String> {
             return Err(format!("cannot read '{file}': {e}"));
         }
         let module = session.parse_file(&file).map_err(|e| e.to_string())?;
-        let (spec, roles) = MatmulSpec::from_entry(&module, &entry)?;
-        spec.validate()?;
-        (spec, roles, module)
+        match MatmulSpec::from_entry(&module, &entry) {
+            Ok((spec, roles)) => {
+                spec.validate()?;
+                (spec, roles, module)
+            }
+            // Entries without a scaled_matmul run with random inputs per operand type;
+            // checking and input files need the matmul's structure.
+            Err(why)
+                if a.check
+                    || a.inputs.is_some()
+                    || a.save_inputs.is_some()
+                    || a.specials
+                    || a.output.is_some() =>
+            {
+                return Err(why)
+            }
+            Err(_) => return run_generic(&session, module, &entry, &a, threaded),
+        }
     };
     if a.print_mlir {
         say!("{}", module.as_operation());
@@ -374,6 +391,63 @@ fn run(a: Args) -> Result<bool, String> {
         say!("result: out[0..{}] = [{}]", shown.len(), shown.join(", "));
     }
     Ok(passed)
+}
+
+/// Run any entry with seeded random inputs per operand type and summarize every buffer.
+fn run_generic(
+    session: &Session,
+    mut module: melior::ir::Module,
+    entry: &str,
+    a: &Args,
+    threaded: bool,
+) -> Result<bool, String> {
+    use lowp_jit::generic;
+    let sig = generic::entry_signature(&module, entry)?;
+    if a.print_mlir {
+        say!("{}", module.as_operation());
+        return Ok(true);
+    }
+    say!(
+        "lowp-run: @{entry} with {} memref arguments, random inputs (seed {}) (cpu) {} lanes={}",
+        sig.len(),
+        a.seed,
+        if threaded {
+            "threads=openmp"
+        } else {
+            "threads=1"
+        },
+        session.lanes()
+    );
+    let t0 = Instant::now();
+    session.lower_cpu(&mut module).map_err(|e| e.to_string())?;
+    let t1 = Instant::now();
+    let jit = session
+        .jit(&module, a.opt_level)
+        .map_err(|e| e.to_string())?;
+    say!(
+        "compile: pipeline_ms={:.1} jit_ms={:.1}",
+        (t1 - t0).as_secs_f64() * 1e3,
+        t1.elapsed().as_secs_f64() * 1e3
+    );
+    let mut buffers = generic::random_buffers(&sig, a.seed);
+    generic::call(&jit, entry, &sig, &mut buffers).map_err(|e| e.to_string())?;
+    for (i, (arg, buf)) in sig.iter().zip(&buffers).enumerate() {
+        say!("arg{i}: {}", generic::summarize(arg, buf));
+    }
+    if let Some(runs) = a.bench {
+        let mut times = Vec::with_capacity(runs);
+        for _ in 0..runs {
+            let t = Instant::now();
+            generic::call(&jit, entry, &sig, &mut buffers).map_err(|e| e.to_string())?;
+            times.push(t.elapsed().as_secs_f64());
+        }
+        times.sort_by(f64::total_cmp);
+        say!(
+            "bench: median_ms={:.3} runs={runs}",
+            times[times.len() / 2] * 1e3
+        );
+    }
+    Ok(true)
 }
 
 fn main() -> ExitCode {
