@@ -141,6 +141,13 @@ pub fn entry_signature(module: &Module, entry: &str) -> Result<Vec<ArgSpec>, Str
         .collect()
 }
 
+/// Bytes the buffers of a signature take.
+pub fn bytes_needed(sig: &[ArgSpec]) -> u64 {
+    sig.iter()
+        .map(|a| (a.elements() as u64).saturating_mul(a.element.bytes() as u64))
+        .fold(0u64, u64::saturating_add)
+}
+
 /// Seeded buffers for a signature: normal values for floats, any code for lowp formats (NaN
 /// codes included), E8M0 scales in 2^-7..2^7, small integers.
 pub fn random_buffers(sig: &[ArgSpec], seed: u64) -> Vec<Vec<u8>> {

@@ -328,7 +328,30 @@ impl MatmulSpec {
                 self.m, self.n, self.k
             ));
         }
+        let need = self.bytes_needed();
+        let available = available_memory();
+        if need > available {
+            return Err(format!(
+                "a {}x{}x{} problem needs about {:.1} GiB (inputs, codes, kernel workspace, \
+                 oracle); this machine has {:.1} GiB available",
+                self.m,
+                self.n,
+                self.k,
+                need as f64 / (1u64 << 30) as f64,
+                available as f64 / (1u64 << 30) as f64
+            ));
+        }
         Ok(())
+    }
+
+    /// A generous estimate of the memory one run takes: f32 inputs and their codes, the
+    /// kernel's decoded operands and f32 workspace, the result and the f64 oracle.
+    pub fn bytes_needed(&self) -> u64 {
+        let (m, n, k) = (self.m as u64, self.n as u64, self.k as u64);
+        let operands = (m + n).saturating_mul(k);
+        operands
+            .saturating_mul(4 + 1 + 4)
+            .saturating_add(m.saturating_mul(n).saturating_mul(4 + 4 + 16))
     }
 
     /// `2 M N K`.
@@ -601,6 +624,19 @@ fn static_shape(t: Type<'_>) -> Result<(Vec<i64>, Type<'_>), String> {
             .collect()
     };
     Ok((dims, m.element()))
+}
+
+/// `MemAvailable` of /proc/meminfo, or 16 GiB where it cannot be read.
+pub fn available_memory() -> u64 {
+    std::fs::read_to_string("/proc/meminfo")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("MemAvailable:"))
+                .and_then(|l| l.split_whitespace().nth(1))
+                .and_then(|kib| kib.parse::<u64>().ok())
+        })
+        .map_or(16 << 30, |kib| kib * 1024)
 }
 
 /// Owned argument buffers of one call.

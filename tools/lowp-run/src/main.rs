@@ -403,6 +403,15 @@ fn run_generic(
 ) -> Result<bool, String> {
     use lowp_jit::generic;
     let sig = generic::entry_signature(&module, entry)?;
+    let need = generic::bytes_needed(&sig);
+    let available = lowp_jit::matmul::available_memory();
+    if need > available {
+        return Err(format!(
+            "@{entry}'s arguments take {:.1} GiB; this machine has {:.1} GiB available",
+            need as f64 / (1u64 << 30) as f64,
+            available as f64 / (1u64 << 30) as f64
+        ));
+    }
     if a.print_mlir {
         say!("{}", module.as_operation());
         return Ok(true);
