@@ -12,6 +12,7 @@
 #include "mlir/InitAllDialects.h"
 #include "mlir/InitAllExtensions.h"
 #include "mlir/InitAllPasses.h"
+#include "mlir/Target/LLVMIR/Dialect/All.h"
 #include "mlir/Tools/mlir-opt/MlirOptMain.h"
 
 #include <mutex>
@@ -20,6 +21,8 @@ void lowpRegisterAllDialects(MlirDialectRegistry registry) {
   mlir::DialectRegistry &r = *unwrap(registry);
   mlir::registerAllDialects(r);
   mlir::registerAllExtensions(r);
+  // What gpu-module-to-binary needs to translate a gpu.module's body (as mlir-opt does).
+  mlir::registerAllGPUToLLVMIRTranslations(r);
   r.insert<mlir::lowp::LowpDialect>();
 }
 
