@@ -1,7 +1,8 @@
 //! lowp-to-loops computes what the oracle computes: scaled_matmul lowered to the vectorized
 //! GEMM, JIT-compiled and run, agrees with `lowp_formats::scaled_matmul_f64` within the f32
 //! summation bound, for every named format, custom formats, every layout (and mixes), packed
-//! FP4, NVFP4 globals, bias, bf16 results, odd sizes and NaN/inf operands.
+//! FP4, NVFP4 globals, bias, bf16 results, odd sizes and NaN/inf operands. So does
+//! lowp-to-parallel-loops, the one-output-per-iteration form the GPU mapping starts from.
 
 use lowp_formats::testing::SplitMix64;
 use lowp_formats::{
@@ -213,13 +214,24 @@ fn check(what: &str, p: &Problem, got: &[f32]) {
 
 /// Compile every problem as one function of one module, run each and check it against the
 /// oracle; returns the results.
-fn run_and_check<S: AsRef<str>>(session: &Session, problems: &[(S, Problem)]) -> Vec<Vec<f32>> {
+/// `pre`, when given, is a pipeline run on the lowp module before the CPU lowering (which
+/// then finds no `lowp.scaled_matmul` left for `lowp-to-loops`).
+fn run_and_check<S: AsRef<str>>(
+    session: &Session,
+    problems: &[(S, Problem)],
+    pre: Option<&str>,
+) -> Vec<Vec<f32>> {
     let src: String = problems
         .iter()
         .enumerate()
         .map(|(i, (_, p))| source(&format!("p{i}"), p))
         .collect();
-    let module = session.parse(&src).unwrap_or_else(|e| panic!("{e}"));
+    let mut module = session.parse(&src).unwrap_or_else(|e| panic!("{e}"));
+    if let Some(pre) = pre {
+        session
+            .run_pipeline(&mut module, pre)
+            .unwrap_or_else(|e| panic!("{e}"));
+    }
     let jit = session
         .compile_cpu(module, 2)
         .unwrap_or_else(|e| panic!("{e}"));
@@ -236,7 +248,20 @@ fn run_and_check<S: AsRef<str>>(session: &Session, problems: &[(S, Problem)]) ->
 
 #[test]
 fn every_format_and_layout_matches_the_oracle() {
+    format_layout_cases(&Session::new(), None);
+}
+
+/// lowp-to-parallel-loops (the GPU-mappable form), run on the CPU through OpenMP threads:
+/// the same problems, the same oracle.
+#[test]
+fn parallel_loops_form_matches_the_oracle() {
     let session = Session::new();
+    let pre = Some("builtin.module(func.func(lowp-to-parallel-loops))");
+    format_layout_cases(&session, pre);
+    mixed_cases(&session, pre);
+}
+
+fn format_layout_cases(session: &Session, pre: Option<&str>) {
     let mut rng = SplitMix64::new(77);
     let mut formats = ScaledFormat::NAMED.to_vec();
     formats.extend([
@@ -283,7 +308,7 @@ fn every_format_and_layout_matches_the_oracle() {
             ));
         }
     }
-    run_and_check(&session, &problems);
+    run_and_check(session, &problems, pre);
     assert!(problems.len() >= 36, "{} problems", problems.len());
 }
 
@@ -295,11 +320,11 @@ fn mixed_layouts_edge_sizes_bf16_and_specials() {
         let mut session = Session::new();
         session.set_lanes(lanes);
         session.set_threads(threads);
-        mixed_cases(&session);
+        mixed_cases(&session, None);
     }
 }
 
-fn mixed_cases(session: &Session) {
+fn mixed_cases(session: &Session, pre: Option<&str>) {
     let mut rng = SplitMix64::new(5);
     let f4 = ScaledFormat::F4E2M1;
     let e4 = ScaledFormat::F8E4M3;
@@ -448,7 +473,7 @@ fn mixed_cases(session: &Session) {
         },
     ));
 
-    let results = run_and_check(session, &problems);
+    let results = run_and_check(session, &problems, pre);
     for ((what, _), got) in problems.iter().zip(&results) {
         if *what == "nan/inf" {
             assert!(got[0].is_infinite() || got[0].is_nan());

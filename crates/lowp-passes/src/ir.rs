@@ -437,12 +437,35 @@ impl<'c, 'a> Emitter<'c, 'a> {
         step: Value<'c, '_>,
         body: impl FnOnce(&Emitter<'c, 'a>, Value<'c, 'a>),
     ) {
+        self.parallel_nest(&[lb], &[ub], &[step], |e, ivs| body(e, ivs[0]));
+    }
+
+    /// `scf.parallel (%i, %j, ..) = (lbs) to (ubs) step (steps)`: one loop of several
+    /// dimensions, whose iterations may all run concurrently (what
+    /// `scf-parallel-loop-tiling` and `gpu-map-parallel-loops` map onto blocks and threads).
+    pub fn parallel_nest(
+        &self,
+        lbs: &[Value<'c, '_>],
+        ubs: &[Value<'c, '_>],
+        steps: &[Value<'c, '_>],
+        body: impl FnOnce(&Emitter<'c, 'a>, &[Value<'c, 'a>]),
+    ) {
+        let rank = lbs.len();
+        debug_assert!(ubs.len() == rank && steps.len() == rank);
         let region = Region::new();
-        region.append_block(Block::new(&[(self.index_type(), self.loc)]));
-        let sizes = melior::ir::attribute::DenseI32ArrayAttribute::new(self.ctx, &[1, 1, 1, 0]);
+        let args: Vec<_> = (0..rank).map(|_| (self.index_type(), self.loc)).collect();
+        region.append_block(Block::new(&args));
+        let sizes = melior::ir::attribute::DenseI32ArrayAttribute::new(
+            self.ctx,
+            &[rank as i32, rank as i32, rank as i32, 0],
+        );
+        let mut operands: Vec<Value> = Vec::with_capacity(3 * rank);
+        operands.extend_from_slice(lbs);
+        operands.extend_from_slice(ubs);
+        operands.extend_from_slice(steps);
         let op = self.insert(
             OperationBuilder::new("scf.parallel", self.loc)
-                .add_operands(&[lb, ub, step])
+                .add_operands(&operands)
                 .add_attributes(&[(
                     melior::ir::Identifier::new(self.ctx, "operandSegmentSizes"),
                     sizes.into(),
@@ -457,8 +480,10 @@ impl<'c, 'a> Emitter<'c, 'a> {
             .first_block()
             .expect("scf.parallel block");
         let inner = Emitter::at_end(self.ctx, block, self.loc);
-        let iv: Value = block.argument(0).expect("induction variable").into();
-        body(&inner, iv);
+        let ivs: Vec<Value> = (0..rank)
+            .map(|i| block.argument(i).expect("induction variable").into())
+            .collect();
+        body(&inner, &ivs);
         inner.insert(
             OperationBuilder::new("scf.reduce", self.loc)
                 .build()

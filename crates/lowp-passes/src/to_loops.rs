@@ -166,11 +166,17 @@ fn k_block(l: ScaleLayout) -> Option<i64> {
     }
 }
 
-fn plan(la: ScaleLayout, lb: ScaleLayout, options: &PassOptions) -> Plan {
-    let seg = match (k_block(la), k_block(lb)) {
+/// The K segment over which neither operand's scale changes (the gcd of the two K blocks;
+/// `None` when neither scale changes along K).
+pub(crate) fn segment(la: ScaleLayout, lb: ScaleLayout) -> Option<i64> {
+    match (k_block(la), k_block(lb)) {
         (Some(a), Some(b)) => Some(gcd(a, b)),
         (a, b) => a.or(b),
-    };
+    }
+}
+
+fn plan(la: ScaleLayout, lb: ScaleLayout, options: &PassOptions) -> Plan {
+    let seg = segment(la, lb);
     let kc = options.uint("kc") as i64;
     let kc = match seg {
         Some(s) => (kc + s - 1) / s * s,
@@ -224,18 +230,20 @@ fn run<'c, 'a>(func: OperationRef<'c, 'a>, options: &PassOptions) -> Result<(), 
 }
 
 /// Operand indices of `lowp.scaled_matmul` from its `operandSegmentSizes`.
-struct MatmulOperands<'c, 'a> {
-    lhs: Value<'c, 'a>,
-    lhs_scales: Value<'c, 'a>,
-    lhs_global: Option<Value<'c, 'a>>,
-    rhs: Value<'c, 'a>,
-    rhs_scales: Value<'c, 'a>,
-    rhs_global: Option<Value<'c, 'a>>,
-    bias: Option<Value<'c, 'a>>,
-    out: Value<'c, 'a>,
+pub(crate) struct MatmulOperands<'c, 'a> {
+    pub(crate) lhs: Value<'c, 'a>,
+    pub(crate) lhs_scales: Value<'c, 'a>,
+    pub(crate) lhs_global: Option<Value<'c, 'a>>,
+    pub(crate) rhs: Value<'c, 'a>,
+    pub(crate) rhs_scales: Value<'c, 'a>,
+    pub(crate) rhs_global: Option<Value<'c, 'a>>,
+    pub(crate) bias: Option<Value<'c, 'a>>,
+    pub(crate) out: Value<'c, 'a>,
 }
 
-fn matmul_operands<'c, 'a>(op: OperationRef<'c, 'a>) -> Result<MatmulOperands<'c, 'a>, PassError> {
+pub(crate) fn matmul_operands<'c, 'a>(
+    op: OperationRef<'c, 'a>,
+) -> Result<MatmulOperands<'c, 'a>, PassError> {
     let sizes = op
         .attribute("operandSegmentSizes")
         .map_err(|_| unsupported(op, "missing operandSegmentSizes"))?;
