@@ -1,6 +1,7 @@
 // RUN: lowp-opt %s --pass-pipeline='builtin.module(func.func(lowp-to-parallel-loops,canonicalize,cse))' | FileCheck %s
 // RUN: lowp-opt %s --pass-pipeline='builtin.module(func.func(lowp-to-parallel-loops),lowp-lower-storage,func.func(scf-parallel-loop-tiling{parallel-loop-tile-sizes=32,8 no-min-max-bounds=true},gpu-map-parallel-loops,convert-parallel-loops-to-gpu),gpu-kernel-outlining,canonicalize,cse)' | FileCheck %s --check-prefix=MAP
 // RUN: lowp-opt %s --pass-pipeline='builtin.module(func.func(lowp-to-parallel-loops),lowp-lower-storage,func.func(scf-parallel-loop-tiling{parallel-loop-tile-sizes=32,8 no-min-max-bounds=true},gpu-map-parallel-loops,convert-parallel-loops-to-gpu),gpu-kernel-outlining,canonicalize,cse,nvvm-attach-target{chip=sm_90a features=+ptx84},gpu.module(lower-affine,convert-scf-to-cf,convert-gpu-to-nvvm,canonicalize,cse,reconcile-unrealized-casts),gpu-module-to-binary{format=isa})' | FileCheck %s --check-prefix=PTX
+// RUN: lowp-opt %s --pass-pipeline='builtin.module(func.func(lowp-to-parallel-loops),lowp-lower-storage,func.func(scf-parallel-loop-tiling{parallel-loop-tile-sizes=64,4 no-min-max-bounds=true},gpu-map-parallel-loops,convert-parallel-loops-to-gpu),gpu-kernel-outlining,canonicalize,cse,rocdl-attach-target{chip=gfx942},gpu.module(lower-affine,convert-scf-to-cf,convert-gpu-to-rocdl,canonicalize,cse,reconcile-unrealized-casts),gpu-module-to-binary{format=isa})' | FileCheck %s --check-prefix=GCN
 
 // The one-output-per-iteration form: a 2-D scf.parallel (columns, rows) over C; each
 // iteration walks K in scale segments, decodes A[i, k] and B[j, k] by bit arithmetic and
@@ -43,6 +44,10 @@
 // And to PTX for sm_90a by NVVM and LLVM's NVPTX backend.
 // PTX:     gpu.binary @mxfp4_kernel {{.*}}#nvvm.target<chip = "sm_90a", features = "+ptx84">{{.*}}assembly = "{{.*}}.version 8.4{{.*}}.target sm_90a{{.*}}.visible .entry mxfp4_kernel({{.*}}ld.global.b8{{.*}}mul.rn.f32{{.*}}add.rn.f32{{.*}}st.global.b32
 // PTX:     gpu.binary @nvfp4_bf16_kernel {{.*}}cvt.rn.bf16.f32
+
+// The same form for AMD (gfx942, 64 x 4 threads: one wave per row of a block) through
+// convert-gpu-to-rocdl and LLVM's AMDGPU backend.
+// GCN:     gpu.binary @mxfp4_kernel {{.*}}#rocdl.target<chip = "gfx942">{{.*}}.amdgcn_target \22amdgcn-amd-amdhsa--gfx942\22{{.*}}global_load_ubyte{{.*}}v_mul_f32{{.*}}v_add_f32
 
 func.func @mxfp4(%a: memref<48x128x!lowp.packed<f4E2M1FN>>, %sa: memref<48x8xf8E8M0FNU>,
                  %b: memref<40x128x!lowp.packed<f4E2M1FN>>, %sb: memref<40x8xf8E8M0FNU>,
