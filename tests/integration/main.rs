@@ -4,4 +4,5 @@ mod builders;
 mod docs;
 mod expand_quantize;
 mod fuzz;
+mod gpu_generic;
 mod to_loops;

@@ -8,6 +8,7 @@
 #![deny(missing_docs)]
 
 pub mod generic;
+pub mod gpu;
 pub mod matmul;
 mod memref;
 
@@ -71,6 +72,15 @@ pub enum JitError {
         /// MLIR's diagnostics, if any.
         diagnostics: String,
     },
+    /// The entry cannot be run as a GPU kernel launch.
+    #[error("GPU launch: {reason}")]
+    Launch {
+        /// Why.
+        reason: String,
+    },
+    /// The CUDA driver failed (or is missing).
+    #[error("{0}")]
+    Gpu(lowp_runtime::GpuError),
     /// No such function in the compiled module.
     #[error("no function '{name}' in the module")]
     NoFunction {

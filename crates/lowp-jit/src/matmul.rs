@@ -655,6 +655,37 @@ struct Buffers {
 }
 
 impl MatmulSpec {
+    /// The bytes of one argument as the entry reads them (codes, scale bytes or
+    /// little-endian f32); the result role gets zeros of its size. For copying to a device.
+    pub fn role_bytes(&self, role: Role, inputs: &MatmulInputs) -> Vec<u8> {
+        let scales = |q: &QuantizedTensor| {
+            q.scale_bytes()
+                .unwrap_or_else(|| f32_bytes(&q.scales.values))
+        };
+        match role {
+            Role::Lhs => inputs.a.codes.clone(),
+            Role::LhsScales => scales(&inputs.a),
+            Role::LhsGlobal => f32_bytes(&[inputs.a.scales.global.unwrap_or(0.0)]),
+            Role::Rhs => inputs.b.codes.clone(),
+            Role::RhsScales => scales(&inputs.b),
+            Role::RhsGlobal => f32_bytes(&[inputs.b.scales.global.unwrap_or(0.0)]),
+            Role::Bias => f32_bytes(inputs.bias.as_deref().unwrap_or(&[])),
+            Role::Out => vec![0; self.m * self.n * if self.bf16 { 2 } else { 4 }],
+        }
+    }
+
+    /// A result read back as bytes (f32 or bf16, little-endian) as f32 values.
+    pub fn result_from_bytes(&self, bytes: &[u8]) -> Vec<f32> {
+        if self.bf16 {
+            bytes
+                .chunks_exact(2)
+                .map(|h| f32::from_bits((u16::from_le_bytes([h[0], h[1]]) as u32) << 16))
+                .collect()
+        } else {
+            f32_from(bytes)
+        }
+    }
+
     fn buffers(&self, inputs: &MatmulInputs) -> Buffers {
         let split = |q: &QuantizedTensor| match q.scale_bytes() {
             Some(bytes) => (bytes, Vec::new()),

@@ -1,6 +1,6 @@
-//! Named pipelines from lowp IR to the LLVM dialect, registered with the passes so that
-//! `lowp-opt --lowp-cpu-pipeline` (or `builtin.module(lowp-cpu-pipeline)`) and the JIT run
-//! the same list.
+//! Named pipelines from lowp IR to the LLVM dialect (CPU) or to a GPU kernel launch,
+//! registered with the passes so that `lowp-opt --lowp-cpu-pipeline` (or
+//! `builtin.module(lowp-cpu-pipeline)`) and the JIT run the same list.
 
 /// One registered pipeline.
 #[derive(Clone, Copy, Debug)]
@@ -55,8 +55,37 @@ pub const CPU_OPENMP: PipelineDef = PipelineDef {
     passes: cpu_passes!("convert-scf-to-openmp,", "convert-openmp-to-llvm,"),
 };
 
+/// lowp IR to a host function that launches a GPU kernel (`gpu.launch_func`) and the
+/// kernel's `gpu.module`, still in scf/arith/memref: `lowp-to-parallel-loops`, its 2-D loop
+/// tiled into blocks of 32 x 8 threads (columns on x), mapped and outlined by the upstream
+/// passes. A target's passes follow: `nvvm-attach-target` + `convert-gpu-to-nvvm` (see
+/// [`nvvm_kernel_passes`]) or their ROCDL counterparts, then `gpu-module-to-binary`.
+pub const GPU_GENERIC: PipelineDef = PipelineDef {
+    argument: "lowp-gpu-generic-pipeline",
+    description: "Lower lowp.scaled_matmul to the generic GPU kernel (lowp-to-parallel-loops, \
+                  32x8-thread blocks, gpu-kernel-outlining); target passes follow",
+    passes: concat!(
+        "func.func(lowp-to-parallel-loops),",
+        "lowp-lower-storage,",
+        "func.func(scf-parallel-loop-tiling{parallel-loop-tile-sizes=32,8 no-min-max-bounds=true},",
+        "gpu-map-parallel-loops,convert-parallel-loops-to-gpu),",
+        "gpu-kernel-outlining,",
+        "canonicalize,cse"
+    ),
+};
+
+/// The NVVM half after [`GPU_GENERIC`]: target `chip` (PTX ISA 8.4, which FP8 needs), lower
+/// the kernel modules to NVVM and serialize them to PTX (`gpu.binary`).
+pub fn nvvm_kernel_passes(chip: &str) -> String {
+    format!(
+        "builtin.module(nvvm-attach-target{{chip={chip} features=+ptx84}},\
+         gpu.module(lower-affine,convert-scf-to-cf,convert-gpu-to-nvvm,canonicalize,cse,\
+         reconcile-unrealized-casts),gpu-module-to-binary{{format=isa}})"
+    )
+}
+
 /// Every named pipeline.
-pub const ALL: [PipelineDef; 2] = [CPU, CPU_OPENMP];
+pub const ALL: [PipelineDef; 3] = [CPU, CPU_OPENMP, GPU_GENERIC];
 
 impl PipelineDef {
     /// The full textual pipeline, anchored on `builtin.module`.

@@ -128,15 +128,6 @@ fn lower_scaled_matmul<'c, 'a>(
         None => (one, k),
     };
     let zf = e.f32(0.0);
-    // The global scales are loop invariants: read once, outside the loop.
-    let global = match (sa.global_value(e), sb.global_value(e)) {
-        (None, None) => None,
-        (ga, gb) => Some(e.mulf(
-            ga.unwrap_or_else(|| e.f32(1.0)),
-            gb.unwrap_or_else(|| e.f32(1.0)),
-        )),
-    };
-
     // Columns first: mapped onto GPU threads, consecutive threads (x) take consecutive
     // columns, so that the store of C is coalesced and the load of A[i, k] is one broadcast.
     e.parallel_nest(&[zero, zero], &[n, m], &[one, one], |e, ji| {
@@ -168,6 +159,15 @@ fn lower_scaled_matmul<'c, 'a>(
                 sb.block_value(e, j, zero),
             );
         }
+        // The NVFP4 global scales are read in the body, not hoisted: on a GPU the host
+        // cannot read device memory (and the loads hit the cache after the first thread).
+        let global = match (sa.global_value(e), sb.global_value(e)) {
+            (None, None) => None,
+            (ga, gb) => Some(e.mulf(
+                ga.unwrap_or_else(|| e.f32(1.0)),
+                gb.unwrap_or_else(|| e.f32(1.0)),
+            )),
+        };
         if let Some(g) = global {
             v = e.mulf(v, g);
         }

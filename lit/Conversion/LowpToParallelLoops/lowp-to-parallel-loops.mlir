@@ -24,10 +24,10 @@
 // CHECK:         scf.reduce
 // CHECK-NOT:   memref.alloc
 // CHECK-LABEL: func.func @nvfp4_bf16
-// CHECK-DAG:     %[[GA:.*]] = memref.load %arg4[] : memref<f32>
-// CHECK-DAG:     %[[GB:.*]] = memref.load %arg5[] : memref<f32>
-// CHECK:         %[[G:.*]] = arith.mulf %[[GA]], %[[GB]] : f32
 // CHECK:         scf.parallel
+// CHECK-DAG:       %[[GA:.*]] = memref.load %arg4[] : memref<f32>
+// CHECK-DAG:       %[[GB:.*]] = memref.load %arg5[] : memref<f32>
+// CHECK:           %[[G:.*]] = arith.mulf %[[GA]], %[[GB]] : f32
 // CHECK:           arith.mulf %{{.*}}, %[[G]] : f32
 // CHECK:           arith.truncf %{{.*}} : f32 to bf16
 
@@ -59,8 +59,8 @@ func.func @mxfp4(%a: memref<48x128x!lowp.packed<f4E2M1FN>>, %sa: memref<48x8xf8E
   return
 }
 
-// NVFP4 with global scales on both sides (one f32 product, read before the loop) and a
-// bf16 result.
+// NVFP4 with global scales on both sides (read in the body: a GPU host cannot read them)
+// and a bf16 result.
 func.func @nvfp4_bf16(%a: memref<16x64xf4E2M1FN>, %sa: memref<16x4xf8E4M3FN>,
                       %b: memref<8x64xf4E2M1FN>, %sb: memref<8x4xf8E4M3FN>,
                       %ga: memref<f32>, %gb: memref<f32>, %c: memref<16x8xbf16>) {

@@ -49,7 +49,11 @@ const USAGE: &str =
                   libomp is installed (default)
   --lanes L       f32 lanes per vector in the kernel: 8 (AVX2) or 16 (AVX-512);
                   default: the host's widest
-  --target T      cpu (the default and, in this build, the only target)";
+  --target T      cpu (the default) or cuda: the generic GPU kernel (lowp-to-parallel-loops,
+                  32x8-thread blocks) as PTX, run on GPU 0 through the CUDA driver
+  --chip C        NVIDIA chip the PTX targets with --target cuda (default sm_90a)
+  --print-ptx     with --target cuda: print the kernel's launch and PTX, and exit (no GPU
+                  needed)";
 
 struct Usage(String);
 
@@ -80,6 +84,9 @@ struct Args {
     check: bool,
     bench: Option<usize>,
     print_mlir: bool,
+    cuda: bool,
+    chip: Option<String>,
+    print_ptx: bool,
     specials: bool,
     inputs: Option<String>,
     save_inputs: Option<String>,
@@ -182,13 +189,28 @@ fn parse_args(raw: Vec<String>) -> Result<Args, Usage> {
                 }
             }
             "--target" => {
-                let t = value().ok_or_else(|| Usage("--target needs a value (cpu)".into()))?;
-                if t != "cpu" {
+                let t =
+                    value().ok_or_else(|| Usage("--target needs a value (cpu or cuda)".into()))?;
+                a.cuda = match t.as_str() {
+                    "cpu" => false,
+                    "cuda" => true,
+                    _ => {
+                        return Err(Usage(format!(
+                            "--target: '{t}' is not a target; expected cpu or cuda"
+                        )))
+                    }
+                };
+            }
+            "--chip" => {
+                let c = value().ok_or_else(|| Usage("--chip needs a value (sm_90a)".into()))?;
+                if !c.starts_with("sm_") || c.len() < 5 {
                     return Err(Usage(format!(
-                        "--target: '{t}' is not available in this build; expected cpu"
+                        "--chip: '{c}' is not an NVIDIA chip; expected sm_89, sm_90a, sm_100a, ..."
                     )));
                 }
+                a.chip = Some(c);
             }
+            "--print-ptx" => a.print_ptx = true,
             f if f.starts_with('-') => return Err(Usage(format!("unknown option '{f}'\n{USAGE}"))),
             _ => {
                 if a.file.replace(arg.clone()).is_some() {
@@ -196,6 +218,9 @@ fn parse_args(raw: Vec<String>) -> Result<Args, Usage> {
                 }
             }
         }
+    }
+    if (a.chip.is_some() || a.print_ptx) && !a.cuda {
+        return Err(Usage("--chip and --print-ptx go with --target cuda".into()));
     }
     if a.bench == Some(0) {
         return Err(Usage(
@@ -249,12 +274,12 @@ fn gen_spec(a: &Args) -> Result<MatmulSpec, Usage> {
     Ok(spec)
 }
 
-fn describe(spec: &MatmulSpec) -> String {
+fn describe(spec: &MatmulSpec, cuda: bool) -> String {
     let side = |f: ScaledFormat, l: ScaleLayout, packed: bool| {
         format!("{f}[{l}{}]", if packed { ",packed" } else { "" })
     };
     format!(
-        "scaled_matmul {}x{}x{} {} x {} -> {}{} (cpu)",
+        "scaled_matmul {}x{}x{} {} x {} -> {}{} ({})",
         spec.m,
         spec.n,
         spec.k,
@@ -262,6 +287,7 @@ fn describe(spec: &MatmulSpec) -> String {
         side(spec.rhs, spec.rhs_layout, spec.rhs_packed),
         if spec.bf16 { "bf16" } else { "f32" },
         if spec.bias { " +bias" } else { "" },
+        if cuda { "cuda" } else { "cpu" },
     )
 }
 
@@ -324,16 +350,20 @@ fn run(a: Args) -> Result<bool, String> {
         say!("{}", module.as_operation());
         return Ok(true);
     }
-    say!(
-        "lowp-run: {} {} lanes={}",
-        describe(&spec),
-        if threaded {
-            "threads=openmp"
-        } else {
-            "threads=1"
-        },
-        session.lanes()
-    );
+    if a.cuda {
+        say!("lowp-run: {}", describe(&spec, true));
+    } else {
+        say!(
+            "lowp-run: {} {} lanes={}",
+            describe(&spec, false),
+            if threaded {
+                "threads=openmp"
+            } else {
+                "threads=1"
+            },
+            session.lanes()
+        );
+    }
     let mut inputs = match &a.inputs {
         Some(dir) => lowp_jit::MatmulInputs::load(&spec, std::path::Path::new(dir))?,
         None => spec.inputs(a.seed),
@@ -343,6 +373,12 @@ fn run(a: Args) -> Result<bool, String> {
     }
     if let Some(dir) = &a.save_inputs {
         inputs.save(std::path::Path::new(dir))?;
+    }
+    if a.cuda {
+        return match run_cuda(&session, &mut module, &entry, &spec, &roles, &inputs, &a)? {
+            Some((got, bench)) => report(&a, &spec, &inputs, &got, bench),
+            None => Ok(true),
+        };
     }
     let t0 = Instant::now();
     session.lower_cpu(&mut module).map_err(|e| e.to_string())?;
@@ -359,13 +395,34 @@ fn run(a: Args) -> Result<bool, String> {
     let got = spec
         .run(&jit, &entry, &roles, &inputs)
         .map_err(|e| e.to_string())?;
+    let bench = match a.bench {
+        Some(runs) => {
+            let b = spec
+                .bench(&jit, &entry, &roles, &inputs, runs)
+                .map_err(|e| e.to_string())?;
+            Some((b.median_ms, b.gflops, runs))
+        }
+        None => None,
+    };
+    report(&a, &spec, &inputs, &got, bench)
+}
+
+/// Write / check / print a result; the last line is the summary. `bench` is (median ms,
+/// GFLOP/s, runs).
+fn report(
+    a: &Args,
+    spec: &MatmulSpec,
+    inputs: &lowp_jit::MatmulInputs,
+    got: &[f32],
+    bench: Option<(f64, f64, usize)>,
+) -> Result<bool, String> {
     if let Some(path) = &a.output {
         let bytes: Vec<u8> = got.iter().flat_map(|x| x.to_le_bytes()).collect();
         std::fs::write(path, bytes).map_err(|e| format!("cannot write '{path}': {e}"))?;
     }
     let mut passed = true;
     if a.check {
-        let r = spec.check(&inputs, &got);
+        let r = spec.check(inputs, got);
         passed = r.passed;
         say!(
             "check: {} max_abs_err={:.3e} max_rel_err={:.3e} bound_ratio={:.3} nonfinite_mismatches={}",
@@ -376,21 +433,77 @@ fn run(a: Args) -> Result<bool, String> {
             r.stats.nonfinite_mismatches
         );
     }
-    if let Some(runs) = a.bench {
-        let b = spec
-            .bench(&jit, &entry, &roles, &inputs, runs)
-            .map_err(|e| e.to_string())?;
-        say!(
-            "bench: median_ms={:.3} gflops={:.2} runs={runs}",
-            b.median_ms,
-            b.gflops
-        );
+    if let Some((median_ms, gflops, runs)) = bench {
+        say!("bench: median_ms={median_ms:.3} gflops={gflops:.2} runs={runs}");
     }
-    if !a.check && a.bench.is_none() {
+    if !a.check && bench.is_none() {
         let shown: Vec<String> = got.iter().take(4).map(|v| format!("{v}")).collect();
         say!("result: out[0..{}] = [{}]", shown.len(), shown.join(", "));
     }
     Ok(passed)
+}
+
+/// Compile the entry to the generic GPU kernel, then (unless --print-ptx) run it on GPU 0:
+/// the result and, with --bench, (median ms, GFLOP/s, runs) from CUDA events; `None` after
+/// --print-ptx.
+#[allow(clippy::type_complexity)]
+fn run_cuda(
+    session: &Session,
+    module: &mut melior::ir::Module,
+    entry: &str,
+    spec: &MatmulSpec,
+    roles: &[lowp_jit::Role],
+    inputs: &lowp_jit::MatmulInputs,
+    a: &Args,
+) -> Result<Option<(Vec<f32>, Option<(f64, f64, usize)>)>, String> {
+    let chip = a.chip.as_deref().unwrap_or("sm_90a");
+    let t0 = Instant::now();
+    let kernel = session
+        .compile_nvvm_generic(module, entry, chip)
+        .map_err(|e| e.to_string())?;
+    say!(
+        "compile: target=cuda chip={chip} kernel={} grid={:?} block={:?} params={} ms={:.1}",
+        kernel.name,
+        kernel.grid,
+        kernel.block,
+        kernel.flat_param_count(),
+        t0.elapsed().as_secs_f64() * 1e3
+    );
+    if a.print_ptx {
+        say!("{}", kernel.ptx);
+        return Ok(None);
+    }
+    let gpu = lowp_runtime::Gpu::open(0).map_err(|e| e.to_string())?;
+    say!("device: {}", gpu.describe().map_err(|e| e.to_string())?);
+    let ptx = gpu.load_ptx(&kernel.ptx).map_err(|e| e.to_string())?;
+    let mut buffers = Vec::with_capacity(roles.len());
+    for &role in roles {
+        let bytes = spec.role_bytes(role, inputs);
+        // A zero-length buffer cannot be allocated; one byte stands in (never read).
+        let bytes = if bytes.is_empty() { vec![0] } else { bytes };
+        buffers.push(gpu.upload(&bytes).map_err(|e| e.to_string())?);
+    }
+    let addresses: Vec<u64> = buffers.iter().map(|b| gpu.address(b)).collect();
+    let launch = || {
+        // SAFETY: each address holds its argument, uploaded with the entry's shapes.
+        unsafe { kernel.launch(&gpu, &ptx, &addresses) }
+            .map_err(|e| lowp_runtime::GpuError::Invalid(e.to_string()))
+    };
+    launch().map_err(|e| e.to_string())?;
+    gpu.synchronize().map_err(|e| e.to_string())?;
+    let out = roles
+        .iter()
+        .position(|&r| r == lowp_jit::Role::Out)
+        .ok_or("the entry has no result argument")?;
+    let got = spec.result_from_bytes(&gpu.download(&buffers[out]).map_err(|e| e.to_string())?);
+    let bench = match a.bench {
+        Some(runs) => {
+            let ms = gpu.time(runs, launch).map_err(|e| e.to_string())?;
+            Some((ms, spec.flops() / (ms * 1e6), runs))
+        }
+        None => None,
+    };
+    Ok(Some((got, bench)))
 }
 
 /// Run any entry with seeded random inputs per operand type and summarize every buffer.
@@ -427,6 +540,11 @@ fn run_generic(
         },
         session.lanes()
     );
+    if a.cuda {
+        return Err(format!(
+            "--target cuda runs entries with one lowp.scaled_matmul; '{entry}' has none"
+        ));
+    }
     let t0 = Instant::now();
     session.lower_cpu(&mut module).map_err(|e| e.to_string())?;
     let t1 = Instant::now();

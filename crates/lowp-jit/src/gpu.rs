@@ -1,0 +1,361 @@
+//! The generic GPU kernel of a lowp entry, compiled to PTX and launched through the CUDA
+//! driver (`lowp-runtime`).
+//!
+//! [`Session::compile_nvvm_generic`] runs `lowp-gpu-generic-pipeline` (lowp-to-parallel-loops
+//! mapped onto 32 x 8-thread blocks and outlined), reads the entry's one `gpu.launch_func`
+//! (grid, block, and each kernel operand: an entry argument or a constant), then lowers the
+//! kernel module to NVVM and PTX for the chip (`gpu-module-to-binary`). [`GpuKernel::launch`]
+//! passes each memref as the kernel's expanded descriptor (allocated and aligned pointer,
+//! offset, sizes, strides), as `convert-gpu-to-nvvm` declares it.
+
+use std::ffi::c_void;
+
+use lowp_runtime::{Gpu, GpuError, LaunchConfig};
+use melior::ir::operation::{OperationLike, OperationRef, WalkOrder, WalkResult};
+use melior::ir::r#type::MemRefType;
+use melior::ir::{
+    AttributeLike, BlockLike, Module, RegionLike, ShapedTypeLike, TypeLike, Value, ValueLike,
+};
+
+use crate::{JitError, Session};
+
+/// One operand of the launch, in the kernel's order.
+#[derive(Clone, Debug, PartialEq)]
+pub enum KernelParam {
+    /// An `index` constant (an i64 parameter).
+    Index(i64),
+    /// An `f32` constant.
+    F32(f32),
+    /// The entry's argument `arg`, a memref of this static shape (row-major).
+    MemRef {
+        /// Position among the entry's arguments.
+        arg: usize,
+        /// Its shape.
+        shape: Vec<i64>,
+    },
+}
+
+/// A compiled kernel and how to launch it.
+#[derive(Clone, Debug)]
+pub struct GpuKernel {
+    /// The kernel's entry name in the PTX.
+    pub name: String,
+    /// The chip it was compiled for (`sm_90a`, ...).
+    pub chip: String,
+    /// PTX text.
+    pub ptx: String,
+    /// Blocks in x, y, z.
+    pub grid: (u32, u32, u32),
+    /// Threads per block in x, y, z.
+    pub block: (u32, u32, u32),
+    /// The operands, in order.
+    pub params: Vec<KernelParam>,
+}
+
+fn launch_error(reason: impl Into<String>) -> JitError {
+    JitError::Launch {
+        reason: reason.into(),
+    }
+}
+
+/// The integer or f32 value of an `arith.constant`.
+fn constant(v: Value) -> Option<KernelParam> {
+    // SAFETY: reading a live value, its defining op and attributes through the C API.
+    unsafe {
+        let raw = v.to_raw();
+        if !mlir_sys::mlirValueIsAOpResult(raw) {
+            return None;
+        }
+        let op = mlir_sys::mlirOpResultGetOwner(raw);
+        let op = OperationRef::from_raw(op);
+        if op.name().as_string_ref().as_str() != Ok("arith.constant") {
+            return None;
+        }
+        let attr = op.attribute("value").ok()?.to_raw();
+        if mlir_sys::mlirAttributeIsAInteger(attr) {
+            Some(KernelParam::Index(mlir_sys::mlirIntegerAttrGetValueInt(
+                attr,
+            )))
+        } else if mlir_sys::mlirAttributeIsAFloat(attr) {
+            Some(KernelParam::F32(
+                mlir_sys::mlirFloatAttrGetValueDouble(attr) as f32,
+            ))
+        } else {
+            None
+        }
+    }
+}
+
+fn dim(v: Value) -> Result<u32, JitError> {
+    match constant(v) {
+        Some(KernelParam::Index(n)) if (1..=i32::MAX as i64).contains(&n) => Ok(n as u32),
+        _ => Err(launch_error(
+            "a grid or block size is not a positive constant",
+        )),
+    }
+}
+
+impl GpuKernel {
+    /// Parameters as the kernel declares them: 3 + 2 rank per memref, 1 per scalar.
+    pub fn flat_param_count(&self) -> usize {
+        self.params
+            .iter()
+            .map(|p| match p {
+                KernelParam::MemRef { shape, .. } => 3 + 2 * shape.len(),
+                _ => 1,
+            })
+            .sum()
+    }
+
+    /// Launch on `gpu` with `args[i]` the device address of the entry's argument `i`.
+    ///
+    /// # Safety
+    /// Each address must hold a buffer of its argument's shape and element size.
+    pub unsafe fn launch(
+        &self,
+        gpu: &Gpu,
+        module: &lowp_runtime::Module,
+        args: &[u64],
+    ) -> Result<(), JitError> {
+        // Every parameter as 8 bytes (i64, pointer, or an f32 in the low half), each passed
+        // by address as cuLaunchKernel takes them.
+        let mut values: Vec<u64> = Vec::with_capacity(self.flat_param_count());
+        for p in &self.params {
+            match p {
+                KernelParam::Index(v) => values.push(*v as u64),
+                KernelParam::F32(v) => values.push(v.to_bits() as u64),
+                KernelParam::MemRef { arg, shape } => {
+                    let ptr = *args.get(*arg).ok_or_else(|| {
+                        launch_error(format!("no device buffer for argument {arg}"))
+                    })?;
+                    values.extend([ptr, ptr, 0]);
+                    values.extend(shape.iter().map(|&d| d as u64));
+                    let mut stride = 1i64;
+                    let mut strides: Vec<u64> = shape
+                        .iter()
+                        .rev()
+                        .map(|&d| {
+                            let s = stride;
+                            stride *= d;
+                            s as u64
+                        })
+                        .collect();
+                    strides.reverse();
+                    values.extend(strides);
+                }
+            }
+        }
+        let mut ptrs: Vec<*mut c_void> = values
+            .iter_mut()
+            .map(|v| v as *mut u64 as *mut c_void)
+            .collect();
+        let kernel = module.kernel(&self.name)?;
+        let cfg = LaunchConfig {
+            grid: self.grid,
+            block: self.block,
+            shared_bytes: 0,
+        };
+        // SAFETY: the parameters follow the kernel's signature (from the same module); the
+        // buffers per this function's contract.
+        unsafe { gpu.launch(kernel, cfg, &mut ptrs)? };
+        Ok(())
+    }
+}
+
+impl From<GpuError> for JitError {
+    fn from(e: GpuError) -> Self {
+        JitError::Gpu(e)
+    }
+}
+
+impl Session {
+    /// Compile `entry` of a lowp module to the generic GPU kernel for `chip` (an NVIDIA
+    /// `sm_XY[a]`). The module is lowered in place.
+    pub fn compile_nvvm_generic(
+        &self,
+        module: &mut Module,
+        entry: &str,
+        chip: &str,
+    ) -> Result<GpuKernel, JitError> {
+        if !chip.starts_with("sm_") {
+            return Err(launch_error(format!(
+                "'{chip}' is not an NVIDIA chip (expected sm_89, sm_90a, ...)"
+            )));
+        }
+        self.run_pipeline(module, &lowp_passes::pipelines::GPU_GENERIC.text())?;
+
+        // The entry and its one launch.
+        let mut func = None;
+        module.as_operation().walk(WalkOrder::PreOrder, |op| {
+            if op.name().as_string_ref().as_str() == Ok("func.func")
+                && op
+                    .attribute("sym_name")
+                    .ok()
+                    .and_then(|a| melior::ir::attribute::StringAttribute::try_from(a).ok())
+                    .is_some_and(|s| s.value() == entry)
+            {
+                func = Some(op.to_raw());
+                return WalkResult::Interrupt;
+            }
+            WalkResult::Advance
+        });
+        let func = func.ok_or_else(|| JitError::NoFunction {
+            name: entry.to_string(),
+        })?;
+        // SAFETY: found in the live module above.
+        let func = unsafe { OperationRef::from_raw(func) };
+        let body = func
+            .region(0)
+            .ok()
+            .and_then(|r| r.first_block())
+            .ok_or_else(|| launch_error(format!("'{entry}' has no body")))?;
+        let mut launches = Vec::new();
+        func.walk(WalkOrder::PreOrder, |op| {
+            if op.name().as_string_ref().as_str() == Ok("gpu.launch_func") {
+                launches.push(op.to_raw());
+            }
+            WalkResult::Advance
+        });
+        if launches.len() != 1 {
+            return Err(launch_error(format!(
+                "'{entry}' lowers to {} kernel launches; the GPU runner takes one \
+                 lowp.scaled_matmul per entry",
+                launches.len()
+            )));
+        }
+        // SAFETY: collected from the live function above.
+        let launch = unsafe { OperationRef::from_raw(launches[0]) };
+        let sizes: Vec<i32> = {
+            let attr = launch
+                .attribute("operandSegmentSizes")
+                .map_err(|_| launch_error("gpu.launch_func without operandSegmentSizes"))?;
+            // SAFETY: reading a dense i32 array attribute.
+            unsafe {
+                let raw = attr.to_raw();
+                if !mlir_sys::mlirAttributeIsADenseI32Array(raw) {
+                    return Err(launch_error("operandSegmentSizes is not an i32 array"));
+                }
+                (0..mlir_sys::mlirDenseArrayGetNumElements(raw))
+                    .map(|i| mlir_sys::mlirDenseI32ArrayGetElement(raw, i))
+                    .collect()
+            }
+        };
+        // asyncDependencies, grid x y z, block x y z, cluster x y z, dynamic shared memory,
+        // kernel operands, async object.
+        if sizes.len() != 13 || sizes[0] != 0 || sizes[7..11].iter().any(|&s| s != 0) {
+            return Err(launch_error(format!(
+                "unexpected gpu.launch_func form (segments {sizes:?})"
+            )));
+        }
+        let operand = |i: usize| -> Result<Value, JitError> {
+            launch
+                .operand(i)
+                .map_err(|_| launch_error("gpu.launch_func operand out of range"))
+        };
+        // With no async dependencies, clusters or dynamic shared memory (checked above): grid
+        // x y z, block x y z, then the kernel operands.
+        let grid = (dim(operand(0)?)?, dim(operand(1)?)?, dim(operand(2)?)?);
+        let block = (dim(operand(3)?)?, dim(operand(4)?)?, dim(operand(5)?)?);
+        let first = 6usize;
+        let mut params = Vec::with_capacity(sizes[11] as usize);
+        for i in first..first + sizes[11] as usize {
+            let v = operand(i)?;
+            // SAFETY: reading a live value through the C API.
+            let arg = unsafe {
+                let raw = v.to_raw();
+                (mlir_sys::mlirValueIsABlockArgument(raw)
+                    && mlir_sys::mlirBlockArgumentGetOwner(raw).ptr == body.to_raw().ptr)
+                    .then(|| mlir_sys::mlirBlockArgumentGetArgNumber(raw) as usize)
+            };
+            let p = match (arg, constant(v)) {
+                (Some(arg), _) => {
+                    let t = MemRefType::try_from(v.r#type()).map_err(|_| {
+                        launch_error(format!(
+                            "kernel operand {i}: argument {arg} is not a memref"
+                        ))
+                    })?;
+                    // SAFETY: a live memref type.
+                    let identity = unsafe {
+                        mlir_sys::mlirAffineMapIsIdentity(mlir_sys::mlirMemRefTypeGetAffineMap(
+                            t.to_raw(),
+                        ))
+                    };
+                    let shape: Vec<i64> = (0..t.rank())
+                        .map(|d| match t.dim_size(d) {
+                            Ok(melior::ir::r#type::DimSize::Static(s)) => s as i64,
+                            _ => -1,
+                        })
+                        .collect();
+                    if !identity || shape.iter().any(|&s| s < 0) {
+                        return Err(launch_error(format!(
+                            "argument {arg}: only static, row-major memrefs run on the GPU"
+                        )));
+                    }
+                    KernelParam::MemRef { arg, shape }
+                }
+                (None, Some(c)) => c,
+                (None, None) => {
+                    return Err(launch_error(format!(
+                        "kernel operand {} is computed on the host; the runner passes only \
+                         arguments and constants",
+                        i - first
+                    )))
+                }
+            };
+            params.push(p);
+        }
+        let name = launch
+            .attribute("kernel")
+            .ok()
+            .map(|a| {
+                // SAFETY: a symbol reference attribute (the verifier checked it).
+                unsafe {
+                    let raw = a.to_raw();
+                    let leaf = mlir_sys::mlirSymbolRefAttrGetLeafReference(raw);
+                    melior::StringRef::from_raw(leaf)
+                        .as_str()
+                        .unwrap_or_default()
+                        .to_string()
+                }
+            })
+            .filter(|s| !s.is_empty())
+            .ok_or_else(|| launch_error("gpu.launch_func without a kernel name"))?;
+
+        self.run_pipeline(module, &lowp_passes::pipelines::nvvm_kernel_passes(chip))?;
+        let mut ptx = None;
+        module.as_operation().walk(WalkOrder::PreOrder, |op| {
+            if op.name().as_string_ref().as_str() == Ok("gpu.binary") {
+                // SAFETY: `objects` is an array of #gpu.object attributes.
+                ptx = op.attribute("objects").ok().and_then(|objects| unsafe {
+                    let raw = objects.to_raw();
+                    (mlir_sys::mlirAttributeIsAArray(raw)
+                        && mlir_sys::mlirArrayAttrGetNumElements(raw) > 0)
+                        .then(|| {
+                            let object = mlir_sys::mlirArrayAttrGetElement(raw, 0);
+                            let s = mlir_sys::mlirGPUObjectAttrGetObject(object);
+                            let bytes = std::slice::from_raw_parts(s.data as *const u8, s.length);
+                            String::from_utf8_lossy(bytes).into_owned()
+                        })
+                });
+                if ptx
+                    .as_deref()
+                    .is_some_and(|p| p.contains(&format!(".entry {name}(")))
+                {
+                    return WalkResult::Interrupt;
+                }
+            }
+            WalkResult::Advance
+        });
+        let ptx = ptx
+            .filter(|p| p.contains(&format!(".entry {name}(")))
+            .ok_or_else(|| launch_error(format!("no PTX holds kernel '{name}'")))?;
+        Ok(GpuKernel {
+            name,
+            chip: chip.to_string(),
+            ptx,
+            grid,
+            block,
+            params,
+        })
+    }
+}
