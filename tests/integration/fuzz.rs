@@ -67,6 +67,13 @@ const PIPELINES: &[Option<&str>] = &[
     Some("builtin.module(func.func(lowp-expand-quantize{decode=table}),lowp-lower-storage)"),
     Some("builtin.module(func.func(lowp-to-loops{kc=48}))"),
     Some("builtin.module(lowp-cpu-openmp-pipeline)"),
+    Some("builtin.module(func.func(lowp-to-parallel-loops))"),
+    // The generic GPU kernel down to PTX (lowp_passes::pipelines::nvvm_kernel_passes).
+    Some(
+        "builtin.module(lowp-gpu-generic-pipeline,nvvm-attach-target{chip=sm_90a features=+ptx84},\
+         gpu.module(lower-affine,convert-scf-to-cf,convert-gpu-to-nvvm,canonicalize,cse,\
+         reconcile-unrealized-casts),gpu-module-to-binary{format=isa})",
+    ),
 ];
 
 fn inputs() -> Vec<String> {

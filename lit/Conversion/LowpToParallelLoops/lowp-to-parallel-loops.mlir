@@ -1,6 +1,6 @@
 // RUN: lowp-opt %s --pass-pipeline='builtin.module(func.func(lowp-to-parallel-loops,canonicalize,cse))' | FileCheck %s
-// RUN: lowp-opt %s --pass-pipeline='builtin.module(func.func(lowp-to-parallel-loops),lowp-lower-storage,func.func(scf-parallel-loop-tiling{parallel-loop-tile-sizes=32,8 no-min-max-bounds=true},gpu-map-parallel-loops,convert-parallel-loops-to-gpu),gpu-kernel-outlining,canonicalize,cse)' | FileCheck %s --check-prefix=MAP
-// RUN: lowp-opt %s --pass-pipeline='builtin.module(func.func(lowp-to-parallel-loops),lowp-lower-storage,func.func(scf-parallel-loop-tiling{parallel-loop-tile-sizes=32,8 no-min-max-bounds=true},gpu-map-parallel-loops,convert-parallel-loops-to-gpu),gpu-kernel-outlining,canonicalize,cse,nvvm-attach-target{chip=sm_90a features=+ptx84},gpu.module(lower-affine,convert-scf-to-cf,convert-gpu-to-nvvm,canonicalize,cse,reconcile-unrealized-casts),gpu-module-to-binary{format=isa})' | FileCheck %s --check-prefix=PTX
+// RUN: lowp-opt %s --pass-pipeline='builtin.module(lowp-gpu-generic-pipeline)' | FileCheck %s --check-prefix=MAP
+// RUN: lowp-opt %s --pass-pipeline='builtin.module(lowp-gpu-generic-pipeline,nvvm-attach-target{chip=sm_90a features=+ptx84},gpu.module(lower-affine,convert-scf-to-cf,convert-gpu-to-nvvm,canonicalize,cse,reconcile-unrealized-casts),gpu-module-to-binary{format=isa})' | FileCheck %s --check-prefix=PTX
 // RUN: lowp-opt %s --pass-pipeline='builtin.module(func.func(lowp-to-parallel-loops),lowp-lower-storage,func.func(scf-parallel-loop-tiling{parallel-loop-tile-sizes=64,4 no-min-max-bounds=true},gpu-map-parallel-loops,convert-parallel-loops-to-gpu),gpu-kernel-outlining,canonicalize,cse,rocdl-attach-target{chip=gfx942},gpu.module(lower-affine,convert-scf-to-cf,convert-gpu-to-rocdl,canonicalize,cse,reconcile-unrealized-casts),gpu-module-to-binary{format=isa})' | FileCheck %s --check-prefix=GCN
 
 // The one-output-per-iteration form: a 2-D scf.parallel (columns, rows) over C; each
@@ -31,7 +31,8 @@
 // CHECK:           arith.mulf %{{.*}}, %[[G]] : f32
 // CHECK:           arith.truncf %{{.*}} : f32 to bf16
 
-// Mapped onto the GPU by upstream passes: 32 x 8 threads per block, columns on x.
+// Mapped onto the GPU by upstream passes (lowp-gpu-generic-pipeline): 32 x 8 threads per
+// block, columns on x.
 // MAP:     func.func @mxfp4
 // MAP:       gpu.launch_func @mxfp4_kernel::@mxfp4_kernel blocks in (%c2, %c6, %c1) threads in (%c32, %c8, %c1)
 // MAP:     gpu.module @mxfp4_kernel
