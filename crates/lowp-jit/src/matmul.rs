@@ -656,7 +656,8 @@ struct Buffers {
 
 impl MatmulSpec {
     /// The bytes of one argument as the entry reads them (codes, scale bytes or
-    /// little-endian f32); the result role gets zeros of its size. For copying to a device.
+    /// little-endian f32), for copying to a device. The result role is poisoned: 0xFF bytes,
+    /// NaN in f32 and bf16, so an element the kernel does not write fails the check.
     pub fn role_bytes(&self, role: Role, inputs: &MatmulInputs) -> Vec<u8> {
         let scales = |q: &QuantizedTensor| {
             q.scale_bytes()
@@ -670,7 +671,7 @@ impl MatmulSpec {
             Role::RhsScales => scales(&inputs.b),
             Role::RhsGlobal => f32_bytes(&[inputs.b.scales.global.unwrap_or(0.0)]),
             Role::Bias => f32_bytes(inputs.bias.as_deref().unwrap_or(&[])),
-            Role::Out => vec![0; self.m * self.n * if self.bf16 { 2 } else { 4 }],
+            Role::Out => vec![0xFF; self.m * self.n * if self.bf16 { 2 } else { 4 }],
         }
     }
 
