@@ -2,9 +2,8 @@
 # One prepared device run (see /work/.library/device/METHOD.md): numerics first, then
 # timing of lowp's generic GPU kernel beside the torch peers, a short table last.
 #
-# Here (lowp-run links all of static MLIR: 266 MB, 177 MB stripped, 32 MB after xz -6 (44 s on
-# 2 cores), under
-# the 64 MiB a carry takes):
+# Here (lowp-run links all of static MLIR: 266 MB, 177 MB stripped, 32 MB after xz -6, 44 s
+# on 2 cores; a carry takes 64 MiB):
 #   cargo build --release -p lowp-run && mkdir -p gpu-carry &&
 #   strip -o gpu-carry/lowp-run target/release/lowp-run && xz -T2 -6 -f gpu-carry/lowp-run &&
 #   cp ../shared/bench/torch_anchors.py gpu-carry/
