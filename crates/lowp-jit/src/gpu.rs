@@ -177,9 +177,10 @@ impl Session {
         entry: &str,
         chip: &str,
     ) -> Result<GpuKernel, JitError> {
-        if !chip.starts_with("sm_") {
+        let target: lowp_codegen::Chip = chip.parse().map_err(launch_error)?;
+        if target.vendor != lowp_codegen::Vendor::Nvidia {
             return Err(launch_error(format!(
-                "'{chip}' is not an NVIDIA chip (expected sm_89, sm_90a, ...)"
+                "'{chip}' is not an NVIDIA chip (expected sm_89, sm_90a, sm_100a)"
             )));
         }
         self.run_pipeline(module, &lowp_passes::pipelines::GPU_GENERIC.text())?;
@@ -321,7 +322,10 @@ impl Session {
             .filter(|s| !s.is_empty())
             .ok_or_else(|| launch_error("gpu.launch_func without a kernel name"))?;
 
-        self.run_pipeline(module, &lowp_passes::pipelines::nvvm_kernel_passes(chip))?;
+        self.run_pipeline(
+            module,
+            &lowp_passes::pipelines::nvvm_kernel_passes(target.cpu, target.features),
+        )?;
         let mut ptx = None;
         module.as_operation().walk(WalkOrder::PreOrder, |op| {
             if op.name().as_string_ref().as_str() == Ok("gpu.binary") {

@@ -203,10 +203,14 @@ fn parse_args(raw: Vec<String>) -> Result<Args, Usage> {
             }
             "--chip" => {
                 let c = value().ok_or_else(|| Usage("--chip needs a value (sm_90a)".into()))?;
-                if !c.starts_with("sm_") || c.len() < 5 {
-                    return Err(Usage(format!(
-                        "--chip: '{c}' is not an NVIDIA chip; expected sm_89, sm_90a, sm_100a, ..."
-                    )));
+                match c.parse::<lowp_codegen::Chip>() {
+                    Ok(chip) if chip.vendor == lowp_codegen::Vendor::Nvidia => {}
+                    Ok(_) => {
+                        return Err(Usage(format!(
+                            "--chip: '{c}' is not an NVIDIA chip; expected sm_89, sm_90a or sm_100a"
+                        )))
+                    }
+                    Err(e) => return Err(Usage(format!("--chip: {e}"))),
                 }
                 a.chip = Some(c);
             }
