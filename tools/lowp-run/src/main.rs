@@ -519,6 +519,11 @@ fn run_generic(
     threaded: bool,
 ) -> Result<bool, String> {
     use lowp_jit::generic;
+    if a.cuda {
+        return Err(format!(
+            "--target cuda runs entries with one lowp.scaled_matmul; '{entry}' has none"
+        ));
+    }
     let sig = generic::entry_signature(&module, entry)?;
     let need = generic::bytes_needed(&sig);
     let available = lowp_jit::matmul::available_memory();
@@ -544,11 +549,6 @@ fn run_generic(
         },
         session.lanes()
     );
-    if a.cuda {
-        return Err(format!(
-            "--target cuda runs entries with one lowp.scaled_matmul; '{entry}' has none"
-        ));
-    }
     let t0 = Instant::now();
     session.lower_cpu(&mut module).map_err(|e| e.to_string())?;
     let t1 = Instant::now();
