@@ -1,4 +1,5 @@
-//! docs/LowpDialect.md is what `scripts/gen-docs.sh` generates from the ODS today.
+//! docs/LowpDialect.md is what `scripts/gen-docs.sh` generates from the ODS today, and
+//! docs/LowpPasses.md what it generates from lowp-passes (`LOWP_UPDATE_DOCS=1` rewrites it).
 
 use std::process::Command;
 
@@ -28,5 +29,19 @@ fn generated_dialect_docs_are_current() {
     assert!(
         fresh == committed,
         "docs/LowpDialect.md is stale: run `bash scripts/gen-docs.sh` and commit the result"
+    );
+}
+
+#[test]
+fn generated_pass_docs_are_current() {
+    let path = lowp_tests::repo().join("docs/LowpPasses.md");
+    let fresh = lowp_passes::docs::markdown();
+    if std::env::var_os("LOWP_UPDATE_DOCS").is_some() {
+        std::fs::write(&path, &fresh).unwrap();
+    }
+    let committed = std::fs::read_to_string(&path).unwrap_or_default();
+    assert!(
+        fresh == committed,
+        "docs/LowpPasses.md is stale: run `bash scripts/gen-docs.sh` and commit the result"
     );
 }

@@ -15,12 +15,15 @@
 //! Named pipelines ([`pipelines`]): `lowp-cpu-pipeline` and `lowp-cpu-openmp-pipeline` take
 //! lowp IR to the LLVM dialect.
 //!
+//! [`docs`] renders `docs/LowpPasses.md` from all of this.
+//!
 //! [`codes`] emits the numeric rules of `lowp-formats` as IR; [`ir`] is the small emitter
 //! they are written with.
 
 #![deny(missing_docs)]
 
 pub mod codes;
+pub mod docs;
 mod error;
 pub mod expand_quantize;
 pub mod ir;
