@@ -198,6 +198,16 @@ fn plan(la: ScaleLayout, lb: ScaleLayout, options: &PassOptions) -> Plan {
 }
 
 fn run<'c, 'a>(func: OperationRef<'c, 'a>, options: &PassOptions) -> Result<(), PassError> {
+    lower_lowp_ops(func, |e, op| lower_scaled_matmul(e, op, options, func))
+}
+
+/// Replace every lowp op of `func` (but `lowp.storage_cast`): `lowp.scaled_matmul` through
+/// `matmul`, the quantization ops as `lowp-expand-quantize` does (bit decode). Shared by the
+/// matmul lowerings.
+pub(crate) fn lower_lowp_ops<'c, 'a>(
+    func: OperationRef<'c, 'a>,
+    matmul: impl Fn(&Emitter<'c, 'a>, OperationRef<'c, 'a>) -> Result<(), PassError>,
+) -> Result<(), PassError> {
     // `to_ref` borrows the ContextRef itself: keep it alive for the whole run.
     let ctx_ref = func.context();
     // SAFETY: the context outlives the pass run, and `ctx_ref` outlives `ctx`.
@@ -219,7 +229,7 @@ fn run<'c, 'a>(func: OperationRef<'c, 'a>, options: &PassOptions) -> Result<(), 
         let op: OperationRef<'c, 'a> = unsafe { OperationRef::from_raw(raw) };
         let e = Emitter::before(ctx, op).ok_or_else(|| unsupported(op, "op is not in a block"))?;
         if op.name().as_string_ref().as_str() == Ok("lowp.scaled_matmul") {
-            lower_scaled_matmul(&e, op, options, func)?;
+            matmul(&e, op)?;
         } else {
             expand_op(&e, op, Decode::Bits, func)?;
         }

@@ -34,17 +34,16 @@
 //!
 //! Runs on `func.func`; no options. Dependent dialects: arith, math, memref, scf, vector.
 
-use melior::ir::operation::{OperationLike, WalkOrder, WalkResult};
 use melior::ir::{OperationRef, ShapedTypeLike, ValueLike};
 
 use crate::codes;
 use crate::expand_quantize::{
-    ceil_div, code_format, expand_op, layout_attr_of, load_code, loop_dialects, storage_cast,
-    unsupported, Decode, Scaled,
+    ceil_div, code_format, layout_attr_of, load_code, loop_dialects, storage_cast, unsupported,
+    Scaled,
 };
 use crate::ir::Emitter;
 use crate::registry::{PassDef, PassOptions};
-use crate::to_loops::{matmul_operands, segment};
+use crate::to_loops::{lower_lowp_ops, matmul_operands, segment};
 use crate::PassError;
 
 /// The pass definition.
@@ -61,35 +60,7 @@ pub const PASS: PassDef = PassDef {
 };
 
 fn run<'c, 'a>(func: OperationRef<'c, 'a>, _options: &PassOptions) -> Result<(), PassError> {
-    // `to_ref` borrows the ContextRef itself: keep it alive for the whole run.
-    let ctx_ref = func.context();
-    // SAFETY: the context outlives the pass run, and `ctx_ref` outlives `ctx`.
-    let ctx = unsafe { ctx_ref.to_ref() };
-    let mut targets = Vec::new();
-    func.walk(WalkOrder::PreOrder, |op| {
-        let name = op.name();
-        if name
-            .as_string_ref()
-            .as_str()
-            .is_ok_and(|n| n.starts_with("lowp.") && n != "lowp.storage_cast")
-        {
-            targets.push(op.to_raw());
-        }
-        WalkResult::Advance
-    });
-    for raw in targets {
-        // SAFETY: collected from the live function above and not yet erased.
-        let op: OperationRef<'c, 'a> = unsafe { OperationRef::from_raw(raw) };
-        let e = Emitter::before(ctx, op).ok_or_else(|| unsupported(op, "op is not in a block"))?;
-        if op.name().as_string_ref().as_str() == Ok("lowp.scaled_matmul") {
-            lower_scaled_matmul(&e, op)?;
-        } else {
-            expand_op(&e, op, Decode::Bits, func)?;
-        }
-        // SAFETY: the op has no results and its replacement is in place.
-        unsafe { mlir_sys::mlirOperationDestroy(raw) };
-    }
-    Ok(())
+    lower_lowp_ops(func, lower_scaled_matmul)
 }
 
 fn lower_scaled_matmul<'c, 'a>(
