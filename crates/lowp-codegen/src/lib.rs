@@ -295,3 +295,38 @@ pub fn emit(
         Ok(bytes)
     }
 }
+
+/// The serialized kernels of a module after `gpu-module-to-binary`: for every `gpu.binary`,
+/// its symbol name and the text (PTX or ISA) or bytes of its first object, in module order.
+pub fn gpu_objects(module: &Module) -> Vec<(String, Vec<u8>)> {
+    use melior::ir::operation::{OperationLike, WalkOrder, WalkResult};
+    use melior::ir::AttributeLike;
+    let mut out = Vec::new();
+    module.as_operation().walk(WalkOrder::PreOrder, |op| {
+        if op.name().as_string_ref().as_str() != Ok("gpu.binary") {
+            return WalkResult::Advance;
+        }
+        let name = op
+            .attribute("sym_name")
+            .ok()
+            .and_then(|a| melior::ir::attribute::StringAttribute::try_from(a).ok())
+            .map(|s| s.value().to_string())
+            .unwrap_or_default();
+        // SAFETY: `objects` is an array of #gpu.object attributes (the verifier checked it).
+        let object = op.attribute("objects").ok().and_then(|objects| unsafe {
+            let raw = objects.to_raw();
+            (mlir_sys::mlirAttributeIsAArray(raw) && mlir_sys::mlirArrayAttrGetNumElements(raw) > 0)
+                .then(|| {
+                    let s = mlir_sys::mlirGPUObjectAttrGetObject(
+                        mlir_sys::mlirArrayAttrGetElement(raw, 0),
+                    );
+                    std::slice::from_raw_parts(s.data as *const u8, s.length).to_vec()
+                })
+        });
+        if let Some(object) = object {
+            out.push((name, object));
+        }
+        WalkResult::Skip
+    });
+    out
+}

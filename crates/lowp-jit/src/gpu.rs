@@ -326,32 +326,11 @@ impl Session {
             module,
             &lowp_passes::pipelines::nvvm_kernel_passes(target.cpu, target.features),
         )?;
-        let mut ptx = None;
-        module.as_operation().walk(WalkOrder::PreOrder, |op| {
-            if op.name().as_string_ref().as_str() == Ok("gpu.binary") {
-                // SAFETY: `objects` is an array of #gpu.object attributes.
-                ptx = op.attribute("objects").ok().and_then(|objects| unsafe {
-                    let raw = objects.to_raw();
-                    (mlir_sys::mlirAttributeIsAArray(raw)
-                        && mlir_sys::mlirArrayAttrGetNumElements(raw) > 0)
-                        .then(|| {
-                            let object = mlir_sys::mlirArrayAttrGetElement(raw, 0);
-                            let s = mlir_sys::mlirGPUObjectAttrGetObject(object);
-                            let bytes = std::slice::from_raw_parts(s.data as *const u8, s.length);
-                            String::from_utf8_lossy(bytes).into_owned()
-                        })
-                });
-                if ptx
-                    .as_deref()
-                    .is_some_and(|p| p.contains(&format!(".entry {name}(")))
-                {
-                    return WalkResult::Interrupt;
-                }
-            }
-            WalkResult::Advance
-        });
-        let ptx = ptx
-            .filter(|p| p.contains(&format!(".entry {name}(")))
+        let entry_decl = format!(".entry {name}(");
+        let ptx = lowp_codegen::gpu_objects(module)
+            .into_iter()
+            .map(|(_, object)| String::from_utf8_lossy(&object).into_owned())
+            .find(|ptx| ptx.contains(&entry_decl))
             .ok_or_else(|| launch_error(format!("no PTX holds kernel '{name}'")))?;
         Ok(GpuKernel {
             name,

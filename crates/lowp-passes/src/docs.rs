@@ -86,5 +86,11 @@ pub fn markdown() -> String {
          the chip's PTX ISA from lowp-codegen's `Chip`):\n\n```\n{}\n```\n",
         pipelines::nvvm_kernel_passes("sm_90a", "+ptx84")
     ));
+    s.push_str(&format!(
+        "\nand AMD targets (gfx942 shown):\n\n```\n{}\n```\n\n`lowp-translate --emit=ptx|asm \
+         --chip=...` runs these on any module holding `gpu.module` kernels and prints each \
+         kernel's PTX or ISA.\n",
+        pipelines::rocdl_kernel_passes("gfx942")
+    ));
     s
 }

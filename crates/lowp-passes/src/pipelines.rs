@@ -85,6 +85,16 @@ pub fn nvvm_kernel_passes(chip: &str, features: &str) -> String {
     )
 }
 
+/// The ROCDL half after [`GPU_GENERIC`]: target the AMD `chip`, lower the kernel modules to
+/// ROCDL and serialize them to ISA text (`gpu.binary`).
+pub fn rocdl_kernel_passes(chip: &str) -> String {
+    format!(
+        "builtin.module(rocdl-attach-target{{chip={chip}}},\
+         gpu.module(lower-affine,convert-scf-to-cf,convert-gpu-to-rocdl,canonicalize,cse,\
+         reconcile-unrealized-casts),gpu-module-to-binary{{format=isa}})"
+    )
+}
+
 /// Every named pipeline.
 pub const ALL: [PipelineDef; 3] = [CPU, CPU_OPENMP, GPU_GENERIC];
 

@@ -5,6 +5,10 @@
 //! lowp-translate FILE.mlir|- --emit=llvm|ptx|asm|obj [--chip=sm_90a|sm_89|sm_100a|gfx942|gfx950|host]
 //!                [--pipeline='builtin.module(...)'] [-o OUT]
 //! ```
+//! A module that holds GPU kernels (`gpu.module`, e.g. after `lowp-gpu-generic-pipeline`)
+//! gets the chip's kernel passes (NVVM or ROCDL, then `gpu-module-to-binary`) and
+//! `--emit=ptx|asm` prints every kernel's PTX or ISA, each after a comment naming it.
+//!
 //! Errors (unparsable input, ops the LLVM translation does not know, a backend failure) are
 //! MLIR/LLVM diagnostics and exit status 1; bad command lines exit 2.
 
@@ -18,13 +22,13 @@ const USAGE: &str =
     "usage: lowp-translate FILE.mlir --emit=llvm|ptx|asm|obj [--chip=CHIP] [--pipeline=P] [-o OUT]
   --emit      llvm: LLVM IR; ptx: PTX (NVIDIA chips); asm: target assembly; obj: ELF object
   --chip      sm_89, sm_90a, sm_100a, gfx942, gfx950, host (default host)
-  --pipeline  a textual pass pipeline run first (e.g. builtin.module(lowp-cpu-pipeline))
+  --pipeline  a textual pass pipeline run first (e.g. builtin.module(lowp-cpu-pipeline));
+              gpu.module kernels left after it are compiled for --chip (ptx or asm)
   -o OUT      output file (default stdout; required for obj)";
 
 struct Args {
     file: String,
     emit: Emit,
-    ptx: bool,
     chip: Chip,
     pipeline: Option<String>,
     out: Option<String>,
@@ -84,7 +88,6 @@ fn parse(raw: Vec<String>) -> Result<Args, String> {
     Ok(Args {
         file: file.ok_or(format!("no input file\n{USAGE}"))?,
         emit,
-        ptx,
         chip,
         pipeline,
         out,
@@ -99,9 +102,12 @@ fn run(a: Args) -> Result<(), String> {
             .run_pipeline(&mut module, p)
             .map_err(|e| e.to_string())?;
     }
-    let _ = a.ptx;
-    let bytes = lowp_codegen::emit(&module, a.chip, a.emit, &|| session.take_diagnostics())
-        .map_err(|e| e.to_string())?;
+    let bytes = if has_gpu_modules(&module) {
+        gpu_kernels(&session, &mut module, &a)?
+    } else {
+        lowp_codegen::emit(&module, a.chip, a.emit, &|| session.take_diagnostics())
+            .map_err(|e| e.to_string())?
+    };
     match &a.out {
         Some(path) => {
             std::fs::write(path, &bytes).map_err(|e| format!("cannot write '{path}': {e}"))
@@ -112,6 +118,60 @@ fn run(a: Args) -> Result<(), String> {
             Ok(())
         }
     }
+}
+
+fn has_gpu_modules(module: &melior::ir::Module) -> bool {
+    use melior::ir::operation::{OperationLike, WalkOrder, WalkResult};
+    let mut found = false;
+    module.as_operation().walk(WalkOrder::PreOrder, |op| {
+        if op.name().as_string_ref().as_str() == Ok("gpu.module") {
+            found = true;
+            return WalkResult::Interrupt;
+        }
+        WalkResult::Advance
+    });
+    found
+}
+
+/// Compile the module's GPU kernels for the chip; their PTX / ISA, each after a comment line
+/// with its name.
+fn gpu_kernels(
+    session: &Session,
+    module: &mut melior::ir::Module,
+    a: &Args,
+) -> Result<Vec<u8>, String> {
+    let (passes, comment) = match a.chip.vendor {
+        Vendor::Nvidia => (
+            lowp_passes::pipelines::nvvm_kernel_passes(a.chip.cpu, a.chip.features),
+            "//",
+        ),
+        Vendor::Amd => (lowp_passes::pipelines::rocdl_kernel_passes(a.chip.cpu), ";"),
+        Vendor::Host => {
+            return Err(format!(
+                "the module holds GPU kernels (gpu.module): give a GPU --chip, not {}",
+                a.chip
+            ))
+        }
+    };
+    if a.emit != Emit::Asm {
+        return Err(
+            "the module holds GPU kernels (gpu.module): they are emitted as text, \
+                    --emit=ptx (NVIDIA) or --emit=asm"
+                .into(),
+        );
+    }
+    session
+        .run_pipeline(module, &passes)
+        .map_err(|e| e.to_string())?;
+    let mut out = Vec::new();
+    for (name, object) in lowp_codegen::gpu_objects(module) {
+        out.extend_from_slice(format!("{comment} gpu.binary @{name}\n").as_bytes());
+        out.extend_from_slice(&object);
+        if !object.ends_with(b"\n") {
+            out.push(b'\n');
+        }
+    }
+    Ok(out)
 }
 
 fn main() -> ExitCode {
