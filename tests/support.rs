@@ -73,3 +73,14 @@ pub fn valid_pair(f: ScaledFormat, l: ScaleLayout) -> bool {
         _ => true,
     }
 }
+
+/// One layout of each kind, as the matmul suites sweep them (A's side; blockwise B takes
+/// 128 x 128 blocks where a test pairs them).
+pub const MATMUL_LAYOUTS: [ScaleLayout; 6] = [
+    ScaleLayout::PerTensor,
+    ScaleLayout::PerChannel,
+    ScaleLayout::MX,
+    ScaleLayout::NVFP4,
+    ScaleLayout::NVFP4_GLOBAL,
+    ScaleLayout::Blockwise { rows: 1, cols: 128 },
+];

@@ -4,19 +4,12 @@
 //! CUDA GPU is present the kernel also runs and is checked against the oracle (lit's
 //! Run/Cuda/generic-check.test does the same through lowp-run).
 
-use lowp_formats::{ScaleLayout, ScaledFormat};
+use lowp_formats::ScaledFormat;
 use lowp_jit::gpu::KernelParam;
 use lowp_jit::{MatmulSpec, Session};
 
 fn specs() -> Vec<MatmulSpec> {
-    let layouts = [
-        ScaleLayout::PerTensor,
-        ScaleLayout::PerChannel,
-        ScaleLayout::MX,
-        ScaleLayout::NVFP4,
-        ScaleLayout::NVFP4_GLOBAL,
-        ScaleLayout::Blockwise { rows: 1, cols: 128 },
-    ];
+    let layouts = lowp_tests::MATMUL_LAYOUTS;
     let mut out = Vec::new();
     for (i, &f) in ScaledFormat::NAMED.iter().enumerate() {
         for (j, &l) in layouts.iter().enumerate() {

@@ -269,14 +269,7 @@ fn format_layout_cases(session: &Session, pre: Option<&str>) {
         ScaledFormat::custom(2, 2),
         ScaledFormat::custom(3, 4),
     ]);
-    let layouts = [
-        ScaleLayout::PerTensor,
-        ScaleLayout::PerChannel,
-        ScaleLayout::MX,
-        ScaleLayout::NVFP4,
-        ScaleLayout::NVFP4_GLOBAL,
-        ScaleLayout::Blockwise { rows: 1, cols: 128 },
-    ];
+    let layouts = lowp_tests::MATMUL_LAYOUTS;
     // M not a multiple of 6, N not of 16, K not of the blocks.
     let (m, n, k) = (13, 21, 200);
     let mut problems = Vec::new();
