@@ -5,8 +5,8 @@
 
 use lowp_formats::testing::SplitMix64;
 use lowp_formats::{ScaledFormat, E8M0};
-use melior::ir::attribute::{StringAttribute, TypeAttribute};
-use melior::ir::operation::{OperationLike, WalkOrder, WalkResult};
+use melior::ir::attribute::TypeAttribute;
+use melior::ir::operation::OperationLike;
 use melior::ir::r#type::FunctionType;
 use melior::ir::{Module, Type, TypeLike};
 
@@ -91,23 +91,11 @@ fn element_of(t: Type) -> Option<Element> {
 /// The memref arguments of `@entry` (every argument must be a statically shaped memref of
 /// a supported element type).
 pub fn entry_signature(module: &Module, entry: &str) -> Result<Vec<ArgSpec>, String> {
-    let mut function_type = None;
-    module.as_operation().walk(WalkOrder::PreOrder, |op| {
-        if op.name().as_string_ref().as_str() == Ok("func.func") {
-            let named = op
-                .attribute("sym_name")
-                .ok()
-                .and_then(|a| StringAttribute::try_from(a).ok())
-                .is_some_and(|s| s.value() == entry);
-            if named {
-                function_type = op
-                    .attribute("function_type")
-                    .ok()
-                    .and_then(|a| TypeAttribute::try_from(a).ok())
-                    .map(|t| t.value().to_raw());
-            }
-        }
-        WalkResult::Advance
+    let function_type = crate::find_function(module, entry).and_then(|op| {
+        op.attribute("function_type")
+            .ok()
+            .and_then(|a| TypeAttribute::try_from(a).ok())
+            .map(|t| t.value().to_raw())
     });
     let raw = function_type.ok_or_else(|| format!("no function @{entry} in the module"))?;
     // SAFETY: the function type of a live op.
@@ -212,16 +200,8 @@ pub fn call(
 /// A one-line summary of a buffer: sum and NaN count for floats, an FNV-1a hash otherwise.
 pub fn summarize(a: &ArgSpec, buf: &[u8]) -> String {
     let floats: Option<Vec<f32>> = match a.element {
-        Element::F32 => Some(
-            buf.chunks_exact(4)
-                .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
-                .collect(),
-        ),
-        Element::BF16 => Some(
-            buf.chunks_exact(2)
-                .map(|c| f32::from_bits((u16::from_le_bytes([c[0], c[1]]) as u32) << 16))
-                .collect(),
-        ),
+        Element::F32 => Some(crate::matmul::f32_from(buf)),
+        Element::BF16 => Some(crate::matmul::bf16_from(buf)),
         _ => None,
     };
     match floats {

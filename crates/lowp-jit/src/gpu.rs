@@ -116,7 +116,7 @@ impl GpuKernel {
         gpu: &Gpu,
         module: &lowp_runtime::Module,
         args: &[u64],
-    ) -> Result<(), JitError> {
+    ) -> Result<(), GpuError> {
         // Every parameter as 8 bytes (i64, pointer, or an f32 in the low half), each passed
         // by address as cuLaunchKernel takes them.
         let mut values: Vec<u64> = Vec::with_capacity(self.flat_param_count());
@@ -126,7 +126,7 @@ impl GpuKernel {
                 KernelParam::F32(v) => values.push(v.to_bits() as u64),
                 KernelParam::MemRef { arg, shape } => {
                     let ptr = *args.get(*arg).ok_or_else(|| {
-                        launch_error(format!("no device buffer for argument {arg}"))
+                        GpuError::Invalid(format!("no device buffer for argument {arg}"))
                     })?;
                     values.extend([ptr, ptr, 0]);
                     values.extend(shape.iter().map(|&d| d as u64));
@@ -157,14 +157,7 @@ impl GpuKernel {
         };
         // SAFETY: the parameters follow the kernel's signature (from the same module); the
         // buffers per this function's contract.
-        unsafe { gpu.launch(kernel, cfg, &mut ptrs)? };
-        Ok(())
-    }
-}
-
-impl From<GpuError> for JitError {
-    fn from(e: GpuError) -> Self {
-        JitError::Gpu(e)
+        unsafe { gpu.launch(kernel, cfg, &mut ptrs) }
     }
 }
 
@@ -186,25 +179,9 @@ impl Session {
         self.run_pipeline(module, &lowp_passes::pipelines::GPU_GENERIC.text())?;
 
         // The entry and its one launch.
-        let mut func = None;
-        module.as_operation().walk(WalkOrder::PreOrder, |op| {
-            if op.name().as_string_ref().as_str() == Ok("func.func")
-                && op
-                    .attribute("sym_name")
-                    .ok()
-                    .and_then(|a| melior::ir::attribute::StringAttribute::try_from(a).ok())
-                    .is_some_and(|s| s.value() == entry)
-            {
-                func = Some(op.to_raw());
-                return WalkResult::Interrupt;
-            }
-            WalkResult::Advance
-        });
-        let func = func.ok_or_else(|| JitError::NoFunction {
+        let func = crate::find_function(module, entry).ok_or_else(|| JitError::NoFunction {
             name: entry.to_string(),
         })?;
-        // SAFETY: found in the live module above.
-        let func = unsafe { OperationRef::from_raw(func) };
         let body = func
             .region(0)
             .ok()

@@ -78,9 +78,6 @@ pub enum JitError {
         /// Why.
         reason: String,
     },
-    /// The CUDA driver failed (or is missing).
-    #[error("{0}")]
-    Gpu(lowp_runtime::GpuError),
     /// No such function in the compiled module.
     #[error("no function '{name}' in the module")]
     NoFunction {
@@ -322,6 +319,29 @@ impl Jit {
 }
 
 /// `file:line:col: error: message` (as mlir-opt prints), notes on their own lines.
+/// The `func.func @name` of a module (any nesting depth).
+pub(crate) fn find_function<'c, 'a>(
+    module: &'a Module<'c>,
+    name: &str,
+) -> Option<melior::ir::OperationRef<'c, 'a>> {
+    let mut found = None;
+    module.as_operation().walk(WalkOrder::PreOrder, |op| {
+        if op.name().as_string_ref().as_str() == Ok("func.func")
+            && op
+                .attribute("sym_name")
+                .ok()
+                .and_then(|a| melior::ir::attribute::StringAttribute::try_from(a).ok())
+                .is_some_and(|s| s.value() == name)
+        {
+            found = Some(op.to_raw());
+            return WalkResult::Interrupt;
+        }
+        WalkResult::Advance
+    });
+    // SAFETY: found in the live module, which the result borrows.
+    found.map(|raw| unsafe { melior::ir::OperationRef::from_raw(raw) })
+}
+
 fn format_diagnostic(d: &melior::diagnostic::Diagnostic) -> String {
     use melior::diagnostic::DiagnosticSeverity;
     let severity = match d.severity() {

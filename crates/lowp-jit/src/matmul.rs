@@ -105,10 +105,19 @@ fn f32_bytes(v: &[f32]) -> Vec<u8> {
     v.iter().flat_map(|x| x.to_le_bytes()).collect()
 }
 
-fn f32_from(bytes: &[u8]) -> Vec<f32> {
+/// Little-endian f32 values.
+pub(crate) fn f32_from(bytes: &[u8]) -> Vec<f32> {
     bytes
         .chunks_exact(4)
         .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+        .collect()
+}
+
+/// Little-endian bf16 values, widened to f32 exactly.
+pub(crate) fn bf16_from(bytes: &[u8]) -> Vec<f32> {
+    bytes
+        .chunks_exact(2)
+        .map(|c| f32::from_bits((u16::from_le_bytes([c[0], c[1]]) as u32) << 16))
         .collect()
 }
 
@@ -495,37 +504,25 @@ impl MatmulSpec {
     /// operands from the function's arguments (static shapes). Returns the spec and the role
     /// of each argument.
     pub fn from_entry(module: &Module, entry: &str) -> Result<(Self, Vec<Role>), String> {
+        let func = crate::find_function(module, entry)
+            .ok_or_else(|| format!("no function @{entry} in the module"))?;
+        // The first scaled_matmul directly in the entry's region.
+        let func_raw = func.to_raw().ptr;
         let mut found = None;
-        let mut func_args = None;
-        module.as_operation().walk(WalkOrder::PreOrder, |op| {
-            if op.name().as_string_ref().as_str() == Ok("func.func") {
-                let is_entry = op
-                    .attribute("sym_name")
-                    .ok()
-                    .and_then(|a| StringAttribute::try_from(a).ok())
-                    .is_some_and(|s| s.value() == entry);
-                if is_entry {
-                    func_args = Some(op.to_raw());
-                }
-            }
-            if op.name().as_string_ref().as_str() == Ok("lowp.scaled_matmul") {
-                let parent_is_entry = op
-                    .parent_operation()
-                    .and_then(|p| p.attribute("sym_name").ok())
-                    .and_then(|a| StringAttribute::try_from(a).ok())
-                    .is_some_and(|s| s.value() == entry);
-                if parent_is_entry && found.is_none() {
-                    found = Some(op.to_raw());
-                }
+        func.walk(WalkOrder::PreOrder, |op| {
+            if found.is_none()
+                && op.name().as_string_ref().as_str() == Ok("lowp.scaled_matmul")
+                && op.parent_operation().map(|p| p.to_raw().ptr) == Some(func_raw)
+            {
+                found = Some(op.to_raw());
             }
             WalkResult::Advance
         });
-        let func = func_args.ok_or_else(|| format!("no function @{entry} in the module"))?;
         let mm = found.ok_or_else(|| {
             format!("@{entry} has no lowp.scaled_matmul at its top level (needed for --check and input files)")
         })?;
-        // SAFETY: both are live ops of the module found by the walk above.
-        let (func, mm) = unsafe { (OperationRef::from_raw(func), OperationRef::from_raw(mm)) };
+        // SAFETY: a live op of the module found by the walk above.
+        let mm = unsafe { OperationRef::from_raw(mm) };
         let body = func
             .region(0)
             .ok()
@@ -678,10 +675,7 @@ impl MatmulSpec {
     /// A result read back as bytes (f32 or bf16, little-endian) as f32 values.
     pub fn result_from_bytes(&self, bytes: &[u8]) -> Vec<f32> {
         if self.bf16 {
-            bytes
-                .chunks_exact(2)
-                .map(|h| f32::from_bits((u16::from_le_bytes([h[0], h[1]]) as u32) << 16))
-                .collect()
+            bf16_from(bytes)
         } else {
             f32_from(bytes)
         }

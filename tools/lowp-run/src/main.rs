@@ -491,7 +491,6 @@ fn run_cuda(
     let launch = || {
         // SAFETY: each address holds its argument, uploaded with the entry's shapes.
         unsafe { kernel.launch(&gpu, &ptx, &addresses) }
-            .map_err(|e| lowp_runtime::GpuError::Invalid(e.to_string()))
     };
     launch().map_err(|e| e.to_string())?;
     gpu.synchronize().map_err(|e| e.to_string())?;
