@@ -6,3 +6,4 @@ mod expand_quantize;
 mod fuzz;
 mod gpu_generic;
 mod to_loops;
+mod to_nvvm;

@@ -12,13 +12,13 @@ use lowp_jit::{MemRefArg, Session};
 use lowp_tests::{format_type, layout_attr, scale_type, valid_pair};
 
 /// A quantized operand and the IR types that describe it.
-struct Operand {
-    q: QuantizedTensor,
-    codes_type: String,
-    scales_type: String,
+pub(crate) struct Operand {
+    pub(crate) q: QuantizedTensor,
+    pub(crate) codes_type: String,
+    pub(crate) scales_type: String,
 }
 
-fn operand(
+pub(crate) fn operand(
     rng: &mut SplitMix64,
     rows: usize,
     k: usize,
@@ -69,14 +69,14 @@ fn scale_buf(q: &QuantizedTensor) -> ScaleBuf {
     }
 }
 
-struct Problem {
-    a: Operand,
-    b: Operand,
-    bias: Option<Vec<f32>>,
-    bf16: bool,
+pub(crate) struct Problem {
+    pub(crate) a: Operand,
+    pub(crate) b: Operand,
+    pub(crate) bias: Option<Vec<f32>>,
+    pub(crate) bf16: bool,
 }
 
-fn source(name: &str, p: &Problem) -> String {
+pub(crate) fn source(name: &str, p: &Problem) -> String {
     let (m, n) = (p.a.q.rows, p.b.q.rows);
     let ga = p.a.q.layout.has_global();
     let gb = p.b.q.layout.has_global();
@@ -216,7 +216,7 @@ fn check(what: &str, p: &Problem, got: &[f32]) {
 /// oracle; returns the results.
 /// `pre`, when given, is a pipeline run on the lowp module before the CPU lowering (which
 /// then finds no `lowp.scaled_matmul` left for `lowp-to-loops`).
-fn run_and_check<S: AsRef<str>>(
+pub(crate) fn run_and_check<S: AsRef<str>>(
     session: &Session,
     problems: &[(S, Problem)],
     pre: Option<&str>,
@@ -261,7 +261,7 @@ fn parallel_loops_form_matches_the_oracle() {
     mixed_cases(&session, pre);
 }
 
-fn format_layout_cases(session: &Session, pre: Option<&str>) {
+pub(crate) fn format_layout_cases(session: &Session, pre: Option<&str>) {
     let mut rng = SplitMix64::new(77);
     let mut formats = ScaledFormat::NAMED.to_vec();
     formats.extend([
@@ -317,7 +317,7 @@ fn mixed_layouts_edge_sizes_bf16_and_specials() {
     }
 }
 
-fn mixed_cases(session: &Session, pre: Option<&str>) {
+pub(crate) fn mixed_cases(session: &Session, pre: Option<&str>) {
     let mut rng = SplitMix64::new(5);
     let f4 = ScaledFormat::F4E2M1;
     let e4 = ScaledFormat::F8E4M3;

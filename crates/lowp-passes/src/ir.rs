@@ -363,6 +363,116 @@ impl<'c, 'a> Emitter<'c, 'a> {
         )
     }
 
+    /// `vector.load` of `n` elements that the caller promises start `align`-byte aligned
+    /// (so that a GPU backend may load them as one word).
+    pub fn vload_aligned(
+        &self,
+        memref: Value<'c, '_>,
+        indices: &[Value<'c, '_>],
+        n: u64,
+        align: i64,
+    ) -> Value<'c, 'a> {
+        let element = melior::ir::r#type::MemRefType::try_from(memref.r#type())
+            .expect("vector.load from a memref")
+            .element();
+        let mut operands = vec![memref];
+        operands.extend_from_slice(indices);
+        self.val(
+            OperationBuilder::new("vector.load", self.loc)
+                .add_operands(&operands)
+                .add_attributes(&[(
+                    melior::ir::Identifier::new(self.ctx, "alignment"),
+                    IntegerAttribute::new(self.int_type(64), align).into(),
+                )])
+                .add_results(&[self.vector_type(n, element)])
+                .build()
+                .expect("valid vector.load"),
+        )
+    }
+
+    /// The `i32` whose bytes, low to high, are the four elements of a `vector<4xi8>`.
+    pub fn word_of_bytes(&self, v: Value<'c, '_>) -> Value<'c, 'a> {
+        let i32t = self.int_type(32);
+        let as_word = self.val(
+            OperationBuilder::new("vector.bitcast", self.loc)
+                .add_operands(&[v])
+                .add_results(&[self.vector_type(1, i32t)])
+                .build()
+                .expect("valid vector.bitcast"),
+        );
+        self.val(
+            OperationBuilder::new("vector.extract", self.loc)
+                .add_operands(&[as_word])
+                .add_attributes(&[(
+                    melior::ir::Identifier::new(self.ctx, "static_position"),
+                    melior::ir::attribute::DenseI64ArrayAttribute::new(self.ctx, &[0]).into(),
+                )])
+                .add_results(&[i32t])
+                .build()
+                .expect("valid vector.extract"),
+        )
+    }
+
+    // ---- llvm ------------------------------------------------------------------------
+
+    /// `llvm.call_intrinsic "name"(operands) : (...) -> result`: for target intrinsics MLIR
+    /// has no op for (the NVVM translation emits the call as is).
+    pub fn call_intrinsic(
+        &self,
+        name: &str,
+        operands: &[Value<'c, '_>],
+        result: Type<'c>,
+    ) -> Value<'c, 'a> {
+        let ctx = self.ctx;
+        let id = |n: &str| melior::ir::Identifier::new(ctx, n);
+        self.val(
+            OperationBuilder::new("llvm.call_intrinsic", self.loc)
+                .add_operands(operands)
+                .add_attributes(&[
+                    (
+                        id("intrin"),
+                        melior::ir::attribute::StringAttribute::new(ctx, name).into(),
+                    ),
+                    (
+                        id("op_bundle_sizes"),
+                        melior::ir::attribute::DenseI32ArrayAttribute::new(ctx, &[]).into(),
+                    ),
+                    (
+                        id("operandSegmentSizes"),
+                        melior::ir::attribute::DenseI32ArrayAttribute::new(
+                            ctx,
+                            &[operands.len() as i32, 0],
+                        )
+                        .into(),
+                    ),
+                ])
+                .add_results(&[result])
+                .build()
+                .expect("valid llvm.call_intrinsic"),
+        )
+    }
+
+    /// `llvm.extractvalue %aggregate[position] : element`.
+    pub fn extract_value(
+        &self,
+        aggregate: Value<'c, '_>,
+        position: i64,
+        element: Type<'c>,
+    ) -> Value<'c, 'a> {
+        self.val(
+            OperationBuilder::new("llvm.extractvalue", self.loc)
+                .add_operands(&[aggregate])
+                .add_attributes(&[(
+                    melior::ir::Identifier::new(self.ctx, "position"),
+                    melior::ir::attribute::DenseI64ArrayAttribute::new(self.ctx, &[position])
+                        .into(),
+                )])
+                .add_results(&[element])
+                .build()
+                .expect("valid llvm.extractvalue"),
+        )
+    }
+
     /// `vector.store %v, %memref[indices]`.
     pub fn vstore(&self, v: Value<'c, '_>, memref: Value<'c, '_>, indices: &[Value<'c, '_>]) {
         let mut operands = vec![v, memref];
@@ -489,6 +599,42 @@ impl<'c, 'a> Emitter<'c, 'a> {
                 .build()
                 .expect("valid scf.reduce"),
         );
+    }
+
+    /// `scf.if %cond -> (types) { then } else { otherwise }`: each branch returns the
+    /// values it yields. Returns the results.
+    pub fn if_else(
+        &self,
+        cond: Value<'c, '_>,
+        types: &[Type<'c>],
+        then: impl FnOnce(&Emitter<'c, 'a>) -> Vec<Value<'c, 'a>>,
+        otherwise: impl FnOnce(&Emitter<'c, 'a>) -> Vec<Value<'c, 'a>>,
+    ) -> Vec<Value<'c, 'a>> {
+        let (r0, r1) = (Region::new(), Region::new());
+        r0.append_block(Block::new(&[]));
+        r1.append_block(Block::new(&[]));
+        let op = self.insert(
+            OperationBuilder::new("scf.if", self.loc)
+                .add_operands(&[cond])
+                .add_results(types)
+                .add_regions([r0, r1])
+                .build()
+                .expect("valid scf.if"),
+        );
+        for (i, branch) in [0usize, 1].into_iter().zip([
+            Box::new(then) as Box<dyn FnOnce(&Emitter<'c, 'a>) -> Vec<Value<'c, 'a>>>,
+            Box::new(otherwise),
+        ]) {
+            let block = op
+                .region(i)
+                .expect("scf.if region")
+                .first_block()
+                .expect("scf.if block");
+            let inner = Emitter::at_end(self.ctx, block, self.loc);
+            let yielded = branch(&inner);
+            inner.insert(melior::dialect::scf::r#yield(&yielded, self.loc));
+        }
+        op.results().map(Into::into).collect()
     }
 
     /// `scf.if %cond { then }` with no results.

@@ -10,6 +10,7 @@
 //! | `lowp-expand-quantize` | [`expand_quantize`] | compute_scales / quantize / dequantize -> scf + arith + math + memref |
 //! | `lowp-to-loops` | [`to_loops`] | scaled_matmul -> decode + register-blocked vector GEMM (and quantization ops as above) |
 //! | `lowp-to-parallel-loops` | [`to_parallel_loops`] | scaled_matmul -> one 2-D scf.parallel over the output, bit-decoded, scratch-free (the GPU-mappable form) |
+//! | `lowp-to-nvvm` | [`to_nvvm`] | scaled_matmul -> block/thread scf.parallel nests with FP8 mma.sync (sm_89+) or the generic decode body, for convert-parallel-loops-to-gpu |
 //! | `lowp-lower-storage` | [`lower_storage`] | memrefs of codes -> memrefs of storage integers; drops storage_cast |
 //!
 //! Named pipelines ([`pipelines`]): `lowp-cpu-pipeline` and `lowp-cpu-openmp-pipeline` take
@@ -31,6 +32,7 @@ pub mod lower_storage;
 pub mod pipelines;
 pub mod registry;
 pub mod to_loops;
+pub mod to_nvvm;
 pub mod to_parallel_loops;
 
 pub use error::PassError;

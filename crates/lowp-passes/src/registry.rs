@@ -134,6 +134,7 @@ pub fn all_passes() -> &'static [PassDef] {
         crate::expand_quantize::PASS,
         crate::to_loops::PASS,
         crate::to_parallel_loops::PASS,
+        crate::to_nvvm::PASS,
         crate::lower_storage::PASS,
     ]
 }

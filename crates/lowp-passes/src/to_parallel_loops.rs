@@ -34,7 +34,7 @@
 //!
 //! Runs on `func.func`; no options. Dependent dialects: arith, math, memref, scf, vector.
 
-use melior::ir::{OperationRef, ShapedTypeLike, ValueLike};
+use melior::ir::{OperationRef, ShapedTypeLike, Type, Value, ValueLike};
 
 use crate::codes;
 use crate::expand_quantize::{
@@ -43,7 +43,7 @@ use crate::expand_quantize::{
 };
 use crate::ir::Emitter;
 use crate::registry::{PassDef, PassOptions};
-use crate::to_loops::{lower_lowp_ops, matmul_operands, segment};
+use crate::to_loops::{lower_lowp_ops, matmul_operands, segment, MatmulOperands};
 use crate::PassError;
 
 /// The pass definition.
@@ -67,48 +67,106 @@ fn lower_scaled_matmul<'c, 'a>(
     e: &Emitter<'c, 'a>,
     op: OperationRef<'c, 'a>,
 ) -> Result<(), PassError> {
-    let o = matmul_operands(op)?;
-    let la = layout_attr_of(op, "lhs_layout")?;
-    let lb = layout_attr_of(op, "rhs_layout")?;
-    let seg = segment(la, lb);
-    let (fa, packed_a) = code_format(op, o.lhs)?;
-    let (fb, packed_b) = code_format(op, o.rhs)?;
-    let cast =
-        |codes| storage_cast(e, codes).ok_or_else(|| unsupported(op, "codes are not castable"));
-    let (bits_a, bits_b) = (cast(o.lhs)?, cast(o.rhs)?);
-    let sa = Scaled::new(e, op, la, o.lhs_scales, o.lhs_global)?;
-    let sb = Scaled::new(e, op, lb, o.rhs_scales, o.rhs_global)?;
-    let out_type = melior::ir::r#type::MemRefType::try_from(o.out.r#type())
-        .map_err(|_| unsupported(op, "result is not a memref"))?
-        .element();
-    let bf16 = out_type != e.f32_type();
-
+    let el = Element::prepare(e, op)?;
     let (zero, one) = (e.index(0), e.index(1));
-    let m = e.dim(o.lhs, 0);
-    let n = e.dim(o.rhs, 0);
-    let k = {
-        let d = e.dim(o.lhs, 1);
-        if packed_a {
-            e.muli(d, e.index(2))
-        } else {
-            d
-        }
-    };
-    let (segments, seg_len) = match seg {
-        Some(s) => (ceil_div(e, k, e.index(s)), e.index(s)),
-        None => (one, k),
-    };
-    let zf = e.f32(0.0);
     // Columns first: mapped onto GPU threads, consecutive threads (x) take consecutive
     // columns, so that the store of C is coalesced and the load of A[i, k] is one broadcast.
-    e.parallel_nest(&[zero, zero], &[n, m], &[one, one], |e, ji| {
-        let (j, i) = (ji[0], ji[1]);
-        let total = e.for_loop(zero, segments, one, &[zf], |e, s, w| {
-            let k0 = e.muli(s, seg_len);
-            let k1 = e.minui(e.addi(k0, seg_len), k);
+    e.parallel_nest(&[zero, zero], &[el.n, el.m], &[one, one], |e, ji| {
+        el.emit(e, ji[1], ji[0])
+    });
+    Ok(())
+}
+
+/// One output element of a `lowp.scaled_matmul`: what every iteration needs, prepared once
+/// before the loops (storage casts, sizes, scale readers), and the body that computes
+/// C[i, j]. Shared with the generic kernel of `lowp-to-nvvm`.
+pub(crate) struct Element<'c, 'a> {
+    o: MatmulOperands<'c, 'a>,
+    seg: Option<i64>,
+    fa: lowp_formats::ScaledFormat,
+    fb: lowp_formats::ScaledFormat,
+    packed_a: bool,
+    packed_b: bool,
+    bits_a: Value<'c, 'a>,
+    bits_b: Value<'c, 'a>,
+    sa: Scaled<'c, 'a>,
+    sb: Scaled<'c, 'a>,
+    out_type: Type<'c>,
+    /// Rows of A (and C).
+    pub(crate) m: Value<'c, 'a>,
+    /// Rows of B (columns of C).
+    pub(crate) n: Value<'c, 'a>,
+    k: Value<'c, 'a>,
+    segments: Value<'c, 'a>,
+    seg_len: Value<'c, 'a>,
+}
+
+impl<'c, 'a> Element<'c, 'a> {
+    /// Read the op's operands and emit what the loops share (before them, at `e`).
+    pub(crate) fn prepare(
+        e: &Emitter<'c, 'a>,
+        op: OperationRef<'c, 'a>,
+    ) -> Result<Self, PassError> {
+        let o = matmul_operands(op)?;
+        let la = layout_attr_of(op, "lhs_layout")?;
+        let lb = layout_attr_of(op, "rhs_layout")?;
+        let seg = segment(la, lb);
+        let (fa, packed_a) = code_format(op, o.lhs)?;
+        let (fb, packed_b) = code_format(op, o.rhs)?;
+        let cast =
+            |codes| storage_cast(e, codes).ok_or_else(|| unsupported(op, "codes are not castable"));
+        let (bits_a, bits_b) = (cast(o.lhs)?, cast(o.rhs)?);
+        let sa = Scaled::new(e, op, la, o.lhs_scales, o.lhs_global)?;
+        let sb = Scaled::new(e, op, lb, o.rhs_scales, o.rhs_global)?;
+        let out_type = melior::ir::r#type::MemRefType::try_from(o.out.r#type())
+            .map_err(|_| unsupported(op, "result is not a memref"))?
+            .element();
+        let one = e.index(1);
+        let m = e.dim(o.lhs, 0);
+        let n = e.dim(o.rhs, 0);
+        let k = {
+            let d = e.dim(o.lhs, 1);
+            if packed_a {
+                e.muli(d, e.index(2))
+            } else {
+                d
+            }
+        };
+        let (segments, seg_len) = match seg {
+            Some(s) => (ceil_div(e, k, e.index(s)), e.index(s)),
+            None => (one, k),
+        };
+        Ok(Self {
+            o,
+            seg,
+            fa,
+            fb,
+            packed_a,
+            packed_b,
+            bits_a,
+            bits_b,
+            sa,
+            sb,
+            out_type,
+            m,
+            n,
+            k,
+            segments,
+            seg_len,
+        })
+    }
+
+    /// Compute and store C[i, j].
+    pub(crate) fn emit(&self, e: &Emitter<'c, 'a>, i: Value<'c, 'a>, j: Value<'c, 'a>) {
+        let (zero, one) = (e.index(0), e.index(1));
+        let zf = e.f32(0.0);
+        let (seg, sa, sb) = (self.seg, &self.sa, &self.sb);
+        let total = e.for_loop(zero, self.segments, one, &[zf], |e, s, w| {
+            let k0 = e.muli(s, self.seg_len);
+            let k1 = e.minui(e.addi(k0, self.seg_len), self.k);
             let p = e.for_loop(k0, k1, one, &[zf], |e, kk, acc| {
-                let x = codes::decode(e, fa, load_code(e, bits_a, packed_a, i, kk));
-                let y = codes::decode(e, fb, load_code(e, bits_b, packed_b, j, kk));
+                let x = codes::decode(e, self.fa, load_code(e, self.bits_a, self.packed_a, i, kk));
+                let y = codes::decode(e, self.fb, load_code(e, self.bits_b, self.packed_b, j, kk));
                 vec![e.addf(acc[0], e.mulf(x, y))]
             })[0];
             let w = match seg {
@@ -130,25 +188,41 @@ fn lower_scaled_matmul<'c, 'a>(
                 sb.block_value(e, j, zero),
             );
         }
-        // The NVFP4 global scales are read in the body, not hoisted: on a GPU the host
-        // cannot read device memory (and the loads hit the cache after the first thread).
-        let global = match (sa.global_value(e), sb.global_value(e)) {
-            (None, None) => None,
-            (ga, gb) => Some(e.mulf(
-                ga.unwrap_or_else(|| e.f32(1.0)),
-                gb.unwrap_or_else(|| e.f32(1.0)),
-            )),
-        };
-        if let Some(g) = global {
-            v = e.mulf(v, g);
-        }
-        if let Some(bias) = o.bias {
-            v = e.addf(v, e.load(bias, &[j]));
-        }
-        if bf16 {
-            v = e.truncf(v, out_type);
-        }
-        e.store(v, o.out, &[i, j]);
-    });
-    Ok(())
+        store_result(e, &self.o, sa, sb, self.out_type, v, i, j);
+    }
+}
+
+/// The common tail of every matmul kernel: `v` (C[i, j] with its block and per-tensor /
+/// per-channel scales applied) times the NVFP4 globals, plus the bias, rounded to the
+/// result type and stored.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn store_result<'c, 'a>(
+    e: &Emitter<'c, 'a>,
+    o: &MatmulOperands<'c, 'a>,
+    sa: &Scaled<'c, 'a>,
+    sb: &Scaled<'c, 'a>,
+    out_type: Type<'c>,
+    mut v: Value<'c, 'a>,
+    i: Value<'c, 'a>,
+    j: Value<'c, 'a>,
+) {
+    // The NVFP4 global scales are read in the body, not hoisted: on a GPU the host
+    // cannot read device memory (and the loads hit the cache after the first thread).
+    let global = match (sa.global_value(e), sb.global_value(e)) {
+        (None, None) => None,
+        (ga, gb) => Some(e.mulf(
+            ga.unwrap_or_else(|| e.f32(1.0)),
+            gb.unwrap_or_else(|| e.f32(1.0)),
+        )),
+    };
+    if let Some(g) = global {
+        v = e.mulf(v, g);
+    }
+    if let Some(bias) = o.bias {
+        v = e.addf(v, e.load(bias, &[j]));
+    }
+    if out_type != e.f32_type() {
+        v = e.truncf(v, out_type);
+    }
+    e.store(v, o.out, &[i, j]);
 }

@@ -1,0 +1,148 @@
+//! lowp-to-nvvm's kernels compute what the oracle computes. Without a GPU, the mma.sync
+//! kernel runs with `emulate=true`: the same blocks, warps, fragment loads (through the
+//! embedding tables), scale application and epilogue, with each `mma.sync.m16n8k32`
+//! computed from the fragment registers as the PTX ISA defines it. The generic kernel runs
+//! as it is (its block and thread loops run on the CPU).
+
+use lowp_formats::testing::SplitMix64;
+use lowp_formats::{ScaleLayout, ScaledFormat};
+use lowp_jit::Session;
+
+use super::to_loops::{format_layout_cases, mixed_cases, operand, run_and_check, source, Problem};
+
+const EMULATED: &str = "builtin.module(func.func(lowp-to-nvvm{chip=sm_90a emulate=true}))";
+
+#[test]
+fn mma_sync_emulation_matches_the_oracle() {
+    let session = Session::new();
+    format_layout_cases(&session, Some(EMULATED));
+    mixed_cases(&session, Some(EMULATED));
+}
+
+#[test]
+fn generic_kernel_matches_the_oracle() {
+    let session = Session::new();
+    mixed_cases(
+        &session,
+        Some("builtin.module(func.func(lowp-to-nvvm{kernel=generic}))"),
+    );
+}
+
+/// Several blocks and warps, K with a ragged end and K not a multiple of 4 (the code-by-
+/// code loads), each with FP8, FP4 (packed) and FP6 operands.
+#[test]
+fn mma_sync_tiles_and_ragged_edges() {
+    let session = Session::new();
+    let mut rng = SplitMix64::new(90);
+    let mut problems = Vec::new();
+    for (m, n, k) in [
+        (130, 70, 96),
+        (64, 64, 64),
+        (33, 65, 250),
+        (5, 3, 18),
+        (70, 9, 1),
+    ] {
+        for (fa, la, fb, lb) in [
+            (
+                ScaledFormat::F8E4M3,
+                ScaleLayout::PerTensor,
+                ScaledFormat::F8E5M2,
+                ScaleLayout::PerChannel,
+            ),
+            (
+                ScaledFormat::F4E2M1,
+                ScaleLayout::MX,
+                ScaledFormat::F6E3M2,
+                ScaleLayout::MX,
+            ),
+            (
+                ScaledFormat::F4E2M1,
+                ScaleLayout::NVFP4_GLOBAL,
+                ScaledFormat::F4E2M1,
+                ScaleLayout::NVFP4_GLOBAL,
+            ),
+        ] {
+            let packed = fa.bit_width() == 4 && k % 2 == 0;
+            problems.push((
+                format!("{m}x{n}x{k} {fa} {la} x {fb} {lb}"),
+                Problem {
+                    a: operand(&mut rng, m, k, fa, la, packed),
+                    b: operand(&mut rng, n, k, fb, lb, false),
+                    bias: Some(rng.normal_vec(n)),
+                    bf16: false,
+                },
+            ));
+        }
+    }
+    run_and_check(
+        &session,
+        &problems,
+        Some("builtin.module(func.func(lowp-to-nvvm{kernel=mma-sync emulate=true}))"),
+    );
+}
+
+/// `kernel=mma-sync` accepts exactly the ops whose formats are E4M3 / E5M2 or embed in them
+/// (at most 6 bits) and whose scales change along K every 16 or a multiple of 32; the
+/// others are refused with the reason.
+#[test]
+fn mma_sync_takes_exactly_the_embeddable_ops() {
+    let session = Session::new();
+    let mut rng = SplitMix64::new(3);
+    let mut formats = ScaledFormat::NAMED.to_vec();
+    formats.extend([
+        ScaledFormat::custom(3, 0),
+        ScaledFormat::custom(2, 2),
+        ScaledFormat::custom(3, 4),
+        ScaledFormat::custom(5, 1),
+    ]);
+    let takes = |f: ScaledFormat| {
+        matches!(f, ScaledFormat::F8E4M3 | ScaledFormat::F8E5M2)
+            || (f.fp8_embedding().is_some() && f.bit_width() <= 6)
+    };
+    let layouts = [
+        (ScaleLayout::MX, true),
+        (ScaleLayout::PerTensor, true),
+        (ScaleLayout::Mx { block: 8 }, false),
+    ];
+    let mut seen = (0, 0);
+    for &f in &formats {
+        for (layout, segment_ok) in layouts {
+            if !lowp_tests::valid_pair(f, layout) {
+                continue;
+            }
+            let p = Problem {
+                a: operand(&mut rng, 4, 64, f, layout, false),
+                b: operand(
+                    &mut rng,
+                    4,
+                    64,
+                    ScaledFormat::F8E4M3,
+                    ScaleLayout::PerTensor,
+                    false,
+                ),
+                bias: None,
+                bf16: false,
+            };
+            let mut module = session
+                .parse(&source("f", &p))
+                .unwrap_or_else(|e| panic!("{e}"));
+            let got = session.run_pipeline(
+                &mut module,
+                "builtin.module(func.func(lowp-to-nvvm{chip=sm_89 kernel=mma-sync}))",
+            );
+            let want = takes(f) && segment_ok;
+            match (&got, want) {
+                (Ok(()), true) => seen.0 += 1,
+                (Err(e), false) => {
+                    assert!(
+                        e.to_string().contains("no mma.sync kernel"),
+                        "{f} {layout}: {e}"
+                    );
+                    seen.1 += 1
+                }
+                _ => panic!("{f} {layout}: expected accepted = {want}, got {got:?}"),
+            }
+        }
+    }
+    assert!(seen.0 >= 10 && seen.1 >= 5, "{seen:?}");
+}
