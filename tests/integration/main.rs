@@ -4,6 +4,6 @@ mod builders;
 mod docs;
 mod expand_quantize;
 mod fuzz;
-mod gpu_generic;
+mod gpu_kernels;
 mod to_loops;
 mod to_nvvm;

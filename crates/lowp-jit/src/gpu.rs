@@ -1,12 +1,12 @@
-//! The generic GPU kernel of a lowp entry, compiled to PTX and launched through the CUDA
-//! driver (`lowp-runtime`).
+//! A lowp entry compiled to an NVIDIA kernel (PTX) and launched through the CUDA driver
+//! (`lowp-runtime`).
 //!
-//! [`Session::compile_nvvm_generic`] runs `lowp-gpu-generic-pipeline` (lowp-to-parallel-loops
-//! mapped onto 32 x 8-thread blocks and outlined), reads the entry's one `gpu.launch_func`
-//! (grid, block, and each kernel operand: an entry argument or a constant), then lowers the
-//! kernel module to NVVM and PTX for the chip (`gpu-module-to-binary`). [`GpuKernel::launch`]
-//! passes each memref as the kernel's expanded descriptor (allocated and aligned pointer,
-//! offset, sizes, strides), as `convert-gpu-to-nvvm` declares it.
+//! [`Session::compile_nvvm`] runs `lowp-to-nvvm` for the chip and the upstream mapping onto a
+//! `gpu.launch` (`lowp_passes::pipelines::nvvm_front`), reads the entry's one
+//! `gpu.launch_func` (grid, block, and each kernel operand: an entry argument or a constant),
+//! then lowers the kernel module to NVVM and PTX for the chip (`gpu-module-to-binary`).
+//! [`GpuKernel::launch`] passes each memref as the kernel's expanded descriptor (allocated
+//! and aligned pointer, offset, sizes, strides), as `convert-gpu-to-nvvm` declares it.
 
 use std::ffi::c_void;
 
@@ -162,13 +162,16 @@ impl GpuKernel {
 }
 
 impl Session {
-    /// Compile `entry` of a lowp module to the generic GPU kernel for `chip` (an NVIDIA
-    /// `sm_XY[a]`). The module is lowered in place.
-    pub fn compile_nvvm_generic(
+    /// Compile `entry` of a lowp module to a kernel for `chip` (an NVIDIA `sm_XY[a]`):
+    /// `kernel` is `auto` (FP8 mma.sync where the formats allow, else the generic kernel),
+    /// `mma-sync` (an error when the op cannot use it) or `generic`. The module is lowered in
+    /// place.
+    pub fn compile_nvvm(
         &self,
         module: &mut Module,
         entry: &str,
         chip: &str,
+        kernel: &str,
     ) -> Result<GpuKernel, JitError> {
         let target: lowp_codegen::Chip = chip.parse().map_err(launch_error)?;
         if target.vendor != lowp_codegen::Vendor::Nvidia {
@@ -176,7 +179,12 @@ impl Session {
                 "'{chip}' is not an NVIDIA chip (expected sm_89, sm_90a, sm_100a)"
             )));
         }
-        self.run_pipeline(module, &lowp_passes::pipelines::GPU_GENERIC.text())?;
+        if !matches!(kernel, "auto" | "mma-sync" | "generic") {
+            return Err(launch_error(format!(
+                "unknown kernel '{kernel}' (expected auto, mma-sync, generic)"
+            )));
+        }
+        self.run_pipeline(module, &lowp_passes::pipelines::nvvm_front(chip, kernel))?;
 
         // The entry and its one launch.
         let func = crate::find_function(module, entry).ok_or_else(|| JitError::NoFunction {

@@ -92,5 +92,10 @@ pub fn markdown() -> String {
          kernel's PTX or ISA.\n",
         pipelines::rocdl_kernel_passes("gfx942")
     ));
+    s.push_str(&format!(
+        "\nThe NVIDIA path proper (`lowp-translate` and `lowp-run --target cuda` run it for \
+         the chip; sm_90a, kernel auto shown), before the NVVM passes above:\n\n```\n{}\n```\n",
+        pipelines::nvvm_front("sm_90a", "auto")
+    ));
     s
 }

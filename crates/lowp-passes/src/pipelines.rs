@@ -74,6 +74,22 @@ pub const GPU_GENERIC: PipelineDef = PipelineDef {
     ),
 };
 
+/// lowp IR to a host function launching NVIDIA kernels and their `gpu.module`s, still in
+/// scf/arith/memref/llvm: `lowp-to-nvvm{chip kernel}` (the FP8 mma.sync kernel where the
+/// formats allow, else the generic one; `kernel` is `auto`, `mma-sync` or `generic`), storage
+/// lowering, the upstream mapping of its block / thread loops onto a `gpu.launch`, index
+/// computations sunk into the launch (constants must not become kernel parameters: the
+/// per-lane register arrays are then indexed by constants and stay in registers) and
+/// outlining. [`nvvm_kernel_passes`] follows.
+pub fn nvvm_front(chip: &str, kernel: &str) -> String {
+    format!(
+        "builtin.module(func.func(lowp-to-nvvm{{chip={chip} kernel={kernel}}}),\
+         lowp-lower-storage,\
+         func.func(gpu-map-parallel-loops,convert-parallel-loops-to-gpu),\
+         gpu-launch-sink-index-computations,gpu-kernel-outlining,canonicalize,cse)"
+    )
+}
+
 /// The NVVM half after [`GPU_GENERIC`]: target `chip` with LLVM `features` (its PTX ISA,
 /// e.g. `+ptx84` for sm_89 / sm_90a, which FP8 needs; `+ptx86` for sm_100a), lower the
 /// kernel modules to NVVM and serialize them to PTX (`gpu.binary`).

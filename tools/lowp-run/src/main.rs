@@ -49,9 +49,11 @@ const USAGE: &str =
                   libomp is installed (default)
   --lanes L       f32 lanes per vector in the kernel: 8 (AVX2) or 16 (AVX-512);
                   default: the host's widest
-  --target T      cpu (the default) or cuda: the generic GPU kernel (lowp-to-parallel-loops,
-                  32x8-thread blocks) as PTX, run on GPU 0 through the CUDA driver
+  --target T      cpu (the default) or cuda: the op lowered by lowp-to-nvvm for --chip, as
+                  PTX, run on GPU 0 through the CUDA driver
   --chip C        NVIDIA chip the PTX targets with --target cuda (default sm_90a)
+  --kernel K      with --target cuda: auto (FP8 mma.sync where the formats allow, else the
+                  generic decode kernel; the default), mma-sync (refuse other ops) or generic
   --print-ptx     with --target cuda: print the kernel's launch and PTX, and exit (no GPU
                   needed)";
 
@@ -86,6 +88,7 @@ struct Args {
     print_mlir: bool,
     cuda: bool,
     chip: Option<String>,
+    kernel: Option<String>,
     print_ptx: bool,
     specials: bool,
     inputs: Option<String>,
@@ -214,6 +217,15 @@ fn parse_args(raw: Vec<String>) -> Result<Args, Usage> {
                 }
                 a.chip = Some(c);
             }
+            "--kernel" => {
+                let k = value().ok_or_else(|| Usage("--kernel needs a value (auto)".into()))?;
+                if !matches!(k.as_str(), "auto" | "mma-sync" | "generic") {
+                    return Err(Usage(format!(
+                        "--kernel: '{k}' is not a kernel; expected auto, mma-sync or generic"
+                    )));
+                }
+                a.kernel = Some(k);
+            }
             "--print-ptx" => a.print_ptx = true,
             f if f.starts_with('-') => return Err(Usage(format!("unknown option '{f}'\n{USAGE}"))),
             _ => {
@@ -223,8 +235,10 @@ fn parse_args(raw: Vec<String>) -> Result<Args, Usage> {
             }
         }
     }
-    if (a.chip.is_some() || a.print_ptx) && !a.cuda {
-        return Err(Usage("--chip and --print-ptx go with --target cuda".into()));
+    if (a.chip.is_some() || a.kernel.is_some() || a.print_ptx) && !a.cuda {
+        return Err(Usage(
+            "--chip, --kernel and --print-ptx go with --target cuda".into(),
+        ));
     }
     if a.bench == Some(0) {
         return Err(Usage(
@@ -447,7 +461,7 @@ fn report(
     Ok(passed)
 }
 
-/// Compile the entry to the generic GPU kernel, then (unless --print-ptx) run it on GPU 0:
+/// Compile the entry to an NVIDIA kernel (lowp-to-nvvm), then (unless --print-ptx) run it on GPU 0:
 /// the result and, with --bench, (median ms, GFLOP/s, runs) from CUDA events; `None` after
 /// --print-ptx.
 #[allow(clippy::type_complexity)]
@@ -461,9 +475,10 @@ fn run_cuda(
     a: &Args,
 ) -> Result<Option<(Vec<f32>, Option<(f64, f64, usize)>)>, String> {
     let chip = a.chip.as_deref().unwrap_or("sm_90a");
+    let choice = a.kernel.as_deref().unwrap_or("auto");
     let t0 = Instant::now();
     let kernel = session
-        .compile_nvvm_generic(module, entry, chip)
+        .compile_nvvm(module, entry, chip, choice)
         .map_err(|e| e.to_string())?;
     say!(
         "compile: target=cuda chip={chip} kernel={} grid={:?} block={:?} params={} ms={:.1}",

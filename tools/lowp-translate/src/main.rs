@@ -3,8 +3,11 @@
 //!
 //! ```text
 //! lowp-translate FILE.mlir|- --emit=llvm|ptx|asm|obj [--chip=sm_90a|sm_89|sm_100a|gfx942|gfx950|host]
-//!                [--pipeline='builtin.module(...)'] [-o OUT]
+//!                [--kernel=auto|mma-sync|generic] [--pipeline='builtin.module(...)'] [-o OUT]
 //! ```
+//! lowp ops left in the module (after `--pipeline`, if any) are lowered for a GPU chip
+//! first: `lowp-to-nvvm{chip kernel}` and the upstream mapping onto `gpu.launch`
+//! (`lowp_passes::pipelines::nvvm_front`) for NVIDIA, `lowp-gpu-generic-pipeline` for AMD.
 //! A module that holds GPU kernels (`gpu.module`, e.g. after `lowp-gpu-generic-pipeline`)
 //! gets the chip's kernel passes (NVVM or ROCDL, then `gpu-module-to-binary`) and
 //! `--emit=ptx|asm` prints every kernel's PTX or ISA, each after a comment naming it.
@@ -22,8 +25,11 @@ const USAGE: &str =
     "usage: lowp-translate FILE.mlir --emit=llvm|ptx|asm|obj [--chip=CHIP] [--pipeline=P] [-o OUT]
   --emit      llvm: LLVM IR; ptx: PTX (NVIDIA chips); asm: target assembly; obj: ELF object
   --chip      sm_89, sm_90a, sm_100a, gfx942, gfx950, host (default host)
+  --kernel    NVIDIA kernel for lowp.scaled_matmul: auto (FP8 mma.sync where the formats
+              allow; the default), mma-sync (refuse other ops) or generic
   --pipeline  a textual pass pipeline run first (e.g. builtin.module(lowp-cpu-pipeline));
-              gpu.module kernels left after it are compiled for --chip (ptx or asm)
+              lowp ops left after it are lowered for a GPU --chip, and gpu.module kernels
+              are compiled for it (ptx or asm)
   -o OUT      output file (default stdout; required for obj)";
 
 struct Args {
@@ -31,11 +37,13 @@ struct Args {
     emit: Emit,
     chip: Chip,
     pipeline: Option<String>,
+    kernel: Option<String>,
     out: Option<String>,
 }
 
 fn parse(raw: Vec<String>) -> Result<Args, String> {
     let (mut file, mut emit, mut chip, mut pipeline, mut out) = (None, None, None, None, None);
+    let mut kernel = None;
     let mut it = raw.into_iter();
     while let Some(arg) = it.next() {
         let (flag, inline) = match arg.split_once('=') {
@@ -53,6 +61,15 @@ fn parse(raw: Vec<String>) -> Result<Args, String> {
             "--emit" => emit = Some(value()?),
             "--chip" => chip = Some(value()?.parse::<Chip>()?),
             "--pipeline" => pipeline = Some(value()?),
+            "--kernel" => {
+                let k = value()?;
+                if !matches!(k.as_str(), "auto" | "mma-sync" | "generic") {
+                    return Err(format!(
+                        "--kernel: '{k}' is not one of auto, mma-sync, generic"
+                    ));
+                }
+                kernel = Some(k);
+            }
             "-o" => out = Some(value()?),
             f if f.starts_with('-') && f != "-" => {
                 return Err(format!("unknown option '{f}'\n{USAGE}"))
@@ -82,6 +99,11 @@ fn parse(raw: Vec<String>) -> Result<Args, String> {
             "--emit=ptx needs an NVIDIA chip (sm_89, sm_90a, sm_100a), found {chip}"
         ));
     }
+    if kernel.is_some() && chip.vendor != Vendor::Nvidia {
+        return Err(format!(
+            "--kernel chooses among NVIDIA kernels: give an NVIDIA --chip, not {chip}"
+        ));
+    }
     if emit == Emit::Obj && out.is_none() {
         return Err("--emit=obj writes a binary object: give -o OUT".into());
     }
@@ -90,6 +112,7 @@ fn parse(raw: Vec<String>) -> Result<Args, String> {
         emit,
         chip,
         pipeline,
+        kernel,
         out,
     })
 }
@@ -102,7 +125,22 @@ fn run(a: Args) -> Result<(), String> {
             .run_pipeline(&mut module, p)
             .map_err(|e| e.to_string())?;
     }
-    let bytes = if has_gpu_modules(&module) {
+    if has_op(&module, |name| name.starts_with("lowp.")) {
+        let lowering = match a.chip.vendor {
+            Vendor::Nvidia => Some(lowp_passes::pipelines::nvvm_front(
+                a.chip.cpu,
+                a.kernel.as_deref().unwrap_or("auto"),
+            )),
+            Vendor::Amd => Some(lowp_passes::pipelines::GPU_GENERIC.text()),
+            Vendor::Host => None,
+        };
+        if let Some(p) = lowering {
+            session
+                .run_pipeline(&mut module, &p)
+                .map_err(|e| e.to_string())?;
+        }
+    }
+    let bytes = if has_op(&module, |name| name == "gpu.module") {
         gpu_kernels(&session, &mut module, &a)?
     } else {
         lowp_codegen::emit(&module, a.chip, a.emit, &|| session.take_diagnostics())
@@ -120,11 +158,12 @@ fn run(a: Args) -> Result<(), String> {
     }
 }
 
-fn has_gpu_modules(module: &melior::ir::Module) -> bool {
+/// Whether the module holds an op whose name passes `test`.
+fn has_op(module: &melior::ir::Module, test: impl Fn(&str) -> bool) -> bool {
     use melior::ir::operation::{OperationLike, WalkOrder, WalkResult};
     let mut found = false;
     module.as_operation().walk(WalkOrder::PreOrder, |op| {
-        if op.name().as_string_ref().as_str() == Ok("gpu.module") {
+        if op.name().as_string_ref().as_str().is_ok_and(&test) {
             found = true;
             return WalkResult::Interrupt;
         }

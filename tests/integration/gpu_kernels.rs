@@ -1,8 +1,10 @@
-//! The generic GPU kernel's compile side, on every named format and scale layout: the
-//! launch read from gpu.launch_func covers C, every memref operand is an entry argument,
-//! and the PTX entry declares exactly the parameters `GpuKernel::launch` passes. Where a
-//! CUDA GPU is present the kernel also runs and is checked against the oracle (lit's
-//! Run/Cuda/generic-check.test does the same through lowp-run).
+//! The NVIDIA kernels' compile side (lowp-to-nvvm: the generic kernel and, with `auto`, the
+//! FP8 mma.sync kernel where the formats allow), on every named format and scale layout:
+//! the launch read from gpu.launch_func covers C, every memref operand is an entry
+//! argument, the PTX entry declares exactly the parameters `GpuKernel::launch` passes, and
+//! `auto` uses mma.sync exactly where it should, with no local memory. Where a CUDA GPU is
+//! present the kernels also run and are checked against the oracle (lit's
+//! Run/Cuda/check.test does the same through lowp-run).
 
 use lowp_formats::ScaledFormat;
 use lowp_jit::gpu::KernelParam;
@@ -34,21 +36,51 @@ fn specs() -> Vec<MatmulSpec> {
     out
 }
 
+/// Formats the mma.sync kernel takes (E4M3 / E5M2, or embedded in them).
+fn mma_format(f: ScaledFormat) -> bool {
+    matches!(f, ScaledFormat::F8E4M3 | ScaledFormat::F8E5M2)
+        || (f.fp8_embedding().is_some() && f.bit_width() <= 6)
+}
+
 #[test]
-fn generic_kernel_compiles_for_every_format_and_layout() {
+fn kernels_compile_for_every_format_and_layout() {
     let session = Session::new();
     let specs = specs();
     assert!(specs.len() >= 25, "{} specs", specs.len());
-    for spec in &specs {
+    let mut mma = 0;
+    for (spec, choice) in specs.iter().flat_map(|s| [(s, "generic"), (s, "auto")]) {
         let mut module = spec.build_module(session.context(), "mm");
         let kernel = session
-            .compile_nvvm_generic(&mut module, "mm", "sm_90a")
-            .unwrap_or_else(|e| panic!("{spec:?}: {e}"));
+            .compile_nvvm(&mut module, "mm", "sm_90a", choice)
+            .unwrap_or_else(|e| panic!("{spec:?} {choice}: {e}"));
+        let uses_mma = kernel.ptx.contains("mma.sync.aligned.m16n8k32.row.col.f32");
+        assert_eq!(
+            uses_mma,
+            choice == "auto" && mma_format(spec.lhs) && mma_format(spec.rhs),
+            "{spec:?} {choice}"
+        );
+        // Fragments and accumulators stay in registers.
+        assert!(
+            !kernel.ptx.contains(".local"),
+            "{spec:?} {choice}: local memory"
+        );
+        mma += uses_mma as usize;
         let (gx, gy, _) = kernel.grid;
         let (bx, by, _) = kernel.block;
-        // Columns on x, rows on y; every element of C has a thread.
-        assert!((gx * bx) as usize >= spec.n && (gy * by) as usize >= spec.m);
-        assert!(bx * by <= 1024);
+        if uses_mma {
+            // 4 warps per block, a 64 x 64 tile of C each (column tiles on x).
+            assert_eq!(kernel.block, (128, 1, 1), "{spec:?}");
+            assert!(gx as usize * 64 >= spec.n && gy as usize * 64 >= spec.m);
+        } else {
+            // Columns on x, rows on y; every element of C has a thread.
+            assert!(
+                (gx * bx) as usize >= spec.n && (gy * by) as usize >= spec.m,
+                "{spec:?}: grid {:?} block {:?}",
+                kernel.grid,
+                kernel.block
+            );
+            assert!(bx * by <= 1024);
+        }
         let roles = spec.roles();
         let memrefs: Vec<usize> = kernel
             .params
@@ -72,35 +104,57 @@ fn generic_kernel_compiles_for_every_format_and_layout() {
         );
         assert!(kernel.ptx.contains(".target sm_90a"));
     }
+    assert!(mma >= 15, "{mma} mma.sync kernels");
 }
 
 #[test]
-fn generic_kernel_errors_are_clear() {
+fn kernel_errors_are_clear() {
     let session = Session::new();
     let spec = &specs()[0];
     let mut module = spec.build_module(session.context(), "mm");
     let e = session
-        .compile_nvvm_generic(&mut module, "mm", "gfx942")
+        .compile_nvvm(&mut module, "mm", "gfx942", "generic")
         .unwrap_err();
     assert!(e.to_string().contains("not an NVIDIA chip"), "{e}");
     let mut module = spec.build_module(session.context(), "mm");
     let e = session
-        .compile_nvvm_generic(&mut module, "other", "sm_90a")
+        .compile_nvvm(&mut module, "other", "sm_90a", "generic")
         .unwrap_err();
     assert!(e.to_string().contains("no function 'other'"), "{e}");
+    let mut module = spec.build_module(session.context(), "mm");
+    let e = session
+        .compile_nvvm(&mut module, "mm", "sm_90a", "wgmma")
+        .unwrap_err();
+    assert!(e.to_string().contains("unknown kernel 'wgmma'"), "{e}");
+    // E4M3 FNUZ embeds in no OCP FP8 type: mma-sync is refused with the reason.
+    let fnuz = specs()
+        .into_iter()
+        .find(|s| s.lhs == ScaledFormat::F8E4M3Fnuz)
+        .expect("an FNUZ spec");
+    let mut module = fnuz.build_module(session.context(), "mm");
+    let e = session
+        .compile_nvvm(&mut module, "mm", "sm_90a", "mma-sync")
+        .unwrap_err();
+    assert!(
+        e.to_string().contains("embeds in neither E4M3 nor E5M2"),
+        "{e}"
+    );
 }
 
 #[test]
-fn generic_kernel_runs_where_a_gpu_is() {
+fn kernels_run_where_a_gpu_is() {
     let Ok(gpu) = lowp_runtime::Gpu::open(0) else {
         eprintln!("no CUDA GPU here: the compile-side tests above still ran");
         return;
     };
     let session = Session::new();
-    for spec in specs() {
+    for (spec, choice) in specs()
+        .into_iter()
+        .flat_map(|s| [(s.clone(), "generic"), (s, "auto")])
+    {
         let mut module = spec.build_module(session.context(), "mm");
         let kernel = session
-            .compile_nvvm_generic(&mut module, "mm", "sm_90a")
+            .compile_nvvm(&mut module, "mm", "sm_90a", choice)
             .unwrap();
         let inputs = spec.inputs(3);
         let ptx = gpu.load_ptx(&kernel.ptx).unwrap();
@@ -119,6 +173,6 @@ fn generic_kernel_runs_where_a_gpu_is() {
             .unwrap();
         let got = spec.result_from_bytes(&gpu.download(&buffers[out]).unwrap());
         let r = spec.check(&inputs, &got);
-        assert!(r.passed, "{spec:?}: {:?}", r.stats);
+        assert!(r.passed, "{spec:?} {choice}: {:?}", r.stats);
     }
 }

@@ -1,0 +1,32 @@
+// RUN: lowp-opt %s --split-input-file --pass-pipeline='builtin.module(func.func(lowp-to-nvvm{chip=sm_90a},cse))' | FileCheck %s
+// RUN: lowp-opt %s --split-input-file --verify-diagnostics --pass-pipeline='builtin.module(func.func(lowp-to-nvvm{chip=sm_90a kernel=mma-sync}))'
+// RUN: not lowp-opt %s --pass-pipeline='builtin.module(func.func(lowp-to-nvvm{chip=sm_70}))' 2>&1 | FileCheck %s --check-prefix=CHIP
+
+// With kernel=auto, ops the mma.sync kernel cannot take get the generic kernel (32 x 8
+// threads, one output each); kernel=mma-sync refuses them with the reason.
+
+// CHECK-LABEL: func.func @fnuz
+// CHECK-NOT:   llvm.call_intrinsic
+// CHECK:       scf.parallel (%{{.*}}, %{{.*}}) = (%c0, %c0) to (%c32, %c8) step (%c1, %c1) {
+func.func @fnuz(%a: memref<8x64xf8E4M3FNUZ>, %sa: memref<1x1xf32>, %b: memref<8x64xf8E4M3FNUZ>,
+                %sb: memref<1x1xf32>, %c: memref<8x8xf32>) {
+  // expected-error @+1 {{no mma.sync kernel for this op on sm_90a: f8e4m3fnuz embeds in neither E4M3 nor E5M2}}
+  lowp.scaled_matmul %a[%sa], %b[%sb] into %c layouts(#lowp.per_tensor, #lowp.per_tensor)
+      : memref<8x64xf8E4M3FNUZ>[memref<1x1xf32>], memref<8x64xf8E4M3FNUZ>[memref<1x1xf32>] -> memref<8x8xf32>
+  return
+}
+
+// -----
+
+// Scales that change every 8 along K: no whole instruction fits a segment.
+// CHECK-LABEL: func.func @mx8
+// CHECK-NOT:   llvm.call_intrinsic
+func.func @mx8(%a: memref<8x64xf8E4M3FN>, %sa: memref<8x8xf8E8M0FNU>, %b: memref<8x64xf8E4M3FN>,
+               %sb: memref<8x8xf8E8M0FNU>, %c: memref<8x8xf32>) {
+  // expected-error @+1 {{no mma.sync kernel for this op on sm_90a: the scales change every 8 along K, not a multiple of 16}}
+  lowp.scaled_matmul %a[%sa], %b[%sb] into %c layouts(#lowp.mx<8>, #lowp.mx<8>)
+      : memref<8x64xf8E4M3FN>[memref<8x8xf8E8M0FNU>], memref<8x64xf8E4M3FN>[memref<8x8xf8E8M0FNU>] -> memref<8x8xf32>
+  return
+}
+
+// CHIP: 'sm_70' is not accepted; expected sm_89, sm_90a, sm_100a

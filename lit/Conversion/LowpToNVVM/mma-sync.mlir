@@ -1,0 +1,73 @@
+// RUN: lowp-opt %s --pass-pipeline='builtin.module(func.func(lowp-to-nvvm{chip=sm_89},cse))' | FileCheck %s
+// RUN: lowp-opt %s --pass-pipeline='builtin.module(func.func(lowp-to-nvvm{chip=sm_90a emulate=true},cse))' | FileCheck %s --check-prefix=EMU
+// RUN: lowp-opt %s --pass-pipeline='builtin.module(func.func(lowp-to-nvvm{chip=sm_90a kernel=generic},cse))' | FileCheck %s --check-prefix=GEN
+
+// The FP8 mma.sync kernel: a block loop over 64 x 64 tiles of C and a loop of 128 threads
+// (4 warps of 2 x 4 m16n8k32 tiles), K segments of one scale block (32 here) around K
+// steps of 32, fragments loaded as aligned 32-bit words, one intrinsic call per tile.
+// Numerics: tests/integration/to_nvvm.rs (emulate=true, against the oracle).
+// CHECK-LABEL: func.func @mxfp8
+// CHECK-DAG:   %[[A:.*]] = lowp.storage_cast %arg0 : memref<128x256xf8E4M3FN> to memref<128x256xi8>
+// CHECK-DAG:   %[[B:.*]] = lowp.storage_cast %arg2 : memref<64x256xf8E5M2> to memref<64x256xi8>
+// CHECK:       scf.parallel (%{{.*}}, %{{.*}}) = (%c0, %c0) to (%{{.*}}, %{{.*}}) step (%c1, %c1) {
+// CHECK:         scf.parallel (%[[TID:.*]]) = (%c0) to (%c128) step (%c1) {
+// CHECK:           %{{.*}}:32 = scf.for %{{.*}} = %c0 to %{{.*}} step %c1 iter_args({{.*}}) -> (f32, f32,
+// CHECK:             %{{.*}}:32 = scf.for %{{.*}} = %{{.*}} to %{{.*}} step %c32 iter_args({{.*}}) -> (f32, f32,
+// CHECK:               scf.if %{{.*}} -> (i32) {
+// CHECK-NEXT:            vector.load %[[A]][%{{.*}}, %{{.*}}] {alignment = 4 : i64} : memref<128x256xi8>, vector<4xi8>
+// CHECK-NEXT:            vector.bitcast %{{.*}} : vector<4xi8> to vector<1xi32>
+// CHECK:                 vector.load %[[B]][%{{.*}}, %{{.*}}] {alignment = 4 : i64} : memref<64x256xi8>, vector<4xi8>
+// CHECK-COUNT-8:       llvm.call_intrinsic "llvm.nvvm.mma.m16n8k32.row.col.f32.e4m3.e5m2.f32"({{.*}}) : (i32, i32, i32, i32, i32, i32, f32, f32, f32, f32) -> !llvm.struct<(f32, f32, f32, f32)>
+// CHECK:               scf.yield
+// The block scales of the segment, once per row and column of the lane, times the partial sums.
+// CHECK:             memref.load %{{.*}} : memref<128x8xi8>
+// CHECK:             memref.load %{{.*}} : memref<64x8xi8>
+// CHECK:             arith.mulf
+// CHECK:             scf.yield
+// CHECK:           scf.if
+// CHECK:             memref.store %{{.*}}, %arg4[%{{.*}}, %{{.*}}] : memref<128x64xf32>
+// CHECK:           scf.reduce
+// CHECK:         scf.reduce
+
+// The emulation keeps the lanes' registers in memory and computes each instruction with
+// loops; no intrinsic is left.
+// EMU-LABEL: func.func @mxfp8
+// EMU-NOT:   llvm.call_intrinsic
+// EMU:       memref.alloca() {alignment = 64 : i64} : memref<1024xf32>
+// EMU:       memref.alloca() {alignment = 64 : i64} : memref<256xi32>
+// EMU:       scf.for %{{.*}} = %c0 to %c4 step %c1 {
+// EMU-NOT:   llvm.call_intrinsic
+
+// GEN-LABEL: func.func @mxfp8
+// GEN-NOT:   llvm.call_intrinsic
+// GEN:       scf.parallel (%{{.*}}, %{{.*}}) = (%c0, %c0) to (%{{.*}}, %{{.*}}) step (%c1, %c1) {
+// GEN:         scf.parallel (%{{.*}}, %{{.*}}) = (%c0, %c0) to (%c32, %c8) step (%c1, %c1) {
+func.func @mxfp8(%a: memref<128x256xf8E4M3FN>, %sa: memref<128x8xf8E8M0FNU>,
+                 %b: memref<64x256xf8E5M2>, %sb: memref<64x8xf8E8M0FNU>, %c: memref<128x64xf32>) {
+  lowp.scaled_matmul %a[%sa], %b[%sb] into %c layouts(#lowp.mx<32>, #lowp.mx<32>)
+      : memref<128x256xf8E4M3FN>[memref<128x8xf8E8M0FNU>], memref<64x256xf8E5M2>[memref<64x8xf8E8M0FNU>] -> memref<128x64xf32>
+  return
+}
+
+// NVFP4 (packed E2M1, blocks of 16, globals): codes translated to E4M3 through the
+// embedding table (two 64-bit words for 16 codes), K steps of 16 with the upper half of the
+// fragments zero, the globals in the epilogue, a bf16 result.
+// CHECK-LABEL: func.func @nvfp4
+// CHECK:         scf.parallel (%{{.*}}) = (%c0) to (%c128) step (%c1) {
+// CHECK:           scf.for %{{.*}} step %c16 iter_args(
+// E2M1 codes 0..7 as E4M3 codes, low byte first: 0x4C4844403C383000.
+// CHECK:             arith.constant 5496718387884601344 : i64
+// CHECK:             arith.select %{{.*}}, %{{.*}}, %{{.*}} : i64
+// CHECK-COUNT-8:     llvm.call_intrinsic "llvm.nvvm.mma.m16n8k32.row.col.f32.e4m3.e4m3.f32"
+// CHECK:           memref.load %arg4[] : memref<f32>
+// CHECK:           memref.load %arg5[] : memref<f32>
+// CHECK:           arith.truncf %{{.*}} : f32 to bf16
+func.func @nvfp4(%a: memref<32x32x!lowp.packed<f4E2M1FN>>, %sa: memref<32x4xf8E4M3FN>,
+                 %b: memref<16x32x!lowp.packed<f4E2M1FN>>, %sb: memref<16x4xf8E4M3FN>,
+                 %ga: memref<f32>, %gb: memref<f32>, %c: memref<32x16xbf16>) {
+  lowp.scaled_matmul %a[%sa, %ga], %b[%sb, %gb] into %c
+      layouts(#lowp.nvfp4<16, global>, #lowp.nvfp4<16, global>)
+      : memref<32x32x!lowp.packed<f4E2M1FN>>[memref<32x4xf8E4M3FN>, memref<f32>],
+        memref<16x32x!lowp.packed<f4E2M1FN>>[memref<16x4xf8E4M3FN>, memref<f32>] -> memref<32x16xbf16>
+  return
+}
