@@ -17,6 +17,12 @@
 //!
 //! Each condition is also necessary (a source value with all `m` mantissa bits set, its
 //! smallest positive value, its largest value), so the rule is exact.
+//!
+//! [`ScaledFormat::shifted_embedding`] is the wider notion a matrix core with other FP8
+//! encodings needs (AMD MI300's FNUZ types, whose bias is one more than OCP's): every value
+//! of the source, times `2^-shift`, is a target value, and NaN codes go to the target's NaN;
+//! the kernel multiplies its result by `2^shift` again, exactly. It is decided by checking
+//! every code (at most 256), not by a field rule.
 
 use crate::ScaledFormat;
 
@@ -66,6 +72,49 @@ impl ScaledFormat {
             // Exact by the rule: encode finds the target code of the very same value (and
             // keeps the sign of zero where the target has -0).
             *slot = target.encode(v);
+        }
+        Some(table)
+    }
+
+    /// The table of a shifted embedding: entry `c` is the `target` code of
+    /// `value(c) * 2^-shift`, exactly, NaN codes mapped to the target's NaN (zeros of either
+    /// sign may become the target's only zero). `None` when some finite value has no exact
+    /// target value, an infinity has no target infinity, or a NaN has no target NaN.
+    /// `shifted_embedding(t, 0)` exists whenever `embedding_table(t)` does.
+    pub fn shifted_embedding(self, target: ScaledFormat, shift: i32) -> Option<[u8; 256]> {
+        if self == target && shift == 0 {
+            return self.embedding_table(target);
+        }
+        let factor = (-shift as f64).exp2();
+        // `encode` saturates infinities and sends NaN to 0: specials are found by decoding.
+        let special = |want: f32| {
+            (0..target.code_count()).map(|c| c as u8).find(|&c| {
+                let d = target.decode(c);
+                (want.is_nan() && d.is_nan()) || (want.is_infinite() && d == want)
+            })
+        };
+        let mut table = [0u8; 256];
+        for (c, slot) in table
+            .iter_mut()
+            .enumerate()
+            .take(self.code_count() as usize)
+        {
+            let v = self.decode(c as u8) as f64;
+            let w = (v * factor) as f32;
+            *slot = if !w.is_finite() {
+                special(w)?
+            } else {
+                let code = target.encode(w);
+                if target.decode(code) != w || (w as f64) != v * factor {
+                    return None;
+                }
+                code
+            };
+        }
+        // Codes beyond the width repeat, as in `embedding_table`.
+        let n = self.code_count() as usize;
+        for c in n..256 {
+            table[c] = table[c % n];
         }
         Some(table)
     }

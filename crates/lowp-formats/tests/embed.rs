@@ -92,3 +92,59 @@ fn embedding_tables_preserve_every_value_and_the_sign_of_zero() {
     assert_eq!(table[0x7], 0x4C);
     assert_eq!(table[0x9], 0xB0);
 }
+
+/// Shifted embeddings against the definition, on every code: the value times `2^-shift`
+/// decodes from the table, NaN stays NaN, and an embedding exists exactly when every value
+/// has its exact counterpart. OCP E4M3 reaches E4M3 FNUZ with shift 1 (same bits but -0 and
+/// NaN), OCP E5M2 does not (FNUZ has no inf), FP4 / FP6 reach E4M3 FNUZ unshifted.
+#[test]
+fn shifted_embeddings_are_exact() {
+    use ScaledFormat::*;
+    let mut found = 0;
+    for f in formats() {
+        for t in [F8E4M3, F8E5M2, F8E4M3Fnuz, F8E5M2Fnuz] {
+            for shift in [0, 1] {
+                let by_values = (0..f.code_count()).all(|c| {
+                    let v = f.decode(c as u8) as f64;
+                    let w = (v * (-shift as f64).exp2()) as f32;
+                    (0..t.code_count()).any(|d| {
+                        let x = t.decode(d as u8);
+                        (w.is_nan() && x.is_nan()) || x == w
+                    })
+                });
+                match f.shifted_embedding(t, shift) {
+                    Some(table) => {
+                        assert!(by_values, "{f} into {t} << {shift}");
+                        for c in 0..f.code_count() as usize {
+                            let v = f.decode(c as u8) as f64 * (-shift as f64).exp2();
+                            let w = t.decode(table[c]) as f64;
+                            assert!(
+                                (v.is_nan() && w.is_nan()) || v == w,
+                                "{f} code {c} into {t} << {shift}: {v} vs {w}"
+                            );
+                        }
+                        found += 1;
+                    }
+                    None => assert!(!by_values, "{f} into {t} << {shift} missed"),
+                }
+            }
+        }
+        for t in [F8E4M3, F8E5M2] {
+            assert_eq!(
+                f.shifted_embedding(t, 0).is_some(),
+                f.embedding_table(t).is_some() || f.has_nan() && f == t,
+                "{f} into {t}"
+            );
+        }
+    }
+    assert!(found > 60, "{found}");
+    assert!(F8E4M3.shifted_embedding(F8E4M3Fnuz, 1).is_some());
+    assert!(
+        F8E4M3.shifted_embedding(F8E4M3Fnuz, 0).is_none(),
+        "448 > 240"
+    );
+    assert!(F8E5M2.shifted_embedding(F8E5M2Fnuz, 1).is_none(), "inf");
+    for f in [F4E2M1, F6E2M3, F6E3M2] {
+        assert!(f.shifted_embedding(F8E4M3Fnuz, 0).is_some(), "{f}");
+    }
+}
