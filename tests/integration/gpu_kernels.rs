@@ -136,7 +136,7 @@ fn kernel_errors_are_clear() {
         .compile_nvvm(&mut module, "mm", "sm_90a", "mma-sync")
         .unwrap_err();
     assert!(
-        e.to_string().contains("embeds in neither E4M3 nor E5M2"),
+        e.to_string().contains("embeds in none of f8e4m3, f8e5m2"),
         "{e}"
     );
 }

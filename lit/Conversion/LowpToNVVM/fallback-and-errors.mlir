@@ -10,7 +10,7 @@
 // CHECK:       scf.parallel (%{{.*}}, %{{.*}}) = (%c0, %c0) to (%c32, %c8) step (%c1, %c1) {
 func.func @fnuz(%a: memref<8x64xf8E4M3FNUZ>, %sa: memref<1x1xf32>, %b: memref<8x64xf8E4M3FNUZ>,
                 %sb: memref<1x1xf32>, %c: memref<8x8xf32>) {
-  // expected-error @+1 {{no mma.sync kernel for this op on sm_90a: f8e4m3fnuz embeds in neither E4M3 nor E5M2}}
+  // expected-error @+1 {{no mma.sync kernel for this op on sm_90a: f8e4m3fnuz embeds in none of f8e4m3, f8e5m2}}
   lowp.scaled_matmul %a[%sa], %b[%sb] into %c layouts(#lowp.per_tensor, #lowp.per_tensor)
       : memref<8x64xf8E4M3FNUZ>[memref<1x1xf32>], memref<8x64xf8E4M3FNUZ>[memref<1x1xf32>] -> memref<8x8xf32>
   return
@@ -23,7 +23,7 @@ func.func @fnuz(%a: memref<8x64xf8E4M3FNUZ>, %sa: memref<1x1xf32>, %b: memref<8x
 // CHECK-NOT:   llvm.call_intrinsic
 func.func @mx8(%a: memref<8x64xf8E4M3FN>, %sa: memref<8x8xf8E8M0FNU>, %b: memref<8x64xf8E4M3FN>,
                %sb: memref<8x8xf8E8M0FNU>, %c: memref<8x8xf32>) {
-  // expected-error @+1 {{no mma.sync kernel for this op on sm_90a: the scales change every 8 along K, not a multiple of 16}}
+  // expected-error @+1 {{no mma.sync kernel for this op on sm_90a: the scales change every 8 along K; the instruction sums 32}}
   lowp.scaled_matmul %a[%sa], %b[%sb] into %c layouts(#lowp.mx<8>, #lowp.mx<8>)
       : memref<8x64xf8E4M3FN>[memref<8x8xf8E8M0FNU>], memref<8x64xf8E4M3FN>[memref<8x8xf8E8M0FNU>] -> memref<8x8xf32>
   return

@@ -1,7 +1,8 @@
-//! The generic kernel of `lowp-to-nvvm`: one output element per thread in blocks of 32 x 8
-//! threads (columns on x, so that stores of C coalesce), codes decoded by bit arithmetic
-//! and accumulated in f32 per K segment: the body of `lowp-to-parallel-loops`, inside a
-//! block loop and a guarded thread loop.
+//! The generic GPU kernel of `lowp-to-nvvm` and `lowp-to-rocdl`, for the formats and layouts
+//! no matrix instruction takes: one output element per thread in blocks of 32 x 8 threads
+//! (columns on x, so that stores of C coalesce), codes decoded by bit arithmetic and
+//! accumulated in f32 per K segment: the body of `lowp-to-parallel-loops`, inside a block
+//! loop and a guarded thread loop.
 
 use melior::dialect::arith::CmpiPredicate;
 use melior::ir::OperationRef;
@@ -14,7 +15,8 @@ use crate::PassError;
 /// Threads per block along columns (x) and rows (y).
 const BLOCK: (i64, i64) = (32, 8);
 
-pub(super) fn lower<'c, 'a>(
+/// Lower `op` to the generic kernel's block and thread loops.
+pub(crate) fn lower<'c, 'a>(
     e: &Emitter<'c, 'a>,
     op: OperationRef<'c, 'a>,
 ) -> Result<(), PassError> {

@@ -1,0 +1,884 @@
+//! The matrix-instruction GEMM kernel shared by `lowp-to-nvvm` (`mma.sync`) and
+//! `lowp-to-rocdl` (MFMA, scaled MFMA): tiling, fragment loads, scale application, the
+//! epilogue and the CPU emulation. An instruction ([`Instr`]) describes only its shape,
+//! where each lane's fragment registers come from in the A / B / C tiles (and the inverse,
+//! for the emulation) and how it is emitted.
+//!
+//! Tiling: a block of 4 warps / waves (2 along M x 2 along N), each computing
+//! `tiles.0 x tiles.1` instructions of `m x n` (32 x 32 for the instructions here), so a
+//! block computes 64 x 64 of C. K advances one instruction (`k`) per step, or 16 when the
+//! scale block is 16 (fragment registers whose K lies past 16 are zero). Fragment registers
+//! are loaded from global memory straight into registers: one aligned 32-bit load when the
+//! codes are stored as the instruction reads them and rows are 4-byte aligned, else code
+//! by code (bounds-checked at the end of K), through an embedding table when the stored
+//! format is not the instruction's.
+//!
+//! Scales, as the oracle applies them: within a K segment where neither scale changes (the
+//! gcd of the two blocks) the instructions accumulate a partial sum from zero, added to the
+//! accumulators times sa(row, segment) * sb(col, segment). Block-scaled instructions take
+//! the E8M0 scales themselves (one per lane: the scale of the codes it holds). Without
+//! block scales partial sums are promoted every [`PROMOTE`] of K (matrix units' FP8
+//! accumulation is not IEEE f32 on every chip) and the per-tensor / per-channel scales
+//! multiply the total in the epilogue, then `2^shift` of shifted embeddings, the NVFP4
+//! globals and the bias.
+//!
+//! Emulation (`emulate=true`): the same blocks, warps, loads and epilogue on the CPU, every
+//! lane's registers in memory, each instruction computed with loops from the registers of
+//! the lanes the inverse map names, as the vendor's ISA defines it.
+
+use lowp_formats::ScaledFormat;
+use melior::dialect::arith::CmpiPredicate;
+use melior::ir::r#type::MemRefType;
+use melior::ir::{OperationRef, ShapedTypeLike, Type, Value, ValueLike};
+
+use crate::codes;
+use crate::expand_quantize::{
+    ceil_div, code_format, layout_attr_of, load_code, storage_cast, unsupported, Scaled,
+};
+use crate::ir::Emitter;
+use crate::to_loops::{matmul_operands, segment, MatmulOperands};
+use crate::to_parallel_loops::store_result;
+use crate::PassError;
+
+/// Warps (waves) per block along M and N.
+const WARPS: (i64, i64) = (2, 2);
+/// K between promotions of the partial sums when no scale changes along K.
+pub(crate) const PROMOTE: i64 = 128;
+
+/// The shape of one matrix instruction and its per-lane registers.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Shape {
+    /// Lanes that execute it together (32: a warp; 64: a wave).
+    pub(crate) lanes: i64,
+    /// The tile it computes: M x N, summing over K.
+    pub(crate) m: i64,
+    pub(crate) n: i64,
+    pub(crate) k: i64,
+    /// 32-bit registers per lane holding A and B codes, and the bits per code in them.
+    pub(crate) a_words: usize,
+    pub(crate) b_words: usize,
+    pub(crate) a_bits: u32,
+    pub(crate) b_bits: u32,
+    /// f32 accumulators per lane.
+    pub(crate) acc: usize,
+    /// Instructions per warp along M and N.
+    pub(crate) tiles: (usize, usize),
+}
+
+impl Shape {
+    fn accumulators(&self) -> usize {
+        self.tiles.0 * self.tiles.1 * self.acc
+    }
+
+    fn acc_index(&self, mt: usize, nt: usize, i: usize) -> usize {
+        (mt * self.tiles.1 + nt) * self.acc + i
+    }
+
+    /// The block's tile of C.
+    fn block_tile(&self) -> (i64, i64) {
+        (
+            WARPS.0 * self.tiles.0 as i64 * self.m,
+            WARPS.1 * self.tiles.1 as i64 * self.n,
+        )
+    }
+}
+
+/// A matrix instruction. Registers hold consecutive K: register `r` of a lane holds the
+/// codes of one row of A (one column of B) from the K its map gives, the first in the low
+/// bits.
+pub(crate) trait Instr {
+    /// Its shape.
+    fn shape(&self) -> Shape;
+    /// (row within the tile, first K) of A register `r` of `lane`.
+    fn a_reg<'c, 'a>(
+        &self,
+        e: &Emitter<'c, 'a>,
+        lane: Value<'c, 'a>,
+        r: usize,
+    ) -> (Value<'c, 'a>, Value<'c, 'a>);
+    /// (column within the tile, first K) of B register `r` of `lane`.
+    fn b_reg<'c, 'a>(
+        &self,
+        e: &Emitter<'c, 'a>,
+        lane: Value<'c, 'a>,
+        r: usize,
+    ) -> (Value<'c, 'a>, Value<'c, 'a>);
+    /// (row, column) within the tile of accumulator `i` of `lane`.
+    fn acc<'c, 'a>(
+        &self,
+        e: &Emitter<'c, 'a>,
+        lane: Value<'c, 'a>,
+        i: usize,
+    ) -> (Value<'c, 'a>, Value<'c, 'a>);
+    /// The inverse of [`a_reg`](Self::a_reg): (lane, register) holding A[row][k].
+    fn a_owner<'c, 'a>(
+        &self,
+        e: &Emitter<'c, 'a>,
+        row: Value<'c, 'a>,
+        k: Value<'c, 'a>,
+    ) -> (Value<'c, 'a>, Value<'c, 'a>);
+    /// The inverse of [`b_reg`](Self::b_reg): (lane, register) holding B[k][col].
+    fn b_owner<'c, 'a>(
+        &self,
+        e: &Emitter<'c, 'a>,
+        col: Value<'c, 'a>,
+        k: Value<'c, 'a>,
+    ) -> (Value<'c, 'a>, Value<'c, 'a>);
+    /// Emit it: `a` / `b` registers (`i32`), `c` accumulators (`f32`), the lane's E8M0
+    /// scale codes (`i32`) for block-scaled instructions; returns the new accumulators.
+    fn emit<'c, 'a>(
+        &self,
+        e: &Emitter<'c, 'a>,
+        a: &[Value<'c, 'a>],
+        b: &[Value<'c, 'a>],
+        c: &[Value<'c, 'a>],
+        scales: Option<[Value<'c, 'a>; 2]>,
+    ) -> Vec<Value<'c, 'a>>;
+}
+
+/// How one operand reaches the instruction.
+#[derive(Clone, Debug)]
+pub(crate) struct Operand {
+    /// Codes stored two per byte.
+    pub(crate) packed: bool,
+    /// The element type the instruction reads.
+    pub(crate) ty: ScaledFormat,
+    /// The stored code -> instruction code table as little-endian 64-bit words, 8 codes
+    /// each; `None` when the stored codes are the instruction's.
+    pub(crate) table: Option<Vec<u64>>,
+    /// Values reach the instruction times `2^-shift`.
+    pub(crate) shift: i32,
+}
+
+impl Operand {
+    /// The first of `types` (the instruction's element types) that `format` is, or embeds
+    /// in with one of `shifts`; codes of at most 6 bits when a table is needed.
+    pub(crate) fn new(
+        format: ScaledFormat,
+        packed: bool,
+        types: &[ScaledFormat],
+        shifts: &[i32],
+    ) -> Result<Self, String> {
+        if types.contains(&format) {
+            return Ok(Self {
+                packed,
+                ty: format,
+                table: None,
+                shift: 0,
+            });
+        }
+        let names: Vec<String> = types.iter().map(|t| t.to_string()).collect();
+        let (ty, shift, full) = types
+            .iter()
+            .flat_map(|&t| shifts.iter().map(move |&s| (t, s)))
+            .find_map(|(t, s)| format.shifted_embedding(t, s).map(|table| (t, s, table)))
+            .ok_or_else(|| format!("{format} embeds in none of {}", names.join(", ")))?;
+        let width = format.bit_width();
+        if width > 6 {
+            return Err(format!(
+                "{format} embeds in {ty}, but {width}-bit codes take more than an 8-word table"
+            ));
+        }
+        let table = full[..1 << width]
+            .chunks(8)
+            .map(|c| {
+                c.iter()
+                    .enumerate()
+                    .fold(0u64, |w, (i, &b)| w | (b as u64) << (8 * i))
+            })
+            .collect();
+        Ok(Self {
+            packed,
+            ty,
+            table: Some(table),
+            shift,
+        })
+    }
+}
+
+/// What the kernel does for one op.
+#[derive(Clone, Debug)]
+pub(crate) struct Plan {
+    pub(crate) a: Operand,
+    pub(crate) b: Operand,
+    /// The K segment of the scales, `None` when no scale changes along K.
+    pub(crate) seg: Option<i64>,
+    /// The instruction applies the (E8M0, 32-block) scales itself.
+    pub(crate) scaled: bool,
+    /// K per step: the instruction's K, or 16.
+    pub(crate) step: i64,
+    /// K per partial sum.
+    pub(crate) span: i64,
+}
+
+impl Plan {
+    /// The plan of an instruction of K `instr_k` for the op's layouts (scales applied on
+    /// the accumulators), or why it does not fit.
+    pub(crate) fn new(
+        op: OperationRef,
+        a: Operand,
+        b: Operand,
+        instr_k: i64,
+        scaled: bool,
+    ) -> Result<Self, String> {
+        let err = |e: PassError| e.to_string();
+        let la = layout_attr_of(op, "lhs_layout").map_err(err)?;
+        let lb = layout_attr_of(op, "rhs_layout").map_err(err)?;
+        let seg = segment(la, lb);
+        let (step, span) = if scaled {
+            (instr_k, PROMOTE.max(instr_k))
+        } else {
+            match seg {
+                None => (instr_k, PROMOTE.max(instr_k)),
+                Some(16) if instr_k <= 32 => (16, 16),
+                Some(s) if s % instr_k == 0 => (instr_k, s),
+                Some(s) => {
+                    return Err(format!(
+                        "the scales change every {s} along K; the instruction sums {instr_k}"
+                    ))
+                }
+            }
+        };
+        Ok(Self {
+            a,
+            b,
+            seg,
+            scaled,
+            step,
+            span,
+        })
+    }
+
+    /// The stored formats and packing of the op's operands.
+    pub(crate) fn formats(
+        op: OperationRef,
+    ) -> Result<((ScaledFormat, bool), (ScaledFormat, bool)), String> {
+        let err = |e: PassError| e.to_string();
+        let o = matmul_operands(op).map_err(err)?;
+        Ok((
+            code_format(op, o.lhs).map_err(err)?,
+            code_format(op, o.rhs).map_err(err)?,
+        ))
+    }
+}
+
+/// The op's operands and sizes as the kernel body reads them.
+struct Kernel<'p, 'c, 'a> {
+    plan: &'p Plan,
+    instr: &'p dyn Instr,
+    shape: Shape,
+    o: MatmulOperands<'c, 'a>,
+    bits_a: Value<'c, 'a>,
+    bits_b: Value<'c, 'a>,
+    sa: Scaled<'c, 'a>,
+    sb: Scaled<'c, 'a>,
+    out_type: Type<'c>,
+    m: Value<'c, 'a>,
+    n: Value<'c, 'a>,
+    k: Value<'c, 'a>,
+}
+
+/// One lane's place: its warp's tile origin in C and its lane index.
+#[derive(Clone, Copy)]
+struct Lane<'c, 'a> {
+    lane: Value<'c, 'a>,
+    row0: Value<'c, 'a>,
+    col0: Value<'c, 'a>,
+}
+
+/// `table[code]`: the table's byte `code % 8` of word `code / 8`, by a select chain over
+/// the words (no memory, the same on any target).
+fn translate<'c, 'a>(e: &Emitter<'c, 'a>, table: &[u64], code: Value<'c, 'a>) -> Value<'c, 'a> {
+    let i64t = e.int_type(64);
+    let word_index = e.shrui(code, e.i32(3));
+    let mut word = e.int(64, table[0] as i64);
+    for (i, &w) in table.iter().enumerate().skip(1) {
+        let hit = e.cmpi(CmpiPredicate::Eq, word_index, e.i32(i as u32));
+        word = e.select(hit, e.int(64, w as i64), word);
+    }
+    let shift = e.extui(e.muli(e.andi(code, e.i32(7)), e.i32(8)), i64t);
+    let byte = e.andi(e.shrui(word, shift), e.int(64, 0xFF));
+    e.trunci(byte, e.int_type(32))
+}
+
+impl<'p, 'c, 'a> Kernel<'p, 'c, 'a> {
+    fn lane(
+        &self,
+        e: &Emitter<'c, 'a>,
+        bm: Value<'c, 'a>,
+        bn: Value<'c, 'a>,
+        warp: Value<'c, 'a>,
+        lane: Value<'c, 'a>,
+    ) -> Lane<'c, 'a> {
+        let s = self.shape;
+        let (tm, tn) = s.block_tile();
+        let wm = e.remui(warp, e.index(WARPS.0));
+        let wn = e.divui(warp, e.index(WARPS.0));
+        Lane {
+            lane,
+            row0: e.addi(
+                e.muli(bm, e.index(tm)),
+                e.muli(wm, e.index(s.tiles.0 as i64 * s.m)),
+            ),
+            col0: e.addi(
+                e.muli(bn, e.index(tn)),
+                e.muli(wn, e.index(s.tiles.1 as i64 * s.n)),
+            ),
+        }
+    }
+
+    /// Row and column of C of accumulator `x` of a lane.
+    fn acc_coords(
+        &self,
+        e: &Emitter<'c, 'a>,
+        l: &Lane<'c, 'a>,
+        x: usize,
+    ) -> (Value<'c, 'a>, Value<'c, 'a>) {
+        let s = self.shape;
+        let (tile, i) = (x / s.acc, x % s.acc);
+        let (mt, nt) = (tile / s.tiles.1, tile % s.tiles.1);
+        let (r, c) = self.instr.acc(e, l.lane, i);
+        (
+            e.addi(e.addi(l.row0, e.index(mt as i64 * s.m)), r),
+            e.addi(e.addi(l.col0, e.index(nt as i64 * s.n)), c),
+        )
+    }
+
+    /// The instruction code of one element, as `i32`, zero beyond K (`kb` < K + 32).
+    fn code(
+        &self,
+        e: &Emitter<'c, 'a>,
+        src: &Operand,
+        bits: Value<'c, 'a>,
+        row: Value<'c, 'a>,
+        kb: Value<'c, 'a>,
+    ) -> Value<'c, 'a> {
+        let inside = e.cmpi(CmpiPredicate::Ult, kb, self.k);
+        let kc = e.minui(kb, e.subi(self.k, e.index(1)));
+        let mut code = load_code(e, bits, src.packed, row, kc);
+        if let Some(table) = &src.table {
+            code = translate(e, table, code);
+        }
+        e.select(inside, code, e.i32(0))
+    }
+
+    /// One register: the codes of (row, kw..) at `width` bits each, the first in the low
+    /// bits.
+    fn word(
+        &self,
+        e: &Emitter<'c, 'a>,
+        src: &Operand,
+        bits: Value<'c, 'a>,
+        width: u32,
+        row: Value<'c, 'a>,
+        kw: Value<'c, 'a>,
+    ) -> Value<'c, 'a> {
+        let i32t = e.int_type(32);
+        let per = 32 / width;
+        let elementwise = |e: &Emitter<'c, 'a>| {
+            (0..per).fold(e.i32(0), |w, s| {
+                let c = self.code(e, src, bits, row, e.addi(kw, e.index(s as i64)));
+                e.ori(w, e.shli(c, e.i32(width * s)))
+            })
+        };
+        // Stored as the instruction reads them (bytes of FP8, or nibbles of packed FP4):
+        // one 32-bit load when the register's codes are inside K and rows are 4-byte
+        // aligned (K a multiple of the codes per register).
+        let stored_width = if src.packed { 4 } else { 8 };
+        if src.table.is_some() || stored_width != width {
+            return elementwise(e);
+        }
+        let per_v = e.index(per as i64);
+        let fast = e.andi(
+            e.cmpi(CmpiPredicate::Ule, e.addi(kw, per_v), self.k),
+            e.cmpi(CmpiPredicate::Eq, e.remui(self.k, per_v), e.index(0)),
+        );
+        let byte = if src.packed {
+            e.divui(kw, e.index(2))
+        } else {
+            kw
+        };
+        e.if_else(
+            fast,
+            &[i32t],
+            |e| vec![e.word_of_bytes(e.vload_aligned(bits, &[row, byte], 4, 4))],
+            |e| vec![elementwise(e)],
+        )[0]
+    }
+
+    /// All registers of one lane at K step `kk`: every A tile's, then every B tile's.
+    fn fragments(
+        &self,
+        e: &Emitter<'c, 'a>,
+        l: &Lane<'c, 'a>,
+        kk: Value<'c, 'a>,
+    ) -> (Vec<Value<'c, 'a>>, Vec<Value<'c, 'a>>) {
+        let s = self.shape;
+        let step = e.index(self.plan.step);
+        let part = |e: &Emitter<'c, 'a>, k0: Value<'c, 'a>, w: Value<'c, 'a>| {
+            // Registers past a 16-step are zero.
+            if self.plan.step < s.k {
+                e.select(e.cmpi(CmpiPredicate::Ult, k0, step), w, e.i32(0))
+            } else {
+                w
+            }
+        };
+        let last_row = e.subi(self.m, e.index(1));
+        let last_col = e.subi(self.n, e.index(1));
+        let mut a = Vec::new();
+        for mt in 0..s.tiles.0 {
+            for r in 0..s.a_words {
+                let (row, k0) = self.instr.a_reg(e, l.lane, r);
+                // Rows past M read row M - 1: their results are never stored.
+                let row = e.addi(e.addi(l.row0, e.index(mt as i64 * s.m)), row);
+                let row = e.minui(row, last_row);
+                let w = self.word(e, &self.plan.a, self.bits_a, s.a_bits, row, e.addi(kk, k0));
+                a.push(part(e, k0, w));
+            }
+        }
+        let mut b = Vec::new();
+        for nt in 0..s.tiles.1 {
+            for r in 0..s.b_words {
+                let (col, k0) = self.instr.b_reg(e, l.lane, r);
+                let col = e.addi(e.addi(l.col0, e.index(nt as i64 * s.n)), col);
+                let col = e.minui(col, last_col);
+                let w = self.word(e, &self.plan.b, self.bits_b, s.b_bits, col, e.addi(kk, k0));
+                b.push(part(e, k0, w));
+            }
+        }
+        (a, b)
+    }
+
+    /// The E8M0 codes a lane gives a block-scaled instruction at K step `kk`: per A tile
+    /// the scale of its row's codes, per B tile its column's.
+    fn lane_scales(
+        &self,
+        e: &Emitter<'c, 'a>,
+        l: &Lane<'c, 'a>,
+        kk: Value<'c, 'a>,
+    ) -> (Vec<Value<'c, 'a>>, Vec<Value<'c, 'a>>) {
+        let s = self.shape;
+        let i32t = e.int_type(32);
+        let block = e.index(32);
+        let code = |sc: &Scaled<'c, 'a>, r: Value<'c, 'a>, k: Value<'c, 'a>| {
+            let k = e.minui(k, e.subi(self.k, e.index(1)));
+            e.extui(e.load(sc.scales, &[r, e.divui(k, block)]), i32t)
+        };
+        let a = (0..s.tiles.0)
+            .map(|mt| {
+                let (row, k0) = self.instr.a_reg(e, l.lane, 0);
+                let row = e.addi(e.addi(l.row0, e.index(mt as i64 * s.m)), row);
+                code(
+                    &self.sa,
+                    e.minui(row, e.subi(self.m, e.index(1))),
+                    e.addi(kk, k0),
+                )
+            })
+            .collect();
+        let b = (0..s.tiles.1)
+            .map(|nt| {
+                let (col, k0) = self.instr.b_reg(e, l.lane, 0);
+                let col = e.addi(e.addi(l.col0, e.index(nt as i64 * s.n)), col);
+                code(
+                    &self.sb,
+                    e.minui(col, e.subi(self.n, e.index(1))),
+                    e.addi(kk, k0),
+                )
+            })
+            .collect();
+        (a, b)
+    }
+
+    /// One K step of every instruction of a lane's warp tile.
+    #[allow(clippy::type_complexity)]
+    fn step(
+        &self,
+        e: &Emitter<'c, 'a>,
+        a: &[Value<'c, 'a>],
+        b: &[Value<'c, 'a>],
+        scales: Option<&(Vec<Value<'c, 'a>>, Vec<Value<'c, 'a>>)>,
+        part: &[Value<'c, 'a>],
+    ) -> Vec<Value<'c, 'a>> {
+        let s = self.shape;
+        let mut out = part.to_vec();
+        for mt in 0..s.tiles.0 {
+            for nt in 0..s.tiles.1 {
+                let x = s.acc_index(mt, nt, 0);
+                let d = self.instr.emit(
+                    e,
+                    &a[mt * s.a_words..(mt + 1) * s.a_words],
+                    &b[nt * s.b_words..(nt + 1) * s.b_words],
+                    &part[x..x + s.acc],
+                    scales.map(|(sa, sb)| [sa[mt], sb[nt]]),
+                );
+                out[x..x + s.acc].copy_from_slice(&d);
+            }
+        }
+        out
+    }
+
+    /// `acc + part * (sa * sb)` for every accumulator of a lane, the scales of the segment
+    /// starting at `k0`; `acc + part` when the scales are not per K segment here.
+    fn promote(
+        &self,
+        e: &Emitter<'c, 'a>,
+        l: &Lane<'c, 'a>,
+        k0: Value<'c, 'a>,
+        acc: &[Value<'c, 'a>],
+        part: &[Value<'c, 'a>],
+    ) -> Vec<Value<'c, 'a>> {
+        if self.plan.seg.is_none() || self.plan.scaled {
+            return acc.iter().zip(part).map(|(&a, &p)| e.addf(a, p)).collect();
+        }
+        let (last_row, last_col) = (e.subi(self.m, e.index(1)), e.subi(self.n, e.index(1)));
+        (0..acc.len())
+            .map(|x| {
+                let (row, col) = self.acc_coords(e, l, x);
+                let sa = self.sa.block_value(e, e.minui(row, last_row), k0);
+                let sb = self.sb.block_value(e, e.minui(col, last_col), k0);
+                e.addf(acc[x], e.mulf(part[x], e.mulf(sa, sb)))
+            })
+            .collect()
+    }
+
+    /// Store accumulator `x` of a lane (with the per-tensor / per-channel scales when no
+    /// scale changes along K, `2^shift`, the globals, the bias) if it is inside C.
+    fn epilogue(&self, e: &Emitter<'c, 'a>, l: &Lane<'c, 'a>, x: usize, v: Value<'c, 'a>) {
+        let (row, col) = self.acc_coords(e, l, x);
+        let inside = e.andi(
+            e.cmpi(CmpiPredicate::Ult, row, self.m),
+            e.cmpi(CmpiPredicate::Ult, col, self.n),
+        );
+        e.if_then(inside, |e| {
+            let mut v = v;
+            if self.plan.seg.is_none() && !self.plan.scaled {
+                let zero = e.index(0);
+                v = e.mulf(
+                    e.mulf(v, self.sa.block_value(e, row, zero)),
+                    self.sb.block_value(e, col, zero),
+                );
+            }
+            let shift = self.plan.a.shift + self.plan.b.shift;
+            if shift != 0 {
+                v = e.mulf(v, e.f32((shift as f32).exp2()));
+            }
+            store_result(e, &self.o, &self.sa, &self.sb, self.out_type, v, row, col);
+        });
+    }
+}
+
+/// Lower `op` with the matrix-instruction kernel: on the GPU (`emulate = false`) or as the
+/// CPU emulation of the same warps.
+pub(crate) fn lower<'c, 'a>(
+    e: &Emitter<'c, 'a>,
+    op: OperationRef<'c, 'a>,
+    plan: &Plan,
+    instr: &dyn Instr,
+    emulate: bool,
+) -> Result<(), PassError> {
+    let o = matmul_operands(op)?;
+    let cast =
+        |codes| storage_cast(e, codes).ok_or_else(|| unsupported(op, "codes are not castable"));
+    let (bits_a, bits_b) = (cast(o.lhs)?, cast(o.rhs)?);
+    let la = layout_attr_of(op, "lhs_layout")?;
+    let lb = layout_attr_of(op, "rhs_layout")?;
+    let sa = Scaled::new(e, op, la, o.lhs_scales, o.lhs_global)?;
+    let sb = Scaled::new(e, op, lb, o.rhs_scales, o.rhs_global)?;
+    let out_type = MemRefType::try_from(o.out.r#type())
+        .map_err(|_| unsupported(op, "result is not a memref"))?
+        .element();
+    let m = e.dim(o.lhs, 0);
+    let n = e.dim(o.rhs, 0);
+    let k = if plan.a.packed {
+        e.muli(e.dim(o.lhs, 1), e.index(2))
+    } else {
+        e.dim(o.lhs, 1)
+    };
+    let kernel = Kernel {
+        plan,
+        instr,
+        shape: instr.shape(),
+        o,
+        bits_a,
+        bits_b,
+        sa,
+        sb,
+        out_type,
+        m,
+        n,
+        k,
+    };
+    let (zero, one) = (e.index(0), e.index(1));
+    let (tm, tn) = kernel.shape.block_tile();
+    let grid = [ceil_div(e, n, e.index(tn)), ceil_div(e, m, e.index(tm))];
+    e.parallel_nest(&[zero, zero], &grid, &[one, one], |e, b| {
+        if emulate {
+            emulated_block(e, &kernel, b[1], b[0]);
+        } else {
+            hardware_block(e, &kernel, b[1], b[0]);
+        }
+    });
+    Ok(())
+}
+
+/// The segment loop of one lane: `k_steps` computes a segment's partial sums, `promote`
+/// adds them to the accumulators.
+fn segments<'c, 'a>(
+    e: &Emitter<'c, 'a>,
+    kn: &Kernel<'_, 'c, 'a>,
+    inits: &[Value<'c, 'a>],
+    k_steps: impl Fn(&Emitter<'c, 'a>, Value<'c, 'a>, Value<'c, 'a>) -> Vec<Value<'c, 'a>>,
+    promote: impl Fn(
+        &Emitter<'c, 'a>,
+        Value<'c, 'a>,
+        &[Value<'c, 'a>],
+        &[Value<'c, 'a>],
+    ) -> Vec<Value<'c, 'a>>,
+) -> Vec<Value<'c, 'a>> {
+    let (zero, one) = (e.index(0), e.index(1));
+    let span = e.index(kn.plan.span);
+    let count = ceil_div(e, kn.k, span);
+    e.for_loop(zero, count, one, inits, |e, s, acc| {
+        let k0 = e.muli(s, span);
+        let k1 = e.minui(e.addi(k0, span), kn.k);
+        let part = k_steps(e, k0, k1);
+        promote(e, k0, acc, &part)
+    })
+}
+
+/// One block on the GPU: a loop of 4 warps' threads (mapped to threads by
+/// `gpu-map-parallel-loops`), each carrying its accumulators in registers.
+fn hardware_block<'c, 'a>(
+    e: &Emitter<'c, 'a>,
+    kn: &Kernel<'_, 'c, 'a>,
+    bm: Value<'c, 'a>,
+    bn: Value<'c, 'a>,
+) {
+    let s = kn.shape;
+    let (zero, one) = (e.index(0), e.index(1));
+    let threads = e.index(WARPS.0 * WARPS.1 * s.lanes);
+    e.parallel_loop(zero, threads, one, |e, tid| {
+        let warp = e.divui(tid, e.index(s.lanes));
+        let lane = e.remui(tid, e.index(s.lanes));
+        let l = kn.lane(e, bm, bn, warp, lane);
+        let zeros = vec![e.f32(0.0); s.accumulators()];
+        let acc = segments(
+            e,
+            kn,
+            &zeros,
+            |e, k0, k1| {
+                let zeros = vec![e.f32(0.0); s.accumulators()];
+                e.for_loop(k0, k1, e.index(kn.plan.step), &zeros, |e, kk, part| {
+                    let (a, b) = kn.fragments(e, &l, kk);
+                    let scales = kn.plan.scaled.then(|| kn.lane_scales(e, &l, kk));
+                    kn.step(e, &a, &b, scales.as_ref(), part)
+                })
+            },
+            |e, k0, acc, part| kn.promote(e, &l, k0, acc, part),
+        );
+        for (x, &v) in acc.iter().enumerate() {
+            kn.epilogue(e, &l, x, v);
+        }
+    });
+}
+
+/// Per-lane register files of one warp in memory: `[lane][register]`.
+struct Files<'c, 'a> {
+    acc: Value<'c, 'a>,
+    part: Value<'c, 'a>,
+    a: Value<'c, 'a>,
+    b: Value<'c, 'a>,
+    sa: Value<'c, 'a>,
+    sb: Value<'c, 'a>,
+}
+
+/// `lane * per + x`.
+fn slot<'c, 'a>(e: &Emitter<'c, 'a>, lane: Value<'c, 'a>, per: usize, x: usize) -> Value<'c, 'a> {
+    e.addi(e.muli(lane, e.index(per as i64)), e.index(x as i64))
+}
+
+/// One block on the CPU: its warps one after the other, each lane's registers in memory,
+/// every instruction computed by [`emulated_instr`].
+fn emulated_block<'c, 'a>(
+    e: &Emitter<'c, 'a>,
+    kn: &Kernel<'_, 'c, 'a>,
+    bm: Value<'c, 'a>,
+    bn: Value<'c, 'a>,
+) {
+    let s = kn.shape;
+    let (zero, one) = (e.index(0), e.index(1));
+    let lanes = e.index(s.lanes);
+    let (f32t, i32t) = (e.f32_type(), e.int_type(32));
+    let accs = s.accumulators();
+    let (a_regs, b_regs) = (s.tiles.0 * s.a_words, s.tiles.1 * s.b_words);
+    let f = Files {
+        acc: e.alloca(f32t, s.lanes * accs as i64),
+        part: e.alloca(f32t, s.lanes * accs as i64),
+        a: e.alloca(i32t, s.lanes * a_regs as i64),
+        b: e.alloca(i32t, s.lanes * b_regs as i64),
+        sa: e.alloca(i32t, s.lanes * s.tiles.0 as i64),
+        sb: e.alloca(i32t, s.lanes * s.tiles.1 as i64),
+    };
+    let per_lane = |e: &Emitter<'c, 'a>, body: &dyn Fn(&Emitter<'c, 'a>, Value<'c, 'a>)| {
+        e.for_loop(zero, lanes, one, &[], |e, lane, _| {
+            body(e, lane);
+            vec![]
+        });
+    };
+    let clear = |e: &Emitter<'c, 'a>, mem: Value<'c, 'a>| {
+        per_lane(e, &|e, lane| {
+            for x in 0..accs {
+                e.store(e.f32(0.0), mem, &[slot(e, lane, accs, x)]);
+            }
+        });
+    };
+    let store_all = |e: &Emitter<'c, 'a>, mem, lane, values: &[Value<'c, 'a>]| {
+        for (x, &v) in values.iter().enumerate() {
+            e.store(v, mem, &[slot(e, lane, values.len(), x)]);
+        }
+    };
+    e.for_loop(zero, e.index(WARPS.0 * WARPS.1), one, &[], |e, warp, _| {
+        clear(e, f.acc);
+        let span = e.index(kn.plan.span);
+        let count = ceil_div(e, kn.k, span);
+        e.for_loop(zero, count, one, &[], |e, seg, _| {
+            let k0 = e.muli(seg, span);
+            let k1 = e.minui(e.addi(k0, span), kn.k);
+            clear(e, f.part);
+            e.for_loop(k0, k1, e.index(kn.plan.step), &[], |e, kk, _| {
+                per_lane(e, &|e, lane| {
+                    let l = kn.lane(e, bm, bn, warp, lane);
+                    let (a, b) = kn.fragments(e, &l, kk);
+                    store_all(e, f.a, lane, &a);
+                    store_all(e, f.b, lane, &b);
+                    if kn.plan.scaled {
+                        let (sa, sb) = kn.lane_scales(e, &l, kk);
+                        store_all(e, f.sa, lane, &sa);
+                        store_all(e, f.sb, lane, &sb);
+                    }
+                });
+                for mt in 0..s.tiles.0 {
+                    for nt in 0..s.tiles.1 {
+                        emulated_instr(e, kn, &f, mt, nt);
+                    }
+                }
+                vec![]
+            });
+            per_lane(e, &|e, lane| {
+                let l = kn.lane(e, bm, bn, warp, lane);
+                let load = |mem, x| e.load(mem, &[slot(e, lane, accs, x)]);
+                let acc: Vec<Value> = (0..accs).map(|x| load(f.acc, x)).collect();
+                let part: Vec<Value> = (0..accs).map(|x| load(f.part, x)).collect();
+                let sum = kn.promote(e, &l, k0, &acc, &part);
+                store_all(e, f.acc, lane, &sum);
+            });
+            vec![]
+        });
+        per_lane(e, &|e, lane| {
+            let l = kn.lane(e, bm, bn, warp, lane);
+            for x in 0..accs {
+                let v = e.load(f.acc, &[slot(e, lane, accs, x)]);
+                kn.epilogue(e, &l, x, v);
+            }
+        });
+        vec![]
+    });
+}
+
+/// Instruction (mt, nt) of a warp on its registers in memory, as the ISA defines it:
+/// D[row][col] = C[row][col] + sum over K of A[row][k] * B[k][col], with A[row][k] the code
+/// in the register [`Instr::a_owner`] names (and B likewise); a block-scaled instruction
+/// multiplies each 32-block's sum by the E8M0 scales of the lanes holding its codes.
+fn emulated_instr<'c, 'a>(
+    e: &Emitter<'c, 'a>,
+    kn: &Kernel<'_, 'c, 'a>,
+    f: &Files<'c, 'a>,
+    mt: usize,
+    nt: usize,
+) {
+    let s = kn.shape;
+    let (zero, one) = (e.index(0), e.index(1));
+    let (a_regs, b_regs) = (s.tiles.0 * s.a_words, s.tiles.1 * s.b_words);
+    let element = |e: &Emitter<'c, 'a>,
+                   mem: Value<'c, 'a>,
+                   per_lane: usize,
+                   base: usize,
+                   owner: (Value<'c, 'a>, Value<'c, 'a>),
+                   k: Value<'c, 'a>,
+                   width: u32,
+                   ty: ScaledFormat| {
+        let (lane, reg) = owner;
+        let at = e.addi(
+            e.muli(lane, e.index(per_lane as i64)),
+            e.addi(e.index(base as i64), reg),
+        );
+        let word = e.load(mem, &[at]);
+        let per = e.index(32 / width as i64);
+        let shift = e.index_castui(
+            e.muli(e.remui(k, per), e.index(width as i64)),
+            e.int_type(32),
+        );
+        let code = e.andi(e.shrui(word, shift), e.i32((1 << width) - 1));
+        codes::decode(e, ty, code)
+    };
+    let block = if kn.plan.scaled { 32 } else { s.k };
+    e.for_loop(zero, e.index(s.lanes), one, &[], |e, lane, _| {
+        for i in 0..s.acc {
+            let (row, col) = kn.instr.acc(e, lane, i);
+            let total = e.for_loop(
+                zero,
+                e.index(s.k / block),
+                one,
+                &[e.f32(0.0)],
+                |e, kb, t| {
+                    let k0 = e.muli(kb, e.index(block));
+                    let k1 = e.addi(k0, e.index(block));
+                    let sum = e.for_loop(k0, k1, one, &[e.f32(0.0)], |e, k, acc| {
+                        let x = element(
+                            e,
+                            f.a,
+                            a_regs,
+                            mt * s.a_words,
+                            kn.instr.a_owner(e, row, k),
+                            k,
+                            s.a_bits,
+                            kn.plan.a.ty,
+                        );
+                        let y = element(
+                            e,
+                            f.b,
+                            b_regs,
+                            nt * s.b_words,
+                            kn.instr.b_owner(e, col, k),
+                            k,
+                            s.b_bits,
+                            kn.plan.b.ty,
+                        );
+                        vec![e.addf(acc[0], e.mulf(x, y))]
+                    })[0];
+                    let sum = if kn.plan.scaled {
+                        let scale = |mem, per: usize, x: usize, owner: Value<'c, 'a>| {
+                            let code = e.load(mem, &[slot(e, owner, per, x)]);
+                            codes::e8m0_decode(e, code)
+                        };
+                        let (la, _) = kn.instr.a_owner(e, row, k0);
+                        let (lb, _) = kn.instr.b_owner(e, col, k0);
+                        e.mulf(
+                            sum,
+                            e.mulf(
+                                scale(f.sa, s.tiles.0, mt, la),
+                                scale(f.sb, s.tiles.1, nt, lb),
+                            ),
+                        )
+                    } else {
+                        sum
+                    };
+                    vec![e.addf(t[0], sum)]
+                },
+            )[0];
+            let at = slot(e, lane, s.accumulators(), s.acc_index(mt, nt, i));
+            e.store(e.addf(e.load(f.part, &[at]), total), f.part, &[at]);
+        }
+        vec![]
+    });
+}
