@@ -7,3 +7,4 @@ mod fuzz;
 mod gpu_kernels;
 mod to_loops;
 mod to_nvvm;
+mod to_rocdl;

@@ -6,8 +6,8 @@
 use std::ffi::{c_char, c_int, c_uint, c_void};
 
 use mlir_sys::{
-    MlirAttribute, MlirContext, MlirDialectHandle, MlirDialectRegistry, MlirOperation,
-    MlirStringRef, MlirType,
+    MlirAttribute, MlirContext, MlirDialectHandle, MlirDialectRegistry, MlirLocation,
+    MlirOperation, MlirStringRef, MlirType,
 };
 
 #[repr(C)]
@@ -74,6 +74,8 @@ unsafe extern "C" {
     pub fn lowpScaleLayoutHasGlobal(a: MlirAttribute) -> bool;
     pub fn lowpRoundingAttrGet(ctx: MlirContext, rounding: c_int) -> MlirAttribute;
     pub fn lowpRoundingAttrGetValue(a: MlirAttribute) -> c_int;
+
+    pub fn lowpEmitRemark(loc: MlirLocation, message: MlirStringRef);
 
     pub fn lowpRegisterRustPass(spec: *const LowpPassSpec) -> bool;
     pub fn lowpRegisterPassPipeline(

@@ -400,16 +400,34 @@ impl<'c, 'a> Emitter<'c, 'a> {
                 .build()
                 .expect("valid vector.bitcast"),
         );
+        self.extract(as_word, 0, i32t)
+    }
+
+    /// `vector.extract %v[position]`: one element.
+    pub fn extract(&self, v: Value<'c, '_>, position: i64, element: Type<'c>) -> Value<'c, 'a> {
         self.val(
             OperationBuilder::new("vector.extract", self.loc)
-                .add_operands(&[as_word])
+                .add_operands(&[v])
                 .add_attributes(&[(
                     melior::ir::Identifier::new(self.ctx, "static_position"),
-                    melior::ir::attribute::DenseI64ArrayAttribute::new(self.ctx, &[0]).into(),
+                    melior::ir::attribute::DenseI64ArrayAttribute::new(self.ctx, &[position])
+                        .into(),
                 )])
-                .add_results(&[i32t])
+                .add_results(&[element])
                 .build()
                 .expect("valid vector.extract"),
+        )
+    }
+
+    /// `vector.from_elements`: a vector of the (same-typed, at least one) values.
+    pub fn from_elements(&self, values: &[Value<'c, '_>]) -> Value<'c, 'a> {
+        let t = self.vector_type(values.len() as u64, values[0].r#type());
+        self.val(
+            OperationBuilder::new("vector.from_elements", self.loc)
+                .add_operands(values)
+                .add_results(&[t])
+                .build()
+                .expect("valid vector.from_elements"),
         )
     }
 

@@ -11,6 +11,7 @@
 //! | `lowp-to-loops` | [`to_loops`] | scaled_matmul -> decode + register-blocked vector GEMM (and quantization ops as above) |
 //! | `lowp-to-parallel-loops` | [`to_parallel_loops`] | scaled_matmul -> one 2-D scf.parallel over the output, bit-decoded, scratch-free (the GPU-mappable form) |
 //! | `lowp-to-nvvm` | [`to_nvvm`] | scaled_matmul -> block/thread scf.parallel nests with FP8 mma.sync (sm_89+) or the generic decode body, for convert-parallel-loops-to-gpu |
+//! | `lowp-to-rocdl` | [`to_rocdl`] | scaled_matmul -> block/thread scf.parallel nests with scaled MFMA f8f6f4 (gfx950, MX), FP8 MFMA 16x16x32 (FNUZ on gfx942) or the generic decode body |
 //! | `lowp-lower-storage` | [`lower_storage`] | memrefs of codes -> memrefs of storage integers; drops storage_cast |
 //!
 //! Named pipelines ([`pipelines`]): `lowp-cpu-pipeline` and `lowp-cpu-openmp-pipeline` take
@@ -36,6 +37,7 @@ pub mod registry;
 pub mod to_loops;
 pub mod to_nvvm;
 pub mod to_parallel_loops;
+pub mod to_rocdl;
 
 pub use error::PassError;
 pub use registry::{all_passes, register_passes, OptionDef, OptionKind, PassDef, PassOptions};

@@ -136,6 +136,16 @@ pub(crate) trait Instr {
     ) -> Vec<Value<'c, 'a>>;
 }
 
+/// A code map of an embedding, in the form cheapest to apply per code.
+#[derive(Clone, Debug)]
+pub(crate) enum Table {
+    /// The whole table (codes of at most 6 bits) as little-endian 64-bit words, 8 codes each.
+    Words(Vec<u64>),
+    /// The identity but for these (code, image) pairs: 8-bit formats whose embedding keeps
+    /// the bits and moves only specials (OCP E4M3 into E4M3 FNUZ: -0 and NaN).
+    Patches(Vec<(u8, u8)>),
+}
+
 /// How one operand reaches the instruction.
 #[derive(Clone, Debug)]
 pub(crate) struct Operand {
@@ -143,9 +153,9 @@ pub(crate) struct Operand {
     pub(crate) packed: bool,
     /// The element type the instruction reads.
     pub(crate) ty: ScaledFormat,
-    /// The stored code -> instruction code table as little-endian 64-bit words, 8 codes
-    /// each; `None` when the stored codes are the instruction's.
-    pub(crate) table: Option<Vec<u64>>,
+    /// The stored code -> instruction code map; `None` when the stored codes are the
+    /// instruction's.
+    pub(crate) table: Option<Table>,
     /// Values reach the instruction times `2^-shift`.
     pub(crate) shift: i32,
 }
@@ -174,19 +184,29 @@ impl Operand {
             .find_map(|(t, s)| format.shifted_embedding(t, s).map(|table| (t, s, table)))
             .ok_or_else(|| format!("{format} embeds in none of {}", names.join(", ")))?;
         let width = format.bit_width();
-        if width > 6 {
-            return Err(format!(
-                "{format} embeds in {ty}, but {width}-bit codes take more than an 8-word table"
-            ));
-        }
-        let table = full[..1 << width]
-            .chunks(8)
-            .map(|c| {
-                c.iter()
-                    .enumerate()
-                    .fold(0u64, |w, (i, &b)| w | (b as u64) << (8 * i))
-            })
+        let patches: Vec<(u8, u8)> = (0..1u32 << width)
+            .map(|c| (c as u8, full[c as usize]))
+            .filter(|&(c, t)| c != t)
             .collect();
+        let table = if width <= 6 {
+            Table::Words(
+                full[..1 << width]
+                    .chunks(8)
+                    .map(|c| {
+                        c.iter()
+                            .enumerate()
+                            .fold(0u64, |w, (i, &b)| w | (b as u64) << (8 * i))
+                    })
+                    .collect(),
+            )
+        } else if patches.len() <= 4 {
+            Table::Patches(patches)
+        } else {
+            return Err(format!(
+                "{format} embeds in {ty}, but its {width}-bit codes change in {} places",
+                patches.len()
+            ));
+        };
         Ok(Self {
             packed,
             ty,
@@ -286,9 +306,18 @@ struct Lane<'c, 'a> {
     col0: Value<'c, 'a>,
 }
 
-/// `table[code]`: the table's byte `code % 8` of word `code / 8`, by a select chain over
-/// the words (no memory, the same on any target).
-fn translate<'c, 'a>(e: &Emitter<'c, 'a>, table: &[u64], code: Value<'c, 'a>) -> Value<'c, 'a> {
+/// `table[code]`, by a select chain (no memory, the same on any target): over the words,
+/// then the word's byte `code % 8`; or over the patched codes.
+fn translate<'c, 'a>(e: &Emitter<'c, 'a>, table: &Table, code: Value<'c, 'a>) -> Value<'c, 'a> {
+    let table = match table {
+        Table::Words(words) => words,
+        Table::Patches(patches) => {
+            return patches.iter().fold(code, |v, &(from, to)| {
+                let hit = e.cmpi(CmpiPredicate::Eq, code, e.i32(from as u32));
+                e.select(hit, e.i32(to as u32), v)
+            })
+        }
+    };
     let i64t = e.int_type(64);
     let word_index = e.shrui(code, e.i32(3));
     let mut word = e.int(64, table[0] as i64);

@@ -135,6 +135,7 @@ pub fn all_passes() -> &'static [PassDef] {
         crate::to_loops::PASS,
         crate::to_parallel_loops::PASS,
         crate::to_nvvm::PASS,
+        crate::to_rocdl::PASS,
         crate::lower_storage::PASS,
     ]
 }

@@ -126,3 +126,7 @@ int lowpRoundingAttrGetValue(MlirAttribute attr) {
   auto r = dyn_cast<ScaleRoundingAttr>(unwrap(attr));
   return r ? static_cast<int>(r.getValue()) : -1;
 }
+
+void lowpEmitRemark(MlirLocation loc, MlirStringRef message) {
+  emitRemark(unwrap(loc), unwrap(message));
+}

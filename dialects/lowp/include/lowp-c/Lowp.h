@@ -57,6 +57,10 @@ MLIR_CAPI_EXPORTED bool lowpScaleLayoutHasGlobal(MlirAttribute attr);
 MLIR_CAPI_EXPORTED MlirAttribute lowpRoundingAttrGet(MlirContext ctx, int rounding);
 MLIR_CAPI_EXPORTED int lowpRoundingAttrGetValue(MlirAttribute attr);
 
+/* Diagnostics the C API lacks: a remark at a location (a lowering choice the
+ * user should know of, e.g. a format converted for a chip). */
+MLIR_CAPI_EXPORTED void lowpEmitRemark(MlirLocation loc, MlirStringRef message);
+
 /* Rust passes. A pass is described once, registered by name before MlirOptMain
  * parses its command line, and reachable from --pass-pipeline with options:
  * `builtin.module(func.func(lowp-expand-quantize{vectorize=false}))`. */

@@ -1,0 +1,176 @@
+//! lowp-to-rocdl's kernels compute what the oracle computes. No AMD GPU here: the MFMA
+//! kernels run with `emulate=true` (the same blocks, waves, register loads, embedding
+//! tables, scale handling and epilogue, each MFMA computed from the lanes' registers through
+//! the inverse of the register layout, the scaled MFMA taking each 32-block's E8M0 scale
+//! from the lane that holds its codes). What this does not check: that the register layout
+//! and the scale-operand convention are the hardware's (they follow the CDNA3 / CDNA4 ISA
+//! descriptions), and the AMDGPU backend's code (lit/Target checks the instructions in it).
+
+use lowp_formats::testing::SplitMix64;
+use lowp_formats::{ScaleLayout, ScaledFormat};
+use lowp_jit::Session;
+
+use super::to_loops::{format_layout_cases, mixed_cases, operand, run_and_check, source, Problem};
+
+fn emulated(chip: &str, kernel: &str) -> String {
+    format!("builtin.module(func.func(lowp-to-rocdl{{chip={chip} kernel={kernel} emulate=true}}))")
+}
+
+#[test]
+fn gfx942_emulation_matches_the_oracle() {
+    let session = Session::new();
+    let pre = emulated("gfx942", "auto");
+    format_layout_cases(&session, Some(&pre));
+    mixed_cases(&session, Some(&pre));
+}
+
+#[test]
+fn gfx950_emulation_matches_the_oracle() {
+    let session = Session::new();
+    let pre = emulated("gfx950", "auto");
+    format_layout_cases(&session, Some(&pre));
+    mixed_cases(&session, Some(&pre));
+}
+
+/// Each instruction forced on problems with several blocks and waves, ragged M / N / K and
+/// K not a multiple of the codes per register.
+#[test]
+fn mfma_tiles_and_ragged_edges() {
+    let session = Session::new();
+    let mut rng = SplitMix64::new(950);
+    let mx = ScaleLayout::MX;
+    let cases = [
+        // (chip, kernel, lhs, rhs, layout)
+        (
+            "gfx950",
+            "scaled-mfma",
+            ScaledFormat::F4E2M1,
+            ScaledFormat::F4E2M1,
+            mx,
+        ),
+        (
+            "gfx950",
+            "scaled-mfma",
+            ScaledFormat::F8E4M3,
+            ScaledFormat::F4E2M1,
+            mx,
+        ),
+        (
+            "gfx950",
+            "scaled-mfma",
+            ScaledFormat::F6E2M3,
+            ScaledFormat::F8E5M2,
+            mx,
+        ),
+        (
+            "gfx950",
+            "mfma",
+            ScaledFormat::F8E4M3,
+            ScaledFormat::F8E5M2,
+            ScaleLayout::PerChannel,
+        ),
+        (
+            "gfx950",
+            "mfma",
+            ScaledFormat::F4E2M1,
+            ScaledFormat::F4E2M1,
+            ScaleLayout::NVFP4_GLOBAL,
+        ),
+        (
+            "gfx942",
+            "mfma",
+            ScaledFormat::F8E4M3Fnuz,
+            ScaledFormat::F8E5M2Fnuz,
+            ScaleLayout::PerTensor,
+        ),
+        // OCP E4M3 fed as FNUZ (shifted), beside FNUZ E5M2.
+        (
+            "gfx942",
+            "mfma",
+            ScaledFormat::F8E4M3,
+            ScaledFormat::F8E5M2Fnuz,
+            ScaleLayout::PerChannel,
+        ),
+        (
+            "gfx942",
+            "mfma",
+            ScaledFormat::F6E3M2,
+            ScaledFormat::F4E2M1,
+            mx,
+        ),
+    ];
+    for (m, n, k) in [(130, 70, 256), (33, 65, 200), (5, 3, 18)] {
+        for (chip, kernel, fa, fb, layout) in cases {
+            let valid = |f: ScaledFormat| lowp_tests::valid_pair(f, layout);
+            if !valid(fa) || !valid(fb) {
+                continue;
+            }
+            let packed = fa.bit_width() == 4 && k % 2 == 0;
+            let p = Problem {
+                a: operand(&mut rng, m, k, fa, layout, packed),
+                b: operand(&mut rng, n, k, fb, layout, false),
+                bias: Some(rng.normal_vec(n)),
+                bf16: false,
+            };
+            run_and_check(
+                &session,
+                &[(
+                    format!("{chip} {kernel} {m}x{n}x{k} {fa} x {fb} {layout}"),
+                    p,
+                )],
+                Some(&emulated(chip, kernel)),
+            );
+        }
+    }
+}
+
+/// Which ops each instruction takes, and the remark for OCP E4M3 on gfx942.
+#[test]
+fn instruction_choice_and_remarks() {
+    let session = Session::new();
+    let mut rng = SplitMix64::new(4);
+    let mut try_kernel = |chip: &str, kernel: &str, fa, la, fb, lb| {
+        let p = Problem {
+            a: operand(&mut rng, 4, 64, fa, la, false),
+            b: operand(&mut rng, 4, 64, fb, lb, false),
+            bias: None,
+            bf16: false,
+        };
+        let mut module = session.parse(&source("f", &p)).unwrap();
+        let r = session.run_pipeline(
+            &mut module,
+            &format!("builtin.module(func.func(lowp-to-rocdl{{chip={chip} kernel={kernel}}}))"),
+        );
+        (r.map_err(|e| e.to_string()), session.take_diagnostics())
+    };
+    use ScaledFormat::*;
+    let mx = ScaleLayout::MX;
+    let pt = ScaleLayout::PerTensor;
+    // gfx942 has no scaled MFMA; OCP E5M2 (infinities) does not reach FNUZ.
+    let (r, _) = try_kernel("gfx942", "scaled-mfma", F8E4M3, mx, F8E4M3, mx);
+    assert!(r.unwrap_err().contains("gfx942 has no scaled MFMA"));
+    let (r, _) = try_kernel("gfx942", "mfma", F8E5M2, pt, F8E4M3Fnuz, pt);
+    assert!(r
+        .unwrap_err()
+        .contains("f8e5m2 embeds in none of f8e4m3fnuz, f8e5m2fnuz"));
+    let (r, diags) = try_kernel("gfx942", "mfma", F8E4M3, pt, F8E4M3Fnuz, pt);
+    assert!(r.is_ok(), "{r:?}");
+    assert!(
+        diags.contains("remark: lhs f8e4m3 is fed to the gfx942 MFMA as f8e4m3fnuz"),
+        "{diags}"
+    );
+    // gfx950: MX with 32-blocks only for the scaled MFMA; FNUZ formats in no OCP type.
+    let (r, _) = try_kernel(
+        "gfx950",
+        "scaled-mfma",
+        F4E2M1,
+        ScaleLayout::NVFP4,
+        F4E2M1,
+        ScaleLayout::NVFP4,
+    );
+    assert!(r.unwrap_err().contains("MX operands with 32-blocks"));
+    let (r, _) = try_kernel("gfx950", "scaled-mfma", F6E3M2, mx, F4E2M1, mx);
+    assert!(r.is_ok(), "{r:?}");
+    let (r, _) = try_kernel("gfx950", "mfma", F8E4M3Fnuz, pt, F8E4M3, pt);
+    assert!(r.unwrap_err().contains("embeds in none of f8e4m3, f8e5m2"));
+}
