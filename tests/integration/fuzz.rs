@@ -85,6 +85,17 @@ const PIPELINES: &[Option<&str>] = &[
          gpu.module(lower-affine,convert-scf-to-cf,convert-gpu-to-nvvm,canonicalize,cse,\
          reconcile-unrealized-casts),gpu-module-to-binary{format=isa})",
     ),
+    Some("builtin.module(func.func(lowp-to-rocdl{chip=gfx950 emulate=true}))"),
+    // lowp-to-rocdl (MFMA where it applies) down to gfx942 ISA
+    // (lowp_passes::pipelines::rocdl_front, then the kernel passes).
+    Some(
+        "builtin.module(func.func(lowp-to-rocdl{chip=gfx942}),lowp-lower-storage,\
+         func.func(gpu-map-parallel-loops,convert-parallel-loops-to-gpu),\
+         gpu-launch-sink-index-computations,gpu-kernel-outlining,canonicalize,cse,\
+         rocdl-attach-target{chip=gfx942},\
+         gpu.module(lower-affine,convert-scf-to-cf,convert-gpu-to-rocdl,canonicalize,cse,\
+         reconcile-unrealized-casts),gpu-module-to-binary{format=isa})",
+    ),
 ];
 
 fn inputs() -> Vec<String> {

@@ -97,5 +97,9 @@ pub fn markdown() -> String {
          the chip; sm_90a, kernel auto shown), before the NVVM passes above:\n\n```\n{}\n```\n",
         pipelines::nvvm_front("sm_90a", "auto")
     ));
+    s.push_str(&format!(
+        "\nand the AMD path (gfx950 shown), before the ROCDL passes:\n\n```\n{}\n```\n",
+        pipelines::rocdl_front("gfx950", "auto")
+    ));
     s
 }

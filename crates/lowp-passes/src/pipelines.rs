@@ -74,20 +74,32 @@ pub const GPU_GENERIC: PipelineDef = PipelineDef {
     ),
 };
 
-/// lowp IR to a host function launching NVIDIA kernels and their `gpu.module`s, still in
-/// scf/arith/memref/llvm: `lowp-to-nvvm{chip kernel}` (the FP8 mma.sync kernel where the
-/// formats allow, else the generic one; `kernel` is `auto`, `mma-sync` or `generic`), storage
-/// lowering, the upstream mapping of its block / thread loops onto a `gpu.launch`, index
-/// computations sunk into the launch (constants must not become kernel parameters: the
-/// per-lane register arrays are then indexed by constants and stay in registers) and
-/// outlining. [`nvvm_kernel_passes`] follows.
-pub fn nvvm_front(chip: &str, kernel: &str) -> String {
+/// lowp IR to a host function launching GPU kernels and their `gpu.module`s, still in
+/// scf/arith/memref (and the target's intrinsics): `lowering` (`lowp-to-nvvm{...}` or
+/// `lowp-to-rocdl{...}`, which emit block / thread `scf.parallel` nests), storage lowering,
+/// the upstream mapping of the nests onto a `gpu.launch`, index computations sunk into the
+/// launch (constants must not become kernel parameters: the per-lane register arrays are
+/// then indexed by constants and stay in registers) and outlining. No canonicalization
+/// before the mapping: it would merge the block and thread loops into one.
+fn gpu_front(lowering: &str) -> String {
     format!(
-        "builtin.module(func.func(lowp-to-nvvm{{chip={chip} kernel={kernel}}}),\
-         lowp-lower-storage,\
+        "builtin.module(func.func({lowering}),lowp-lower-storage,\
          func.func(gpu-map-parallel-loops,convert-parallel-loops-to-gpu),\
          gpu-launch-sink-index-computations,gpu-kernel-outlining,canonicalize,cse)"
     )
+}
+
+/// [`gpu_front`] with `lowp-to-nvvm{chip kernel}` (the FP8 mma.sync kernel where the
+/// formats allow, else the generic one; `kernel` is `auto`, `mma-sync` or `generic`).
+/// [`nvvm_kernel_passes`] follows.
+pub fn nvvm_front(chip: &str, kernel: &str) -> String {
+    gpu_front(&format!("lowp-to-nvvm{{chip={chip} kernel={kernel}}}"))
+}
+
+/// [`gpu_front`] with `lowp-to-rocdl{chip kernel}` (`auto`, `scaled-mfma`, `mfma` or
+/// `generic`). [`rocdl_kernel_passes`] follows.
+pub fn rocdl_front(chip: &str, kernel: &str) -> String {
+    gpu_front(&format!("lowp-to-rocdl{{chip={chip} kernel={kernel}}}"))
 }
 
 /// The NVVM half after [`GPU_GENERIC`]: target `chip` with LLVM `features` (its PTX ISA,
@@ -101,13 +113,20 @@ pub fn nvvm_kernel_passes(chip: &str, features: &str) -> String {
     )
 }
 
-/// The ROCDL half after [`GPU_GENERIC`]: target the AMD `chip`, lower the kernel modules to
-/// ROCDL and serialize them to ISA text (`gpu.binary`).
+/// The ROCDL half after [`GPU_GENERIC`] or [`rocdl_front`]: target the AMD `chip`, lower
+/// the kernel modules to ROCDL and serialize them to ISA text (`gpu.binary`).
 pub fn rocdl_kernel_passes(chip: &str) -> String {
+    rocdl_kernel_passes_to(chip, "isa")
+}
+
+/// [`rocdl_kernel_passes`] serializing to `format`: `isa`, or a linked code object
+/// (HSACO) with `bin toolkit=DIR`, where `DIR/llvm/bin/ld.lld` is the linker MLIR's ROCDL
+/// serializer runs.
+pub fn rocdl_kernel_passes_to(chip: &str, format: &str) -> String {
     format!(
         "builtin.module(rocdl-attach-target{{chip={chip}}},\
          gpu.module(lower-affine,convert-scf-to-cf,convert-gpu-to-rocdl,canonicalize,cse,\
-         reconcile-unrealized-casts),gpu-module-to-binary{{format=isa}})"
+         reconcile-unrealized-casts),gpu-module-to-binary{{format={format}}})"
     )
 }
 

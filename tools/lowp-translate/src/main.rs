@@ -2,12 +2,15 @@
 //! PTX, AMDGPU or host assembly, or an object file, for a chip.
 //!
 //! ```text
-//! lowp-translate FILE.mlir|- --emit=llvm|ptx|asm|obj [--chip=sm_90a|sm_89|sm_100a|gfx942|gfx950|host]
-//!                [--kernel=auto|mma-sync|generic] [--pipeline='builtin.module(...)'] [-o OUT]
+//! lowp-translate FILE.mlir|- --emit=llvm|ptx|asm|obj|hsaco
+//!                [--chip=sm_90a|sm_89|sm_100a|gfx942|gfx950|host] [--kernel=K]
+//!                [--pipeline='builtin.module(...)'] [-o OUT]
 //! ```
 //! lowp ops left in the module (after `--pipeline`, if any) are lowered for a GPU chip
-//! first: `lowp-to-nvvm{chip kernel}` and the upstream mapping onto `gpu.launch`
-//! (`lowp_passes::pipelines::nvvm_front`) for NVIDIA, `lowp-gpu-generic-pipeline` for AMD.
+//! first: `lowp-to-nvvm{chip kernel}` / `lowp-to-rocdl{chip kernel}` and the upstream
+//! mapping onto `gpu.launch` (`lowp_passes::pipelines::{nvvm_front, rocdl_front}`).
+//! `--emit=hsaco` links an AMD kernel module into a code object with ld.lld (lld-22;
+//! `$LOWP_LD_LLD` overrides where it is).
 //! A module that holds GPU kernels (`gpu.module`, e.g. after `lowp-gpu-generic-pipeline`)
 //! gets the chip's kernel passes (NVVM or ROCDL, then `gpu-module-to-binary`) and
 //! `--emit=ptx|asm` prints every kernel's PTX or ISA, each after a comment naming it.
@@ -22,11 +25,14 @@ use lowp_codegen::{Chip, Emit, Vendor};
 use lowp_jit::Session;
 
 const USAGE: &str =
-    "usage: lowp-translate FILE.mlir --emit=llvm|ptx|asm|obj [--chip=CHIP] [--pipeline=P] [-o OUT]
-  --emit      llvm: LLVM IR; ptx: PTX (NVIDIA chips); asm: target assembly; obj: ELF object
+    "usage: lowp-translate FILE.mlir --emit=llvm|ptx|asm|obj|hsaco [--chip=CHIP] [--kernel=K]
+                      [--pipeline=P] [-o OUT]
+  --emit      llvm: LLVM IR; ptx: PTX (NVIDIA chips); asm: target assembly; obj: ELF object;
+              hsaco: an AMD kernel linked into a code object (ld.lld; needs -o)
   --chip      sm_89, sm_90a, sm_100a, gfx942, gfx950, host (default host)
-  --kernel    NVIDIA kernel for lowp.scaled_matmul: auto (FP8 mma.sync where the formats
-              allow; the default), mma-sync (refuse other ops) or generic
+  --kernel    kernel for lowp.scaled_matmul: auto (the strongest matrix instruction the
+              formats allow; the default), generic, or one instruction (refusing other ops):
+              mma-sync (NVIDIA), scaled-mfma or mfma (AMD)
   --pipeline  a textual pass pipeline run first (e.g. builtin.module(lowp-cpu-pipeline));
               lowp ops left after it are lowered for a GPU --chip, and gpu.module kernels
               are compiled for it (ptx or asm)
@@ -38,6 +44,7 @@ struct Args {
     chip: Chip,
     pipeline: Option<String>,
     kernel: Option<String>,
+    hsaco: bool,
     out: Option<String>,
 }
 
@@ -61,15 +68,7 @@ fn parse(raw: Vec<String>) -> Result<Args, String> {
             "--emit" => emit = Some(value()?),
             "--chip" => chip = Some(value()?.parse::<Chip>()?),
             "--pipeline" => pipeline = Some(value()?),
-            "--kernel" => {
-                let k = value()?;
-                if !matches!(k.as_str(), "auto" | "mma-sync" | "generic") {
-                    return Err(format!(
-                        "--kernel: '{k}' is not one of auto, mma-sync, generic"
-                    ));
-                }
-                kernel = Some(k);
-            }
+            "--kernel" => kernel = Some(value()?),
             "-o" => out = Some(value()?),
             f if f.starts_with('-') && f != "-" => {
                 return Err(format!("unknown option '{f}'\n{USAGE}"))
@@ -83,14 +82,16 @@ fn parse(raw: Vec<String>) -> Result<Args, String> {
     }
     let chip = chip.unwrap_or_else(|| "host".parse().expect("host is a chip"));
     let emit_name = emit.ok_or(format!("--emit is required\n{USAGE}"))?;
+    let hsaco = emit_name == "hsaco";
     let (emit, ptx) = match emit_name.as_str() {
         "llvm" => (Emit::Llvm, false),
+        "hsaco" => (Emit::Obj, false),
         "asm" => (Emit::Asm, false),
         "obj" => (Emit::Obj, false),
         "ptx" => (Emit::Asm, true),
         other => {
             return Err(format!(
-                "--emit: '{other}' is not one of llvm, ptx, asm, obj"
+                "--emit: '{other}' is not one of llvm, ptx, asm, obj, hsaco"
             ))
         }
     };
@@ -99,13 +100,30 @@ fn parse(raw: Vec<String>) -> Result<Args, String> {
             "--emit=ptx needs an NVIDIA chip (sm_89, sm_90a, sm_100a), found {chip}"
         ));
     }
-    if kernel.is_some() && chip.vendor != Vendor::Nvidia {
+    if let Some(k) = &kernel {
+        let known: &[&str] = match chip.vendor {
+            Vendor::Nvidia => &["auto", "mma-sync", "generic"],
+            Vendor::Amd => &["auto", "scaled-mfma", "mfma", "generic"],
+            Vendor::Host => {
+                return Err(format!(
+                    "--kernel chooses among GPU kernels: give a GPU --chip, not {chip}"
+                ))
+            }
+        };
+        if !known.contains(&k.as_str()) {
+            return Err(format!(
+                "--kernel: '{k}' is not a kernel for {chip}; expected one of {}",
+                known.join(", ")
+            ));
+        }
+    }
+    if hsaco && chip.vendor != Vendor::Amd {
         return Err(format!(
-            "--kernel chooses among NVIDIA kernels: give an NVIDIA --chip, not {chip}"
+            "--emit=hsaco needs an AMD chip (gfx942, gfx950), found {chip}"
         ));
     }
     if emit == Emit::Obj && out.is_none() {
-        return Err("--emit=obj writes a binary object: give -o OUT".into());
+        return Err("--emit=obj and --emit=hsaco write a binary object: give -o OUT".into());
     }
     Ok(Args {
         file: file.ok_or(format!("no input file\n{USAGE}"))?,
@@ -113,6 +131,7 @@ fn parse(raw: Vec<String>) -> Result<Args, String> {
         chip,
         pipeline,
         kernel,
+        hsaco,
         out,
     })
 }
@@ -131,7 +150,10 @@ fn run(a: Args) -> Result<(), String> {
                 a.chip.cpu,
                 a.kernel.as_deref().unwrap_or("auto"),
             )),
-            Vendor::Amd => Some(lowp_passes::pipelines::GPU_GENERIC.text()),
+            Vendor::Amd => Some(lowp_passes::pipelines::rocdl_front(
+                a.chip.cpu,
+                a.kernel.as_deref().unwrap_or("auto"),
+            )),
             Vendor::Host => None,
         };
         if let Some(p) = lowering {
@@ -179,11 +201,22 @@ fn gpu_kernels(
     module: &mut melior::ir::Module,
     a: &Args,
 ) -> Result<Vec<u8>, String> {
+    let mut toolkit = None;
     let (passes, comment) = match a.chip.vendor {
         Vendor::Nvidia => (
             lowp_passes::pipelines::nvvm_kernel_passes(a.chip.cpu, a.chip.features),
             "//",
         ),
+        Vendor::Amd if a.hsaco => {
+            let dir = toolkit.insert(lld_toolkit()?).0.display().to_string();
+            (
+                lowp_passes::pipelines::rocdl_kernel_passes_to(
+                    a.chip.cpu,
+                    &format!("bin toolkit={dir}"),
+                ),
+                ";",
+            )
+        }
         Vendor::Amd => (lowp_passes::pipelines::rocdl_kernel_passes(a.chip.cpu), ";"),
         Vendor::Host => {
             return Err(format!(
@@ -192,6 +225,19 @@ fn gpu_kernels(
             ))
         }
     };
+    if a.hsaco {
+        session
+            .run_pipeline(module, &passes)
+            .map_err(|e| e.to_string())?;
+        let mut objects = lowp_codegen::gpu_objects(module);
+        if objects.len() != 1 {
+            return Err(format!(
+                "--emit=hsaco writes one code object; the module has {} kernel modules",
+                objects.len()
+            ));
+        }
+        return Ok(objects.remove(0).1);
+    }
     if a.emit != Emit::Asm {
         return Err(
             "the module holds GPU kernels (gpu.module): they are emitted as text, \
@@ -211,6 +257,44 @@ fn gpu_kernels(
         }
     }
     Ok(out)
+}
+
+/// A directory laid out as MLIR's ROCDL serializer expects a toolkit (`llvm/bin/ld.lld`),
+/// removed when dropped.
+struct Toolkit(std::path::PathBuf);
+
+impl Drop for Toolkit {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// A [`Toolkit`] pointing at LLVM 22's lld: `$LOWP_LD_LLD`, else the first of the usual
+/// places.
+fn lld_toolkit() -> Result<Toolkit, String> {
+    let candidates = std::env::var("LOWP_LD_LLD").into_iter().chain(
+        [
+            "/usr/lib/llvm-22/bin/ld.lld",
+            "/usr/bin/ld.lld-22",
+            "/usr/bin/ld.lld",
+        ]
+        .map(String::from),
+    );
+    let lld = candidates
+        .map(std::path::PathBuf::from)
+        .find(|p| p.is_file())
+        .ok_or(
+            "ld.lld not found (install lld-22, or set LOWP_LD_LLD): --emit=hsaco links with it",
+        )?;
+    let dir = std::env::temp_dir().join(format!("lowp-toolkit-{}", std::process::id()));
+    let bin = dir.join("llvm").join("bin");
+    std::fs::create_dir_all(&bin).map_err(|e| format!("cannot create {}: {e}", bin.display()))?;
+    let link = bin.join("ld.lld");
+    let _ = std::fs::remove_file(&link);
+    let toolkit = Toolkit(dir);
+    std::os::unix::fs::symlink(&lld, &link)
+        .map_err(|e| format!("cannot link {} to {}: {e}", link.display(), lld.display()))?;
+    Ok(toolkit)
 }
 
 fn main() -> ExitCode {

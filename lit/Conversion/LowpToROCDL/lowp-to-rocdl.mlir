@@ -1,0 +1,52 @@
+// RUN: lowp-opt %s --split-input-file --pass-pipeline='builtin.module(func.func(lowp-to-rocdl{chip=gfx942},cse))' | FileCheck %s --check-prefix=GFX942
+// RUN: lowp-opt %s --split-input-file --pass-pipeline='builtin.module(func.func(lowp-to-rocdl{chip=gfx950},cse))' | FileCheck %s --check-prefix=GFX950
+// RUN: lowp-opt %s --split-input-file --pass-pipeline='builtin.module(func.func(lowp-to-rocdl{chip=gfx942 emulate=true},cse))' | FileCheck %s --check-prefix=EMU
+
+// The AMD matrix kernels: a block loop over 64 x 64 tiles of C, 256 threads (4 waves of
+// 64, 2 x 2 instructions of 16 x 16 each). Numerics: tests/integration/to_rocdl.rs
+// (emulate=true, against the oracle).
+
+// FNUZ FP8 on gfx942: the 16x16x32 MFMA, E4M3 FNUZ x E5M2 FNUZ = fp8 x bf8, A and B as
+// i64 (8 codes of K per lane), per-tensor scales in the epilogue. gfx950 has no FNUZ
+// matrix type: the generic kernel.
+// GFX942-LABEL: func.func @fnuz
+// GFX942:         scf.parallel (%{{.*}}) = (%c0) to (%c256) step (%c1) {
+// GFX942:           scf.for %{{.*}} step %c32 iter_args(
+// GFX942-COUNT-4:     rocdl.mfma.f32.16x16x32.fp8.bf8 %{{.*}} : (i64, i64, vector<4xf32>, i32, i32, i32) -> vector<4xf32>
+// GFX942:           memref.load %arg1[%c0, %c0] : memref<1x1xf32>
+// GFX950-LABEL: func.func @fnuz
+// GFX950-NOT:     rocdl.mfma
+// GFX950:         scf.parallel (%{{.*}}, %{{.*}}) = (%c0, %c0) to (%c32, %c8) step (%c1, %c1) {
+// EMU-LABEL: func.func @fnuz
+// EMU-NOT:   rocdl.mfma
+// EMU:       memref.alloca() {alignment = 64 : i64} : memref<1024xf32>
+func.func @fnuz(%a: memref<96x128xf8E4M3FNUZ>, %sa: memref<1x1xf32>, %b: memref<80x128xf8E5M2FNUZ>,
+                %sb: memref<1x1xf32>, %c: memref<96x80xf32>) {
+  lowp.scaled_matmul %a[%sa], %b[%sb] into %c layouts(#lowp.per_tensor, #lowp.per_tensor)
+      : memref<96x128xf8E4M3FNUZ>[memref<1x1xf32>], memref<80x128xf8E5M2FNUZ>[memref<1x1xf32>] -> memref<96x80xf32>
+  return
+}
+
+// -----
+
+// MXFP4 on gfx950: the block-scaled 16x16x128 MFMA with FP4 operands (type 4, four
+// registers of 8 codes: vector<4xi32>) and each lane's E8M0 scale. On gfx942: FP4 embeds
+// in E4M3 FNUZ (a 16-entry table), the 16x16x32 MFMA, the MX scales on the accumulators
+// per 32 of K.
+// GFX942-LABEL: func.func @mxfp4
+// GFX942:         scf.for %{{.*}} step %c32 iter_args(
+// GFX942-COUNT-4:   rocdl.mfma.f32.16x16x32.fp8.fp8
+// GFX942:         memref.load %{{.*}} : memref<64x4xi8>
+// GFX950-LABEL: func.func @mxfp4
+// GFX950:         scf.for %{{.*}} step %c128 iter_args(
+// GFX950:           vector.load %{{.*}} {alignment = 4 : i64} : memref<64x64xi8>, vector<4xi8>
+// GFX950:           memref.load %{{.*}} : memref<64x4xi8>
+// GFX950-COUNT-4:   rocdl.mfma.scale.f32.16x16x128.f8f6f4 %{{.*}}, %{{.*}}, %{{.*}}, %c4_i32, %c4_i32, %c0_i32, %{{.*}}, %c0_i32, %{{.*}} : (vector<4xi32>, vector<4xi32>, vector<4xf32>, i32, i32, i32, i32, i32, i32) -> vector<4xf32>
+func.func @mxfp4(%a: memref<64x64x!lowp.packed<f4E2M1FN>>, %sa: memref<64x4xf8E8M0FNU>,
+                 %b: memref<64x64x!lowp.packed<f4E2M1FN>>, %sb: memref<64x4xf8E8M0FNU>,
+                 %c: memref<64x64xbf16>) {
+  lowp.scaled_matmul %a[%sa], %b[%sb] into %c layouts(#lowp.mx<32>, #lowp.mx<32>)
+      : memref<64x64x!lowp.packed<f4E2M1FN>>[memref<64x4xf8E8M0FNU>],
+        memref<64x64x!lowp.packed<f4E2M1FN>>[memref<64x4xf8E8M0FNU>] -> memref<64x64xbf16>
+  return
+}

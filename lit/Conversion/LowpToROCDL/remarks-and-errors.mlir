@@ -1,0 +1,24 @@
+// RUN: lowp-opt %s --split-input-file --verify-diagnostics --pass-pipeline='builtin.module(func.func(lowp-to-rocdl{chip=gfx942 kernel=mfma}))'
+// RUN: not lowp-opt %s --pass-pipeline='builtin.module(func.func(lowp-to-rocdl{chip=gfx90a}))' 2>&1 | FileCheck %s --check-prefix=CHIP
+
+// OCP E4M3 on gfx942: fed as E4M3 FNUZ with the same bits (half the value), never silently.
+func.func @ocp_e4m3(%a: memref<16x64xf8E4M3FN>, %sa: memref<1x1xf32>, %b: memref<16x64xf8E4M3FNUZ>,
+                    %sb: memref<1x1xf32>, %c: memref<16x16xf32>) {
+  // expected-remark @+1 {{lhs f8e4m3 is fed to the gfx942 MFMA as f8e4m3fnuz with the same bits, at 2^-1 of its value (the formats differ in bias); the result is scaled back exactly}}
+  lowp.scaled_matmul %a[%sa], %b[%sb] into %c layouts(#lowp.per_tensor, #lowp.per_tensor)
+      : memref<16x64xf8E4M3FN>[memref<1x1xf32>], memref<16x64xf8E4M3FNUZ>[memref<1x1xf32>] -> memref<16x16xf32>
+  return
+}
+
+// -----
+
+// OCP E5M2 has infinities FNUZ lacks: no MFMA (kernel=auto would take the generic kernel).
+func.func @ocp_e5m2(%a: memref<16x64xf8E5M2>, %sa: memref<1x1xf32>, %b: memref<16x64xf8E5M2>,
+                    %sb: memref<1x1xf32>, %c: memref<16x16xf32>) {
+  // expected-error @+1 {{no mfma kernel for this op on gfx942: f8e5m2 embeds in none of f8e4m3fnuz, f8e5m2fnuz}}
+  lowp.scaled_matmul %a[%sa], %b[%sb] into %c layouts(#lowp.per_tensor, #lowp.per_tensor)
+      : memref<16x64xf8E5M2>[memref<1x1xf32>], memref<16x64xf8E5M2>[memref<1x1xf32>] -> memref<16x16xf32>
+  return
+}
+
+// CHIP: 'gfx90a' is not accepted; expected gfx942, gfx950
