@@ -28,6 +28,7 @@
 
 use lowp_formats::ScaledFormat;
 use melior::dialect::arith::CmpiPredicate;
+use melior::ir::operation::OperationLike;
 use melior::ir::r#type::MemRefType;
 use melior::ir::{OperationRef, ShapedTypeLike, Type, Value, ValueLike};
 
@@ -910,4 +911,18 @@ fn emulated_instr<'c, 'a>(
         }
         vec![]
     });
+}
+
+/// Emit a remark at `op`: a lowering choice the user should know of.
+pub(crate) fn remark(op: OperationRef, message: &str) {
+    // SAFETY: a live op's location; the bridge copies the message.
+    unsafe {
+        lowp_dialect::ffi::lowpEmitRemark(
+            op.location().to_raw(),
+            mlir_sys::MlirStringRef {
+                data: message.as_ptr() as *const _,
+                length: message.len(),
+            },
+        )
+    }
 }

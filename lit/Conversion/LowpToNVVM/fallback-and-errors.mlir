@@ -1,6 +1,10 @@
 // RUN: lowp-opt %s --split-input-file --pass-pipeline='builtin.module(func.func(lowp-to-nvvm{chip=sm_90a},cse))' | FileCheck %s
 // RUN: lowp-opt %s --split-input-file --verify-diagnostics --pass-pipeline='builtin.module(func.func(lowp-to-nvvm{chip=sm_90a kernel=mma-sync}))'
 // RUN: not lowp-opt %s --pass-pipeline='builtin.module(func.func(lowp-to-nvvm{chip=sm_70}))' 2>&1 | FileCheck %s --check-prefix=CHIP
+// RUN: lowp-opt %s --split-input-file --pass-pipeline='builtin.module(func.func(lowp-to-nvvm{chip=sm_89}))' 2>&1 >/dev/null | FileCheck %s --check-prefix=REMARK
+
+// REMARK: fallback-and-errors.mlir:[[#@LINE+12]]:3: remark: generic kernel on sm_89: f8e4m3fnuz embeds in none of f8e4m3, f8e5m2
+// REMARK: remark: generic kernel on sm_89: the scales change every 8 along K; the instruction sums 32
 
 // With kernel=auto, ops the mma.sync kernel cannot take get the generic kernel (32 x 8
 // threads, one output each); kernel=mma-sync refuses them with the reason.

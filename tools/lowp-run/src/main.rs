@@ -480,6 +480,10 @@ fn run_cuda(
     let kernel = session
         .compile_nvvm(module, entry, chip, choice)
         .map_err(|e| e.to_string())?;
+    // The lowering's remarks (why an op got the generic kernel), one line each.
+    for line in session.take_diagnostics().lines() {
+        eprintln!("lowp-run: {line}");
+    }
     say!(
         "compile: target=cuda chip={chip} kernel={} grid={:?} block={:?} params={} ms={:.1}",
         kernel.name,

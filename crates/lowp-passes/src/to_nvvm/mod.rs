@@ -119,7 +119,15 @@ fn run<'c, 'a>(func: OperationRef<'c, 'a>, options: &PassOptions) -> Result<(), 
                 op,
                 format!("no mma.sync kernel for this op on {chip}: {reason}"),
             )),
-            Err(_) => crate::gpu_generic::lower(e, op),
+            Err(reason) => {
+                if kernel == "auto" {
+                    crate::matrix_kernel::remark(
+                        op,
+                        &format!("generic kernel on {chip}: {reason}"),
+                    );
+                }
+                crate::gpu_generic::lower(e, op)
+            }
         }
     })
 }

@@ -45,11 +45,10 @@ mod mfma;
 
 use lowp_formats::{ScaleLayout, ScaledFormat};
 use melior::dialect::DialectHandle;
-use melior::ir::operation::OperationLike;
 use melior::ir::OperationRef;
 
 use crate::expand_quantize::{layout_attr_of, loop_dialects, unsupported};
-use crate::matrix_kernel::{Instr, Operand, Plan};
+use crate::matrix_kernel::{remark, Instr, Operand, Plan};
 use crate::registry::{OptionDef, OptionKind, PassDef, PassOptions};
 use crate::to_loops::lower_lowp_ops;
 use crate::PassError;
@@ -167,19 +166,6 @@ fn fp8_mfma(op: OperationRef, chip: &str) -> Result<Choice, String> {
     Ok((Plan::new(op, a, b, 32, false)?, Box::new(instr)))
 }
 
-fn remark(op: OperationRef, message: &str) {
-    // SAFETY: a live op's location; the bridge copies the message.
-    unsafe {
-        lowp_dialect::ffi::lowpEmitRemark(
-            op.location().to_raw(),
-            mlir_sys::MlirStringRef {
-                data: message.as_ptr() as *const _,
-                length: message.len(),
-            },
-        )
-    }
-}
-
 fn run<'c, 'a>(func: OperationRef<'c, 'a>, options: &PassOptions) -> Result<(), PassError> {
     let chip = options.choice("chip");
     let kernel = options.choice("kernel");
@@ -192,6 +178,7 @@ fn run<'c, 'a>(func: OperationRef<'c, 'a>, options: &PassOptions) -> Result<(), 
             "mfma" => fp8_mfma(op, chip),
             _ => match (chip == "gfx950").then(|| scaled_mfma(op)) {
                 Some(Ok(c)) => Ok(c),
+                // The reason the FP8 MFMA gives is the one reported.
                 _ => fp8_mfma(op, chip),
             },
         };
@@ -201,7 +188,12 @@ fn run<'c, 'a>(func: OperationRef<'c, 'a>, options: &PassOptions) -> Result<(), 
                 op,
                 format!("no {kernel} kernel for this op on {chip}: {reason}"),
             )),
-            Err(_) => crate::gpu_generic::lower(e, op),
+            Err(reason) => {
+                if kernel == "auto" {
+                    remark(op, &format!("generic kernel on {chip}: {reason}"));
+                }
+                crate::gpu_generic::lower(e, op)
+            }
         }
     })
 }
