@@ -74,16 +74,25 @@ const PIPELINES: &[Option<&str>] = &[
          gpu.module(lower-affine,convert-scf-to-cf,convert-gpu-to-nvvm,canonicalize,cse,\
          reconcile-unrealized-casts),gpu-module-to-binary{format=isa})",
     ),
-    Some("builtin.module(func.func(lowp-to-nvvm{emulate=true}))"),
-    // lowp-to-nvvm (mma.sync where it applies) down to PTX for sm_89
+    Some("builtin.module(func.func(lowp-to-nvvm{chip=sm_90a emulate=true}))"),
+    Some("builtin.module(func.func(lowp-to-nvvm{chip=sm_89 emulate=true}))"),
+    // lowp-to-nvvm (mma.sync on sm_89, wgmma on sm_90a, where they apply) down to PTX
     // (lowp_passes::pipelines::nvvm_front, then the kernel passes).
     Some(
         "builtin.module(func.func(lowp-to-nvvm{chip=sm_89}),lowp-lower-storage,\
          func.func(gpu-map-parallel-loops,convert-parallel-loops-to-gpu),\
          gpu-launch-sink-index-computations,gpu-kernel-outlining,canonicalize,cse,\
          nvvm-attach-target{chip=sm_89 features=+ptx84},\
-         gpu.module(lower-affine,convert-scf-to-cf,convert-gpu-to-nvvm,canonicalize,cse,\
-         reconcile-unrealized-casts),gpu-module-to-binary{format=isa})",
+         gpu.module(lower-affine,convert-scf-to-cf,convert-gpu-to-nvvm,convert-nvvm-to-llvm,\
+         canonicalize,cse,reconcile-unrealized-casts),gpu-module-to-binary{format=isa})",
+    ),
+    Some(
+        "builtin.module(func.func(lowp-to-nvvm{chip=sm_90a}),lowp-lower-storage,\
+         func.func(gpu-map-parallel-loops,convert-parallel-loops-to-gpu),\
+         gpu-launch-sink-index-computations,gpu-kernel-outlining,canonicalize,cse,\
+         nvvm-attach-target{chip=sm_90a features=+ptx84},\
+         gpu.module(lower-affine,convert-scf-to-cf,convert-gpu-to-nvvm,convert-nvvm-to-llvm,\
+         canonicalize,cse,reconcile-unrealized-casts),gpu-module-to-binary{format=isa})",
     ),
     Some("builtin.module(func.func(lowp-to-rocdl{chip=gfx950 emulate=true}))"),
     // lowp-to-rocdl (MFMA where it applies) down to gfx942 ISA

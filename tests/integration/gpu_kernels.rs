@@ -1,8 +1,9 @@
-//! The NVIDIA kernels' compile side (lowp-to-nvvm: the generic kernel and, with `auto`, the
-//! FP8 mma.sync kernel where the formats allow), on every named format and scale layout:
+//! The NVIDIA kernels' compile side (lowp-to-nvvm: the generic kernel, and the FP8 wgmma
+//! (sm_90a) and mma.sync kernels where the formats allow), on every named format and scale
+//! layout:
 //! the launch read from gpu.launch_func covers C, every memref operand is an entry
 //! argument, the PTX entry declares exactly the parameters `GpuKernel::launch` passes, and
-//! `auto` uses mma.sync exactly where it should, with no local memory. Where a CUDA GPU is
+//! `auto` / `mma-sync` use their instruction exactly where they should, with no local memory. Where a CUDA GPU is
 //! present the kernels also run and are checked against the oracle (lit's
 //! Run/Cuda/check.test does the same through lowp-run).
 
@@ -48,29 +49,45 @@ fn kernels_compile_for_every_format_and_layout() {
     let specs = specs();
     assert!(specs.len() >= 25, "{} specs", specs.len());
     let mut mma = 0;
-    for (spec, choice) in specs.iter().flat_map(|s| [(s, "generic"), (s, "auto")]) {
+    for (spec, choice) in specs
+        .iter()
+        .flat_map(|s| [(s, "generic"), (s, "auto"), (s, "mma-sync")])
+    {
+        let fp8 = mma_format(spec.lhs) && mma_format(spec.rhs);
+        if choice == "mma-sync" && !fp8 {
+            continue;
+        }
         let mut module = spec.build_module(session.context(), "mm");
         let kernel = session
             .compile_nvvm(&mut module, "mm", "sm_90a", choice)
             .unwrap_or_else(|e| panic!("{spec:?} {choice}: {e}"));
         let uses_mma = kernel.ptx.contains("mma.sync.aligned.m16n8k32.row.col.f32");
-        assert_eq!(
-            uses_mma,
-            choice == "auto" && mma_format(spec.lhs) && mma_format(spec.rhs),
-            "{spec:?} {choice}"
-        );
+        let uses_wgmma = kernel
+            .ptx
+            .contains("wgmma.mma_async.sync.aligned.m64n128k32.f32");
+        assert_eq!(uses_mma, choice == "mma-sync", "{spec:?} {choice}");
+        assert_eq!(uses_wgmma, choice == "auto" && fp8, "{spec:?} {choice}");
         // Fragments and accumulators stay in registers.
         assert!(
             !kernel.ptx.contains(".local"),
             "{spec:?} {choice}: local memory"
         );
-        mma += uses_mma as usize;
+        mma += (uses_mma || uses_wgmma) as usize;
         let (gx, gy, _) = kernel.grid;
         let (bx, by, _) = kernel.block;
         if uses_mma {
             // 4 warps per block, a 64 x 64 tile of C each (column tiles on x).
             assert_eq!(kernel.block, (128, 1, 1), "{spec:?}");
             assert!(gx as usize * 64 >= spec.n && gy as usize * 64 >= spec.m);
+        } else if uses_wgmma {
+            // One warpgroup per block, a 64 x 128 tile of C, A and B tiles in shared memory.
+            assert_eq!(kernel.block, (128, 1, 1), "{spec:?}");
+            assert!(gx as usize * 128 >= spec.n && gy as usize * 64 >= spec.m);
+            assert!(kernel.ptx.contains(".shared .align"), "{spec:?}");
+            assert!(
+                kernel.ptx.contains("fence.proxy.async.shared::cta"),
+                "{spec:?}"
+            );
         } else {
             // Columns on x, rows on y; every element of C has a thread.
             assert!(
@@ -104,7 +121,7 @@ fn kernels_compile_for_every_format_and_layout() {
         );
         assert!(kernel.ptx.contains(".target sm_90a"));
     }
-    assert!(mma >= 15, "{mma} mma.sync kernels");
+    assert!(mma >= 15, "{mma} tensor-core kernels");
 }
 
 #[test]
@@ -123,9 +140,17 @@ fn kernel_errors_are_clear() {
     assert!(e.to_string().contains("no function 'other'"), "{e}");
     let mut module = spec.build_module(session.context(), "mm");
     let e = session
-        .compile_nvvm(&mut module, "mm", "sm_90a", "wgmma")
+        .compile_nvvm(&mut module, "mm", "sm_90a", "tcgen05")
         .unwrap_err();
-    assert!(e.to_string().contains("unknown kernel 'wgmma'"), "{e}");
+    assert!(e.to_string().contains("unknown kernel 'tcgen05'"), "{e}");
+    let mut module = spec.build_module(session.context(), "mm");
+    let e = session
+        .compile_nvvm(&mut module, "mm", "sm_89", "wgmma")
+        .unwrap_err();
+    assert!(
+        e.to_string().contains("sm_89 has no wgmma (sm_90a only)"),
+        "{e}"
+    );
     // E4M3 FNUZ embeds in no OCP FP8 type: mma-sync is refused with the reason.
     let fnuz = specs()
         .into_iter()
@@ -150,7 +175,8 @@ fn kernels_run_where_a_gpu_is() {
     let session = Session::new();
     for (spec, choice) in specs()
         .into_iter()
-        .flat_map(|s| [(s.clone(), "generic"), (s, "auto")])
+        .flat_map(|s| [(s.clone(), "generic"), (s.clone(), "mma-sync"), (s, "auto")])
+        .filter(|(s, c)| *c != "mma-sync" || (mma_format(s.lhs) && mma_format(s.rhs)))
     {
         let mut module = spec.build_module(session.context(), "mm");
         let kernel = session

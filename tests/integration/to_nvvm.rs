@@ -1,8 +1,10 @@
-//! lowp-to-nvvm's kernels compute what the oracle computes. Without a GPU, the mma.sync
-//! kernel runs with `emulate=true`: the same blocks, warps, fragment loads (through the
-//! embedding tables), scale application and epilogue, with each `mma.sync.m16n8k32`
-//! computed from the fragment registers as the PTX ISA defines it. The generic kernel runs
-//! as it is (its block and thread loops run on the CPU).
+//! lowp-to-nvvm's kernels compute what the oracle computes. Without a GPU, the FP8 kernels
+//! run with `emulate=true`: the same blocks, warps, loads (through the embedding tables),
+//! scale application and epilogue, with each `mma.sync.m16n8k32` computed from the
+//! fragment registers, each `wgmma` from the shared-memory tiles its descriptors point at,
+//! as the PTX ISA defines them. The generic kernel runs as it is (its block and thread
+//! loops run on the CPU). What this cannot check: that the fragment, accumulator and
+//! descriptor layouts are the hardware's (they follow the PTX ISA), and the NVPTX code.
 
 use lowp_formats::testing::SplitMix64;
 use lowp_formats::{ScaleLayout, ScaledFormat};
@@ -10,13 +12,27 @@ use lowp_jit::Session;
 
 use super::to_loops::{format_layout_cases, mixed_cases, operand, run_and_check, source, Problem};
 
-const EMULATED: &str = "builtin.module(func.func(lowp-to-nvvm{chip=sm_90a emulate=true}))";
+fn emulated(chip: &str, kernel: &str) -> String {
+    format!("builtin.module(func.func(lowp-to-nvvm{{chip={chip} kernel={kernel} emulate=true}}))")
+}
 
+/// sm_89: mma.sync where the formats allow, the generic kernel elsewhere.
 #[test]
 fn mma_sync_emulation_matches_the_oracle() {
     let session = Session::new();
-    format_layout_cases(&session, Some(EMULATED));
-    mixed_cases(&session, Some(EMULATED));
+    let pre = emulated("sm_89", "auto");
+    format_layout_cases(&session, Some(&pre));
+    mixed_cases(&session, Some(&pre));
+}
+
+/// sm_90a: wgmma where the formats allow (the copies into shared memory, the descriptors,
+/// the instruction read through them), the generic kernel elsewhere.
+#[test]
+fn wgmma_emulation_matches_the_oracle() {
+    let session = Session::new();
+    let pre = emulated("sm_90a", "auto");
+    format_layout_cases(&session, Some(&pre));
+    mixed_cases(&session, Some(&pre));
 }
 
 #[test]
@@ -29,9 +45,9 @@ fn generic_kernel_matches_the_oracle() {
 }
 
 /// Several blocks and warps, K with a ragged end and K not a multiple of 4 (the code-by-
-/// code loads), each with FP8, FP4 (packed) and FP6 operands.
+/// code loads), each with FP8, FP4 (packed) and FP6 operands, on both FP8 kernels.
 #[test]
-fn mma_sync_tiles_and_ragged_edges() {
+fn fp8_kernels_tiles_and_ragged_edges() {
     let session = Session::new();
     let mut rng = SplitMix64::new(90);
     let mut problems = Vec::new();
@@ -74,11 +90,9 @@ fn mma_sync_tiles_and_ragged_edges() {
             ));
         }
     }
-    run_and_check(
-        &session,
-        &problems,
-        Some("builtin.module(func.func(lowp-to-nvvm{kernel=mma-sync emulate=true}))"),
-    );
+    for kernel in ["mma-sync", "wgmma"] {
+        run_and_check(&session, &problems, Some(&emulated("sm_90a", kernel)));
+    }
 }
 
 /// `kernel=mma-sync` accepts exactly the ops whose formats are E4M3 / E5M2 or embed in them

@@ -75,10 +75,10 @@ pub const CHIPS: [Chip; 6] = [
         sm: 100,
         ptx: 86,
         shared_kib: 227,
+        // No wgmma: it is sm_90a only.
         matrix: &[
             "tcgen05.mma.block_scale (mxf8f6f4, mxf4, mxf4nvf4)",
-            "wgmma",
-            "mma.sync",
+            "mma.sync.m16n8k32.e4m3/e5m2",
         ],
     },
     Chip {

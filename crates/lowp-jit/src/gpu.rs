@@ -163,8 +163,9 @@ impl GpuKernel {
 
 impl Session {
     /// Compile `entry` of a lowp module to a kernel for `chip` (an NVIDIA `sm_XY[a]`):
-    /// `kernel` is `auto` (FP8 mma.sync where the formats allow, else the generic kernel),
-    /// `mma-sync` (an error when the op cannot use it) or `generic`. The module is lowered in
+    /// `kernel` is `auto` (FP8 wgmma on sm_90a, mma.sync elsewhere, where the formats allow;
+    /// else the generic kernel), `wgmma` / `mma-sync` (an error when the op cannot use it)
+    /// or `generic`. The module is lowered in
     /// place.
     pub fn compile_nvvm(
         &self,
@@ -179,9 +180,9 @@ impl Session {
                 "'{chip}' is not an NVIDIA chip (expected sm_89, sm_90a, sm_100a)"
             )));
         }
-        if !matches!(kernel, "auto" | "mma-sync" | "generic") {
+        if !matches!(kernel, "auto" | "wgmma" | "mma-sync" | "generic") {
             return Err(launch_error(format!(
-                "unknown kernel '{kernel}' (expected auto, mma-sync, generic)"
+                "unknown kernel '{kernel}' (expected auto, wgmma, mma-sync, generic)"
             )));
         }
         self.run_pipeline(module, &lowp_passes::pipelines::nvvm_front(chip, kernel))?;

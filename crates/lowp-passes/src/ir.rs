@@ -619,6 +619,84 @@ impl<'c, 'a> Emitter<'c, 'a> {
         );
     }
 
+    /// `gpu.launch` of `grid` blocks of `block` threads with workgroup (shared) memory
+    /// buffers of the given memref types: `body` gets an emitter in the launch, the block
+    /// ids (x, y, z), the thread ids and the buffers. The body ends in `gpu.terminator`.
+    pub fn gpu_launch(
+        &self,
+        grid: [Value<'c, '_>; 3],
+        block: [Value<'c, '_>; 3],
+        workgroup: &[Type<'c>],
+        body: impl FnOnce(&Emitter<'c, 'a>, [Value<'c, 'a>; 3], [Value<'c, 'a>; 3], &[Value<'c, 'a>]),
+    ) {
+        let mut args: Vec<(Type, Location)> =
+            (0..12).map(|_| (self.index_type(), self.loc)).collect();
+        args.extend(workgroup.iter().map(|&t| (t, self.loc)));
+        let region = Region::new();
+        region.append_block(Block::new(&args));
+        let ctx = self.ctx;
+        let sizes = melior::ir::attribute::DenseI32ArrayAttribute::new(
+            ctx,
+            &[0, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0],
+        );
+        let operands = [grid[0], grid[1], grid[2], block[0], block[1], block[2]];
+        let op = self.insert(
+            OperationBuilder::new("gpu.launch", self.loc)
+                .add_operands(&operands)
+                .add_attributes(&[
+                    (
+                        melior::ir::Identifier::new(ctx, "operandSegmentSizes"),
+                        sizes.into(),
+                    ),
+                    (
+                        melior::ir::Identifier::new(ctx, "workgroup_attributions"),
+                        IntegerAttribute::new(self.int_type(64), workgroup.len() as i64).into(),
+                    ),
+                ])
+                .add_regions([region])
+                .build()
+                .expect("valid gpu.launch"),
+        );
+        let b = op
+            .region(0)
+            .expect("gpu.launch body")
+            .first_block()
+            .expect("gpu.launch block");
+        let inner = Emitter::at_end(ctx, b, self.loc);
+        let arg = |i: usize| -> Value<'c, 'a> { b.argument(i).expect("launch argument").into() };
+        let buffers: Vec<Value> = (0..workgroup.len()).map(|i| arg(12 + i)).collect();
+        body(
+            &inner,
+            [arg(0), arg(1), arg(2)],
+            [arg(3), arg(4), arg(5)],
+            &buffers,
+        );
+        inner.insert(
+            OperationBuilder::new("gpu.terminator", self.loc)
+                .build()
+                .expect("valid gpu.terminator"),
+        );
+    }
+
+    /// An operation with no operands and no results (`gpu.barrier`, the NVVM fences).
+    pub fn bare(&self, name: &str, attributes: &[(&str, &str)]) {
+        let attrs: Vec<_> = attributes
+            .iter()
+            .map(|&(n, v)| {
+                (
+                    melior::ir::Identifier::new(self.ctx, n),
+                    melior::ir::Attribute::parse(self.ctx, v).expect("valid attribute"),
+                )
+            })
+            .collect();
+        self.insert(
+            OperationBuilder::new(name, self.loc)
+                .add_attributes(&attrs)
+                .build()
+                .expect("valid operation"),
+        );
+    }
+
     /// `scf.if %cond -> (types) { then } else { otherwise }`: each branch returns the
     /// values it yields. Returns the results.
     pub fn if_else(

@@ -111,6 +111,11 @@ pub(crate) trait Instr {
         lane: Value<'c, 'a>,
         i: usize,
     ) -> (Value<'c, 'a>, Value<'c, 'a>);
+}
+
+/// A matrix instruction on registers: the inverse of its register maps (for the emulation)
+/// and its emission.
+pub(crate) trait RegisterInstr: Instr {
     /// The inverse of [`a_reg`](Self::a_reg): (lane, register) holding A[row][k].
     fn a_owner<'c, 'a>(
         &self,
@@ -284,27 +289,27 @@ impl Plan {
 }
 
 /// The op's operands and sizes as the kernel body reads them.
-struct Kernel<'p, 'c, 'a> {
-    plan: &'p Plan,
+pub(crate) struct Kernel<'p, 'c, 'a> {
+    pub(crate) plan: &'p Plan,
     instr: &'p dyn Instr,
     shape: Shape,
     o: MatmulOperands<'c, 'a>,
-    bits_a: Value<'c, 'a>,
-    bits_b: Value<'c, 'a>,
+    pub(crate) bits_a: Value<'c, 'a>,
+    pub(crate) bits_b: Value<'c, 'a>,
     sa: Scaled<'c, 'a>,
     sb: Scaled<'c, 'a>,
     out_type: Type<'c>,
-    m: Value<'c, 'a>,
-    n: Value<'c, 'a>,
-    k: Value<'c, 'a>,
+    pub(crate) m: Value<'c, 'a>,
+    pub(crate) n: Value<'c, 'a>,
+    pub(crate) k: Value<'c, 'a>,
 }
 
-/// One lane's place: its warp's tile origin in C and its lane index.
+/// One lane's place: its warp's (or warpgroup's) tile origin in C and its lane index.
 #[derive(Clone, Copy)]
-struct Lane<'c, 'a> {
-    lane: Value<'c, 'a>,
-    row0: Value<'c, 'a>,
-    col0: Value<'c, 'a>,
+pub(crate) struct Lane<'c, 'a> {
+    pub(crate) lane: Value<'c, 'a>,
+    pub(crate) row0: Value<'c, 'a>,
+    pub(crate) col0: Value<'c, 'a>,
 }
 
 /// `table[code]`, by a select chain (no memory, the same on any target): over the words,
@@ -332,6 +337,47 @@ fn translate<'c, 'a>(e: &Emitter<'c, 'a>, table: &Table, code: Value<'c, 'a>) ->
 }
 
 impl<'p, 'c, 'a> Kernel<'p, 'c, 'a> {
+    /// Read the op's operands and emit what the kernel shares (before it, at `e`).
+    pub(crate) fn new(
+        e: &Emitter<'c, 'a>,
+        op: OperationRef<'c, 'a>,
+        plan: &'p Plan,
+        instr: &'p dyn Instr,
+    ) -> Result<Self, PassError> {
+        let o = matmul_operands(op)?;
+        let cast =
+            |codes| storage_cast(e, codes).ok_or_else(|| unsupported(op, "codes are not castable"));
+        let (bits_a, bits_b) = (cast(o.lhs)?, cast(o.rhs)?);
+        let la = layout_attr_of(op, "lhs_layout")?;
+        let lb = layout_attr_of(op, "rhs_layout")?;
+        let sa = Scaled::new(e, op, la, o.lhs_scales, o.lhs_global)?;
+        let sb = Scaled::new(e, op, lb, o.rhs_scales, o.rhs_global)?;
+        let out_type = MemRefType::try_from(o.out.r#type())
+            .map_err(|_| unsupported(op, "result is not a memref"))?
+            .element();
+        let m = e.dim(o.lhs, 0);
+        let n = e.dim(o.rhs, 0);
+        let k = if plan.a.packed {
+            e.muli(e.dim(o.lhs, 1), e.index(2))
+        } else {
+            e.dim(o.lhs, 1)
+        };
+        Ok(Kernel {
+            plan,
+            instr,
+            shape: instr.shape(),
+            o,
+            bits_a,
+            bits_b,
+            sa,
+            sb,
+            out_type,
+            m,
+            n,
+            k,
+        })
+    }
+
     fn lane(
         &self,
         e: &Emitter<'c, 'a>,
@@ -358,7 +404,7 @@ impl<'p, 'c, 'a> Kernel<'p, 'c, 'a> {
     }
 
     /// Row and column of C of accumulator `x` of a lane.
-    fn acc_coords(
+    pub(crate) fn acc_coords(
         &self,
         e: &Emitter<'c, 'a>,
         l: &Lane<'c, 'a>,
@@ -394,7 +440,7 @@ impl<'p, 'c, 'a> Kernel<'p, 'c, 'a> {
 
     /// One register: the codes of (row, kw..) at `width` bits each, the first in the low
     /// bits.
-    fn word(
+    pub(crate) fn word(
         &self,
         e: &Emitter<'c, 'a>,
         src: &Operand,
@@ -437,7 +483,7 @@ impl<'p, 'c, 'a> Kernel<'p, 'c, 'a> {
     }
 
     /// All registers of one lane at K step `kk`: every A tile's, then every B tile's.
-    fn fragments(
+    pub(crate) fn fragments(
         &self,
         e: &Emitter<'c, 'a>,
         l: &Lane<'c, 'a>,
@@ -524,6 +570,7 @@ impl<'p, 'c, 'a> Kernel<'p, 'c, 'a> {
     fn step(
         &self,
         e: &Emitter<'c, 'a>,
+        ri: &dyn RegisterInstr,
         a: &[Value<'c, 'a>],
         b: &[Value<'c, 'a>],
         scales: Option<&(Vec<Value<'c, 'a>>, Vec<Value<'c, 'a>>)>,
@@ -534,7 +581,7 @@ impl<'p, 'c, 'a> Kernel<'p, 'c, 'a> {
         for mt in 0..s.tiles.0 {
             for nt in 0..s.tiles.1 {
                 let x = s.acc_index(mt, nt, 0);
-                let d = self.instr.emit(
+                let d = ri.emit(
                     e,
                     &a[mt * s.a_words..(mt + 1) * s.a_words],
                     &b[nt * s.b_words..(nt + 1) * s.b_words],
@@ -549,7 +596,7 @@ impl<'p, 'c, 'a> Kernel<'p, 'c, 'a> {
 
     /// `acc + part * (sa * sb)` for every accumulator of a lane, the scales of the segment
     /// starting at `k0`; `acc + part` when the scales are not per K segment here.
-    fn promote(
+    pub(crate) fn promote(
         &self,
         e: &Emitter<'c, 'a>,
         l: &Lane<'c, 'a>,
@@ -573,7 +620,13 @@ impl<'p, 'c, 'a> Kernel<'p, 'c, 'a> {
 
     /// Store accumulator `x` of a lane (with the per-tensor / per-channel scales when no
     /// scale changes along K, `2^shift`, the globals, the bias) if it is inside C.
-    fn epilogue(&self, e: &Emitter<'c, 'a>, l: &Lane<'c, 'a>, x: usize, v: Value<'c, 'a>) {
+    pub(crate) fn epilogue(
+        &self,
+        e: &Emitter<'c, 'a>,
+        l: &Lane<'c, 'a>,
+        x: usize,
+        v: Value<'c, 'a>,
+    ) {
         let (row, col) = self.acc_coords(e, l, x);
         let inside = e.andi(
             e.cmpi(CmpiPredicate::Ult, row, self.m),
@@ -603,49 +656,21 @@ pub(crate) fn lower<'c, 'a>(
     e: &Emitter<'c, 'a>,
     op: OperationRef<'c, 'a>,
     plan: &Plan,
-    instr: &dyn Instr,
+    instr: &dyn RegisterInstr,
     emulate: bool,
 ) -> Result<(), PassError> {
-    let o = matmul_operands(op)?;
-    let cast =
-        |codes| storage_cast(e, codes).ok_or_else(|| unsupported(op, "codes are not castable"));
-    let (bits_a, bits_b) = (cast(o.lhs)?, cast(o.rhs)?);
-    let la = layout_attr_of(op, "lhs_layout")?;
-    let lb = layout_attr_of(op, "rhs_layout")?;
-    let sa = Scaled::new(e, op, la, o.lhs_scales, o.lhs_global)?;
-    let sb = Scaled::new(e, op, lb, o.rhs_scales, o.rhs_global)?;
-    let out_type = MemRefType::try_from(o.out.r#type())
-        .map_err(|_| unsupported(op, "result is not a memref"))?
-        .element();
-    let m = e.dim(o.lhs, 0);
-    let n = e.dim(o.rhs, 0);
-    let k = if plan.a.packed {
-        e.muli(e.dim(o.lhs, 1), e.index(2))
-    } else {
-        e.dim(o.lhs, 1)
-    };
-    let kernel = Kernel {
-        plan,
-        instr,
-        shape: instr.shape(),
-        o,
-        bits_a,
-        bits_b,
-        sa,
-        sb,
-        out_type,
-        m,
-        n,
-        k,
-    };
+    let kernel = Kernel::new(e, op, plan, instr)?;
     let (zero, one) = (e.index(0), e.index(1));
     let (tm, tn) = kernel.shape.block_tile();
-    let grid = [ceil_div(e, n, e.index(tn)), ceil_div(e, m, e.index(tm))];
+    let grid = [
+        ceil_div(e, kernel.n, e.index(tn)),
+        ceil_div(e, kernel.m, e.index(tm)),
+    ];
     e.parallel_nest(&[zero, zero], &grid, &[one, one], |e, b| {
         if emulate {
-            emulated_block(e, &kernel, b[1], b[0]);
+            emulated_block(e, &kernel, instr, b[1], b[0]);
         } else {
-            hardware_block(e, &kernel, b[1], b[0]);
+            hardware_block(e, &kernel, instr, b[1], b[0]);
         }
     });
     Ok(())
@@ -653,7 +678,7 @@ pub(crate) fn lower<'c, 'a>(
 
 /// The segment loop of one lane: `k_steps` computes a segment's partial sums, `promote`
 /// adds them to the accumulators.
-fn segments<'c, 'a>(
+pub(crate) fn segments<'c, 'a>(
     e: &Emitter<'c, 'a>,
     kn: &Kernel<'_, 'c, 'a>,
     inits: &[Value<'c, 'a>],
@@ -681,6 +706,7 @@ fn segments<'c, 'a>(
 fn hardware_block<'c, 'a>(
     e: &Emitter<'c, 'a>,
     kn: &Kernel<'_, 'c, 'a>,
+    ri: &dyn RegisterInstr,
     bm: Value<'c, 'a>,
     bn: Value<'c, 'a>,
 ) {
@@ -701,7 +727,7 @@ fn hardware_block<'c, 'a>(
                 e.for_loop(k0, k1, e.index(kn.plan.step), &zeros, |e, kk, part| {
                     let (a, b) = kn.fragments(e, &l, kk);
                     let scales = kn.plan.scaled.then(|| kn.lane_scales(e, &l, kk));
-                    kn.step(e, &a, &b, scales.as_ref(), part)
+                    kn.step(e, ri, &a, &b, scales.as_ref(), part)
                 })
             },
             |e, k0, acc, part| kn.promote(e, &l, k0, acc, part),
@@ -732,6 +758,7 @@ fn slot<'c, 'a>(e: &Emitter<'c, 'a>, lane: Value<'c, 'a>, per: usize, x: usize) 
 fn emulated_block<'c, 'a>(
     e: &Emitter<'c, 'a>,
     kn: &Kernel<'_, 'c, 'a>,
+    ri: &dyn RegisterInstr,
     bm: Value<'c, 'a>,
     bn: Value<'c, 'a>,
 ) {
@@ -789,7 +816,7 @@ fn emulated_block<'c, 'a>(
                 });
                 for mt in 0..s.tiles.0 {
                     for nt in 0..s.tiles.1 {
-                        emulated_instr(e, kn, &f, mt, nt);
+                        emulated_instr(e, kn, ri, &f, mt, nt);
                     }
                 }
                 vec![]
@@ -817,11 +844,12 @@ fn emulated_block<'c, 'a>(
 
 /// Instruction (mt, nt) of a warp on its registers in memory, as the ISA defines it:
 /// D[row][col] = C[row][col] + sum over K of A[row][k] * B[k][col], with A[row][k] the code
-/// in the register [`Instr::a_owner`] names (and B likewise); a block-scaled instruction
+/// in the register [`RegisterInstr::a_owner`] names (and B likewise); a block-scaled instruction
 /// multiplies each 32-block's sum by the E8M0 scales of the lanes holding its codes.
 fn emulated_instr<'c, 'a>(
     e: &Emitter<'c, 'a>,
     kn: &Kernel<'_, 'c, 'a>,
+    ri: &dyn RegisterInstr,
     f: &Files<'c, 'a>,
     mt: usize,
     nt: usize,
@@ -854,7 +882,7 @@ fn emulated_instr<'c, 'a>(
     let block = if kn.plan.scaled { 32 } else { s.k };
     e.for_loop(zero, e.index(s.lanes), one, &[], |e, lane, _| {
         for i in 0..s.acc {
-            let (row, col) = kn.instr.acc(e, lane, i);
+            let (row, col) = ri.acc(e, lane, i);
             let total = e.for_loop(
                 zero,
                 e.index(s.k / block),
@@ -869,7 +897,7 @@ fn emulated_instr<'c, 'a>(
                             f.a,
                             a_regs,
                             mt * s.a_words,
-                            kn.instr.a_owner(e, row, k),
+                            ri.a_owner(e, row, k),
                             k,
                             s.a_bits,
                             kn.plan.a.ty,
@@ -879,7 +907,7 @@ fn emulated_instr<'c, 'a>(
                             f.b,
                             b_regs,
                             nt * s.b_words,
-                            kn.instr.b_owner(e, col, k),
+                            ri.b_owner(e, col, k),
                             k,
                             s.b_bits,
                             kn.plan.b.ty,
@@ -891,8 +919,8 @@ fn emulated_instr<'c, 'a>(
                             let code = e.load(mem, &[slot(e, owner, per, x)]);
                             codes::e8m0_decode(e, code)
                         };
-                        let (la, _) = kn.instr.a_owner(e, row, k0);
-                        let (lb, _) = kn.instr.b_owner(e, col, k0);
+                        let (la, _) = ri.a_owner(e, row, k0);
+                        let (lb, _) = ri.b_owner(e, col, k0);
                         e.mulf(
                             sum,
                             e.mulf(

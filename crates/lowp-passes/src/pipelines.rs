@@ -108,7 +108,8 @@ pub fn rocdl_front(chip: &str, kernel: &str) -> String {
 pub fn nvvm_kernel_passes(chip: &str, features: &str) -> String {
     format!(
         "builtin.module(nvvm-attach-target{{chip={chip} features={features}}},\
-         gpu.module(lower-affine,convert-scf-to-cf,convert-gpu-to-nvvm,canonicalize,cse,\
+         gpu.module(lower-affine,convert-scf-to-cf,convert-gpu-to-nvvm,convert-nvvm-to-llvm,\
+         canonicalize,cse,\
          reconcile-unrealized-casts),gpu-module-to-binary{{format=isa}})"
     )
 }

@@ -1,5 +1,5 @@
 // RUN: lowp-opt %s --pass-pipeline='builtin.module(func.func(lowp-to-nvvm{chip=sm_89},cse))' | FileCheck %s
-// RUN: lowp-opt %s --pass-pipeline='builtin.module(func.func(lowp-to-nvvm{chip=sm_90a emulate=true},cse))' | FileCheck %s --check-prefix=EMU
+// RUN: lowp-opt %s --pass-pipeline='builtin.module(func.func(lowp-to-nvvm{chip=sm_89 emulate=true},cse))' | FileCheck %s --check-prefix=EMU
 // RUN: lowp-opt %s --pass-pipeline='builtin.module(func.func(lowp-to-nvvm{chip=sm_90a kernel=generic},cse))' | FileCheck %s --check-prefix=GEN
 
 // The FP8 mma.sync kernel: a block loop over 64 x 64 tiles of C and a loop of 128 threads

@@ -14,7 +14,7 @@ use lowp_formats::ScaledFormat;
 use melior::ir::{OperationRef, Type, Value};
 
 use crate::ir::Emitter;
-use crate::matrix_kernel::{Instr, Operand, Plan, Shape};
+use crate::matrix_kernel::{Instr, Operand, Plan, RegisterInstr, Shape};
 
 /// `mma.sync.aligned.m16n8k32.row.col.f32.<a>.<b>.f32`.
 pub(super) struct MmaSync {
@@ -91,7 +91,9 @@ impl Instr for MmaSync {
             e.addi(e.muli(t, e.index(2)), e.index(i as i64 % 2)),
         )
     }
+}
 
+impl RegisterInstr for MmaSync {
     fn a_owner<'c, 'a>(
         &self,
         e: &Emitter<'c, 'a>,

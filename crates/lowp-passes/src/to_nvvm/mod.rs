@@ -43,6 +43,7 @@
 //! Runs on `func.func`. Dependent dialects: arith, math, memref, scf, vector, llvm.
 
 mod mma_sync;
+mod wgmma;
 
 use melior::dialect::DialectHandle;
 use melior::ir::OperationRef;
@@ -75,10 +76,10 @@ pub const PASS: PassDef = PassDef {
         OptionDef {
             name: "kernel",
             default: "auto",
-            description: "auto: the strongest kernel per op; mma-sync: require the FP8 \
-                          mma.sync kernel (an op that cannot use it is an error); generic: \
-                          the decode kernel for every op",
-            kind: OptionKind::Choice(&["auto", "mma-sync", "generic"]),
+            description: "auto: the strongest kernel per op; wgmma / mma-sync: require that \
+                          FP8 kernel (an op that cannot use it is an error); generic: the \
+                          decode kernel for every op",
+            kind: OptionKind::Choice(&["auto", "wgmma", "mma-sync", "generic"]),
         },
         OptionDef {
             name: "emulate",
@@ -95,6 +96,9 @@ pub const PASS: PassDef = PassDef {
 fn nvvm_dialects() -> Vec<DialectHandle> {
     let mut d = loop_dialects();
     d.push(DialectHandle::llvm());
+    d.push(DialectHandle::gpu());
+    // SAFETY: the NVVM dialect's registration handle is a static descriptor.
+    d.push(unsafe { DialectHandle::from_raw(mlir_sys::mlirGetDialectHandle__nvvm__()) });
     d
 }
 
@@ -108,16 +112,39 @@ fn run<'c, 'a>(func: OperationRef<'c, 'a>, options: &PassOptions) -> Result<(), 
     let kernel = options.choice("kernel");
     let emulate = options.flag("emulate");
     lower_lowp_ops(func, |e, op| {
-        let plan = if kernel == "generic" || sm < 89 {
-            Err(format!("{chip} has no FP8 mma.sync"))
-        } else {
-            mma_sync::plan(op)
+        // The strongest kernel first: wgmma exists on sm_90a only (Blackwell dropped it),
+        // FP8 mma.sync from sm_89 on.
+        let wgmma = || {
+            if sm == 90 {
+                wgmma::plan(op)
+            } else {
+                Err(format!("{chip} has no wgmma (sm_90a only)"))
+            }
         };
-        match plan {
-            Ok((plan, instr)) => crate::matrix_kernel::lower(e, op, &plan, &instr, emulate),
-            Err(reason) if kernel == "mma-sync" => Err(unsupported(
+        let mma_sync = || {
+            if sm >= 89 {
+                mma_sync::plan(op)
+            } else {
+                Err(format!("{chip} has no FP8 mma.sync"))
+            }
+        };
+        let lowered = match kernel {
+            "generic" => Err(String::new()),
+            "wgmma" => wgmma().map(|(plan, i)| (plan, Err(i))),
+            "mma-sync" => mma_sync().map(|(plan, i)| (plan, Ok(i))),
+            _ => wgmma()
+                .map(|(plan, i)| (plan, Err(i)))
+                .or_else(|_| mma_sync().map(|(plan, i)| (plan, Ok(i)))),
+        };
+        match lowered {
+            Ok((plan, Ok(instr))) => crate::matrix_kernel::lower(e, op, &plan, &instr, emulate),
+            Ok((plan, Err(instr))) => wgmma::lower(e, op, &plan, &instr, emulate),
+            Err(reason) if kernel == "wgmma" || kernel == "mma-sync" => Err(unsupported(
                 op,
-                format!("no mma.sync kernel for this op on {chip}: {reason}"),
+                format!(
+                    "no {} kernel for this op on {chip}: {reason}",
+                    kernel.replace('-', ".")
+                ),
             )),
             Err(reason) => {
                 if kernel == "auto" {

@@ -23,7 +23,7 @@ use melior::ir::operation::OperationBuilder;
 use melior::ir::Value;
 
 use crate::ir::Emitter;
-use crate::matrix_kernel::{Instr, Shape};
+use crate::matrix_kernel::{Instr, RegisterInstr, Shape};
 
 /// `v_mfma_f32_16x16x32_{fp8,bf8}_{fp8,bf8}`: A and B as FP8 ("fp8": E4M3 flavour, "bf8":
 /// E5M2 flavour of the chip).
@@ -158,7 +158,9 @@ impl Instr for Mfma16x16x32 {
     ) -> (Value<'c, 'a>, Value<'c, 'a>) {
         acc16(e, lane, i)
     }
+}
 
+impl RegisterInstr for Mfma16x16x32 {
     fn a_owner<'c, 'a>(
         &self,
         e: &Emitter<'c, 'a>,
@@ -259,7 +261,9 @@ impl Instr for ScaledMfma16x16x128 {
     ) -> (Value<'c, 'a>, Value<'c, 'a>) {
         acc16(e, lane, i)
     }
+}
 
+impl RegisterInstr for ScaledMfma16x16x128 {
     fn a_owner<'c, 'a>(
         &self,
         e: &Emitter<'c, 'a>,

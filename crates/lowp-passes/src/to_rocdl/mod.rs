@@ -48,7 +48,7 @@ use melior::dialect::DialectHandle;
 use melior::ir::OperationRef;
 
 use crate::expand_quantize::{layout_attr_of, loop_dialects, unsupported};
-use crate::matrix_kernel::{remark, Instr, Operand, Plan};
+use crate::matrix_kernel::{remark, Operand, Plan, RegisterInstr};
 use crate::registry::{OptionDef, OptionKind, PassDef, PassOptions};
 use crate::to_loops::lower_lowp_ops;
 use crate::PassError;
@@ -98,7 +98,7 @@ fn rocdl_dialects() -> Vec<DialectHandle> {
 }
 
 /// A chosen instruction and its plan.
-type Choice = (Plan, Box<dyn Instr>);
+type Choice = (Plan, Box<dyn RegisterInstr>);
 
 /// gfx950's block-scaled MFMA, for two MX operands with 32-blocks.
 fn scaled_mfma(op: OperationRef) -> Result<Choice, String> {

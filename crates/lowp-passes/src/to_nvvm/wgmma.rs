@@ -1,0 +1,449 @@
+//! The FP8 `wgmma.mma_async` kernel of `lowp-to-nvvm` (sm_90a only: Blackwell has no
+//! wgmma), on the pieces of the shared matrix kernel ([`crate::matrix_kernel`]: loads with
+//! embeddings, K segments and scales, epilogue).
+//!
+//! A block is one warpgroup (128 threads) computing 64 x 128 of C with
+//! `wgmma.mma_async.sync.aligned.m64n128k32.f32.<a>.<b>`, both operands in shared memory
+//! (`gpu.launch` workgroup buffers), A and B K-major (`row` / `col`). Per K step of 32 the
+//! threads copy the A tile (64 x 32 codes, 4 registers each) and the B tile (128 x 32, 8
+//! each) from global memory into shared memory, translated to FP8 where the stored format
+//! embeds in it, then `fence.proxy.async` (generic-proxy stores made visible to the async
+//! proxy wgmma reads through), a barrier, `wgmma.fence`, the instruction, commit and wait.
+//! One stage, no TMA or warp specialization yet: the structure the pipelined kernel grows
+//! from.
+//!
+//! Shared-memory layout: K-major without swizzle, core matrices of 8 rows x 16 bytes, the
+//! one of (8-row group g, K half h) at byte `(2g + h) * 128`: a matrix descriptor with
+//! leading-dimension offset (between core matrices along K) 128 and stride offset (between
+//! 8-row groups) 256. Accumulators (PTX ISA, wgmma D fragments for .f32, m64nNk32): thread
+//! `t` of the warpgroup, `w = t / 32`, `g = (t % 32) / 4`, `q = t % 4`, holds in register
+//! `j` row `16w + g + 8 * ((j % 4) / 2)`, column `8 * (j / 4) + 2q + j % 2`.
+//!
+//! The emulation (`emulate=true`) runs the same copies into a buffer standing for shared
+//! memory (descriptors built on offset 0) and computes each instruction by decoding its
+//! descriptors and reading the codes where the descriptors say they are.
+
+use lowp_formats::ScaledFormat;
+use melior::ir::operation::OperationBuilder;
+use melior::ir::{Attribute, Identifier, OperationRef, Type, Value};
+
+use crate::codes;
+use crate::expand_quantize::ceil_div;
+use crate::ir::Emitter;
+use crate::matrix_kernel::{segments, Instr, Kernel, Lane, Operand, Plan, Shape};
+use crate::PassError;
+
+/// The block's tile of C and its threads.
+const BM: i64 = 64;
+const BN: i64 = 128;
+const THREADS: i64 = 128;
+/// Accumulators per thread.
+const ACC: usize = (BN / 2) as usize;
+/// Descriptor offsets of the shared-memory layout.
+const LBO: i64 = 128;
+const SBO: i64 = 256;
+/// 32-bit words of the A and B tiles in shared memory.
+const A_WORDS: i64 = BM * 32 / 4;
+const B_WORDS: i64 = BN * 32 / 4;
+
+/// `wgmma.mma_async.sync.aligned.m64n128k32.f32.<a>.<b>`; its "registers" are the words each
+/// thread copies into shared memory.
+pub(super) struct Wgmma {
+    a: ScaledFormat,
+    b: ScaledFormat,
+}
+
+/// The plan and instruction for `op`, or why it needs another kernel.
+pub(super) fn plan(op: OperationRef) -> Result<(Plan, Wgmma), String> {
+    let ((fa, pa), (fb, pb)) = Plan::formats(op)?;
+    let types = [ScaledFormat::F8E4M3, ScaledFormat::F8E5M2];
+    let a = Operand::new(fa, pa, &types, &[0])?;
+    let b = Operand::new(fb, pb, &types, &[0])?;
+    let instr = Wgmma { a: a.ty, b: b.ty };
+    Ok((Plan::new(op, a, b, 32, false)?, instr))
+}
+
+/// Word `r` a thread copies: word `tid + 128 r` of a tile, row-major, 8 words per row.
+fn copied_word<'c, 'a>(
+    e: &Emitter<'c, 'a>,
+    tid: Value<'c, 'a>,
+    r: usize,
+) -> (Value<'c, 'a>, Value<'c, 'a>) {
+    let w = e.addi(tid, e.index(THREADS * r as i64));
+    (
+        e.divui(w, e.index(8)),
+        e.muli(e.remui(w, e.index(8)), e.index(4)),
+    )
+}
+
+impl Instr for Wgmma {
+    fn shape(&self) -> Shape {
+        Shape {
+            lanes: THREADS,
+            m: BM,
+            n: BN,
+            k: 32,
+            a_words: (A_WORDS / THREADS) as usize,
+            b_words: (B_WORDS / THREADS) as usize,
+            a_bits: 8,
+            b_bits: 8,
+            acc: ACC,
+            tiles: (1, 1),
+        }
+    }
+
+    fn a_reg<'c, 'a>(
+        &self,
+        e: &Emitter<'c, 'a>,
+        lane: Value<'c, 'a>,
+        r: usize,
+    ) -> (Value<'c, 'a>, Value<'c, 'a>) {
+        copied_word(e, lane, r)
+    }
+
+    fn b_reg<'c, 'a>(
+        &self,
+        e: &Emitter<'c, 'a>,
+        lane: Value<'c, 'a>,
+        r: usize,
+    ) -> (Value<'c, 'a>, Value<'c, 'a>) {
+        copied_word(e, lane, r)
+    }
+
+    fn acc<'c, 'a>(
+        &self,
+        e: &Emitter<'c, 'a>,
+        lane: Value<'c, 'a>,
+        j: usize,
+    ) -> (Value<'c, 'a>, Value<'c, 'a>) {
+        let warp = e.divui(lane, e.index(32));
+        let l = e.remui(lane, e.index(32));
+        let (g, q) = (e.divui(l, e.index(4)), e.remui(l, e.index(4)));
+        let row = e.addi(
+            e.addi(e.muli(warp, e.index(16)), g),
+            e.index(8 * ((j as i64 % 4) / 2)),
+        );
+        let col = e.addi(
+            e.muli(q, e.index(2)),
+            e.index(8 * (j as i64 / 4) + j as i64 % 2),
+        );
+        (row, col)
+    }
+}
+
+fn wgmma_type(f: ScaledFormat) -> &'static str {
+    if f == ScaledFormat::F8E4M3 {
+        "e4m3"
+    } else {
+        "e5m2"
+    }
+}
+
+/// Byte offset of (row, k) of a tile in the shared-memory layout.
+fn smem_offset<'c, 'a>(e: &Emitter<'c, 'a>, row: Value<'c, 'a>, k: Value<'c, 'a>) -> Value<'c, 'a> {
+    let (c8, c16) = (e.index(8), e.index(16));
+    let group = e.muli(e.divui(row, c8), e.index(SBO));
+    let half = e.muli(e.divui(k, c16), e.index(LBO));
+    let inner = e.addi(e.muli(e.remui(row, c8), c16), e.remui(k, c16));
+    e.addi(e.addi(group, half), inner)
+}
+
+/// The matrix descriptor of a tile at shared-memory byte address `base` (an `i64`): start
+/// address, leading and stride byte offsets (each >> 4, 14 bits), no swizzle.
+fn descriptor<'c, 'a>(e: &Emitter<'c, 'a>, base: Value<'c, 'a>) -> Value<'c, 'a> {
+    let field = |v: i64, at: i64| e.int(64, ((v >> 4) & 0x3FFF) << at);
+    let start = e.shrui(e.andi(base, e.int(64, 0x3FFFF)), e.int(64, 4));
+    e.ori(e.ori(start, field(LBO, 16)), field(SBO, 32))
+}
+
+/// Copy a thread's words of both tiles at K step `kk` into the shared-memory buffers.
+fn copy_tiles<'c, 'a>(
+    e: &Emitter<'c, 'a>,
+    kn: &Kernel<'_, 'c, 'a>,
+    l: &Lane<'c, 'a>,
+    kk: Value<'c, 'a>,
+    smem: [Value<'c, 'a>; 2],
+) {
+    let (a, b) = kn.fragments(e, l, kk);
+    for (words, buffer) in [(a, smem[0]), (b, smem[1])] {
+        for (r, w) in words.into_iter().enumerate() {
+            let (row, k0) = copied_word(e, l.lane, r);
+            let at = e.divui(smem_offset(e, row, k0), e.index(4));
+            e.store(w, buffer, &[at]);
+        }
+    }
+}
+
+fn struct_type<'c>(e: &Emitter<'c, '_>) -> Type<'c> {
+    let fields = vec!["f32"; ACC].join(", ");
+    Type::parse(e.ctx(), &format!("!llvm.struct<({fields})>")).expect("valid struct type")
+}
+
+/// `nvvm.wgmma.mma_async` on the descriptors, accumulating into `part`.
+fn emit_wgmma<'c, 'a>(
+    e: &Emitter<'c, 'a>,
+    instr: &Wgmma,
+    da: Value<'c, 'a>,
+    db: Value<'c, 'a>,
+    part: &[Value<'c, 'a>],
+) -> Vec<Value<'c, 'a>> {
+    let ctx = e.ctx();
+    let st = struct_type(e);
+    let mut acc = e.val(
+        OperationBuilder::new("llvm.mlir.undef", e.loc())
+            .add_results(&[st])
+            .build()
+            .expect("valid llvm.mlir.undef"),
+    );
+    for (i, &v) in part.iter().enumerate() {
+        acc = e.val(
+            OperationBuilder::new("llvm.insertvalue", e.loc())
+                .add_operands(&[acc, v])
+                .add_attributes(&[(
+                    Identifier::new(ctx, "position"),
+                    melior::ir::attribute::DenseI64ArrayAttribute::new(ctx, &[i as i64]).into(),
+                )])
+                .add_results(&[st])
+                .build()
+                .expect("valid llvm.insertvalue"),
+        );
+    }
+    let attr = |s: &str| Attribute::parse(ctx, s).expect("valid wgmma attribute");
+    let attrs = [
+        ("layoutA", "#nvvm.mma_layout<row>".to_string()),
+        ("layoutB", "#nvvm.mma_layout<col>".to_string()),
+        ("scaleA", "#nvvm.wgmma_scale_in<one>".to_string()),
+        ("scaleB", "#nvvm.wgmma_scale_in<one>".to_string()),
+        ("scaleD", "#nvvm.wgmma_scale_out<one>".to_string()),
+        ("shape", format!("#nvvm.shape<m = {BM}, n = {BN}, k = 32>")),
+        (
+            "typeA",
+            format!("#nvvm.wgmma_type<{}>", wgmma_type(instr.a)),
+        ),
+        (
+            "typeB",
+            format!("#nvvm.wgmma_type<{}>", wgmma_type(instr.b)),
+        ),
+        ("typeD", "#nvvm.wgmma_type<f32>".to_string()),
+    ];
+    let attrs: Vec<_> = attrs
+        .iter()
+        .map(|(n, v)| (Identifier::new(ctx, n), attr(v)))
+        .collect();
+    let d = e.val(
+        OperationBuilder::new("nvvm.wgmma.mma_async", e.loc())
+            .add_operands(&[acc, da, db])
+            .add_attributes(&attrs)
+            .add_results(&[st])
+            .build()
+            .expect("valid nvvm.wgmma.mma_async"),
+    );
+    e.bare("nvvm.wgmma.commit.group.sync.aligned", &[]);
+    e.bare(
+        "nvvm.wgmma.wait.group.sync.aligned",
+        &[("group", "0 : i64")],
+    );
+    (0..ACC as i64)
+        .map(|i| e.extract_value(d, i, e.f32_type()))
+        .collect()
+}
+
+/// Lower `op` with the wgmma kernel: a `gpu.launch` (`emulate = false`) or its CPU
+/// emulation.
+pub(super) fn lower<'c, 'a>(
+    e: &Emitter<'c, 'a>,
+    op: OperationRef<'c, 'a>,
+    plan: &Plan,
+    instr: &Wgmma,
+    emulate: bool,
+) -> Result<(), PassError> {
+    let kn = Kernel::new(e, op, plan, instr)?;
+    let (zero, one) = (e.index(0), e.index(1));
+    let grid = [
+        ceil_div(e, kn.n, e.index(BN)),
+        ceil_div(e, kn.m, e.index(BM)),
+    ];
+    if emulate {
+        e.parallel_nest(&[zero, zero], &grid, &[one, one], |e, b| {
+            emulated_block(e, &kn, instr, b[1], b[0])
+        });
+        return Ok(());
+    }
+    let smem_type = |words: i64| {
+        Type::parse(
+            e.ctx(),
+            &format!("memref<{words}xi32, #gpu.address_space<workgroup>>"),
+        )
+        .expect("valid workgroup memref type")
+    };
+    e.gpu_launch(
+        [grid[0], grid[1], one],
+        [e.index(THREADS), one, one],
+        &[smem_type(A_WORDS), smem_type(B_WORDS)],
+        |e, bid, tid, smem| {
+            let l = Lane {
+                lane: tid[0],
+                row0: e.muli(bid[1], e.index(BM)),
+                col0: e.muli(bid[0], e.index(BN)),
+            };
+            let base = |buffer| {
+                let p = e.val(
+                    OperationBuilder::new("memref.extract_aligned_pointer_as_index", e.loc())
+                        .add_operands(&[buffer])
+                        .add_results(&[e.index_type()])
+                        .build()
+                        .expect("valid memref.extract_aligned_pointer_as_index"),
+                );
+                descriptor(e, e.index_castui(p, e.int_type(64)))
+            };
+            let (da, db) = (base(smem[0]), base(smem[1]));
+            let zeros = vec![e.f32(0.0); ACC];
+            let acc = segments(
+                e,
+                &kn,
+                &zeros,
+                |e, k0, k1| {
+                    let zeros = vec![e.f32(0.0); ACC];
+                    e.for_loop(k0, k1, e.index(plan.step), &zeros, |e, kk, part| {
+                        // Every thread is past the previous instruction's wait before the
+                        // tiles are overwritten.
+                        e.bare("gpu.barrier", &[]);
+                        copy_tiles(e, &kn, &l, kk, [smem[0], smem[1]]);
+                        e.bare(
+                            "nvvm.fence.proxy",
+                            &[
+                                ("kind", "#nvvm.proxy_kind<async.shared>"),
+                                ("space", "#nvvm.shared_space<cta>"),
+                            ],
+                        );
+                        e.bare("gpu.barrier", &[]);
+                        e.bare("nvvm.wgmma.fence.aligned", &[]);
+                        emit_wgmma(e, instr, da, db, part)
+                    })
+                },
+                |e, k0, acc, part| kn.promote(e, &l, k0, acc, part),
+            );
+            for (x, &v) in acc.iter().enumerate() {
+                kn.epilogue(e, &l, x, v);
+            }
+        },
+    );
+    Ok(())
+}
+
+/// One block on the CPU: the copies of all 128 threads into a buffer standing for shared
+/// memory, then [`emulated_wgmma`], per K step; accumulators in memory.
+fn emulated_block<'c, 'a>(
+    e: &Emitter<'c, 'a>,
+    kn: &Kernel<'_, 'c, 'a>,
+    instr: &Wgmma,
+    bm: Value<'c, 'a>,
+    bn: Value<'c, 'a>,
+) {
+    let (zero, one) = (e.index(0), e.index(1));
+    let (f32t, i32t) = (e.f32_type(), e.int_type(32));
+    let smem = [e.alloca(i32t, A_WORDS), e.alloca(i32t, B_WORDS)];
+    let acc_m = e.alloca(f32t, THREADS * ACC as i64);
+    let part_m = e.alloca(f32t, THREADS * ACC as i64);
+    let at = |e: &Emitter<'c, 'a>, t: Value<'c, 'a>, x: usize| {
+        e.addi(e.muli(t, e.index(ACC as i64)), e.index(x as i64))
+    };
+    let lane = |e: &Emitter<'c, 'a>, t| Lane {
+        lane: t,
+        row0: e.muli(bm, e.index(BM)),
+        col0: e.muli(bn, e.index(BN)),
+    };
+    let threads = |e: &Emitter<'c, 'a>, body: &dyn Fn(&Emitter<'c, 'a>, Value<'c, 'a>)| {
+        e.for_loop(zero, e.index(THREADS), one, &[], |e, t, _| {
+            body(e, t);
+            vec![]
+        });
+    };
+    let clear = |e: &Emitter<'c, 'a>, mem| {
+        threads(e, &|e, t| {
+            for x in 0..ACC {
+                e.store(e.f32(0.0), mem, &[at(e, t, x)]);
+            }
+        })
+    };
+    // Descriptors of the buffers at offset 0.
+    let da = descriptor(e, e.int(64, 0));
+    let db = descriptor(e, e.int(64, 0));
+    clear(e, acc_m);
+    let span = e.index(kn.plan.span);
+    let count = ceil_div(e, kn.k, span);
+    e.for_loop(zero, count, one, &[], |e, s, _| {
+        let k0 = e.muli(s, span);
+        let k1 = e.minui(e.addi(k0, span), kn.k);
+        clear(e, part_m);
+        e.for_loop(k0, k1, e.index(kn.plan.step), &[], |e, kk, _| {
+            threads(e, &|e, t| copy_tiles(e, kn, &lane(e, t), kk, smem));
+            emulated_wgmma(e, instr, [da, db], smem, part_m);
+            vec![]
+        });
+        threads(e, &|e, t| {
+            let l = lane(e, t);
+            let acc: Vec<Value> = (0..ACC).map(|x| e.load(acc_m, &[at(e, t, x)])).collect();
+            let part: Vec<Value> = (0..ACC).map(|x| e.load(part_m, &[at(e, t, x)])).collect();
+            for (x, v) in kn.promote(e, &l, k0, &acc, &part).into_iter().enumerate() {
+                e.store(v, acc_m, &[at(e, t, x)]);
+            }
+        });
+        vec![]
+    });
+    threads(e, &|e, t| {
+        let l = lane(e, t);
+        for x in 0..ACC {
+            kn.epilogue(e, &l, x, e.load(acc_m, &[at(e, t, x)]));
+        }
+    });
+}
+
+/// The instruction as the PTX ISA defines it, on the buffers: D[row][col] += sum over K of
+/// A[row][k] * B[col][k], each code read at the address the operand's descriptor gives
+/// (start + 8-row group * stride offset + K half * leading offset + (row % 8) * 16 + k % 16).
+fn emulated_wgmma<'c, 'a>(
+    e: &Emitter<'c, 'a>,
+    instr: &Wgmma,
+    desc: [Value<'c, 'a>; 2],
+    smem: [Value<'c, 'a>; 2],
+    part_m: Value<'c, 'a>,
+) {
+    let (zero, one) = (e.index(0), e.index(1));
+    let index = e.index_type();
+    let field = |d: Value<'c, 'a>, at: i64| {
+        let f = e.andi(e.shrui(d, e.int(64, at)), e.int(64, 0x3FFF));
+        e.index_castui(e.shli(f, e.int(64, 4)), index)
+    };
+    let decoded: Vec<[Value; 3]> = desc
+        .iter()
+        .map(|&d| [field(d, 0), field(d, 16), field(d, 32)])
+        .collect();
+    let code = |e: &Emitter<'c, 'a>, which: usize, rc: Value<'c, 'a>, k: Value<'c, 'a>| {
+        let [start, lbo, sbo] = decoded[which];
+        let (c8, c16) = (e.index(8), e.index(16));
+        let addr = e.addi(
+            e.addi(start, e.muli(e.divui(rc, c8), sbo)),
+            e.addi(
+                e.muli(e.divui(k, c16), lbo),
+                e.addi(e.muli(e.remui(rc, c8), c16), e.remui(k, c16)),
+            ),
+        );
+        let word = e.load(smem[which], &[e.divui(addr, e.index(4))]);
+        let shift = e.index_castui(e.muli(e.remui(addr, e.index(4)), c8), e.int_type(32));
+        e.andi(e.shrui(word, shift), e.i32(0xFF))
+    };
+    e.for_loop(zero, e.index(THREADS), one, &[], |e, t, _| {
+        for j in 0..ACC {
+            let (row, col) = instr.acc(e, t, j);
+            let sum = e.for_loop(zero, e.index(32), one, &[e.f32(0.0)], |e, k, s| {
+                let x = codes::decode(e, instr.a, code(e, 0, row, k));
+                let y = codes::decode(e, instr.b, code(e, 1, col, k));
+                vec![e.addf(s[0], e.mulf(x, y))]
+            })[0];
+            let at = e.addi(e.muli(t, e.index(ACC as i64)), e.index(j as i64));
+            e.store(e.addf(e.load(part_m, &[at]), sum), part_m, &[at]);
+        }
+        vec![]
+    });
+}

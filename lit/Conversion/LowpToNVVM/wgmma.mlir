@@ -1,0 +1,49 @@
+// RUN: lowp-opt %s --pass-pipeline='builtin.module(func.func(lowp-to-nvvm{chip=sm_90a},cse))' | FileCheck %s
+// RUN: lowp-opt %s --pass-pipeline='builtin.module(func.func(lowp-to-nvvm{chip=sm_90a emulate=true},cse))' | FileCheck %s --check-prefix=EMU
+// RUN: not lowp-opt %s --pass-pipeline='builtin.module(func.func(lowp-to-nvvm{chip=sm_100a kernel=wgmma}))' 2>&1 | FileCheck %s --check-prefix=SM100
+
+// The sm_90a kernel: one warpgroup per 64 x 128 tile of C in a gpu.launch with the A and
+// B tiles in workgroup memory (K-major, no swizzle: 64 x 32 and 128 x 32 codes as i32
+// words), per K step: barrier, the threads' copies, fence.proxy.async (the wgmma reads
+// through the async proxy), barrier, wgmma.fence, m64n128k32, commit, wait. Numerics:
+// tests/integration/to_nvvm.rs (emulate=true, against the oracle).
+// CHECK-LABEL: func.func @mxfp8
+// CHECK:       gpu.launch blocks(%{{.*}}) in (%{{.*}} = %{{.*}}, %{{.*}} = %{{.*}}, %{{.*}} = %c1) threads(%[[TX:.*]], %{{.*}}, %{{.*}}) in (%{{.*}} = %c128, %{{.*}} = %c1, %{{.*}} = %c1)
+// CHECK-SAME:    workgroup(%[[SA:.*]] : memref<512xi32, #gpu.address_space<workgroup>>, %[[SB:.*]] : memref<1024xi32, #gpu.address_space<workgroup>>)
+// CHECK:         memref.extract_aligned_pointer_as_index %[[SA]]
+// CHECK:         scf.for {{.*}} -> (f32, f32,
+// CHECK:           scf.for %{{.*}} step %c32 iter_args(
+// CHECK:             gpu.barrier
+// CHECK-COUNT-4:     memref.store %{{.*}}, %[[SA]][%{{.*}}] : memref<512xi32, #gpu.address_space<workgroup>>
+// CHECK-COUNT-8:     memref.store %{{.*}}, %[[SB]][%{{.*}}] : memref<1024xi32, #gpu.address_space<workgroup>>
+// CHECK-NEXT:        nvvm.fence.proxy {kind = #nvvm.proxy_kind<async.shared>, space = #nvvm.shared_space<cta>}
+// CHECK-NEXT:        gpu.barrier
+// CHECK-NEXT:        nvvm.wgmma.fence.aligned
+// CHECK:             nvvm.wgmma.mma_async %{{.*}}, %{{.*}}, %{{.*}}, <m = 64, n = 128, k = 32>, D[<f32>, <one>], A[<e4m3>, <one>, <row>], B[<e5m2>, <one>, <col>]
+// CHECK-NEXT:        nvvm.wgmma.commit.group.sync.aligned
+// CHECK-NEXT:        nvvm.wgmma.wait.group.sync.aligned 0
+// CHECK:         memref.store %{{.*}}, %arg4[%{{.*}}, %{{.*}}] : memref<128x64xf32>
+// CHECK:         gpu.terminator
+
+// EMU-LABEL: func.func @mxfp8
+// EMU-NOT:   gpu.launch
+// EMU-NOT:   nvvm.wgmma
+// EMU:       scf.parallel
+// EMU:         memref.alloca() {alignment = 64 : i64} : memref<512xi32>
+// EMU:         memref.alloca() {alignment = 64 : i64} : memref<1024xi32>
+// EMU:         memref.alloca() {alignment = 64 : i64} : memref<8192xf32>
+func.func @mxfp8(%a: memref<128x256xf8E4M3FN>, %sa: memref<128x8xf8E8M0FNU>,
+                 %b: memref<64x256xf8E5M2>, %sb: memref<64x8xf8E8M0FNU>, %c: memref<128x64xf32>) {
+  lowp.scaled_matmul %a[%sa], %b[%sb] into %c layouts(#lowp.mx<32>, #lowp.mx<32>)
+      : memref<128x256xf8E4M3FN>[memref<128x8xf8E8M0FNU>], memref<64x256xf8E5M2>[memref<64x8xf8E8M0FNU>] -> memref<128x64xf32>
+  return
+}
+
+// Blackwell has no wgmma.
+// SM100: error: lowp.scaled_matmul: no wgmma kernel for this op on sm_100a: sm_100a has no wgmma (sm_90a only)
+func.func @sm100(%a: memref<64x64xf8E4M3FN>, %sa: memref<1x1xf32>, %b: memref<64x64xf8E4M3FN>,
+                 %sb: memref<1x1xf32>, %c: memref<64x64xf32>) {
+  lowp.scaled_matmul %a[%sa], %b[%sb] into %c layouts(#lowp.per_tensor, #lowp.per_tensor)
+      : memref<64x64xf8E4M3FN>[memref<1x1xf32>], memref<64x64xf8E4M3FN>[memref<1x1xf32>] -> memref<64x64xf32>
+  return
+}

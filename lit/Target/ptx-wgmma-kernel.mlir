@@ -1,0 +1,29 @@
+// RUN: lowp-translate %s --emit=ptx --chip=sm_90a | FileCheck %s
+// RUN: lowp-translate %s --emit=ptx --chip=sm_100a | FileCheck %s --check-prefix=SM100
+
+// lowp IR to sm_90a PTX: the default kernel there is the wgmma one. Both tiles in shared
+// memory, one m64n128k32 per K step between the fences, no local memory.
+// CHECK:       .target sm_90a
+// CHECK:       .visible .entry mxfp8_kernel(
+// CHECK-NOT:   .local
+// CHECK-DAG:   .shared .align 4 .b8 {{.*}}[2048];
+// CHECK-DAG:   .shared .align 4 .b8 {{.*}}[4096];
+// CHECK:       bar.sync
+// CHECK:       st.shared.b32
+// CHECK:       fence.proxy.async.shared::cta;
+// CHECK:       bar.sync
+// CHECK:       wgmma.fence.sync.aligned;
+// CHECK:       wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e5m2
+// CHECK:       wgmma.commit_group.sync.aligned;
+// CHECK:       wgmma.wait_group.sync.aligned
+// CHECK-NOT:   .local
+// Blackwell (no wgmma): the mma.sync kernel.
+// SM100:       .target sm_100a
+// SM100-NOT:   wgmma
+// SM100:       mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e5m2.f32
+func.func @mxfp8(%a: memref<128x256xf8E4M3FN>, %sa: memref<128x8xf8E8M0FNU>,
+                 %b: memref<64x256xf8E5M2>, %sb: memref<64x8xf8E8M0FNU>, %c: memref<128x64xf32>) {
+  lowp.scaled_matmul %a[%sa], %b[%sb] into %c layouts(#lowp.mx<32>, #lowp.mx<32>)
+      : memref<128x256xf8E4M3FN>[memref<128x8xf8E8M0FNU>], memref<64x256xf8E5M2>[memref<64x8xf8E8M0FNU>] -> memref<128x64xf32>
+  return
+}
