@@ -19,7 +19,7 @@ repo = os.path.dirname(config.test_source_root)
 bin_dir = os.environ.get("LOWP_BIN_DIR", os.path.join(repo, "target", "debug"))
 llvm_bin = os.environ.get("LLVM_BIN_DIR", "/usr/lib/llvm-22/bin")
 
-for tool in ["lowp-opt", "lowp-fmt", "lowp-run", "lowp-translate"]:
+for tool in ["lowp-opt", "lowp-fmt", "lowp-run", "lowp-translate", "lowp-gpu-run"]:
     path = os.path.join(bin_dir, tool)
     if not os.path.exists(path):
         lit_config.fatal(f"{path} not found: build it first (cargo build --workspace)")

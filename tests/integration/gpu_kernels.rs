@@ -9,7 +9,7 @@
 
 use lowp_formats::ScaledFormat;
 use lowp_jit::gpu::KernelParam;
-use lowp_jit::{MatmulSpec, Session};
+use lowp_jit::{MatmulIr, MatmulSpec, Session};
 
 fn specs() -> Vec<MatmulSpec> {
     let layouts = lowp_tests::MATMUL_LAYOUTS;

@@ -4,7 +4,8 @@
 //! ([`ScaledFormat`]: OCP FP8, AMD FNUZ FP8, MX FP6/FP4 and any custom all-finite `fNeXmY`),
 //! every scale dtype ([`ScaleDtype`], [`E8M0`]), every scale layout ([`ScaleLayout`]:
 //! per-tensor, MX, NVFP4, per-channel, 2-D blockwise), tensor-level quantization and the CPU
-//! oracle [`scaled_matmul`] every generated kernel is tested against.
+//! oracle [`scaled_matmul`] every generated kernel is tested against, and [`problem`]: whole
+//! scaled-matmul problems (inputs, argument bytes, the check of a result).
 //!
 //! ```
 //! use lowp_formats::ScaledFormat;
@@ -27,6 +28,7 @@ mod format;
 mod layout;
 pub mod lowp_codec;
 mod matmul;
+pub mod problem;
 mod quant;
 mod scale;
 pub mod testing;

@@ -294,3 +294,70 @@ fn bad_operands_are_errors() {
         })
     ));
 }
+
+/// A problem survives its manifest, and a broken manifest says what is wrong.
+#[test]
+fn problem_manifests_round_trip() {
+    use lowp_formats::problem::{MatmulSpec, Role};
+    let specs = [
+        MatmulSpec {
+            m: 48,
+            n: 40,
+            k: 128,
+            lhs: ScaledFormat::F4E2M1,
+            rhs: ScaledFormat::F4E2M1,
+            lhs_layout: ScaleLayout::NVFP4_GLOBAL,
+            rhs_layout: ScaleLayout::NVFP4_GLOBAL,
+            lhs_packed: true,
+            rhs_packed: false,
+            bias: true,
+            bf16: true,
+        },
+        MatmulSpec {
+            m: 9,
+            n: 40,
+            k: 384,
+            lhs: ScaledFormat::custom(3, 0),
+            rhs: ScaledFormat::F8E5M2,
+            lhs_layout: ScaleLayout::Blockwise { rows: 1, cols: 128 },
+            rhs_layout: ScaleLayout::PerChannel,
+            lhs_packed: false,
+            rhs_packed: false,
+            bias: false,
+            bf16: false,
+        },
+    ];
+    for spec in specs {
+        let text = spec.to_manifest();
+        assert_eq!(MatmulSpec::from_manifest(&text).unwrap(), spec, "{text}");
+        let roles: Vec<&str> = spec.roles().iter().map(|r| r.name()).collect();
+        assert_eq!(Role::parse_list(&roles.join(" ")).unwrap(), spec.roles());
+    }
+    let text = specs_text();
+    for (edit, want) in [
+        (text.replace("k = 128\n", ""), "no 'k'"),
+        (text.replace("lhs = f4e2m1", "lhs = f4e9m9"), "lhs:"),
+        (
+            text.replace("bias = true", "bias = yes"),
+            "'bias' is not true or false",
+        ),
+        (
+            text.replace("lhs_packed = true", "lhs_packed = false")
+                .replace("lhs = f4e2m1", "lhs = f8e4m3"),
+            "layout nvfp4",
+        ),
+        (format!("{text}oops\n"), "expected 'key = value'"),
+    ] {
+        let e = MatmulSpec::from_manifest(&edit).unwrap_err();
+        assert!(e.contains(want), "{want}: {e}");
+    }
+    assert!(Role::parse_list("lhs out speed")
+        .unwrap_err()
+        .contains("unknown role 'speed'"));
+}
+
+fn specs_text() -> String {
+    "m = 48\nn = 40\nk = 128\nlhs = f4e2m1\nrhs = f4e2m1\nlhs_layout = nvfp4\nrhs_layout = nvfp4\n\
+     lhs_packed = true\nrhs_packed = false\nbias = true\nbf16 = false\n"
+        .to_string()
+}

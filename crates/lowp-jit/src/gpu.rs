@@ -8,9 +8,7 @@
 //! [`GpuKernel::launch`] passes each memref as the kernel's expanded descriptor (allocated
 //! and aligned pointer, offset, sizes, strides), as `convert-gpu-to-nvvm` declares it.
 
-use std::ffi::c_void;
-
-use lowp_runtime::{Gpu, GpuError, LaunchConfig};
+pub use lowp_runtime::kernel::{GpuKernel, KernelParam};
 use melior::ir::operation::{OperationLike, OperationRef, WalkOrder, WalkResult};
 use melior::ir::r#type::MemRefType;
 use melior::ir::{
@@ -18,39 +16,6 @@ use melior::ir::{
 };
 
 use crate::{JitError, Session};
-
-/// One operand of the launch, in the kernel's order.
-#[derive(Clone, Debug, PartialEq)]
-pub enum KernelParam {
-    /// An `index` constant (an i64 parameter).
-    Index(i64),
-    /// An `f32` constant.
-    F32(f32),
-    /// The entry's argument `arg`, a memref of this static shape (row-major).
-    MemRef {
-        /// Position among the entry's arguments.
-        arg: usize,
-        /// Its shape.
-        shape: Vec<i64>,
-    },
-}
-
-/// A compiled kernel and how to launch it.
-#[derive(Clone, Debug)]
-pub struct GpuKernel {
-    /// The kernel's entry name in the PTX.
-    pub name: String,
-    /// The chip it was compiled for (`sm_90a`, ...).
-    pub chip: String,
-    /// PTX text.
-    pub ptx: String,
-    /// Blocks in x, y, z.
-    pub grid: (u32, u32, u32),
-    /// Threads per block in x, y, z.
-    pub block: (u32, u32, u32),
-    /// The operands, in order.
-    pub params: Vec<KernelParam>,
-}
 
 fn launch_error(reason: impl Into<String>) -> JitError {
     JitError::Launch {
@@ -92,72 +57,6 @@ fn dim(v: Value) -> Result<u32, JitError> {
         _ => Err(launch_error(
             "a grid or block size is not a positive constant",
         )),
-    }
-}
-
-impl GpuKernel {
-    /// Parameters as the kernel declares them: 3 + 2 rank per memref, 1 per scalar.
-    pub fn flat_param_count(&self) -> usize {
-        self.params
-            .iter()
-            .map(|p| match p {
-                KernelParam::MemRef { shape, .. } => 3 + 2 * shape.len(),
-                _ => 1,
-            })
-            .sum()
-    }
-
-    /// Launch on `gpu` with `args[i]` the device address of the entry's argument `i`.
-    ///
-    /// # Safety
-    /// Each address must hold a buffer of its argument's shape and element size.
-    pub unsafe fn launch(
-        &self,
-        gpu: &Gpu,
-        module: &lowp_runtime::Module,
-        args: &[u64],
-    ) -> Result<(), GpuError> {
-        // Every parameter as 8 bytes (i64, pointer, or an f32 in the low half), each passed
-        // by address as cuLaunchKernel takes them.
-        let mut values: Vec<u64> = Vec::with_capacity(self.flat_param_count());
-        for p in &self.params {
-            match p {
-                KernelParam::Index(v) => values.push(*v as u64),
-                KernelParam::F32(v) => values.push(v.to_bits() as u64),
-                KernelParam::MemRef { arg, shape } => {
-                    let ptr = *args.get(*arg).ok_or_else(|| {
-                        GpuError::Invalid(format!("no device buffer for argument {arg}"))
-                    })?;
-                    values.extend([ptr, ptr, 0]);
-                    values.extend(shape.iter().map(|&d| d as u64));
-                    let mut stride = 1i64;
-                    let mut strides: Vec<u64> = shape
-                        .iter()
-                        .rev()
-                        .map(|&d| {
-                            let s = stride;
-                            stride *= d;
-                            s as u64
-                        })
-                        .collect();
-                    strides.reverse();
-                    values.extend(strides);
-                }
-            }
-        }
-        let mut ptrs: Vec<*mut c_void> = values
-            .iter_mut()
-            .map(|v| v as *mut u64 as *mut c_void)
-            .collect();
-        let kernel = module.kernel(&self.name)?;
-        let cfg = LaunchConfig {
-            grid: self.grid,
-            block: self.block,
-            shared_bytes: 0,
-        };
-        // SAFETY: the parameters follow the kernel's signature (from the same module); the
-        // buffers per this function's contract.
-        unsafe { gpu.launch(kernel, cfg, &mut ptrs) }
     }
 }
 

@@ -22,7 +22,7 @@ use melior::ir::Module;
 use melior::pass::PassManager;
 use melior::Context;
 
-pub use matmul::{BenchReport, CheckReport, MatmulInputs, MatmulSpec, Role};
+pub use matmul::{BenchReport, CheckReport, MatmulInputs, MatmulIr, MatmulSpec, Role};
 pub use memref::MemRefArg;
 
 /// f32 lanes per vector register of this CPU: 16 with AVX-512F, else 8 (AVX2; other

@@ -4,9 +4,14 @@
 //! run time, so everything builds and its tests pass on machines with no CUDA at all), load
 //! PTX (`cuModuleLoadData`, JIT-compiled by the driver), move buffers, launch kernels and
 //! time them with events. Every failure is a [`GpuError`]; a machine without a driver or a
-//! GPU gets one line that says so.
+//! GPU gets one line that says so. [`kernel`] describes a compiled kernel's launch (and
+//! carries it between machines as a manifest); [`matmul`] runs a scaled-matmul problem of
+//! `lowp-formats` with one.
 
 #![deny(missing_docs)]
+
+pub mod kernel;
+pub mod matmul;
 
 use std::ffi::{c_void, CString};
 use std::sync::Arc;

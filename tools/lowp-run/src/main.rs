@@ -19,7 +19,7 @@ use std::process::ExitCode;
 use std::time::Instant;
 
 use lowp_formats::{ScaleLayout, ScaledFormat, FORMAT_NAMES_HELP, LAYOUT_NAMES_HELP};
-use lowp_jit::{MatmulSpec, Session};
+use lowp_jit::{MatmulIr, MatmulSpec, Session};
 use melior::ir::operation::OperationLike;
 
 const USAGE: &str =
@@ -56,6 +56,9 @@ const USAGE: &str =
                   where the formats allow, else the generic decode kernel; the default),
                   wgmma or mma-sync (refuse other ops), or generic
   --print-ptx     with --target cuda: print the kernel's launch and PTX, and exit (no GPU
+                  needed)
+  --save-kernel DIR  with --target cuda: write the compiled kernel (kernel.ptx, launch.txt)
+                  and the problem (problem.txt) into DIR for lowp-gpu-run, and exit (no GPU
                   needed)";
 
 struct Usage(String);
@@ -91,6 +94,7 @@ struct Args {
     chip: Option<String>,
     kernel: Option<String>,
     print_ptx: bool,
+    save_kernel: Option<String>,
     specials: bool,
     inputs: Option<String>,
     save_inputs: Option<String>,
@@ -228,6 +232,10 @@ fn parse_args(raw: Vec<String>) -> Result<Args, Usage> {
                 a.kernel = Some(k);
             }
             "--print-ptx" => a.print_ptx = true,
+            "--save-kernel" => {
+                a.save_kernel =
+                    Some(value().ok_or_else(|| Usage("--save-kernel needs a directory".into()))?)
+            }
             f if f.starts_with('-') => return Err(Usage(format!("unknown option '{f}'\n{USAGE}"))),
             _ => {
                 if a.file.replace(arg.clone()).is_some() {
@@ -236,9 +244,10 @@ fn parse_args(raw: Vec<String>) -> Result<Args, Usage> {
             }
         }
     }
-    if (a.chip.is_some() || a.kernel.is_some() || a.print_ptx) && !a.cuda {
+    if (a.chip.is_some() || a.kernel.is_some() || a.print_ptx || a.save_kernel.is_some()) && !a.cuda
+    {
         return Err(Usage(
-            "--chip, --kernel and --print-ptx go with --target cuda".into(),
+            "--chip, --kernel, --print-ptx and --save-kernel go with --target cuda".into(),
         ));
     }
     if a.bench == Some(0) {
@@ -497,36 +506,41 @@ fn run_cuda(
         say!("{}", kernel.ptx);
         return Ok(None);
     }
+    if let Some(dir) = &a.save_kernel {
+        save_bundle(std::path::Path::new(dir), &kernel, spec, roles)?;
+        say!("saved: {dir} (kernel.ptx, launch.txt, problem.txt)");
+        return Ok(None);
+    }
     let gpu = lowp_runtime::Gpu::open(0).map_err(|e| e.to_string())?;
     say!("device: {}", gpu.describe().map_err(|e| e.to_string())?);
-    let ptx = gpu.load_ptx(&kernel.ptx).map_err(|e| e.to_string())?;
-    let mut buffers = Vec::with_capacity(roles.len());
-    for &role in roles {
-        let bytes = spec.role_bytes(role, inputs);
-        // A zero-length buffer cannot be allocated; one byte stands in (never read).
-        let bytes = if bytes.is_empty() { vec![0] } else { bytes };
-        buffers.push(gpu.upload(&bytes).map_err(|e| e.to_string())?);
+    let r = lowp_runtime::matmul::run(&gpu, &kernel, spec, roles, inputs, a.bench)
+        .map_err(|e| e.to_string())?;
+    let bench = r
+        .median_ms
+        .map(|(ms, runs)| (ms, spec.flops() / (ms * 1e6), runs));
+    Ok(Some((r.result, bench)))
+}
+
+/// A compiled kernel and its problem, as `lowp-gpu-run` reads them.
+fn save_bundle(
+    dir: &std::path::Path,
+    kernel: &lowp_jit::gpu::GpuKernel,
+    spec: &MatmulSpec,
+    roles: &[lowp_jit::Role],
+) -> Result<(), String> {
+    std::fs::create_dir_all(dir).map_err(|e| format!("cannot create '{}': {e}", dir.display()))?;
+    let roles: Vec<&str> = roles.iter().map(|r| r.name()).collect();
+    let problem = format!("{}roles = {}\n", spec.to_manifest(), roles.join(" "));
+    for (name, text) in [
+        ("kernel.ptx", kernel.ptx.as_str()),
+        ("launch.txt", &kernel.to_manifest()),
+        ("problem.txt", &problem),
+    ] {
+        let path = dir.join(name);
+        std::fs::write(&path, text)
+            .map_err(|e| format!("cannot write '{}': {e}", path.display()))?;
     }
-    let addresses: Vec<u64> = buffers.iter().map(|b| gpu.address(b)).collect();
-    let launch = || {
-        // SAFETY: each address holds its argument, uploaded with the entry's shapes.
-        unsafe { kernel.launch(&gpu, &ptx, &addresses) }
-    };
-    launch().map_err(|e| e.to_string())?;
-    gpu.synchronize().map_err(|e| e.to_string())?;
-    let out = roles
-        .iter()
-        .position(|&r| r == lowp_jit::Role::Out)
-        .ok_or("the entry has no result argument")?;
-    let got = spec.result_from_bytes(&gpu.download(&buffers[out]).map_err(|e| e.to_string())?);
-    let bench = match a.bench {
-        Some(runs) => {
-            let ms = gpu.time(runs, launch).map_err(|e| e.to_string())?;
-            Some((ms, spec.flops() / (ms * 1e6), runs))
-        }
-        None => None,
-    };
-    Ok(Some((got, bench)))
+    Ok(())
 }
 
 /// Run any entry with seeded random inputs per operand type and summarize every buffer.

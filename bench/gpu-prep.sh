@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# Prepare the one device run of bench/gpu.sh, here (no GPU needed): compile every kernel it
+# runs to PTX with lowp-run --save-kernel, and build lowp-gpu-run (no LLVM linked, a few MB)
+# into gpu-carry/, beside the peers' script.
+#   bash bench/gpu-prep.sh && run(command="bash bench/gpu.sh", carry=["gpu-carry"])
+# Bundle names: check-<kernel>-<n> (numerics, both seeds) and time-<kernel>-<shape>-<format>.
+set -eu
+cd "$(dirname "$0")/.."
+cargo build --release -p lowp-run -p lowp-gpu-run
+RUN=target/release/lowp-run
+rm -rf gpu-carry && mkdir -p gpu-carry/bundles
+strip -o gpu-carry/lowp-gpu-run target/release/lowp-gpu-run
+cp ../shared/bench/torch_anchors.py gpu-carry/ 2>/dev/null || echo "no torch_anchors.py: the peers are skipped"
+
+save() { # name, flags...
+  local name=$1; shift
+  $RUN --gen "$@" --target cuda --save-kernel "gpu-carry/bundles/$name" > /dev/null
+}
+
+# ---- numerics: every format family and layout, edge values, odd sizes.
+checks=(
+  "--m 48 --n 40 --k 128 --lhs f4e2m1 --rhs f4e2m1 --layout mx --packed --bias"
+  "--m 33 --n 17 --k 96 --lhs f8e4m3 --rhs f8e5m2 --layout per_tensor --rhs-layout per_channel"
+  "--m 16 --n 24 --k 64 --lhs f4e2m1 --rhs f4e2m1 --layout nvfp4+global --bf16"
+  "--m 20 --n 12 --k 256 --lhs f6e2m3 --rhs f6e3m2 --layout mx --bias"
+  "--m 9 --n 40 --k 384 --lhs f8e4m3 --rhs f8e4m3 --layout blockwise/1x128 --rhs-layout blockwise/128x128"
+  "--m 256 --n 256 --k 512 --lhs f4e3m0 --rhs f8e3m4 --layout mx"
+  "--m 512 --n 384 --k 1024 --lhs f4e2m1 --rhs f4e2m1 --layout mx --packed"
+  "--m 130 --n 70 --k 250 --lhs f8e4m3 --rhs f8e5m2 --layout per_tensor"
+  "--m 65 --n 33 --k 18 --lhs f8e5m2 --rhs f8e5m2 --layout per_channel --bias"
+  "--m 100 --n 72 --k 96 --lhs f4e2m1 --rhs f6e3m2 --layout nvfp4 --rhs-layout mx"
+  "--m 33 --n 17 --k 96 --lhs f8e4m3fnuz --rhs f8e5m2fnuz --layout per_channel"
+)
+i=0
+for c in "${checks[@]}"; do
+  for kernel in auto mma-sync generic; do
+    # shellcheck disable=SC2086
+    save "check-$kernel-$i" $c --kernel $kernel 2>/dev/null || true  # mma-sync refuses some
+  done
+  i=$((i + 1))
+done
+printf '%s\n' "${checks[@]}" > gpu-carry/bundles/checks.txt
+
+# ---- timing: FP8 per-tensor and MXFP4 at the anchors' shapes, each NVIDIA kernel.
+for s in 8192x8192x8192 4096x4096x4096 16x8192x8192; do
+  IFS=x read -r m n k <<< "$s"
+  for f in "f8e4m3 --layout per_tensor" "f4e2m1 --layout mx --packed"; do
+    for kernel in wgmma mma-sync generic; do
+      [ "$s" = 8192x8192x8192 ] && [ $kernel = generic ] && continue
+      # shellcheck disable=SC2086
+      save "time-$kernel-$s-${f%% *}" --m $m --n $n --k $k --lhs ${f%% *} --rhs $f --kernel $kernel
+    done
+  done
+done
+du -sh gpu-carry
+ls gpu-carry/bundles | wc -l

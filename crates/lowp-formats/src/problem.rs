@@ -1,0 +1,551 @@
+//! Scaled-matmul problems as the numeric contract states them, with no compiler attached: a
+//! [`MatmulSpec`] (sizes, formats, layouts, packing, bias, result type), its seeded random
+//! inputs quantized by this crate, the bytes of every argument as a kernel takes them, and
+//! the check of a result against the f64 oracle with its rigorous bound. `lowp-jit` builds
+//! and runs the IR of a spec; the GPU runner (`lowp-gpu-run`), which links no LLVM, uses
+//! this module alone. A spec travels between them as a manifest of `key = value` lines.
+
+use crate::testing::SplitMix64;
+use crate::{
+    quantize, scaled_matmul_f64, ErrorStats, QuantizeOptions, QuantizedTensor, ScaleDtype,
+    ScaleLayout, ScaledFormat,
+};
+
+/// What one argument of a scaled-matmul entry carries.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Role {
+    /// A's codes.
+    Lhs,
+    /// A's scales.
+    LhsScales,
+    /// A's NVFP4 global scale.
+    LhsGlobal,
+    /// B's codes.
+    Rhs,
+    /// B's scales.
+    RhsScales,
+    /// B's NVFP4 global scale.
+    RhsGlobal,
+    /// The bias.
+    Bias,
+    /// The result.
+    Out,
+}
+
+impl Role {
+    /// The role's name in manifests (`lhs`, `lhs_scales`, .., `out`).
+    pub const fn name(self) -> &'static str {
+        match self {
+            Role::Lhs => "lhs",
+            Role::LhsScales => "lhs_scales",
+            Role::LhsGlobal => "lhs_global",
+            Role::Rhs => "rhs",
+            Role::RhsScales => "rhs_scales",
+            Role::RhsGlobal => "rhs_global",
+            Role::Bias => "bias",
+            Role::Out => "out",
+        }
+    }
+
+    /// Roles from their names, separated by spaces (`roles = lhs lhs_scales ..`).
+    pub fn parse_list(text: &str) -> Result<Vec<Role>, String> {
+        text.split_whitespace()
+            .map(|w| {
+                ROLES.into_iter().find(|r| r.name() == w).ok_or_else(|| {
+                    let names: Vec<&str> = ROLES.iter().map(|r| r.name()).collect();
+                    format!("unknown role '{w}'; expected one of {}", names.join(", "))
+                })
+            })
+            .collect()
+    }
+}
+
+/// Every role, in the order of an entry's arguments.
+pub const ROLES: [Role; 8] = [
+    Role::Lhs,
+    Role::LhsScales,
+    Role::LhsGlobal,
+    Role::Rhs,
+    Role::RhsScales,
+    Role::RhsGlobal,
+    Role::Bias,
+    Role::Out,
+];
+
+/// A scaled matmul `M x K` by `N x K` with its formats and layouts.
+#[derive(Clone, Debug, PartialEq)]
+pub struct MatmulSpec {
+    /// M.
+    pub m: usize,
+    /// N.
+    pub n: usize,
+    /// K.
+    pub k: usize,
+    /// A's format.
+    pub lhs: ScaledFormat,
+    /// B's format.
+    pub rhs: ScaledFormat,
+    /// A's scale layout.
+    pub lhs_layout: ScaleLayout,
+    /// B's scale layout.
+    pub rhs_layout: ScaleLayout,
+    /// A's codes packed two per byte (4-bit formats).
+    pub lhs_packed: bool,
+    /// B's codes packed two per byte.
+    pub rhs_packed: bool,
+    /// Add a bias of N values.
+    pub bias: bool,
+    /// Store the result as bf16.
+    pub bf16: bool,
+}
+
+/// Random inputs of a [`MatmulSpec`], quantized by `lowp-formats`.
+pub struct MatmulInputs {
+    /// A.
+    pub a: QuantizedTensor,
+    /// B.
+    pub b: QuantizedTensor,
+    /// Bias.
+    pub bias: Option<Vec<f32>>,
+}
+
+/// File names of the operands in an inputs directory (`--inputs DIR`).
+const INPUT_FILES: [(Role, &str); 7] = [
+    (Role::Lhs, "a.bin"),
+    (Role::LhsScales, "sa.bin"),
+    (Role::LhsGlobal, "ga.bin"),
+    (Role::Rhs, "b.bin"),
+    (Role::RhsScales, "sb.bin"),
+    (Role::RhsGlobal, "gb.bin"),
+    (Role::Bias, "bias.bin"),
+];
+
+fn f32_bytes(v: &[f32]) -> Vec<u8> {
+    v.iter().flat_map(|x| x.to_le_bytes()).collect()
+}
+
+/// Little-endian f32 values.
+pub fn f32_from(bytes: &[u8]) -> Vec<f32> {
+    bytes
+        .chunks_exact(4)
+        .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+        .collect()
+}
+
+/// Little-endian bf16 values, widened to f32 exactly.
+pub fn bf16_from(bytes: &[u8]) -> Vec<f32> {
+    bytes
+        .chunks_exact(2)
+        .map(|c| f32::from_bits((u16::from_le_bytes([c[0], c[1]]) as u32) << 16))
+        .collect()
+}
+
+impl MatmulInputs {
+    /// The raw bytes of one operand as the entry takes it: codes one per byte (two for
+    /// packed FP4), one-byte scales for E8M0 / UE4M3, little-endian f32 otherwise.
+    fn bytes(&self, role: Role) -> Option<Vec<u8>> {
+        let scales = |q: &QuantizedTensor| {
+            q.scale_bytes()
+                .unwrap_or_else(|| f32_bytes(&q.scales.values))
+        };
+        match role {
+            Role::Lhs => Some(self.a.codes.clone()),
+            Role::LhsScales => Some(scales(&self.a)),
+            Role::LhsGlobal => self.a.scales.global.map(|g| g.to_le_bytes().to_vec()),
+            Role::Rhs => Some(self.b.codes.clone()),
+            Role::RhsScales => Some(scales(&self.b)),
+            Role::RhsGlobal => self.b.scales.global.map(|g| g.to_le_bytes().to_vec()),
+            Role::Bias => self.bias.as_ref().map(|b| f32_bytes(b)),
+            Role::Out => None,
+        }
+    }
+
+    /// Write the operands into `dir` (`a.bin`, `sa.bin`, `ga.bin`, `b.bin`, `sb.bin`,
+    /// `gb.bin`, `bias.bin`, those the problem has).
+    pub fn save(&self, dir: &std::path::Path) -> Result<(), String> {
+        std::fs::create_dir_all(dir)
+            .map_err(|e| format!("cannot create '{}': {e}", dir.display()))?;
+        for (role, name) in INPUT_FILES {
+            if let Some(bytes) = self.bytes(role) {
+                let path = dir.join(name);
+                std::fs::write(&path, bytes)
+                    .map_err(|e| format!("cannot write '{}': {e}", path.display()))?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Read the operands of `spec` from `dir` (the layout [`save`](Self::save) writes). Each
+    /// file must hold exactly the bytes the operand's memref has.
+    pub fn load(spec: &MatmulSpec, dir: &std::path::Path) -> Result<Self, String> {
+        let read = |name: &str, len: usize| -> Result<Vec<u8>, String> {
+            let path = dir.join(name);
+            let bytes = std::fs::read(&path)
+                .map_err(|e| format!("cannot read '{}': {e}", path.display()))?;
+            if bytes.len() != len {
+                return Err(format!(
+                    "'{}' holds {} bytes, the operand needs {len}",
+                    path.display(),
+                    bytes.len()
+                ));
+            }
+            Ok(bytes)
+        };
+        let tensor = |codes: &str,
+                      scales: &str,
+                      global: &str,
+                      rows: usize,
+                      f: ScaledFormat,
+                      l: ScaleLayout,
+                      packed: bool|
+         -> Result<QuantizedTensor, String> {
+            let code_len = rows * if packed { spec.k.div_ceil(2) } else { spec.k };
+            let codes = read(codes, code_len)?;
+            let n = l.scale_count(rows, spec.k);
+            let dtype = l.scale_dtype();
+            let values = match dtype {
+                ScaleDtype::UE8M0 | ScaleDtype::UE4M3 => read(scales, n)?
+                    .iter()
+                    .map(|&b| dtype.decode_byte(b).expect("one-byte dtype"))
+                    .collect(),
+                _ => f32_from(&read(scales, 4 * n)?),
+            };
+            let global = if l.has_global() {
+                Some(f32_from(&read(global, 4)?)[0])
+            } else {
+                None
+            };
+            Ok(QuantizedTensor {
+                format: f,
+                layout: l,
+                rows,
+                cols: spec.k,
+                packed,
+                codes,
+                scales: crate::Scales { values, global },
+            })
+        };
+        let a = tensor(
+            "a.bin",
+            "sa.bin",
+            "ga.bin",
+            spec.m,
+            spec.lhs,
+            spec.lhs_layout,
+            spec.lhs_packed,
+        )?;
+        let b = tensor(
+            "b.bin",
+            "sb.bin",
+            "gb.bin",
+            spec.n,
+            spec.rhs,
+            spec.rhs_layout,
+            spec.rhs_packed,
+        )?;
+        let bias = if spec.bias {
+            Some(f32_from(&read("bias.bin", 4 * spec.n)?))
+        } else {
+            None
+        };
+        Ok(Self { a, b, bias })
+    }
+
+    /// Put special values into the operands (where the formats have them): +inf in A[0][0]
+    /// against a zero in B[1][0] (inf * 0 = NaN in out[0][1]), a NaN code in A[1][1], the
+    /// largest finite magnitudes elsewhere, and a NaN block scale in B when B has several.
+    pub fn inject_specials(&mut self) {
+        fn set(q: &mut QuantizedTensor, r: usize, c: usize, code: u8) {
+            if r >= q.rows || c >= q.cols {
+                return;
+            }
+            if q.packed {
+                let i = r * q.cols.div_ceil(2) + c / 2;
+                let byte = &mut q.codes[i];
+                *byte = if c % 2 == 0 {
+                    (*byte & 0xF0) | code
+                } else {
+                    (*byte & 0x0F) | code << 4
+                };
+            } else {
+                q.codes[r * q.cols + c] = code;
+            }
+        }
+        let (fa, fb) = (self.a.format, self.b.format);
+        let inf = |f: ScaledFormat| {
+            if f.has_inf() {
+                f.max_finite_code() + 1
+            } else {
+                f.max_finite_code()
+            }
+        };
+        set(&mut self.a, 0, 0, inf(fa));
+        set(&mut self.b, 1, 0, 0);
+        if fa.has_nan() {
+            let nan = if fa.is_fnuz() { 0x80 } else { 0x7F };
+            set(&mut self.a, 1, 1, nan);
+        }
+        set(&mut self.a, 2, 2, fa.max_finite_code() | fa.sign_mask());
+        set(&mut self.b, 2, 3, fb.max_finite_code());
+        if self.b.scales.values.len() > 1 {
+            self.b.scales.values[1] = f32::NAN;
+        }
+    }
+}
+
+/// A check against the oracle.
+#[derive(Clone, Copy, Debug)]
+pub struct CheckReport {
+    /// Error statistics (f32 results; for bf16 with the bf16 rounding allowed for).
+    pub stats: ErrorStats,
+    /// Whether every output is within its bound.
+    pub passed: bool,
+}
+
+impl MatmulSpec {
+    /// Check that the dialect accepts this problem; the error says why not.
+    pub fn validate(&self) -> Result<(), String> {
+        for (what, f, l, packed) in [
+            ("lhs", self.lhs, self.lhs_layout, self.lhs_packed),
+            ("rhs", self.rhs, self.rhs_layout, self.rhs_packed),
+        ] {
+            l.validate().map_err(|e| format!("{what}: {e}"))?;
+            if matches!(l, ScaleLayout::Nvfp4 { .. }) && f.bit_width() != 4 {
+                return Err(format!(
+                    "{what}: layout {l} scales 4-bit formats, {f} has {} bits",
+                    f.bit_width()
+                ));
+            }
+            if matches!(l, ScaleLayout::Mx { .. } | ScaleLayout::Nvfp4 { .. }) && f.is_fnuz() {
+                return Err(format!(
+                    "{what}: layout {l} scales OCP formats, {f} is FNUZ"
+                ));
+            }
+            if packed && f.bit_width() != 4 {
+                return Err(format!(
+                    "{what}: --packed needs a 4-bit format, {f} has {} bits",
+                    f.bit_width()
+                ));
+            }
+        }
+        if (self.lhs_packed || self.rhs_packed) && self.k % 2 == 1 {
+            return Err(format!("packed operands need an even K, found {}", self.k));
+        }
+        if self.m == 0 || self.n == 0 || self.k == 0 {
+            return Err(format!(
+                "sizes must be at least 1, found {}x{}x{}",
+                self.m, self.n, self.k
+            ));
+        }
+        let need = self.bytes_needed();
+        let available = available_memory();
+        if need > available {
+            return Err(format!(
+                "a {}x{}x{} problem needs about {:.1} GiB (inputs, codes, kernel workspace, \
+                 oracle); this machine has {:.1} GiB available",
+                self.m,
+                self.n,
+                self.k,
+                need as f64 / (1u64 << 30) as f64,
+                available as f64 / (1u64 << 30) as f64
+            ));
+        }
+        Ok(())
+    }
+
+    /// A generous estimate of the memory one run takes: f32 inputs and their codes, the
+    /// kernel's decoded operands and f32 workspace, the result and the f64 oracle.
+    pub fn bytes_needed(&self) -> u64 {
+        let (m, n, k) = (self.m as u64, self.n as u64, self.k as u64);
+        let operands = (m + n).saturating_mul(k);
+        operands
+            .saturating_mul(4 + 1 + 4)
+            .saturating_add(m.saturating_mul(n).saturating_mul(4 + 4 + 16))
+    }
+
+    /// `2 M N K`.
+    pub fn flops(&self) -> f64 {
+        2.0 * self.m as f64 * self.n as f64 * self.k as f64
+    }
+
+    /// The arguments of the entry, in order.
+    pub fn roles(&self) -> Vec<Role> {
+        ROLES
+            .into_iter()
+            .filter(|r| match r {
+                Role::LhsGlobal => self.lhs_layout.has_global(),
+                Role::RhsGlobal => self.rhs_layout.has_global(),
+                Role::Bias => self.bias,
+                _ => true,
+            })
+            .collect()
+    }
+
+    /// Seeded random inputs: normal values with a few large rows, quantized.
+    pub fn inputs(&self, seed: u64) -> MatmulInputs {
+        let mut rng = SplitMix64::new(seed);
+        let mut tensor = |rows: usize, f: ScaledFormat, l: ScaleLayout, packed: bool| {
+            let data: Vec<f32> = (0..rows * self.k)
+                .map(|i| rng.normal() * if (i / self.k) % 7 == 3 { 8.0 } else { 1.0 })
+                .collect();
+            quantize(
+                &data,
+                rows,
+                self.k,
+                f,
+                l,
+                QuantizeOptions {
+                    packed,
+                    ..Default::default()
+                },
+            )
+            .expect("validated spec")
+        };
+        let a = tensor(self.m, self.lhs, self.lhs_layout, self.lhs_packed);
+        let b = tensor(self.n, self.rhs, self.rhs_layout, self.rhs_packed);
+        let bias = self.bias.then(|| rng.normal_vec(self.n));
+        MatmulInputs { a, b, bias }
+    }
+
+    /// The bytes of one argument as the entry reads them (codes, scale bytes or
+    /// little-endian f32), for copying to a device. The result role is poisoned: 0xFF bytes,
+    /// NaN in f32 and bf16, so an element the kernel does not write fails the check.
+    pub fn role_bytes(&self, role: Role, inputs: &MatmulInputs) -> Vec<u8> {
+        let scales = |q: &QuantizedTensor| {
+            q.scale_bytes()
+                .unwrap_or_else(|| f32_bytes(&q.scales.values))
+        };
+        match role {
+            Role::Lhs => inputs.a.codes.clone(),
+            Role::LhsScales => scales(&inputs.a),
+            Role::LhsGlobal => f32_bytes(&[inputs.a.scales.global.unwrap_or(0.0)]),
+            Role::Rhs => inputs.b.codes.clone(),
+            Role::RhsScales => scales(&inputs.b),
+            Role::RhsGlobal => f32_bytes(&[inputs.b.scales.global.unwrap_or(0.0)]),
+            Role::Bias => f32_bytes(inputs.bias.as_deref().unwrap_or(&[])),
+            Role::Out => vec![0xFF; self.m * self.n * if self.bf16 { 2 } else { 4 }],
+        }
+    }
+
+    /// A result read back as bytes (f32 or bf16, little-endian) as f32 values.
+    pub fn result_from_bytes(&self, bytes: &[u8]) -> Vec<f32> {
+        if self.bf16 {
+            bf16_from(bytes)
+        } else {
+            f32_from(bytes)
+        }
+    }
+
+    /// Compare a result with the f64 oracle.
+    pub fn check(&self, inputs: &MatmulInputs, got: &[f32]) -> CheckReport {
+        let r = scaled_matmul_f64(
+            &inputs.a.as_operand(),
+            &inputs.b.as_operand(),
+            inputs.bias.as_deref(),
+        )
+        .expect("validated spec");
+        let mut stats = r.check(got, 1.0);
+        if self.bf16 {
+            // One bf16 rounding of the result on top of the f32 bound.
+            let mut worst = 0f64;
+            for (i, (&g, &w)) in got.iter().zip(&r.values).enumerate() {
+                if g.is_finite() && w.is_finite() {
+                    let bound = w.abs() * 2f64.powi(-8)
+                        + r.magnitude[i] * (r.k as f64 + 5.0) * 2f64.powi(-24)
+                        + f32::MIN_POSITIVE as f64;
+                    worst = worst.max((g as f64 - w).abs() / bound);
+                }
+            }
+            stats.max_bound_ratio = worst;
+        }
+        CheckReport {
+            passed: stats.passed(),
+            stats,
+        }
+    }
+
+    /// The spec as a manifest: one `key = value` line per field.
+    pub fn to_manifest(&self) -> String {
+        format!(
+            "m = {}\nn = {}\nk = {}\nlhs = {}\nrhs = {}\nlhs_layout = {}\nrhs_layout = {}\n\
+             lhs_packed = {}\nrhs_packed = {}\nbias = {}\nbf16 = {}\n",
+            self.m,
+            self.n,
+            self.k,
+            self.lhs,
+            self.rhs,
+            self.lhs_layout,
+            self.rhs_layout,
+            self.lhs_packed,
+            self.rhs_packed,
+            self.bias,
+            self.bf16
+        )
+    }
+
+    /// Read a manifest ([`to_manifest`](Self::to_manifest); other keys are left to the
+    /// caller, `#` starts a comment). Every field is required; the spec is validated.
+    pub fn from_manifest(text: &str) -> Result<Self, String> {
+        let mut fields = std::collections::HashMap::new();
+        for (i, line) in text.lines().enumerate() {
+            let line = line.split('#').next().unwrap_or("").trim();
+            if line.is_empty() {
+                continue;
+            }
+            let (key, value) = line
+                .split_once('=')
+                .ok_or_else(|| format!("line {}: expected 'key = value', found '{line}'", i + 1))?;
+            fields.insert(key.trim().to_string(), value.trim().to_string());
+        }
+        let get = |key: &str| {
+            fields
+                .get(key)
+                .map(String::as_str)
+                .ok_or_else(|| format!("the manifest has no '{key}'"))
+        };
+        let size = |key: &str| -> Result<usize, String> {
+            get(key)?
+                .parse()
+                .map_err(|_| format!("'{key}' is not a size: '{}'", get(key).unwrap_or("")))
+        };
+        let flag = |key: &str| -> Result<bool, String> {
+            match get(key)? {
+                "true" => Ok(true),
+                "false" => Ok(false),
+                v => Err(format!("'{key}' is not true or false: '{v}'")),
+            }
+        };
+        let spec = Self {
+            m: size("m")?,
+            n: size("n")?,
+            k: size("k")?,
+            lhs: get("lhs")?.parse().map_err(|e| format!("lhs: {e}"))?,
+            rhs: get("rhs")?.parse().map_err(|e| format!("rhs: {e}"))?,
+            lhs_layout: get("lhs_layout")?
+                .parse()
+                .map_err(|e| format!("lhs_layout: {e}"))?,
+            rhs_layout: get("rhs_layout")?
+                .parse()
+                .map_err(|e| format!("rhs_layout: {e}"))?,
+            lhs_packed: flag("lhs_packed")?,
+            rhs_packed: flag("rhs_packed")?,
+            bias: flag("bias")?,
+            bf16: flag("bf16")?,
+        };
+        spec.validate()?;
+        Ok(spec)
+    }
+}
+
+/// `MemAvailable` of /proc/meminfo, or 16 GiB where it cannot be read.
+pub fn available_memory() -> u64 {
+    std::fs::read_to_string("/proc/meminfo")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("MemAvailable:"))
+                .and_then(|l| l.split_whitespace().nth(1))
+                .and_then(|kib| kib.parse::<u64>().ok())
+        })
+        .map_or(16 << 30, |kib| kib * 1024)
+}

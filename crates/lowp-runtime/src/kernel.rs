@@ -1,0 +1,269 @@
+//! A compiled kernel and how to launch it: its PTX, grid, block and parameters as the
+//! compiler (`lowp-jit`) read them from the `gpu.launch_func`, and a manifest of `key =
+//! value` lines that carries all of it to a machine with a GPU and no compiler
+//! (`lowp-gpu-run`).
+
+use std::ffi::c_void;
+
+use crate::{Gpu, GpuError, LaunchConfig, Module};
+
+/// One operand of the launch, in the kernel's order.
+#[derive(Clone, Debug, PartialEq)]
+pub enum KernelParam {
+    /// An `index` constant (an i64 parameter).
+    Index(i64),
+    /// An `f32` constant.
+    F32(f32),
+    /// The entry's argument `arg`, a memref of this static shape (row-major).
+    MemRef {
+        /// Position among the entry's arguments.
+        arg: usize,
+        /// Its shape.
+        shape: Vec<i64>,
+    },
+}
+
+/// A compiled kernel and how to launch it.
+#[derive(Clone, Debug)]
+pub struct GpuKernel {
+    /// The kernel's entry name in the PTX.
+    pub name: String,
+    /// The chip it was compiled for (`sm_90a`, ...).
+    pub chip: String,
+    /// PTX text.
+    pub ptx: String,
+    /// Blocks in x, y, z.
+    pub grid: (u32, u32, u32),
+    /// Threads per block in x, y, z.
+    pub block: (u32, u32, u32),
+    /// The operands, in order.
+    pub params: Vec<KernelParam>,
+}
+
+impl GpuKernel {
+    /// Parameters as the kernel declares them: 3 + 2 rank per memref, 1 per scalar.
+    pub fn flat_param_count(&self) -> usize {
+        self.params
+            .iter()
+            .map(|p| match p {
+                KernelParam::MemRef { shape, .. } => 3 + 2 * shape.len(),
+                _ => 1,
+            })
+            .sum()
+    }
+
+    /// Launch on `gpu` with `args[i]` the device address of the entry's argument `i`.
+    ///
+    /// # Safety
+    /// Each address must hold a buffer of its argument's shape and element size.
+    pub unsafe fn launch(&self, gpu: &Gpu, module: &Module, args: &[u64]) -> Result<(), GpuError> {
+        // Every parameter as 8 bytes (i64, pointer, or an f32 in the low half), each passed
+        // by address as cuLaunchKernel takes them.
+        let mut values: Vec<u64> = Vec::with_capacity(self.flat_param_count());
+        for p in &self.params {
+            match p {
+                KernelParam::Index(v) => values.push(*v as u64),
+                KernelParam::F32(v) => values.push(v.to_bits() as u64),
+                KernelParam::MemRef { arg, shape } => {
+                    let ptr = *args.get(*arg).ok_or_else(|| {
+                        GpuError::Invalid(format!("no device buffer for argument {arg}"))
+                    })?;
+                    values.extend([ptr, ptr, 0]);
+                    values.extend(shape.iter().map(|&d| d as u64));
+                    let mut stride = 1i64;
+                    let mut strides: Vec<u64> = shape
+                        .iter()
+                        .rev()
+                        .map(|&d| {
+                            let s = stride;
+                            stride *= d;
+                            s as u64
+                        })
+                        .collect();
+                    strides.reverse();
+                    values.extend(strides);
+                }
+            }
+        }
+        let mut ptrs: Vec<*mut c_void> = values
+            .iter_mut()
+            .map(|v| v as *mut u64 as *mut c_void)
+            .collect();
+        let kernel = module.kernel(&self.name)?;
+        let cfg = LaunchConfig {
+            grid: self.grid,
+            block: self.block,
+            shared_bytes: 0,
+        };
+        // SAFETY: the parameters follow the kernel's signature (from the same module); the
+        // buffers per this function's contract.
+        unsafe { gpu.launch(kernel, cfg, &mut ptrs) }
+    }
+
+    /// The launch as a manifest (the PTX travels beside it): `name`, `chip`, `grid`,
+    /// `block`, then one `param` line per parameter (`memref ARG D0 D1 ..`, `index V`,
+    /// `f32 V`).
+    pub fn to_manifest(&self) -> String {
+        let mut s = format!(
+            "name = {}\nchip = {}\ngrid = {} {} {}\nblock = {} {} {}\n",
+            self.name,
+            self.chip,
+            self.grid.0,
+            self.grid.1,
+            self.grid.2,
+            self.block.0,
+            self.block.1,
+            self.block.2
+        );
+        for p in &self.params {
+            let line = match p {
+                KernelParam::Index(v) => format!("index {v}"),
+                KernelParam::F32(v) => format!("f32 {:?}", v),
+                KernelParam::MemRef { arg, shape } => {
+                    let dims: Vec<String> = shape.iter().map(|d| d.to_string()).collect();
+                    format!("memref {arg} {}", dims.join(" "))
+                        .trim_end()
+                        .to_string()
+                }
+            };
+            s.push_str(&format!("param = {line}\n"));
+        }
+        s
+    }
+
+    /// Read a manifest ([`to_manifest`](Self::to_manifest)) and the kernel's PTX.
+    pub fn from_manifest(text: &str, ptx: String) -> Result<Self, String> {
+        let (mut name, mut chip, mut grid, mut block) = (None, None, None, None);
+        let mut params = Vec::new();
+        let triple = |v: &str, what: &str| -> Result<(u32, u32, u32), String> {
+            let n: Vec<u32> = v
+                .split_whitespace()
+                .map(|x| x.parse::<u32>())
+                .collect::<Result<_, _>>()
+                .map_err(|_| format!("{what}: expected three sizes, found '{v}'"))?;
+            match n[..] {
+                [x, y, z] if x > 0 && y > 0 && z > 0 => Ok((x, y, z)),
+                _ => Err(format!(
+                    "{what}: expected three positive sizes, found '{v}'"
+                )),
+            }
+        };
+        for (i, line) in text.lines().enumerate() {
+            let line = line.split('#').next().unwrap_or("").trim();
+            if line.is_empty() {
+                continue;
+            }
+            let (key, value) = line
+                .split_once('=')
+                .map(|(k, v)| (k.trim(), v.trim()))
+                .ok_or_else(|| format!("line {}: expected 'key = value', found '{line}'", i + 1))?;
+            match key {
+                "name" => name = Some(value.to_string()),
+                "chip" => chip = Some(value.to_string()),
+                "grid" => grid = Some(triple(value, "grid")?),
+                "block" => block = Some(triple(value, "block")?),
+                "param" => params.push(param(value).map_err(|e| format!("line {}: {e}", i + 1))?),
+                other => return Err(format!("line {}: unknown key '{other}'", i + 1)),
+            }
+        }
+        Ok(Self {
+            name: name.ok_or("the launch manifest has no 'name'")?,
+            chip: chip.ok_or("the launch manifest has no 'chip'")?,
+            ptx,
+            grid: grid.ok_or("the launch manifest has no 'grid'")?,
+            block: block.ok_or("the launch manifest has no 'block'")?,
+            params,
+        })
+    }
+}
+
+/// One `param` value of a manifest.
+fn param(v: &str) -> Result<KernelParam, String> {
+    let words: Vec<&str> = v.split_whitespace().collect();
+    let bad = || format!("param '{v}': expected 'memref ARG DIMS..', 'index V' or 'f32 V'");
+    match words.as_slice() {
+        ["index", x] => x.parse().map(KernelParam::Index).map_err(|_| bad()),
+        ["f32", x] => x.parse().map(KernelParam::F32).map_err(|_| bad()),
+        ["memref", arg, dims @ ..] => Ok(KernelParam::MemRef {
+            arg: arg.parse().map_err(|_| bad())?,
+            shape: dims
+                .iter()
+                .map(|d| d.parse::<i64>().ok().filter(|&d| d >= 0))
+                .collect::<Option<_>>()
+                .ok_or_else(bad)?,
+        }),
+        _ => Err(bad()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn kernel() -> GpuKernel {
+        GpuKernel {
+            name: "mm_kernel".into(),
+            chip: "sm_90a".into(),
+            ptx: "// ptx".into(),
+            grid: (3, 2, 1),
+            block: (128, 1, 1),
+            params: vec![
+                KernelParam::MemRef {
+                    arg: 0,
+                    shape: vec![48, 64],
+                },
+                KernelParam::Index(128),
+                KernelParam::F32(0.25),
+                KernelParam::MemRef {
+                    arg: 2,
+                    shape: vec![],
+                },
+            ],
+        }
+    }
+
+    #[test]
+    fn manifests_round_trip() {
+        let k = kernel();
+        let back = GpuKernel::from_manifest(&k.to_manifest(), k.ptx.clone()).unwrap();
+        assert_eq!(back.name, k.name);
+        assert_eq!(back.chip, k.chip);
+        assert_eq!((back.grid, back.block), (k.grid, k.block));
+        assert_eq!(back.params, k.params);
+        // 3 + 2 x 2 for the matrix, 1 + 1 for the scalars, 3 for the rank-0 memref.
+        assert_eq!(back.flat_param_count(), 12);
+    }
+
+    #[test]
+    fn bad_manifests_say_where() {
+        let k = kernel().to_manifest();
+        for (edit, want) in [
+            (
+                k.replace("grid = 3 2 1", "grid = 3 2"),
+                "grid: expected three",
+            ),
+            (
+                k.replace("block = 128 1 1", "block = 0 1 1"),
+                "three positive sizes",
+            ),
+            (
+                k.replace("param = index 128", "param = index x"),
+                "line 6: param 'index x'",
+            ),
+            (k.replace("name = mm_kernel\n", ""), "no 'name'"),
+            (format!("{k}speed = 3\n"), "unknown key 'speed'"),
+            (format!("{k}param memref\n"), "expected 'key = value'"),
+        ] {
+            let e = GpuKernel::from_manifest(&edit, String::new()).unwrap_err();
+            assert!(e.contains(want), "{e}");
+        }
+    }
+
+    #[test]
+    fn launching_without_a_gpu_is_an_error_not_a_crash() {
+        if crate::driver_present() {
+            return;
+        }
+        assert!(matches!(Gpu::open(0), Err(GpuError::NoDriver)));
+    }
+}

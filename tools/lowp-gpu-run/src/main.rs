@@ -1,0 +1,185 @@
+//! `lowp-gpu-run`: run kernels compiled on another machine on an NVIDIA GPU.
+//!
+//! ```text
+//! lowp-gpu-run DIR... [--seed S] [--check] [--bench N]
+//! ```
+//! Each DIR is what `lowp-run --target cuda --save-kernel DIR` wrote: `kernel.ptx`,
+//! `launch.txt` (grid, block, parameters) and `problem.txt` (the scaled-matmul problem and
+//! the entry's argument roles). The runner generates the problem's seeded inputs with
+//! `lowp-formats` (the same inputs `lowp-run --seed S` makes), runs the kernel, checks the
+//! result against the f64 oracle with `--check`, times `N` launches with CUDA events with
+//! `--bench`, and prints one line per kernel and result, as `lowp-run` does:
+//! `check: PASS max_abs_err=...` and `bench: median_ms=... gflops=...`.
+//!
+//! It links no LLVM or MLIR (a few MB), so it is what a GPU machine gets carried. A failed
+//! check exits 1; a bad bundle, a bad flag or no GPU is one line and exit 2 (1 for no GPU).
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use lowp_formats::problem::{MatmulSpec, Role};
+use lowp_runtime::kernel::GpuKernel;
+use lowp_runtime::Gpu;
+
+const USAGE: &str = "usage: lowp-gpu-run DIR... [--seed S] [--check] [--bench N]
+  DIR        a kernel bundle written by lowp-run --target cuda --save-kernel DIR
+  --seed S   input seed (default 1, as lowp-run)
+  --check    compare each result with the lowp-formats f64 oracle
+  --bench N  time N launches (CUDA events), print the median and GFLOP/s";
+
+/// `println!` that never panics on a closed pipe.
+macro_rules! say {
+    ($($arg:tt)*) => {{
+        let _ = writeln!(std::io::stdout(), $($arg)*);
+    }};
+}
+
+struct Args {
+    dirs: Vec<PathBuf>,
+    seed: u64,
+    check: bool,
+    bench: Option<usize>,
+}
+
+fn parse(raw: Vec<String>) -> Result<Args, String> {
+    let mut a = Args {
+        dirs: Vec::new(),
+        seed: 1,
+        check: false,
+        bench: None,
+    };
+    let mut it = raw.into_iter();
+    while let Some(arg) = it.next() {
+        let mut value = |flag: &str| it.next().ok_or(format!("{flag} needs a value\n{USAGE}"));
+        match arg.as_str() {
+            "-h" | "--help" => return Err(USAGE.into()),
+            "--seed" => {
+                let v = value("--seed")?;
+                a.seed = v
+                    .parse()
+                    .map_err(|_| format!("--seed: '{v}' is not a number"))?;
+            }
+            "--check" => a.check = true,
+            "--bench" => {
+                let v = value("--bench")?;
+                a.bench = Some(
+                    v.parse()
+                        .ok()
+                        .filter(|&n: &usize| n > 0)
+                        .ok_or(format!("--bench: '{v}' is not a positive number of runs"))?,
+                );
+            }
+            f if f.starts_with('-') => return Err(format!("unknown option '{f}'\n{USAGE}")),
+            dir => a.dirs.push(PathBuf::from(dir)),
+        }
+    }
+    if a.dirs.is_empty() {
+        return Err(format!("no kernel bundle given\n{USAGE}"));
+    }
+    Ok(a)
+}
+
+/// A bundle's kernel, problem and argument roles.
+fn read_bundle(dir: &Path) -> Result<(GpuKernel, MatmulSpec, Vec<Role>), String> {
+    let read = |name: &str| {
+        let path = dir.join(name);
+        std::fs::read_to_string(&path).map_err(|e| format!("cannot read '{}': {e}", path.display()))
+    };
+    let at = |what: &str, e: String| format!("{}/{what}: {e}", dir.display());
+    let kernel = GpuKernel::from_manifest(&read("launch.txt")?, read("kernel.ptx")?)
+        .map_err(|e| at("launch.txt", e))?;
+    let problem = read("problem.txt")?;
+    let spec = MatmulSpec::from_manifest(&problem).map_err(|e| at("problem.txt", e))?;
+    let roles_line = problem
+        .lines()
+        .filter_map(|l| l.split_once('='))
+        .find(|(k, _)| k.trim() == "roles")
+        .map(|(_, v)| v.trim().to_string())
+        .ok_or_else(|| at("problem.txt", "no 'roles' line".into()))?;
+    let roles = Role::parse_list(&roles_line).map_err(|e| at("problem.txt", e))?;
+    if roles.len() != spec.roles().len() || !roles.contains(&Role::Out) {
+        return Err(at(
+            "problem.txt",
+            format!(
+                "roles '{roles_line}' do not match the problem's {} arguments",
+                spec.roles().len()
+            ),
+        ));
+    }
+    Ok((kernel, spec, roles))
+}
+
+/// Run every bundle; `Ok(false)` when a check failed.
+fn run(a: &Args) -> Result<bool, (String, u8)> {
+    let bundles: Vec<_> = a
+        .dirs
+        .iter()
+        .map(|d| read_bundle(d).map(|b| (d, b)))
+        .collect::<Result<_, _>>()
+        .map_err(|e| (e, 2))?;
+    let gpu = Gpu::open(0).map_err(|e| (e.to_string(), 1))?;
+    say!(
+        "device: {}",
+        gpu.describe().map_err(|e| (e.to_string(), 1))?
+    );
+    let mut passed = true;
+    for (dir, (kernel, spec, roles)) in bundles {
+        say!(
+            "kernel: {} {} chip={} {}x{}x{} {}[{}] x {}[{}] grid={:?} block={:?}",
+            dir.display(),
+            kernel.name,
+            kernel.chip,
+            spec.m,
+            spec.n,
+            spec.k,
+            spec.lhs,
+            spec.lhs_layout,
+            spec.rhs,
+            spec.rhs_layout,
+            kernel.grid,
+            kernel.block
+        );
+        let inputs = spec.inputs(a.seed);
+        let r = lowp_runtime::matmul::run(&gpu, &kernel, &spec, &roles, &inputs, a.bench)
+            .map_err(|e| (format!("{}: {e}", dir.display()), 1))?;
+        if a.check {
+            let c = spec.check(&inputs, &r.result);
+            say!(
+                "check: {} max_abs_err={:.3e} max_rel_err={:.3e} bound_ratio={:.3} \
+                 nonfinite_mismatches={}",
+                if c.passed { "PASS" } else { "FAIL" },
+                c.stats.max_abs_err,
+                c.stats.max_rel_err,
+                c.stats.max_bound_ratio,
+                c.stats.nonfinite_mismatches
+            );
+            passed &= c.passed;
+        }
+        if let Some((ms, runs)) = r.median_ms {
+            say!(
+                "bench: median_ms={ms:.3} gflops={:.2} runs={runs}",
+                spec.flops() / (ms * 1e6)
+            );
+        }
+    }
+    Ok(passed)
+}
+
+fn main() -> ExitCode {
+    let args = match parse(std::env::args().skip(1).collect()) {
+        Ok(a) => a,
+        Err(msg) => {
+            eprintln!("lowp-gpu-run: {msg}");
+            return ExitCode::from(2);
+        }
+    };
+    match run(&args) {
+        Ok(true) => ExitCode::SUCCESS,
+        Ok(false) => ExitCode::from(1),
+        Err((msg, code)) => {
+            eprintln!("lowp-gpu-run: {msg}");
+            ExitCode::from(code)
+        }
+    }
+}
