@@ -38,7 +38,7 @@ use crate::expand_quantize::{
 };
 use crate::ir::Emitter;
 use crate::to_loops::{matmul_operands, segment, MatmulOperands};
-use crate::to_parallel_loops::store_result;
+use crate::to_parallel_loops::{global_product, store_result};
 use crate::PassError;
 
 /// Warps (waves) per block along M and N.
@@ -618,35 +618,38 @@ impl<'p, 'c, 'a> Kernel<'p, 'c, 'a> {
             .collect()
     }
 
-    /// Store accumulator `x` of a lane (with the per-tensor / per-channel scales when no
-    /// scale changes along K, `2^shift`, the globals, the bias) if it is inside C.
-    pub(crate) fn epilogue(
-        &self,
-        e: &Emitter<'c, 'a>,
-        l: &Lane<'c, 'a>,
-        x: usize,
-        v: Value<'c, 'a>,
-    ) {
-        let (row, col) = self.acc_coords(e, l, x);
-        let inside = e.andi(
-            e.cmpi(CmpiPredicate::Ult, row, self.m),
-            e.cmpi(CmpiPredicate::Ult, col, self.n),
-        );
-        e.if_then(inside, |e| {
-            let mut v = v;
-            if self.plan.seg.is_none() && !self.plan.scaled {
-                let zero = e.index(0);
-                v = e.mulf(
-                    e.mulf(v, self.sa.block_value(e, row, zero)),
-                    self.sb.block_value(e, col, zero),
-                );
-            }
-            let shift = self.plan.a.shift + self.plan.b.shift;
-            if shift != 0 {
-                v = e.mulf(v, e.f32((shift as f32).exp2()));
-            }
-            store_result(e, &self.o, &self.sa, &self.sb, self.out_type, v, row, col);
-        });
+    /// Store a lane's accumulators (with the per-tensor / per-channel scales when no scale
+    /// changes along K, `2^shift`, the globals, the bias), those inside C. What does not
+    /// depend on the element (a per-tensor scale, the globals) is read once per lane.
+    pub(crate) fn epilogue(&self, e: &Emitter<'c, 'a>, l: &Lane<'c, 'a>, acc: &[Value<'c, 'a>]) {
+        let zero = e.index(0);
+        let whole = self.plan.seg.is_none() && !self.plan.scaled;
+        let once = |s: &Scaled<'c, 'a>| {
+            (whole && s.layout == lowp_formats::ScaleLayout::PerTensor)
+                .then(|| s.block_value(e, zero, zero))
+        };
+        let (ta, tb) = (once(&self.sa), once(&self.sb));
+        let global = global_product(e, &self.sa, &self.sb);
+        for (x, &v) in acc.iter().enumerate() {
+            let (row, col) = self.acc_coords(e, l, x);
+            let inside = e.andi(
+                e.cmpi(CmpiPredicate::Ult, row, self.m),
+                e.cmpi(CmpiPredicate::Ult, col, self.n),
+            );
+            e.if_then(inside, |e| {
+                let mut v = v;
+                if whole {
+                    let sa = ta.unwrap_or_else(|| self.sa.block_value(e, row, zero));
+                    let sb = tb.unwrap_or_else(|| self.sb.block_value(e, col, zero));
+                    v = e.mulf(e.mulf(v, sa), sb);
+                }
+                let shift = self.plan.a.shift + self.plan.b.shift;
+                if shift != 0 {
+                    v = e.mulf(v, e.f32((shift as f32).exp2()));
+                }
+                store_result(e, &self.o, global, self.out_type, v, row, col);
+            });
+        }
     }
 }
 
@@ -732,9 +735,7 @@ fn hardware_block<'c, 'a>(
             },
             |e, k0, acc, part| kn.promote(e, &l, k0, acc, part),
         );
-        for (x, &v) in acc.iter().enumerate() {
-            kn.epilogue(e, &l, x, v);
-        }
+        kn.epilogue(e, &l, &acc);
     });
 }
 
@@ -833,10 +834,10 @@ fn emulated_block<'c, 'a>(
         });
         per_lane(e, &|e, lane| {
             let l = kn.lane(e, bm, bn, warp, lane);
-            for x in 0..accs {
-                let v = e.load(f.acc, &[slot(e, lane, accs, x)]);
-                kn.epilogue(e, &l, x, v);
-            }
+            let acc: Vec<Value> = (0..accs)
+                .map(|x| e.load(f.acc, &[slot(e, lane, accs, x)]))
+                .collect();
+            kn.epilogue(e, &l, &acc);
         });
         vec![]
     });

@@ -188,33 +188,39 @@ impl<'c, 'a> Element<'c, 'a> {
                 sb.block_value(e, j, zero),
             );
         }
-        store_result(e, &self.o, sa, sb, self.out_type, v, i, j);
+        let global = global_product(e, sa, sb);
+        store_result(e, &self.o, global, self.out_type, v, i, j);
     }
 }
 
-/// The common tail of every matmul kernel: `v` (C[i, j] with its block and per-tensor /
-/// per-channel scales applied) times the NVFP4 globals, plus the bias, rounded to the
-/// result type and stored.
-#[allow(clippy::too_many_arguments)]
-pub(crate) fn store_result<'c, 'a>(
+/// The product of the NVFP4 global scales, `None` without them. Read in the kernel, not
+/// on the host: on a GPU the host cannot read device memory.
+pub(crate) fn global_product<'c, 'a>(
     e: &Emitter<'c, 'a>,
-    o: &MatmulOperands<'c, 'a>,
     sa: &Scaled<'c, 'a>,
     sb: &Scaled<'c, 'a>,
-    out_type: Type<'c>,
-    mut v: Value<'c, 'a>,
-    i: Value<'c, 'a>,
-    j: Value<'c, 'a>,
-) {
-    // The NVFP4 global scales are read in the body, not hoisted: on a GPU the host
-    // cannot read device memory (and the loads hit the cache after the first thread).
-    let global = match (sa.global_value(e), sb.global_value(e)) {
+) -> Option<Value<'c, 'a>> {
+    match (sa.global_value(e), sb.global_value(e)) {
         (None, None) => None,
         (ga, gb) => Some(e.mulf(
             ga.unwrap_or_else(|| e.f32(1.0)),
             gb.unwrap_or_else(|| e.f32(1.0)),
         )),
-    };
+    }
+}
+
+/// The common tail of every matmul kernel: `v` (C[i, j] with its block and per-tensor /
+/// per-channel scales applied) times the NVFP4 globals' product (from [`global_product`]),
+/// plus the bias, rounded to the result type and stored.
+pub(crate) fn store_result<'c, 'a>(
+    e: &Emitter<'c, 'a>,
+    o: &MatmulOperands<'c, 'a>,
+    global: Option<Value<'c, 'a>>,
+    out_type: Type<'c>,
+    mut v: Value<'c, 'a>,
+    i: Value<'c, 'a>,
+    j: Value<'c, 'a>,
+) {
     if let Some(g) = global {
         v = e.mulf(v, g);
     }

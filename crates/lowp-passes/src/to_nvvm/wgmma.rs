@@ -323,9 +323,7 @@ pub(super) fn lower<'c, 'a>(
                 },
                 |e, k0, acc, part| kn.promote(e, &l, k0, acc, part),
             );
-            for (x, &v) in acc.iter().enumerate() {
-                kn.epilogue(e, &l, x, v);
-            }
+            kn.epilogue(e, &l, &acc);
         },
     );
     Ok(())
@@ -393,9 +391,8 @@ fn emulated_block<'c, 'a>(
     });
     threads(e, &|e, t| {
         let l = lane(e, t);
-        for x in 0..ACC {
-            kn.epilogue(e, &l, x, e.load(acc_m, &[at(e, t, x)]));
-        }
+        let acc: Vec<Value> = (0..ACC).map(|x| e.load(acc_m, &[at(e, t, x)])).collect();
+        kn.epilogue(e, &l, &acc);
     });
 }
 
