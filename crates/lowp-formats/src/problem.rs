@@ -486,17 +486,10 @@ impl MatmulSpec {
     /// Read a manifest ([`to_manifest`](Self::to_manifest); other keys are left to the
     /// caller, `#` starts a comment). Every field is required; the spec is validated.
     pub fn from_manifest(text: &str) -> Result<Self, String> {
-        let mut fields = std::collections::HashMap::new();
-        for (i, line) in text.lines().enumerate() {
-            let line = line.split('#').next().unwrap_or("").trim();
-            if line.is_empty() {
-                continue;
-            }
-            let (key, value) = line
-                .split_once('=')
-                .ok_or_else(|| format!("line {}: expected 'key = value', found '{line}'", i + 1))?;
-            fields.insert(key.trim().to_string(), value.trim().to_string());
-        }
+        let fields: std::collections::HashMap<String, String> = manifest_entries(text)?
+            .into_iter()
+            .map(|(_, k, v)| (k, v))
+            .collect();
         let get = |key: &str| {
             fields
                 .get(key)
@@ -535,6 +528,23 @@ impl MatmulSpec {
         spec.validate()?;
         Ok(spec)
     }
+}
+
+/// The `key = value` lines of a manifest with their line numbers (1-based); blank lines and
+/// `#` comments are skipped, anything else is an error naming the line.
+pub fn manifest_entries(text: &str) -> Result<Vec<(usize, String, String)>, String> {
+    let mut entries = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        let line = line.split('#').next().unwrap_or("").trim();
+        if line.is_empty() {
+            continue;
+        }
+        let (key, value) = line
+            .split_once('=')
+            .ok_or_else(|| format!("line {}: expected 'key = value', found '{line}'", i + 1))?;
+        entries.push((i + 1, key.trim().to_string(), value.trim().to_string()));
+    }
+    Ok(entries)
 }
 
 /// `MemAvailable` of /proc/meminfo, or 16 GiB where it cannot be read.

@@ -23,14 +23,14 @@ pub(crate) fn lower<'c, 'a>(
     let el = Element::prepare(e, op)?;
     let (zero, one) = (e.index(0), e.index(1));
     let (bx, by) = (e.index(BLOCK.0), e.index(BLOCK.1));
-    let grid = [ceil_div(e, el.n, bx), ceil_div(e, el.m, by)];
+    let grid = [ceil_div(e, el.ops.n, bx), ceil_div(e, el.ops.m, by)];
     e.parallel_nest(&[zero, zero], &grid, &[one, one], |e, b| {
         e.parallel_nest(&[zero, zero], &[bx, by], &[one, one], |e, t| {
             let j = e.addi(e.muli(b[0], bx), t[0]);
             let i = e.addi(e.muli(b[1], by), t[1]);
             let inside = e.andi(
-                e.cmpi(CmpiPredicate::Ult, i, el.m),
-                e.cmpi(CmpiPredicate::Ult, j, el.n),
+                e.cmpi(CmpiPredicate::Ult, i, el.ops.m),
+                e.cmpi(CmpiPredicate::Ult, j, el.ops.n),
             );
             e.if_then(inside, |e| el.emit(e, i, j));
         });

@@ -29,16 +29,13 @@
 use lowp_formats::ScaledFormat;
 use melior::dialect::arith::CmpiPredicate;
 use melior::ir::operation::OperationLike;
-use melior::ir::r#type::MemRefType;
-use melior::ir::{OperationRef, ShapedTypeLike, Type, Value, ValueLike};
+use melior::ir::{OperationRef, Value};
 
 use crate::codes;
-use crate::expand_quantize::{
-    ceil_div, code_format, layout_attr_of, load_code, storage_cast, unsupported, Scaled,
-};
+use crate::expand_quantize::{ceil_div, code_format, layout_attr_of, load_code, Scaled};
 use crate::ir::Emitter;
-use crate::to_loops::{matmul_operands, segment, MatmulOperands};
-use crate::to_parallel_loops::{global_product, store_result};
+use crate::to_loops::{matmul_operands, segment};
+use crate::to_parallel_loops::{global_product, store_result, Operands};
 use crate::PassError;
 
 /// Warps (waves) per block along M and N.
@@ -293,15 +290,7 @@ pub(crate) struct Kernel<'p, 'c, 'a> {
     pub(crate) plan: &'p Plan,
     instr: &'p dyn Instr,
     shape: Shape,
-    o: MatmulOperands<'c, 'a>,
-    pub(crate) bits_a: Value<'c, 'a>,
-    pub(crate) bits_b: Value<'c, 'a>,
-    sa: Scaled<'c, 'a>,
-    sb: Scaled<'c, 'a>,
-    out_type: Type<'c>,
-    pub(crate) m: Value<'c, 'a>,
-    pub(crate) n: Value<'c, 'a>,
-    pub(crate) k: Value<'c, 'a>,
+    pub(crate) ops: Operands<'c, 'a>,
 }
 
 /// One lane's place: its warp's (or warpgroup's) tile origin in C and its lane index.
@@ -344,37 +333,11 @@ impl<'p, 'c, 'a> Kernel<'p, 'c, 'a> {
         plan: &'p Plan,
         instr: &'p dyn Instr,
     ) -> Result<Self, PassError> {
-        let o = matmul_operands(op)?;
-        let cast =
-            |codes| storage_cast(e, codes).ok_or_else(|| unsupported(op, "codes are not castable"));
-        let (bits_a, bits_b) = (cast(o.lhs)?, cast(o.rhs)?);
-        let la = layout_attr_of(op, "lhs_layout")?;
-        let lb = layout_attr_of(op, "rhs_layout")?;
-        let sa = Scaled::new(e, op, la, o.lhs_scales, o.lhs_global)?;
-        let sb = Scaled::new(e, op, lb, o.rhs_scales, o.rhs_global)?;
-        let out_type = MemRefType::try_from(o.out.r#type())
-            .map_err(|_| unsupported(op, "result is not a memref"))?
-            .element();
-        let m = e.dim(o.lhs, 0);
-        let n = e.dim(o.rhs, 0);
-        let k = if plan.a.packed {
-            e.muli(e.dim(o.lhs, 1), e.index(2))
-        } else {
-            e.dim(o.lhs, 1)
-        };
         Ok(Kernel {
             plan,
             instr,
             shape: instr.shape(),
-            o,
-            bits_a,
-            bits_b,
-            sa,
-            sb,
-            out_type,
-            m,
-            n,
-            k,
+            ops: Operands::read(e, op)?,
         })
     }
 
@@ -429,8 +392,8 @@ impl<'p, 'c, 'a> Kernel<'p, 'c, 'a> {
         row: Value<'c, 'a>,
         kb: Value<'c, 'a>,
     ) -> Value<'c, 'a> {
-        let inside = e.cmpi(CmpiPredicate::Ult, kb, self.k);
-        let kc = e.minui(kb, e.subi(self.k, e.index(1)));
+        let inside = e.cmpi(CmpiPredicate::Ult, kb, self.ops.k);
+        let kc = e.minui(kb, e.subi(self.ops.k, e.index(1)));
         let mut code = load_code(e, bits, src.packed, row, kc);
         if let Some(table) = &src.table {
             code = translate(e, table, code);
@@ -466,8 +429,8 @@ impl<'p, 'c, 'a> Kernel<'p, 'c, 'a> {
         }
         let per_v = e.index(per as i64);
         let fast = e.andi(
-            e.cmpi(CmpiPredicate::Ule, e.addi(kw, per_v), self.k),
-            e.cmpi(CmpiPredicate::Eq, e.remui(self.k, per_v), e.index(0)),
+            e.cmpi(CmpiPredicate::Ule, e.addi(kw, per_v), self.ops.k),
+            e.cmpi(CmpiPredicate::Eq, e.remui(self.ops.k, per_v), e.index(0)),
         );
         let byte = if src.packed {
             e.divui(kw, e.index(2))
@@ -499,8 +462,8 @@ impl<'p, 'c, 'a> Kernel<'p, 'c, 'a> {
                 w
             }
         };
-        let last_row = e.subi(self.m, e.index(1));
-        let last_col = e.subi(self.n, e.index(1));
+        let last_row = e.subi(self.ops.m, e.index(1));
+        let last_col = e.subi(self.ops.n, e.index(1));
         let mut a = Vec::new();
         for mt in 0..s.tiles.0 {
             for r in 0..s.a_words {
@@ -508,7 +471,14 @@ impl<'p, 'c, 'a> Kernel<'p, 'c, 'a> {
                 // Rows past M read row M - 1: their results are never stored.
                 let row = e.addi(e.addi(l.row0, e.index(mt as i64 * s.m)), row);
                 let row = e.minui(row, last_row);
-                let w = self.word(e, &self.plan.a, self.bits_a, s.a_bits, row, e.addi(kk, k0));
+                let w = self.word(
+                    e,
+                    &self.plan.a,
+                    self.ops.bits_a,
+                    s.a_bits,
+                    row,
+                    e.addi(kk, k0),
+                );
                 a.push(part(e, k0, w));
             }
         }
@@ -518,7 +488,14 @@ impl<'p, 'c, 'a> Kernel<'p, 'c, 'a> {
                 let (col, k0) = self.instr.b_reg(e, l.lane, r);
                 let col = e.addi(e.addi(l.col0, e.index(nt as i64 * s.n)), col);
                 let col = e.minui(col, last_col);
-                let w = self.word(e, &self.plan.b, self.bits_b, s.b_bits, col, e.addi(kk, k0));
+                let w = self.word(
+                    e,
+                    &self.plan.b,
+                    self.ops.bits_b,
+                    s.b_bits,
+                    col,
+                    e.addi(kk, k0),
+                );
                 b.push(part(e, k0, w));
             }
         }
@@ -537,7 +514,7 @@ impl<'p, 'c, 'a> Kernel<'p, 'c, 'a> {
         let i32t = e.int_type(32);
         let block = e.index(32);
         let code = |sc: &Scaled<'c, 'a>, r: Value<'c, 'a>, k: Value<'c, 'a>| {
-            let k = e.minui(k, e.subi(self.k, e.index(1)));
+            let k = e.minui(k, e.subi(self.ops.k, e.index(1)));
             e.extui(e.load(sc.scales, &[r, e.divui(k, block)]), i32t)
         };
         let a = (0..s.tiles.0)
@@ -545,8 +522,8 @@ impl<'p, 'c, 'a> Kernel<'p, 'c, 'a> {
                 let (row, k0) = self.instr.a_reg(e, l.lane, 0);
                 let row = e.addi(e.addi(l.row0, e.index(mt as i64 * s.m)), row);
                 code(
-                    &self.sa,
-                    e.minui(row, e.subi(self.m, e.index(1))),
+                    &self.ops.sa,
+                    e.minui(row, e.subi(self.ops.m, e.index(1))),
                     e.addi(kk, k0),
                 )
             })
@@ -556,8 +533,8 @@ impl<'p, 'c, 'a> Kernel<'p, 'c, 'a> {
                 let (col, k0) = self.instr.b_reg(e, l.lane, 0);
                 let col = e.addi(e.addi(l.col0, e.index(nt as i64 * s.n)), col);
                 code(
-                    &self.sb,
-                    e.minui(col, e.subi(self.n, e.index(1))),
+                    &self.ops.sb,
+                    e.minui(col, e.subi(self.ops.n, e.index(1))),
                     e.addi(kk, k0),
                 )
             })
@@ -607,12 +584,15 @@ impl<'p, 'c, 'a> Kernel<'p, 'c, 'a> {
         if self.plan.seg.is_none() || self.plan.scaled {
             return acc.iter().zip(part).map(|(&a, &p)| e.addf(a, p)).collect();
         }
-        let (last_row, last_col) = (e.subi(self.m, e.index(1)), e.subi(self.n, e.index(1)));
+        let (last_row, last_col) = (
+            e.subi(self.ops.m, e.index(1)),
+            e.subi(self.ops.n, e.index(1)),
+        );
         (0..acc.len())
             .map(|x| {
                 let (row, col) = self.acc_coords(e, l, x);
-                let sa = self.sa.block_value(e, e.minui(row, last_row), k0);
-                let sb = self.sb.block_value(e, e.minui(col, last_col), k0);
+                let sa = self.ops.sa.block_value(e, e.minui(row, last_row), k0);
+                let sb = self.ops.sb.block_value(e, e.minui(col, last_col), k0);
                 e.addf(acc[x], e.mulf(part[x], e.mulf(sa, sb)))
             })
             .collect()
@@ -628,26 +608,26 @@ impl<'p, 'c, 'a> Kernel<'p, 'c, 'a> {
             (whole && s.layout == lowp_formats::ScaleLayout::PerTensor)
                 .then(|| s.block_value(e, zero, zero))
         };
-        let (ta, tb) = (once(&self.sa), once(&self.sb));
-        let global = global_product(e, &self.sa, &self.sb);
+        let (ta, tb) = (once(&self.ops.sa), once(&self.ops.sb));
+        let global = global_product(e, &self.ops.sa, &self.ops.sb);
         for (x, &v) in acc.iter().enumerate() {
             let (row, col) = self.acc_coords(e, l, x);
             let inside = e.andi(
-                e.cmpi(CmpiPredicate::Ult, row, self.m),
-                e.cmpi(CmpiPredicate::Ult, col, self.n),
+                e.cmpi(CmpiPredicate::Ult, row, self.ops.m),
+                e.cmpi(CmpiPredicate::Ult, col, self.ops.n),
             );
             e.if_then(inside, |e| {
                 let mut v = v;
                 if whole {
-                    let sa = ta.unwrap_or_else(|| self.sa.block_value(e, row, zero));
-                    let sb = tb.unwrap_or_else(|| self.sb.block_value(e, col, zero));
+                    let sa = ta.unwrap_or_else(|| self.ops.sa.block_value(e, row, zero));
+                    let sb = tb.unwrap_or_else(|| self.ops.sb.block_value(e, col, zero));
                     v = e.mulf(e.mulf(v, sa), sb);
                 }
                 let shift = self.plan.a.shift + self.plan.b.shift;
                 if shift != 0 {
                     v = e.mulf(v, e.f32((shift as f32).exp2()));
                 }
-                store_result(e, &self.o, global, self.out_type, v, row, col);
+                store_result(e, &self.ops.o, global, self.ops.out_type, v, row, col);
             });
         }
     }
@@ -666,8 +646,8 @@ pub(crate) fn lower<'c, 'a>(
     let (zero, one) = (e.index(0), e.index(1));
     let (tm, tn) = kernel.shape.block_tile();
     let grid = [
-        ceil_div(e, kernel.n, e.index(tn)),
-        ceil_div(e, kernel.m, e.index(tm)),
+        ceil_div(e, kernel.ops.n, e.index(tn)),
+        ceil_div(e, kernel.ops.m, e.index(tm)),
     ];
     e.parallel_nest(&[zero, zero], &grid, &[one, one], |e, b| {
         if emulate {
@@ -695,10 +675,10 @@ pub(crate) fn segments<'c, 'a>(
 ) -> Vec<Value<'c, 'a>> {
     let (zero, one) = (e.index(0), e.index(1));
     let span = e.index(kn.plan.span);
-    let count = ceil_div(e, kn.k, span);
+    let count = ceil_div(e, kn.ops.k, span);
     e.for_loop(zero, count, one, inits, |e, s, acc| {
         let k0 = e.muli(s, span);
-        let k1 = e.minui(e.addi(k0, span), kn.k);
+        let k1 = e.minui(e.addi(k0, span), kn.ops.k);
         let part = k_steps(e, k0, k1);
         promote(e, k0, acc, &part)
     })
@@ -798,10 +778,10 @@ fn emulated_block<'c, 'a>(
     e.for_loop(zero, e.index(WARPS.0 * WARPS.1), one, &[], |e, warp, _| {
         clear(e, f.acc);
         let span = e.index(kn.plan.span);
-        let count = ceil_div(e, kn.k, span);
+        let count = ceil_div(e, kn.ops.k, span);
         e.for_loop(zero, count, one, &[], |e, seg, _| {
             let k0 = e.muli(seg, span);
-            let k1 = e.minui(e.addi(k0, span), kn.k);
+            let k1 = e.minui(e.addi(k0, span), kn.ops.k);
             clear(e, f.part);
             e.for_loop(k0, k1, e.index(kn.plan.step), &[], |e, kk, _| {
                 per_lane(e, &|e, lane| {

@@ -71,46 +71,43 @@ fn lower_scaled_matmul<'c, 'a>(
     let (zero, one) = (e.index(0), e.index(1));
     // Columns first: mapped onto GPU threads, consecutive threads (x) take consecutive
     // columns, so that the store of C is coalesced and the load of A[i, k] is one broadcast.
-    e.parallel_nest(&[zero, zero], &[el.n, el.m], &[one, one], |e, ji| {
-        el.emit(e, ji[1], ji[0])
-    });
+    e.parallel_nest(
+        &[zero, zero],
+        &[el.ops.n, el.ops.m],
+        &[one, one],
+        |e, ji| el.emit(e, ji[1], ji[0]),
+    );
     Ok(())
 }
 
-/// One output element of a `lowp.scaled_matmul`: what every iteration needs, prepared once
-/// before the loops (storage casts, sizes, scale readers), and the body that computes
-/// C[i, j]. Shared with the generic kernel of `lowp-to-nvvm`.
-pub(crate) struct Element<'c, 'a> {
-    o: MatmulOperands<'c, 'a>,
-    seg: Option<i64>,
-    fa: lowp_formats::ScaledFormat,
-    fb: lowp_formats::ScaledFormat,
-    packed_a: bool,
-    packed_b: bool,
-    bits_a: Value<'c, 'a>,
-    bits_b: Value<'c, 'a>,
-    sa: Scaled<'c, 'a>,
-    sb: Scaled<'c, 'a>,
-    out_type: Type<'c>,
-    /// Rows of A (and C).
+/// A `lowp.scaled_matmul`'s operands as the kernels read them, prepared once before their
+/// loops: storage casts of the codes, the scale readers, the result type and the sizes.
+/// Shared by every matmul lowering of the GPU passes.
+pub(crate) struct Operands<'c, 'a> {
+    pub(crate) o: MatmulOperands<'c, 'a>,
+    /// The K segment over which neither scale changes.
+    pub(crate) seg: Option<i64>,
+    pub(crate) fa: lowp_formats::ScaledFormat,
+    pub(crate) fb: lowp_formats::ScaledFormat,
+    pub(crate) packed_a: bool,
+    pub(crate) packed_b: bool,
+    pub(crate) bits_a: Value<'c, 'a>,
+    pub(crate) bits_b: Value<'c, 'a>,
+    pub(crate) sa: Scaled<'c, 'a>,
+    pub(crate) sb: Scaled<'c, 'a>,
+    pub(crate) out_type: Type<'c>,
+    /// Rows of A (and C), rows of B (columns of C), K.
     pub(crate) m: Value<'c, 'a>,
-    /// Rows of B (columns of C).
     pub(crate) n: Value<'c, 'a>,
-    k: Value<'c, 'a>,
-    segments: Value<'c, 'a>,
-    seg_len: Value<'c, 'a>,
+    pub(crate) k: Value<'c, 'a>,
 }
 
-impl<'c, 'a> Element<'c, 'a> {
-    /// Read the op's operands and emit what the loops share (before them, at `e`).
-    pub(crate) fn prepare(
-        e: &Emitter<'c, 'a>,
-        op: OperationRef<'c, 'a>,
-    ) -> Result<Self, PassError> {
+impl<'c, 'a> Operands<'c, 'a> {
+    /// Read the op's operands and emit what the kernels share (before them, at `e`).
+    pub(crate) fn read(e: &Emitter<'c, 'a>, op: OperationRef<'c, 'a>) -> Result<Self, PassError> {
         let o = matmul_operands(op)?;
         let la = layout_attr_of(op, "lhs_layout")?;
         let lb = layout_attr_of(op, "rhs_layout")?;
-        let seg = segment(la, lb);
         let (fa, packed_a) = code_format(op, o.lhs)?;
         let (fb, packed_b) = code_format(op, o.rhs)?;
         let cast =
@@ -121,24 +118,16 @@ impl<'c, 'a> Element<'c, 'a> {
         let out_type = melior::ir::r#type::MemRefType::try_from(o.out.r#type())
             .map_err(|_| unsupported(op, "result is not a memref"))?
             .element();
-        let one = e.index(1);
         let m = e.dim(o.lhs, 0);
         let n = e.dim(o.rhs, 0);
-        let k = {
-            let d = e.dim(o.lhs, 1);
-            if packed_a {
-                e.muli(d, e.index(2))
-            } else {
-                d
-            }
-        };
-        let (segments, seg_len) = match seg {
-            Some(s) => (ceil_div(e, k, e.index(s)), e.index(s)),
-            None => (one, k),
+        let k = if packed_a {
+            e.muli(e.dim(o.lhs, 1), e.index(2))
+        } else {
+            e.dim(o.lhs, 1)
         };
         Ok(Self {
             o,
-            seg,
+            seg: segment(la, lb),
             fa,
             fb,
             packed_a,
@@ -151,6 +140,32 @@ impl<'c, 'a> Element<'c, 'a> {
             m,
             n,
             k,
+        })
+    }
+}
+
+/// One output element of a `lowp.scaled_matmul`: its operands and K segments, prepared
+/// once before the loops, and the body that computes C[i, j]. Shared with the generic GPU
+/// kernel.
+pub(crate) struct Element<'c, 'a> {
+    pub(crate) ops: Operands<'c, 'a>,
+    segments: Value<'c, 'a>,
+    seg_len: Value<'c, 'a>,
+}
+
+impl<'c, 'a> Element<'c, 'a> {
+    /// Read the op's operands and emit what the loops share (before them, at `e`).
+    pub(crate) fn prepare(
+        e: &Emitter<'c, 'a>,
+        op: OperationRef<'c, 'a>,
+    ) -> Result<Self, PassError> {
+        let ops = Operands::read(e, op)?;
+        let (segments, seg_len) = match ops.seg {
+            Some(s) => (ceil_div(e, ops.k, e.index(s)), e.index(s)),
+            None => (e.index(1), ops.k),
+        };
+        Ok(Self {
+            ops,
             segments,
             seg_len,
         })
@@ -160,13 +175,21 @@ impl<'c, 'a> Element<'c, 'a> {
     pub(crate) fn emit(&self, e: &Emitter<'c, 'a>, i: Value<'c, 'a>, j: Value<'c, 'a>) {
         let (zero, one) = (e.index(0), e.index(1));
         let zf = e.f32(0.0);
-        let (seg, sa, sb) = (self.seg, &self.sa, &self.sb);
+        let (seg, sa, sb) = (self.ops.seg, &self.ops.sa, &self.ops.sb);
         let total = e.for_loop(zero, self.segments, one, &[zf], |e, s, w| {
             let k0 = e.muli(s, self.seg_len);
-            let k1 = e.minui(e.addi(k0, self.seg_len), self.k);
+            let k1 = e.minui(e.addi(k0, self.seg_len), self.ops.k);
             let p = e.for_loop(k0, k1, one, &[zf], |e, kk, acc| {
-                let x = codes::decode(e, self.fa, load_code(e, self.bits_a, self.packed_a, i, kk));
-                let y = codes::decode(e, self.fb, load_code(e, self.bits_b, self.packed_b, j, kk));
+                let x = codes::decode(
+                    e,
+                    self.ops.fa,
+                    load_code(e, self.ops.bits_a, self.ops.packed_a, i, kk),
+                );
+                let y = codes::decode(
+                    e,
+                    self.ops.fb,
+                    load_code(e, self.ops.bits_b, self.ops.packed_b, j, kk),
+                );
                 vec![e.addf(acc[0], e.mulf(x, y))]
             })[0];
             let w = match seg {
@@ -189,7 +212,7 @@ impl<'c, 'a> Element<'c, 'a> {
             );
         }
         let global = global_product(e, sa, sb);
-        store_result(e, &self.o, global, self.out_type, v, i, j);
+        store_result(e, &self.ops.o, global, self.ops.out_type, v, i, j);
     }
 }
 

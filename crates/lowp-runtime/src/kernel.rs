@@ -148,22 +148,15 @@ impl GpuKernel {
                 )),
             }
         };
-        for (i, line) in text.lines().enumerate() {
-            let line = line.split('#').next().unwrap_or("").trim();
-            if line.is_empty() {
-                continue;
-            }
-            let (key, value) = line
-                .split_once('=')
-                .map(|(k, v)| (k.trim(), v.trim()))
-                .ok_or_else(|| format!("line {}: expected 'key = value', found '{line}'", i + 1))?;
-            match key {
+        for (line, key, value) in lowp_formats::problem::manifest_entries(text)? {
+            let value = value.as_str();
+            match key.as_str() {
                 "name" => name = Some(value.to_string()),
                 "chip" => chip = Some(value.to_string()),
                 "grid" => grid = Some(triple(value, "grid")?),
                 "block" => block = Some(triple(value, "block")?),
-                "param" => params.push(param(value).map_err(|e| format!("line {}: {e}", i + 1))?),
-                other => return Err(format!("line {}: unknown key '{other}'", i + 1)),
+                "param" => params.push(param(value).map_err(|e| format!("line {line}: {e}"))?),
+                other => return Err(format!("line {line}: unknown key '{other}'")),
             }
         }
         Ok(Self {

@@ -91,11 +91,11 @@ fn read_bundle(dir: &Path) -> Result<(GpuKernel, MatmulSpec, Vec<Role>), String>
         .map_err(|e| at("launch.txt", e))?;
     let problem = read("problem.txt")?;
     let spec = MatmulSpec::from_manifest(&problem).map_err(|e| at("problem.txt", e))?;
-    let roles_line = problem
-        .lines()
-        .filter_map(|l| l.split_once('='))
-        .find(|(k, _)| k.trim() == "roles")
-        .map(|(_, v)| v.trim().to_string())
+    let roles_line = lowp_formats::problem::manifest_entries(&problem)
+        .map_err(|e| at("problem.txt", e))?
+        .into_iter()
+        .find(|(_, k, _)| k == "roles")
+        .map(|(_, _, v)| v)
         .ok_or_else(|| at("problem.txt", "no 'roles' line".into()))?;
     let roles = Role::parse_list(&roles_line).map_err(|e| at("problem.txt", e))?;
     if roles.len() != spec.roles().len() || !roles.contains(&Role::Out) {

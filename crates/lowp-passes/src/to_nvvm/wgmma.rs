@@ -260,8 +260,8 @@ pub(super) fn lower<'c, 'a>(
     let kn = Kernel::new(e, op, plan, instr)?;
     let (zero, one) = (e.index(0), e.index(1));
     let grid = [
-        ceil_div(e, kn.n, e.index(BN)),
-        ceil_div(e, kn.m, e.index(BM)),
+        ceil_div(e, kn.ops.n, e.index(BN)),
+        ceil_div(e, kn.ops.m, e.index(BM)),
     ];
     if emulate {
         e.parallel_nest(&[zero, zero], &grid, &[one, one], |e, b| {
@@ -369,10 +369,10 @@ fn emulated_block<'c, 'a>(
     let db = descriptor(e, e.int(64, 0));
     clear(e, acc_m);
     let span = e.index(kn.plan.span);
-    let count = ceil_div(e, kn.k, span);
+    let count = ceil_div(e, kn.ops.k, span);
     e.for_loop(zero, count, one, &[], |e, s, _| {
         let k0 = e.muli(s, span);
-        let k1 = e.minui(e.addi(k0, span), kn.k);
+        let k1 = e.minui(e.addi(k0, span), kn.ops.k);
         clear(e, part_m);
         e.for_loop(k0, k1, e.index(kn.plan.step), &[], |e, kk, _| {
             threads(e, &|e, t| copy_tiles(e, kn, &lane(e, t), kk, smem));

@@ -52,7 +52,7 @@ use crate::matrix_kernel::{remark, Operand, Plan, RegisterInstr};
 use crate::registry::{OptionDef, OptionKind, PassDef, PassOptions};
 use crate::to_loops::lower_lowp_ops;
 use crate::PassError;
-use mfma::{f8f6f4_code, Mfma16x16x32, ScaledMfma16x16x128};
+use mfma::{f8f6f4_code, Mfma16};
 
 /// The pass definition.
 pub const PASS: PassDef = PassDef {
@@ -129,7 +129,7 @@ fn scaled_mfma(op: OperationRef) -> Result<Choice, String> {
     let (a, a_type) = operand(fa, pa)?;
     let (b, b_type) = operand(fb, pb)?;
     let plan = Plan::new(op, a, b, 128, true)?;
-    Ok((plan, Box::new(ScaledMfma16x16x128 { a_type, b_type })))
+    Ok((plan, Box::new(Mfma16::Scaled { a_type, b_type })))
 }
 
 /// The FP8 MFMA in the chip's FP8 types.
@@ -146,7 +146,7 @@ fn fp8_mfma(op: OperationRef, chip: &str) -> Result<Choice, String> {
     let a = Operand::new(fa, pa, types, shifts)?;
     let b = Operand::new(fb, pb, types, shifts)?;
     let bf8 = |t: ScaledFormat| matches!(t, ScaledFormat::F8E5M2 | ScaledFormat::F8E5M2Fnuz);
-    let instr = Mfma16x16x32 {
+    let instr = Mfma16::Fp8 {
         a_bf8: bf8(a.ty),
         b_bf8: bf8(b.ty),
     };
