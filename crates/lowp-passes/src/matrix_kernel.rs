@@ -462,43 +462,53 @@ impl<'p, 'c, 'a> Kernel<'p, 'c, 'a> {
                 w
             }
         };
-        let last_row = e.subi(self.ops.m, e.index(1));
-        let last_col = e.subi(self.ops.n, e.index(1));
-        let mut a = Vec::new();
-        for mt in 0..s.tiles.0 {
-            for r in 0..s.a_words {
-                let (row, k0) = self.instr.a_reg(e, l.lane, r);
-                // Rows past M read row M - 1: their results are never stored.
-                let row = e.addi(e.addi(l.row0, e.index(mt as i64 * s.m)), row);
-                let row = e.minui(row, last_row);
-                let w = self.word(
-                    e,
-                    &self.plan.a,
-                    self.ops.bits_a,
-                    s.a_bits,
-                    row,
-                    e.addi(kk, k0),
-                );
-                a.push(part(e, k0, w));
+        // One operand's registers: per tile, per register, the codes of its row (column)
+        // clamped into the matrix (rows past the end are never stored) from its first K.
+        type RegMap<'r, 'c, 'a> =
+            &'r dyn Fn(&Emitter<'c, 'a>, Value<'c, 'a>, usize) -> (Value<'c, 'a>, Value<'c, 'a>);
+        let side = |tiles: usize,
+                    words: usize,
+                    extent: i64,
+                    origin: Value<'c, 'a>,
+                    rows: Value<'c, 'a>,
+                    reg: RegMap<'_, 'c, 'a>,
+                    src: &Operand,
+                    bits: Value<'c, 'a>,
+                    width: u32| {
+            let last = e.subi(rows, e.index(1));
+            let mut out = Vec::with_capacity(tiles * words);
+            for t in 0..tiles {
+                for r in 0..words {
+                    let (rc, k0) = reg(e, l.lane, r);
+                    let rc = e.addi(e.addi(origin, e.index(t as i64 * extent)), rc);
+                    let w = self.word(e, src, bits, width, e.minui(rc, last), e.addi(kk, k0));
+                    out.push(part(e, k0, w));
+                }
             }
-        }
-        let mut b = Vec::new();
-        for nt in 0..s.tiles.1 {
-            for r in 0..s.b_words {
-                let (col, k0) = self.instr.b_reg(e, l.lane, r);
-                let col = e.addi(e.addi(l.col0, e.index(nt as i64 * s.n)), col);
-                let col = e.minui(col, last_col);
-                let w = self.word(
-                    e,
-                    &self.plan.b,
-                    self.ops.bits_b,
-                    s.b_bits,
-                    col,
-                    e.addi(kk, k0),
-                );
-                b.push(part(e, k0, w));
-            }
-        }
+            out
+        };
+        let a = side(
+            s.tiles.0,
+            s.a_words,
+            s.m,
+            l.row0,
+            self.ops.m,
+            &|e, lane, r| self.instr.a_reg(e, lane, r),
+            &self.plan.a,
+            self.ops.bits_a,
+            s.a_bits,
+        );
+        let b = side(
+            s.tiles.1,
+            s.b_words,
+            s.n,
+            l.col0,
+            self.ops.n,
+            &|e, lane, r| self.instr.b_reg(e, lane, r),
+            &self.plan.b,
+            self.ops.bits_b,
+            s.b_bits,
+        );
         (a, b)
     }
 
