@@ -2,20 +2,21 @@
 // RUN: lowp-translate %s --emit=ptx --chip=sm_100a | FileCheck %s --check-prefix=SM100
 
 // lowp IR to sm_90a PTX: the default kernel there is the wgmma one. Both tiles in shared
-// memory, one m64n128k32 per K step between the fences, no local memory.
+// memory, one m64n128k32 per K step between the fences, the next step's loads between its
+// commit and wait (LLVM rotates the loop, so the order is not checked here: see
+// lit/Conversion/LowpToNVVM/wgmma.mlir), no local memory.
 // CHECK:       .target sm_90a
 // CHECK:       .visible .entry mxfp8_kernel(
 // CHECK-NOT:   .local
 // CHECK-DAG:   .shared .align 4 .b8 {{.*}}[2048];
 // CHECK-DAG:   .shared .align 4 .b8 {{.*}}[4096];
-// CHECK:       bar.sync
-// CHECK:       st.shared.b32
-// CHECK:       fence.proxy.async.shared::cta;
-// CHECK:       bar.sync
-// CHECK:       wgmma.fence.sync.aligned;
-// CHECK:       wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e5m2
-// CHECK:       wgmma.commit_group.sync.aligned;
-// CHECK:       wgmma.wait_group.sync.aligned
+// CHECK-DAG:   bar.sync
+// CHECK-DAG:   st.shared.b32
+// CHECK-DAG:   fence.proxy.async.shared::cta;
+// CHECK-DAG:   wgmma.fence.sync.aligned;
+// CHECK-DAG:   wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e5m2
+// CHECK-DAG:   wgmma.commit_group.sync.aligned;
+// CHECK-DAG:   wgmma.wait_group.sync.aligned
 // CHECK-NOT:   .local
 // Blackwell (no wgmma): the mma.sync kernel.
 // SM100:       .target sm_100a

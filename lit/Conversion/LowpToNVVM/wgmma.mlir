@@ -4,24 +4,30 @@
 
 // The sm_90a kernel: one warpgroup per 64 x 128 tile of C in a gpu.launch with the A and
 // B tiles in workgroup memory (K-major, no swizzle: 64 x 32 and 128 x 32 codes as i32
-// words), per K step: barrier, the threads' copies, fence.proxy.async (the wgmma reads
-// through the async proxy), barrier, wgmma.fence, m64n128k32, commit, wait. Numerics:
-// tests/integration/to_nvvm.rs (emulate=true, against the oracle).
+// words). One loop over K carries the accumulators, the partial sums of the segment and the
+// next step's 12 words per thread: barrier, the words into shared memory, fence.proxy.async
+// (the wgmma reads through the async proxy), barrier, wgmma.fence, m64n128k32, commit, the
+// next step's loads while it runs, wait, then at a segment's end the partial sums scaled
+// into the accumulators. Numerics: tests/integration/to_nvvm.rs (emulate=true, against the
+// oracle).
 // CHECK-LABEL: func.func @mxfp8
 // CHECK:       gpu.launch blocks(%{{.*}}) in (%{{.*}} = %{{.*}}, %{{.*}} = %{{.*}}, %{{.*}} = %c1) threads(%[[TX:.*]], %{{.*}}, %{{.*}}) in (%{{.*}} = %c128, %{{.*}} = %c1, %{{.*}} = %c1)
 // CHECK-SAME:    workgroup(%[[SA:.*]] : memref<512xi32, #gpu.address_space<workgroup>>, %[[SB:.*]] : memref<1024xi32, #gpu.address_space<workgroup>>)
 // CHECK:         memref.extract_aligned_pointer_as_index %[[SA]]
-// CHECK:         scf.for {{.*}} -> (f32, f32,
-// CHECK:           scf.for %{{.*}} step %c32 iter_args(
-// CHECK:             gpu.barrier
-// CHECK-COUNT-4:     memref.store %{{.*}}, %[[SA]][%{{.*}}] : memref<512xi32, #gpu.address_space<workgroup>>
-// CHECK-COUNT-8:     memref.store %{{.*}}, %[[SB]][%{{.*}}] : memref<1024xi32, #gpu.address_space<workgroup>>
-// CHECK-NEXT:        nvvm.fence.proxy {kind = #nvvm.proxy_kind<async.shared>, space = #nvvm.shared_space<cta>}
-// CHECK-NEXT:        gpu.barrier
-// CHECK-NEXT:        nvvm.wgmma.fence.aligned
-// CHECK:             nvvm.wgmma.mma_async %{{.*}}, %{{.*}}, %{{.*}}, <m = 64, n = 128, k = 32>, D[<f32>, <one>], A[<e4m3>, <one>, <row>], B[<e5m2>, <one>, <col>]
-// CHECK-NEXT:        nvvm.wgmma.commit.group.sync.aligned
-// CHECK-NEXT:        nvvm.wgmma.wait.group.sync.aligned 0
+// CHECK:         vector.load %{{.*}} {alignment = 4 : i64} : memref<128x256xi8>, vector<4xi8>
+// CHECK:         %{{.*}}:140 = scf.for %[[K:.*]] = %c0 to %{{.*}} step %c32 iter_args(
+// CHECK-NEXT:      gpu.barrier
+// CHECK-COUNT-4:   memref.store %{{.*}}, %[[SA]][%{{.*}}] : memref<512xi32, #gpu.address_space<workgroup>>
+// CHECK-COUNT-8:   memref.store %{{.*}}, %[[SB]][%{{.*}}] : memref<1024xi32, #gpu.address_space<workgroup>>
+// CHECK-NEXT:      nvvm.fence.proxy {kind = #nvvm.proxy_kind<async.shared>, space = #nvvm.shared_space<cta>}
+// CHECK-NEXT:      gpu.barrier
+// CHECK-NEXT:      nvvm.wgmma.fence.aligned
+// CHECK:           nvvm.wgmma.mma_async %{{.*}}, %{{.*}}, %{{.*}}, <m = 64, n = 128, k = 32>, D[<f32>, <one>], A[<e4m3>, <one>, <row>], B[<e5m2>, <one>, <col>]
+// CHECK-NEXT:      nvvm.wgmma.commit.group.sync.aligned
+// CHECK:           vector.load %{{.*}} {alignment = 4 : i64} : memref<128x256xi8>, vector<4xi8>
+// CHECK:           nvvm.wgmma.wait.group.sync.aligned 0
+// CHECK:           scf.if %{{.*}} -> (f32, f32,
+// CHECK:             memref.load %{{.*}} : memref<128x8xi8>
 // CHECK:         memref.store %{{.*}}, %arg4[%{{.*}}, %{{.*}}] : memref<128x64xf32>
 // CHECK:         gpu.terminator
 

@@ -4,13 +4,14 @@
 //!
 //! A block is one warpgroup (128 threads) computing 64 x 128 of C with
 //! `wgmma.mma_async.sync.aligned.m64n128k32.f32.<a>.<b>`, both operands in shared memory
-//! (`gpu.launch` workgroup buffers), A and B K-major (`row` / `col`). Per K step of 32 the
-//! threads copy the A tile (64 x 32 codes, 4 registers each) and the B tile (128 x 32, 8
-//! each) from global memory into shared memory, translated to FP8 where the stored format
-//! embeds in it, then `fence.proxy.async` (generic-proxy stores made visible to the async
-//! proxy wgmma reads through), a barrier, `wgmma.fence`, the instruction, commit and wait.
-//! One stage, no TMA or warp specialization yet: the structure the pipelined kernel grows
-//! from.
+//! (`gpu.launch` workgroup buffers), A and B K-major (`row` / `col`). One loop over K, whose
+//! every step stores the words each thread loaded (A: 64 x 32 codes, 4 words a thread; B:
+//! 128 x 32, 8 words; translated to FP8 where the stored format embeds in it) into shared
+//! memory, then `fence.proxy.async` (generic-proxy stores made visible to the async proxy
+//! wgmma reads through), a barrier, `wgmma.fence`, the instruction and its commit; while it
+//! runs, the threads load the next step's words into registers; then the wait, and at the
+//! end of a K segment the partial sums go into the accumulators with the segment's scales.
+//! One shared-memory stage, register prefetch, no TMA or warp specialization yet.
 //!
 //! Shared-memory layout: K-major without swizzle, core matrices of 8 rows x 16 bytes, the
 //! one of (8-row group g, K half h) at byte `(2g + h) * 128`: a matrix descriptor with
@@ -24,13 +25,14 @@
 //! descriptors and reading the codes where the descriptors say they are.
 
 use lowp_formats::ScaledFormat;
+use melior::dialect::arith::CmpiPredicate;
 use melior::ir::operation::OperationBuilder;
 use melior::ir::{Attribute, Identifier, OperationRef, Type, Value};
 
 use crate::codes;
 use crate::expand_quantize::ceil_div;
 use crate::ir::Emitter;
-use crate::matrix_kernel::{segments, Instr, Kernel, Lane, Operand, Plan, Shape};
+use crate::matrix_kernel::{Instr, Kernel, Lane, Operand, Plan, Shape};
 use crate::PassError;
 
 /// The block's tile of C and its threads.
@@ -165,8 +167,20 @@ fn copy_tiles<'c, 'a>(
     smem: [Value<'c, 'a>; 2],
 ) {
     let (a, b) = kn.fragments(e, l, kk);
+    store_tiles(e, l, &a, &b, smem);
+}
+
+/// Store a thread's words of both tiles (loaded by [`Kernel::fragments`]) into the
+/// shared-memory buffers.
+fn store_tiles<'c, 'a>(
+    e: &Emitter<'c, 'a>,
+    l: &Lane<'c, 'a>,
+    a: &[Value<'c, 'a>],
+    b: &[Value<'c, 'a>],
+    smem: [Value<'c, 'a>; 2],
+) {
     for (words, buffer) in [(a, smem[0]), (b, smem[1])] {
-        for (r, w) in words.into_iter().enumerate() {
+        for (r, &w) in words.iter().enumerate() {
             let (row, k0) = copied_word(e, l.lane, r);
             let at = e.divui(smem_offset(e, row, k0), e.index(4));
             e.store(w, buffer, &[at]);
@@ -179,14 +193,16 @@ fn struct_type<'c>(e: &Emitter<'c, '_>) -> Type<'c> {
     Type::parse(e.ctx(), &format!("!llvm.struct<({fields})>")).expect("valid struct type")
 }
 
-/// `nvvm.wgmma.mma_async` on the descriptors, accumulating into `part`.
-fn emit_wgmma<'c, 'a>(
+/// `nvvm.wgmma.mma_async` on the descriptors, accumulating into `part`, and its commit;
+/// `meanwhile` is emitted while the instruction runs (before the wait).
+fn emit_wgmma<'c, 'a, T>(
     e: &Emitter<'c, 'a>,
     instr: &Wgmma,
     da: Value<'c, 'a>,
     db: Value<'c, 'a>,
     part: &[Value<'c, 'a>],
-) -> Vec<Value<'c, 'a>> {
+    meanwhile: impl FnOnce() -> T,
+) -> (Vec<Value<'c, 'a>>, T) {
     let ctx = e.ctx();
     let st = struct_type(e);
     let mut acc = e.val(
@@ -239,13 +255,31 @@ fn emit_wgmma<'c, 'a>(
             .expect("valid nvvm.wgmma.mma_async"),
     );
     e.bare("nvvm.wgmma.commit.group.sync.aligned", &[]);
+    let other = meanwhile();
     e.bare(
         "nvvm.wgmma.wait.group.sync.aligned",
         &[("group", "0 : i64")],
     );
-    (0..ACC as i64)
+    let d = (0..ACC as i64)
         .map(|i| e.extract_value(d, i, e.f32_type()))
-        .collect()
+        .collect();
+    (d, other)
+}
+
+/// The flat K loop's segment bookkeeping: whether the step starting at `kk` ends a
+/// segment (a scale block, or a promotion span), and where that segment began.
+fn segment_end<'c, 'a>(
+    e: &Emitter<'c, 'a>,
+    kn: &Kernel<'_, 'c, 'a>,
+    kk: Value<'c, 'a>,
+) -> (Value<'c, 'a>, Value<'c, 'a>) {
+    let span = e.index(kn.plan.span);
+    let next = e.addi(kk, e.index(kn.plan.step));
+    let end = e.ori(
+        e.cmpi(CmpiPredicate::Eq, e.remui(next, span), e.index(0)),
+        e.cmpi(CmpiPredicate::Uge, next, kn.ops.k),
+    );
+    (end, e.muli(e.divui(kk, span), span))
 }
 
 /// Lower `op` with the wgmma kernel: a `gpu.launch` (`emulate = false`) or its CPU
@@ -297,32 +331,50 @@ pub(super) fn lower<'c, 'a>(
                 descriptor(e, e.index_castui(p, e.int_type(64)))
             };
             let (da, db) = (base(smem[0]), base(smem[1]));
-            let zeros = vec![e.f32(0.0); ACC];
-            let acc = segments(
-                e,
-                &kn,
-                &zeros,
-                |e, k0, k1| {
-                    let zeros = vec![e.f32(0.0); ACC];
-                    e.for_loop(k0, k1, e.index(plan.step), &zeros, |e, kk, part| {
-                        // Every thread is past the previous instruction's wait before the
-                        // tiles are overwritten.
-                        e.bare("gpu.barrier", &[]);
-                        copy_tiles(e, &kn, &l, kk, [smem[0], smem[1]]);
-                        e.bare(
-                            "nvvm.fence.proxy",
-                            &[
-                                ("kind", "#nvvm.proxy_kind<async.shared>"),
-                                ("space", "#nvvm.shared_space<cta>"),
-                            ],
-                        );
-                        e.bare("gpu.barrier", &[]);
-                        e.bare("nvvm.wgmma.fence.aligned", &[]);
-                        emit_wgmma(e, instr, da, db, part)
-                    })
-                },
-                |e, k0, acc, part| kn.promote(e, &l, k0, acc, part),
-            );
+            // One loop over K: each step's wgmma runs while the next step's codes are
+            // loaded into registers; at the end of a segment the partial sums are added to
+            // the accumulators with the segment's scales.
+            let zero = e.index(0);
+            let step = e.index(plan.step);
+            let (a0, b0) = kn.fragments(e, &l, zero);
+            let (na, nb) = (a0.len(), b0.len());
+            let mut inits = vec![e.f32(0.0); 2 * ACC];
+            inits.extend(a0.iter().chain(&b0));
+            let f32t = e.f32_type();
+            let done = e.for_loop(zero, kn.ops.k, step, &inits, |e, kk, carried| {
+                let (acc, part, words) =
+                    (&carried[..ACC], &carried[ACC..2 * ACC], &carried[2 * ACC..]);
+                // Every thread is past the previous instruction's wait before the tiles
+                // are overwritten.
+                e.bare("gpu.barrier", &[]);
+                store_tiles(e, &l, &words[..na], &words[na..na + nb], [smem[0], smem[1]]);
+                e.bare(
+                    "nvvm.fence.proxy",
+                    &[
+                        ("kind", "#nvvm.proxy_kind<async.shared>"),
+                        ("space", "#nvvm.shared_space<cta>"),
+                    ],
+                );
+                e.bare("gpu.barrier", &[]);
+                e.bare("nvvm.wgmma.fence.aligned", &[]);
+                let (d, (a, b)) = emit_wgmma(e, instr, da, db, part, || {
+                    kn.fragments(e, &l, e.addi(kk, step))
+                });
+                let (end, k0) = segment_end(e, &kn, kk);
+                let mut out = e.if_else(
+                    end,
+                    &vec![f32t; 2 * ACC],
+                    |e| {
+                        let mut v = kn.promote(e, &l, k0, acc, &d);
+                        v.extend(vec![e.f32(0.0); ACC]);
+                        v
+                    },
+                    |_| [acc, &d[..]].concat(),
+                );
+                out.extend(a.iter().chain(&b));
+                out
+            });
+            let acc = done[..ACC].to_vec();
             kn.epilogue(e, &l, &acc);
         },
     );
@@ -368,24 +420,22 @@ fn emulated_block<'c, 'a>(
     let da = descriptor(e, e.int(64, 0));
     let db = descriptor(e, e.int(64, 0));
     clear(e, acc_m);
-    let span = e.index(kn.plan.span);
-    let count = ceil_div(e, kn.ops.k, span);
-    e.for_loop(zero, count, one, &[], |e, s, _| {
-        let k0 = e.muli(s, span);
-        let k1 = e.minui(e.addi(k0, span), kn.ops.k);
-        clear(e, part_m);
-        e.for_loop(k0, k1, e.index(kn.plan.step), &[], |e, kk, _| {
-            threads(e, &|e, t| copy_tiles(e, kn, &lane(e, t), kk, smem));
-            emulated_wgmma(e, instr, [da, db], smem, part_m);
-            vec![]
-        });
-        threads(e, &|e, t| {
-            let l = lane(e, t);
-            let acc: Vec<Value> = (0..ACC).map(|x| e.load(acc_m, &[at(e, t, x)])).collect();
-            let part: Vec<Value> = (0..ACC).map(|x| e.load(part_m, &[at(e, t, x)])).collect();
-            for (x, v) in kn.promote(e, &l, k0, &acc, &part).into_iter().enumerate() {
-                e.store(v, acc_m, &[at(e, t, x)]);
-            }
+    clear(e, part_m);
+    // The same flat K loop as on the GPU, its phases one after the other.
+    e.for_loop(zero, kn.ops.k, e.index(kn.plan.step), &[], |e, kk, _| {
+        threads(e, &|e, t| copy_tiles(e, kn, &lane(e, t), kk, smem));
+        emulated_wgmma(e, instr, [da, db], smem, part_m);
+        let (end, k0) = segment_end(e, kn, kk);
+        e.if_then(end, |e| {
+            threads(e, &|e, t| {
+                let l = lane(e, t);
+                let acc: Vec<Value> = (0..ACC).map(|x| e.load(acc_m, &[at(e, t, x)])).collect();
+                let part: Vec<Value> = (0..ACC).map(|x| e.load(part_m, &[at(e, t, x)])).collect();
+                for (x, v) in kn.promote(e, &l, k0, &acc, &part).into_iter().enumerate() {
+                    e.store(v, acc_m, &[at(e, t, x)]);
+                }
+            });
+            clear(e, part_m);
         });
         vec![]
     });
