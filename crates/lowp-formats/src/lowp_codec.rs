@@ -8,7 +8,7 @@
 //! * Encode works on the f32 bit pattern without branches on the value: a magic-number add
 //!   rounds the subnormal range, a carry-propagating add rounds the normal range, both with
 //!   ties to the even code, and a `min` saturates. NaN encodes to 0.
-//! * [`reference`] is the per-value path written straight from the definition (f64
+//! * [`reference`](mod@reference) is the per-value path written straight from the definition (f64
 //!   arithmetic, explicit distance comparison); it is the spec the fast paths must equal, and
 //!   the baseline of `cargo bench -p lowp-formats`.
 

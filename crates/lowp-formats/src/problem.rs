@@ -251,8 +251,8 @@ impl MatmulInputs {
         Ok(Self { a, b, bias })
     }
 
-    /// Put special values into the operands (where the formats have them): +inf in A[0][0]
-    /// against a zero in B[1][0] (inf * 0 = NaN in out[0][1]), a NaN code in A[1][1], the
+    /// Put special values into the operands (where the formats have them): +inf in `A[0][0]`
+    /// against a zero in `B[1][0]` (inf * 0 = NaN in `out[0][1]`), a NaN code in `A[1][1]`, the
     /// largest finite magnitudes elsewhere, and a NaN block scale in B when B has several.
     pub fn inject_specials(&mut self) {
         fn set(q: &mut QuantizedTensor, r: usize, c: usize, code: u8) {

@@ -89,14 +89,14 @@ fn gpu_front(lowering: &str) -> String {
     )
 }
 
-/// [`gpu_front`] with `lowp-to-nvvm{chip kernel}` (the FP8 mma.sync kernel where the
+/// `gpu_front` with `lowp-to-nvvm{chip kernel}` (the FP8 mma.sync kernel where the
 /// formats allow, else the generic one; `kernel` is `auto`, `mma-sync` or `generic`).
 /// [`nvvm_kernel_passes`] follows.
 pub fn nvvm_front(chip: &str, kernel: &str) -> String {
     gpu_front(&format!("lowp-to-nvvm{{chip={chip} kernel={kernel}}}"))
 }
 
-/// [`gpu_front`] with `lowp-to-rocdl{chip kernel}` (`auto`, `scaled-mfma`, `mfma` or
+/// `gpu_front` with `lowp-to-rocdl{chip kernel}` (`auto`, `scaled-mfma`, `mfma` or
 /// `generic`). [`rocdl_kernel_passes`] follows.
 pub fn rocdl_front(chip: &str, kernel: &str) -> String {
     gpu_front(&format!("lowp-to-rocdl{{chip={chip} kernel={kernel}}}"))

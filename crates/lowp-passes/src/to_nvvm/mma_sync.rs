@@ -1,5 +1,5 @@
 //! The FP8 `mma.sync.m16n8k32` instruction of `lowp-to-nvvm` (sm_89 and later), for the
-//! shared matrix kernel ([`crate::matrix_kernel`]): 2 x 4 instructions per warp (a 32 x 32
+//! shared matrix kernel (`matrix_kernel.rs`): 2 x 4 instructions per warp (a 32 x 32
 //! tile), operands in E4M3 / E5M2 or embedded in them (FP4, FP6, custom formats: the field
 //! rule of `ScaledFormat::embeds_in`), through
 //! `llvm.call_intrinsic "llvm.nvvm.mma.m16n8k32.row.col.f32.<a>.<b>.f32"` (MLIR 22's

@@ -4,13 +4,13 @@
 //! whose bodies use the chip's tensor-core instructions where the formats allow.
 //!
 //! Per op, the strongest kernel the chip and the formats allow (one file each):
-//! - [`mma_sync`] (sm_89 and later; the kernel around it is [`crate::matrix_kernel`]): FP8 `mma.sync.m16n8k32` through
+//! - `mma_sync` (sm_89 and later; the kernel around it is `matrix_kernel.rs`): FP8 `mma.sync.m16n8k32` through
 //!   `llvm.call_intrinsic "llvm.nvvm.mma.m16n8k32.row.col.f32.<a>.<b>.f32"`. Operands in
 //!   E4M3 / E5M2 feed the instruction directly; FP4 / FP6 / custom formats that embed exactly
 //!   in E4M3 or E5M2 (`ScaledFormat::fp8_embedding`, proved from the fields) are translated
 //!   code by code on the way into registers. Block scales (MX, NVFP4, blockwise) are applied
 //!   per K segment to f32 accumulators, per-tensor / per-channel scales in the epilogue.
-//! - [`crate::gpu_generic`]: every other format or layout; one output element per thread, codes
+//! - `gpu_generic.rs`: every other format or layout; one output element per thread, codes
 //!   decoded by bit arithmetic (the body `lowp-to-parallel-loops` has), 32 x 8 threads per
 //!   block.
 //!

@@ -1,5 +1,5 @@
 //! The FP8 `wgmma.mma_async` kernel of `lowp-to-nvvm` (sm_90a only: Blackwell has no
-//! wgmma), on the pieces of the shared matrix kernel ([`crate::matrix_kernel`]: loads with
+//! wgmma), on the pieces of the shared matrix kernel (`crate::matrix_kernel`: loads with
 //! embeddings, K segments and scales, epilogue).
 //!
 //! A block is one warpgroup (128 threads) computing 64 x 128 of C with

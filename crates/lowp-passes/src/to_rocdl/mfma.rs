@@ -1,5 +1,5 @@
 //! The AMD matrix instructions of `lowp-to-rocdl`, for the shared matrix kernel
-//! ([`crate::matrix_kernel`]), 2 x 2 instructions of 16 x 16 per wave of 64 lanes (a 32 x 32
+//! (`matrix_kernel.rs`), 2 x 2 instructions of 16 x 16 per wave of 64 lanes (a 32 x 32
 //! tile):
 //! - [`Mfma16::Fp8`]: `rocdl.mfma.f32.16x16x32.{fp8,bf8}.{fp8,bf8}` (`v_mfma_f32_16x16x32_*`).
 //!   Its FP8 types are the chip's: FNUZ E4M3 / E5M2 on gfx942 (MI300), OCP on gfx950.

@@ -2,7 +2,7 @@
 //! tiles with a thread loop inside (`scf.parallel` nests that `gpu-map-parallel-loops` +
 //! `convert-parallel-loops-to-gpu` turn into a `gpu.launch`), whose bodies use the chip's
 //! matrix instructions where the formats allow: the AMD counterpart of `lowp-to-nvvm`, on
-//! the same kernel ([`crate::matrix_kernel`]) with the instructions of [`mfma`].
+//! the same kernel (`matrix_kernel.rs`) with the instructions of `mfma`.
 //!
 //! Per op, the strongest kernel the chip and the formats allow:
 //! - gfx950, both operands MX with 32-blocks (E8M0): the block-scaled
@@ -12,7 +12,7 @@
 //!   per K segment on the accumulators, per-tensor / per-channel in the epilogue. OCP E4M3
 //!   on gfx942 is fed as E4M3 FNUZ with the same bits (half the value: FNUZ's bias is 8),
 //!   the result doubled: a remark says so. OCP E5M2 has infinities FNUZ lacks: generic.
-//! - anything else: the generic decode kernel ([`crate::gpu_generic`]).
+//! - anything else: the generic decode kernel (`gpu_generic.rs`).
 //!
 //! Before:
 //! ```mlir
