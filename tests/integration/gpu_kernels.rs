@@ -89,14 +89,21 @@ fn kernels_compile_for_every_format_and_layout() {
                 "{spec:?}"
             );
         } else {
-            // Columns on x, rows on y; every element of C has a thread.
+            // 32 x 8 threads per 32 x 32 tile (columns on x), decoded chunks of A and B in
+            // shared memory.
+            assert_eq!(kernel.block, (32, 8, 1), "{spec:?}");
+            assert!(kernel.ptx.contains("bar.sync"), "{spec:?}");
             assert!(
-                (gx * bx) as usize >= spec.n && (gy * by) as usize >= spec.m,
+                kernel.ptx.contains("st.shared.f32") || kernel.ptx.contains("st.shared.b32"),
+                "{spec:?}"
+            );
+            assert!(
+                (gx * 32) as usize >= spec.n && (gy * 32) as usize >= spec.m,
                 "{spec:?}: grid {:?} block {:?}",
                 kernel.grid,
                 kernel.block
             );
-            assert!(bx * by <= 1024);
+            assert_eq!((bx, by), (32, 8));
         }
         let roles = spec.roles();
         let memrefs: Vec<usize> = kernel

@@ -35,13 +35,14 @@ fn wgmma_emulation_matches_the_oracle() {
     mixed_cases(&session, Some(&pre));
 }
 
+/// The generic kernel (decoded chunks of A and B in shared memory) on every format and
+/// layout, whether or not a tensor core could take it.
 #[test]
 fn generic_kernel_matches_the_oracle() {
     let session = Session::new();
-    mixed_cases(
-        &session,
-        Some("builtin.module(func.func(lowp-to-nvvm{kernel=generic}))"),
-    );
+    let pre = emulated("sm_90a", "generic");
+    format_layout_cases(&session, Some(&pre));
+    mixed_cases(&session, Some(&pre));
 }
 
 /// Several blocks and warps, K with a ragged end and K not a multiple of 4 (the code-by-

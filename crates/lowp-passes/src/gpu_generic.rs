@@ -1,39 +1,342 @@
 //! The generic GPU kernel of `lowp-to-nvvm` and `lowp-to-rocdl`, for the formats and layouts
-//! no matrix instruction takes: one output element per thread in blocks of 32 x 8 threads
-//! (columns on x, so that stores of C coalesce), codes decoded by bit arithmetic and
-//! accumulated in f32 per K segment: the body of `lowp-to-parallel-loops`, inside a block
-//! loop and a guarded thread loop.
+//! no matrix instruction takes (a custom format that embeds in no FP8 type, FNUZ on NVIDIA,
+//! scale blocks finer than an instruction's K): a tiled decode-and-accumulate kernel in
+//! shared memory (LDS on AMD).
+//!
+//! A block of 32 x 8 threads computes a 32 x 32 tile of C: thread (x, y) the column x and
+//! the rows y, y + 8, y + 16, y + 24. K advances a chunk of `KC` codes at a time: the
+//! threads decode the chunk of the A tile and of the B tile (each code once, by bit
+//! arithmetic, zero past K) into f32 in shared memory, a barrier, each thread accumulates
+//! its four outputs from shared memory, a barrier. `KC` divides the K segment over which
+//! neither scale changes, so at a segment's end the partial sums go into the accumulators
+//! times sa * sb, as the oracle sums them (in K order, in f32); per-tensor / per-channel
+//! scales, the NVFP4 globals and the bias follow in the epilogue.
+//!
+//! With `emulate=true` the same phases run on the CPU one after the other (threads in
+//! loops, a buffer standing for shared memory), which is how the kernel is checked against
+//! the oracle without a GPU.
 
 use melior::dialect::arith::CmpiPredicate;
-use melior::ir::OperationRef;
+use melior::ir::{OperationRef, Type, Value};
 
-use crate::expand_quantize::ceil_div;
+use crate::codes;
+use crate::expand_quantize::{ceil_div, load_code};
 use crate::ir::Emitter;
-use crate::to_parallel_loops::Element;
+use crate::to_parallel_loops::{global_product, store_result, Operands};
 use crate::PassError;
 
-/// Threads per block along columns (x) and rows (y).
-const BLOCK: (i64, i64) = (32, 8);
+/// Threads per block along columns (x) and rows (y), and rows per thread.
+const TX: i64 = 32;
+const TY: i64 = 8;
+const ROWS: usize = 4;
+/// The block's tile of C.
+const BM: i64 = TY * ROWS as i64;
+const BN: i64 = TX;
 
-/// Lower `op` to the generic kernel's block and thread loops.
+/// Codes of K per chunk: a divisor of the scale segment, at most 32.
+fn chunk(seg: Option<i64>) -> i64 {
+    fn gcd(a: i64, b: i64) -> i64 {
+        if b == 0 {
+            a
+        } else {
+            gcd(b, a % b)
+        }
+    }
+    match seg {
+        None => 32,
+        Some(s) => gcd(s, 32),
+    }
+}
+
+/// A thread of a block: its coordinates and the block's tile origin.
+#[derive(Clone, Copy)]
+struct Thread<'c, 'a> {
+    x: Value<'c, 'a>,
+    y: Value<'c, 'a>,
+    row0: Value<'c, 'a>,
+    col0: Value<'c, 'a>,
+}
+
+impl<'c, 'a> Thread<'c, 'a> {
+    /// Row of C of output `r`, and the column.
+    fn output(&self, e: &Emitter<'c, 'a>, r: usize) -> (Value<'c, 'a>, Value<'c, 'a>) {
+        (
+            e.addi(e.addi(self.row0, self.y), e.index(TY * r as i64)),
+            e.addi(self.col0, self.x),
+        )
+    }
+}
+
+/// The kernel's phases, shared by the GPU form and its emulation.
+struct Generic<'o, 'c, 'a> {
+    ops: &'o Operands<'c, 'a>,
+    kc: i64,
+    /// K per promotion of the partial sums: the segment, or all of K.
+    span: Option<i64>,
+}
+
+impl<'o, 'c, 'a> Generic<'o, 'c, 'a> {
+    /// Decode this thread's share of the chunk at `k0` into the shared tiles: `a_s[row][kk]`
+    /// and `b_s[col][kk]` as f32, zero past K.
+    fn fill(
+        &self,
+        e: &Emitter<'c, 'a>,
+        t: &Thread<'c, 'a>,
+        k0: Value<'c, 'a>,
+        tiles: [Value<'c, 'a>; 2],
+    ) {
+        let ops = self.ops;
+        let tid = e.addi(e.muli(t.y, e.index(TX)), t.x);
+        let per_tile = BM * self.kc;
+        let kc = e.index(self.kc);
+        for it in 0..(per_tile + TX * TY - 1) / (TX * TY) {
+            let idx = e.addi(tid, e.index(it * TX * TY));
+            let body = |e: &Emitter<'c, 'a>| {
+                let (rc, kk) = (e.divui(idx, kc), e.remui(idx, kc));
+                let k = e.addi(k0, kk);
+                let inside = e.cmpi(CmpiPredicate::Ult, k, ops.k);
+                let kcl = e.minui(k, e.subi(ops.k, e.index(1)));
+                let sides = [
+                    (t.row0, ops.m, ops.bits_a, ops.packed_a, ops.fa),
+                    (t.col0, ops.n, ops.bits_b, ops.packed_b, ops.fb),
+                ];
+                for ((origin, rows, bits, packed, f), tile) in sides.into_iter().zip(tiles) {
+                    // Rows past the end read the last one: their outputs are never stored.
+                    let row = e.minui(e.addi(origin, rc), e.subi(rows, e.index(1)));
+                    let v = codes::decode(e, f, load_code(e, bits, packed, row, kcl));
+                    e.store(e.select(inside, v, e.f32(0.0)), tile, &[idx]);
+                }
+            };
+            if (it + 1) * TX * TY <= per_tile {
+                body(e);
+            } else {
+                e.if_then(e.cmpi(CmpiPredicate::Ult, idx, e.index(per_tile)), body);
+            }
+        }
+    }
+
+    /// This thread's partial sums advanced over the chunk in the shared tiles.
+    fn accumulate(
+        &self,
+        e: &Emitter<'c, 'a>,
+        t: &Thread<'c, 'a>,
+        tiles: [Value<'c, 'a>; 2],
+        part: &[Value<'c, 'a>],
+    ) -> Vec<Value<'c, 'a>> {
+        let kc = e.index(self.kc);
+        e.for_loop(e.index(0), kc, e.index(1), part, |e, kk, p| {
+            let b = e.load(tiles[1], &[e.addi(e.muli(t.x, kc), kk)]);
+            (0..ROWS)
+                .map(|r| {
+                    let row = e.addi(t.y, e.index(TY * r as i64));
+                    let a = e.load(tiles[0], &[e.addi(e.muli(row, kc), kk)]);
+                    e.addf(p[r], e.mulf(a, b))
+                })
+                .collect()
+        })
+    }
+
+    /// Whether the chunk at `k0` ends a segment, and where the segment began.
+    fn segment_end(
+        &self,
+        e: &Emitter<'c, 'a>,
+        k0: Value<'c, 'a>,
+    ) -> (Value<'c, 'a>, Value<'c, 'a>) {
+        let next = e.addi(k0, e.index(self.kc));
+        let last = e.cmpi(CmpiPredicate::Uge, next, self.ops.k);
+        match self.span {
+            Some(s) => {
+                let span = e.index(s);
+                let end = e.cmpi(CmpiPredicate::Eq, e.remui(next, span), e.index(0));
+                (e.ori(end, last), e.muli(e.divui(k0, span), span))
+            }
+            None => (last, e.index(0)),
+        }
+    }
+
+    /// `acc + part * (sa * sb)` with the scales of the segment at `k0` (or `acc + part`
+    /// when no scale changes along K).
+    fn promote(
+        &self,
+        e: &Emitter<'c, 'a>,
+        t: &Thread<'c, 'a>,
+        k0: Value<'c, 'a>,
+        acc: &[Value<'c, 'a>],
+        part: &[Value<'c, 'a>],
+    ) -> Vec<Value<'c, 'a>> {
+        let ops = self.ops;
+        if ops.seg.is_none() {
+            return acc.iter().zip(part).map(|(&a, &p)| e.addf(a, p)).collect();
+        }
+        let last_row = e.subi(ops.m, e.index(1));
+        let last_col = e.subi(ops.n, e.index(1));
+        let (_, col) = t.output(e, 0);
+        let sb = ops.sb.block_value(e, e.minui(col, last_col), k0);
+        (0..ROWS)
+            .map(|r| {
+                let (row, _) = t.output(e, r);
+                let sa = ops.sa.block_value(e, e.minui(row, last_row), k0);
+                e.addf(acc[r], e.mulf(part[r], e.mulf(sa, sb)))
+            })
+            .collect()
+    }
+
+    /// Store this thread's outputs inside C, with the per-tensor / per-channel scales when
+    /// no scale changes along K, the globals and the bias.
+    fn epilogue(&self, e: &Emitter<'c, 'a>, t: &Thread<'c, 'a>, acc: &[Value<'c, 'a>]) {
+        let ops = self.ops;
+        let global = global_product(e, &ops.sa, &ops.sb);
+        let zero = e.index(0);
+        for (r, &v) in acc.iter().enumerate() {
+            let (row, col) = t.output(e, r);
+            let inside = e.andi(
+                e.cmpi(CmpiPredicate::Ult, row, ops.m),
+                e.cmpi(CmpiPredicate::Ult, col, ops.n),
+            );
+            e.if_then(inside, |e| {
+                let mut v = v;
+                if ops.seg.is_none() {
+                    v = e.mulf(
+                        e.mulf(v, ops.sa.block_value(e, row, zero)),
+                        ops.sb.block_value(e, col, zero),
+                    );
+                }
+                store_result(e, &ops.o, global, ops.out_type, v, row, col);
+            });
+        }
+    }
+}
+
+/// Lower `op` to the generic kernel: a `gpu.launch` with the tiles in workgroup memory, or
+/// its CPU emulation.
 pub(crate) fn lower<'c, 'a>(
     e: &Emitter<'c, 'a>,
     op: OperationRef<'c, 'a>,
+    emulate: bool,
 ) -> Result<(), PassError> {
-    let el = Element::prepare(e, op)?;
+    let ops = Operands::read(e, op)?;
+    let g = Generic {
+        ops: &ops,
+        kc: chunk(ops.seg),
+        span: ops.seg,
+    };
     let (zero, one) = (e.index(0), e.index(1));
-    let (bx, by) = (e.index(BLOCK.0), e.index(BLOCK.1));
-    let grid = [ceil_div(e, el.ops.n, bx), ceil_div(e, el.ops.m, by)];
-    e.parallel_nest(&[zero, zero], &grid, &[one, one], |e, b| {
-        e.parallel_nest(&[zero, zero], &[bx, by], &[one, one], |e, t| {
-            let j = e.addi(e.muli(b[0], bx), t[0]);
-            let i = e.addi(e.muli(b[1], by), t[1]);
-            let inside = e.andi(
-                e.cmpi(CmpiPredicate::Ult, i, el.ops.m),
-                e.cmpi(CmpiPredicate::Ult, j, el.ops.n),
-            );
-            e.if_then(inside, |e| el.emit(e, i, j));
+    let grid = [
+        ceil_div(e, ops.n, e.index(BN)),
+        ceil_div(e, ops.m, e.index(BM)),
+    ];
+    let tile_words = BM * g.kc;
+    let f32t = e.f32_type();
+    if emulate {
+        e.parallel_nest(&[zero, zero], &grid, &[one, one], |e, b| {
+            emulated_block(e, &g, b[1], b[0])
         });
-    });
+        return Ok(());
+    }
+    let tile_type = Type::parse(
+        e.ctx(),
+        &format!("memref<{tile_words}xf32, #gpu.address_space<workgroup>>"),
+    )
+    .expect("valid workgroup memref type");
+    e.gpu_launch(
+        [grid[0], grid[1], one],
+        [e.index(TX), e.index(TY), one],
+        &[tile_type, tile_type],
+        |e, bid, tid, tiles| {
+            let t = Thread {
+                x: tid[0],
+                y: tid[1],
+                row0: e.muli(bid[1], e.index(BM)),
+                col0: e.muli(bid[0], e.index(BN)),
+            };
+            let tiles = [tiles[0], tiles[1]];
+            let inits = vec![e.f32(0.0); 2 * ROWS];
+            let done = e.for_loop(zero, ops.k, e.index(g.kc), &inits, |e, k0, carried| {
+                let (acc, part) = (&carried[..ROWS], &carried[ROWS..]);
+                g.fill(e, &t, k0, tiles);
+                e.bare("gpu.barrier", &[]);
+                let part = g.accumulate(e, &t, tiles, part);
+                // Every thread is done with the tiles before the next chunk overwrites them.
+                e.bare("gpu.barrier", &[]);
+                let (end, start) = g.segment_end(e, k0);
+                e.if_else(
+                    end,
+                    &vec![f32t; 2 * ROWS],
+                    |e| {
+                        let mut v = g.promote(e, &t, start, acc, &part);
+                        v.extend(vec![e.f32(0.0); ROWS]);
+                        v
+                    },
+                    |_| [acc, &part[..]].concat(),
+                )
+            });
+            g.epilogue(e, &t, &done[..ROWS]);
+        },
+    );
     Ok(())
+}
+
+/// One block on the CPU: each phase for all 256 threads, then the next.
+fn emulated_block<'c, 'a>(
+    e: &Emitter<'c, 'a>,
+    g: &Generic<'_, 'c, 'a>,
+    bm: Value<'c, 'a>,
+    bn: Value<'c, 'a>,
+) {
+    let (zero, one) = (e.index(0), e.index(1));
+    let f32t = e.f32_type();
+    let tiles = [e.alloca(f32t, BM * g.kc), e.alloca(f32t, BN * g.kc)];
+    let per = 2 * ROWS;
+    let regs = e.alloca(f32t, TX * TY * per as i64);
+    let threads =
+        |e: &Emitter<'c, 'a>, body: &dyn Fn(&Emitter<'c, 'a>, Thread<'c, 'a>, Value<'c, 'a>)| {
+            e.for_loop(zero, e.index(TY), one, &[], |e, y, _| {
+                e.for_loop(zero, e.index(TX), one, &[], |e, x, _| {
+                    let t = Thread {
+                        x,
+                        y,
+                        row0: e.muli(bm, e.index(BM)),
+                        col0: e.muli(bn, e.index(BN)),
+                    };
+                    let base = e.muli(e.addi(e.muli(y, e.index(TX)), x), e.index(per as i64));
+                    body(e, t, base);
+                    vec![]
+                });
+                vec![]
+            });
+        };
+    let at = |e: &Emitter<'c, 'a>, base: Value<'c, 'a>, i: usize| e.addi(base, e.index(i as i64));
+    threads(e, &|e, _, base| {
+        for i in 0..per {
+            e.store(e.f32(0.0), regs, &[at(e, base, i)]);
+        }
+    });
+    e.for_loop(zero, g.ops.k, e.index(g.kc), &[], |e, k0, _| {
+        threads(e, &|e, t, _| g.fill(e, &t, k0, tiles));
+        let (end, start) = g.segment_end(e, k0);
+        threads(e, &|e, t, base| {
+            let load = |i| e.load(regs, &[at(e, base, i)]);
+            let acc: Vec<Value> = (0..ROWS).map(load).collect();
+            let part: Vec<Value> = (ROWS..per).map(load).collect();
+            let part = g.accumulate(e, &t, tiles, &part);
+            let out = e.if_else(
+                end,
+                &vec![f32t; per],
+                |e| {
+                    let mut v = g.promote(e, &t, start, &acc, &part);
+                    v.extend(vec![e.f32(0.0); ROWS]);
+                    v
+                },
+                |_| [&acc[..], &part[..]].concat(),
+            );
+            for (i, v) in out.into_iter().enumerate() {
+                e.store(v, regs, &[at(e, base, i)]);
+            }
+        });
+        vec![]
+    });
+    threads(e, &|e, t, base| {
+        let acc: Vec<Value> = (0..ROWS).map(|i| e.load(regs, &[at(e, base, i)])).collect();
+        g.epilogue(e, &t, &acc);
+    });
 }

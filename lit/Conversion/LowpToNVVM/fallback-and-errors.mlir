@@ -3,15 +3,22 @@
 // RUN: not lowp-opt %s --pass-pipeline='builtin.module(func.func(lowp-to-nvvm{chip=sm_70}))' 2>&1 | FileCheck %s --check-prefix=CHIP
 // RUN: lowp-opt %s --split-input-file --pass-pipeline='builtin.module(func.func(lowp-to-nvvm{chip=sm_89}))' 2>&1 >/dev/null | FileCheck %s --check-prefix=REMARK
 
-// REMARK: fallback-and-errors.mlir:[[#@LINE+12]]:3: remark: generic kernel on sm_89: f8e4m3fnuz embeds in none of f8e4m3, f8e5m2
+// REMARK: fallback-and-errors.mlir:[[#@LINE+19]]:3: remark: generic kernel on sm_89: f8e4m3fnuz embeds in none of f8e4m3, f8e5m2
 // REMARK: remark: generic kernel on sm_89: the scales change every 8 along K; the instruction sums 32
 
-// With kernel=auto, ops the mma.sync kernel cannot take get the generic kernel (32 x 8
-// threads, one output each); kernel=mma-sync refuses them with the reason.
+// With kernel=auto, ops the FP8 kernels cannot take get the generic kernel (32 x 8 threads
+// per 32 x 32 tile, decoded chunks of A and B in workgroup memory); kernel=mma-sync refuses
+// them with the reason.
 
 // CHECK-LABEL: func.func @fnuz
 // CHECK-NOT:   llvm.call_intrinsic
-// CHECK:       scf.parallel (%{{.*}}, %{{.*}}) = (%c0, %c0) to (%c32, %c8) step (%c1, %c1) {
+// CHECK:       gpu.launch blocks(%{{.*}}) in (%{{.*}} = %{{.*}}, %{{.*}} = %{{.*}}, %{{.*}} = %c1) threads(%{{.*}}) in (%{{.*}} = %c32, %{{.*}} = %c8, %{{.*}} = %c1)
+// CHECK-SAME:    workgroup(%[[TA:.*]] : memref<1024xf32, #gpu.address_space<workgroup>>, %{{.*}} : memref<1024xf32, #gpu.address_space<workgroup>>)
+// CHECK:         scf.for %{{.*}} step %c32 iter_args(
+// CHECK:           memref.store %{{.*}}, %[[TA]][%{{.*}}] : memref<1024xf32, #gpu.address_space<workgroup>>
+// CHECK:           gpu.barrier
+// CHECK:           scf.for %{{.*}} = %c0 to %c32 step %c1 iter_args(
+// CHECK:           gpu.barrier
 func.func @fnuz(%a: memref<8x64xf8E4M3FNUZ>, %sa: memref<1x1xf32>, %b: memref<8x64xf8E4M3FNUZ>,
                 %sb: memref<1x1xf32>, %c: memref<8x8xf32>) {
   // expected-error @+1 {{no mma.sync kernel for this op on sm_90a: f8e4m3fnuz embeds in none of f8e4m3, f8e5m2}}
@@ -22,9 +29,12 @@ func.func @fnuz(%a: memref<8x64xf8E4M3FNUZ>, %sa: memref<1x1xf32>, %b: memref<8x
 
 // -----
 
-// Scales that change every 8 along K: no whole instruction fits a segment.
+// Scales that change every 8 along K: no whole instruction fits a segment. The generic
+// kernel decodes chunks of 8 (a divisor of the segment).
 // CHECK-LABEL: func.func @mx8
 // CHECK-NOT:   llvm.call_intrinsic
+// CHECK:       workgroup(%{{.*}} : memref<256xf32, #gpu.address_space<workgroup>>
+// CHECK:         scf.for %{{.*}} step %c8 iter_args(
 func.func @mx8(%a: memref<8x64xf8E4M3FN>, %sa: memref<8x8xf8E8M0FNU>, %b: memref<8x64xf8E4M3FN>,
                %sb: memref<8x8xf8E8M0FNU>, %c: memref<8x8xf32>) {
   // expected-error @+1 {{no mma.sync kernel for this op on sm_90a: the scales change every 8 along K; the instruction sums 32}}

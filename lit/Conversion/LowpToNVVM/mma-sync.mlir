@@ -40,8 +40,8 @@
 
 // GEN-LABEL: func.func @mxfp8
 // GEN-NOT:   llvm.call_intrinsic
-// GEN:       scf.parallel (%{{.*}}, %{{.*}}) = (%c0, %c0) to (%{{.*}}, %{{.*}}) step (%c1, %c1) {
-// GEN:         scf.parallel (%{{.*}}, %{{.*}}) = (%c0, %c0) to (%c32, %c8) step (%c1, %c1) {
+// GEN:       gpu.launch blocks(%{{.*}}) in (%{{.*}} = %{{.*}}, %{{.*}} = %{{.*}}, %{{.*}} = %c1) threads(%{{.*}}) in (%{{.*}} = %c32, %{{.*}} = %c8, %{{.*}} = %c1)
+// GEN:         gpu.barrier
 func.func @mxfp8(%a: memref<128x256xf8E4M3FN>, %sa: memref<128x8xf8E8M0FNU>,
                  %b: memref<64x256xf8E5M2>, %sb: memref<64x8xf8E8M0FNU>, %c: memref<128x64xf32>) {
   lowp.scaled_matmul %a[%sa], %b[%sb] into %c layouts(#lowp.mx<32>, #lowp.mx<32>)

@@ -8,7 +8,7 @@
 
 // FNUZ FP8 on gfx942: the 16x16x32 MFMA, E4M3 FNUZ x E5M2 FNUZ = fp8 x bf8, A and B as
 // i64 (8 codes of K per lane), per-tensor scales in the epilogue. gfx950 has no FNUZ
-// matrix type: the generic kernel.
+// matrix type: the generic kernel (decoded chunks in LDS).
 // GFX942-LABEL: func.func @fnuz
 // GFX942:         scf.parallel (%{{.*}}) = (%c0) to (%c256) step (%c1) {
 // GFX942:           scf.for %{{.*}} step %c32 iter_args(
@@ -16,7 +16,7 @@
 // GFX942:           memref.load %arg1[%c0, %c0] : memref<1x1xf32>
 // GFX950-LABEL: func.func @fnuz
 // GFX950-NOT:     rocdl.mfma
-// GFX950:         scf.parallel (%{{.*}}, %{{.*}}) = (%c0, %c0) to (%c32, %c8) step (%c1, %c1) {
+// GFX950:         gpu.launch blocks(%{{.*}}) in (%{{.*}} = %{{.*}}, %{{.*}} = %{{.*}}, %{{.*}} = %c1) threads(%{{.*}}) in (%{{.*}} = %c32, %{{.*}} = %c8, %{{.*}} = %c1)
 // EMU-LABEL: func.func @fnuz
 // EMU-NOT:   rocdl.mfma
 // EMU:       memref.alloca() {alignment = 64 : i64} : memref<1024xf32>

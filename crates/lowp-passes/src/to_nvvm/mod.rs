@@ -153,7 +153,7 @@ fn run<'c, 'a>(func: OperationRef<'c, 'a>, options: &PassOptions) -> Result<(), 
                         &format!("generic kernel on {chip}: {reason}"),
                     );
                 }
-                crate::gpu_generic::lower(e, op)
+                crate::gpu_generic::lower(e, op, emulate)
             }
         }
     })

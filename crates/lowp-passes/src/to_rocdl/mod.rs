@@ -192,7 +192,7 @@ fn run<'c, 'a>(func: OperationRef<'c, 'a>, options: &PassOptions) -> Result<(), 
                 if kernel == "auto" {
                     remark(op, &format!("generic kernel on {chip}: {reason}"));
                 }
-                crate::gpu_generic::lower(e, op)
+                crate::gpu_generic::lower(e, op, emulate)
             }
         }
     })
