@@ -18,10 +18,10 @@
 // CHECK-DAG:   wgmma.commit_group.sync.aligned;
 // CHECK-DAG:   wgmma.wait_group.sync.aligned
 // CHECK-NOT:   .local
-// Blackwell (no wgmma): the mma.sync kernel.
+// Blackwell (no wgmma): the tcgen05 kernel (lit/Target/ptx-tcgen05-kernel.mlir).
 // SM100:       .target sm_100a
 // SM100-NOT:   wgmma
-// SM100:       mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e5m2.f32
+// SM100:       tcgen05.mma.cta_group::1.kind::f8f6f4
 func.func @mxfp8(%a: memref<128x256xf8E4M3FN>, %sa: memref<128x8xf8E8M0FNU>,
                  %b: memref<64x256xf8E5M2>, %sb: memref<64x8xf8E8M0FNU>, %c: memref<128x64xf32>) {
   lowp.scaled_matmul %a[%sa], %b[%sb] into %c layouts(#lowp.mx<32>, #lowp.mx<32>)

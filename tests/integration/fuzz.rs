@@ -76,6 +76,7 @@ const PIPELINES: &[Option<&str>] = &[
     ),
     Some("builtin.module(func.func(lowp-to-nvvm{chip=sm_90a emulate=true}))"),
     Some("builtin.module(func.func(lowp-to-nvvm{chip=sm_89 emulate=true}))"),
+    Some("builtin.module(func.func(lowp-to-nvvm{chip=sm_100a emulate=true}))"),
     // lowp-to-nvvm (mma.sync on sm_89, wgmma on sm_90a, where they apply) down to PTX
     // (lowp_passes::pipelines::nvvm_front, then the kernel passes).
     Some(
@@ -83,6 +84,14 @@ const PIPELINES: &[Option<&str>] = &[
          func.func(gpu-map-parallel-loops,convert-parallel-loops-to-gpu),\
          gpu-launch-sink-index-computations,gpu-kernel-outlining,canonicalize,cse,\
          nvvm-attach-target{chip=sm_89 features=+ptx84},\
+         gpu.module(lower-affine,convert-scf-to-cf,convert-gpu-to-nvvm,convert-nvvm-to-llvm,\
+         canonicalize,cse,reconcile-unrealized-casts),gpu-module-to-binary{format=isa})",
+    ),
+    Some(
+        "builtin.module(func.func(lowp-to-nvvm{chip=sm_100a}),lowp-lower-storage,\
+         func.func(gpu-map-parallel-loops,convert-parallel-loops-to-gpu),\
+         gpu-launch-sink-index-computations,gpu-kernel-outlining,canonicalize,cse,\
+         nvvm-attach-target{chip=sm_100a features=+ptx86},\
          gpu.module(lower-affine,convert-scf-to-cf,convert-gpu-to-nvvm,convert-nvvm-to-llvm,\
          canonicalize,cse,reconcile-unrealized-casts),gpu-module-to-binary{format=isa})",
     ),

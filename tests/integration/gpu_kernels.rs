@@ -131,6 +131,51 @@ fn kernels_compile_for_every_format_and_layout() {
     assert!(mma >= 15, "{mma} tensor-core kernels");
 }
 
+/// sm_100a: the tcgen05 kernel where the formats allow (one CTA of 128 threads per 128 x 64
+/// tile, D in tensor memory), the generic one elsewhere; parameters as the runner passes
+/// them, no local memory, PTX ISA 8.6.
+#[test]
+fn blackwell_kernels_compile_for_every_format_and_layout() {
+    let session = Session::new();
+    let mut tc = 0;
+    for spec in specs() {
+        let mut module = spec.build_module(session.context(), "mm");
+        let kernel = session
+            .compile_nvvm(&mut module, "mm", "sm_100a", "auto")
+            .unwrap_or_else(|e| panic!("{spec:?}: {e}"));
+        let uses = kernel.ptx.contains("tcgen05.mma.cta_group::1.kind::f8f6f4");
+        assert_eq!(
+            uses,
+            mma_format(spec.lhs) && mma_format(spec.rhs),
+            "{spec:?}"
+        );
+        assert!(kernel.ptx.contains(".version 8.6") && kernel.ptx.contains(".target sm_100a"));
+        assert!(!kernel.ptx.contains(".local"), "{spec:?}: local memory");
+        if uses {
+            let (gx, gy, _) = kernel.grid;
+            assert_eq!(kernel.block, (128, 1, 1), "{spec:?}");
+            assert!(gx as usize * 64 >= spec.n && gy as usize * 128 >= spec.m);
+            for op in [
+                "tcgen05.alloc",
+                "tcgen05.ld.sync.aligned.32x32b.x64",
+                "tcgen05.dealloc",
+            ] {
+                assert!(kernel.ptx.contains(op), "{spec:?}: no {op}");
+            }
+            tc += 1;
+        }
+        let entry = format!(".entry {}(", kernel.name);
+        let decl = &kernel.ptx[kernel.ptx.find(&entry).expect("entry in PTX")..];
+        let decl = &decl[..decl.find(')').expect("end of parameters")];
+        assert_eq!(
+            decl.matches(".param ").count(),
+            kernel.flat_param_count(),
+            "{spec:?}"
+        );
+    }
+    assert!(tc >= 15, "{tc} tcgen05 kernels");
+}
+
 #[test]
 fn kernel_errors_are_clear() {
     let session = Session::new();
@@ -147,9 +192,9 @@ fn kernel_errors_are_clear() {
     assert!(e.to_string().contains("no function 'other'"), "{e}");
     let mut module = spec.build_module(session.context(), "mm");
     let e = session
-        .compile_nvvm(&mut module, "mm", "sm_90a", "tcgen05")
+        .compile_nvvm(&mut module, "mm", "sm_90a", "tma")
         .unwrap_err();
-    assert!(e.to_string().contains("unknown kernel 'tcgen05'"), "{e}");
+    assert!(e.to_string().contains("unknown kernel 'tma'"), "{e}");
     let mut module = spec.build_module(session.context(), "mm");
     let e = session
         .compile_nvvm(&mut module, "mm", "sm_89", "wgmma")

@@ -1,8 +1,8 @@
 //! lowp-to-nvvm's kernels compute what the oracle computes. Without a GPU, the FP8 kernels
 //! run with `emulate=true`: the same blocks, warps, loads (through the embedding tables),
 //! scale application and epilogue, with each `mma.sync.m16n8k32` computed from the
-//! fragment registers, each `wgmma` from the shared-memory tiles its descriptors point at,
-//! as the PTX ISA defines them. The generic kernel runs as it is (its block and thread
+//! fragment registers, each `wgmma` and `tcgen05.mma` from the shared-memory tiles their
+//! descriptors point at, as the PTX ISA defines them. The generic kernel runs as it is (its block and thread
 //! loops run on the CPU). What this cannot check: that the fragment, accumulator and
 //! descriptor layouts are the hardware's (they follow the PTX ISA), and the NVPTX code.
 
@@ -21,6 +21,17 @@ fn emulated(chip: &str, kernel: &str) -> String {
 fn mma_sync_emulation_matches_the_oracle() {
     let session = Session::new();
     let pre = emulated("sm_89", "auto");
+    format_layout_cases(&session, Some(&pre));
+    mixed_cases(&session, Some(&pre));
+}
+
+/// sm_100a: tcgen05 where the formats allow (the copies into shared memory, the MMA read
+/// through its shared-memory and instruction descriptors into a buffer standing for tensor
+/// memory, each thread's row of it per segment), the generic kernel elsewhere.
+#[test]
+fn tcgen05_emulation_matches_the_oracle() {
+    let session = Session::new();
+    let pre = emulated("sm_100a", "auto");
     format_layout_cases(&session, Some(&pre));
     mixed_cases(&session, Some(&pre));
 }
@@ -46,7 +57,7 @@ fn generic_kernel_matches_the_oracle() {
 }
 
 /// Several blocks and warps, K with a ragged end and K not a multiple of 4 (the code-by-
-/// code loads), each with FP8, FP4 (packed) and FP6 operands, on both FP8 kernels.
+/// code loads), each with FP8, FP4 (packed) and FP6 operands, on every FP8 kernel.
 #[test]
 fn fp8_kernels_tiles_and_ragged_edges() {
     let session = Session::new();
@@ -91,8 +102,12 @@ fn fp8_kernels_tiles_and_ragged_edges() {
             ));
         }
     }
-    for kernel in ["mma-sync", "wgmma"] {
-        run_and_check(&session, &problems, Some(&emulated("sm_90a", kernel)));
+    for (chip, kernel) in [
+        ("sm_90a", "mma-sync"),
+        ("sm_90a", "wgmma"),
+        ("sm_100a", "tcgen05"),
+    ] {
+        run_and_check(&session, &problems, Some(&emulated(chip, kernel)));
     }
 }
 

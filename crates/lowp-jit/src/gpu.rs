@@ -62,9 +62,9 @@ fn dim(v: Value) -> Result<u32, JitError> {
 
 impl Session {
     /// Compile `entry` of a lowp module to a kernel for `chip` (an NVIDIA `sm_XY[a]`):
-    /// `kernel` is `auto` (FP8 wgmma on sm_90a, mma.sync elsewhere, where the formats allow;
-    /// else the generic kernel), `wgmma` / `mma-sync` (an error when the op cannot use it)
-    /// or `generic`. The module is lowered in
+    /// `kernel` is `auto` (FP8 tcgen05 on sm_100a, wgmma on sm_90a, mma.sync on sm_89, where
+    /// the formats allow; else the generic kernel), `tcgen05` / `wgmma` / `mma-sync` (an error
+    /// when the op cannot use it) or `generic`. The module is lowered in
     /// place.
     pub fn compile_nvvm(
         &self,
@@ -79,9 +79,12 @@ impl Session {
                 "'{chip}' is not an NVIDIA chip (expected sm_89, sm_90a, sm_100a)"
             )));
         }
-        if !matches!(kernel, "auto" | "wgmma" | "mma-sync" | "generic") {
+        if !matches!(
+            kernel,
+            "auto" | "tcgen05" | "wgmma" | "mma-sync" | "generic"
+        ) {
             return Err(launch_error(format!(
-                "unknown kernel '{kernel}' (expected auto, wgmma, mma-sync, generic)"
+                "unknown kernel '{kernel}' (expected auto, tcgen05, wgmma, mma-sync, generic)"
             )));
         }
         self.run_pipeline(module, &lowp_passes::pipelines::nvvm_front(chip, kernel))?;

@@ -52,9 +52,10 @@ const USAGE: &str =
   --target T      cpu (the default) or cuda: the op lowered by lowp-to-nvvm for --chip, as
                   PTX, run on GPU 0 through the CUDA driver
   --chip C        NVIDIA chip the PTX targets with --target cuda (default sm_90a)
-  --kernel K      with --target cuda: auto (FP8 wgmma on sm_90a, mma.sync on other chips,
-                  where the formats allow, else the generic decode kernel; the default),
-                  wgmma or mma-sync (refuse other ops), or generic
+  --kernel K      with --target cuda: auto (FP8 tcgen05 on sm_100a, wgmma on sm_90a,
+                  mma.sync on sm_89, where the formats allow, else the generic decode
+                  kernel; the default), tcgen05, wgmma or mma-sync (refuse other ops), or
+                  generic
   --print-ptx     with --target cuda: print the kernel's launch and PTX, and exit (no GPU
                   needed)
   --save-kernel DIR  with --target cuda: write the compiled kernel (kernel.ptx, launch.txt)
@@ -224,9 +225,13 @@ fn parse_args(raw: Vec<String>) -> Result<Args, Usage> {
             }
             "--kernel" => {
                 let k = value().ok_or_else(|| Usage("--kernel needs a value (auto)".into()))?;
-                if !matches!(k.as_str(), "auto" | "wgmma" | "mma-sync" | "generic") {
+                if !matches!(
+                    k.as_str(),
+                    "auto" | "tcgen05" | "wgmma" | "mma-sync" | "generic"
+                ) {
                     return Err(Usage(format!(
-                        "--kernel: '{k}' is not a kernel; expected auto, wgmma, mma-sync or generic"
+                        "--kernel: '{k}' is not a kernel; expected auto, tcgen05, wgmma, mma-sync \
+                         or generic"
                     )));
                 }
                 a.kernel = Some(k);

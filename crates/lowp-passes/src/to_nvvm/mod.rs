@@ -1,18 +1,24 @@
-//! `lowp-to-nvvm`: `lowp.scaled_matmul` to an NVIDIA GPU kernel, as a block loop over
-//! output tiles with a thread loop inside (`scf.parallel` nests that
-//! `gpu-map-parallel-loops` + `convert-parallel-loops-to-gpu` turn into a `gpu.launch`),
-//! whose bodies use the chip's tensor-core instructions where the formats allow.
+//! `lowp-to-nvvm`: `lowp.scaled_matmul` to an NVIDIA GPU kernel: a `gpu.launch` (tcgen05,
+//! wgmma, generic) or block / thread `scf.parallel` nests that `gpu-map-parallel-loops` +
+//! `convert-parallel-loops-to-gpu` turn into one (mma.sync), using the chip's tensor cores
+//! where the formats allow.
 //!
 //! Per op, the strongest kernel the chip and the formats allow (one file each):
-//! - `mma_sync` (sm_89 and later; the kernel around it is `matrix_kernel.rs`): FP8 `mma.sync.m16n8k32` through
-//!   `llvm.call_intrinsic "llvm.nvvm.mma.m16n8k32.row.col.f32.<a>.<b>.f32"`. Operands in
-//!   E4M3 / E5M2 feed the instruction directly; FP4 / FP6 / custom formats that embed exactly
-//!   in E4M3 or E5M2 (`ScaledFormat::fp8_embedding`, proved from the fields) are translated
-//!   code by code on the way into registers. Block scales (MX, NVFP4, blockwise) are applied
-//!   per K segment to f32 accumulators, per-tensor / per-channel scales in the epilogue.
-//! - `gpu_generic.rs`: every other format or layout; one output element per thread, codes
-//!   decoded by bit arithmetic (the body `lowp-to-parallel-loops` has), 32 x 8 threads per
-//!   block.
+//! - `tcgen05.rs` (sm_100a): `tcgen05.mma.cta_group::1.kind::f8f6f4`, 128 x 64 tiles, A and
+//!   B in shared memory behind descriptors, D in tensor memory (`tcgen05.alloc`), MMAs
+//!   issued by one thread and completed through an mbarrier, D read per K segment with
+//!   `tcgen05.ld`.
+//! - `wgmma.rs` (sm_90a): `wgmma.mma_async` m64n128k32, one warpgroup per 64 x 128 tile, A
+//!   and B in shared memory, the next step's codes loaded while each wgmma runs.
+//! - `mma_sync.rs` (sm_89 and later; on the register kernel of `matrix_kernel.rs`):
+//!   `mma.sync.m16n8k32` through `llvm.call_intrinsic`, 4 warps per 64 x 64 tile.
+//! - `gpu_generic.rs`: every other format or layout (and the reason in a remark): 32 x 8
+//!   threads per 32 x 32 tile, chunks of A and B decoded once into shared memory.
+//!
+//! The FP8 kernels take E4M3 / E5M2 directly and FP4 / FP6 / custom formats that embed
+//! exactly in them (`ScaledFormat::fp8_embedding`, proved from the fields), translated code
+//! by code on the way in. Block scales (MX, NVFP4, blockwise) are applied per K segment to
+//! f32 accumulators, per-tensor / per-channel scales in the epilogue, as the oracle does.
 //!
 //! Before:
 //! ```mlir
@@ -21,28 +27,31 @@
 //! ```
 //! After (`chip=sm_90a`; shape of it):
 //! ```mlir
-//! scf.parallel (%bx, %by) = (%c0, %c0) to (%c2, %c4) step (%c1, %c1) {  // 64 x 64 tiles
-//!   scf.parallel (%tid) = (%c0) to (%c128) step (%c1) {                  // 4 warps
-//!     %acc:32 = scf.for %s = ... iter_args(...) {        // K segments (a scale block)
-//!       %part:32 = scf.for %k = ... step %c32 iter_args(...) {
-//!         %a0 = vector.load %bits_a[%row, %kw] {alignment = 4} : ..., vector<4xi8>
-//!         %d = llvm.call_intrinsic "llvm.nvvm.mma.m16n8k32.row.col.f32.e4m3.e4m3.f32"(...)
-//!       }
-//!       // acc += part * (sa(row, s) * sb(col, s))
-//!     }
-//!     // epilogue: per-tensor / per-channel scales, globals, bias, f32 or bf16 store
+//! gpu.launch blocks(%bx, %by, %bz) in (%gx = %c1, %gy = %c4, %gz = %c1)
+//!            threads(%tx, %ty, %tz) in (%sx = %c128, %sy = %c1, %sz = %c1)
+//!            workgroup(%ta : memref<512xi32, 3>, %tb : memref<1024xi32, 3>) {
+//!   %r:140 = scf.for %k = %c0 to %c512 step %c32 iter_args(%acc.., %part.., %words..) {
+//!     gpu.barrier                           // the words into %ta / %tb, then
+//!     nvvm.fence.proxy {kind = #nvvm.proxy_kind<async.shared>, ...}
+//!     nvvm.wgmma.mma_async %part, %desc_a, %desc_b, <m = 64, n = 128, k = 32>, ...
+//!     nvvm.wgmma.commit.group.sync.aligned  // the next step's loads, then
+//!     nvvm.wgmma.wait.group.sync.aligned 0  // at a segment's end: acc += part * sa * sb
 //!   }
+//!   // epilogue: per-tensor / per-channel scales, globals, bias, f32 or bf16 store
 //! }
 //! ```
 //!
 //! Options: `chip` (sm_89, sm_90a, sm_100a: the chip facts decide which kernels exist),
-//! `kernel` (`auto` picks per op; `mma-sync` makes an op that cannot use it an error;
-//! `generic` forces the decode kernel), `emulate` (`true` replaces each warp's `mma.sync`
-//! by loops that compute it as the PTX ISA defines it, from the same fragment registers,
-//! so that the kernel runs and is checked against the oracle on a CPU).
-//! Runs on `func.func`. Dependent dialects: arith, math, memref, scf, vector, llvm.
+//! `kernel` (`auto` picks per op; `tcgen05` / `wgmma` / `mma-sync` make an op that cannot
+//! use that kernel an error; `generic` forces the decode kernel), `emulate` (`true` runs
+//! the same kernel on the CPU: each instruction computed as the PTX ISA defines it from the
+//! registers, shared memory and descriptors the kernel prepared, phases one after the
+//! other, so that it is checked against the oracle without a GPU).
+//! Runs on `func.func`. Dependent dialects: arith, math, memref, scf, vector, llvm, gpu,
+//! nvvm.
 
 mod mma_sync;
+mod tcgen05;
 mod wgmma;
 
 use melior::dialect::DialectHandle;
@@ -76,10 +85,10 @@ pub const PASS: PassDef = PassDef {
         OptionDef {
             name: "kernel",
             default: "auto",
-            description: "auto: the strongest kernel per op; wgmma / mma-sync: require that \
-                          FP8 kernel (an op that cannot use it is an error); generic: the \
-                          decode kernel for every op",
-            kind: OptionKind::Choice(&["auto", "wgmma", "mma-sync", "generic"]),
+            description: "auto: the strongest kernel per op; tcgen05 / wgmma / mma-sync: \
+                          require that FP8 kernel (an op that cannot use it is an error); \
+                          generic: the decode kernel for every op",
+            kind: OptionKind::Choice(&["auto", "tcgen05", "wgmma", "mma-sync", "generic"]),
         },
         OptionDef {
             name: "emulate",
@@ -102,6 +111,13 @@ fn nvvm_dialects() -> Vec<DialectHandle> {
     d
 }
 
+/// The FP8 tensor-core kernel chosen for an op.
+enum Fp8 {
+    MmaSync(mma_sync::MmaSync),
+    Wgmma(wgmma::Wgmma),
+    Tcgen05(tcgen05::Tcgen05),
+}
+
 fn run<'c, 'a>(func: OperationRef<'c, 'a>, options: &PassOptions) -> Result<(), PassError> {
     let chip = options.choice("chip");
     let sm = CHIPS
@@ -112,8 +128,8 @@ fn run<'c, 'a>(func: OperationRef<'c, 'a>, options: &PassOptions) -> Result<(), 
     let kernel = options.choice("kernel");
     let emulate = options.flag("emulate");
     lower_lowp_ops(func, |e, op| {
-        // The strongest kernel first: wgmma exists on sm_90a only (Blackwell dropped it),
-        // FP8 mma.sync from sm_89 on.
+        // The strongest kernel first: tcgen05 on sm_100a, wgmma on sm_90a only (Blackwell
+        // dropped it), FP8 mma.sync from sm_89 on.
         let wgmma = || {
             if sm == 90 {
                 wgmma::plan(op)
@@ -128,18 +144,28 @@ fn run<'c, 'a>(func: OperationRef<'c, 'a>, options: &PassOptions) -> Result<(), 
                 Err(format!("{chip} has no FP8 mma.sync"))
             }
         };
+        let tcgen05 = || {
+            if sm == 100 {
+                tcgen05::plan(op)
+            } else {
+                Err(format!("{chip} has no tcgen05 (sm_100a)"))
+            }
+        };
         let lowered = match kernel {
             "generic" => Err(String::new()),
-            "wgmma" => wgmma().map(|(plan, i)| (plan, Err(i))),
-            "mma-sync" => mma_sync().map(|(plan, i)| (plan, Ok(i))),
-            _ => wgmma()
-                .map(|(plan, i)| (plan, Err(i)))
-                .or_else(|_| mma_sync().map(|(plan, i)| (plan, Ok(i)))),
+            "tcgen05" => tcgen05().map(|(plan, i)| (plan, Fp8::Tcgen05(i))),
+            "wgmma" => wgmma().map(|(plan, i)| (plan, Fp8::Wgmma(i))),
+            "mma-sync" => mma_sync().map(|(plan, i)| (plan, Fp8::MmaSync(i))),
+            _ => tcgen05()
+                .map(|(plan, i)| (plan, Fp8::Tcgen05(i)))
+                .or_else(|_| wgmma().map(|(plan, i)| (plan, Fp8::Wgmma(i))))
+                .or_else(|_| mma_sync().map(|(plan, i)| (plan, Fp8::MmaSync(i)))),
         };
         match lowered {
-            Ok((plan, Ok(instr))) => crate::matrix_kernel::lower(e, op, &plan, &instr, emulate),
-            Ok((plan, Err(instr))) => wgmma::lower(e, op, &plan, &instr, emulate),
-            Err(reason) if kernel == "wgmma" || kernel == "mma-sync" => Err(unsupported(
+            Ok((plan, Fp8::MmaSync(i))) => crate::matrix_kernel::lower(e, op, &plan, &i, emulate),
+            Ok((plan, Fp8::Wgmma(i))) => wgmma::lower(e, op, &plan, &i, emulate),
+            Ok((plan, Fp8::Tcgen05(i))) => tcgen05::lower(e, op, &plan, &i, emulate),
+            Err(reason) if kernel != "auto" && kernel != "generic" => Err(unsupported(
                 op,
                 format!(
                     "no {} kernel for this op on {chip}: {reason}",

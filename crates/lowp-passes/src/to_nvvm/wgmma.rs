@@ -38,12 +38,12 @@ use crate::PassError;
 /// The block's tile of C and its threads.
 const BM: i64 = 64;
 const BN: i64 = 128;
-const THREADS: i64 = 128;
+pub(super) const THREADS: i64 = 128;
 /// Accumulators per thread.
 const ACC: usize = (BN / 2) as usize;
 /// Descriptor offsets of the shared-memory layout.
-const LBO: i64 = 128;
-const SBO: i64 = 256;
+pub(super) const LBO: i64 = 128;
+pub(super) const SBO: i64 = 256;
 /// 32-bit words of the A and B tiles in shared memory.
 const A_WORDS: i64 = BM * 32 / 4;
 const B_WORDS: i64 = BN * 32 / 4;
@@ -66,7 +66,7 @@ pub(super) fn plan(op: OperationRef) -> Result<(Plan, Wgmma), String> {
 }
 
 /// Word `r` a thread copies: word `tid + 128 r` of a tile, row-major, 8 words per row.
-fn copied_word<'c, 'a>(
+pub(super) fn copied_word<'c, 'a>(
     e: &Emitter<'c, 'a>,
     tid: Value<'c, 'a>,
     r: usize,
@@ -142,12 +142,28 @@ fn wgmma_type(f: ScaledFormat) -> &'static str {
 }
 
 /// Byte offset of (row, k) of a tile in the shared-memory layout.
-fn smem_offset<'c, 'a>(e: &Emitter<'c, 'a>, row: Value<'c, 'a>, k: Value<'c, 'a>) -> Value<'c, 'a> {
+pub(super) fn smem_offset<'c, 'a>(
+    e: &Emitter<'c, 'a>,
+    row: Value<'c, 'a>,
+    k: Value<'c, 'a>,
+) -> Value<'c, 'a> {
     let (c8, c16) = (e.index(8), e.index(16));
     let group = e.muli(e.divui(row, c8), e.index(SBO));
     let half = e.muli(e.divui(k, c16), e.index(LBO));
     let inner = e.addi(e.muli(e.remui(row, c8), c16), e.remui(k, c16));
     e.addi(e.addi(group, half), inner)
+}
+
+/// The shared-memory byte address of a workgroup buffer, as an `i64`.
+pub(super) fn smem_address<'c, 'a>(e: &Emitter<'c, 'a>, buffer: Value<'c, 'a>) -> Value<'c, 'a> {
+    let p = e.val(
+        OperationBuilder::new("memref.extract_aligned_pointer_as_index", e.loc())
+            .add_operands(&[buffer])
+            .add_results(&[e.index_type()])
+            .build()
+            .expect("valid memref.extract_aligned_pointer_as_index"),
+    );
+    e.index_castui(p, e.int_type(64))
 }
 
 /// The matrix descriptor of a tile at shared-memory byte address `base` (an `i64`): start
@@ -159,7 +175,7 @@ fn descriptor<'c, 'a>(e: &Emitter<'c, 'a>, base: Value<'c, 'a>) -> Value<'c, 'a>
 }
 
 /// Copy a thread's words of both tiles at K step `kk` into the shared-memory buffers.
-fn copy_tiles<'c, 'a>(
+pub(super) fn copy_tiles<'c, 'a>(
     e: &Emitter<'c, 'a>,
     kn: &Kernel<'_, 'c, 'a>,
     l: &Lane<'c, 'a>,
@@ -172,7 +188,7 @@ fn copy_tiles<'c, 'a>(
 
 /// Store a thread's words of both tiles (loaded by [`Kernel::fragments`]) into the
 /// shared-memory buffers.
-fn store_tiles<'c, 'a>(
+pub(super) fn store_tiles<'c, 'a>(
     e: &Emitter<'c, 'a>,
     l: &Lane<'c, 'a>,
     a: &[Value<'c, 'a>],
@@ -268,7 +284,7 @@ fn emit_wgmma<'c, 'a, T>(
 
 /// The flat K loop's segment bookkeeping: whether the step starting at `kk` ends a
 /// segment (a scale block, or a promotion span), and where that segment began.
-fn segment_end<'c, 'a>(
+pub(super) fn segment_end<'c, 'a>(
     e: &Emitter<'c, 'a>,
     kn: &Kernel<'_, 'c, 'a>,
     kk: Value<'c, 'a>,
@@ -320,16 +336,7 @@ pub(super) fn lower<'c, 'a>(
                 row0: e.muli(bid[1], e.index(BM)),
                 col0: e.muli(bid[0], e.index(BN)),
             };
-            let base = |buffer| {
-                let p = e.val(
-                    OperationBuilder::new("memref.extract_aligned_pointer_as_index", e.loc())
-                        .add_operands(&[buffer])
-                        .add_results(&[e.index_type()])
-                        .build()
-                        .expect("valid memref.extract_aligned_pointer_as_index"),
-                );
-                descriptor(e, e.index_castui(p, e.int_type(64)))
-            };
+            let base = |buffer| descriptor(e, smem_address(e, buffer));
             let (da, db) = (base(smem[0]), base(smem[1]));
             // One loop over K: each step's wgmma runs while the next step's codes are
             // loaded into registers; at the end of a segment the partial sums are added to

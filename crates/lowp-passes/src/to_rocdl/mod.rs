@@ -39,7 +39,7 @@
 //! Options: `chip` (gfx942, gfx950), `kernel` (`auto`; `scaled-mfma` / `mfma` make an op
 //! that cannot use that instruction an error; `generic`), `emulate` (compute each wave's
 //! instruction with loops over the lanes' registers as the ISA defines it: runs on a CPU).
-//! Runs on `func.func`. Dependent dialects: arith, math, memref, scf, vector, rocdl.
+//! Runs on `func.func`. Dependent dialects: arith, math, memref, scf, vector, gpu, rocdl.
 
 mod mfma;
 
@@ -92,6 +92,7 @@ pub const PASS: PassDef = PassDef {
 
 fn rocdl_dialects() -> Vec<DialectHandle> {
     let mut d = loop_dialects();
+    d.push(DialectHandle::gpu());
     // SAFETY: the ROCDL dialect's registration handle is a static descriptor.
     d.push(unsafe { DialectHandle::from_raw(mlir_sys::mlirGetDialectHandle__rocdl__()) });
     d

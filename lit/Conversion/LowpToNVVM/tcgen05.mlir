@@ -1,0 +1,47 @@
+// RUN: lowp-opt %s --pass-pipeline='builtin.module(func.func(lowp-to-nvvm{chip=sm_100a},cse))' | FileCheck %s
+// RUN: lowp-opt %s --pass-pipeline='builtin.module(func.func(lowp-to-nvvm{chip=sm_100a emulate=true},cse))' | FileCheck %s --check-prefix=EMU
+
+// The sm_100a kernel: a CTA of 128 threads per 128 x 64 tile of C. Warp 0 allocates 64
+// columns of tensor memory for D (its address through a workgroup slot), thread 0 sets up
+// an mbarrier; per K step the threads store their words of A (128 x 32) and B (64 x 32)
+// into workgroup memory, fence.proxy.async, barrier, thread 0 issues
+// tcgen05.mma kind::f8f6f4 (the instruction descriptor 0x8100410 + types: F32 D, E4M3 A,
+// E5M2 B, N 64, M 128; enable_input_d off on a segment's first step) and commits it to the
+// mbarrier, the next step's loads, the wait on the phase, tcgen05.fence; at a segment's end
+// each warp's tcgen05.ld of its rows of D and the promotion with the segment's scales.
+// Numerics: tests/integration/to_nvvm.rs (emulate=true, against the oracle).
+// CHECK-LABEL: func.func @mxfp8
+// CHECK:       gpu.launch {{.*}} threads(%{{.*}}) in (%{{.*}} = %c128, %{{.*}} = %c1, %{{.*}} = %c1)
+// CHECK-SAME:    workgroup(%[[SA:.*]] : memref<1024xi32, #gpu.address_space<workgroup>>, %[[SB:.*]] : memref<512xi32, #gpu.address_space<workgroup>>, %{{.*}} : memref<1xi32, #gpu.address_space<workgroup>>, %{{.*}} : memref<1xi64, #gpu.address_space<workgroup>>)
+// CHECK:         nvvm.tcgen05.alloc %{{.*}}, %c64_i32 : !llvm.ptr<3>, i32
+// CHECK-NEXT:    nvvm.tcgen05.relinquish_alloc_permit
+// CHECK:         nvvm.mbarrier.init %{{.*}}, %c1_i32 : !llvm.ptr<3>, i32
+// CHECK:       gpu.barrier
+// CHECK:       scf.for %{{.*}} step %c32 iter_args(
+// CHECK-NEXT:    gpu.barrier
+// CHECK-COUNT-8: memref.store %{{.*}}, %[[SA]][%{{.*}}] : memref<1024xi32, #gpu.address_space<workgroup>>
+// CHECK-COUNT-4: memref.store %{{.*}}, %[[SB]][%{{.*}}] : memref<512xi32, #gpu.address_space<workgroup>>
+// CHECK-NEXT:    nvvm.fence.proxy {kind = #nvvm.proxy_kind<async.shared>, space = #nvvm.shared_space<cta>}
+// CHECK-NEXT:    gpu.barrier
+// CHECK:         scf.if
+// CHECK-NEXT:      nvvm.tcgen05.mma %{{.*}}, %{{.*}}, %{{.*}}, %c135267344_i32, %{{.*}} {ctaGroup = #nvvm.cta_group<cta_1>, kind = #nvvm.tcgen05_mma_kind<f8f6f4>} : (!llvm.ptr<6>, i64, i64, i32, i1)
+// CHECK-NEXT:      nvvm.tcgen05.commit %{{[0-9a-z_]+}} : !llvm.ptr<3>
+// CHECK:         nvvm.mbarrier.try_wait.parity %{{.*}}, %{{.*}}, %c1000000_i32 : !llvm.ptr<3>, i32, i32
+// CHECK-NEXT:    nvvm.tcgen05.fence <after>
+// CHECK:         scf.if %{{.*}} -> (f32, f32,
+// CHECK-NEXT:      nvvm.tcgen05.ld %{{.*}} {shape = #nvvm.tcgen05_ldst_shape<shape_32x32b>} : vector<64xi32>
+// CHECK-NEXT:      nvvm.tcgen05.wait <load>
+// CHECK:       memref.store %{{.*}}, %arg4[%{{.*}}, %{{.*}}] : memref<128x64xf32>
+// CHECK:       gpu.barrier
+// CHECK:         nvvm.tcgen05.dealloc %{{.*}}, %c64_i32 : !llvm.ptr<6>, i32
+// CHECK:       gpu.terminator
+
+// EMU-LABEL: func.func @mxfp8
+// EMU-NOT:   nvvm.tcgen05
+// EMU:       memref.alloca() {alignment = 64 : i64} : memref<8192xf32>
+func.func @mxfp8(%a: memref<128x256xf8E4M3FN>, %sa: memref<128x8xf8E8M0FNU>,
+                 %b: memref<64x256xf8E5M2>, %sb: memref<64x8xf8E8M0FNU>, %c: memref<128x64xf32>) {
+  lowp.scaled_matmul %a[%sa], %b[%sb] into %c layouts(#lowp.mx<32>, #lowp.mx<32>)
+      : memref<128x256xf8E4M3FN>[memref<128x8xf8E8M0FNU>], memref<64x256xf8E5M2>[memref<64x8xf8E8M0FNU>] -> memref<128x64xf32>
+  return
+}

@@ -1,0 +1,34 @@
+// RUN: lowp-translate %s --emit=ptx --chip=sm_100a | FileCheck %s
+// RUN: not lowp-translate %s --emit=ptx --chip=sm_90a --kernel=tcgen05 2>&1 | FileCheck %s --check-prefix=SM90
+
+// lowp IR to sm_100a PTX: the default kernel there is the tcgen05 one. A and B in shared
+// memory behind descriptors, D (128 x 64 f32) in tensor memory allocated by warp 0, one
+// thread issues each MMA and commits it to an mbarrier every thread waits on, each warp
+// reads its 32 rows of D with tcgen05.ld at a segment's end, then tensor memory is freed.
+// The order is LLVM's (it rotates the loop); lit/Conversion/LowpToNVVM/tcgen05.mlir checks
+// the IR's.
+// CHECK:       .version 8.6
+// CHECK:       .target sm_100a
+// CHECK:       .visible .entry mxfp8_kernel(
+// CHECK-NOT:   .local
+// CHECK-DAG:   .shared .align 4 .b8 {{.*}}[4096];
+// CHECK-DAG:   .shared .align 4 .b8 {{.*}}[2048];
+// CHECK-DAG:   tcgen05.alloc.cta_group::1.sync.aligned.shared::cta.b32
+// CHECK-DAG:   tcgen05.relinquish_alloc_permit.cta_group::1.sync.aligned;
+// CHECK-DAG:   mbarrier.init.shared.b64
+// CHECK-DAG:   fence.proxy.async.shared::cta;
+// CHECK-DAG:   tcgen05.mma.cta_group::1.kind::f8f6f4
+// CHECK-DAG:   tcgen05.commit.cta_group::1.mbarrier::arrive::one.shared::cluster.b64
+// CHECK-DAG:   mbarrier.try_wait.parity.shared.b64
+// CHECK-DAG:   tcgen05.fence::after_thread_sync;
+// CHECK-DAG:   tcgen05.ld.sync.aligned.32x32b.x64.b32
+// CHECK-DAG:   tcgen05.wait::ld.sync.aligned;
+// CHECK-DAG:   tcgen05.dealloc.cta_group::1.sync.aligned.b32
+// CHECK-NOT:   .local
+// SM90: error: lowp.scaled_matmul: no tcgen05 kernel for this op on sm_90a: sm_90a has no tcgen05 (sm_100a)
+func.func @mxfp8(%a: memref<128x256xf8E4M3FN>, %sa: memref<128x8xf8E8M0FNU>,
+                 %b: memref<64x256xf8E5M2>, %sb: memref<64x8xf8E8M0FNU>, %c: memref<128x64xf32>) {
+  lowp.scaled_matmul %a[%sa], %b[%sb] into %c layouts(#lowp.mx<32>, #lowp.mx<32>)
+      : memref<128x256xf8E4M3FN>[memref<128x8xf8E8M0FNU>], memref<64x256xf8E5M2>[memref<64x8xf8E8M0FNU>] -> memref<128x64xf32>
+  return
+}
