@@ -14,7 +14,7 @@ use lowp_formats::ScaledFormat;
 use melior::ir::{OperationRef, Type, Value};
 
 use crate::ir::Emitter;
-use crate::matrix_kernel::{Instr, Operand, Plan, RegisterInstr, Shape};
+use crate::matrix_kernel::{Instr, Plan, RegisterInstr, Shape};
 
 /// `mma.sync.aligned.m16n8k32.row.col.f32.<a>.<b>.f32`.
 pub(super) struct MmaSync {
@@ -32,12 +32,8 @@ fn ptx_type(f: ScaledFormat) -> &'static str {
 
 /// The plan and instruction for `op`, or why it needs another kernel.
 pub(super) fn plan(op: OperationRef) -> Result<(Plan, MmaSync), String> {
-    let ((fa, pa), (fb, pb)) = Plan::formats(op)?;
-    let types = [ScaledFormat::F8E4M3, ScaledFormat::F8E5M2];
-    let a = Operand::new(fa, pa, &types, &[0])?;
-    let b = Operand::new(fb, pb, &types, &[0])?;
-    let instr = MmaSync { a: a.ty, b: b.ty };
-    Ok((Plan::new(op, a, b, 32, false)?, instr))
+    let (plan, a, b) = super::fp8_plan(op)?;
+    Ok((plan, MmaSync { a, b }))
 }
 
 impl Instr for MmaSync {

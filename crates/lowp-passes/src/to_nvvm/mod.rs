@@ -57,7 +57,10 @@ mod wgmma;
 use melior::dialect::DialectHandle;
 use melior::ir::OperationRef;
 
+use lowp_formats::ScaledFormat;
+
 use crate::expand_quantize::{loop_dialects, unsupported};
+use crate::matrix_kernel::{Operand, Plan};
 use crate::registry::{OptionDef, OptionKind, PassDef, PassOptions};
 use crate::to_loops::lower_lowp_ops;
 use crate::PassError;
@@ -109,6 +112,17 @@ fn nvvm_dialects() -> Vec<DialectHandle> {
     // SAFETY: the NVVM dialect's registration handle is a static descriptor.
     d.push(unsafe { DialectHandle::from_raw(mlir_sys::mlirGetDialectHandle__nvvm__()) });
     d
+}
+
+/// The plan of an NVIDIA FP8 kernel (K 32 per instruction, scales on the accumulators) and
+/// the instruction types of A and B: E4M3 / E5M2 as stored, or the one the format embeds in.
+fn fp8_plan(op: OperationRef) -> Result<(Plan, ScaledFormat, ScaledFormat), String> {
+    let ((fa, pa), (fb, pb)) = Plan::formats(op)?;
+    let types = [ScaledFormat::F8E4M3, ScaledFormat::F8E5M2];
+    let a = Operand::new(fa, pa, &types, &[0])?;
+    let b = Operand::new(fb, pb, &types, &[0])?;
+    let (ta, tb) = (a.ty, b.ty);
+    Ok((Plan::new(op, a, b, 32, false)?, ta, tb))
 }
 
 /// The FP8 tensor-core kernel chosen for an op.

@@ -33,7 +33,7 @@ use super::wgmma::{
 use crate::codes;
 use crate::expand_quantize::ceil_div;
 use crate::ir::Emitter;
-use crate::matrix_kernel::{Instr, Kernel, Lane, Operand, Plan, Shape};
+use crate::matrix_kernel::{Instr, Kernel, Lane, Plan, Shape};
 use crate::PassError;
 
 /// The block's tile of C (the MMA's M and N) and the columns of tensor memory it takes.
@@ -54,12 +54,8 @@ pub(super) struct Tcgen05 {
 
 /// The plan and instruction for `op`, or why it needs another kernel.
 pub(super) fn plan(op: OperationRef) -> Result<(Plan, Tcgen05), String> {
-    let ((fa, pa), (fb, pb)) = Plan::formats(op)?;
-    let types = [ScaledFormat::F8E4M3, ScaledFormat::F8E5M2];
-    let a = Operand::new(fa, pa, &types, &[0])?;
-    let b = Operand::new(fb, pb, &types, &[0])?;
-    let instr = Tcgen05 { a: a.ty, b: b.ty };
-    Ok((Plan::new(op, a, b, 32, false)?, instr))
+    let (plan, a, b) = super::fp8_plan(op)?;
+    Ok((plan, Tcgen05 { a, b }))
 }
 
 impl Instr for Tcgen05 {

@@ -32,7 +32,7 @@ use melior::ir::{Attribute, Identifier, OperationRef, Type, Value};
 use crate::codes;
 use crate::expand_quantize::ceil_div;
 use crate::ir::Emitter;
-use crate::matrix_kernel::{Instr, Kernel, Lane, Operand, Plan, Shape};
+use crate::matrix_kernel::{Instr, Kernel, Lane, Plan, Shape};
 use crate::PassError;
 
 /// The block's tile of C and its threads.
@@ -57,12 +57,8 @@ pub(super) struct Wgmma {
 
 /// The plan and instruction for `op`, or why it needs another kernel.
 pub(super) fn plan(op: OperationRef) -> Result<(Plan, Wgmma), String> {
-    let ((fa, pa), (fb, pb)) = Plan::formats(op)?;
-    let types = [ScaledFormat::F8E4M3, ScaledFormat::F8E5M2];
-    let a = Operand::new(fa, pa, &types, &[0])?;
-    let b = Operand::new(fb, pb, &types, &[0])?;
-    let instr = Wgmma { a: a.ty, b: b.ty };
-    Ok((Plan::new(op, a, b, 32, false)?, instr))
+    let (plan, a, b) = super::fp8_plan(op)?;
+    Ok((plan, Wgmma { a, b }))
 }
 
 /// Word `r` a thread copies: word `tid + 128 r` of a tile, row-major, 8 words per row.
