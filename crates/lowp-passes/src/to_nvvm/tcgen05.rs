@@ -9,7 +9,8 @@
 //! shared memory, `fence.proxy.async`, barrier, thread 0 issues the MMA (`enable_input_d`
 //! off on a segment's first step) and commits it to an mbarrier, every thread loads the
 //! next step's words, waits on the mbarrier's phase and fences (`tcgen05.fence
-//! after_thread_sync`); at a segment's end each warp reads its 32 rows of D
+//! after_thread_sync`; every barrier that orders tensor-memory accesses between threads
+//! sits between `before_thread_sync` and `after_thread_sync` fences); at a segment's end each warp reads its 32 rows of D
 //! (`tcgen05.ld.32x32b.x64`: thread t holds row t) and adds them to its accumulators with
 //! the segment's scales. Block-scaled kinds (mxf8f6f4, mxf4, mxf4nvf4 with scales in
 //! tensor memory) are not used yet: scales are applied per segment, as on the other chips.
@@ -235,7 +236,17 @@ pub(super) fn lower<'c, 'a>(
             e.if_then(first_thread, |e| {
                 nvvm(e, "nvvm.mbarrier.init", &[mbar_ptr, i1], &[])
             });
+            let fence = |e: &Emitter<'c, 'a>, kind: &str| {
+                nvvm(
+                    e,
+                    "nvvm.tcgen05.fence",
+                    &[],
+                    &[("kind", &format!("#nvvm.tcgen05_fence<{kind}>"))],
+                )
+            };
+            fence(e, "before");
             e.bare("gpu.barrier", &[]);
+            fence(e, "after");
             let taddr = e.load(slot, &[zero]);
             let d_ptr = pointer(e, taddr, 6);
             // This warp's 32 lanes of D.
@@ -267,6 +278,9 @@ pub(super) fn lower<'c, 'a>(
                     ],
                 );
                 e.bare("gpu.barrier", &[]);
+                // Tensor-memory accesses of other threads before the barrier (the previous
+                // segment's tcgen05.ld) are ordered before this MMA.
+                fence(e, "after");
                 let accumulate = e.cmpi(CmpiPredicate::Ne, e.remui(kk, span), zero);
                 e.if_then(first_thread, |e| {
                     nvvm(
@@ -290,12 +304,7 @@ pub(super) fn lower<'c, 'a>(
                     &[mbar_ptr, phase, e.i32(1_000_000)],
                     &[],
                 );
-                nvvm(
-                    e,
-                    "nvvm.tcgen05.fence",
-                    &[],
-                    &[("kind", "#nvvm.tcgen05_fence<after>")],
-                );
+                fence(e, "after");
                 let (end, k0) = segment_end(e, &kn, kk);
                 let mut out = e.if_else(
                     end,
@@ -329,12 +338,15 @@ pub(super) fn lower<'c, 'a>(
                     },
                     |_| acc.to_vec(),
                 );
+                fence(e, "before");
                 out.extend(a.iter().chain(&b));
                 out
             });
             kn.epilogue(e, &l, &done[..ACC]);
             // Tensor memory back, by the warp that allocated it.
+            fence(e, "before");
             e.bare("gpu.barrier", &[]);
+            fence(e, "after");
             e.if_then(first_warp, |e| {
                 nvvm(e, "nvvm.tcgen05.dealloc", &[d_ptr, cols], &[])
             });
