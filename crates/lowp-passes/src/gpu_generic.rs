@@ -22,6 +22,7 @@ use melior::ir::{OperationRef, Type, Value};
 use crate::codes;
 use crate::expand_quantize::{ceil_div, load_code};
 use crate::ir::Emitter;
+use crate::matrix_kernel::segment_end;
 use crate::to_parallel_loops::{global_product, store_result, Operands};
 use crate::PassError;
 
@@ -136,24 +137,6 @@ impl<'o, 'c, 'a> Generic<'o, 'c, 'a> {
         })
     }
 
-    /// Whether the chunk at `k0` ends a segment, and where the segment began.
-    fn segment_end(
-        &self,
-        e: &Emitter<'c, 'a>,
-        k0: Value<'c, 'a>,
-    ) -> (Value<'c, 'a>, Value<'c, 'a>) {
-        let next = e.addi(k0, e.index(self.kc));
-        let last = e.cmpi(CmpiPredicate::Uge, next, self.ops.k);
-        match self.span {
-            Some(s) => {
-                let span = e.index(s);
-                let end = e.cmpi(CmpiPredicate::Eq, e.remui(next, span), e.index(0));
-                (e.ori(end, last), e.muli(e.divui(k0, span), span))
-            }
-            None => (last, e.index(0)),
-        }
-    }
-
     /// `acc + part * (sa * sb)` with the scales of the segment at `k0` (or `acc + part`
     /// when no scale changes along K).
     fn promote(
@@ -258,7 +241,7 @@ pub(crate) fn lower<'c, 'a>(
                 let part = g.accumulate(e, &t, tiles, part);
                 // Every thread is done with the tiles before the next chunk overwrites them.
                 e.bare("gpu.barrier", &[]);
-                let (end, start) = g.segment_end(e, k0);
+                let (end, start) = segment_end(e, k0, g.kc, g.span, g.ops.k);
                 e.if_else(
                     end,
                     &vec![f32t; 2 * ROWS],
@@ -313,7 +296,7 @@ fn emulated_block<'c, 'a>(
     });
     e.for_loop(zero, g.ops.k, e.index(g.kc), &[], |e, k0, _| {
         threads(e, &|e, t, _| g.fill(e, &t, k0, tiles));
-        let (end, start) = g.segment_end(e, k0);
+        let (end, start) = segment_end(e, k0, g.kc, g.span, g.ops.k);
         threads(e, &|e, t, base| {
             let load = |i| e.load(regs, &[at(e, base, i)]);
             let acc: Vec<Value> = (0..ROWS).map(load).collect();

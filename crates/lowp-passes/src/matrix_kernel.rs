@@ -694,6 +694,28 @@ pub(crate) fn segments<'c, 'a>(
     })
 }
 
+/// The bookkeeping of a flat K loop of `step`: whether the step starting at `kk` ends a
+/// segment of `span` (a scale block or a promotion span; `None`: all of K, ending at `k`),
+/// and where that segment began.
+pub(crate) fn segment_end<'c, 'a>(
+    e: &Emitter<'c, 'a>,
+    kk: Value<'c, 'a>,
+    step: i64,
+    span: Option<i64>,
+    k: Value<'c, 'a>,
+) -> (Value<'c, 'a>, Value<'c, 'a>) {
+    let next = e.addi(kk, e.index(step));
+    let last = e.cmpi(CmpiPredicate::Uge, next, k);
+    match span {
+        Some(s) => {
+            let span = e.index(s);
+            let end = e.cmpi(CmpiPredicate::Eq, e.remui(next, span), e.index(0));
+            (e.ori(end, last), e.muli(e.divui(kk, span), span))
+        }
+        None => (last, e.index(0)),
+    }
+}
+
 /// One block on the GPU: a loop of 4 warps' threads (mapped to threads by
 /// `gpu-map-parallel-loops`), each carrying its accumulators in registers.
 fn hardware_block<'c, 'a>(

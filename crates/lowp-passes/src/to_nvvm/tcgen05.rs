@@ -29,7 +29,7 @@ use melior::ir::operation::OperationBuilder;
 use melior::ir::{Attribute, Identifier, OperationRef, Type, Value};
 
 use super::wgmma::{
-    copied_word, copy_tiles, segment_end, smem_address, store_tiles, LBO, SBO, THREADS,
+    copied_word, copy_tiles, segment_end, smem_address, smem_shape, store_tiles, LBO, SBO, THREADS,
 };
 use crate::codes;
 use crate::expand_quantize::ceil_div;
@@ -61,18 +61,7 @@ pub(super) fn plan(op: OperationRef) -> Result<(Plan, Tcgen05), String> {
 
 impl Instr for Tcgen05 {
     fn shape(&self) -> Shape {
-        Shape {
-            lanes: THREADS,
-            m: BM,
-            n: BN,
-            k: 32,
-            a_words: (A_WORDS / THREADS) as usize,
-            b_words: (B_WORDS / THREADS) as usize,
-            a_bits: 8,
-            b_bits: 8,
-            acc: ACC,
-            tiles: (1, 1),
-        }
+        smem_shape(BM, BN, ACC)
     }
 
     fn a_reg<'c, 'a>(

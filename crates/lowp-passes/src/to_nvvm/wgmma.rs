@@ -25,7 +25,6 @@
 //! descriptors and reading the codes where the descriptors say they are.
 
 use lowp_formats::ScaledFormat;
-use melior::dialect::arith::CmpiPredicate;
 use melior::ir::operation::OperationBuilder;
 use melior::ir::{Attribute, Identifier, OperationRef, Type, Value};
 
@@ -74,20 +73,26 @@ pub(super) fn copied_word<'c, 'a>(
     )
 }
 
+/// The shape of a shared-memory FP8 instruction of K 32 over an `m x n` tile, the block's
+/// `THREADS` copying both tiles in words (`copied_word`), `acc` accumulators per thread.
+pub(super) fn smem_shape(m: i64, n: i64, acc: usize) -> Shape {
+    Shape {
+        lanes: THREADS,
+        m,
+        n,
+        k: 32,
+        a_words: (m * 32 / 4 / THREADS) as usize,
+        b_words: (n * 32 / 4 / THREADS) as usize,
+        a_bits: 8,
+        b_bits: 8,
+        acc,
+        tiles: (1, 1),
+    }
+}
+
 impl Instr for Wgmma {
     fn shape(&self) -> Shape {
-        Shape {
-            lanes: THREADS,
-            m: BM,
-            n: BN,
-            k: 32,
-            a_words: (A_WORDS / THREADS) as usize,
-            b_words: (B_WORDS / THREADS) as usize,
-            a_bits: 8,
-            b_bits: 8,
-            acc: ACC,
-            tiles: (1, 1),
-        }
+        smem_shape(BM, BN, ACC)
     }
 
     fn a_reg<'c, 'a>(
@@ -278,20 +283,14 @@ fn emit_wgmma<'c, 'a, T>(
     (d, other)
 }
 
-/// The flat K loop's segment bookkeeping: whether the step starting at `kk` ends a
-/// segment (a scale block, or a promotion span), and where that segment began.
+/// The flat K loop's segment bookkeeping for `kn`'s plan (see
+/// `matrix_kernel::segment_end`).
 pub(super) fn segment_end<'c, 'a>(
     e: &Emitter<'c, 'a>,
     kn: &Kernel<'_, 'c, 'a>,
     kk: Value<'c, 'a>,
 ) -> (Value<'c, 'a>, Value<'c, 'a>) {
-    let span = e.index(kn.plan.span);
-    let next = e.addi(kk, e.index(kn.plan.step));
-    let end = e.ori(
-        e.cmpi(CmpiPredicate::Eq, e.remui(next, span), e.index(0)),
-        e.cmpi(CmpiPredicate::Uge, next, kn.ops.k),
-    );
-    (end, e.muli(e.divui(kk, span), span))
+    crate::matrix_kernel::segment_end(e, kk, kn.plan.step, Some(kn.plan.span), kn.ops.k)
 }
 
 /// Lower `op` with the wgmma kernel: a `gpu.launch` (`emulate = false`) or its CPU
