@@ -131,7 +131,7 @@ impl Session {
         };
         // asyncDependencies, grid x y z, block x y z, cluster x y z, dynamic shared memory,
         // kernel operands, async object.
-        if sizes.len() != 13 || sizes[0] != 0 || sizes[7..11].iter().any(|&s| s != 0) {
+        if sizes.len() != 13 || sizes[0] != 0 || sizes[7..10].iter().any(|&s| s != 0) {
             return Err(launch_error(format!(
                 "unexpected gpu.launch_func form (segments {sizes:?})"
             )));
@@ -141,11 +141,24 @@ impl Session {
                 .operand(i)
                 .map_err(|_| launch_error("gpu.launch_func operand out of range"))
         };
-        // With no async dependencies, clusters or dynamic shared memory (checked above): grid
-        // x y z, block x y z, then the kernel operands.
+        // With no async dependencies or clusters (checked above): grid x y z, block x y z,
+        // the dynamic shared memory size when there is one, then the kernel operands.
         let grid = (dim(operand(0)?)?, dim(operand(1)?)?, dim(operand(2)?)?);
         let block = (dim(operand(3)?)?, dim(operand(4)?)?, dim(operand(5)?)?);
-        let first = 6usize;
+        let shared_bytes = match sizes[10] {
+            0 => 0,
+            _ => match constant(operand(6)?) {
+                Some(KernelParam::Index(b)) => u32::try_from(b)
+                    .map_err(|_| launch_error(format!("{b} bytes of dynamic shared memory")))?,
+                _ => {
+                    return Err(launch_error(
+                        "the dynamic shared memory size is computed on the host; the runner \
+                         takes a constant",
+                    ))
+                }
+            },
+        };
+        let first = 6 + sizes[10] as usize;
         let mut params = Vec::with_capacity(sizes[11] as usize);
         for i in first..first + sizes[11] as usize {
             let v = operand(i)?;
@@ -226,6 +239,7 @@ impl Session {
             ptx,
             grid,
             block,
+            shared_bytes,
             params,
         })
     }

@@ -36,6 +36,9 @@ pub struct GpuKernel {
     pub grid: (u32, u32, u32),
     /// Threads per block in x, y, z.
     pub block: (u32, u32, u32),
+    /// Dynamic shared memory per block, bytes (the `gpu.launch_func`'s
+    /// `dynamic_shared_memory_size`; 0 when the kernel has none).
+    pub shared_bytes: u32,
     /// The operands, in order.
     pub params: Vec<KernelParam>,
 }
@@ -93,7 +96,7 @@ impl GpuKernel {
         let cfg = LaunchConfig {
             grid: self.grid,
             block: self.block,
-            shared_bytes: 0,
+            shared_bytes: self.shared_bytes,
         };
         // SAFETY: the parameters follow the kernel's signature (from the same module); the
         // buffers per this function's contract.
@@ -101,11 +104,11 @@ impl GpuKernel {
     }
 
     /// The launch as a manifest (the PTX travels beside it): `name`, `chip`, `grid`,
-    /// `block`, then one `param` line per parameter (`memref ARG D0 D1 ..`, `index V`,
+    /// `block`, `shared` (dynamic shared memory bytes), then one `param` line per parameter (`memref ARG D0 D1 ..`, `index V`,
     /// `f32 V`).
     pub fn to_manifest(&self) -> String {
         let mut s = format!(
-            "name = {}\nchip = {}\ngrid = {} {} {}\nblock = {} {} {}\n",
+            "name = {}\nchip = {}\ngrid = {} {} {}\nblock = {} {} {}\nshared = {}\n",
             self.name,
             self.chip,
             self.grid.0,
@@ -113,7 +116,8 @@ impl GpuKernel {
             self.grid.2,
             self.block.0,
             self.block.1,
-            self.block.2
+            self.block.2,
+            self.shared_bytes
         );
         for p in &self.params {
             let line = match p {
@@ -134,6 +138,7 @@ impl GpuKernel {
     /// Read a manifest ([`to_manifest`](Self::to_manifest)) and the kernel's PTX.
     pub fn from_manifest(text: &str, ptx: String) -> Result<Self, String> {
         let (mut name, mut chip, mut grid, mut block) = (None, None, None, None);
+        let mut shared_bytes = 0;
         let mut params = Vec::new();
         let triple = |v: &str, what: &str| -> Result<(u32, u32, u32), String> {
             let n: Vec<u32> = v
@@ -155,6 +160,11 @@ impl GpuKernel {
                 "chip" => chip = Some(value.to_string()),
                 "grid" => grid = Some(triple(value, "grid")?),
                 "block" => block = Some(triple(value, "block")?),
+                "shared" => {
+                    shared_bytes = value.parse::<u32>().map_err(|_| {
+                        format!("line {line}: shared: expected a byte count, found '{value}'")
+                    })?
+                }
                 "param" => params.push(param(value).map_err(|e| format!("line {line}: {e}"))?),
                 other => return Err(format!("line {line}: unknown key '{other}'")),
             }
@@ -165,6 +175,7 @@ impl GpuKernel {
             ptx,
             grid: grid.ok_or("the launch manifest has no 'grid'")?,
             block: block.ok_or("the launch manifest has no 'block'")?,
+            shared_bytes,
             params,
         })
     }
@@ -200,6 +211,7 @@ mod tests {
             ptx: "// ptx".into(),
             grid: (3, 2, 1),
             block: (128, 1, 1),
+            shared_bytes: 132096,
             params: vec![
                 KernelParam::MemRef {
                     arg: 0,
@@ -222,6 +234,7 @@ mod tests {
         assert_eq!(back.name, k.name);
         assert_eq!(back.chip, k.chip);
         assert_eq!((back.grid, back.block), (k.grid, k.block));
+        assert_eq!(back.shared_bytes, k.shared_bytes);
         assert_eq!(back.params, k.params);
         // 3 + 2 x 2 for the matrix, 1 + 1 for the scalars, 3 for the rank-0 memref.
         assert_eq!(back.flat_param_count(), 12);
@@ -241,7 +254,11 @@ mod tests {
             ),
             (
                 k.replace("param = index 128", "param = index x"),
-                "line 6: param 'index x'",
+                "line 7: param 'index x'",
+            ),
+            (
+                k.replace("shared = 132096", "shared = -1"),
+                "line 5: shared: expected a byte count",
             ),
             (k.replace("name = mm_kernel\n", ""), "no 'name'"),
             (format!("{k}speed = 3\n"), "unknown key 'speed'"),

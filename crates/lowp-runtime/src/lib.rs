@@ -188,6 +188,18 @@ impl Gpu {
         self.ctx
             .bind_to_thread()
             .map_err(driver("cuCtxSetCurrent"))?;
+        // Past 48 KiB a kernel takes dynamic shared memory only once allowed to.
+        if cfg.shared_bytes > 48 * 1024 {
+            // SAFETY: a live kernel of a loaded module; the attribute takes a byte count.
+            unsafe {
+                result::function::set_function_attribute(
+                    kernel.raw,
+                    sys::CUfunction_attribute_enum::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                    cfg.shared_bytes as i32,
+                )
+            }
+            .map_err(driver("cuFuncSetAttribute"))?;
+        }
         // SAFETY: per this function's contract.
         unsafe {
             result::launch_kernel(
