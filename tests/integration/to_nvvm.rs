@@ -111,6 +111,80 @@ fn fp8_kernels_tiles_and_ragged_edges() {
     }
 }
 
+/// sm_90a's cp.async pipeline (E4M3 / E5M2 stored, static K a multiple of 16): two
+/// warpgroups per 128 x 128 block, the ring of 4 stages wrapping (K up to 6 stages), a last
+/// stage that is partly past K, rows and columns past M and N, and every scale segment it
+/// takes (32, 64, 128, all of K), checked first to be the kernel `auto` picks, then run
+/// through the emulation of the same copies, swizzled offsets and descriptors.
+#[test]
+fn wgmma_pipeline_matches_the_oracle() {
+    let session = Session::new();
+    let mut rng = SplitMix64::new(128);
+    let (e4, e5) = (ScaledFormat::F8E4M3, ScaledFormat::F8E5M2);
+    let pairs = [
+        (e4, ScaleLayout::PerTensor, e4, ScaleLayout::PerTensor),
+        (e4, ScaleLayout::MX, e5, ScaleLayout::MX),
+        (
+            e5,
+            ScaleLayout::Blockwise { rows: 1, cols: 128 },
+            e4,
+            ScaleLayout::Blockwise {
+                rows: 128,
+                cols: 128,
+            },
+        ),
+        (e4, ScaleLayout::PerChannel, e5, ScaleLayout::PerTensor),
+        (
+            e4,
+            ScaleLayout::Mx { block: 64 },
+            e4,
+            ScaleLayout::Blockwise {
+                rows: 16,
+                cols: 256,
+            },
+        ),
+    ];
+    let mut problems = Vec::new();
+    for (m, n, k) in [(130, 136, 656), (64, 200, 144), (3, 5, 16)] {
+        for (fa, la, fb, lb) in pairs {
+            let mut a = operand(&mut rng, m, k, fa, la, false);
+            let b = operand(&mut rng, n, k, fb, lb, false);
+            // Edge codes in row 0: the largest finite, the smallest subnormal, -0.
+            let (max, tiny) = if fa == e4 { (0x7E, 0x01) } else { (0x7B, 0x01) };
+            a.q.codes[..3].copy_from_slice(&[max, tiny, 0x80]);
+            problems.push((
+                format!("{m}x{n}x{k} {fa} {la} x {fb} {lb}"),
+                Problem {
+                    a,
+                    b,
+                    bias: Some(rng.normal_vec(n)),
+                    bf16: false,
+                },
+            ));
+        }
+    }
+    let src: String = problems
+        .iter()
+        .enumerate()
+        .map(|(i, (_, p))| source(&format!("p{i}"), p))
+        .collect();
+    let mut module = session.parse(&src).unwrap_or_else(|e| panic!("{e}"));
+    session
+        .run_pipeline(
+            &mut module,
+            "builtin.module(func.func(lowp-to-nvvm{chip=sm_90a kernel=auto}))",
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+    let text = module.as_operation().to_string();
+    assert_eq!(
+        text.matches("gpu.dynamic_shared_memory").count(),
+        problems.len(),
+        "every op takes the pipelined kernel"
+    );
+    assert!(text.contains("nvvm.cp.async.shared.global"));
+    run_and_check(&session, &problems, Some(&emulated("sm_90a", "wgmma")));
+}
+
 /// `kernel=mma-sync` accepts exactly the ops whose formats are E4M3 / E5M2 or embed in them
 /// (at most 6 bits) and whose scales change along K every 16 or a multiple of 32; the
 /// others are refused with the reason.

@@ -629,6 +629,42 @@ impl<'c, 'a> Emitter<'c, 'a> {
         workgroup: &[Type<'c>],
         body: impl FnOnce(&Emitter<'c, 'a>, [Value<'c, 'a>; 3], [Value<'c, 'a>; 3], &[Value<'c, 'a>]),
     ) {
+        self.launch(grid, block, workgroup, None, body)
+    }
+
+    /// A `gpu.launch` with `bytes` of dynamic shared memory and no workgroup attributions:
+    /// `body` gets block ids, thread ids and the memory as one
+    /// `memref<?xi8, #gpu.address_space<workgroup>>` (`gpu.dynamic_shared_memory`; its base
+    /// is only 16-byte aligned).
+    pub fn gpu_launch_dynamic(
+        &self,
+        grid: [Value<'c, '_>; 3],
+        block: [Value<'c, '_>; 3],
+        bytes: i64,
+        body: impl FnOnce(&Emitter<'c, 'a>, [Value<'c, 'a>; 3], [Value<'c, 'a>; 3], Value<'c, 'a>),
+    ) {
+        let size = self.int(32, bytes);
+        self.launch(grid, block, &[], Some(size), |e, bid, tid, _| {
+            let t = Type::parse(e.ctx, "memref<?xi8, #gpu.address_space<workgroup>>")
+                .expect("valid dynamic shared memory type");
+            let memory = e.val(
+                OperationBuilder::new("gpu.dynamic_shared_memory", e.loc)
+                    .add_results(&[t])
+                    .build()
+                    .expect("valid gpu.dynamic_shared_memory"),
+            );
+            body(e, bid, tid, memory)
+        })
+    }
+
+    fn launch(
+        &self,
+        grid: [Value<'c, '_>; 3],
+        block: [Value<'c, '_>; 3],
+        workgroup: &[Type<'c>],
+        dynamic: Option<Value<'c, '_>>,
+        body: impl FnOnce(&Emitter<'c, 'a>, [Value<'c, 'a>; 3], [Value<'c, 'a>; 3], &[Value<'c, 'a>]),
+    ) {
         let mut args: Vec<(Type, Location)> =
             (0..12).map(|_| (self.index_type(), self.loc)).collect();
         args.extend(workgroup.iter().map(|&t| (t, self.loc)));
@@ -637,9 +673,10 @@ impl<'c, 'a> Emitter<'c, 'a> {
         let ctx = self.ctx;
         let sizes = melior::ir::attribute::DenseI32ArrayAttribute::new(
             ctx,
-            &[0, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0],
+            &[0, 1, 1, 1, 1, 1, 1, 0, 0, 0, dynamic.is_some() as i32],
         );
-        let operands = [grid[0], grid[1], grid[2], block[0], block[1], block[2]];
+        let mut operands = vec![grid[0], grid[1], grid[2], block[0], block[1], block[2]];
+        operands.extend(dynamic);
         let op = self.insert(
             OperationBuilder::new("gpu.launch", self.loc)
                 .add_operands(&operands)

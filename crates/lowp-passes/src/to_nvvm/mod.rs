@@ -53,6 +53,7 @@
 mod mma_sync;
 mod tcgen05;
 mod wgmma;
+mod wgmma_pipeline;
 
 use melior::dialect::DialectHandle;
 use melior::ir::OperationRef;
@@ -129,6 +130,7 @@ fn fp8_plan(op: OperationRef) -> Result<(Plan, ScaledFormat, ScaledFormat), Stri
 enum Fp8 {
     MmaSync(mma_sync::MmaSync),
     Wgmma(wgmma::Wgmma),
+    WgmmaPipeline(wgmma::Wgmma),
     Tcgen05(tcgen05::Tcgen05),
 }
 
@@ -144,9 +146,13 @@ fn run<'c, 'a>(func: OperationRef<'c, 'a>, options: &PassOptions) -> Result<(), 
     lower_lowp_ops(func, |e, op| {
         // The strongest kernel first: tcgen05 on sm_100a, wgmma on sm_90a only (Blackwell
         // dropped it), FP8 mma.sync from sm_89 on.
+        // The cp.async pipeline where the codes go to shared memory as stored, else the
+        // register-staged kernel.
         let wgmma = || {
             if sm == 90 {
-                wgmma::plan(op)
+                wgmma_pipeline::plan(op)
+                    .map(|(plan, i)| (plan, Fp8::WgmmaPipeline(i)))
+                    .or_else(|_| wgmma::plan(op).map(|(plan, i)| (plan, Fp8::Wgmma(i))))
             } else {
                 Err(format!("{chip} has no wgmma (sm_90a only)"))
             }
@@ -168,16 +174,17 @@ fn run<'c, 'a>(func: OperationRef<'c, 'a>, options: &PassOptions) -> Result<(), 
         let lowered = match kernel {
             "generic" => Err(String::new()),
             "tcgen05" => tcgen05().map(|(plan, i)| (plan, Fp8::Tcgen05(i))),
-            "wgmma" => wgmma().map(|(plan, i)| (plan, Fp8::Wgmma(i))),
+            "wgmma" => wgmma(),
             "mma-sync" => mma_sync().map(|(plan, i)| (plan, Fp8::MmaSync(i))),
             _ => tcgen05()
                 .map(|(plan, i)| (plan, Fp8::Tcgen05(i)))
-                .or_else(|_| wgmma().map(|(plan, i)| (plan, Fp8::Wgmma(i))))
+                .or_else(|_| wgmma())
                 .or_else(|_| mma_sync().map(|(plan, i)| (plan, Fp8::MmaSync(i)))),
         };
         match lowered {
             Ok((plan, Fp8::MmaSync(i))) => crate::matrix_kernel::lower(e, op, &plan, &i, emulate),
             Ok((plan, Fp8::Wgmma(i))) => wgmma::lower(e, op, &plan, &i, emulate),
+            Ok((plan, Fp8::WgmmaPipeline(i))) => wgmma_pipeline::lower(e, op, &plan, &i, emulate),
             Ok((plan, Fp8::Tcgen05(i))) => tcgen05::lower(e, op, &plan, &i, emulate),
             Err(reason) if kernel != "auto" && kernel != "generic" => Err(unsupported(
                 op,

@@ -25,6 +25,7 @@
 //! descriptors and reading the codes where the descriptors say they are.
 
 use lowp_formats::ScaledFormat;
+use melior::dialect::arith::CmpiPredicate;
 use melior::ir::operation::OperationBuilder;
 use melior::ir::{Attribute, Identifier, OperationRef, Type, Value};
 
@@ -35,11 +36,11 @@ use crate::matrix_kernel::{Instr, Kernel, Lane, Plan, Shape};
 use crate::PassError;
 
 /// The block's tile of C and its threads.
-const BM: i64 = 64;
-const BN: i64 = 128;
+pub(super) const BM: i64 = 64;
+pub(super) const BN: i64 = 128;
 pub(super) const THREADS: i64 = 128;
 /// Accumulators per thread.
-const ACC: usize = (BN / 2) as usize;
+pub(super) const ACC: usize = (BN / 2) as usize;
 /// Descriptor offsets of the shared-memory layout.
 pub(super) const LBO: i64 = 128;
 pub(super) const SBO: i64 = 256;
@@ -50,8 +51,8 @@ const B_WORDS: i64 = BN * 32 / 4;
 /// `wgmma.mma_async.sync.aligned.m64n128k32.f32.<a>.<b>`; its "registers" are the words each
 /// thread copies into shared memory.
 pub(super) struct Wgmma {
-    a: ScaledFormat,
-    b: ScaledFormat,
+    pub(super) a: ScaledFormat,
+    pub(super) b: ScaledFormat,
 }
 
 /// The plan and instruction for `op`, or why it needs another kernel.
@@ -210,16 +211,9 @@ fn struct_type<'c>(e: &Emitter<'c, '_>) -> Type<'c> {
     Type::parse(e.ctx(), &format!("!llvm.struct<({fields})>")).expect("valid struct type")
 }
 
-/// `nvvm.wgmma.mma_async` on the descriptors, accumulating into `part`, and its commit;
-/// `meanwhile` is emitted while the instruction runs (before the wait).
-fn emit_wgmma<'c, 'a, T>(
-    e: &Emitter<'c, 'a>,
-    instr: &Wgmma,
-    da: Value<'c, 'a>,
-    db: Value<'c, 'a>,
-    part: &[Value<'c, 'a>],
-    meanwhile: impl FnOnce() -> T,
-) -> (Vec<Value<'c, 'a>>, T) {
+/// The instruction's accumulator struct holding `part` (`llvm.mlir.undef` when empty: an
+/// instruction that does not read D).
+pub(super) fn pack<'c, 'a>(e: &Emitter<'c, 'a>, part: &[Value<'c, 'a>]) -> Value<'c, 'a> {
     let ctx = e.ctx();
     let st = struct_type(e);
     let mut acc = e.val(
@@ -241,13 +235,35 @@ fn emit_wgmma<'c, 'a, T>(
                 .expect("valid llvm.insertvalue"),
         );
     }
+    acc
+}
+
+/// The accumulators of an instruction's result struct.
+pub(super) fn unpack<'c, 'a>(e: &Emitter<'c, 'a>, d: Value<'c, 'a>) -> Vec<Value<'c, 'a>> {
+    (0..ACC as i64)
+        .map(|i| e.extract_value(d, i, e.f32_type()))
+        .collect()
+}
+
+/// `nvvm.wgmma.mma_async` on the descriptors: `d + A B` (`accumulate`, scale-d 1) or `A B`
+/// (scale-d 0: `d` is not read).
+pub(super) fn mma_async<'c, 'a>(
+    e: &Emitter<'c, 'a>,
+    instr: &Wgmma,
+    d: Value<'c, 'a>,
+    da: Value<'c, 'a>,
+    db: Value<'c, 'a>,
+    accumulate: bool,
+) -> Value<'c, 'a> {
+    let ctx = e.ctx();
     let attr = |s: &str| Attribute::parse(ctx, s).expect("valid wgmma attribute");
+    let scale_d = if accumulate { "one" } else { "zero" };
     let attrs = [
         ("layoutA", "#nvvm.mma_layout<row>".to_string()),
         ("layoutB", "#nvvm.mma_layout<col>".to_string()),
         ("scaleA", "#nvvm.wgmma_scale_in<one>".to_string()),
         ("scaleB", "#nvvm.wgmma_scale_in<one>".to_string()),
-        ("scaleD", "#nvvm.wgmma_scale_out<one>".to_string()),
+        ("scaleD", format!("#nvvm.wgmma_scale_out<{scale_d}>")),
         ("shape", format!("#nvvm.shape<m = {BM}, n = {BN}, k = 32>")),
         (
             "typeA",
@@ -263,24 +279,41 @@ fn emit_wgmma<'c, 'a, T>(
         .iter()
         .map(|(n, v)| (Identifier::new(ctx, n), attr(v)))
         .collect();
-    let d = e.val(
+    e.val(
         OperationBuilder::new("nvvm.wgmma.mma_async", e.loc())
-            .add_operands(&[acc, da, db])
+            .add_operands(&[d, da, db])
             .add_attributes(&attrs)
-            .add_results(&[st])
+            .add_results(&[struct_type(e)])
             .build()
             .expect("valid nvvm.wgmma.mma_async"),
-    );
+    )
+}
+
+/// `wgmma.commit_group` then, after `meanwhile` (emitted while the group runs),
+/// `wgmma.wait_group 0`.
+pub(super) fn commit_and_wait<T>(e: &Emitter<'_, '_>, meanwhile: impl FnOnce() -> T) -> T {
     e.bare("nvvm.wgmma.commit.group.sync.aligned", &[]);
     let other = meanwhile();
     e.bare(
         "nvvm.wgmma.wait.group.sync.aligned",
         &[("group", "0 : i64")],
     );
-    let d = (0..ACC as i64)
-        .map(|i| e.extract_value(d, i, e.f32_type()))
-        .collect();
-    (d, other)
+    other
+}
+
+/// `nvvm.wgmma.mma_async` on the descriptors, accumulating into `part`, and its commit;
+/// `meanwhile` is emitted while the instruction runs (before the wait).
+fn emit_wgmma<'c, 'a, T>(
+    e: &Emitter<'c, 'a>,
+    instr: &Wgmma,
+    da: Value<'c, 'a>,
+    db: Value<'c, 'a>,
+    part: &[Value<'c, 'a>],
+    meanwhile: impl FnOnce() -> T,
+) -> (Vec<Value<'c, 'a>>, T) {
+    let d = mma_async(e, instr, pack(e, part), da, db, true);
+    let other = commit_and_wait(e, meanwhile);
+    (unpack(e, d), other)
 }
 
 /// The flat K loop's segment bookkeeping for `kn`'s plan (see
@@ -449,9 +482,13 @@ fn emulated_block<'c, 'a>(
 }
 
 /// The instruction as the PTX ISA defines it, on the buffers: D[row][col] += sum over K of
-/// A[row][k] * B[col][k], each code read at the address the operand's descriptor gives
-/// (start + 8-row group * stride offset + K half * leading offset + (row % 8) * 16 + k % 16).
-fn emulated_wgmma<'c, 'a>(
+/// A[row][k] * B[col][k], each code read at the address the operand's descriptor gives.
+/// Without swizzle (layout type 0): start + 8-row group * stride offset + K half * leading
+/// offset + (row % 8) * 16 + k % 16. With the 128-byte swizzle (layout type 1, K-major: rows
+/// of 128 bytes, 8-row atoms of 1024 bytes at the stride offset, the leading offset unused):
+/// the address start + 8-row group * stride offset + (row % 8) * 128 + k, its 16-byte chunk
+/// (bits 4-6) XORed with its 128-byte line within the atom (bits 7-9).
+pub(super) fn emulated_wgmma<'c, 'a>(
     e: &Emitter<'c, 'a>,
     instr: &Wgmma,
     desc: [Value<'c, 'a>; 2],
@@ -464,20 +501,28 @@ fn emulated_wgmma<'c, 'a>(
         let f = e.andi(e.shrui(d, e.int(64, at)), e.int(64, 0x3FFF));
         e.index_castui(e.shli(f, e.int(64, 4)), index)
     };
-    let decoded: Vec<[Value; 3]> = desc
+    let swizzled = |d: Value<'c, 'a>| {
+        let layout = e.andi(e.shrui(d, e.int(64, 62)), e.int(64, 3));
+        e.cmpi(CmpiPredicate::Eq, layout, e.int(64, 1))
+    };
+    let decoded: Vec<([Value; 3], Value)> = desc
         .iter()
-        .map(|&d| [field(d, 0), field(d, 16), field(d, 32)])
+        .map(|&d| ([field(d, 0), field(d, 16), field(d, 32)], swizzled(d)))
         .collect();
     let code = |e: &Emitter<'c, 'a>, which: usize, rc: Value<'c, 'a>, k: Value<'c, 'a>| {
-        let [start, lbo, sbo] = decoded[which];
+        let ([start, lbo, sbo], swizzle) = decoded[which];
         let (c8, c16) = (e.index(8), e.index(16));
-        let addr = e.addi(
-            e.addi(start, e.muli(e.divui(rc, c8), sbo)),
+        let atom = e.addi(start, e.muli(e.divui(rc, c8), sbo));
+        let plain = e.addi(
+            atom,
             e.addi(
                 e.muli(e.divui(k, c16), lbo),
                 e.addi(e.muli(e.remui(rc, c8), c16), e.remui(k, c16)),
             ),
         );
+        let line = e.addi(atom, e.addi(e.muli(e.remui(rc, c8), e.index(128)), k));
+        let chunk_xor = e.muli(e.remui(e.divui(line, e.index(128)), c8), c16);
+        let addr = e.select(swizzle, e.xori(line, chunk_xor), plain);
         let word = e.load(smem[which], &[e.divui(addr, e.index(4))]);
         let shift = e.index_castui(e.muli(e.remui(addr, e.index(4)), c8), e.int_type(32));
         e.andi(e.shrui(word, shift), e.i32(0xFF))
