@@ -1,7 +1,8 @@
 // RUN: lowp-translate %s --emit=ptx --chip=sm_90a | FileCheck %s
 // RUN: lowp-translate %s --emit=ptx --chip=sm_100a | FileCheck %s --check-prefix=SM100
 
-// lowp IR to sm_90a PTX: the default kernel there is the wgmma one. Both tiles in shared
+// lowp IR to sm_90a PTX: the default kernel there is the wgmma one, here register-staged
+// (K = 200 is not a multiple of 16; the cp.async pipeline: ptx-wgmma-pipeline.mlir). Both tiles in shared
 // memory, one m64n128k32 per K step between the fences, the next step's loads between its
 // commit and wait (LLVM rotates the loop, so the order is not checked here: see
 // lit/Conversion/LowpToNVVM/wgmma.mlir), no local memory.
@@ -22,9 +23,9 @@
 // SM100:       .target sm_100a
 // SM100-NOT:   wgmma
 // SM100:       tcgen05.mma.cta_group::1.kind::f8f6f4
-func.func @mxfp8(%a: memref<128x256xf8E4M3FN>, %sa: memref<128x8xf8E8M0FNU>,
-                 %b: memref<64x256xf8E5M2>, %sb: memref<64x8xf8E8M0FNU>, %c: memref<128x64xf32>) {
+func.func @mxfp8(%a: memref<128x200xf8E4M3FN>, %sa: memref<128x7xf8E8M0FNU>,
+                 %b: memref<64x200xf8E5M2>, %sb: memref<64x7xf8E8M0FNU>, %c: memref<128x64xf32>) {
   lowp.scaled_matmul %a[%sa], %b[%sb] into %c layouts(#lowp.mx<32>, #lowp.mx<32>)
-      : memref<128x256xf8E4M3FN>[memref<128x8xf8E8M0FNU>], memref<64x256xf8E5M2>[memref<64x8xf8E8M0FNU>] -> memref<128x64xf32>
+      : memref<128x200xf8E4M3FN>[memref<128x7xf8E8M0FNU>], memref<64x200xf8E5M2>[memref<64x7xf8E8M0FNU>] -> memref<128x64xf32>
   return
 }

@@ -48,7 +48,7 @@ fn kernels_compile_for_every_format_and_layout() {
     let session = Session::new();
     let specs = specs();
     assert!(specs.len() >= 25, "{} specs", specs.len());
-    let mut mma = 0;
+    let (mut mma, mut pipelined) = (0, 0);
     for (spec, choice) in specs
         .iter()
         .flat_map(|s| [(s, "generic"), (s, "auto"), (s, "mma-sync")])
@@ -79,10 +79,24 @@ fn kernels_compile_for_every_format_and_layout() {
             // 4 warps per block, a 64 x 64 tile of C each (column tiles on x).
             assert_eq!(kernel.block, (128, 1, 1), "{spec:?}");
             assert!(gx as usize * 64 >= spec.n && gy as usize * 64 >= spec.m);
+        } else if uses_wgmma && kernel.ptx.contains("cp.async.cg.shared.global") {
+            // The cp.async pipeline (codes stored as E4M3 / E5M2, K % 16 == 0): two
+            // warpgroups per 128 x 128 tile, 4 stages of 32 KiB in dynamic shared memory.
+            assert_eq!(kernel.block, (256, 1, 1), "{spec:?}");
+            assert!(gx as usize * 128 >= spec.n && gy as usize * 128 >= spec.m);
+            assert_eq!(kernel.shared_bytes, 4 * 32768 + 1024, "{spec:?}");
+            assert!(
+                kernel
+                    .ptx
+                    .contains(".extern .shared .align 16 .b8 __dynamic_shmem__0[]"),
+                "{spec:?}"
+            );
+            pipelined += 1;
         } else if uses_wgmma {
             // One warpgroup per block, a 64 x 128 tile of C, A and B tiles in shared memory.
             assert_eq!(kernel.block, (128, 1, 1), "{spec:?}");
             assert!(gx as usize * 128 >= spec.n && gy as usize * 64 >= spec.m);
+            assert_eq!(kernel.shared_bytes, 0, "{spec:?}");
             assert!(kernel.ptx.contains(".shared .align"), "{spec:?}");
             assert!(
                 kernel.ptx.contains("fence.proxy.async.shared::cta"),
@@ -129,6 +143,8 @@ fn kernels_compile_for_every_format_and_layout() {
         assert!(kernel.ptx.contains(".target sm_90a"));
     }
     assert!(mma >= 15, "{mma} tensor-core kernels");
+    // E4M3 and E5M2 with every layout but NVFP4's 16-blocks.
+    assert!(pipelined >= 6, "{pipelined} pipelined kernels");
 }
 
 /// sm_100a: the tcgen05 kernel where the formats allow (one CTA of 128 threads per 128 x 64

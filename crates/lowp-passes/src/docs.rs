@@ -23,7 +23,10 @@ fn source_of(pass: &PassDef) -> &'static str {
         "lowp-expand-quantize" => include_str!("expand_quantize.rs"),
         "lowp-to-loops" => include_str!("to_loops.rs"),
         "lowp-to-parallel-loops" => include_str!("to_parallel_loops.rs"),
+        "lowp-to-nvvm" => include_str!("to_nvvm/mod.rs"),
+        "lowp-to-rocdl" => include_str!("to_rocdl/mod.rs"),
         "lowp-lower-storage" => include_str!("lower_storage.rs"),
+        "lowp-extern-dynamic-shared" => include_str!("extern_dynamic_shared.rs"),
         _ => "",
     }
 }

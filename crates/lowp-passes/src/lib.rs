@@ -28,6 +28,7 @@ pub mod codes;
 pub mod docs;
 mod error;
 pub mod expand_quantize;
+pub mod extern_dynamic_shared;
 mod gpu_generic;
 pub mod ir;
 pub mod lower_storage;

@@ -137,6 +137,7 @@ pub fn all_passes() -> &'static [PassDef] {
         crate::to_nvvm::PASS,
         crate::to_rocdl::PASS,
         crate::lower_storage::PASS,
+        crate::extern_dynamic_shared::PASS,
     ]
 }
 

@@ -8,8 +8,13 @@
 //!   B in shared memory behind descriptors, D in tensor memory (`tcgen05.alloc`), MMAs
 //!   issued by one thread and completed through an mbarrier, D read per K segment with
 //!   `tcgen05.ld`.
-//! - `wgmma.rs` (sm_90a): `wgmma.mma_async` m64n128k32, one warpgroup per 64 x 128 tile, A
-//!   and B in shared memory, the next step's codes loaded while each wgmma runs.
+//! - `wgmma_pipeline.rs` (sm_90a, A and B stored as E4M3 / E5M2, static K % 16 == 0):
+//!   `wgmma.mma_async` m64n128k32, two warpgroups per 128 x 128 tile, a ring of 4 stages
+//!   filled by `cp.async` in the 128-byte swizzle (dynamic shared memory), partial sums
+//!   promoted at least every 128 of K.
+//! - `wgmma.rs` (sm_90a, every other FP8-embeddable op): the same instruction, one
+//!   warpgroup per 64 x 128 tile, A and B copied through registers (translated to FP8 where
+//!   the format embeds in it), the next step's codes loaded while each wgmma runs.
 //! - `mma_sync.rs` (sm_89 and later; on the register kernel of `matrix_kernel.rs`):
 //!   `mma.sync.m16n8k32` through `llvm.call_intrinsic`, 4 warps per 64 x 64 tile.
 //! - `gpu_generic.rs`: every other format or layout (and the reason in a remark): 32 x 8
@@ -25,17 +30,24 @@
 //! lowp.scaled_matmul %a[%sa], %b[%sb] into %c layouts(#lowp.mx<32>, #lowp.mx<32>)
 //!     : memref<256x512xf8E4M3FN>[memref<256x16xf8E8M0FNU>], ... -> memref<256x128xf32>
 //! ```
-//! After (`chip=sm_90a`; shape of it):
+//! After (`chip=sm_90a`; shape of it: the cp.async pipeline of `wgmma_pipeline.rs`):
 //! ```mlir
-//! gpu.launch blocks(%bx, %by, %bz) in (%gx = %c1, %gy = %c4, %gz = %c1)
-//!            threads(%tx, %ty, %tz) in (%sx = %c128, %sy = %c1, %sz = %c1)
-//!            workgroup(%ta : memref<512xi32, 3>, %tb : memref<1024xi32, 3>) {
-//!   %r:140 = scf.for %k = %c0 to %c512 step %c32 iter_args(%acc.., %part.., %words..) {
-//!     gpu.barrier                           // the words into %ta / %tb, then
-//!     nvvm.fence.proxy {kind = #nvvm.proxy_kind<async.shared>, ...}
-//!     nvvm.wgmma.mma_async %part, %desc_a, %desc_b, <m = 64, n = 128, k = 32>, ...
-//!     nvvm.wgmma.commit.group.sync.aligned  // the next step's loads, then
-//!     nvvm.wgmma.wait.group.sync.aligned 0  // at a segment's end: acc += part * sa * sb
+//! gpu.launch blocks(%bx, %by, %bz) in (%gx = %c1, %gy = %c2, %gz = %c1)
+//!            threads(%tx, %ty, %tz) in (%sx = %c256, %sy = %c1, %sz = %c1)
+//!            dynamic_shared_memory_size %c132096_i32 {
+//!   %ring = gpu.dynamic_shared_memory : memref<?xi8, #gpu.address_space<workgroup>>
+//!   scf.for %s = %c0 to %c3 step %c1 {     // prologue: stages 0..2
+//!     nvvm.cp.async.shared.global %dst, %src, 16, cache = cg, %size  // x 8 per thread
+//!     nvvm.cp.async.commit.group
+//!   }
+//!   %acc:64 = scf.for %s = %c0 to %c4 step %c1 iter_args(%acc..) {
+//!     nvvm.cp.async.wait.group 2            // stage %s landed; fence.proxy.async, barrier
+//!     ...                                   // stage %s + 3 issued into the freed slot
+//!     nvvm.wgmma.fence.aligned
+//!     nvvm.wgmma.mma_async %undef, %desc_a, %desc_b, <m = 64, n = 128, k = 32>,
+//!         D[<f32>, <zero>], A[<e4m3>, <one>, <row>], B[<e4m3>, <one>, <col>]
+//!     nvvm.wgmma.commit.group.sync.aligned
+//!     nvvm.wgmma.wait.group.sync.aligned 0  // per 32 of K (MX): acc += part * sa * sb
 //!   }
 //!   // epilogue: per-tensor / per-channel scales, globals, bias, f32 or bf16 store
 //! }
@@ -74,10 +86,10 @@ const CHIPS: &[(&str, u32)] = &[("sm_89", 89), ("sm_90a", 90), ("sm_100a", 100)]
 pub const PASS: PassDef = PassDef {
     argument: "lowp-to-nvvm",
     name: "LowpToNVVM",
-    description: "Lower lowp.scaled_matmul to an NVIDIA kernel (block and thread \
-                  scf.parallel nests for convert-parallel-loops-to-gpu): FP8 mma.sync \
-                  m16n8k32 on sm_89+ for formats that embed in E4M3/E5M2, else the generic \
-                  decode kernel",
+    description: "Lower lowp.scaled_matmul to an NVIDIA GPU kernel: FP8 tcgen05 (sm_100a), \
+                  wgmma (sm_90a: a cp.async pipeline, or register-staged) or mma.sync \
+                  m16n8k32 (sm_89+) for formats that are or embed in E4M3/E5M2, else the \
+                  tiled generic decode kernel",
     op_name: Some("func.func"),
     options: &[
         OptionDef {
@@ -97,8 +109,10 @@ pub const PASS: PassDef = PassDef {
         OptionDef {
             name: "emulate",
             default: "false",
-            description: "Compute each warp's mma.sync with loops over the fragment \
-                          registers as the PTX ISA defines it (runs on a CPU, for checks)",
+            description: "Run the same kernel on the CPU, each tensor-core instruction \
+                          computed as the PTX ISA defines it from the registers, shared \
+                          memory and descriptors the kernel prepared (for checks without a \
+                          GPU)",
             kind: OptionKind::Bool,
         },
     ],

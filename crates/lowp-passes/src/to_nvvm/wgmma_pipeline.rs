@@ -330,15 +330,16 @@ fn hardware_block<'c, 'a>(
         });
         e.bare("nvvm.cp.async.commit.group", &[]);
     };
-    for s in 0..STAGES - 1 {
-        issue(e, e.index(s));
-    }
+    let (zero, one) = (e.index(0), e.index(1));
+    e.for_loop(zero, e.index(STAGES - 1), one, &[], |e, s, _| {
+        issue(e, s);
+        vec![]
+    });
     let (seg, per_seg) = segment_shape(kn.plan);
     let warpgroup = e.divui(tid, e.index(wgmma::THREADS));
     let a_rows = as_i64(e, e.muli(warpgroup, e.index(wgmma::BM * BK)));
     let f32t = e.f32_type();
     let inits = vec![e.f32(0.0); ACC];
-    let (zero, one) = (e.index(0), e.index(1));
     let done = e.for_loop(zero, stages, one, &inits, |e, s, acc| {
         e.bare(
             "nvvm.cp.async.wait.group",

@@ -1,0 +1,64 @@
+// RUN: lowp-opt %s --pass-pipeline='builtin.module(func.func(lowp-to-nvvm{chip=sm_90a},cse))' | FileCheck %s
+// RUN: lowp-opt %s --pass-pipeline='builtin.module(func.func(lowp-to-nvvm{chip=sm_90a emulate=true},cse))' | FileCheck %s --check-prefix=EMU
+
+// The sm_90a cp.async pipeline (A and B stored as E4M3 / E5M2, static K a multiple of 16):
+// two warpgroups per 128 x 128 block, 4 stages of 128 x 128-byte tiles of A and B in dynamic
+// shared memory (4 x 32 KiB + 1 KiB to align the ring to 1024 bytes). The prologue issues
+// stages 0..2 (8 16-byte cp.async per thread and stage, one commit group each); each step
+// waits for its stage (cp.async.wait_group 2), fences the generic-proxy writes for the
+// async proxy, synchronizes, issues the stage 3 ahead, then runs its K segments:
+// per-tensor scales take one segment of 4 m64n128k32 per stage (the first with scale-d 0),
+// MX one per 32 of K; each segment's partial sums go into the accumulators after its wait.
+// Numerics: tests/integration/to_nvvm.rs (wgmma_pipeline_matches_the_oracle).
+
+// CHECK-LABEL: func.func @fp8
+// CHECK:       gpu.launch blocks({{.*}}) threads({{.*}}) in (%{{.*}} = %c256, %{{.*}} = %c1, %{{.*}} = %c1) dynamic_shared_memory_size %c132096_i32 {
+// CHECK:         %[[MEM:.*]] = gpu.dynamic_shared_memory : memref<?xi8, #gpu.address_space<workgroup>>
+// CHECK:         memref.extract_aligned_pointer_as_index %[[MEM]]
+// CHECK:         scf.for %{{.*}} = %c0 to %c3 step %c1 {
+// CHECK-COUNT-8:   nvvm.cp.async.shared.global %{{.*}}, %{{.*}}, 16, cache =  cg, %{{.*}} : !llvm.ptr<3>, !llvm.ptr<1>, i32
+// CHECK:           nvvm.cp.async.commit.group
+// CHECK:         %{{.*}}:64 = scf.for %{{.*}} = %c0 to %{{.*}} step %c1 iter_args(
+// CHECK-NEXT:      nvvm.cp.async.wait.group 2
+// CHECK-NEXT:      nvvm.fence.proxy {kind = #nvvm.proxy_kind<async.shared>, space = #nvvm.shared_space<cta>}
+// CHECK-NEXT:      gpu.barrier
+// CHECK-COUNT-8:   nvvm.cp.async.shared.global
+// CHECK:           nvvm.cp.async.commit.group
+// CHECK:           scf.if %{{.*}} -> (f32, f32,
+// CHECK-NEXT:        nvvm.wgmma.fence.aligned
+// CHECK:             nvvm.wgmma.mma_async %{{.*}}, %{{.*}}, %{{.*}}, <m = 64, n = 128, k = 32>, D[<f32>, <zero>], A[<e4m3>, <one>, <row>], B[<e4m3>, <one>, <col>]
+// CHECK-COUNT-3:     nvvm.wgmma.mma_async %{{.*}}, %{{.*}}, %{{.*}}, <m = 64, n = 128, k = 32>, D[<f32>, <one>]
+// CHECK-NEXT:        nvvm.wgmma.commit.group.sync.aligned
+// CHECK-NEXT:        nvvm.wgmma.wait.group.sync.aligned 0
+// CHECK-NOT:         nvvm.wgmma.mma_async
+// CHECK:         nvvm.cp.async.wait.group 0
+// CHECK:         memref.store %{{.*}}, %arg4[%{{.*}}, %{{.*}}] : memref<256x128xbf16>
+// CHECK:         gpu.terminator
+func.func @fp8(%a: memref<256x512xf8E4M3FN>, %sa: memref<1x1xf32>, %b: memref<128x512xf8E4M3FN>,
+               %sb: memref<1x1xf32>, %c: memref<256x128xbf16>) {
+  lowp.scaled_matmul %a[%sa], %b[%sb] into %c layouts(#lowp.per_tensor, #lowp.per_tensor)
+      : memref<256x512xf8E4M3FN>[memref<1x1xf32>], memref<128x512xf8E4M3FN>[memref<1x1xf32>] -> memref<256x128xbf16>
+  return
+}
+
+// MX (E8M0 per 32 of K): four segments per stage, one instruction each, each promoted with
+// its scales.
+// CHECK-LABEL: func.func @mxfp8
+// CHECK:         scf.for
+// CHECK-COUNT-4:   nvvm.wgmma.mma_async %{{.*}}, %{{.*}}, %{{.*}}, <m = 64, n = 128, k = 32>, D[<f32>, <zero>], A[<e5m2>, <one>, <row>], B[<e4m3>, <one>, <col>]
+// CHECK-NOT:       D[<f32>, <one>]
+// CHECK:         gpu.terminator
+
+// EMU-LABEL: func.func @fp8
+// EMU-NOT:   gpu.launch
+// EMU-NOT:   nvvm.
+// EMU:       scf.parallel
+// EMU:         memref.alloca() {alignment = 64 : i64} : memref<32768xi32>
+// EMU:         memref.alloca() {alignment = 64 : i64} : memref<16384xf32>
+// EMU:         memref.alloca() {alignment = 64 : i64} : memref<8192xf32>
+func.func @mxfp8(%a: memref<100x96xf8E5M2>, %sa: memref<100x3xf8E8M0FNU>,
+                 %b: memref<64x96xf8E4M3FN>, %sb: memref<64x3xf8E8M0FNU>, %c: memref<100x64xf32>) {
+  lowp.scaled_matmul %a[%sa], %b[%sb] into %c layouts(#lowp.mx<32>, #lowp.mx<32>)
+      : memref<100x96xf8E5M2>[memref<100x3xf8E8M0FNU>], memref<64x96xf8E4M3FN>[memref<64x3xf8E8M0FNU>] -> memref<100x64xf32>
+  return
+}

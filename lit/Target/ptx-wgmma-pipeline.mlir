@@ -1,0 +1,38 @@
+// RUN: lowp-translate %s --emit=ptx --chip=sm_90a | FileCheck %s
+
+// The sm_90a cp.async pipeline in PTX (lit/Conversion/LowpToNVVM/wgmma-pipeline.mlir has its
+// IR): 256 threads, the ring in dynamic shared memory declared as CUDA declares it
+// (lowp-extern-dynamic-shared), 16-byte cp.async.cg copies with a source size (0 past M, N
+// or K: zero fill) from global addresses (cvta.to.global), the stage wait, the proxy fence
+// and barrier, then wgmma on 128-byte-swizzle descriptors: layout type 1 in bits 62-63,
+// stride offset 1024 >> 4 in bits 32-45, leading offset 1 (unused) in bits 16-29, i.e. the
+// address >> 4 or'ed with 0x4000004000010000 = 4611686293305360384. Per-tensor scales: 4
+// instructions per stage, the first not reading D (scale-d predicate 0). No local memory.
+// CHECK:       .target sm_90a
+// CHECK:       .extern .shared .align 16 .b8 __dynamic_shmem__0[];
+// CHECK:       .visible .entry fp8_kernel(
+// CHECK:       .maxntid 256, 1, 1
+// CHECK-NOT:   .local
+// The prologue's copies, then the loop as LLVM lays it out (rotated): a segment's four
+// instructions, then the loop head with the stage wait, fence and barrier.
+// CHECK:       cvta.to.global.u64
+// CHECK:       cp.async.cg.shared.global [%rd{{[0-9]+}}], [%rd{{[0-9]+}}], 16, %r{{[0-9]+}};
+// CHECK:       cp.async.commit_group;
+// CHECK:       wgmma.fence.sync.aligned;
+// CHECK:       or.b64 {{.*}}, 4611686293305360384;
+// CHECK:       setp.ne.b32 p, 0, 0;
+// CHECK-NEXT:  wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3
+// CHECK-COUNT-3: wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3
+// CHECK:       wgmma.commit_group.sync.aligned;
+// CHECK-NEXT:  wgmma.wait_group.sync.aligned 0;
+// CHECK:       cp.async.wait_group 2;
+// CHECK-NEXT:  fence.proxy.async.shared::cta;
+// CHECK-NEXT:  bar.sync 0;
+// CHECK:       cp.async.wait_group 0;
+// CHECK-NOT:   .local
+func.func @fp8(%a: memref<256x512xf8E4M3FN>, %sa: memref<1x1xf32>, %b: memref<128x512xf8E4M3FN>,
+               %sb: memref<1x1xf32>, %c: memref<256x128xbf16>) {
+  lowp.scaled_matmul %a[%sa], %b[%sb] into %c layouts(#lowp.per_tensor, #lowp.per_tensor)
+      : memref<256x512xf8E4M3FN>[memref<1x1xf32>], memref<128x512xf8E4M3FN>[memref<1x1xf32>] -> memref<256x128xbf16>
+  return
+}
