@@ -2,7 +2,7 @@
 // RUN: lowp-translate %s --emit=ptx --chip=sm_100a | FileCheck %s --check-prefix=SM100
 
 // lowp IR to sm_90a PTX: the default kernel there is the wgmma one, here register-staged
-// (K = 200 is not a multiple of 16; the cp.async pipeline: ptx-wgmma-pipeline.mlir). Both tiles in shared
+// (rows of 200 bytes are not a multiple of 16; the cp.async pipeline: ptx-wgmma-pipeline.mlir). Both tiles in shared
 // memory, one m64n128k32 per K step between the fences, the next step's loads between its
 // commit and wait (LLVM rotates the loop, so the order is not checked here: see
 // lit/Conversion/LowpToNVVM/wgmma.mlir), no local memory.

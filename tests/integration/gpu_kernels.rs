@@ -80,11 +80,24 @@ fn kernels_compile_for_every_format_and_layout() {
             assert_eq!(kernel.block, (128, 1, 1), "{spec:?}");
             assert!(gx as usize * 64 >= spec.n && gy as usize * 64 >= spec.m);
         } else if uses_wgmma && kernel.ptx.contains("cp.async.cg.shared.global") {
-            // The cp.async pipeline (codes stored as E4M3 / E5M2, K % 16 == 0): two
-            // warpgroups per 128 x 128 tile, 4 stages of 32 KiB in dynamic shared memory.
+            // The cp.async pipeline (rows of a multiple of 16 bytes): two warpgroups per
+            // 128 x 128 tile, 4 stages of both operands as stored (16 KiB each, 8 KiB
+            // packed) in dynamic shared memory, two 16 KiB FP8 tiles per translated operand.
             assert_eq!(kernel.block, (256, 1, 1), "{spec:?}");
             assert!(gx as usize * 128 >= spec.n && gy as usize * 128 >= spec.m);
-            assert_eq!(kernel.shared_bytes, 4 * 32768 + 1024, "{spec:?}");
+            let stored = |packed| if packed { 8192 } else { 16384 };
+            let translated = |f: ScaledFormat| {
+                if matches!(f, ScaledFormat::F8E4M3 | ScaledFormat::F8E5M2) {
+                    0
+                } else {
+                    2 * 16384
+                }
+            };
+            let bytes = 4 * (stored(spec.lhs_packed) + stored(spec.rhs_packed))
+                + translated(spec.lhs)
+                + translated(spec.rhs)
+                + 1024;
+            assert_eq!(kernel.shared_bytes, bytes, "{spec:?}");
             assert!(
                 kernel
                     .ptx
@@ -143,8 +156,8 @@ fn kernels_compile_for_every_format_and_layout() {
         assert!(kernel.ptx.contains(".target sm_90a"));
     }
     assert!(mma >= 15, "{mma} tensor-core kernels");
-    // E4M3 and E5M2 with every layout but NVFP4's 16-blocks.
-    assert!(pipelined >= 6, "{pipelined} pipelined kernels");
+    // The FP8-embeddable formats with every layout but NVFP4's 16-blocks.
+    assert!(pipelined >= 15, "{pipelined} pipelined kernels");
 }
 
 /// sm_100a: the tcgen05 kernel where the formats allow (one CTA of 128 threads per 128 x 64

@@ -111,47 +111,96 @@ fn fp8_kernels_tiles_and_ragged_edges() {
     }
 }
 
-/// sm_90a's cp.async pipeline (E4M3 / E5M2 stored, static K a multiple of 16): two
-/// warpgroups per 128 x 128 block, the ring of 4 stages wrapping (K up to 6 stages), a last
-/// stage that is partly past K, rows and columns past M and N, and every scale segment it
-/// takes (32, 64, 128, all of K), checked first to be the kernel `auto` picks, then run
-/// through the emulation of the same copies, swizzled offsets and descriptors.
+/// sm_90a's cp.async pipeline (row-major operands with static rows of a multiple of 16
+/// bytes): two warpgroups per 128 x 128 block, the ring of 4 stages wrapping (K up to 6
+/// stages), a last stage that is partly past K, rows and columns past M and N, every scale
+/// segment it takes (32, 64, 128, all of K), E4M3 / E5M2 copied as stored and FP4 (packed
+/// or not), FP6 and custom formats translated to FP8 by the threads that copied them;
+/// checked first to be the kernel `auto` picks, then run through the emulation of the same
+/// copies, translations, swizzled offsets and descriptors.
 #[test]
 fn wgmma_pipeline_matches_the_oracle() {
     let session = Session::new();
     let mut rng = SplitMix64::new(128);
     let (e4, e5) = (ScaledFormat::F8E4M3, ScaledFormat::F8E5M2);
+    let (f4, mx) = (ScaledFormat::F4E2M1, ScaleLayout::MX);
+    // (A, its layout, packed, B, its layout, packed)
     let pairs = [
-        (e4, ScaleLayout::PerTensor, e4, ScaleLayout::PerTensor),
-        (e4, ScaleLayout::MX, e5, ScaleLayout::MX),
+        (
+            e4,
+            ScaleLayout::PerTensor,
+            false,
+            e4,
+            ScaleLayout::PerTensor,
+            false,
+        ),
+        (e4, mx, false, e5, mx, false),
         (
             e5,
             ScaleLayout::Blockwise { rows: 1, cols: 128 },
+            false,
             e4,
             ScaleLayout::Blockwise {
                 rows: 128,
                 cols: 128,
             },
+            false,
         ),
-        (e4, ScaleLayout::PerChannel, e5, ScaleLayout::PerTensor),
+        (
+            e4,
+            ScaleLayout::PerChannel,
+            false,
+            e5,
+            ScaleLayout::PerTensor,
+            false,
+        ),
         (
             e4,
             ScaleLayout::Mx { block: 64 },
+            false,
             e4,
             ScaleLayout::Blockwise {
                 rows: 16,
                 cols: 256,
             },
+            false,
+        ),
+        (f4, mx, true, f4, mx, true),
+        (
+            ScaledFormat::F6E2M3,
+            mx,
+            false,
+            e4,
+            ScaleLayout::PerTensor,
+            false,
+        ),
+        (
+            ScaledFormat::F6E3M2,
+            ScaleLayout::Blockwise { rows: 1, cols: 128 },
+            false,
+            f4,
+            mx,
+            false,
+        ),
+        (
+            ScaledFormat::custom(3, 0),
+            ScaleLayout::PerChannel,
+            false,
+            f4,
+            ScaleLayout::PerTensor,
+            true,
         ),
     ];
     let mut problems = Vec::new();
-    for (m, n, k) in [(130, 136, 656), (64, 200, 144), (3, 5, 16)] {
-        for (fa, la, fb, lb) in pairs {
-            let mut a = operand(&mut rng, m, k, fa, la, false);
-            let b = operand(&mut rng, n, k, fb, lb, false);
-            // Edge codes in row 0: the largest finite, the smallest subnormal, -0.
-            let (max, tiny) = if fa == e4 { (0x7E, 0x01) } else { (0x7B, 0x01) };
-            a.q.codes[..3].copy_from_slice(&[max, tiny, 0x80]);
+    for (m, n, k, cases) in [(130, 136, 672, 9), (64, 200, 160, 4), (3, 5, 32, 3)] {
+        for &(fa, la, pa, fb, lb, pb) in pairs.iter().rev().take(cases) {
+            let mut a = operand(&mut rng, m, k, fa, la, pa);
+            let b = operand(&mut rng, n, k, fb, lb, pb);
+            // Edge codes in row 0 of FP8 A: the largest finite, the smallest subnormal, -0.
+            if fa.bit_width() == 8 {
+                let max = if fa == e4 { 0x7E } else { 0x7B };
+                a.q.codes[..3].copy_from_slice(&[max, 0x01, 0x80]);
+            }
             problems.push((
                 format!("{m}x{n}x{k} {fa} {la} x {fb} {lb}"),
                 Problem {

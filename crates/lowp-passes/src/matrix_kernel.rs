@@ -303,7 +303,11 @@ pub(crate) struct Lane<'c, 'a> {
 
 /// `table[code]`, by a select chain (no memory, the same on any target): over the words,
 /// then the word's byte `code % 8`; or over the patched codes.
-fn translate<'c, 'a>(e: &Emitter<'c, 'a>, table: &Table, code: Value<'c, 'a>) -> Value<'c, 'a> {
+pub(crate) fn translate<'c, 'a>(
+    e: &Emitter<'c, 'a>,
+    table: &Table,
+    code: Value<'c, 'a>,
+) -> Value<'c, 'a> {
     let table = match table {
         Table::Words(words) => words,
         Table::Patches(patches) => {

@@ -1,7 +1,7 @@
 // RUN: lowp-opt %s --pass-pipeline='builtin.module(func.func(lowp-to-nvvm{chip=sm_90a},cse))' | FileCheck %s
 // RUN: lowp-opt %s --pass-pipeline='builtin.module(func.func(lowp-to-nvvm{chip=sm_90a emulate=true},cse))' | FileCheck %s --check-prefix=EMU
 
-// The sm_90a cp.async pipeline (A and B stored as E4M3 / E5M2, static K a multiple of 16):
+// The sm_90a cp.async pipeline (row-major operands with static rows of a multiple of 16 bytes):
 // two warpgroups per 128 x 128 block, 4 stages of 128 x 128-byte tiles of A and B in dynamic
 // shared memory (4 x 32 KiB + 1 KiB to align the ring to 1024 bytes). The prologue issues
 // stages 0..2 (8 16-byte cp.async per thread and stage, one commit group each); each step
@@ -60,5 +60,28 @@ func.func @mxfp8(%a: memref<100x96xf8E5M2>, %sa: memref<100x3xf8E8M0FNU>,
                  %b: memref<64x96xf8E4M3FN>, %sb: memref<64x3xf8E8M0FNU>, %c: memref<100x64xf32>) {
   lowp.scaled_matmul %a[%sa], %b[%sb] into %c layouts(#lowp.mx<32>, #lowp.mx<32>)
       : memref<100x96xf8E5M2>[memref<100x3xf8E8M0FNU>], memref<64x96xf8E4M3FN>[memref<64x3xf8E8M0FNU>] -> memref<100x64xf32>
+  return
+}
+
+// MXFP4 (packed E2M1) x FP6 E3M2: both staged. Each thread copies 2 + 4 raw 16-byte chunks
+// per stage into the slot (8 KiB + 16 KiB), then, after its wait, translates them code by
+// code (the E2M1 -> E4M3 and E3M2 -> E4M3 tables as packed i64 words) into the FP8 tiles
+// of the stage's parity after the ring: 4 x 24 KiB + 2 x 2 x 16 KiB + 1 KiB.
+// CHECK-LABEL: func.func @staged
+// CHECK:       gpu.launch {{.*}} dynamic_shared_memory_size %c164864_i32 {
+// CHECK:         scf.for
+// CHECK-COUNT-6:   nvvm.cp.async.shared.global
+// CHECK:         scf.for
+// CHECK:           nvvm.cp.async.wait.group 2
+// CHECK:           llvm.load %{{.*}} {alignment = 16 : i64} : !llvm.ptr<3> -> vector<4xi32>
+// CHECK:           arith.select %{{.*}}, %c{{.*}}_i64, %c{{.*}}_i64 : i64
+// CHECK:           llvm.store %{{.*}}, %{{.*}} {alignment = 16 : i64} : vector<4xi32>, !llvm.ptr<3>
+// CHECK:           nvvm.fence.proxy {kind = #nvvm.proxy_kind<async.shared>, space = #nvvm.shared_space<cta>}
+// CHECK-NEXT:      gpu.barrier
+// CHECK:           nvvm.wgmma.mma_async {{.*}} A[<e4m3>, <one>, <row>], B[<e4m3>, <one>, <col>]
+func.func @staged(%a: memref<128x128x!lowp.packed<f4E2M1FN>>, %sa: memref<128x8xf8E8M0FNU>,
+                  %b: memref<64x256xf6E3M2FN>, %sb: memref<64x8xf8E8M0FNU>, %c: memref<128x64xf32>) {
+  lowp.scaled_matmul %a[%sa], %b[%sb] into %c layouts(#lowp.mx<32>, #lowp.mx<32>)
+      : memref<128x128x!lowp.packed<f4E2M1FN>>[memref<128x8xf8E8M0FNU>], memref<64x256xf6E3M2FN>[memref<64x8xf8E8M0FNU>] -> memref<128x64xf32>
   return
 }

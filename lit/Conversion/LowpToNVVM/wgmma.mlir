@@ -3,7 +3,7 @@
 // RUN: not lowp-opt %s --pass-pipeline='builtin.module(func.func(lowp-to-nvvm{chip=sm_100a kernel=wgmma}))' 2>&1 | FileCheck %s --check-prefix=SM100
 
 // The register-staged sm_90a kernel (ops the cp.async pipeline of wgmma-pipeline.mlir cannot
-// take: here K = 200 is not a multiple of 16; translated formats, NVFP4, dynamic K): one
+// take: here rows of 200 bytes are not a multiple of 16; NVFP4's 16-blocks, dynamic K): one
 // warpgroup per 64 x 128 tile of C in a gpu.launch with the A and
 // B tiles in workgroup memory (K-major, no swizzle: 64 x 32 and 128 x 32 codes as i32
 // words). One loop over K carries the accumulators, the partial sums of the segment and the

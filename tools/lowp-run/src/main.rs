@@ -500,10 +500,12 @@ fn run_cuda(
         eprintln!("lowp-run: {line}");
     }
     say!(
-        "compile: target=cuda chip={chip} kernel={} grid={:?} block={:?} params={} ms={:.1}",
+        "compile: target=cuda chip={chip} kernel={} grid={:?} block={:?} shared={} params={} \
+         ms={:.1}",
         kernel.name,
         kernel.grid,
         kernel.block,
+        kernel.shared_bytes,
         kernel.flat_param_count(),
         t0.elapsed().as_secs_f64() * 1e3
     );

@@ -8,13 +8,14 @@
 //!   B in shared memory behind descriptors, D in tensor memory (`tcgen05.alloc`), MMAs
 //!   issued by one thread and completed through an mbarrier, D read per K segment with
 //!   `tcgen05.ld`.
-//! - `wgmma_pipeline.rs` (sm_90a, A and B stored as E4M3 / E5M2, static K % 16 == 0):
-//!   `wgmma.mma_async` m64n128k32, two warpgroups per 128 x 128 tile, a ring of 4 stages
-//!   filled by `cp.async` in the 128-byte swizzle (dynamic shared memory), partial sums
-//!   promoted at least every 128 of K.
-//! - `wgmma.rs` (sm_90a, every other FP8-embeddable op): the same instruction, one
-//!   warpgroup per 64 x 128 tile, A and B copied through registers (translated to FP8 where
-//!   the format embeds in it), the next step's codes loaded while each wgmma runs.
+//! - `wgmma_pipeline.rs` (sm_90a, row-major operands with static rows of a multiple of 16
+//!   bytes): `wgmma.mma_async` m64n128k32, two warpgroups per 128 x 128 tile, a ring of 4
+//!   stages filled by `cp.async` (dynamic shared memory), FP8 tiles in the 128-byte swizzle
+//!   (translated from the stored codes by the threads that copied them where the format
+//!   embeds in FP8), partial sums promoted at least every 128 of K.
+//! - `wgmma.rs` (sm_90a, the other FP8-embeddable ops: NVFP4 16-blocks, dynamic K): the
+//!   same instruction, one warpgroup per 64 x 128 tile, A and B copied through registers,
+//!   the next step's codes loaded while each wgmma runs.
 //! - `mma_sync.rs` (sm_89 and later; on the register kernel of `matrix_kernel.rs`):
 //!   `mma.sync.m16n8k32` through `llvm.call_intrinsic`, 4 warps per 64 x 64 tile.
 //! - `gpu_generic.rs`: every other format or layout (and the reason in a remark): 32 x 8

@@ -1,38 +1,56 @@
-//! The pipelined FP8 `wgmma.mma_async` kernel of `lowp-to-nvvm` (sm_90a): A and B stored as
-//! E4M3 / E5M2 codes (no translation), copied global -> shared memory by `cp.async` in a
-//! ring of stages that runs ahead of the tensor cores.
+//! The pipelined `wgmma.mma_async` kernel of `lowp-to-nvvm` (sm_90a): A and B copied
+//! global -> shared memory by `cp.async` in a ring of stages that runs ahead of the tensor
+//! cores; E4M3 / E5M2 codes go straight into the instruction's tiles, FP4 (packed or not),
+//! FP6 and custom formats that embed in them are translated to FP8 on the way.
 //!
 //! A block is two warpgroups (256 threads) computing 128 x 128 of C, each warpgroup 64 rows
 //! of it with `wgmma.mma_async.sync.aligned.m64n128k32.f32.<a>.<b>` (the instruction of
-//! `wgmma.rs`). K advances 128 codes per stage; `STAGES` stages of A (128 x 128 bytes) and B
-//! (128 x 128 bytes) live in dynamic shared memory, each tile K-major in the 128-byte swizzle
-//! of the wgmma descriptors (row r's 16-byte chunk c at `r * 128 + (c ^ r % 8) * 16`, 8-row
-//! atoms of 1024 bytes; the ring starts on a 1024-byte boundary). Per stage every thread
-//! issues 4 + 4 `cp.async.cg.shared.global` of 16 bytes (rows past M / N and chunks past K
-//! copy 0 bytes and fill zeros) and commits them as one group; the loop:
+//! `wgmma.rs`). K advances 128 codes per stage. The instruction reads FP8 tiles of 128 rows
+//! x 128 bytes, K-major in the 128-byte swizzle of the wgmma descriptors (row r's 16-byte
+//! chunk c at `r * 128 + (c ^ r % 8) * 16`, 8-row atoms of 1024 bytes, every tile on a
+//! 1024-byte boundary from the aligned base of the dynamic shared memory). The ring has
+//! `STAGES` slots; each holds each operand's stage as copied:
+//! - direct (E4M3 / E5M2 as stored): the FP8 tile itself, the copies landing swizzled;
+//! - staged (a format translated to FP8): the rows as stored (128 or, packed, 64 bytes),
+//!   and after the ring two FP8 tiles per staged operand (by stage parity) that the
+//!   threads fill from the copies they made themselves, code by code through the
+//!   embedding's table.
+//!
+//! Per stage every thread issues its 16-byte `cp.async.cg.shared.global` (4 per operand,
+//! 2 when packed; rows past M / N and chunks past K copy 0 bytes and fill zeros) and
+//! commits them as one group; the loop:
 //!
 //! ```text
 //! prologue: stages 0 .. STAGES-2 issued, one commit group each
 //! for each stage s:
 //!   cp.async.wait_group STAGES-2      // this thread's copies of stage s landed
+//!   translate them (staged operands)  // into the FP8 tiles of parity s % 2
 //!   fence.proxy.async.shared::cta     // generic-proxy writes -> the async proxy (wgmma)
-//!   barrier                           // everyone's copies landed; stage s-1 is consumed
+//!   barrier                           // all of stage s is in its tiles; stage s-1's
+//!                                     // instructions are done (each waited)
 //!   issue stage s+STAGES-1 into the slot stage s-1 used; commit
 //!   per K segment of the stage (min(scale block, 128) codes):
 //!     wgmma.fence; mma (scale-d 0), mma, .. (descriptor start + 32 bytes each)
 //!     commit; wait 0; acc += part * (segment scales)
 //! ```
+//! A translated tile of parity s % 2 was last read by stage s-2's instructions, which
+//! completed before stage s-1's barrier.
 //!
 //! Partial sums go into the f32 accumulators at least every 128 of K, also for per-tensor
 //! scales: Hopper's FP8 MMA accumulates with reduced precision, so (as DeepGEMM does) the
 //! tensor cores never sum more than 128 products of a row; per-tensor / per-channel scales
-//! are applied in the epilogue, block scales (MX, blockwise) per segment. NVFP4's 16-blocks,
-//! translated formats, dynamic or unaligned K take `wgmma.rs`'s register-staged kernel.
+//! are applied in the epilogue, block scales (MX, blockwise) per segment. NVFP4's
+//! 16-blocks, a dynamic K, rows that are not a multiple of 16 bytes or not row-major take
+//! `wgmma.rs`'s register-staged kernel.
 //!
-//! The emulation (`emulate=true`) runs the same chunk assignment, swizzled offsets, slot
-//! ring and descriptors on the CPU: the copies into a buffer standing for the ring (at
-//! address 0), each instruction by `wgmma::emulated_wgmma` decoding the descriptors
-//! (swizzle included), phases one after the other.
+//! Shared memory: 4 x 32 KiB for FP8 x FP8; MXFP4 x MXFP4 (packed) 4 x 16 KiB + 4 x 16 KiB
+//! of translated tiles; the most, FP6 x FP6, 4 x 32 KiB + 64 KiB; plus 1 KiB of alignment.
+//!
+//! The emulation (`emulate=true`) runs the same chunk assignment, offsets, translations,
+//! slot ring and descriptors on the CPU: the copies and translations into a buffer standing
+//! for the shared memory (its base at address 0), each instruction by
+//! `wgmma::emulated_wgmma` decoding the descriptors (swizzle included), phases one after
+//! the other.
 
 use melior::dialect::arith::CmpiPredicate;
 use melior::ir::operation::OperationBuilder;
@@ -42,7 +60,7 @@ use melior::ir::{Attribute, Identifier, OperationRef, Type, TypeLike, Value, Val
 use super::wgmma::{self, Wgmma, ACC};
 use crate::expand_quantize::ceil_div;
 use crate::ir::Emitter;
-use crate::matrix_kernel::{Kernel, Lane, Plan};
+use crate::matrix_kernel::{translate, Kernel, Lane, Operand, Plan};
 use crate::to_loops::matmul_operands;
 use crate::PassError;
 
@@ -52,23 +70,15 @@ const BN: i64 = 128;
 const BK: i64 = 128;
 const THREADS: i64 = 256;
 /// Stages in the ring.
-pub(super) const STAGES: i64 = 4;
-/// Bytes of one operand's tile of a stage, and of a stage.
+const STAGES: i64 = 4;
+/// Bytes of one operand's FP8 tile of a stage (128 rows of 128 codes; BM == BN).
 const TILE: i64 = BM * BK;
-const STAGE: i64 = 2 * TILE;
-/// Dynamic shared memory: the ring and the slack that aligns it to 1024 bytes.
-pub(super) const SHARED: i64 = STAGES * STAGE + 1024;
-/// 16-byte chunks each thread copies per operand and stage.
-const CHUNKS: i64 = TILE / 16 / THREADS;
 /// The stride offset of the swizzled layout: one 8-row atom.
 const ATOM: i64 = 1024;
 
 /// The plan and instruction for `op`, or why it needs the register-staged kernel.
 pub(super) fn plan(op: OperationRef) -> Result<(Plan, Wgmma), String> {
     let (plan, instr) = wgmma::plan(op)?;
-    if plan.a.table.is_some() || plan.b.table.is_some() {
-        return Err("the codes are translated to FP8 on the way in".into());
-    }
     if plan.step != 32 {
         return Err(format!("the scales change every {} along K", plan.step));
     }
@@ -86,11 +96,13 @@ pub(super) fn plan(op: OperationRef) -> Result<(Plan, Wgmma), String> {
         let identity = unsafe {
             mlir_sys::mlirAffineMapIsIdentity(mlir_sys::mlirMemRefTypeGetAffineMap(t.to_raw()))
         };
+        // One code per byte, or two when packed: the static size of dimension 1 is the
+        // row's bytes either way.
         match t.dim_size(1) {
-            Ok(DimSize::Static(k)) if identity && k % 16 == 0 => {}
+            Ok(DimSize::Static(bytes)) if identity && bytes % 16 == 0 => {}
             _ => {
                 return Err(format!(
-                    "cp.async needs {name} row-major with a static K that is a multiple of 16"
+                    "cp.async needs {name} row-major with static rows of a multiple of 16 bytes"
                 ))
             }
         }
@@ -98,18 +110,134 @@ pub(super) fn plan(op: OperationRef) -> Result<(Plan, Wgmma), String> {
     Ok((plan, instr))
 }
 
-/// Where thread `tid`'s chunk `i` of an operand tile goes at stage K `k0`: whether it holds
-/// codes (row inside the operand, chunk inside K), its row and K clamped into the operand
-/// (a valid source address either way), and its byte offset in the swizzled tile.
+/// How one operand reaches the instruction's tile.
+#[derive(Clone, Copy)]
+struct Route {
+    /// Two codes per stored byte.
+    packed: bool,
+    /// Translated to FP8 between the copy and the instruction (staged), or copied as the
+    /// instruction reads it (direct).
+    staged: bool,
+}
+
+impl Route {
+    fn of(o: &Operand) -> Self {
+        Route {
+            packed: o.packed,
+            staged: o.table.is_some(),
+        }
+    }
+
+    /// Bytes of a stage's row as stored.
+    fn row_bytes(self) -> i64 {
+        if self.packed {
+            BK / 2
+        } else {
+            BK
+        }
+    }
+
+    /// Bytes of a stage as stored (128 rows).
+    fn raw_bytes(self) -> i64 {
+        BM * self.row_bytes()
+    }
+
+    /// 16-byte chunks each thread copies per stage.
+    fn chunks(self) -> i64 {
+        self.raw_bytes() / 16 / THREADS
+    }
+
+    /// Codes per 16-byte chunk.
+    fn codes(self) -> i64 {
+        if self.packed {
+            32
+        } else {
+            16
+        }
+    }
+}
+
+/// The dynamic shared memory: a ring of `STAGES` slots, each holding both operands' stage as
+/// stored (direct operands: the FP8 tile in the 128-byte swizzle; staged ones: rows as
+/// stored), then two FP8 tiles per staged operand (stage parity) for the translated codes.
+/// Every tile starts on a multiple of 1024 bytes from the base.
+#[derive(Clone, Copy)]
+struct Memory {
+    routes: [Route; 2],
+    /// Bytes of a slot, and each operand's offset in it.
+    slot: i64,
+    in_slot: [i64; 2],
+    /// Each staged operand's first translated tile.
+    translated: [Option<i64>; 2],
+    bytes: i64,
+}
+
+impl Memory {
+    fn new(plan: &Plan) -> Self {
+        let routes = [Route::of(&plan.a), Route::of(&plan.b)];
+        let slot = routes[0].raw_bytes() + routes[1].raw_bytes();
+        let mut next = STAGES * slot;
+        let translated = routes.map(|r| {
+            r.staged.then(|| {
+                next += 2 * TILE;
+                next - 2 * TILE
+            })
+        });
+        Memory {
+            routes,
+            slot,
+            in_slot: [0, routes[0].raw_bytes()],
+            translated,
+            bytes: next,
+        }
+    }
+
+    /// What the kernel asks for: the memory and the slack that aligns its base to 1024.
+    fn dynamic_bytes(&self) -> i64 {
+        self.bytes + 1024
+    }
+
+    /// Byte offset (from the base) of operand `x`'s stage `s` as copied.
+    fn copied<'c, 'a>(&self, e: &Emitter<'c, 'a>, x: usize, s: Value<'c, 'a>) -> Value<'c, 'a> {
+        let slot = e.muli(e.remui(s, e.index(STAGES)), e.index(self.slot));
+        e.addi(slot, e.index(self.in_slot[x]))
+    }
+
+    /// Byte offset of the FP8 tile the instruction reads for operand `x` at stage `s`.
+    fn tile<'c, 'a>(&self, e: &Emitter<'c, 'a>, x: usize, s: Value<'c, 'a>) -> Value<'c, 'a> {
+        match self.translated[x] {
+            Some(at) => e.addi(e.index(at), e.muli(e.remui(s, e.index(2)), e.index(TILE))),
+            None => self.copied(e, x, s),
+        }
+    }
+}
+
+/// Byte offset of row `r`'s 16-byte chunk `ch` in an FP8 tile in the 128-byte swizzle.
+fn swizzled<'c, 'a>(e: &Emitter<'c, 'a>, r: Value<'c, 'a>, ch: Value<'c, 'a>) -> Value<'c, 'a> {
+    let (c8, c16) = (e.index(8), e.index(16));
+    e.addi(
+        e.muli(r, e.index(128)),
+        e.muli(e.xori(ch, e.remui(r, c8)), c16),
+    )
+}
+
+/// Thread `tid`'s chunk `i` of an operand's stage at K `k0`: whether it holds codes (row
+/// inside the operand, chunk inside K), its tile row and chunk, its row and first byte in
+/// the operand clamped inside it (a valid source either way), and where it is copied (from
+/// the operand's place in the slot).
 struct Chunk<'c, 'a> {
     inside: Value<'c, 'a>,
+    r: Value<'c, 'a>,
+    ch: Value<'c, 'a>,
     row: Value<'c, 'a>,
-    k: Value<'c, 'a>,
+    byte: Value<'c, 'a>,
     offset: Value<'c, 'a>,
 }
 
+#[allow(clippy::too_many_arguments)]
 fn chunk<'c, 'a>(
     e: &Emitter<'c, 'a>,
+    route: Route,
     tid: Value<'c, 'a>,
     i: i64,
     origin: Value<'c, 'a>,
@@ -117,25 +245,111 @@ fn chunk<'c, 'a>(
     k: Value<'c, 'a>,
     k0: Value<'c, 'a>,
 ) -> Chunk<'c, 'a> {
-    let (c8, c16) = (e.index(8), e.index(16));
+    let per_row = e.index(route.row_bytes() / 16);
     let c = e.addi(tid, e.index(THREADS * i));
-    let (r, ch) = (e.divui(c, c8), e.remui(c, c8));
+    let (r, ch) = (e.divui(c, per_row), e.remui(c, per_row));
     let row = e.addi(origin, r);
-    let kc = e.addi(k0, e.muli(ch, c16));
+    let codes = e.index(route.codes());
+    let kc = e.addi(k0, e.muli(ch, codes));
     let inside = e.andi(
         e.cmpi(CmpiPredicate::Ult, row, rows),
         e.cmpi(CmpiPredicate::Ult, kc, k),
     );
-    let offset = e.addi(
-        e.muli(r, e.index(128)),
-        e.muli(e.xori(ch, e.remui(r, c8)), c16),
-    );
+    let kc = e.minui(kc, e.subi(k, codes));
+    let byte = if route.packed {
+        e.divui(kc, e.index(2))
+    } else {
+        kc
+    };
+    let offset = if route.staged {
+        e.addi(
+            e.muli(r, e.index(route.row_bytes())),
+            e.muli(ch, e.index(16)),
+        )
+    } else {
+        swizzled(e, r, ch)
+    };
     Chunk {
         inside,
+        r,
+        ch,
         row: e.minui(row, e.subi(rows, e.index(1))),
-        k: e.minui(kc, e.subi(k, c16)),
+        byte,
         offset,
     }
+}
+
+/// Shared memory as the kernel addresses it: on the GPU from the aligned base address (an
+/// `i64`), in the emulation a buffer of 32-bit words standing for it from address 0.
+#[derive(Clone, Copy)]
+enum Shared<'c, 'a> {
+    Gpu(Value<'c, 'a>),
+    Cpu(Value<'c, 'a>),
+}
+
+impl<'c, 'a> Shared<'c, 'a> {
+    /// The byte address of `offset` (an index) as an `i64` (for descriptors).
+    fn address(&self, e: &Emitter<'c, 'a>, offset: Value<'c, 'a>) -> Value<'c, 'a> {
+        let offset = e.index_castui(offset, e.int_type(64));
+        match *self {
+            Shared::Gpu(base) => e.addi(base, offset),
+            Shared::Cpu(_) => offset,
+        }
+    }
+
+    /// The 16 bytes at `offset` (16-byte aligned) as 4 words.
+    fn load4(&self, e: &Emitter<'c, 'a>, offset: Value<'c, 'a>) -> Vec<Value<'c, 'a>> {
+        match *self {
+            Shared::Gpu(_) => {
+                let p = pointer(e, self.address(e, offset), 3);
+                let v = e.val(
+                    OperationBuilder::new("llvm.load", e.loc())
+                        .add_operands(&[p])
+                        .add_attributes(&[alignment(e, 16)])
+                        .add_results(&[e.vector_type(4, e.int_type(32))])
+                        .build()
+                        .expect("valid llvm.load"),
+                );
+                (0..4).map(|w| e.extract(v, w, e.int_type(32))).collect()
+            }
+            Shared::Cpu(buffer) => {
+                let at = e.divui(offset, e.index(4));
+                (0..4)
+                    .map(|w| e.load(buffer, &[e.addi(at, e.index(w))]))
+                    .collect()
+            }
+        }
+    }
+
+    /// Store 4 words at `offset` (16-byte aligned).
+    fn store4(&self, e: &Emitter<'c, 'a>, offset: Value<'c, 'a>, words: &[Value<'c, 'a>]) {
+        match *self {
+            Shared::Gpu(_) => {
+                let p = pointer(e, self.address(e, offset), 3);
+                let v = e.from_elements(words);
+                e.insert(
+                    OperationBuilder::new("llvm.store", e.loc())
+                        .add_operands(&[v, p])
+                        .add_attributes(&[alignment(e, 16)])
+                        .build()
+                        .expect("valid llvm.store"),
+                );
+            }
+            Shared::Cpu(buffer) => {
+                let at = e.divui(offset, e.index(4));
+                for (w, &v) in words.iter().enumerate() {
+                    e.store(v, buffer, &[e.addi(at, e.index(w as i64))]);
+                }
+            }
+        }
+    }
+}
+
+fn alignment<'c>(e: &Emitter<'c, '_>, bytes: i64) -> (Identifier<'c>, Attribute<'c>) {
+    (
+        Identifier::new(e.ctx(), "alignment"),
+        melior::ir::attribute::IntegerAttribute::new(e.int_type(64), bytes).into(),
+    )
 }
 
 /// The wgmma descriptor of a K-major tile in the 128-byte swizzle at shared-memory byte
@@ -147,8 +361,8 @@ fn descriptor<'c, 'a>(e: &Emitter<'c, 'a>, addr: Value<'c, 'a>) -> Value<'c, 'a>
     e.ori(start, e.int(64, fixed))
 }
 
-/// An `i64` address as an LLVM pointer in `space` (0 generic, 1 global, 3 shared); a global
-/// pointer goes through the generic one (`cvta.to.global`).
+/// An `i64` address as an LLVM pointer in `space` (1 global, 3 shared); a global pointer
+/// goes through the generic one (`cvta.to.global`).
 fn pointer<'c, 'a>(e: &Emitter<'c, 'a>, addr: Value<'c, 'a>, space: u32) -> Value<'c, 'a> {
     let ty = |s: u32| {
         let text = if s == 0 {
@@ -172,18 +386,6 @@ fn pointer<'c, 'a>(e: &Emitter<'c, 'a>, addr: Value<'c, 'a>, space: u32) -> Valu
     } else {
         cast("llvm.inttoptr", addr, space)
     }
-}
-
-/// The aligned base address of a memref as an `i64`.
-fn base_address<'c, 'a>(e: &Emitter<'c, 'a>, memref: Value<'c, 'a>) -> Value<'c, 'a> {
-    wgmma::smem_address(e, memref)
-}
-
-/// Per-operand facts of the copies: its codes (memref), rows, tile origin.
-struct Side<'c, 'a> {
-    bits: Value<'c, 'a>,
-    rows: Value<'c, 'a>,
-    origin: Value<'c, 'a>,
 }
 
 /// `nvvm.cp.async.shared.global` of 16 bytes from `src` to `dst`, `size` of them read (the
@@ -219,6 +421,93 @@ fn segment_shape(plan: &Plan) -> (i64, i64) {
     (span, span / 32)
 }
 
+/// Per-operand facts of the copies: its codes (memref), rows, tile origin, bytes per row.
+struct Side<'c, 'a> {
+    bits: Value<'c, 'a>,
+    rows: Value<'c, 'a>,
+    origin: Value<'c, 'a>,
+    row_bytes: Value<'c, 'a>,
+    operand: &'a Operand,
+}
+
+fn sides<'c, 'a, 'p: 'a>(
+    e: &Emitter<'c, 'a>,
+    kn: &Kernel<'p, 'c, 'a>,
+    bm: Value<'c, 'a>,
+    bn: Value<'c, 'a>,
+) -> [Side<'c, 'a>; 2] {
+    let k = kn.ops.k;
+    let row_bytes = |o: &Operand| {
+        if o.packed {
+            e.divui(k, e.index(2))
+        } else {
+            k
+        }
+    };
+    [
+        Side {
+            bits: kn.ops.bits_a,
+            rows: kn.ops.m,
+            origin: e.muli(bm, e.index(BM)),
+            row_bytes: row_bytes(&kn.plan.a),
+            operand: &kn.plan.a,
+        },
+        Side {
+            bits: kn.ops.bits_b,
+            rows: kn.ops.n,
+            origin: e.muli(bn, e.index(BN)),
+            row_bytes: row_bytes(&kn.plan.b),
+            operand: &kn.plan.b,
+        },
+    ]
+}
+
+/// Translate thread `tid`'s chunks of the staged operands' stage `s` (as it copied them)
+/// into the FP8 tiles of that stage, in the 128-byte swizzle: per stored byte one code, or
+/// two (low nibble first) when packed.
+fn translate_stage<'c, 'a>(
+    e: &Emitter<'c, 'a>,
+    mem: &Memory,
+    shared: Shared<'c, 'a>,
+    sides: &[Side<'c, 'a>; 2],
+    k: Value<'c, 'a>,
+    tid: Value<'c, 'a>,
+    s: Value<'c, 'a>,
+) {
+    let k0 = e.muli(s, e.index(BK));
+    for (x, side) in sides.iter().enumerate() {
+        let route = mem.routes[x];
+        let Some(table) = side.operand.table.as_ref().filter(|_| route.staged) else {
+            continue;
+        };
+        let (copied, tile) = (mem.copied(e, x, s), mem.tile(e, x, s));
+        for i in 0..route.chunks() {
+            let c = chunk(e, route, tid, i, side.origin, side.rows, k, k0);
+            let raw = shared.load4(e, e.addi(copied, c.offset));
+            // Code `n` of the chunk (in K order).
+            let code = |e: &Emitter<'c, 'a>, n: i64| {
+                let (bits, per_word) = if route.packed { (4, 8) } else { (8, 4) };
+                let word = raw[(n / per_word) as usize];
+                let shift = e.i32(((n % per_word) * bits) as u32);
+                e.andi(e.shrui(word, shift), e.i32((1 << bits) - 1))
+            };
+            let halves = route.codes() / 16;
+            for h in 0..halves {
+                let words: Vec<Value> = (0..4)
+                    .map(|w| {
+                        (0..4).fold(e.i32(0), |acc, b| {
+                            let fp8 = translate(e, table, code(e, h * 16 + w * 4 + b));
+                            e.ori(acc, e.shli(fp8, e.i32(8 * b as u32)))
+                        })
+                    })
+                    .collect();
+                let ch = e.addi(e.muli(c.ch, e.index(halves)), e.index(h));
+                shared.store4(e, e.addi(tile, swizzled(e, c.r, ch)), &words);
+            }
+        }
+    }
+}
+
 /// Lower `op` with the pipelined kernel: a `gpu.launch` with dynamic shared memory
 /// (`emulate = false`) or its CPU emulation.
 pub(super) fn lower<'c, 'a>(
@@ -229,6 +518,7 @@ pub(super) fn lower<'c, 'a>(
     emulate: bool,
 ) -> Result<(), PassError> {
     let kn = Kernel::new(e, op, plan, instr)?;
+    let mem = Memory::new(plan);
     let (zero, one) = (e.index(0), e.index(1));
     let grid = [
         ceil_div(e, kn.ops.n, e.index(BN)),
@@ -236,37 +526,17 @@ pub(super) fn lower<'c, 'a>(
     ];
     if emulate {
         e.parallel_nest(&[zero, zero], &grid, &[one, one], |e, b| {
-            emulated_block(e, &kn, instr, b[1], b[0])
+            emulated_block(e, &kn, &mem, instr, b[1], b[0])
         });
         return Ok(());
     }
     e.gpu_launch_dynamic(
         [grid[0], grid[1], one],
         [e.index(THREADS), one, one],
-        SHARED,
-        |e, bid, tid, memory| hardware_block(e, &kn, instr, bid, tid[0], memory),
+        mem.dynamic_bytes(),
+        |e, bid, tid, memory| hardware_block(e, &kn, &mem, instr, bid, tid[0], memory),
     );
     Ok(())
-}
-
-fn sides<'c, 'a>(
-    e: &Emitter<'c, 'a>,
-    kn: &Kernel<'_, 'c, 'a>,
-    bm: Value<'c, 'a>,
-    bn: Value<'c, 'a>,
-) -> [Side<'c, 'a>; 2] {
-    [
-        Side {
-            bits: kn.ops.bits_a,
-            rows: kn.ops.m,
-            origin: e.muli(bm, e.index(BM)),
-        },
-        Side {
-            bits: kn.ops.bits_b,
-            rows: kn.ops.n,
-            origin: e.muli(bn, e.index(BN)),
-        },
-    ]
 }
 
 /// The lane of thread `tid` for the accumulator map and epilogue: its warpgroup's 64 rows.
@@ -287,9 +557,29 @@ fn lane<'c, 'a>(
     }
 }
 
+/// The descriptors of warpgroup `warpgroup`'s A rows and of B at stage `s`, `at` codes
+/// into the stage.
+fn descriptors<'c, 'a>(
+    e: &Emitter<'c, 'a>,
+    mem: &Memory,
+    shared: Shared<'c, 'a>,
+    warpgroup: Value<'c, 'a>,
+    s: Value<'c, 'a>,
+    at: i64,
+) -> (Value<'c, 'a>, Value<'c, 'a>) {
+    let rows = e.muli(warpgroup, e.index(wgmma::BM * BK));
+    let a = e.addi(e.addi(mem.tile(e, 0, s), rows), e.index(at));
+    let b = e.addi(mem.tile(e, 1, s), e.index(at));
+    (
+        descriptor(e, shared.address(e, a)),
+        descriptor(e, shared.address(e, b)),
+    )
+}
+
 fn hardware_block<'c, 'a>(
     e: &Emitter<'c, 'a>,
     kn: &Kernel<'_, 'c, 'a>,
+    mem: &Memory,
     instr: &Wgmma,
     bid: [Value<'c, 'a>; 3],
     tid: Value<'c, 'a>,
@@ -298,31 +588,29 @@ fn hardware_block<'c, 'a>(
     let (bm, bn) = (bid[1], bid[0]);
     let l = lane(e, tid, bm, bn);
     let i64t = e.int_type(64);
-    // The ring's base: the dynamic shared memory rounded up to 1024 bytes.
-    let raw = base_address(e, memory);
-    let ring = e.andi(e.addi(raw, e.int(64, 1023)), e.int(64, !1023));
+    // The base: the dynamic shared memory rounded up to 1024 bytes.
+    let raw = wgmma::smem_address(e, memory);
+    let shared = Shared::Gpu(e.andi(e.addi(raw, e.int(64, 1023)), e.int(64, !1023)));
     let sides = sides(e, kn, bm, bn);
     let globals = [
-        base_address(e, kn.ops.bits_a),
-        base_address(e, kn.ops.bits_b),
+        wgmma::smem_address(e, kn.ops.bits_a),
+        wgmma::smem_address(e, kn.ops.bits_b),
     ];
     let k = kn.ops.k;
     let stages = ceil_div(e, k, e.index(BK));
-    let as_i64 = |e: &Emitter<'c, 'a>, v: Value<'c, 'a>| e.index_castui(v, i64t);
     // Issue one stage's copies into its slot, and commit them as a group (also when the
     // stage is past K: the group counts stay uniform).
     let issue = |e: &Emitter<'c, 'a>, s: Value<'c, 'a>| {
         let live = e.cmpi(CmpiPredicate::Ult, s, stages);
         e.if_then(live, |e| {
             let k0 = e.muli(s, e.index(BK));
-            let slot = e.muli(e.remui(s, e.index(STAGES)), e.index(STAGE));
             for (x, side) in sides.iter().enumerate() {
-                let tile = e.addi(ring, as_i64(e, e.addi(slot, e.index(x as i64 * TILE))));
-                for i in 0..CHUNKS {
-                    let c = chunk(e, tid, i, side.origin, side.rows, k, k0);
-                    let dst = pointer(e, e.addi(tile, as_i64(e, c.offset)), 3);
-                    let at = e.addi(e.muli(c.row, k), c.k);
-                    let src = pointer(e, e.addi(globals[x], as_i64(e, at)), 1);
+                let copied = mem.copied(e, x, s);
+                for i in 0..mem.routes[x].chunks() {
+                    let c = chunk(e, mem.routes[x], tid, i, side.origin, side.rows, k, k0);
+                    let dst = pointer(e, shared.address(e, e.addi(copied, c.offset)), 3);
+                    let at = e.addi(e.muli(c.row, side.row_bytes), c.byte);
+                    let src = pointer(e, e.addi(globals[x], e.index_castui(at, i64t)), 1);
                     let size = e.select(c.inside, e.i32(16), e.i32(0));
                     cp_async(e, dst, src, size);
                 }
@@ -337,14 +625,18 @@ fn hardware_block<'c, 'a>(
     });
     let (seg, per_seg) = segment_shape(kn.plan);
     let warpgroup = e.divui(tid, e.index(wgmma::THREADS));
-    let a_rows = as_i64(e, e.muli(warpgroup, e.index(wgmma::BM * BK)));
     let f32t = e.f32_type();
     let inits = vec![e.f32(0.0); ACC];
+    let staged = mem.routes.iter().any(|r| r.staged);
     let done = e.for_loop(zero, stages, one, &inits, |e, s, acc| {
         e.bare(
             "nvvm.cp.async.wait.group",
             &[("n", &format!("{} : i32", STAGES - 2))],
         );
+        if staged {
+            // The thread's own copies landed: it translates them.
+            translate_stage(e, mem, shared, &sides, k, tid, s);
+        }
         e.bare(
             "nvvm.fence.proxy",
             &[
@@ -354,9 +646,6 @@ fn hardware_block<'c, 'a>(
         );
         e.bare("gpu.barrier", &[]);
         issue(e, e.addi(s, e.index(STAGES - 1)));
-        let slot = as_i64(e, e.muli(e.remui(s, e.index(STAGES)), e.index(STAGE)));
-        let a_tile = e.addi(e.addi(ring, slot), a_rows);
-        let b_tile = e.addi(e.addi(ring, slot), e.int(64, TILE));
         let mut acc = acc.to_vec();
         for g in 0..BK / seg {
             let k0 = e.addi(e.muli(s, e.index(BK)), e.index(g * seg));
@@ -368,9 +657,7 @@ fn hardware_block<'c, 'a>(
                     e.bare("nvvm.wgmma.fence.aligned", &[]);
                     let mut d = wgmma::pack(e, &[]);
                     for j in 0..per_seg {
-                        let off = e.int(64, g * seg + 32 * j);
-                        let da = descriptor(e, e.addi(a_tile, off));
-                        let db = descriptor(e, e.addi(b_tile, off));
+                        let (da, db) = descriptors(e, mem, shared, warpgroup, s, g * seg + 32 * j);
                         d = wgmma::mma_async(e, instr, d, da, db, j > 0);
                     }
                     wgmma::commit_and_wait(e, || ());
@@ -385,19 +672,22 @@ fn hardware_block<'c, 'a>(
     kn.epilogue(e, &l, &done);
 }
 
-/// One block on the CPU: per stage the copies of all 256 threads into the ring buffer at
-/// the same slots and swizzled offsets, then per warpgroup and segment the instructions on
-/// the descriptors (`wgmma::emulated_wgmma`) and the promotion; accumulators in memory.
+/// One block on the CPU: per stage the copies of all 256 threads into the ring at the same
+/// slots and offsets (zeros where the GPU copies 0 bytes), the staged operands' translation
+/// by the same threads, then per warpgroup and segment the instructions on the descriptors
+/// (`wgmma::emulated_wgmma`) and the promotion; accumulators in memory.
 fn emulated_block<'c, 'a>(
     e: &Emitter<'c, 'a>,
     kn: &Kernel<'_, 'c, 'a>,
+    mem: &Memory,
     instr: &Wgmma,
     bm: Value<'c, 'a>,
     bn: Value<'c, 'a>,
 ) {
     let (zero, one) = (e.index(0), e.index(1));
-    let (f32t, i32t, i64t) = (e.f32_type(), e.int_type(32), e.int_type(64));
-    let ring = e.alloca(i32t, STAGES * STAGE / 4);
+    let (f32t, i32t) = (e.f32_type(), e.int_type(32));
+    let buffer = e.alloca(i32t, mem.bytes / 4);
+    let shared = Shared::Cpu(buffer);
     let acc_m = e.alloca(f32t, THREADS * ACC as i64);
     let part_m = e.alloca(f32t, wgmma::THREADS * ACC as i64);
     let sides = sides(e, kn, bm, bn);
@@ -423,24 +713,28 @@ fn emulated_block<'c, 'a>(
     let (seg, per_seg) = segment_shape(kn.plan);
     e.for_loop(zero, stages, one, &[], |e, s, _| {
         let k0 = e.muli(s, e.index(BK));
-        let slot = e.muli(e.remui(s, e.index(STAGES)), e.index(STAGE));
         // The copies: 16 bytes each, zeros where the chunk is outside.
         threads(e, THREADS, &|e, t| {
             for (x, side) in sides.iter().enumerate() {
-                let tile = e.addi(slot, e.index(x as i64 * TILE));
-                for i in 0..CHUNKS {
-                    let c = chunk(e, t, i, side.origin, side.rows, k, k0);
-                    let base = e.divui(e.addi(tile, c.offset), e.index(4));
-                    for w in 0..4 {
-                        let word = (0..4).fold(e.i32(0), |acc, b| {
-                            let byte = e.load(side.bits, &[c.row, e.addi(c.k, e.index(4 * w + b))]);
-                            e.ori(acc, e.shli(e.extui(byte, i32t), e.i32(8 * b as u32)))
-                        });
-                        let word = e.select(c.inside, word, e.i32(0));
-                        e.store(word, ring, &[e.addi(base, e.index(w))]);
-                    }
+                let copied = mem.copied(e, x, s);
+                for i in 0..mem.routes[x].chunks() {
+                    let c = chunk(e, mem.routes[x], t, i, side.origin, side.rows, k, k0);
+                    let words: Vec<Value> = (0..4)
+                        .map(|w| {
+                            let word = (0..4).fold(e.i32(0), |acc, b| {
+                                let byte =
+                                    e.load(side.bits, &[c.row, e.addi(c.byte, e.index(4 * w + b))]);
+                                e.ori(acc, e.shli(e.extui(byte, i32t), e.i32(8 * b as u32)))
+                            });
+                            e.select(c.inside, word, e.i32(0))
+                        })
+                        .collect();
+                    shared.store4(e, e.addi(copied, c.offset), &words);
                 }
             }
+        });
+        threads(e, THREADS, &|e, t| {
+            translate_stage(e, mem, shared, &sides, k, t, s);
         });
         for warpgroup in 0..THREADS / wgmma::THREADS {
             for g in 0..BK / seg {
@@ -448,17 +742,9 @@ fn emulated_block<'c, 'a>(
                 e.if_then(e.cmpi(CmpiPredicate::Ult, k0, k), |e| {
                     clear(e, part_m, wgmma::THREADS);
                     for j in 0..per_seg {
-                        let off = g * seg + 32 * j;
-                        let tile = |x: i64| {
-                            let rows = if x == 0 {
-                                warpgroup * wgmma::BM * BK
-                            } else {
-                                0
-                            };
-                            let addr = e.addi(slot, e.index(x * TILE + rows + off));
-                            descriptor(e, e.index_castui(addr, i64t))
-                        };
-                        wgmma::emulated_wgmma(e, instr, [tile(0), tile(1)], [ring, ring], part_m);
+                        let (da, db) =
+                            descriptors(e, mem, shared, e.index(warpgroup), s, g * seg + 32 * j);
+                        wgmma::emulated_wgmma(e, instr, [da, db], [buffer, buffer], part_m);
                     }
                     threads(e, wgmma::THREADS, &|e, t| {
                         let tid = e.addi(t, e.index(warpgroup * wgmma::THREADS));
