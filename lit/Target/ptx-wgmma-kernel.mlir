@@ -22,7 +22,7 @@
 // Blackwell (no wgmma): the tcgen05 kernel (lit/Target/ptx-tcgen05-kernel.mlir).
 // SM100:       .target sm_100a
 // SM100-NOT:   wgmma
-// SM100:       tcgen05.mma.cta_group::1.kind::f8f6f4
+// SM100:       tcgen05.mma.cta_group::1.kind::mxf8f6f4.block_scale
 func.func @mxfp8(%a: memref<128x200xf8E4M3FN>, %sa: memref<128x7xf8E8M0FNU>,
                  %b: memref<64x200xf8E5M2>, %sb: memref<64x7xf8E8M0FNU>, %c: memref<128x64xf32>) {
   lowp.scaled_matmul %a[%sa], %b[%sb] into %c layouts(#lowp.mx<32>, #lowp.mx<32>)

@@ -7,7 +7,7 @@
 //! present the kernels also run and are checked against the oracle (lit's
 //! Run/Cuda/check.test does the same through lowp-run).
 
-use lowp_formats::ScaledFormat;
+use lowp_formats::{ScaleLayout, ScaledFormat};
 use lowp_jit::gpu::KernelParam;
 use lowp_jit::{MatmulIr, MatmulSpec, Session};
 
@@ -166,18 +166,36 @@ fn kernels_compile_for_every_format_and_layout() {
 #[test]
 fn blackwell_kernels_compile_for_every_format_and_layout() {
     let session = Session::new();
-    let mut tc = 0;
+    let (mut tc, mut tc_scaled) = (0, 0);
     for spec in specs() {
         let mut module = spec.build_module(session.context(), "mm");
         let kernel = session
             .compile_nvvm(&mut module, "mm", "sm_100a", "auto")
             .unwrap_or_else(|e| panic!("{spec:?}: {e}"));
-        let uses = kernel.ptx.contains("tcgen05.mma.cta_group::1.kind::f8f6f4");
+        let plain = kernel.ptx.contains("tcgen05.mma.cta_group::1.kind::f8f6f4");
+        let scaled = kernel
+            .ptx
+            .contains("tcgen05.mma.cta_group::1.kind::mxf8f6f4.block_scale");
+        let uses = plain || scaled;
         assert_eq!(
             uses,
             mma_format(spec.lhs) && mma_format(spec.rhs),
             "{spec:?}"
         );
+        // The block-scaled kind exactly for two MX operands with 32-blocks, its scale
+        // factors stored into tensor memory.
+        let mx32 = ScaleLayout::Mx { block: 32 };
+        assert_eq!(
+            scaled,
+            uses && spec.lhs_layout == mx32 && spec.rhs_layout == mx32,
+            "{spec:?}"
+        );
+        assert_eq!(
+            scaled,
+            kernel.ptx.contains("tcgen05.st.sync.aligned.32x32b.x4.b32"),
+            "{spec:?}"
+        );
+        tc_scaled += scaled as usize;
         assert!(kernel.ptx.contains(".version 8.6") && kernel.ptx.contains(".target sm_100a"));
         assert!(!kernel.ptx.contains(".local"), "{spec:?}: local memory");
         if uses {
@@ -203,6 +221,7 @@ fn blackwell_kernels_compile_for_every_format_and_layout() {
         );
     }
     assert!(tc >= 15, "{tc} tcgen05 kernels");
+    assert!(tc_scaled >= 5, "{tc_scaled} block-scaled tcgen05 kernels");
 }
 
 #[test]

@@ -1,7 +1,8 @@
 // RUN: lowp-opt %s --pass-pipeline='builtin.module(func.func(lowp-to-nvvm{chip=sm_100a},cse))' | FileCheck %s
 // RUN: lowp-opt %s --pass-pipeline='builtin.module(func.func(lowp-to-nvvm{chip=sm_100a emulate=true},cse))' | FileCheck %s --check-prefix=EMU
 
-// The sm_100a kernel: a CTA of 128 threads per 128 x 64 tile of C. Warp 0 allocates 64
+// The sm_100a kernel (here MX with 64-blocks: no block-scaled kind reads them, so the
+// scales go on D's partial sums): a CTA of 128 threads per 128 x 64 tile of C. Warp 0 allocates 64
 // columns of tensor memory for D (its address through a workgroup slot), thread 0 sets up
 // an mbarrier; per K step the threads store their words of A (128 x 32) and B (64 x 32)
 // into workgroup memory, fence.proxy.async, barrier, thread 0 issues
@@ -39,8 +40,42 @@
 // EMU-LABEL: func.func @mxfp8
 // EMU-NOT:   nvvm.tcgen05
 // EMU:       memref.alloca() {alignment = 64 : i64} : memref<8192xf32>
-func.func @mxfp8(%a: memref<128x256xf8E4M3FN>, %sa: memref<128x8xf8E8M0FNU>,
-                 %b: memref<64x256xf8E5M2>, %sb: memref<64x8xf8E8M0FNU>, %c: memref<128x64xf32>) {
+func.func @mxfp8(%a: memref<128x256xf8E4M3FN>, %sa: memref<128x4xf8E8M0FNU>,
+                 %b: memref<64x256xf8E5M2>, %sb: memref<64x4xf8E8M0FNU>, %c: memref<128x64xf32>) {
+  lowp.scaled_matmul %a[%sa], %b[%sb] into %c layouts(#lowp.mx<64>, #lowp.mx<64>)
+      : memref<128x256xf8E4M3FN>[memref<128x4xf8E8M0FNU>], memref<64x256xf8E5M2>[memref<64x4xf8E8M0FNU>] -> memref<128x64xf32>
+  return
+}
+
+// MX with 32-blocks on both sides: tcgen05.mma.block_scale kind::mxf8f6f4, the E8M0 scales
+// applied by the MMA from tensor memory. 128 columns are allocated (D at 0-63, A's scale
+// factors at 64-67, B's at 68-69); every 4 K steps each warp stores the next 4 steps' scale
+// words into its 32 lanes (tcgen05.st 32x32b: x4 for A's 128 rows, column c holding row
+// 32c + lane, x2 for B's 64 columns; byte j the scale of K step j) and waits for the
+// stores before the barrier. The instruction descriptor is 0x8900400 (E4M3 A, E5M2 B, N 64,
+// UE8M0 scales in bit 23, M 128) or'ed with the step's byte id for B (bits 4-5) and A (bits
+// 29-30); D's partial sums are added to the accumulators every 128 of K.
+// CHECK-LABEL: func.func @mx32
+// CHECK:         nvvm.tcgen05.alloc %{{.*}}, %c128_i32 : !llvm.ptr<3>, i32
+// CHECK:       scf.for %{{.*}} step %c32 iter_args(
+// CHECK:         nvvm.fence.proxy
+// CHECK:         scf.if %{{.*}} {
+// CHECK:           nvvm.tcgen05.st %{{.*}}, %{{.*}} {shape = #nvvm.tcgen05_ldst_shape<shape_32x32b>} : vector<4xi32>
+// CHECK:           nvvm.tcgen05.st %{{.*}}, %{{.*}} {shape = #nvvm.tcgen05_ldst_shape<shape_32x32b>} : vector<2xi32>
+// CHECK-NEXT:      nvvm.tcgen05.wait <store>
+// CHECK:         nvvm.tcgen05.fence <before>
+// CHECK-NEXT:    gpu.barrier
+// CHECK-NEXT:    nvvm.tcgen05.fence <after>
+// CHECK:         arith.ori %c143655936_i32, %{{.*}} : i32
+// CHECK:           nvvm.tcgen05.mma.block_scale %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} {ctaGroup = #nvvm.cta_group<cta_1>, kind = #nvvm.block_scale_kind<mxf8f6f4>} : (!llvm.ptr<6>, i64, i64, i32, i1, !llvm.ptr<6>, !llvm.ptr<6>)
+// CHECK-NEXT:      nvvm.tcgen05.commit
+// CHECK:         nvvm.tcgen05.dealloc %{{.*}}, %c128_i32 : !llvm.ptr<6>, i32
+
+// EMU-LABEL: func.func @mx32
+// EMU-NOT:   nvvm.tcgen05
+// EMU:       memref.alloca() {alignment = 64 : i64} : memref<1024xi32>
+func.func @mx32(%a: memref<128x256xf8E4M3FN>, %sa: memref<128x8xf8E8M0FNU>,
+                %b: memref<64x256xf8E5M2>, %sb: memref<64x8xf8E8M0FNU>, %c: memref<128x64xf32>) {
   lowp.scaled_matmul %a[%sa], %b[%sb] into %c layouts(#lowp.mx<32>, #lowp.mx<32>)
       : memref<128x256xf8E4M3FN>[memref<128x8xf8E8M0FNU>], memref<64x256xf8E5M2>[memref<64x8xf8E8M0FNU>] -> memref<128x64xf32>
   return

@@ -12,10 +12,22 @@
 //! after_thread_sync`; every barrier that orders tensor-memory accesses between threads
 //! sits between `before_thread_sync` and `after_thread_sync` fences); at a segment's end each warp reads its 32 rows of D
 //! (`tcgen05.ld.32x32b.x64`: thread t holds row t) and adds them to its accumulators with
-//! the segment's scales. Block-scaled kinds (mxf8f6f4, mxf4, mxf4nvf4 with scales in
-//! tensor memory) are not used yet: scales are applied per segment, as on the other chips.
+//! the segment's scales.
 //!
-//! Instruction descriptor (PTX ISA, `.kind::f8f6f4`): D type F32 (bits 4-5 = 1), A and B
+//! Both operands MX with 32-blocks: `tcgen05.mma.cta_group::1.kind::mxf8f6f4.block_scale`,
+//! the MMA applying the E8M0 scales from tensor memory (128 columns allocated: D at 0-63,
+//! A's scale factors at 64-67, B's at 68-69). Every 4 K steps each warp stores the next 4
+//! steps' scale words into its 32 lanes with `tcgen05.st.32x32b` (A: column c holds row
+//! `32c + lane`; B: column c holds column `32c + lane` of the tile; byte j the scale of K
+//! step j, 1.0 past the matrix), the same words in every lane quadrant, and waits for the
+//! stores (`tcgen05.wait::st`) before the barrier; each MMA selects byte j through the scale
+//! ids of its instruction descriptor (B: bits 4-5, A: bits 29-30; UE8M0 in bit 23, no D
+//! type field). D's partial sums still go into the accumulators every 128 of K (no scales
+//! left to apply). This layout follows CUTLASS's scale-factor chunk (row m of a 128-row
+//! tile at lane m % 32, word m / 32, one byte per K block) as copied by
+//! `tcgen05.cp.32x128b.warpx4`; it is not verified on a Blackwell GPU.
+//!
+//! Instruction descriptor (PTX ISA, `.kind::f8f6f4`; block-scaled above): D type F32 (bits 4-5 = 1), A and B
 //! types (bits 7-9, 10-12: E4M3 0, E5M2 1), K-major A and B (bits 15, 16 = 0), N >> 3 (bits
 //! 17-22), M >> 4 (bits 24-28). Shared-memory descriptor: start address >> 4 (bits 0-13),
 //! leading and stride byte offsets >> 4 (16-29, 32-45), the fixed 0b001 (46-48), no
@@ -23,7 +35,7 @@
 //! (types and sizes from the instruction descriptor, code addresses from the shared-memory
 //! ones) into a buffer standing for tensor memory.
 
-use lowp_formats::ScaledFormat;
+use lowp_formats::{ScaleLayout, ScaledFormat};
 use melior::dialect::arith::CmpiPredicate;
 use melior::ir::operation::OperationBuilder;
 use melior::ir::{Attribute, Identifier, OperationRef, Type, Value};
@@ -32,7 +44,7 @@ use super::wgmma::{
     copied_word, copy_tiles, segment_end, smem_address, smem_shape, store_tiles, LBO, SBO, THREADS,
 };
 use crate::codes;
-use crate::expand_quantize::ceil_div;
+use crate::expand_quantize::{ceil_div, layout_attr_of};
 use crate::ir::Emitter;
 use crate::matrix_kernel::{Instr, Kernel, Lane, Plan, Shape};
 use crate::PassError;
@@ -51,13 +63,38 @@ const B_WORDS: i64 = BN * 32 / 4;
 pub(super) struct Tcgen05 {
     a: ScaledFormat,
     b: ScaledFormat,
+    /// `kind::mxf8f6f4.block_scale`: the MMA applies both operands' E8M0 32-block scales
+    /// from tensor memory.
+    scaled: bool,
 }
 
-/// The plan and instruction for `op`, or why it needs another kernel.
+/// The plan and instruction for `op`, or why it needs another kernel: block-scaled when
+/// both operands are MX with 32-blocks, else scales on the accumulators.
 pub(super) fn plan(op: OperationRef) -> Result<(Plan, Tcgen05), String> {
     let (plan, a, b) = super::fp8_plan(op)?;
-    Ok((plan, Tcgen05 { a, b }))
+    let err = |e: PassError| e.to_string();
+    let mx = ScaleLayout::Mx { block: 32 };
+    let la = layout_attr_of(op, "lhs_layout").map_err(err)?;
+    let lb = layout_attr_of(op, "rhs_layout").map_err(err)?;
+    if la == mx && lb == mx {
+        let scaled = Plan::new(op, plan.a.clone(), plan.b.clone(), 32, true)?;
+        return Ok((scaled, Tcgen05 { a, b, scaled: true }));
+    }
+    Ok((
+        plan,
+        Tcgen05 {
+            a,
+            b,
+            scaled: false,
+        },
+    ))
 }
+
+/// Tensor-memory columns of the scale factors (after D's 64): A's 128 rows in 4 columns,
+/// B's 64 in 2; and the columns allocated.
+const SFA_COL: i64 = BN;
+const SFB_COL: i64 = BN + 4;
+const SF_WORDS: [i64; 2] = [4, 2];
 
 impl Instr for Tcgen05 {
     fn shape(&self) -> Shape {
@@ -104,14 +141,86 @@ fn type_code(f: ScaledFormat) -> u32 {
 }
 
 impl Tcgen05 {
-    /// The 32-bit instruction descriptor.
+    /// The 32-bit instruction descriptor; block-scaled, without the scale-factor ids
+    /// (`with_ids`).
     fn idesc(&self) -> u32 {
-        (1 << 4)
-            | (type_code(self.a) << 7)
+        let common = (type_code(self.a) << 7)
             | (type_code(self.b) << 10)
             | (((BN >> 3) as u32) << 17)
-            | (((BM >> 4) as u32) << 24)
+            | (((BM >> 4) as u32) << 24);
+        if self.scaled {
+            // Bit 23: UE8M0 scale factors.
+            common | (1 << 23)
+        } else {
+            // Bits 4-5: F32 D.
+            common | (1 << 4)
+        }
     }
+
+    /// Tensor-memory columns the kernel allocates (a power of two, at least 32).
+    fn columns(&self) -> i64 {
+        if self.scaled {
+            2 * BN
+        } else {
+            BN
+        }
+    }
+}
+
+/// A block-scaled instruction descriptor choosing byte `j` (an `i32`, the K step within
+/// the 4 whose scales a tensor-memory word holds) of the A and B scale words: the B id in
+/// bits 4-5, the A id in bits 29-30.
+fn with_ids<'c, 'a>(e: &Emitter<'c, 'a>, idesc: u32, j: Value<'c, 'a>) -> Value<'c, 'a> {
+    e.ori(
+        e.i32(idesc),
+        e.ori(e.shli(j, e.i32(4)), e.shli(j, e.i32(29))),
+    )
+}
+
+/// The scale-factor words thread `tid` writes into its tensor-memory lane for the 4 K steps
+/// from `kk` (a multiple of 128): for A, column c holds row `32c + tid % 32` of the tile,
+/// for B column `32c + tid % 32`, byte j the E8M0 code of K block `kk / 32 + j` (1.0 past
+/// the matrix). Every warp writes the same words into its 32 lanes: the MMA finds a row's
+/// scale in the lane quadrant of that row.
+fn scale_words<'c, 'a>(
+    e: &Emitter<'c, 'a>,
+    kn: &Kernel<'_, 'c, 'a>,
+    l: &Lane<'c, 'a>,
+    kk: Value<'c, 'a>,
+) -> [Vec<Value<'c, 'a>>; 2] {
+    let lane = e.remui(l.lane, e.index(32));
+    let blocks = ceil_div(e, kn.ops.k, e.index(32));
+    let first = e.divui(kk, e.index(32));
+    let side = |sc: &crate::expand_quantize::Scaled<'c, 'a>,
+                origin: Value<'c, 'a>,
+                rows: Value<'c, 'a>,
+                words: i64| {
+        (0..words)
+            .map(|c| {
+                let row = e.addi(origin, e.addi(e.index(32 * c), lane));
+                (0..4).fold(e.i32(0), |w, j| {
+                    let block = e.addi(first, e.index(j));
+                    let inside = e.andi(
+                        e.cmpi(CmpiPredicate::Ult, row, rows),
+                        e.cmpi(CmpiPredicate::Ult, block, blocks),
+                    );
+                    let code = e.load(
+                        sc.scales,
+                        &[
+                            e.minui(row, e.subi(rows, e.index(1))),
+                            e.minui(block, e.subi(blocks, e.index(1))),
+                        ],
+                    );
+                    let code = e.select(inside, e.extui(code, e.int_type(32)), e.i32(127));
+                    e.ori(w, e.shli(code, e.i32(8 * j as u32)))
+                })
+            })
+            .collect()
+    };
+    [
+        side(&kn.ops.sa, l.row0, kn.ops.m, SF_WORDS[0]),
+        side(&kn.ops.sb, l.col0, kn.ops.n, SF_WORDS[1]),
+    ]
 }
 
 /// The tcgen05 shared-memory descriptor of a tile at byte address `base` (an `i64`).
@@ -209,7 +318,7 @@ pub(super) fn lower<'c, 'a>(
             let warp = e.divui(tid, e.index(32));
             let first_warp = e.cmpi(CmpiPredicate::Eq, warp, zero);
             let first_thread = e.cmpi(CmpiPredicate::Eq, tid, zero);
-            let cols = e.i32(BN as u32);
+            let cols = e.i32(instr.columns() as u32);
             let mbar_ptr = pointer(e, smem_address(e, mbar), 3);
             // Warp 0 allocates the tensor memory of D and writes its address into `slot`;
             // thread 0 sets up the mbarrier MMAs complete on.
@@ -266,22 +375,77 @@ pub(super) fn lower<'c, 'a>(
                         ("space", "#nvvm.shared_space<cta>"),
                     ],
                 );
+                if instr.scaled {
+                    // Every 4 K steps, the next 4 steps' scale factors into this warp's
+                    // lanes of the scale columns (the previous MMAs that read them are
+                    // complete: each was waited on).
+                    let group = e.cmpi(CmpiPredicate::Eq, e.remui(kk, e.index(128)), zero);
+                    e.if_then(group, |e| {
+                        let words = scale_words(e, &kn, &l, kk);
+                        for (col, w) in [SFA_COL, SFB_COL].into_iter().zip(words) {
+                            let at = e.addi(taddr, e.addi(lanes, e.i32(col as u32)));
+                            e.insert(
+                                OperationBuilder::new("nvvm.tcgen05.st", e.loc())
+                                    .add_operands(&[pointer(e, at, 6), e.from_elements(&w)])
+                                    .add_attributes(&[(
+                                        Identifier::new(e.ctx(), "shape"),
+                                        Attribute::parse(
+                                            e.ctx(),
+                                            "#nvvm.tcgen05_ldst_shape<shape_32x32b>",
+                                        )
+                                        .expect("valid shape"),
+                                    )])
+                                    .build()
+                                    .expect("valid nvvm.tcgen05.st"),
+                            );
+                        }
+                        nvvm(
+                            e,
+                            "nvvm.tcgen05.wait",
+                            &[],
+                            &[("kind", "#nvvm.tcgen05_wait<store>")],
+                        );
+                    });
+                    fence(e, "before");
+                }
                 e.bare("gpu.barrier", &[]);
                 // Tensor-memory accesses of other threads before the barrier (the previous
                 // segment's tcgen05.ld) are ordered before this MMA.
                 fence(e, "after");
                 let accumulate = e.cmpi(CmpiPredicate::Ne, e.remui(kk, span), zero);
                 e.if_then(first_thread, |e| {
-                    nvvm(
-                        e,
-                        "nvvm.tcgen05.mma",
-                        &[d_ptr, da, db, idesc, accumulate],
-                        &[
-                            ("kind", "#nvvm.tcgen05_mma_kind<f8f6f4>"),
-                            ("ctaGroup", "#nvvm.cta_group<cta_1>"),
-                            ("operandSegmentSizes", "array<i32: 1, 1, 1, 1, 1, 0, 0>"),
-                        ],
-                    );
+                    if instr.scaled {
+                        let j = e.index_castui(e.remui(e.divui(kk, e.index(32)), e.index(4)), i32t);
+                        let sf = |col: i64| pointer(e, e.addi(taddr, e.i32(col as u32)), 6);
+                        nvvm(
+                            e,
+                            "nvvm.tcgen05.mma.block_scale",
+                            &[
+                                d_ptr,
+                                da,
+                                db,
+                                with_ids(e, instr.idesc(), j),
+                                accumulate,
+                                sf(SFA_COL),
+                                sf(SFB_COL),
+                            ],
+                            &[
+                                ("kind", "#nvvm.block_scale_kind<mxf8f6f4>"),
+                                ("ctaGroup", "#nvvm.cta_group<cta_1>"),
+                            ],
+                        );
+                    } else {
+                        nvvm(
+                            e,
+                            "nvvm.tcgen05.mma",
+                            &[d_ptr, da, db, idesc, accumulate],
+                            &[
+                                ("kind", "#nvvm.tcgen05_mma_kind<f8f6f4>"),
+                                ("ctaGroup", "#nvvm.cta_group<cta_1>"),
+                                ("operandSegmentSizes", "array<i32: 1, 1, 1, 1, 1, 0, 0>"),
+                            ],
+                        );
+                    }
                     nvvm(e, "nvvm.tcgen05.commit", &[mbar_ptr], &[]);
                 });
                 // The next step's codes load while the MMA runs.
@@ -379,12 +543,31 @@ fn emulated_block<'c, 'a>(
         }
     });
     let (da, db) = (descriptor(e, e.int(64, 0)), descriptor(e, e.int(64, 0)));
-    let idesc = e.i32(instr.idesc());
     let span = e.index(kn.plan.span);
+    // The scale-factor columns of tensor memory: lane L's word c at L * 8 + c (A's at
+    // columns 0-3, B's at 4-5).
+    let sf = e.alloca(i32t, BM * 8);
     e.for_loop(zero, kn.ops.k, e.index(kn.plan.step), &[], |e, kk, _| {
         threads(e, &|e, t| copy_tiles(e, kn, &lane(e, t), kk, smem));
+        let idesc = if instr.scaled {
+            let group = e.cmpi(CmpiPredicate::Eq, e.remui(kk, e.index(128)), zero);
+            e.if_then(group, |e| {
+                threads(e, &|e, t| {
+                    let words = scale_words(e, kn, &lane(e, t), kk);
+                    for (c, w) in words.concat().into_iter().enumerate() {
+                        let at = e.addi(e.muli(t, e.index(8)), e.index(c as i64));
+                        e.store(w, sf, &[at]);
+                    }
+                })
+            });
+            let j = e.index_castui(e.remui(e.divui(kk, e.index(32)), e.index(4)), i32t);
+            with_ids(e, instr.idesc(), j)
+        } else {
+            e.i32(instr.idesc())
+        };
         let accumulate = e.cmpi(CmpiPredicate::Ne, e.remui(kk, span), zero);
-        emulated_mma(e, [da, db], idesc, accumulate, smem, tmem);
+        let scales = instr.scaled.then_some(sf);
+        emulated_mma(e, [da, db], idesc, accumulate, smem, tmem, scales);
         let (end, k0) = segment_end(e, kn, kk);
         e.if_then(end, |e| {
             threads(e, &|e, t| {
@@ -412,7 +595,10 @@ fn emulated_block<'c, 'a>(
 /// the instruction descriptor, D[row][col] = (D if `accumulate`) + sum over K of
 /// A[row][k] * B[col][k], each code read where the operand's shared-memory descriptor puts
 /// it (start + 8-row group * stride offset + K half * leading offset + (row % 8) * 16 +
-/// k % 16).
+/// k % 16). Block-scaled (`scales`, the scale-factor columns): the sum times the E8M0
+/// scales of the row and the column, byte `scale A id` (idesc bits 29-30) of the A word at
+/// lane `row`, column `row / 32`, byte `scale B id` (bits 4-5) of the B word at lane
+/// `col % 32`, column `4 + col / 32`.
 fn emulated_mma<'c, 'a>(
     e: &Emitter<'c, 'a>,
     desc: [Value<'c, 'a>; 2],
@@ -420,6 +606,7 @@ fn emulated_mma<'c, 'a>(
     accumulate: Value<'c, 'a>,
     smem: [Value<'c, 'a>; 2],
     tmem: Value<'c, 'a>,
+    scales: Option<Value<'c, 'a>>,
 ) {
     let (zero, one) = (e.index(0), e.index(1));
     let index = e.index_type();
@@ -434,6 +621,10 @@ fn emulated_mma<'c, 'a>(
         e.muli(bits(17, 6), e.index(8)),
     );
     let (ta, tb) = (bits(7, 3), bits(10, 3));
+    // The scale-factor ids, as byte shifts.
+    let i32t = e.int_type(32);
+    let shift = |id: Value<'c, 'a>| e.muli(e.index_castui(id, i32t), e.i32(8));
+    let (shift_a, shift_b) = (shift(bits(29, 2)), shift(bits(4, 2)));
     let field = |d: Value<'c, 'a>, at: i64| {
         let f = e.andi(e.shrui(d, e.int(64, at)), e.int(64, 0x3FFF));
         e.index_castui(e.shli(f, e.int(64, 4)), index)
@@ -473,6 +664,23 @@ fn emulated_mma<'c, 'a>(
                 let y = value(e, 1, col, k, tb);
                 vec![e.addf(s[0], e.mulf(x, y))]
             })[0];
+            let sum = match scales {
+                Some(sf) => {
+                    let scale = |lane: Value<'c, 'a>, column: Value<'c, 'a>, shift| {
+                        let word = e.load(sf, &[e.addi(e.muli(lane, e.index(8)), column)]);
+                        codes::e8m0_decode(e, e.andi(e.shrui(word, shift), e.i32(0xFF)))
+                    };
+                    let c32 = e.index(32);
+                    let sa = scale(row, e.divui(row, c32), shift_a);
+                    let sb = scale(
+                        e.remui(col, c32),
+                        e.addi(e.index(4), e.divui(col, c32)),
+                        shift_b,
+                    );
+                    e.mulf(e.mulf(sum, sa), sb)
+                }
+                None => sum,
+            };
             let at = e.addi(e.muli(row, e.index(BN)), col);
             let d = e.select(accumulate, e.load(tmem, &[at]), e.f32(0.0));
             e.store(e.addf(d, sum), tmem, &[at]);
