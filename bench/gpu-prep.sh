@@ -30,12 +30,14 @@ checks=(
   "--m 65 --n 33 --k 18 --lhs f8e5m2 --rhs f8e5m2 --layout per_channel --bias"
   "--m 100 --n 72 --k 96 --lhs f4e2m1 --rhs f6e3m2 --layout nvfp4 --rhs-layout mx"
   "--m 33 --n 17 --k 96 --lhs f8e4m3fnuz --rhs f8e5m2fnuz --layout per_channel"
+  "--m 256 --n 200 --k 4096 --lhs f8e4m3 --rhs f8e4m3 --layout per_tensor"
+  "--m 300 --n 136 --k 672 --lhs f6e3m2 --rhs f4e2m1 --layout blockwise/1x128 --rhs-layout mx"
 )
 i=0
 for c in "${checks[@]}"; do
-  for kernel in auto mma-sync generic; do
+  for kernel in auto wgmma-specialized mma-sync generic; do
     # shellcheck disable=SC2086
-    save "check-$kernel-$i" $c --kernel $kernel 2>/dev/null || true  # mma-sync refuses some
+    save "check-$kernel-$i" $c --kernel $kernel 2>/dev/null || true  # some kernels refuse some
   done
   i=$((i + 1))
 done
@@ -45,7 +47,7 @@ printf '%s\n' "${checks[@]}" > gpu-carry/bundles/checks.txt
 for s in 8192x8192x8192 4096x4096x4096 16x8192x8192; do
   IFS=x read -r m n k <<< "$s"
   for f in "f8e4m3 --layout per_tensor" "f4e2m1 --layout mx --packed"; do
-    for kernel in wgmma mma-sync generic; do
+    for kernel in wgmma wgmma-specialized mma-sync generic; do
       [ "$s" = 8192x8192x8192 ] && [ $kernel = generic ] && continue
       # shellcheck disable=SC2086
       save "time-$kernel-$s-${f%% *}" --m $m --n $n --k $k --lhs ${f%% *} --rhs $f --kernel $kernel

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # One prepared device run (see /work/.library/device/METHOD.md): numerics first, then
-# timing of lowp's GPU kernels (FP8 wgmma, mma.sync, generic) beside the torch peers, a
+# timing of lowp's GPU kernels (FP8 wgmma pipelines, mma.sync, generic) beside the torch peers, a
 # short table last. Everything it runs was compiled here by bench/gpu-prep.sh into
 # gpu-carry/ (kernel bundles and lowp-gpu-run, which links no LLVM):
 #   bash bench/gpu-prep.sh
@@ -20,7 +20,9 @@ table=()
 # element a kernel does not write fails.
 for dir in "$B"/check-*; do
   for seed in 1 2; do
-    line=$($RUNNER "$dir" --seed $seed --check 2>&1 | tee -a "$OUTDIR/check.log" | grep -E '^check:|lowp-gpu-run:' | tail -1)
+    # A kernel that deadlocks (an mbarrier phase wrong) costs 30 s, not the device budget.
+    line=$(timeout 30 $RUNNER "$dir" --seed $seed --check 2>&1 | tee -a "$OUTDIR/check.log" | grep -E '^check:|lowp-gpu-run:' | tail -1)
+    [ -z "$line" ] && line="no result (timeout or crash)"
     case "$line" in check:\ PASS*) r=PASS ;; *) r="FAIL ($line)"; status=1 ;; esac
     table+=("$(basename "$dir") seed=$seed | $r")
   done
@@ -28,7 +30,8 @@ done
 
 # ---- timing: median of 10 launches (events), after one warm-up.
 for dir in "$B"/time-*; do
-  line=$($RUNNER "$dir" --bench 10 2>&1 | tee -a "$OUTDIR/bench.log" | grep -E '^bench:|lowp-gpu-run:' | tail -1)
+  line=$(timeout 60 $RUNNER "$dir" --bench 10 2>&1 | tee -a "$OUTDIR/bench.log" | grep -E '^bench:|lowp-gpu-run:' | tail -1)
+  [ -z "$line" ] && line="no result (timeout or crash)"
   table+=("$(basename "$dir") | $line")
 done
 if python3 -c "import torch" 2>/dev/null && [ -f gpu-carry/torch_anchors.py ]; then

@@ -1,4 +1,5 @@
 // RUN: lowp-translate %s --emit=ptx --chip=sm_90a | FileCheck %s
+// RUN: lowp-translate %s --emit=ptx --chip=sm_90a --kernel=wgmma-specialized | FileCheck %s --check-prefix=WS
 
 // The sm_90a cp.async pipeline in PTX (lit/Conversion/LowpToNVVM/wgmma-pipeline.mlir has its
 // IR): 256 threads, the ring in dynamic shared memory declared as CUDA declares it
@@ -30,6 +31,18 @@
 // CHECK-NEXT:  bar.sync 0;
 // CHECK:       cp.async.wait_group 0;
 // CHECK-NOT:   .local
+// The warp-specialized variant: 384 threads, mbarriers in the dynamic shared memory, no
+// local memory.
+// WS:       .extern .shared .align 16 .b8 __dynamic_shmem__0[];
+// WS:       .maxntid 384, 1, 1
+// WS-NOT:   .local
+// WS-DAG:   mbarrier.init.shared.b64
+// WS-DAG:   mbarrier.arrive.shared.b64
+// WS-DAG:   mbarrier.try_wait.parity.shared.b64
+// WS-DAG:   cp.async.cg.shared.global
+// WS-DAG:   cp.async.wait_group 2;
+// WS-DAG:   wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3
+// WS-NOT:   .local
 func.func @fp8(%a: memref<256x512xf8E4M3FN>, %sa: memref<1x1xf32>, %b: memref<128x512xf8E4M3FN>,
                %sb: memref<1x1xf32>, %c: memref<256x128xbf16>) {
   lowp.scaled_matmul %a[%sa], %b[%sb] into %c layouts(#lowp.per_tensor, #lowp.per_tensor)

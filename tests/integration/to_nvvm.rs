@@ -232,6 +232,35 @@ fn wgmma_pipeline_matches_the_oracle() {
     );
     assert!(text.contains("nvvm.cp.async.shared.global"));
     run_and_check(&session, &problems, Some(&emulated("sm_90a", "wgmma")));
+    // The warp-specialized variant (a producer warpgroup's copies and translations, per-slot
+    // translated tiles, 3 stages where a slot takes 64 KiB) on the largest shape's problems.
+    let largest = &problems[..pairs.len()];
+    let src: String = largest
+        .iter()
+        .enumerate()
+        .map(|(i, (_, p))| source(&format!("p{i}"), p))
+        .collect();
+    let mut module = session.parse(&src).unwrap_or_else(|e| panic!("{e}"));
+    session
+        .run_pipeline(
+            &mut module,
+            "builtin.module(func.func(lowp-to-nvvm{chip=sm_90a kernel=wgmma-specialized}))",
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+    let text = module.as_operation().to_string();
+    assert_eq!(
+        text.matches("%c384 = arith.constant 384").count(),
+        largest.len()
+    );
+    assert_eq!(
+        text.matches("nvvm.mbarrier.init").count(),
+        2 * largest.len()
+    );
+    run_and_check(
+        &session,
+        largest,
+        Some(&emulated("sm_90a", "wgmma-specialized")),
+    );
 }
 
 /// `kernel=mma-sync` accepts exactly the ops whose formats are E4M3 / E5M2 or embed in them

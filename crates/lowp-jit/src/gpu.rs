@@ -8,6 +8,8 @@
 //! [`GpuKernel::launch`] passes each memref as the kernel's expanded descriptor (allocated
 //! and aligned pointer, offset, sizes, strides), as `convert-gpu-to-nvvm` declares it.
 
+/// The NVIDIA kernels `compile_nvvm` takes (`lowp-to-nvvm`'s `kernel` option).
+pub use lowp_passes::to_nvvm::KERNELS;
 pub use lowp_runtime::kernel::{GpuKernel, KernelParam};
 use melior::ir::operation::{OperationLike, OperationRef, WalkOrder, WalkResult};
 use melior::ir::r#type::MemRefType;
@@ -79,12 +81,10 @@ impl Session {
                 "'{chip}' is not an NVIDIA chip (expected sm_89, sm_90a, sm_100a)"
             )));
         }
-        if !matches!(
-            kernel,
-            "auto" | "tcgen05" | "wgmma" | "mma-sync" | "generic"
-        ) {
+        if !lowp_passes::to_nvvm::KERNELS.contains(&kernel) {
             return Err(launch_error(format!(
-                "unknown kernel '{kernel}' (expected auto, tcgen05, wgmma, mma-sync, generic)"
+                "unknown kernel '{kernel}' (expected one of {})",
+                lowp_passes::to_nvvm::KERNELS.join(", ")
             )));
         }
         self.run_pipeline(module, &lowp_passes::pipelines::nvvm_front(chip, kernel))?;

@@ -1,5 +1,6 @@
 // RUN: lowp-opt %s --pass-pipeline='builtin.module(func.func(lowp-to-nvvm{chip=sm_90a},cse))' | FileCheck %s
 // RUN: lowp-opt %s --pass-pipeline='builtin.module(func.func(lowp-to-nvvm{chip=sm_90a emulate=true},cse))' | FileCheck %s --check-prefix=EMU
+// RUN: lowp-opt %s --pass-pipeline='builtin.module(func.func(lowp-to-nvvm{chip=sm_90a kernel=wgmma-specialized},cse))' | FileCheck %s --check-prefix=WS
 
 // The sm_90a cp.async pipeline (row-major operands with static rows of a multiple of 16 bytes):
 // two warpgroups per 128 x 128 block, 4 stages of 128 x 128-byte tiles of A and B in dynamic
@@ -40,6 +41,39 @@ func.func @fp8(%a: memref<256x512xf8E4M3FN>, %sa: memref<1x1xf32>, %b: memref<12
       : memref<256x512xf8E4M3FN>[memref<1x1xf32>], memref<128x512xf8E4M3FN>[memref<1x1xf32>] -> memref<256x128xbf16>
   return
 }
+
+// kernel=wgmma-specialized: warpgroup 2 (threads 256..383) produces, warpgroups 0 and 1
+// consume; a full mbarrier (128 producer arrivals) and an empty one (256 consumer arrivals)
+// per slot after the ring (4 x 32 KiB + 64 bytes + 1 KiB). The producer waits for a slot's
+// empty barrier from its second use on, issues its 16 + 16 copies of the stage, commits,
+// and once the stage 2 behind has landed (cp.async.wait_group 2) fences and arrives on its
+// full barrier; after the last stage it drains (wait_group 0) and publishes the rest. The
+// consumers wait on the full barrier, run the stage's instructions and arrive on the empty
+// one. No block-wide barrier inside the loops.
+// WS-LABEL: func.func @fp8
+// WS:       gpu.launch {{.*}} threads({{.*}}) in (%{{.*}} = %c384, %{{.*}} = %c1, %{{.*}} = %c1) dynamic_shared_memory_size %c132160_i32 {
+// WS:         scf.for %{{.*}} = %c0 to %c4 step %c1 {
+// WS:           nvvm.mbarrier.init %{{.*}}, %c128_i32 : !llvm.ptr<3>, i32
+// WS:           nvvm.mbarrier.init %{{.*}}, %c256_i32 : !llvm.ptr<3>, i32
+// WS:       gpu.barrier
+// WS:       arith.cmpi uge, %{{.*}}, %c256 : index
+// WS-NEXT:  scf.if
+// WS:         scf.for
+// WS:             nvvm.mbarrier.try_wait.parity
+// WS-COUNT-32:  nvvm.cp.async.shared.global
+// WS:           nvvm.cp.async.commit.group
+// WS:             nvvm.cp.async.wait.group 2
+// WS:             nvvm.fence.proxy
+// WS:             nvvm.mbarrier.arrive
+// WS:         nvvm.cp.async.wait.group 0
+// WS:       arith.cmpi ult, %{{.*}}, %c256 : index
+// WS-NEXT:  scf.if
+// WS-NOT:     gpu.barrier
+// WS:           nvvm.mbarrier.try_wait.parity
+// WS:             nvvm.wgmma.mma_async
+// WS:             nvvm.wgmma.wait.group.sync.aligned 0
+// WS:           nvvm.mbarrier.arrive
+// WS:       gpu.terminator
 
 // MX (E8M0 per 32 of K): four segments per stage, one instruction each, each promoted with
 // its scales.

@@ -225,13 +225,10 @@ fn parse_args(raw: Vec<String>) -> Result<Args, Usage> {
             }
             "--kernel" => {
                 let k = value().ok_or_else(|| Usage("--kernel needs a value (auto)".into()))?;
-                if !matches!(
-                    k.as_str(),
-                    "auto" | "tcgen05" | "wgmma" | "mma-sync" | "generic"
-                ) {
+                if !lowp_jit::gpu::KERNELS.contains(&k.as_str()) {
                     return Err(Usage(format!(
-                        "--kernel: '{k}' is not a kernel; expected auto, tcgen05, wgmma, mma-sync \
-                         or generic"
+                        "--kernel: '{k}' is not a kernel; expected one of {}",
+                        lowp_jit::gpu::KERNELS.join(", ")
                     )));
                 }
                 a.kernel = Some(k);

@@ -102,7 +102,7 @@ fn parse(raw: Vec<String>) -> Result<Args, String> {
     }
     if let Some(k) = &kernel {
         let known: &[&str] = match chip.vendor {
-            Vendor::Nvidia => &["auto", "tcgen05", "wgmma", "mma-sync", "generic"],
+            Vendor::Nvidia => lowp_passes::to_nvvm::KERNELS,
             Vendor::Amd => &["auto", "scaled-mfma", "mfma", "generic"],
             Vendor::Host => {
                 return Err(format!(

@@ -84,6 +84,16 @@ use crate::PassError;
 /// instructions.
 const CHIPS: &[(&str, u32)] = &[("sm_89", 89), ("sm_90a", 90), ("sm_100a", 100)];
 
+/// The values of the `kernel` option.
+pub const KERNELS: &[&str] = &[
+    "auto",
+    "tcgen05",
+    "wgmma",
+    "wgmma-specialized",
+    "mma-sync",
+    "generic",
+];
+
 /// The pass definition.
 pub const PASS: PassDef = PassDef {
     argument: "lowp-to-nvvm",
@@ -105,8 +115,10 @@ pub const PASS: PassDef = PassDef {
             default: "auto",
             description: "auto: the strongest kernel per op; tcgen05 / wgmma / mma-sync: \
                           require that FP8 kernel (an op that cannot use it is an error); \
-                          generic: the decode kernel for every op",
-            kind: OptionKind::Choice(&["auto", "tcgen05", "wgmma", "mma-sync", "generic"]),
+                          wgmma-specialized: the wgmma cp.async pipeline with a producer \
+                          warpgroup and per-stage mbarriers; generic: the decode kernel for \
+                          every op",
+            kind: OptionKind::Choice(KERNELS),
         },
         OptionDef {
             name: "emulate",
@@ -146,7 +158,8 @@ fn fp8_plan(op: OperationRef) -> Result<(Plan, ScaledFormat, ScaledFormat), Stri
 enum Fp8 {
     MmaSync(mma_sync::MmaSync),
     Wgmma(wgmma::Wgmma),
-    WgmmaPipeline(wgmma::Wgmma),
+    /// The cp.async pipeline; warp-specialized or not.
+    WgmmaPipeline(wgmma::Wgmma, bool),
     Tcgen05(tcgen05::Tcgen05),
 }
 
@@ -167,7 +180,7 @@ fn run<'c, 'a>(func: OperationRef<'c, 'a>, options: &PassOptions) -> Result<(), 
         let wgmma = || {
             if sm == 90 {
                 wgmma_pipeline::plan(op)
-                    .map(|(plan, i)| (plan, Fp8::WgmmaPipeline(i)))
+                    .map(|(plan, i)| (plan, Fp8::WgmmaPipeline(i, false)))
                     .or_else(|_| wgmma::plan(op).map(|(plan, i)| (plan, Fp8::Wgmma(i))))
             } else {
                 Err(format!("{chip} has no wgmma (sm_90a only)"))
@@ -191,6 +204,13 @@ fn run<'c, 'a>(func: OperationRef<'c, 'a>, options: &PassOptions) -> Result<(), 
             "generic" => Err(String::new()),
             "tcgen05" => tcgen05().map(|(plan, i)| (plan, Fp8::Tcgen05(i))),
             "wgmma" => wgmma(),
+            "wgmma-specialized" => {
+                if sm == 90 {
+                    wgmma_pipeline::plan(op).map(|(plan, i)| (plan, Fp8::WgmmaPipeline(i, true)))
+                } else {
+                    Err(format!("{chip} has no wgmma (sm_90a only)"))
+                }
+            }
             "mma-sync" => mma_sync().map(|(plan, i)| (plan, Fp8::MmaSync(i))),
             _ => tcgen05()
                 .map(|(plan, i)| (plan, Fp8::Tcgen05(i)))
@@ -200,13 +220,19 @@ fn run<'c, 'a>(func: OperationRef<'c, 'a>, options: &PassOptions) -> Result<(), 
         match lowered {
             Ok((plan, Fp8::MmaSync(i))) => crate::matrix_kernel::lower(e, op, &plan, &i, emulate),
             Ok((plan, Fp8::Wgmma(i))) => wgmma::lower(e, op, &plan, &i, emulate),
-            Ok((plan, Fp8::WgmmaPipeline(i))) => wgmma_pipeline::lower(e, op, &plan, &i, emulate),
+            Ok((plan, Fp8::WgmmaPipeline(i, specialized))) => {
+                wgmma_pipeline::lower(e, op, &plan, &i, specialized, emulate)
+            }
             Ok((plan, Fp8::Tcgen05(i))) => tcgen05::lower(e, op, &plan, &i, emulate),
             Err(reason) if kernel != "auto" && kernel != "generic" => Err(unsupported(
                 op,
                 format!(
                     "no {} kernel for this op on {chip}: {reason}",
-                    kernel.replace('-', ".")
+                    if kernel == "mma-sync" {
+                        "mma.sync"
+                    } else {
+                        kernel
+                    }
                 ),
             )),
             Err(reason) => {

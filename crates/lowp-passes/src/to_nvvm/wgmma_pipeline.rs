@@ -36,6 +36,13 @@
 //! A translated tile of parity s % 2 was last read by stage s-2's instructions, which
 //! completed before stage s-1's barrier.
 //!
+//! `kernel=wgmma-specialized` runs the same stages warp-specialized (`specialized_block`):
+//! a third warpgroup produces (all copies and translations, up to `stages - 1` stages in
+//! flight per thread), the two consumer warpgroups only wait, compute and promote; a full
+//! and an empty mbarrier per slot replace the block-wide barrier, and translated tiles
+//! live in the slots (the producer runs up to a ring ahead), so a 64 KiB slot (FP6 x FP6)
+//! gets 3 stages. Not yet measured on a GPU: `auto` keeps the barrier pipeline.
+//!
 //! Partial sums go into the f32 accumulators at least every 128 of K, also for per-tensor
 //! scales: Hopper's FP8 MMA accumulates with reduced precision, so (as DeepGEMM does) the
 //! tensor cores never sum more than 128 products of a row; per-tensor / per-channel scales
@@ -69,6 +76,9 @@ const BM: i64 = 128;
 const BN: i64 = 128;
 const BK: i64 = 128;
 const THREADS: i64 = 256;
+/// Warp-specialized: the consumer threads (two warpgroups), then one producer warpgroup.
+const CONSUMERS: i64 = 256;
+const PRODUCERS: i64 = 128;
 /// Stages in the ring.
 const STAGES: i64 = 4;
 /// Bytes of one operand's FP8 tile of a stage (128 rows of 128 codes; BM == BN).
@@ -142,9 +152,9 @@ impl Route {
         BM * self.row_bytes()
     }
 
-    /// 16-byte chunks each thread copies per stage.
-    fn chunks(self) -> i64 {
-        self.raw_bytes() / 16 / THREADS
+    /// 16-byte chunks each of `copiers` threads copies per stage.
+    fn chunks(self, copiers: i64) -> i64 {
+        self.raw_bytes() / 16 / copiers
     }
 
     /// Codes per 16-byte chunk.
@@ -157,26 +167,63 @@ impl Route {
     }
 }
 
-/// The dynamic shared memory: a ring of `STAGES` slots, each holding both operands' stage as
+/// The dynamic shared memory: a ring of `stages` slots, each holding both operands' stage as
 /// stored (direct operands: the FP8 tile in the 128-byte swizzle; staged ones: rows as
-/// stored), then two FP8 tiles per staged operand (stage parity) for the translated codes.
-/// Every tile starts on a multiple of 1024 bytes from the base.
+/// stored). The translated FP8 tiles of staged operands follow the ring, two per operand
+/// (stage parity), or, warp-specialized (the producer runs up to a ring ahead), sit in each
+/// slot; then the specialized kernel's mbarriers (a full and an empty one per slot). Every
+/// tile starts on a multiple of 1024 bytes from the base.
 #[derive(Clone, Copy)]
 struct Memory {
     routes: [Route; 2],
+    /// A producer warpgroup copies, two consumer warpgroups compute.
+    specialized: bool,
+    /// Threads that copy (and translate) the stages.
+    copiers: i64,
+    stages: i64,
     /// Bytes of a slot, and each operand's offset in it.
     slot: i64,
     in_slot: [i64; 2],
-    /// Each staged operand's first translated tile.
+    /// Each staged operand's translated tile: after the ring (parity pairs) or in the slot.
     translated: [Option<i64>; 2],
+    /// The mbarriers (specialized): `stages` full ones, then `stages` empty ones, 8 bytes each.
+    barriers: i64,
     bytes: i64,
 }
 
+/// Dynamic shared memory a block may have on sm_90 (227 KiB).
+const SHARED_LIMIT: i64 = 227 * 1024;
+
 impl Memory {
-    fn new(plan: &Plan) -> Self {
+    fn new(plan: &Plan, specialized: bool) -> Self {
         let routes = [Route::of(&plan.a), Route::of(&plan.b)];
-        let slot = routes[0].raw_bytes() + routes[1].raw_bytes();
-        let mut next = STAGES * slot;
+        let raw = routes[0].raw_bytes() + routes[1].raw_bytes();
+        let staged = routes.iter().filter(|r| r.staged).count() as i64;
+        let in_slot = [0, routes[0].raw_bytes()];
+        if specialized {
+            let slot = raw + staged * TILE;
+            let stages = STAGES.min((SHARED_LIMIT - 1024 - 2 * STAGES * 8) / slot);
+            let mut next = raw;
+            let translated = routes.map(|r| {
+                r.staged.then(|| {
+                    next += TILE;
+                    next - TILE
+                })
+            });
+            let barriers = stages * slot;
+            return Memory {
+                routes,
+                specialized,
+                copiers: PRODUCERS,
+                stages,
+                slot,
+                in_slot,
+                translated,
+                barriers,
+                bytes: barriers + 2 * stages * 8,
+            };
+        }
+        let mut next = STAGES * raw;
         let translated = routes.map(|r| {
             r.staged.then(|| {
                 next += 2 * TILE;
@@ -185,9 +232,13 @@ impl Memory {
         });
         Memory {
             routes,
-            slot,
-            in_slot: [0, routes[0].raw_bytes()],
+            specialized,
+            copiers: THREADS,
+            stages: STAGES,
+            slot: raw,
+            in_slot,
             translated,
+            barriers: next,
             bytes: next,
         }
     }
@@ -197,15 +248,20 @@ impl Memory {
         self.bytes + 1024
     }
 
+    /// The first byte of stage `s`'s slot.
+    fn slot_of<'c, 'a>(&self, e: &Emitter<'c, 'a>, s: Value<'c, 'a>) -> Value<'c, 'a> {
+        e.muli(e.remui(s, e.index(self.stages)), e.index(self.slot))
+    }
+
     /// Byte offset (from the base) of operand `x`'s stage `s` as copied.
     fn copied<'c, 'a>(&self, e: &Emitter<'c, 'a>, x: usize, s: Value<'c, 'a>) -> Value<'c, 'a> {
-        let slot = e.muli(e.remui(s, e.index(STAGES)), e.index(self.slot));
-        e.addi(slot, e.index(self.in_slot[x]))
+        e.addi(self.slot_of(e, s), e.index(self.in_slot[x]))
     }
 
     /// Byte offset of the FP8 tile the instruction reads for operand `x` at stage `s`.
     fn tile<'c, 'a>(&self, e: &Emitter<'c, 'a>, x: usize, s: Value<'c, 'a>) -> Value<'c, 'a> {
         match self.translated[x] {
+            Some(at) if self.specialized => e.addi(self.slot_of(e, s), e.index(at)),
             Some(at) => e.addi(e.index(at), e.muli(e.remui(s, e.index(2)), e.index(TILE))),
             None => self.copied(e, x, s),
         }
@@ -238,6 +294,7 @@ struct Chunk<'c, 'a> {
 fn chunk<'c, 'a>(
     e: &Emitter<'c, 'a>,
     route: Route,
+    copiers: i64,
     tid: Value<'c, 'a>,
     i: i64,
     origin: Value<'c, 'a>,
@@ -246,7 +303,7 @@ fn chunk<'c, 'a>(
     k0: Value<'c, 'a>,
 ) -> Chunk<'c, 'a> {
     let per_row = e.index(route.row_bytes() / 16);
-    let c = e.addi(tid, e.index(THREADS * i));
+    let c = e.addi(tid, e.index(copiers * i));
     let (r, ch) = (e.divui(c, per_row), e.remui(c, per_row));
     let row = e.addi(origin, r);
     let codes = e.index(route.codes());
@@ -481,8 +538,8 @@ fn translate_stage<'c, 'a>(
             continue;
         };
         let (copied, tile) = (mem.copied(e, x, s), mem.tile(e, x, s));
-        for i in 0..route.chunks() {
-            let c = chunk(e, route, tid, i, side.origin, side.rows, k, k0);
+        for i in 0..route.chunks(mem.copiers) {
+            let c = chunk(e, route, mem.copiers, tid, i, side.origin, side.rows, k, k0);
             let raw = shared.load4(e, e.addi(copied, c.offset));
             // Code `n` of the chunk (in K order).
             let code = |e: &Emitter<'c, 'a>, n: i64| {
@@ -515,10 +572,11 @@ pub(super) fn lower<'c, 'a>(
     op: OperationRef<'c, 'a>,
     plan: &Plan,
     instr: &Wgmma,
+    specialized: bool,
     emulate: bool,
 ) -> Result<(), PassError> {
     let kn = Kernel::new(e, op, plan, instr)?;
-    let mem = Memory::new(plan);
+    let mem = Memory::new(plan, specialized);
     let (zero, one) = (e.index(0), e.index(1));
     let grid = [
         ceil_div(e, kn.ops.n, e.index(BN)),
@@ -530,11 +588,22 @@ pub(super) fn lower<'c, 'a>(
         });
         return Ok(());
     }
+    let threads = if specialized {
+        CONSUMERS + PRODUCERS
+    } else {
+        THREADS
+    };
     e.gpu_launch_dynamic(
         [grid[0], grid[1], one],
-        [e.index(THREADS), one, one],
+        [e.index(threads), one, one],
         mem.dynamic_bytes(),
-        |e, bid, tid, memory| hardware_block(e, &kn, &mem, instr, bid, tid[0], memory),
+        |e, bid, tid, memory| {
+            if specialized {
+                specialized_block(e, &kn, &mem, instr, bid, tid[0], memory)
+            } else {
+                hardware_block(e, &kn, &mem, instr, bid, tid[0], memory)
+            }
+        },
     );
     Ok(())
 }
@@ -606,8 +675,18 @@ fn hardware_block<'c, 'a>(
             let k0 = e.muli(s, e.index(BK));
             for (x, side) in sides.iter().enumerate() {
                 let copied = mem.copied(e, x, s);
-                for i in 0..mem.routes[x].chunks() {
-                    let c = chunk(e, mem.routes[x], tid, i, side.origin, side.rows, k, k0);
+                for i in 0..mem.routes[x].chunks(mem.copiers) {
+                    let c = chunk(
+                        e,
+                        mem.routes[x],
+                        mem.copiers,
+                        tid,
+                        i,
+                        side.origin,
+                        side.rows,
+                        k,
+                        k0,
+                    );
                     let dst = pointer(e, shared.address(e, e.addi(copied, c.offset)), 3);
                     let at = e.addi(e.muli(c.row, side.row_bytes), c.byte);
                     let src = pointer(e, e.addi(globals[x], e.index_castui(at, i64t)), 1);
@@ -619,19 +698,16 @@ fn hardware_block<'c, 'a>(
         e.bare("nvvm.cp.async.commit.group", &[]);
     };
     let (zero, one) = (e.index(0), e.index(1));
-    e.for_loop(zero, e.index(STAGES - 1), one, &[], |e, s, _| {
+    e.for_loop(zero, e.index(mem.stages - 1), one, &[], |e, s, _| {
         issue(e, s);
         vec![]
     });
-    let (seg, per_seg) = segment_shape(kn.plan);
-    let warpgroup = e.divui(tid, e.index(wgmma::THREADS));
-    let f32t = e.f32_type();
     let inits = vec![e.f32(0.0); ACC];
     let staged = mem.routes.iter().any(|r| r.staged);
     let done = e.for_loop(zero, stages, one, &inits, |e, s, acc| {
         e.bare(
             "nvvm.cp.async.wait.group",
-            &[("n", &format!("{} : i32", STAGES - 2))],
+            &[("n", &format!("{} : i32", mem.stages - 2))],
         );
         if staged {
             // The thread's own copies landed: it translates them.
@@ -645,31 +721,226 @@ fn hardware_block<'c, 'a>(
             ],
         );
         e.bare("gpu.barrier", &[]);
-        issue(e, e.addi(s, e.index(STAGES - 1)));
-        let mut acc = acc.to_vec();
-        for g in 0..BK / seg {
-            let k0 = e.addi(e.muli(s, e.index(BK)), e.index(g * seg));
-            let live = e.cmpi(CmpiPredicate::Ult, k0, k);
-            acc = e.if_else(
-                live,
-                &vec![f32t; ACC],
-                |e| {
-                    e.bare("nvvm.wgmma.fence.aligned", &[]);
-                    let mut d = wgmma::pack(e, &[]);
-                    for j in 0..per_seg {
-                        let (da, db) = descriptors(e, mem, shared, warpgroup, s, g * seg + 32 * j);
-                        d = wgmma::mma_async(e, instr, d, da, db, j > 0);
-                    }
-                    wgmma::commit_and_wait(e, || ());
-                    kn.promote(e, &l, k0, &acc, &wgmma::unpack(e, d))
-                },
-                |_| acc.clone(),
-            );
-        }
-        acc
+        issue(e, e.addi(s, e.index(mem.stages - 1)));
+        stage_mmas(e, kn, mem, instr, shared, &l, s, acc)
     });
     e.bare("nvvm.cp.async.wait.group", &[("n", "0 : i32")]);
     kn.epilogue(e, &l, &done);
+}
+
+/// The instructions of warpgroup `l`'s rows on stage `s`, per K segment of the stage inside
+/// K: `wgmma.fence`, the segment's instructions (the first not reading D), commit, wait,
+/// and the partial sums into `acc` with the segment's scales.
+#[allow(clippy::too_many_arguments)]
+fn stage_mmas<'c, 'a>(
+    e: &Emitter<'c, 'a>,
+    kn: &Kernel<'_, 'c, 'a>,
+    mem: &Memory,
+    instr: &Wgmma,
+    shared: Shared<'c, 'a>,
+    l: &Lane<'c, 'a>,
+    s: Value<'c, 'a>,
+    acc: &[Value<'c, 'a>],
+) -> Vec<Value<'c, 'a>> {
+    let (seg, per_seg) = segment_shape(kn.plan);
+    let warpgroup = e.divui(e.remui(l.row0, e.index(BM)), e.index(wgmma::BM));
+    let f32t = e.f32_type();
+    let mut acc = acc.to_vec();
+    for g in 0..BK / seg {
+        let k0 = e.addi(e.muli(s, e.index(BK)), e.index(g * seg));
+        let live = e.cmpi(CmpiPredicate::Ult, k0, kn.ops.k);
+        acc = e.if_else(
+            live,
+            &vec![f32t; ACC],
+            |e| {
+                e.bare("nvvm.wgmma.fence.aligned", &[]);
+                let mut d = wgmma::pack(e, &[]);
+                for j in 0..per_seg {
+                    let (da, db) = descriptors(e, mem, shared, warpgroup, s, g * seg + 32 * j);
+                    d = wgmma::mma_async(e, instr, d, da, db, j > 0);
+                }
+                wgmma::commit_and_wait(e, || ());
+                kn.promote(e, l, k0, &acc, &wgmma::unpack(e, d))
+            },
+            |_| acc.clone(),
+        );
+    }
+    acc
+}
+
+/// An mbarrier op on `bar` (a shared-memory pointer) with its other operands.
+fn mbarrier<'c, 'a>(e: &Emitter<'c, 'a>, name: &str, operands: &[Value<'c, 'a>]) {
+    e.insert(
+        OperationBuilder::new(name, e.loc())
+            .add_operands(operands)
+            .build()
+            .expect("valid mbarrier op"),
+    );
+}
+
+/// The warp-specialized block: warpgroup 2 produces, warpgroups 0 and 1 consume, ordered by
+/// a full and an empty mbarrier per slot (parity = use of the slot % 2).
+///
+/// ```text
+/// producer (128 threads), per stage s:
+///   s >= stages: wait empty[s % stages] (the consumers are done with its last use)
+///   issue s's copies (16 + 16 of 16 bytes a thread for FP8), commit
+///   s >= lead: wait_group lead-1; translate stage s-lead+1 (staged operands);
+///              fence.proxy.async; arrive full[(s-lead+1) % stages]
+///   after the last stage: wait_group 0, the same for the stages still in flight
+/// consumers (256 threads), per stage s:
+///   wait full[s % stages]; the stage's segments (wgmma, commit, wait, promotion);
+///   arrive empty[s % stages]
+/// ```
+/// `lead` = stages - 1: up to that many stages' copies in flight per producer thread. The
+/// producer fences its writes (the copies it waited for, its translations) for the async
+/// proxy before it arrives; the consumers' acquire makes them visible to their wgmma.
+fn specialized_block<'c, 'a>(
+    e: &Emitter<'c, 'a>,
+    kn: &Kernel<'_, 'c, 'a>,
+    mem: &Memory,
+    instr: &Wgmma,
+    bid: [Value<'c, 'a>; 3],
+    tid: Value<'c, 'a>,
+    memory: Value<'c, 'a>,
+) {
+    let (bm, bn) = (bid[1], bid[0]);
+    let (i32t, i64t) = (e.int_type(32), e.int_type(64));
+    let raw = wgmma::smem_address(e, memory);
+    let base = e.andi(e.addi(raw, e.int(64, 1023)), e.int(64, !1023));
+    let shared = Shared::Gpu(base);
+    let stages = mem.stages;
+    let lead = stages - 1;
+    // Barrier `which` (0 full, 1 empty) of stage `s`'s slot.
+    let bar = |e: &Emitter<'c, 'a>, which: i64, s: Value<'c, 'a>| {
+        let slot = e.remui(s, e.index(stages));
+        let at = e.addi(
+            e.index(mem.barriers + which * stages * 8),
+            e.muli(slot, e.index(8)),
+        );
+        pointer(e, shared.address(e, at), 3)
+    };
+    let parity =
+        |e: &Emitter<'c, 'a>, use_: Value<'c, 'a>| e.andi(e.index_castui(use_, i32t), e.i32(1));
+    let wait = |e: &Emitter<'c, 'a>, b: Value<'c, 'a>, phase: Value<'c, 'a>| {
+        mbarrier(
+            e,
+            "nvvm.mbarrier.try_wait.parity",
+            &[b, phase, e.i32(1_000_000)],
+        )
+    };
+    let (zero, one) = (e.index(0), e.index(1));
+    e.if_then(e.cmpi(CmpiPredicate::Eq, tid, zero), |e| {
+        e.for_loop(zero, e.index(stages), one, &[], |e, s, _| {
+            mbarrier(
+                e,
+                "nvvm.mbarrier.init",
+                &[bar(e, 0, s), e.i32(PRODUCERS as u32)],
+            );
+            mbarrier(
+                e,
+                "nvvm.mbarrier.init",
+                &[bar(e, 1, s), e.i32(CONSUMERS as u32)],
+            );
+            vec![]
+        });
+    });
+    e.bare("gpu.barrier", &[]);
+    let sides = sides(e, kn, bm, bn);
+    let k = kn.ops.k;
+    let count = ceil_div(e, k, e.index(BK));
+    let producer = e.cmpi(CmpiPredicate::Uge, tid, e.index(CONSUMERS));
+    e.if_then(producer, |e| {
+        let ptid = e.subi(tid, e.index(CONSUMERS));
+        let globals = [
+            wgmma::smem_address(e, kn.ops.bits_a),
+            wgmma::smem_address(e, kn.ops.bits_b),
+        ];
+        // Stage `s` landed (this thread's part): translate, fence, signal.
+        let publish = |e: &Emitter<'c, 'a>, s: Value<'c, 'a>| {
+            translate_stage(e, mem, shared, &sides, k, ptid, s);
+            e.bare(
+                "nvvm.fence.proxy",
+                &[
+                    ("kind", "#nvvm.proxy_kind<async.shared>"),
+                    ("space", "#nvvm.shared_space<cta>"),
+                ],
+            );
+            let b = bar(e, 0, s);
+            e.insert(
+                OperationBuilder::new("nvvm.mbarrier.arrive", e.loc())
+                    .add_operands(&[b])
+                    .build()
+                    .expect("valid nvvm.mbarrier.arrive"),
+            );
+        };
+        e.for_loop(zero, count, one, &[], |e, s, _| {
+            let use_ = e.divui(s, e.index(stages));
+            e.if_then(e.cmpi(CmpiPredicate::Uge, s, e.index(stages)), |e| {
+                wait(e, bar(e, 1, s), parity(e, e.subi(use_, one)))
+            });
+            let k0 = e.muli(s, e.index(BK));
+            for (x, side) in sides.iter().enumerate() {
+                let copied = mem.copied(e, x, s);
+                for i in 0..mem.routes[x].chunks(mem.copiers) {
+                    let c = chunk(
+                        e,
+                        mem.routes[x],
+                        mem.copiers,
+                        ptid,
+                        i,
+                        side.origin,
+                        side.rows,
+                        k,
+                        k0,
+                    );
+                    let dst = pointer(e, shared.address(e, e.addi(copied, c.offset)), 3);
+                    let at = e.addi(e.muli(c.row, side.row_bytes), c.byte);
+                    let src = pointer(e, e.addi(globals[x], e.index_castui(at, i64t)), 1);
+                    let size = e.select(c.inside, e.i32(16), e.i32(0));
+                    cp_async(e, dst, src, size);
+                }
+            }
+            e.bare("nvvm.cp.async.commit.group", &[]);
+            e.if_then(e.cmpi(CmpiPredicate::Uge, s, e.index(lead - 1)), |e| {
+                e.bare(
+                    "nvvm.cp.async.wait.group",
+                    &[("n", &format!("{} : i32", lead - 1))],
+                );
+                publish(e, e.subi(s, e.index(lead - 1)));
+            });
+            vec![]
+        });
+        // The stages still in flight.
+        e.bare("nvvm.cp.async.wait.group", &[("n", "0 : i32")]);
+        let from = e.select(
+            e.cmpi(CmpiPredicate::Uge, count, e.index(lead - 1)),
+            e.subi(count, e.index(lead - 1)),
+            zero,
+        );
+        e.for_loop(from, count, one, &[], |e, s, _| {
+            publish(e, s);
+            vec![]
+        });
+    });
+    e.if_then(e.cmpi(CmpiPredicate::Ult, tid, e.index(CONSUMERS)), |e| {
+        let l = lane(e, tid, bm, bn);
+        let inits = vec![e.f32(0.0); ACC];
+        let done = e.for_loop(zero, count, one, &inits, |e, s, acc| {
+            let use_ = e.divui(s, e.index(stages));
+            wait(e, bar(e, 0, s), parity(e, use_));
+            let acc = stage_mmas(e, kn, mem, instr, shared, &l, s, acc);
+            let b = bar(e, 1, s);
+            e.insert(
+                OperationBuilder::new("nvvm.mbarrier.arrive", e.loc())
+                    .add_operands(&[b])
+                    .build()
+                    .expect("valid nvvm.mbarrier.arrive"),
+            );
+            acc
+        });
+        kn.epilogue(e, &l, &done);
+    });
 }
 
 /// One block on the CPU: per stage the copies of all 256 threads into the ring at the same
@@ -714,11 +985,21 @@ fn emulated_block<'c, 'a>(
     e.for_loop(zero, stages, one, &[], |e, s, _| {
         let k0 = e.muli(s, e.index(BK));
         // The copies: 16 bytes each, zeros where the chunk is outside.
-        threads(e, THREADS, &|e, t| {
+        threads(e, mem.copiers, &|e, t| {
             for (x, side) in sides.iter().enumerate() {
                 let copied = mem.copied(e, x, s);
-                for i in 0..mem.routes[x].chunks() {
-                    let c = chunk(e, mem.routes[x], t, i, side.origin, side.rows, k, k0);
+                for i in 0..mem.routes[x].chunks(mem.copiers) {
+                    let c = chunk(
+                        e,
+                        mem.routes[x],
+                        mem.copiers,
+                        t,
+                        i,
+                        side.origin,
+                        side.rows,
+                        k,
+                        k0,
+                    );
                     let words: Vec<Value> = (0..4)
                         .map(|w| {
                             let word = (0..4).fold(e.i32(0), |acc, b| {
@@ -733,7 +1014,7 @@ fn emulated_block<'c, 'a>(
                 }
             }
         });
-        threads(e, THREADS, &|e, t| {
+        threads(e, mem.copiers, &|e, t| {
             translate_stage(e, mem, shared, &sides, k, t, s);
         });
         for warpgroup in 0..THREADS / wgmma::THREADS {
