@@ -72,6 +72,11 @@ fn kernels_compile_for_every_format_and_layout() {
             !kernel.ptx.contains(".local"),
             "{spec:?} {choice}: local memory"
         );
+        // Nothing calls out (no libdevice is linked).
+        assert!(
+            !kernel.ptx.contains(".extern .func"),
+            "{spec:?} {choice}: external call"
+        );
         mma += (uses_mma || uses_wgmma) as usize;
         let (gx, gy, _) = kernel.grid;
         let (bx, by, _) = kernel.block;
@@ -198,6 +203,10 @@ fn blackwell_kernels_compile_for_every_format_and_layout() {
         tc_scaled += scaled as usize;
         assert!(kernel.ptx.contains(".version 8.6") && kernel.ptx.contains(".target sm_100a"));
         assert!(!kernel.ptx.contains(".local"), "{spec:?}: local memory");
+        assert!(
+            !kernel.ptx.contains(".extern .func"),
+            "{spec:?}: external call"
+        );
         if uses {
             let (gx, gy, _) = kernel.grid;
             assert_eq!(kernel.block, (128, 1, 1), "{spec:?}");
