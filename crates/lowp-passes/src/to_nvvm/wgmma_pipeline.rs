@@ -13,8 +13,10 @@
 //! - direct (E4M3 / E5M2 as stored): the FP8 tile itself, the copies landing swizzled;
 //! - staged (a format translated to FP8): the rows as stored (128 or, packed, 64 bytes),
 //!   and after the ring two FP8 tiles per staged operand (by stage parity) that the
-//!   threads fill from the copies they made themselves, code by code through the
-//!   embedding's table.
+//!   threads fill from the copies they made themselves through the embedding's table:
+//!   4-bit codes (FP4, 4-bit customs) four at a time with three `prmt` byte permutes
+//!   (images of codes 0-7, of codes 8-15, then the pick by bit 3), wider ones code by code
+//!   through a select chain.
 //!
 //! Per stage every thread issues its 16-byte `cp.async.cg.shared.global` (4 per operand,
 //! 2 when packed; rows past M / N and chunks past K copy 0 bytes and fill zeros) and
@@ -67,7 +69,7 @@ use melior::ir::{Attribute, Identifier, OperationRef, Type, TypeLike, Value, Val
 use super::wgmma::{self, Wgmma, ACC};
 use crate::expand_quantize::ceil_div;
 use crate::ir::Emitter;
-use crate::matrix_kernel::{translate, Kernel, Lane, Operand, Plan};
+use crate::matrix_kernel::{translate, Kernel, Lane, Operand, Plan, Table};
 use crate::to_loops::matmul_operands;
 use crate::PassError;
 
@@ -354,6 +356,44 @@ impl<'c, 'a> Shared<'c, 'a> {
         }
     }
 
+    /// PTX `prmt.b32` (default mode): byte i of the result is byte `n & 7` of the 8 bytes of
+    /// `lo` (0-3) and `hi` (4-7), `n` nibble i of `selector`, replaced by its sign (0x00 /
+    /// 0xFF) when `n & 8`. On the GPU `nvvm.prmt`, in the emulation the same by shifts.
+    fn permute(
+        &self,
+        e: &Emitter<'c, 'a>,
+        lo: Value<'c, 'a>,
+        hi: Value<'c, 'a>,
+        selector: Value<'c, 'a>,
+    ) -> Value<'c, 'a> {
+        if let Shared::Gpu(_) = self {
+            return e.val(
+                OperationBuilder::new("nvvm.prmt", e.loc())
+                    .add_operands(&[lo, hi, selector])
+                    .add_attributes(&[(
+                        Identifier::new(e.ctx(), "mode"),
+                        Attribute::parse(e.ctx(), "#nvvm.permute_mode<default>")
+                            .expect("valid permute mode"),
+                    )])
+                    .add_results(&[e.int_type(32)])
+                    .build()
+                    .expect("valid nvvm.prmt"),
+            );
+        }
+        let (i64t, i32t) = (e.int_type(64), e.int_type(32));
+        let pool = e.ori(e.extui(lo, i64t), e.shli(e.extui(hi, i64t), e.int(64, 32)));
+        (0..4).fold(e.i32(0), |acc, i| {
+            let n = e.andi(e.shrui(selector, e.i32(4 * i)), e.i32(0xF));
+            let at = e.extui(e.muli(e.andi(n, e.i32(7)), e.i32(8)), i64t);
+            let byte = e.trunci(e.andi(e.shrui(pool, at), e.int(64, 0xFF)), i32t);
+            let negative = e.cmpi(CmpiPredicate::Ne, e.andi(byte, e.i32(0x80)), e.i32(0));
+            let sign = e.select(negative, e.i32(0xFF), e.i32(0));
+            let replicate = e.cmpi(CmpiPredicate::Ne, e.andi(n, e.i32(8)), e.i32(0));
+            let byte = e.select(replicate, sign, byte);
+            e.ori(acc, e.shli(byte, e.i32(8 * i)))
+        })
+    }
+
     /// The 16 bytes at `offset` (16-byte aligned) as 4 words.
     fn load4(&self, e: &Emitter<'c, 'a>, offset: Value<'c, 'a>) -> Vec<Value<'c, 'a>> {
         match *self {
@@ -519,6 +559,40 @@ fn sides<'c, 'a, 'p: 'a>(
     ]
 }
 
+/// A table of 4-bit codes (16 images) as four little-endian words, 4 images each.
+fn nibble_table(table: &Table) -> Option<[u32; 4]> {
+    match table {
+        Table::Words(w) if w.len() == 2 => Some([
+            w[0] as u32,
+            (w[0] >> 32) as u32,
+            w[1] as u32,
+            (w[1] >> 32) as u32,
+        ]),
+        _ => None,
+    }
+}
+
+/// The images of the four 4-bit codes in the low 16 bits of `selectors` (first code lowest)
+/// as one word, image i in byte i: the images of codes 0-7 and of codes 8-15 picked by
+/// the low 3 bits (two byte permutes), then byte i from the second set where code i has
+/// bit 3 (a third permute with selector `i + 4 * bit3`).
+fn translate4<'c, 'a>(
+    e: &Emitter<'c, 'a>,
+    shared: Shared<'c, 'a>,
+    table: &[u32; 4],
+    selectors: Value<'c, 'a>,
+) -> Value<'c, 'a> {
+    let word = |w: u32| e.i32(w);
+    let low = e.andi(selectors, e.i32(0x7777));
+    let first = shared.permute(e, word(table[0]), word(table[1]), low);
+    let second = shared.permute(e, word(table[2]), word(table[3]), low);
+    let pick = e.ori(
+        e.andi(e.shrui(selectors, e.i32(1)), e.i32(0x4444)),
+        e.i32(0x3210),
+    );
+    shared.permute(e, first, second, pick)
+}
+
 /// Translate thread `tid`'s chunks of the staged operands' stage `s` (as it copied them)
 /// into the FP8 tiles of that stage, in the 128-byte swizzle: per stored byte one code, or
 /// two (low nibble first) when packed.
@@ -549,13 +623,32 @@ fn translate_stage<'c, 'a>(
                 e.andi(e.shrui(word, shift), e.i32((1 << bits) - 1))
             };
             let halves = route.codes() / 16;
+            let nibbles = nibble_table(table);
             for h in 0..halves {
                 let words: Vec<Value> = (0..4)
                     .map(|w| {
-                        (0..4).fold(e.i32(0), |acc, b| {
-                            let fp8 = translate(e, table, code(e, h * 16 + w * 4 + b));
-                            e.ori(acc, e.shli(fp8, e.i32(8 * b as u32)))
-                        })
+                        let first = h * 16 + w * 4;
+                        match nibbles {
+                            // 4-bit codes: 4 at a time through byte permutes.
+                            Some(t) => {
+                                let selectors = if route.packed {
+                                    e.shrui(
+                                        raw[(first / 8) as usize],
+                                        e.i32((first % 8 * 4) as u32),
+                                    )
+                                } else {
+                                    // One code per byte: their nibbles side by side.
+                                    let r = e.andi(raw[(first / 4) as usize], e.i32(0x0F0F_0F0F));
+                                    let pairs = e.ori(r, e.shrui(r, e.i32(4)));
+                                    shared.permute(e, pairs, e.i32(0), e.i32(0x20))
+                                };
+                                translate4(e, shared, &t, selectors)
+                            }
+                            None => (0..4).fold(e.i32(0), |acc, b| {
+                                let fp8 = translate(e, table, code(e, first + b));
+                                e.ori(acc, e.shli(fp8, e.i32(8 * b as u32)))
+                            }),
+                        }
                     })
                     .collect();
                 let ch = e.addi(e.muli(c.ch, e.index(halves)), e.index(h));
