@@ -31,6 +31,8 @@
 // CHECK-DAG:   tcgen05.wait::ld.sync.aligned;
 // CHECK-DAG:   tcgen05.dealloc.cta_group::1.sync.aligned.b32
 // CHECK-NOT:   .local
+// CHECK:       .visible .entry mxf4_kernel(
+// CHECK:       tcgen05.mma.cta_group::1.kind::mxf4.block_scale
 // CHECK:       .visible .entry fp8_blockwise_kernel(
 // CHECK-NOT:   tcgen05.st
 // CHECK-NOT:   block_scale
@@ -40,6 +42,13 @@ func.func @mxfp8(%a: memref<128x256xf8E4M3FN>, %sa: memref<128x8xf8E8M0FNU>,
                  %b: memref<64x256xf8E5M2>, %sb: memref<64x8xf8E8M0FNU>, %c: memref<128x64xf32>) {
   lowp.scaled_matmul %a[%sa], %b[%sb] into %c layouts(#lowp.mx<32>, #lowp.mx<32>)
       : memref<128x256xf8E4M3FN>[memref<128x8xf8E8M0FNU>], memref<64x256xf8E5M2>[memref<64x8xf8E8M0FNU>] -> memref<128x64xf32>
+  return
+}
+
+func.func @mxf4(%a: memref<128x128x!lowp.packed<f4E2M1FN>>, %sa: memref<128x8xf8E8M0FNU>,
+                %b: memref<64x128x!lowp.packed<f4E2M1FN>>, %sb: memref<64x8xf8E8M0FNU>, %c: memref<128x64xf32>) {
+  lowp.scaled_matmul %a[%sa], %b[%sb] into %c layouts(#lowp.mx<32>, #lowp.mx<32>)
+      : memref<128x128x!lowp.packed<f4E2M1FN>>[memref<128x8xf8E8M0FNU>], memref<64x128x!lowp.packed<f4E2M1FN>>[memref<64x8xf8E8M0FNU>] -> memref<128x64xf32>
   return
 }
 

@@ -178,9 +178,19 @@ fn blackwell_kernels_compile_for_every_format_and_layout() {
             .compile_nvvm(&mut module, "mm", "sm_100a", "auto")
             .unwrap_or_else(|e| panic!("{spec:?}: {e}"));
         let plain = kernel.ptx.contains("tcgen05.mma.cta_group::1.kind::f8f6f4");
-        let scaled = kernel
+        let mxf4 = kernel
             .ptx
-            .contains("tcgen05.mma.cta_group::1.kind::mxf8f6f4.block_scale");
+            .contains("tcgen05.mma.cta_group::1.kind::mxf4.block_scale");
+        let scaled = mxf4
+            || kernel
+                .ptx
+                .contains("tcgen05.mma.cta_group::1.kind::mxf8f6f4.block_scale");
+        // kind::mxf4 exactly for E2M1 x E2M1.
+        assert_eq!(
+            mxf4,
+            scaled && spec.lhs == ScaledFormat::F4E2M1 && spec.rhs == ScaledFormat::F4E2M1,
+            "{spec:?}"
+        );
         let uses = plain || scaled;
         assert_eq!(
             uses,

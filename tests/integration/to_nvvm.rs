@@ -263,6 +263,65 @@ fn wgmma_pipeline_matches_the_oracle() {
     );
 }
 
+/// sm_100a's block-scaled kinds, for two MX operands with 32-blocks: `kind::mxf4` (E2M1 x
+/// E2M1, packed or not, K 64 per MMA, two scale bytes per step) and `kind::mxf8f6f4`
+/// (other formats, one scale byte per step), the scale factors stored into tensor memory
+/// every 128 of K; ragged M, N and K (the last group of scale words partly past K), and a
+/// NaN block scale.
+#[test]
+fn tcgen05_block_scaled_kinds_match_the_oracle() {
+    let session = Session::new();
+    let mut rng = SplitMix64::new(100);
+    let (f4, e4, mx) = (ScaledFormat::F4E2M1, ScaledFormat::F8E4M3, ScaleLayout::MX);
+    let pairs = [
+        (f4, true, f4, false),
+        (f4, true, f4, true),
+        (e4, false, f4, true),
+    ];
+    let mut problems = Vec::new();
+    for (m, n, k) in [(130, 70, 200), (64, 64, 64), (5, 3, 32)] {
+        for (fa, pa, fb, pb) in pairs {
+            let a = operand(&mut rng, m, k, fa, mx, pa);
+            let b = operand(&mut rng, n, k, fb, mx, pb);
+            problems.push((
+                format!(
+                    "{m}x{n}x{k} {fa}{} x {fb}{}",
+                    if pa { " packed" } else { "" },
+                    if pb { " packed" } else { "" }
+                ),
+                Problem {
+                    a,
+                    b,
+                    bias: Some(rng.normal_vec(n)),
+                    bf16: false,
+                },
+            ));
+        }
+    }
+    // A NaN scale: row 0's second block of A.
+    problems[0].1.a.q.scales.values[1] = f32::NAN;
+    let src: String = problems
+        .iter()
+        .enumerate()
+        .map(|(i, (_, p))| source(&format!("p{i}"), p))
+        .collect();
+    let mut module = session.parse(&src).unwrap_or_else(|e| panic!("{e}"));
+    session
+        .run_pipeline(
+            &mut module,
+            "builtin.module(func.func(lowp-to-nvvm{chip=sm_100a kernel=tcgen05}))",
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+    let text = module.as_operation().to_string();
+    assert_eq!(text.matches("#nvvm.block_scale_kind<mxf4>").count(), 6);
+    assert_eq!(text.matches("#nvvm.block_scale_kind<mxf8f6f4>").count(), 3);
+    let results = run_and_check(&session, &problems, Some(&emulated("sm_100a", "tcgen05")));
+    assert!(
+        results[0][..70].iter().all(|v| v.is_nan()),
+        "row 0 has a NaN scale"
+    );
+}
+
 /// `kernel=mma-sync` accepts exactly the ops whose formats are E4M3 / E5M2 or embed in them
 /// (at most 6 bits) and whose scales change along K every 16 or a multiple of 32; the
 /// others are refused with the reason.

@@ -80,3 +80,18 @@ func.func @mx32(%a: memref<128x256xf8E4M3FN>, %sa: memref<128x8xf8E8M0FNU>,
       : memref<128x256xf8E4M3FN>[memref<128x8xf8E8M0FNU>], memref<64x256xf8E5M2>[memref<64x8xf8E8M0FNU>] -> memref<128x64xf32>
   return
 }
+
+// E2M1 x E2M1, both MX with 32-blocks: kind::mxf4, 64 codes (32 bytes of packed E2M1) per
+// row and MMA, so the K loop steps by 64 and each MMA takes two scale bytes: the
+// descriptor 0x8900480 (E2M1 = 1 in the A and B type fields, N 64, UE8M0, M 128) or'ed
+// with halfword 0 or 2 of the scale words.
+// CHECK-LABEL: func.func @mxf4
+// CHECK:       scf.for %{{.*}} step %c64 iter_args(
+// CHECK:         arith.ori %c143656064_i32, %{{.*}} : i32
+// CHECK:           nvvm.tcgen05.mma.block_scale {{.*}} {ctaGroup = #nvvm.cta_group<cta_1>, kind = #nvvm.block_scale_kind<mxf4>}
+func.func @mxf4(%a: memref<128x128x!lowp.packed<f4E2M1FN>>, %sa: memref<128x8xf8E8M0FNU>,
+                %b: memref<64x256xf4E2M1FN>, %sb: memref<64x8xf8E8M0FNU>, %c: memref<128x64xf32>) {
+  lowp.scaled_matmul %a[%sa], %b[%sb] into %c layouts(#lowp.mx<32>, #lowp.mx<32>)
+      : memref<128x128x!lowp.packed<f4E2M1FN>>[memref<128x8xf8E8M0FNU>], memref<64x256xf4E2M1FN>[memref<64x8xf8E8M0FNU>] -> memref<128x64xf32>
+  return
+}

@@ -14,9 +14,10 @@
 //! (`tcgen05.ld.32x32b.x64`: thread t holds row t) and adds them to its accumulators with
 //! the segment's scales.
 //!
-//! Both operands MX with 32-blocks: `tcgen05.mma.cta_group::1.kind::mxf8f6f4.block_scale`,
-//! the MMA applying the E8M0 scales from tensor memory (128 columns allocated: D at 0-63,
-//! A's scale factors at 64-67, B's at 68-69). Every 4 K steps each warp stores the next 4
+//! Both operands MX with 32-blocks: `tcgen05.mma.cta_group::1.kind::mxf8f6f4.block_scale`
+//! (E2M1 x E2M1: `kind::mxf4.block_scale`, packed E2M1 in shared memory, K 64 per MMA, two
+//! scale bytes per step: scale ids 0 and 2), the MMA applying the E8M0 scales from tensor
+//! memory (128 columns allocated: D at 0-63, A's scale factors at 64-67, B's at 68-69). Every 4 K steps each warp stores the next 4
 //! steps' scale words into its 32 lanes with `tcgen05.st.32x32b` (A: column c holds row
 //! `32c + lane`; B: column c holds column `32c + lane` of the tile; byte j the scale of K
 //! step j, 1.0 past the matrix), the same words in every lane quadrant, and waits for the
@@ -25,7 +26,9 @@
 //! type field). D's partial sums still go into the accumulators every 128 of K (no scales
 //! left to apply). This layout follows CUTLASS's scale-factor chunk (row m of a 128-row
 //! tile at lane m % 32, word m / 32, one byte per K block) as copied by
-//! `tcgen05.cp.32x128b.warpx4`; it is not verified on a Blackwell GPU.
+//! `tcgen05.cp.32x128b.warpx4`; it is not verified on a Blackwell GPU. NVFP4 (UE4M3
+//! 16-blocks) would take `kind::mxf4nvf4.block16`, which LLVM 22 emits only for PTX ISA
+//! 8.8; it stays on `kind::f8f6f4` with the scales on D's sums.
 //!
 //! Instruction descriptor (PTX ISA, `.kind::f8f6f4`; block-scaled above): D type F32 (bits 4-5 = 1), A and B
 //! types (bits 7-9, 10-12: E4M3 0, E5M2 1), K-major A and B (bits 15, 16 = 0), N >> 3 (bits
@@ -46,7 +49,7 @@ use super::wgmma::{
 use crate::codes;
 use crate::expand_quantize::{ceil_div, layout_attr_of};
 use crate::ir::Emitter;
-use crate::matrix_kernel::{Instr, Kernel, Lane, Plan, Shape};
+use crate::matrix_kernel::{Instr, Kernel, Lane, Operand, Plan, Shape};
 use crate::PassError;
 
 /// The block's tile of C (the MMA's M and N) and the columns of tensor memory it takes.
@@ -63,13 +66,49 @@ const B_WORDS: i64 = BN * 32 / 4;
 pub(super) struct Tcgen05 {
     a: ScaledFormat,
     b: ScaledFormat,
-    /// `kind::mxf8f6f4.block_scale`: the MMA applies both operands' E8M0 32-block scales
-    /// from tensor memory.
-    scaled: bool,
+    kind: Kind,
+}
+
+/// The MMA's kind.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    /// `kind::f8f6f4`: E4M3 / E5M2 codes (other formats embedded), scales on D's sums.
+    F8f6f4,
+    /// `kind::mxf8f6f4.block_scale`: the same codes, both operands' E8M0 32-block scales
+    /// applied by the MMA from tensor memory (scale_vec 1X: one byte per row and step).
+    Mxf8f6f4,
+    /// `kind::mxf4.block_scale`: packed E2M1 codes, K 64 per MMA, E8M0 32-block scales
+    /// (scale_vec 2X: two bytes per row and step).
+    Mxf4,
+}
+
+impl Kind {
+    fn scaled(self) -> bool {
+        self != Kind::F8f6f4
+    }
+
+    /// K per MMA.
+    fn k(self) -> i64 {
+        if self == Kind::Mxf4 {
+            64
+        } else {
+            32
+        }
+    }
+
+    /// The `#nvvm.block_scale_kind` of a block-scaled kind.
+    fn block_scale_kind(self) -> &'static str {
+        if self == Kind::Mxf4 {
+            "#nvvm.block_scale_kind<mxf4>"
+        } else {
+            "#nvvm.block_scale_kind<mxf8f6f4>"
+        }
+    }
 }
 
 /// The plan and instruction for `op`, or why it needs another kernel: block-scaled when
-/// both operands are MX with 32-blocks, else scales on the accumulators.
+/// both operands are MX with 32-blocks (`mxf4` when both are E2M1, else `mxf8f6f4`), else
+/// scales on the accumulators.
 pub(super) fn plan(op: OperationRef) -> Result<(Plan, Tcgen05), String> {
     let (plan, a, b) = super::fp8_plan(op)?;
     let err = |e: PassError| e.to_string();
@@ -77,17 +116,21 @@ pub(super) fn plan(op: OperationRef) -> Result<(Plan, Tcgen05), String> {
     let la = layout_attr_of(op, "lhs_layout").map_err(err)?;
     let lb = layout_attr_of(op, "rhs_layout").map_err(err)?;
     if la == mx && lb == mx {
+        let ((fa, pa), (fb, pb)) = Plan::formats(op)?;
+        let f4 = ScaledFormat::F4E2M1;
+        if fa == f4 && fb == f4 {
+            let a_op = Operand::new(f4, pa, &[f4], &[0])?;
+            let b_op = Operand::new(f4, pb, &[f4], &[0])?;
+            let scaled = Plan::new(op, a_op, b_op, Kind::Mxf4.k(), true)?;
+            let kind = Kind::Mxf4;
+            return Ok((scaled, Tcgen05 { a: f4, b: f4, kind }));
+        }
         let scaled = Plan::new(op, plan.a.clone(), plan.b.clone(), 32, true)?;
-        return Ok((scaled, Tcgen05 { a, b, scaled: true }));
+        let kind = Kind::Mxf8f6f4;
+        return Ok((scaled, Tcgen05 { a, b, kind }));
     }
-    Ok((
-        plan,
-        Tcgen05 {
-            a,
-            b,
-            scaled: false,
-        },
-    ))
+    let kind = Kind::F8f6f4;
+    Ok((plan, Tcgen05 { a, b, kind }))
 }
 
 /// Tensor-memory columns of the scale factors (after D's 64): A's 128 rows in 4 columns,
@@ -97,8 +140,19 @@ const SFB_COL: i64 = BN + 4;
 const SF_WORDS: [i64; 2] = [4, 2];
 
 impl Instr for Tcgen05 {
+    /// 32 bytes of each row per MMA either way: 32 FP8 codes, or 64 packed E2M1.
     fn shape(&self) -> Shape {
-        smem_shape(BM, BN, ACC)
+        let fp8 = smem_shape(BM, BN, ACC);
+        if self.kind == Kind::Mxf4 {
+            Shape {
+                k: 64,
+                a_bits: 4,
+                b_bits: 4,
+                ..fp8
+            }
+        } else {
+            fp8
+        }
     }
 
     fn a_reg<'c, 'a>(
@@ -107,7 +161,7 @@ impl Instr for Tcgen05 {
         lane: Value<'c, 'a>,
         r: usize,
     ) -> (Value<'c, 'a>, Value<'c, 'a>) {
-        copied_word(e, lane, r)
+        self.copied(e, lane, r)
     }
 
     fn b_reg<'c, 'a>(
@@ -116,7 +170,7 @@ impl Instr for Tcgen05 {
         lane: Value<'c, 'a>,
         r: usize,
     ) -> (Value<'c, 'a>, Value<'c, 'a>) {
-        copied_word(e, lane, r)
+        self.copied(e, lane, r)
     }
 
     /// Thread t reads lane t of tensor memory (warp w the lanes 32w..32w+32): row t, the
@@ -141,14 +195,34 @@ fn type_code(f: ScaledFormat) -> u32 {
 }
 
 impl Tcgen05 {
+    /// Row and first code of register `r`: the shared-memory word `copied_word` places (its
+    /// byte offset the same for both kinds), in codes (two per byte for packed E2M1).
+    fn copied<'c, 'a>(
+        &self,
+        e: &Emitter<'c, 'a>,
+        lane: Value<'c, 'a>,
+        r: usize,
+    ) -> (Value<'c, 'a>, Value<'c, 'a>) {
+        let (row, byte) = copied_word(e, lane, r);
+        if self.kind == Kind::Mxf4 {
+            (row, e.muli(byte, e.index(2)))
+        } else {
+            (row, byte)
+        }
+    }
+
     /// The 32-bit instruction descriptor; block-scaled, without the scale-factor ids
     /// (`with_ids`).
     fn idesc(&self) -> u32 {
-        let common = (type_code(self.a) << 7)
-            | (type_code(self.b) << 10)
-            | (((BN >> 3) as u32) << 17)
-            | (((BM >> 4) as u32) << 24);
-        if self.scaled {
+        // kind::mxf4 codes E2M1 as 1 in its 3-bit A and 2-bit B type fields.
+        let (ta, tb) = if self.kind == Kind::Mxf4 {
+            (1, 1)
+        } else {
+            (type_code(self.a), type_code(self.b))
+        };
+        let common =
+            (ta << 7) | (tb << 10) | (((BN >> 3) as u32) << 17) | (((BM >> 4) as u32) << 24);
+        if self.kind.scaled() {
             // Bit 23: UE8M0 scale factors.
             common | (1 << 23)
         } else {
@@ -159,7 +233,7 @@ impl Tcgen05 {
 
     /// Tensor-memory columns the kernel allocates (a power of two, at least 32).
     fn columns(&self) -> i64 {
-        if self.scaled {
+        if self.kind.scaled() {
             2 * BN
         } else {
             BN
@@ -167,12 +241,19 @@ impl Tcgen05 {
     }
 }
 
-/// A block-scaled instruction descriptor choosing byte `j` (an `i32`, the K step within
-/// the 4 whose scales a tensor-memory word holds) of the A and B scale words: the B id in
-/// bits 4-5, the A id in bits 29-30.
-fn with_ids<'c, 'a>(e: &Emitter<'c, 'a>, idesc: u32, j: Value<'c, 'a>) -> Value<'c, 'a> {
+/// A block-scaled instruction descriptor for the MMA at K `kk`, choosing its scales in the
+/// tensor-memory words (4 bytes: the E8M0 scales of the 4 32-blocks of a 128-code group):
+/// byte `(kk / 32) % 4` for `mxf8f6f4` (1X), halfword `2 ((kk / 64) % 2)` for `mxf4` (2X);
+/// the B id in bits 4-5, the A id in bits 29-30.
+fn with_ids<'c, 'a>(e: &Emitter<'c, 'a>, instr: &Tcgen05, kk: Value<'c, 'a>) -> Value<'c, 'a> {
+    let step = e.remui(
+        e.divui(kk, e.index(instr.kind.k())),
+        e.index(128 / instr.kind.k()),
+    );
+    let id = e.muli(step, e.index(instr.kind.k() / 32));
+    let j = e.index_castui(id, e.int_type(32));
     e.ori(
-        e.i32(idesc),
+        e.i32(instr.idesc()),
         e.ori(e.shli(j, e.i32(4)), e.shli(j, e.i32(29))),
     )
 }
@@ -375,8 +456,8 @@ pub(super) fn lower<'c, 'a>(
                         ("space", "#nvvm.shared_space<cta>"),
                     ],
                 );
-                if instr.scaled {
-                    // Every 4 K steps, the next 4 steps' scale factors into this warp's
+                if instr.kind.scaled() {
+                    // Every 128 of K, the next 4 steps' scale factors into this warp's
                     // lanes of the scale columns (the previous MMAs that read them are
                     // complete: each was waited on).
                     let group = e.cmpi(CmpiPredicate::Eq, e.remui(kk, e.index(128)), zero);
@@ -414,8 +495,7 @@ pub(super) fn lower<'c, 'a>(
                 fence(e, "after");
                 let accumulate = e.cmpi(CmpiPredicate::Ne, e.remui(kk, span), zero);
                 e.if_then(first_thread, |e| {
-                    if instr.scaled {
-                        let j = e.index_castui(e.remui(e.divui(kk, e.index(32)), e.index(4)), i32t);
+                    if instr.kind.scaled() {
                         let sf = |col: i64| pointer(e, e.addi(taddr, e.i32(col as u32)), 6);
                         nvvm(
                             e,
@@ -424,13 +504,13 @@ pub(super) fn lower<'c, 'a>(
                                 d_ptr,
                                 da,
                                 db,
-                                with_ids(e, instr.idesc(), j),
+                                with_ids(e, instr, kk),
                                 accumulate,
                                 sf(SFA_COL),
                                 sf(SFB_COL),
                             ],
                             &[
-                                ("kind", "#nvvm.block_scale_kind<mxf8f6f4>"),
+                                ("kind", instr.kind.block_scale_kind()),
                                 ("ctaGroup", "#nvvm.cta_group<cta_1>"),
                             ],
                         );
@@ -549,7 +629,7 @@ fn emulated_block<'c, 'a>(
     let sf = e.alloca(i32t, BM * 8);
     e.for_loop(zero, kn.ops.k, e.index(kn.plan.step), &[], |e, kk, _| {
         threads(e, &|e, t| copy_tiles(e, kn, &lane(e, t), kk, smem));
-        let idesc = if instr.scaled {
+        let idesc = if instr.kind.scaled() {
             let group = e.cmpi(CmpiPredicate::Eq, e.remui(kk, e.index(128)), zero);
             e.if_then(group, |e| {
                 threads(e, &|e, t| {
@@ -560,14 +640,22 @@ fn emulated_block<'c, 'a>(
                     }
                 })
             });
-            let j = e.index_castui(e.remui(e.divui(kk, e.index(32)), e.index(4)), i32t);
-            with_ids(e, instr.idesc(), j)
+            with_ids(e, instr, kk)
         } else {
             e.i32(instr.idesc())
         };
         let accumulate = e.cmpi(CmpiPredicate::Ne, e.remui(kk, span), zero);
-        let scales = instr.scaled.then_some(sf);
-        emulated_mma(e, [da, db], idesc, accumulate, smem, tmem, scales);
+        let scales = instr.kind.scaled().then_some(sf);
+        emulated_mma(
+            e,
+            instr.kind,
+            [da, db],
+            idesc,
+            accumulate,
+            smem,
+            tmem,
+            scales,
+        );
         let (end, k0) = segment_end(e, kn, kk);
         e.if_then(end, |e| {
             threads(e, &|e, t| {
@@ -594,13 +682,16 @@ fn emulated_block<'c, 'a>(
 /// The MMA as the PTX ISA defines it, from its descriptors: M, N and the A / B types from
 /// the instruction descriptor, D[row][col] = (D if `accumulate`) + sum over K of
 /// A[row][k] * B[col][k], each code read where the operand's shared-memory descriptor puts
-/// it (start + 8-row group * stride offset + K half * leading offset + (row % 8) * 16 +
-/// k % 16). Block-scaled (`scales`, the scale-factor columns): the sum times the E8M0
-/// scales of the row and the column, byte `scale A id` (idesc bits 29-30) of the A word at
-/// lane `row`, column `row / 32`, byte `scale B id` (bits 4-5) of the B word at lane
-/// `col % 32`, column `4 + col / 32`.
+/// its byte (start + 8-row group * stride offset + 16-byte K chunk * leading offset +
+/// (row % 8) * 16 + byte % 16; `mxf4`: byte k / 2, the low nibble first). Block-scaled
+/// (`scales`, the scale-factor columns): each 32-block's sum times the E8M0 scales of the
+/// row and the column, for block q of the MMA byte `scale A id + q` (idesc bits 29-30) of
+/// the A word at lane `row`, column `row / 32`, byte `scale B id + q` (bits 4-5) of the B
+/// word at lane `col % 32`, column `4 + col / 32`.
+#[allow(clippy::too_many_arguments)]
 fn emulated_mma<'c, 'a>(
     e: &Emitter<'c, 'a>,
+    kind: Kind,
     desc: [Value<'c, 'a>; 2],
     idesc: Value<'c, 'a>,
     accumulate: Value<'c, 'a>,
@@ -621,10 +712,12 @@ fn emulated_mma<'c, 'a>(
         e.muli(bits(17, 6), e.index(8)),
     );
     let (ta, tb) = (bits(7, 3), bits(10, 3));
-    // The scale-factor ids, as byte shifts.
+    // The scale-factor ids.
     let i32t = e.int_type(32);
-    let shift = |id: Value<'c, 'a>| e.muli(e.index_castui(id, i32t), e.i32(8));
-    let (shift_a, shift_b) = (shift(bits(29, 2)), shift(bits(4, 2)));
+    let (id_a, id_b) = (
+        e.index_castui(bits(29, 2), i32t),
+        e.index_castui(bits(4, 2), i32t),
+    );
     let field = |d: Value<'c, 'a>, at: i64| {
         let f = e.andi(e.shrui(d, e.int(64, at)), e.int(64, 0x3FFF));
         e.index_castui(e.shli(f, e.int(64, 4)), index)
@@ -633,6 +726,7 @@ fn emulated_mma<'c, 'a>(
         .iter()
         .map(|&d| [field(d, 0), field(d, 16), field(d, 32)])
         .collect();
+    let fp4 = kind == Kind::Mxf4;
     let value = |e: &Emitter<'c, 'a>,
                  which: usize,
                  rc: Value<'c, 'a>,
@@ -640,16 +734,22 @@ fn emulated_mma<'c, 'a>(
                  ty: Value<'c, 'a>| {
         let [start, lbo, sbo] = decoded[which];
         let (c8, c16) = (e.index(8), e.index(16));
+        let byte = if fp4 { e.divui(k, e.index(2)) } else { k };
         let addr = e.addi(
             e.addi(start, e.muli(e.divui(rc, c8), sbo)),
             e.addi(
-                e.muli(e.divui(k, c16), lbo),
-                e.addi(e.muli(e.remui(rc, c8), c16), e.remui(k, c16)),
+                e.muli(e.divui(byte, c16), lbo),
+                e.addi(e.muli(e.remui(rc, c8), c16), e.remui(byte, c16)),
             ),
         );
         let word = e.load(smem[which], &[e.divui(addr, e.index(4))]);
-        let shift = e.index_castui(e.muli(e.remui(addr, e.index(4)), c8), e.int_type(32));
+        let shift = e.index_castui(e.muli(e.remui(addr, e.index(4)), c8), i32t);
         let code = e.andi(e.shrui(word, shift), e.i32(0xFF));
+        if fp4 {
+            let nibble = e.index_castui(e.muli(e.remui(k, e.index(2)), e.index(4)), i32t);
+            let code = e.andi(e.shrui(code, nibble), e.i32(0xF));
+            return codes::decode(e, ScaledFormat::F4E2M1, code);
+        }
         let e5m2 = e.cmpi(CmpiPredicate::Eq, ty, e.index(1));
         e.select(
             e5m2,
@@ -659,28 +759,34 @@ fn emulated_mma<'c, 'a>(
     };
     e.for_loop(zero, m, one, &[], |e, row, _| {
         e.for_loop(zero, n, one, &[], |e, col, _| {
-            let sum = e.for_loop(zero, e.index(32), one, &[e.f32(0.0)], |e, k, s| {
-                let x = value(e, 0, row, k, ta);
-                let y = value(e, 1, col, k, tb);
-                vec![e.addf(s[0], e.mulf(x, y))]
-            })[0];
-            let sum = match scales {
-                Some(sf) => {
-                    let scale = |lane: Value<'c, 'a>, column: Value<'c, 'a>, shift| {
-                        let word = e.load(sf, &[e.addi(e.muli(lane, e.index(8)), column)]);
-                        codes::e8m0_decode(e, e.andi(e.shrui(word, shift), e.i32(0xFF)))
-                    };
-                    let c32 = e.index(32);
-                    let sa = scale(row, e.divui(row, c32), shift_a);
-                    let sb = scale(
-                        e.remui(col, c32),
-                        e.addi(e.index(4), e.divui(col, c32)),
-                        shift_b,
-                    );
-                    e.mulf(e.mulf(sum, sa), sb)
-                }
-                None => sum,
-            };
+            let c32 = e.index(32);
+            let sum = (0..kind.k() / 32).fold(e.f32(0.0), |total, q| {
+                let k0 = e.index(32 * q);
+                let part = e.for_loop(zero, c32, one, &[e.f32(0.0)], |e, k, s| {
+                    let k = e.addi(k0, k);
+                    let x = value(e, 0, row, k, ta);
+                    let y = value(e, 1, col, k, tb);
+                    vec![e.addf(s[0], e.mulf(x, y))]
+                })[0];
+                let part = match scales {
+                    Some(sf) => {
+                        let scale = |lane: Value<'c, 'a>, column: Value<'c, 'a>, id| {
+                            let word = e.load(sf, &[e.addi(e.muli(lane, e.index(8)), column)]);
+                            let shift = e.muli(e.addi(id, e.i32(q as u32)), e.i32(8));
+                            codes::e8m0_decode(e, e.andi(e.shrui(word, shift), e.i32(0xFF)))
+                        };
+                        let sa = scale(row, e.divui(row, c32), id_a);
+                        let sb = scale(
+                            e.remui(col, c32),
+                            e.addi(e.index(4), e.divui(col, c32)),
+                            id_b,
+                        );
+                        e.mulf(e.mulf(part, sa), sb)
+                    }
+                    None => part,
+                };
+                e.addf(total, part)
+            });
             let at = e.addi(e.muli(row, e.index(BN)), col);
             let d = e.select(accumulate, e.load(tmem, &[at]), e.f32(0.0));
             e.store(e.addf(d, sum), tmem, &[at]);
