@@ -16,7 +16,7 @@
 // PTX:      mul.rn.f32
 // PTX:      // gpu.binary @f6_kernel
 // PTX:      .visible .entry f6_kernel(
-// BW:       .version 8.6
+// BW:       .version 8.8
 // BW:       .target sm_100a
 // GCN:      ; gpu.binary @e4m3_kernel
 // GCN:      .amdgcn_target "amdgcn-amd-amdhsa--gfx942"

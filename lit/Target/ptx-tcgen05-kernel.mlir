@@ -10,7 +10,7 @@
 // columns) and passed to the MMA by address; other layouts (@fp8_blockwise): kind::f8f6f4,
 // the scales applied to D's partial sums. The order is LLVM's (it rotates the loop);
 // lit/Conversion/LowpToNVVM/tcgen05.mlir checks the IR's.
-// CHECK:       .version 8.6
+// CHECK:       .version 8.8
 // CHECK:       .target sm_100a
 // CHECK:       .visible .entry mxfp8_kernel(
 // CHECK-NOT:   .local
@@ -33,6 +33,8 @@
 // CHECK-NOT:   .local
 // CHECK:       .visible .entry mxf4_kernel(
 // CHECK:       tcgen05.mma.cta_group::1.kind::mxf4.block_scale
+// CHECK:       .visible .entry nvfp4_kernel(
+// CHECK:       tcgen05.mma.cta_group::1.kind::mxf4nvf4.block_scale.block16
 // CHECK:       .visible .entry fp8_blockwise_kernel(
 // CHECK-NOT:   tcgen05.st
 // CHECK-NOT:   block_scale
@@ -49,6 +51,13 @@ func.func @mxf4(%a: memref<128x128x!lowp.packed<f4E2M1FN>>, %sa: memref<128x8xf8
                 %b: memref<64x128x!lowp.packed<f4E2M1FN>>, %sb: memref<64x8xf8E8M0FNU>, %c: memref<128x64xf32>) {
   lowp.scaled_matmul %a[%sa], %b[%sb] into %c layouts(#lowp.mx<32>, #lowp.mx<32>)
       : memref<128x128x!lowp.packed<f4E2M1FN>>[memref<128x8xf8E8M0FNU>], memref<64x128x!lowp.packed<f4E2M1FN>>[memref<64x8xf8E8M0FNU>] -> memref<128x64xf32>
+  return
+}
+
+func.func @nvfp4(%a: memref<128x128x!lowp.packed<f4E2M1FN>>, %sa: memref<128x16xf8E4M3FN>, %ga: memref<f32>,
+                 %b: memref<64x128x!lowp.packed<f4E2M1FN>>, %sb: memref<64x16xf8E4M3FN>, %gb: memref<f32>, %c: memref<128x64xf32>) {
+  lowp.scaled_matmul %a[%sa, %ga], %b[%sb, %gb] into %c layouts(#lowp.nvfp4<16, global>, #lowp.nvfp4<16, global>)
+      : memref<128x128x!lowp.packed<f4E2M1FN>>[memref<128x16xf8E4M3FN>, memref<f32>], memref<64x128x!lowp.packed<f4E2M1FN>>[memref<64x16xf8E4M3FN>, memref<f32>] -> memref<128x64xf32>
   return
 }
 

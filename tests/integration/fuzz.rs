@@ -91,7 +91,7 @@ const PIPELINES: &[Option<&str>] = &[
         "builtin.module(func.func(lowp-to-nvvm{chip=sm_100a}),lowp-lower-storage,\
          func.func(gpu-map-parallel-loops,convert-parallel-loops-to-gpu),\
          gpu-launch-sink-index-computations,gpu-kernel-outlining,canonicalize,cse,\
-         nvvm-attach-target{chip=sm_100a features=+ptx86},\
+         nvvm-attach-target{chip=sm_100a features=+ptx88},\
          gpu.module(lower-affine,convert-scf-to-cf,convert-gpu-to-nvvm,convert-nvvm-to-llvm,\
          canonicalize,cse,reconcile-unrealized-casts),gpu-module-to-binary{format=isa})",
     ),

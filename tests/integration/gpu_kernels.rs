@@ -167,7 +167,7 @@ fn kernels_compile_for_every_format_and_layout() {
 
 /// sm_100a: the tcgen05 kernel where the formats allow (one CTA of 128 threads per 128 x 64
 /// tile, D in tensor memory), the generic one elsewhere; parameters as the runner passes
-/// them, no local memory, PTX ISA 8.6.
+/// them, no local memory, PTX ISA 8.8.
 #[test]
 fn blackwell_kernels_compile_for_every_format_and_layout() {
     let session = Session::new();
@@ -181,14 +181,28 @@ fn blackwell_kernels_compile_for_every_format_and_layout() {
         let mxf4 = kernel
             .ptx
             .contains("tcgen05.mma.cta_group::1.kind::mxf4.block_scale");
+        let nvf4 = kernel
+            .ptx
+            .contains("tcgen05.mma.cta_group::1.kind::mxf4nvf4.block_scale.block16");
         let scaled = mxf4
+            || nvf4
             || kernel
                 .ptx
                 .contains("tcgen05.mma.cta_group::1.kind::mxf8f6f4.block_scale");
-        // kind::mxf4 exactly for E2M1 x E2M1.
+        // kind::mxf4nvf4 exactly for NVFP4 E2M1 x E2M1.
+        let nvfp4 = |l| matches!(l, ScaleLayout::Nvfp4 { block: 16, .. });
+        assert_eq!(
+            nvf4,
+            spec.lhs == ScaledFormat::F4E2M1
+                && spec.rhs == ScaledFormat::F4E2M1
+                && nvfp4(spec.lhs_layout)
+                && nvfp4(spec.rhs_layout),
+            "{spec:?}"
+        );
+        // kind::mxf4 exactly for MX E2M1 x E2M1.
         assert_eq!(
             mxf4,
-            scaled && spec.lhs == ScaledFormat::F4E2M1 && spec.rhs == ScaledFormat::F4E2M1,
+            scaled && !nvf4 && spec.lhs == ScaledFormat::F4E2M1 && spec.rhs == ScaledFormat::F4E2M1,
             "{spec:?}"
         );
         let uses = plain || scaled;
@@ -197,12 +211,12 @@ fn blackwell_kernels_compile_for_every_format_and_layout() {
             mma_format(spec.lhs) && mma_format(spec.rhs),
             "{spec:?}"
         );
-        // The block-scaled kind exactly for two MX operands with 32-blocks, its scale
-        // factors stored into tensor memory.
+        // A block-scaled kind exactly for two MX operands with 32-blocks or two NVFP4 E2M1
+        // ones, its scale factors stored into tensor memory.
         let mx32 = ScaleLayout::Mx { block: 32 };
         assert_eq!(
             scaled,
-            uses && spec.lhs_layout == mx32 && spec.rhs_layout == mx32,
+            uses && ((spec.lhs_layout == mx32 && spec.rhs_layout == mx32) || nvf4),
             "{spec:?}"
         );
         assert_eq!(
@@ -211,7 +225,7 @@ fn blackwell_kernels_compile_for_every_format_and_layout() {
             "{spec:?}"
         );
         tc_scaled += scaled as usize;
-        assert!(kernel.ptx.contains(".version 8.6") && kernel.ptx.contains(".target sm_100a"));
+        assert!(kernel.ptx.contains(".version 8.8") && kernel.ptx.contains(".target sm_100a"));
         assert!(!kernel.ptx.contains(".local"), "{spec:?}: local memory");
         assert!(
             !kernel.ptx.contains(".extern .func"),

@@ -263,29 +263,33 @@ fn wgmma_pipeline_matches_the_oracle() {
     );
 }
 
-/// sm_100a's block-scaled kinds, for two MX operands with 32-blocks: `kind::mxf4` (E2M1 x
+/// sm_100a's block-scaled kinds: for two MX operands with 32-blocks `kind::mxf4` (E2M1 x
 /// E2M1, packed or not, K 64 per MMA, two scale bytes per step) and `kind::mxf8f6f4`
-/// (other formats, one scale byte per step), the scale factors stored into tensor memory
-/// every 128 of K; ragged M, N and K (the last group of scale words partly past K), and a
-/// NaN block scale.
+/// (other formats, one scale byte per step), for two NVFP4 ones `kind::mxf4nvf4.block16`
+/// (UE4M3 scales, a word per row and step; with and without globals), the scale factors
+/// stored into tensor memory every 128 of K; ragged M, N and K (the last group of scale
+/// words partly past K), and NaN block scales.
 #[test]
 fn tcgen05_block_scaled_kinds_match_the_oracle() {
     let session = Session::new();
     let mut rng = SplitMix64::new(100);
     let (f4, e4, mx) = (ScaledFormat::F4E2M1, ScaledFormat::F8E4M3, ScaleLayout::MX);
+    let (nv, nvg) = (ScaleLayout::NVFP4, ScaleLayout::NVFP4_GLOBAL);
     let pairs = [
-        (f4, true, f4, false),
-        (f4, true, f4, true),
-        (e4, false, f4, true),
+        (f4, mx, true, f4, false),
+        (f4, mx, true, f4, true),
+        (e4, mx, false, f4, true),
+        (f4, nvg, true, f4, false),
+        (f4, nv, true, f4, true),
     ];
     let mut problems = Vec::new();
     for (m, n, k) in [(130, 70, 200), (64, 64, 64), (5, 3, 32)] {
-        for (fa, pa, fb, pb) in pairs {
-            let a = operand(&mut rng, m, k, fa, mx, pa);
-            let b = operand(&mut rng, n, k, fb, mx, pb);
+        for (fa, l, pa, fb, pb) in pairs {
+            let a = operand(&mut rng, m, k, fa, l, pa);
+            let b = operand(&mut rng, n, k, fb, l, pb);
             problems.push((
                 format!(
-                    "{m}x{n}x{k} {fa}{} x {fb}{}",
+                    "{m}x{n}x{k} {l} {fa}{} x {fb}{}",
                     if pa { " packed" } else { "" },
                     if pb { " packed" } else { "" }
                 ),
@@ -298,8 +302,9 @@ fn tcgen05_block_scaled_kinds_match_the_oracle() {
             ));
         }
     }
-    // A NaN scale: row 0's second block of A.
+    // NaN scales: row 0's second block of A (E8M0 0xFF; UE4M3 0x7F).
     problems[0].1.a.q.scales.values[1] = f32::NAN;
+    problems[3].1.a.q.scales.values[1] = f32::NAN;
     let src: String = problems
         .iter()
         .enumerate()
@@ -315,11 +320,15 @@ fn tcgen05_block_scaled_kinds_match_the_oracle() {
     let text = module.as_operation().to_string();
     assert_eq!(text.matches("#nvvm.block_scale_kind<mxf4>").count(), 6);
     assert_eq!(text.matches("#nvvm.block_scale_kind<mxf8f6f4>").count(), 3);
+    assert_eq!(text.matches("#nvvm.block_scale_kind<mxf4nvf4>").count(), 6);
     let results = run_and_check(&session, &problems, Some(&emulated("sm_100a", "tcgen05")));
-    assert!(
-        results[0][..70].iter().all(|v| v.is_nan()),
-        "row 0 has a NaN scale"
-    );
+    for p in [0, 3] {
+        assert!(
+            results[p][..70].iter().all(|v| v.is_nan()),
+            "{}: row 0 has a NaN scale",
+            problems[p].0
+        );
+    }
 }
 
 /// `kernel=mma-sync` accepts exactly the ops whose formats are E4M3 / E5M2 or embed in them

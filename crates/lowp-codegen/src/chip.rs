@@ -26,7 +26,7 @@ pub struct Chip {
     pub triple: &'static str,
     /// LLVM CPU name (`sm_90a`, `gfx950`; empty: the host CPU).
     pub cpu: &'static str,
-    /// LLVM target features (`+ptx86`).
+    /// LLVM target features (`+ptx84`).
     pub features: &'static str,
     /// NVIDIA compute capability x 10 (90 for sm_90a), 0 elsewhere.
     pub sm: u32,
@@ -71,9 +71,10 @@ pub const CHIPS: [Chip; 6] = [
         vendor: Vendor::Nvidia,
         triple: "nvptx64-nvidia-cuda",
         cpu: "sm_100a",
-        features: "+ptx86",
+        // PTX ISA 8.8: the block16 scale vectors of tcgen05.mma kind::mxf4nvf4 (NVFP4).
+        features: "+ptx88",
         sm: 100,
-        ptx: 86,
+        ptx: 88,
         shared_kib: 227,
         // No wgmma: it is sm_90a only.
         matrix: &[

@@ -103,7 +103,7 @@ pub fn rocdl_front(chip: &str, kernel: &str) -> String {
 }
 
 /// The NVVM half after [`GPU_GENERIC`]: target `chip` with LLVM `features` (its PTX ISA,
-/// e.g. `+ptx84` for sm_89 / sm_90a, which FP8 needs; `+ptx86` for sm_100a), lower the
+/// e.g. `+ptx84` for sm_89 / sm_90a, which FP8 needs; `+ptx88` for sm_100a), lower the
 /// kernel modules to NVVM (dynamic shared memory declared `.extern`:
 /// `lowp-extern-dynamic-shared`) and serialize them to PTX (`gpu.binary`).
 pub fn nvvm_kernel_passes(chip: &str, features: &str) -> String {

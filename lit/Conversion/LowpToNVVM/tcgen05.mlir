@@ -95,3 +95,20 @@ func.func @mxf4(%a: memref<128x128x!lowp.packed<f4E2M1FN>>, %sa: memref<128x8xf8
       : memref<128x128x!lowp.packed<f4E2M1FN>>[memref<128x8xf8E8M0FNU>], memref<64x256xf4E2M1FN>[memref<64x8xf8E8M0FNU>] -> memref<128x64xf32>
   return
 }
+
+// NVFP4 E2M1 x E2M1 (UE4M3 16-blocks, globals): kind::mxf4nvf4 with 16-blocks (block16,
+// scale_vec 4X): K 64 per MMA, the 4 scales of a step in one word (ids 0), 8 + 4 scale
+// words per lane stored every 128 of K (tcgen05.st x8 for A, x4 for B), each MMA's scale
+// addresses at its step's words; descriptor 0x8100480 (bit 23 clear: UE4M3).
+// CHECK-LABEL: func.func @nvfp4
+// CHECK:       scf.for %{{.*}} step %c64 iter_args(
+// CHECK:           nvvm.tcgen05.st %{{.*}}, %{{.*}} {shape = #nvvm.tcgen05_ldst_shape<shape_32x32b>} : vector<8xi32>
+// CHECK:           nvvm.tcgen05.st %{{.*}}, %{{.*}} {shape = #nvvm.tcgen05_ldst_shape<shape_32x32b>} : vector<4xi32>
+// CHECK:         arith.ori %c135267456_i32, %{{.*}} : i32
+// CHECK:           nvvm.tcgen05.mma.block_scale {{.*}} {blockScale = #nvvm.tcgen05_mma_block_scale<block16>, ctaGroup = #nvvm.cta_group<cta_1>, kind = #nvvm.block_scale_kind<mxf4nvf4>}
+func.func @nvfp4(%a: memref<128x128x!lowp.packed<f4E2M1FN>>, %sa: memref<128x16xf8E4M3FN>, %ga: memref<f32>,
+                 %b: memref<64x128x!lowp.packed<f4E2M1FN>>, %sb: memref<64x16xf8E4M3FN>, %gb: memref<f32>, %c: memref<128x64xf32>) {
+  lowp.scaled_matmul %a[%sa, %ga], %b[%sb, %gb] into %c layouts(#lowp.nvfp4<16, global>, #lowp.nvfp4<16, global>)
+      : memref<128x128x!lowp.packed<f4E2M1FN>>[memref<128x16xf8E4M3FN>, memref<f32>], memref<64x128x!lowp.packed<f4E2M1FN>>[memref<64x16xf8E4M3FN>, memref<f32>] -> memref<128x64xf32>
+  return
+}

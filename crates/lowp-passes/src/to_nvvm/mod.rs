@@ -8,8 +8,9 @@
 //!   B in shared memory behind descriptors, D in tensor memory (`tcgen05.alloc`), MMAs
 //!   issued by one thread and completed through an mbarrier, D read per K segment with
 //!   `tcgen05.ld`; for two MX operands with 32-blocks `kind::mxf8f6f4.block_scale` (E2M1 x
-//!   E2M1: `kind::mxf4.block_scale`, K 64), the E8M0 scales stored into tensor memory and
-//!   applied by the MMA.
+//!   E2M1: `kind::mxf4.block_scale`, K 64), for two NVFP4 ones
+//!   `kind::mxf4nvf4.block_scale.block16`, the scales stored into tensor memory and applied
+//!   by the MMA.
 //! - `wgmma_pipeline.rs` (sm_90a, row-major operands with static rows of a multiple of 16
 //!   bytes): `wgmma.mma_async` m64n128k32, two warpgroups per 128 x 128 tile, a ring of 4
 //!   stages filled by `cp.async` (dynamic shared memory), FP8 tiles in the 128-byte swizzle

@@ -26,9 +26,14 @@
 //! type field). D's partial sums still go into the accumulators every 128 of K (no scales
 //! left to apply). This layout follows CUTLASS's scale-factor chunk (row m of a 128-row
 //! tile at lane m % 32, word m / 32, one byte per K block) as copied by
-//! `tcgen05.cp.32x128b.warpx4`; it is not verified on a Blackwell GPU. NVFP4 (UE4M3
-//! 16-blocks) would take `kind::mxf4nvf4.block16`, which LLVM 22 emits only for PTX ISA
-//! 8.8; it stays on `kind::f8f6f4` with the scales on D's sums.
+//! `tcgen05.cp.32x128b.warpx4`; it is not verified on a Blackwell GPU.
+//!
+//! Both operands NVFP4 E2M1 (UE4M3 16-blocks, globals or not):
+//! `kind::mxf4nvf4.block_scale.block16` (scale_vec 4X: the 4 UE4M3 scales of a 64-code
+//! step fill a word, ids 0; per 128 of K A's scale words take 8 columns, B's 4, and each
+//! MMA's scale addresses move to its step's words; scale type UE4M3 with bit 23 clear).
+//! LLVM 22 emits `.block16` only for PTX ISA 8.8, hence `+ptx88` for sm_100a. The per-tensor
+//! globals multiply the result in the epilogue.
 //!
 //! Instruction descriptor (PTX ISA, `.kind::f8f6f4`; block-scaled above): D type F32 (bits 4-5 = 1), A and B
 //! types (bits 7-9, 10-12: E4M3 0, E5M2 1), K-major A and B (bits 15, 16 = 0), N >> 3 (bits
@@ -80,6 +85,9 @@ enum Kind {
     /// `kind::mxf4.block_scale`: packed E2M1 codes, K 64 per MMA, E8M0 32-block scales
     /// (scale_vec 2X: two bytes per row and step).
     Mxf4,
+    /// `kind::mxf4nvf4.block_scale.block16`: packed E2M1 codes, K 64 per MMA, UE4M3
+    /// 16-block scales (NVFP4; scale_vec 4X: a whole word per row and step).
+    Mxf4nvf4,
 }
 
 impl Kind {
@@ -87,22 +95,51 @@ impl Kind {
         self != Kind::F8f6f4
     }
 
+    /// E2M1 codes, packed in shared memory.
+    fn fp4(self) -> bool {
+        matches!(self, Kind::Mxf4 | Kind::Mxf4nvf4)
+    }
+
     /// K per MMA.
     fn k(self) -> i64 {
-        if self == Kind::Mxf4 {
+        if self.fp4() {
             64
         } else {
             32
         }
     }
 
-    /// The `#nvvm.block_scale_kind` of a block-scaled kind.
-    fn block_scale_kind(self) -> &'static str {
-        if self == Kind::Mxf4 {
-            "#nvvm.block_scale_kind<mxf4>"
+    /// K per scale (E8M0 32-blocks, UE4M3 16-blocks).
+    fn block(self) -> i64 {
+        if self == Kind::Mxf4nvf4 {
+            16
         } else {
-            "#nvvm.block_scale_kind<mxf8f6f4>"
+            32
         }
+    }
+
+    /// Scale words per tensor-memory lane and 128 of K, for A's 128 rows and B's 64
+    /// columns: one word per 32 rows holding 4 scales, per MMA step with 4X.
+    fn scale_words(self) -> [i64; 2] {
+        if self == Kind::Mxf4nvf4 {
+            [8, 4]
+        } else {
+            [4, 2]
+        }
+    }
+
+    /// The kind's attributes of `nvvm.tcgen05.mma.block_scale`.
+    fn attributes(self) -> Vec<(&'static str, &'static str)> {
+        let kind = match self {
+            Kind::Mxf4 => "#nvvm.block_scale_kind<mxf4>",
+            Kind::Mxf4nvf4 => "#nvvm.block_scale_kind<mxf4nvf4>",
+            _ => "#nvvm.block_scale_kind<mxf8f6f4>",
+        };
+        let mut attrs = vec![("kind", kind), ("ctaGroup", "#nvvm.cta_group<cta_1>")];
+        if self == Kind::Mxf4nvf4 {
+            attrs.push(("blockScale", "#nvvm.tcgen05_mma_block_scale<block16>"));
+        }
+        attrs
     }
 }
 
@@ -115,9 +152,17 @@ pub(super) fn plan(op: OperationRef) -> Result<(Plan, Tcgen05), String> {
     let mx = ScaleLayout::Mx { block: 32 };
     let la = layout_attr_of(op, "lhs_layout").map_err(err)?;
     let lb = layout_attr_of(op, "rhs_layout").map_err(err)?;
+    let ((fa, pa), (fb, pb)) = Plan::formats(op)?;
+    let f4 = ScaledFormat::F4E2M1;
+    let nvfp4 = |l: ScaleLayout| matches!(l, ScaleLayout::Nvfp4 { block: 16, .. });
+    if nvfp4(la) && nvfp4(lb) && fa == f4 && fb == f4 {
+        let a_op = Operand::new(f4, pa, &[f4], &[0])?;
+        let b_op = Operand::new(f4, pb, &[f4], &[0])?;
+        let scaled = Plan::new(op, a_op, b_op, Kind::Mxf4nvf4.k(), true)?;
+        let kind = Kind::Mxf4nvf4;
+        return Ok((scaled, Tcgen05 { a: f4, b: f4, kind }));
+    }
     if la == mx && lb == mx {
-        let ((fa, pa), (fb, pb)) = Plan::formats(op)?;
-        let f4 = ScaledFormat::F4E2M1;
         if fa == f4 && fb == f4 {
             let a_op = Operand::new(f4, pa, &[f4], &[0])?;
             let b_op = Operand::new(f4, pb, &[f4], &[0])?;
@@ -133,17 +178,17 @@ pub(super) fn plan(op: OperationRef) -> Result<(Plan, Tcgen05), String> {
     Ok((plan, Tcgen05 { a, b, kind }))
 }
 
-/// Tensor-memory columns of the scale factors (after D's 64): A's 128 rows in 4 columns,
-/// B's 64 in 2; and the columns allocated.
+/// Tensor-memory columns of the scale factors, after D's 64: A's words (4 columns, 8 with
+/// 4X), then B's (2, or 4).
 const SFA_COL: i64 = BN;
-const SFB_COL: i64 = BN + 4;
-const SF_WORDS: [i64; 2] = [4, 2];
+/// Scale-factor columns per lane in the emulation's stand-in (A's and B's words).
+const SF_STRIDE: i64 = 16;
 
 impl Instr for Tcgen05 {
     /// 32 bytes of each row per MMA either way: 32 FP8 codes, or 64 packed E2M1.
     fn shape(&self) -> Shape {
         let fp8 = smem_shape(BM, BN, ACC);
-        if self.kind == Kind::Mxf4 {
+        if self.kind.fp4() {
             Shape {
                 k: 64,
                 a_bits: 4,
@@ -204,7 +249,7 @@ impl Tcgen05 {
         r: usize,
     ) -> (Value<'c, 'a>, Value<'c, 'a>) {
         let (row, byte) = copied_word(e, lane, r);
-        if self.kind == Kind::Mxf4 {
+        if self.kind.fp4() {
             (row, e.muli(byte, e.index(2)))
         } else {
             (row, byte)
@@ -215,14 +260,17 @@ impl Tcgen05 {
     /// (`with_ids`).
     fn idesc(&self) -> u32 {
         // kind::mxf4 codes E2M1 as 1 in its 3-bit A and 2-bit B type fields.
-        let (ta, tb) = if self.kind == Kind::Mxf4 {
+        let (ta, tb) = if self.kind.fp4() {
             (1, 1)
         } else {
             (type_code(self.a), type_code(self.b))
         };
         let common =
             (ta << 7) | (tb << 10) | (((BN >> 3) as u32) << 17) | (((BM >> 4) as u32) << 24);
-        if self.kind.scaled() {
+        if self.kind == Kind::Mxf4nvf4 {
+            // Bit 23 clear: UE4M3 scale factors.
+            common
+        } else if self.kind.scaled() {
             // Bit 23: UE8M0 scale factors.
             common | (1 << 23)
         } else {
@@ -243,14 +291,21 @@ impl Tcgen05 {
 
 /// A block-scaled instruction descriptor for the MMA at K `kk`, choosing its scales in the
 /// tensor-memory words (4 bytes: the E8M0 scales of the 4 32-blocks of a 128-code group):
-/// byte `(kk / 32) % 4` for `mxf8f6f4` (1X), halfword `2 ((kk / 64) % 2)` for `mxf4` (2X);
-/// the B id in bits 4-5, the A id in bits 29-30.
+/// byte `(kk / 32) % 4` for `mxf8f6f4` (1X), halfword `2 ((kk / 64) % 2)` for `mxf4` (2X),
+/// 0 for `mxf4nvf4` (4X: the step's own words, see `scale_columns`); the B id in bits 4-5,
+/// the A id in bits 29-30.
 fn with_ids<'c, 'a>(e: &Emitter<'c, 'a>, instr: &Tcgen05, kk: Value<'c, 'a>) -> Value<'c, 'a> {
     let step = e.remui(
         e.divui(kk, e.index(instr.kind.k())),
         e.index(128 / instr.kind.k()),
     );
-    let id = e.muli(step, e.index(instr.kind.k() / 32));
+    // Bytes of one step's scales in a word: 1 (1X), 2 (2X); 4X takes whole words (id 0).
+    let per_step = if instr.kind == Kind::Mxf4nvf4 {
+        0
+    } else {
+        instr.kind.k() / 32
+    };
+    let id = e.muli(step, e.index(per_step));
     let j = e.index_castui(id, e.int_type(32));
     e.ori(
         e.i32(instr.idesc()),
@@ -258,29 +313,36 @@ fn with_ids<'c, 'a>(e: &Emitter<'c, 'a>, instr: &Tcgen05, kk: Value<'c, 'a>) -> 
     )
 }
 
-/// The scale-factor words thread `tid` writes into its tensor-memory lane for the 4 K steps
-/// from `kk` (a multiple of 128): for A, column c holds row `32c + tid % 32` of the tile,
-/// for B column `32c + tid % 32`, byte j the E8M0 code of K block `kk / 32 + j` (1.0 past
-/// the matrix). Every warp writes the same words into its 32 lanes: the MMA finds a row's
-/// scale in the lane quadrant of that row.
+/// The scale-factor words thread `tid` writes into its tensor-memory lane for the 128 of K
+/// from `kk` (a multiple of 128), A's then B's: word `g * (rows / 32) + c` holds, for row
+/// `32c + tid % 32` of the tile (A) or column (B), the scales of blocks `4g .. 4g + 4` of
+/// the group in its bytes (`g` the MMA step with 4X, else 0; 1.0 past the matrix). Every
+/// warp writes the same words into its 32 lanes: the MMA finds a row's scale in the lane
+/// quadrant of that row.
 fn scale_words<'c, 'a>(
     e: &Emitter<'c, 'a>,
     kn: &Kernel<'_, 'c, 'a>,
+    kind: Kind,
     l: &Lane<'c, 'a>,
     kk: Value<'c, 'a>,
 ) -> [Vec<Value<'c, 'a>>; 2] {
     let lane = e.remui(l.lane, e.index(32));
-    let blocks = ceil_div(e, kn.ops.k, e.index(32));
-    let first = e.divui(kk, e.index(32));
+    let size = e.index(kind.block());
+    let blocks = ceil_div(e, kn.ops.k, size);
+    let first = e.divui(kk, size);
+    // 1.0: E8M0 127, UE4M3 0x38.
+    let one = if kind == Kind::Mxf4nvf4 { 0x38 } else { 127 };
     let side = |sc: &crate::expand_quantize::Scaled<'c, 'a>,
                 origin: Value<'c, 'a>,
                 rows: Value<'c, 'a>,
-                words: i64| {
+                words: i64,
+                per_group: i64| {
         (0..words)
-            .map(|c| {
+            .map(|w| {
+                let (g, c) = (w / per_group, w % per_group);
                 let row = e.addi(origin, e.addi(e.index(32 * c), lane));
-                (0..4).fold(e.i32(0), |w, j| {
-                    let block = e.addi(first, e.index(j));
+                (0..4).fold(e.i32(0), |word, j| {
+                    let block = e.addi(first, e.index(4 * g + j));
                     let inside = e.andi(
                         e.cmpi(CmpiPredicate::Ult, row, rows),
                         e.cmpi(CmpiPredicate::Ult, block, blocks),
@@ -292,16 +354,36 @@ fn scale_words<'c, 'a>(
                             e.minui(block, e.subi(blocks, e.index(1))),
                         ],
                     );
-                    let code = e.select(inside, e.extui(code, e.int_type(32)), e.i32(127));
-                    e.ori(w, e.shli(code, e.i32(8 * j as u32)))
+                    let code = e.select(inside, e.extui(code, e.int_type(32)), e.i32(one));
+                    e.ori(word, e.shli(code, e.i32(8 * j as u32)))
                 })
             })
             .collect()
     };
+    let [wa, wb] = kind.scale_words();
     [
-        side(&kn.ops.sa, l.row0, kn.ops.m, SF_WORDS[0]),
-        side(&kn.ops.sb, l.col0, kn.ops.n, SF_WORDS[1]),
+        side(&kn.ops.sa, l.row0, kn.ops.m, wa, BM / 32),
+        side(&kn.ops.sb, l.col0, kn.ops.n, wb, BN / 32),
     ]
+}
+
+/// The tensor-memory columns the MMA at K `kk` reads its A and B scales from: the first of
+/// each side's words, and with 4X those of its step.
+fn scale_columns<'c, 'a>(
+    e: &Emitter<'c, 'a>,
+    kind: Kind,
+    kk: Value<'c, 'a>,
+) -> (Value<'c, 'a>, Value<'c, 'a>) {
+    let [wa, _] = kind.scale_words();
+    let (a, b) = (e.index(SFA_COL), e.index(SFA_COL + wa));
+    if kind != Kind::Mxf4nvf4 {
+        return (a, b);
+    }
+    let step = e.remui(e.divui(kk, e.index(kind.k())), e.index(2));
+    (
+        e.addi(a, e.muli(step, e.index(BM / 32))),
+        e.addi(b, e.muli(step, e.index(BN / 32))),
+    )
 }
 
 /// The tcgen05 shared-memory descriptor of a tile at byte address `base` (an `i64`).
@@ -462,8 +544,9 @@ pub(super) fn lower<'c, 'a>(
                     // complete: each was waited on).
                     let group = e.cmpi(CmpiPredicate::Eq, e.remui(kk, e.index(128)), zero);
                     e.if_then(group, |e| {
-                        let words = scale_words(e, &kn, &l, kk);
-                        for (col, w) in [SFA_COL, SFB_COL].into_iter().zip(words) {
+                        let words = scale_words(e, &kn, instr.kind, &l, kk);
+                        let [wa, _] = instr.kind.scale_words();
+                        for (col, w) in [SFA_COL, SFA_COL + wa].into_iter().zip(words) {
                             let at = e.addi(taddr, e.addi(lanes, e.i32(col as u32)));
                             e.insert(
                                 OperationBuilder::new("nvvm.tcgen05.st", e.loc())
@@ -496,7 +579,10 @@ pub(super) fn lower<'c, 'a>(
                 let accumulate = e.cmpi(CmpiPredicate::Ne, e.remui(kk, span), zero);
                 e.if_then(first_thread, |e| {
                     if instr.kind.scaled() {
-                        let sf = |col: i64| pointer(e, e.addi(taddr, e.i32(col as u32)), 6);
+                        let (ca, cb) = scale_columns(e, instr.kind, kk);
+                        let sf = |col: Value<'c, 'a>| {
+                            pointer(e, e.addi(taddr, e.index_castui(col, i32t)), 6)
+                        };
                         nvvm(
                             e,
                             "nvvm.tcgen05.mma.block_scale",
@@ -506,13 +592,10 @@ pub(super) fn lower<'c, 'a>(
                                 db,
                                 with_ids(e, instr, kk),
                                 accumulate,
-                                sf(SFA_COL),
-                                sf(SFB_COL),
+                                sf(ca),
+                                sf(cb),
                             ],
-                            &[
-                                ("kind", instr.kind.block_scale_kind()),
-                                ("ctaGroup", "#nvvm.cta_group<cta_1>"),
-                            ],
+                            &instr.kind.attributes(),
                         );
                     } else {
                         nvvm(
@@ -624,18 +707,18 @@ fn emulated_block<'c, 'a>(
     });
     let (da, db) = (descriptor(e, e.int(64, 0)), descriptor(e, e.int(64, 0)));
     let span = e.index(kn.plan.span);
-    // The scale-factor columns of tensor memory: lane L's word c at L * 8 + c (A's at
-    // columns 0-3, B's at 4-5).
-    let sf = e.alloca(i32t, BM * 8);
+    // The scale-factor columns of tensor memory: lane L's word c at L * SF_STRIDE + c (A's
+    // first, then B's; column c stands for column SFA_COL + c).
+    let sf = e.alloca(i32t, BM * SF_STRIDE);
     e.for_loop(zero, kn.ops.k, e.index(kn.plan.step), &[], |e, kk, _| {
         threads(e, &|e, t| copy_tiles(e, kn, &lane(e, t), kk, smem));
         let idesc = if instr.kind.scaled() {
             let group = e.cmpi(CmpiPredicate::Eq, e.remui(kk, e.index(128)), zero);
             e.if_then(group, |e| {
                 threads(e, &|e, t| {
-                    let words = scale_words(e, kn, &lane(e, t), kk);
+                    let words = scale_words(e, kn, instr.kind, &lane(e, t), kk);
                     for (c, w) in words.concat().into_iter().enumerate() {
-                        let at = e.addi(e.muli(t, e.index(8)), e.index(c as i64));
+                        let at = e.addi(e.muli(t, e.index(SF_STRIDE)), e.index(c as i64));
                         e.store(w, sf, &[at]);
                     }
                 })
@@ -645,7 +728,12 @@ fn emulated_block<'c, 'a>(
             e.i32(instr.idesc())
         };
         let accumulate = e.cmpi(CmpiPredicate::Ne, e.remui(kk, span), zero);
-        let scales = instr.kind.scaled().then_some(sf);
+        let (ca, cb) = scale_columns(e, instr.kind, kk);
+        let base = e.index(SFA_COL);
+        let scales = instr
+            .kind
+            .scaled()
+            .then(|| (sf, e.subi(ca, base), e.subi(cb, base)));
         emulated_mma(
             e,
             instr.kind,
@@ -686,8 +774,9 @@ fn emulated_block<'c, 'a>(
 /// (row % 8) * 16 + byte % 16; `mxf4`: byte k / 2, the low nibble first). Block-scaled
 /// (`scales`, the scale-factor columns): each 32-block's sum times the E8M0 scales of the
 /// row and the column, for block q of the MMA byte `scale A id + q` (idesc bits 29-30) of
-/// the A word at lane `row`, column `row / 32`, byte `scale B id + q` (bits 4-5) of the B
-/// word at lane `col % 32`, column `4 + col / 32`.
+/// the A word at lane `row`, column `a + row / 32`, byte `scale B id + q` (bits 4-5) of the
+/// B word at lane `col % 32`, column `b + col / 32`, `a` and `b` the MMA's scale columns;
+/// E8M0 when idesc bit 23 is set, else UE4M3 (16-blocks).
 #[allow(clippy::too_many_arguments)]
 fn emulated_mma<'c, 'a>(
     e: &Emitter<'c, 'a>,
@@ -697,7 +786,7 @@ fn emulated_mma<'c, 'a>(
     accumulate: Value<'c, 'a>,
     smem: [Value<'c, 'a>; 2],
     tmem: Value<'c, 'a>,
-    scales: Option<Value<'c, 'a>>,
+    scales: Option<(Value<'c, 'a>, Value<'c, 'a>, Value<'c, 'a>)>,
 ) {
     let (zero, one) = (e.index(0), e.index(1));
     let index = e.index_type();
@@ -726,7 +815,9 @@ fn emulated_mma<'c, 'a>(
         .iter()
         .map(|&d| [field(d, 0), field(d, 16), field(d, 32)])
         .collect();
-    let fp4 = kind == Kind::Mxf4;
+    let fp4 = kind.fp4();
+    // Bit 23: UE8M0 scales, else UE4M3.
+    let ue8m0 = e.cmpi(CmpiPredicate::Ne, bits(23, 1), zero);
     let value = |e: &Emitter<'c, 'a>,
                  which: usize,
                  rc: Value<'c, 'a>,
@@ -760,27 +851,30 @@ fn emulated_mma<'c, 'a>(
     e.for_loop(zero, m, one, &[], |e, row, _| {
         e.for_loop(zero, n, one, &[], |e, col, _| {
             let c32 = e.index(32);
-            let sum = (0..kind.k() / 32).fold(e.f32(0.0), |total, q| {
-                let k0 = e.index(32 * q);
-                let part = e.for_loop(zero, c32, one, &[e.f32(0.0)], |e, k, s| {
+            let block = kind.block();
+            let sum = (0..kind.k() / block).fold(e.f32(0.0), |total, q| {
+                let k0 = e.index(block * q);
+                let part = e.for_loop(zero, e.index(block), one, &[e.f32(0.0)], |e, k, s| {
                     let k = e.addi(k0, k);
                     let x = value(e, 0, row, k, ta);
                     let y = value(e, 1, col, k, tb);
                     vec![e.addf(s[0], e.mulf(x, y))]
                 })[0];
                 let part = match scales {
-                    Some(sf) => {
+                    Some((sf, col_a, col_b)) => {
                         let scale = |lane: Value<'c, 'a>, column: Value<'c, 'a>, id| {
-                            let word = e.load(sf, &[e.addi(e.muli(lane, e.index(8)), column)]);
+                            let at = e.addi(e.muli(lane, e.index(SF_STRIDE)), column);
+                            let word = e.load(sf, &[at]);
                             let shift = e.muli(e.addi(id, e.i32(q as u32)), e.i32(8));
-                            codes::e8m0_decode(e, e.andi(e.shrui(word, shift), e.i32(0xFF)))
+                            let code = e.andi(e.shrui(word, shift), e.i32(0xFF));
+                            e.select(
+                                ue8m0,
+                                codes::e8m0_decode(e, code),
+                                codes::decode(e, ScaledFormat::F8E4M3, code),
+                            )
                         };
-                        let sa = scale(row, e.divui(row, c32), id_a);
-                        let sb = scale(
-                            e.remui(col, c32),
-                            e.addi(e.index(4), e.divui(col, c32)),
-                            id_b,
-                        );
+                        let sa = scale(row, e.addi(col_a, e.divui(row, c32)), id_a);
+                        let sb = scale(e.remui(col, c32), e.addi(col_b, e.divui(col, c32)), id_b);
                         e.mulf(e.mulf(part, sa), sb)
                     }
                     None => part,
