@@ -16,6 +16,22 @@ fn emulated(chip: &str, kernel: &str) -> String {
     format!("builtin.module(func.func(lowp-to-nvvm{{chip={chip} kernel={kernel} emulate=true}}))")
 }
 
+/// The problems' module after `lowp-to-nvvm{chip kernel}` (not emulated), as text.
+fn lowered(session: &Session, problems: &[(String, Problem)], chip: &str, kernel: &str) -> String {
+    let src: String = problems
+        .iter()
+        .enumerate()
+        .map(|(i, (_, p))| source(&format!("p{i}"), p))
+        .collect();
+    let mut module = session.parse(&src).unwrap_or_else(|e| panic!("{e}"));
+    let pipeline =
+        format!("builtin.module(func.func(lowp-to-nvvm{{chip={chip} kernel={kernel}}}))");
+    session
+        .run_pipeline(&mut module, &pipeline)
+        .unwrap_or_else(|e| panic!("{e}"));
+    module.as_operation().to_string()
+}
+
 /// sm_89: mma.sync where the formats allow, the generic kernel elsewhere.
 #[test]
 fn mma_sync_emulation_matches_the_oracle() {
@@ -212,19 +228,7 @@ fn wgmma_pipeline_matches_the_oracle() {
             ));
         }
     }
-    let src: String = problems
-        .iter()
-        .enumerate()
-        .map(|(i, (_, p))| source(&format!("p{i}"), p))
-        .collect();
-    let mut module = session.parse(&src).unwrap_or_else(|e| panic!("{e}"));
-    session
-        .run_pipeline(
-            &mut module,
-            "builtin.module(func.func(lowp-to-nvvm{chip=sm_90a kernel=auto}))",
-        )
-        .unwrap_or_else(|e| panic!("{e}"));
-    let text = module.as_operation().to_string();
+    let text = lowered(&session, &problems, "sm_90a", "auto");
     assert_eq!(
         text.matches("gpu.dynamic_shared_memory").count(),
         problems.len(),
@@ -235,19 +239,7 @@ fn wgmma_pipeline_matches_the_oracle() {
     // The warp-specialized variant (a producer warpgroup's copies and translations, per-slot
     // translated tiles, 3 stages where a slot takes 64 KiB) on the largest shape's problems.
     let largest = &problems[..pairs.len()];
-    let src: String = largest
-        .iter()
-        .enumerate()
-        .map(|(i, (_, p))| source(&format!("p{i}"), p))
-        .collect();
-    let mut module = session.parse(&src).unwrap_or_else(|e| panic!("{e}"));
-    session
-        .run_pipeline(
-            &mut module,
-            "builtin.module(func.func(lowp-to-nvvm{chip=sm_90a kernel=wgmma-specialized}))",
-        )
-        .unwrap_or_else(|e| panic!("{e}"));
-    let text = module.as_operation().to_string();
+    let text = lowered(&session, largest, "sm_90a", "wgmma-specialized");
     assert_eq!(
         text.matches("%c384 = arith.constant 384").count(),
         largest.len()
@@ -305,19 +297,7 @@ fn tcgen05_block_scaled_kinds_match_the_oracle() {
     // NaN scales: row 0's second block of A (E8M0 0xFF; UE4M3 0x7F).
     problems[0].1.a.q.scales.values[1] = f32::NAN;
     problems[3].1.a.q.scales.values[1] = f32::NAN;
-    let src: String = problems
-        .iter()
-        .enumerate()
-        .map(|(i, (_, p))| source(&format!("p{i}"), p))
-        .collect();
-    let mut module = session.parse(&src).unwrap_or_else(|e| panic!("{e}"));
-    session
-        .run_pipeline(
-            &mut module,
-            "builtin.module(func.func(lowp-to-nvvm{chip=sm_100a kernel=tcgen05}))",
-        )
-        .unwrap_or_else(|e| panic!("{e}"));
-    let text = module.as_operation().to_string();
+    let text = lowered(&session, &problems, "sm_100a", "tcgen05");
     assert_eq!(text.matches("#nvvm.block_scale_kind<mxf4>").count(), 6);
     assert_eq!(text.matches("#nvvm.block_scale_kind<mxf8f6f4>").count(), 3);
     assert_eq!(text.matches("#nvvm.block_scale_kind<mxf4nvf4>").count(), 6);

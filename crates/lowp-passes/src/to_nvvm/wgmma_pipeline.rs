@@ -347,6 +347,13 @@ enum Shared<'c, 'a> {
 }
 
 impl<'c, 'a> Shared<'c, 'a> {
+    /// The kernel's dynamic shared memory, its base rounded up to 1024 bytes (the swizzle
+    /// atoms' alignment; `Memory::dynamic_bytes` has the slack).
+    fn aligned(e: &Emitter<'c, 'a>, memory: Value<'c, 'a>) -> Self {
+        let raw = wgmma::smem_address(e, memory);
+        Shared::Gpu(e.andi(e.addi(raw, e.int(64, 1023)), e.int(64, !1023)))
+    }
+
     /// The byte address of `offset` (an index) as an `i64` (for descriptors).
     fn address(&self, e: &Emitter<'c, 'a>, offset: Value<'c, 'a>) -> Value<'c, 'a> {
         let offset = e.index_castui(offset, e.int_type(64));
@@ -593,6 +600,44 @@ fn translate4<'c, 'a>(
     shared.permute(e, first, second, pick)
 }
 
+/// Issue thread `tid`'s 16-byte `cp.async` of stage `s` of both operands into its slot
+/// (from the operands' base addresses `globals`; chunks outside copy 0 bytes).
+#[allow(clippy::too_many_arguments)]
+fn copy_stage<'c, 'a>(
+    e: &Emitter<'c, 'a>,
+    mem: &Memory,
+    shared: Shared<'c, 'a>,
+    sides: &[Side<'c, 'a>; 2],
+    globals: [Value<'c, 'a>; 2],
+    k: Value<'c, 'a>,
+    tid: Value<'c, 'a>,
+    s: Value<'c, 'a>,
+) {
+    let i64t = e.int_type(64);
+    let k0 = e.muli(s, e.index(BK));
+    for (x, side) in sides.iter().enumerate() {
+        let copied = mem.copied(e, x, s);
+        for i in 0..mem.routes[x].chunks(mem.copiers) {
+            let c = chunk(
+                e,
+                mem.routes[x],
+                mem.copiers,
+                tid,
+                i,
+                side.origin,
+                side.rows,
+                k,
+                k0,
+            );
+            let dst = pointer(e, shared.address(e, e.addi(copied, c.offset)), 3);
+            let at = e.addi(e.muli(c.row, side.row_bytes), c.byte);
+            let src = pointer(e, e.addi(globals[x], e.index_castui(at, i64t)), 1);
+            let size = e.select(c.inside, e.i32(16), e.i32(0));
+            cp_async(e, dst, src, size);
+        }
+    }
+}
+
 /// Translate thread `tid`'s chunks of the staged operands' stage `s` (as it copied them)
 /// into the FP8 tiles of that stage, in the 128-byte swizzle: per stored byte one code, or
 /// two (low nibble first) when packed.
@@ -749,10 +794,7 @@ fn hardware_block<'c, 'a>(
 ) {
     let (bm, bn) = (bid[1], bid[0]);
     let l = lane(e, tid, bm, bn);
-    let i64t = e.int_type(64);
-    // The base: the dynamic shared memory rounded up to 1024 bytes.
-    let raw = wgmma::smem_address(e, memory);
-    let shared = Shared::Gpu(e.andi(e.addi(raw, e.int(64, 1023)), e.int(64, !1023)));
+    let shared = Shared::aligned(e, memory);
     let sides = sides(e, kn, bm, bn);
     let globals = [
         wgmma::smem_address(e, kn.ops.bits_a),
@@ -765,28 +807,7 @@ fn hardware_block<'c, 'a>(
     let issue = |e: &Emitter<'c, 'a>, s: Value<'c, 'a>| {
         let live = e.cmpi(CmpiPredicate::Ult, s, stages);
         e.if_then(live, |e| {
-            let k0 = e.muli(s, e.index(BK));
-            for (x, side) in sides.iter().enumerate() {
-                let copied = mem.copied(e, x, s);
-                for i in 0..mem.routes[x].chunks(mem.copiers) {
-                    let c = chunk(
-                        e,
-                        mem.routes[x],
-                        mem.copiers,
-                        tid,
-                        i,
-                        side.origin,
-                        side.rows,
-                        k,
-                        k0,
-                    );
-                    let dst = pointer(e, shared.address(e, e.addi(copied, c.offset)), 3);
-                    let at = e.addi(e.muli(c.row, side.row_bytes), c.byte);
-                    let src = pointer(e, e.addi(globals[x], e.index_castui(at, i64t)), 1);
-                    let size = e.select(c.inside, e.i32(16), e.i32(0));
-                    cp_async(e, dst, src, size);
-                }
-            }
+            copy_stage(e, mem, shared, &sides, globals, k, tid, s);
         });
         e.bare("nvvm.cp.async.commit.group", &[]);
     };
@@ -861,7 +882,7 @@ fn stage_mmas<'c, 'a>(
     acc
 }
 
-/// An mbarrier op on `bar` (a shared-memory pointer) with its other operands.
+/// An mbarrier op (no results): the barrier's shared-memory pointer, then its operands.
 fn mbarrier<'c, 'a>(e: &Emitter<'c, 'a>, name: &str, operands: &[Value<'c, 'a>]) {
     e.insert(
         OperationBuilder::new(name, e.loc())
@@ -898,10 +919,8 @@ fn specialized_block<'c, 'a>(
     memory: Value<'c, 'a>,
 ) {
     let (bm, bn) = (bid[1], bid[0]);
-    let (i32t, i64t) = (e.int_type(32), e.int_type(64));
-    let raw = wgmma::smem_address(e, memory);
-    let base = e.andi(e.addi(raw, e.int(64, 1023)), e.int(64, !1023));
-    let shared = Shared::Gpu(base);
+    let i32t = e.int_type(32);
+    let shared = Shared::aligned(e, memory);
     let stages = mem.stages;
     let lead = stages - 1;
     // Barrier `which` (0 full, 1 empty) of stage `s`'s slot.
@@ -959,41 +978,14 @@ fn specialized_block<'c, 'a>(
                     ("space", "#nvvm.shared_space<cta>"),
                 ],
             );
-            let b = bar(e, 0, s);
-            e.insert(
-                OperationBuilder::new("nvvm.mbarrier.arrive", e.loc())
-                    .add_operands(&[b])
-                    .build()
-                    .expect("valid nvvm.mbarrier.arrive"),
-            );
+            mbarrier(e, "nvvm.mbarrier.arrive", &[bar(e, 0, s)]);
         };
         e.for_loop(zero, count, one, &[], |e, s, _| {
             let use_ = e.divui(s, e.index(stages));
             e.if_then(e.cmpi(CmpiPredicate::Uge, s, e.index(stages)), |e| {
                 wait(e, bar(e, 1, s), parity(e, e.subi(use_, one)))
             });
-            let k0 = e.muli(s, e.index(BK));
-            for (x, side) in sides.iter().enumerate() {
-                let copied = mem.copied(e, x, s);
-                for i in 0..mem.routes[x].chunks(mem.copiers) {
-                    let c = chunk(
-                        e,
-                        mem.routes[x],
-                        mem.copiers,
-                        ptid,
-                        i,
-                        side.origin,
-                        side.rows,
-                        k,
-                        k0,
-                    );
-                    let dst = pointer(e, shared.address(e, e.addi(copied, c.offset)), 3);
-                    let at = e.addi(e.muli(c.row, side.row_bytes), c.byte);
-                    let src = pointer(e, e.addi(globals[x], e.index_castui(at, i64t)), 1);
-                    let size = e.select(c.inside, e.i32(16), e.i32(0));
-                    cp_async(e, dst, src, size);
-                }
-            }
+            copy_stage(e, mem, shared, &sides, globals, k, ptid, s);
             e.bare("nvvm.cp.async.commit.group", &[]);
             e.if_then(e.cmpi(CmpiPredicate::Uge, s, e.index(lead - 1)), |e| {
                 e.bare(
@@ -1023,13 +1015,7 @@ fn specialized_block<'c, 'a>(
             let use_ = e.divui(s, e.index(stages));
             wait(e, bar(e, 0, s), parity(e, use_));
             let acc = stage_mmas(e, kn, mem, instr, shared, &l, s, acc);
-            let b = bar(e, 1, s);
-            e.insert(
-                OperationBuilder::new("nvvm.mbarrier.arrive", e.loc())
-                    .add_operands(&[b])
-                    .build()
-                    .expect("valid nvvm.mbarrier.arrive"),
-            );
+            mbarrier(e, "nvvm.mbarrier.arrive", &[bar(e, 1, s)]);
             acc
         });
         kn.epilogue(e, &l, &done);
