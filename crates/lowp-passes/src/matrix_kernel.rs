@@ -346,6 +346,28 @@ impl<'p, 'c, 'a> Kernel<'p, 'c, 'a> {
         })
     }
 
+    /// Blocks over C for a `bm x bn` tile: along N (x), along M (y).
+    pub(crate) fn grid(&self, e: &Emitter<'c, 'a>, bm: i64, bn: i64) -> [Value<'c, 'a>; 2] {
+        [
+            ceil_div(e, self.ops.n, e.index(bn)),
+            ceil_div(e, self.ops.m, e.index(bm)),
+        ]
+    }
+
+    /// A parallel loop over `grid` (from [`grid`](Self::grid)) running `block(e, block row,
+    /// block column)`: the blocks of a CPU emulation, or those the GPU mapping passes map.
+    pub(crate) fn blocks(
+        &self,
+        e: &Emitter<'c, 'a>,
+        grid: [Value<'c, 'a>; 2],
+        block: impl Fn(&Emitter<'c, 'a>, Value<'c, 'a>, Value<'c, 'a>),
+    ) {
+        let (zero, one) = (e.index(0), e.index(1));
+        e.parallel_nest(&[zero, zero], &grid, &[one, one], |e, b| {
+            block(e, b[1], b[0])
+        });
+    }
+
     fn lane(
         &self,
         e: &Emitter<'c, 'a>,
@@ -666,17 +688,12 @@ pub(crate) fn lower<'c, 'a>(
     emulate: bool,
 ) -> Result<(), PassError> {
     let kernel = Kernel::new(e, op, plan, instr)?;
-    let (zero, one) = (e.index(0), e.index(1));
     let (tm, tn) = kernel.shape.block_tile();
-    let grid = [
-        ceil_div(e, kernel.ops.n, e.index(tn)),
-        ceil_div(e, kernel.ops.m, e.index(tm)),
-    ];
-    e.parallel_nest(&[zero, zero], &grid, &[one, one], |e, b| {
+    kernel.blocks(e, kernel.grid(e, tm, tn), |e, bm, bn| {
         if emulate {
-            emulated_block(e, &kernel, instr, b[1], b[0]);
+            emulated_block(e, &kernel, instr, bm, bn);
         } else {
-            hardware_block(e, &kernel, instr, b[1], b[0]);
+            hardware_block(e, &kernel, instr, bm, bn);
         }
     });
     Ok(())

@@ -442,14 +442,9 @@ pub(super) fn lower<'c, 'a>(
 ) -> Result<(), PassError> {
     let kn = Kernel::new(e, op, plan, instr)?;
     let (zero, one) = (e.index(0), e.index(1));
-    let grid = [
-        ceil_div(e, kn.ops.n, e.index(BN)),
-        ceil_div(e, kn.ops.m, e.index(BM)),
-    ];
+    let grid = kn.grid(e, BM, BN);
     if emulate {
-        e.parallel_nest(&[zero, zero], &grid, &[one, one], |e, b| {
-            emulated_block(e, &kn, instr, b[1], b[0])
-        });
+        kn.blocks(e, grid, |e, bm, bn| emulated_block(e, &kn, instr, bm, bn));
         return Ok(());
     }
     let workgroup = |words: i64, t: &str| {

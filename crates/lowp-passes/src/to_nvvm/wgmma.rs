@@ -32,7 +32,6 @@ use melior::ir::operation::OperationBuilder;
 use melior::ir::{Attribute, Identifier, OperationRef, Type, Value};
 
 use crate::codes;
-use crate::expand_quantize::ceil_div;
 use crate::ir::Emitter;
 use crate::matrix_kernel::{Instr, Kernel, Lane, Plan, Shape};
 use crate::PassError;
@@ -338,15 +337,10 @@ pub(super) fn lower<'c, 'a>(
     emulate: bool,
 ) -> Result<(), PassError> {
     let kn = Kernel::new(e, op, plan, instr)?;
-    let (zero, one) = (e.index(0), e.index(1));
-    let grid = [
-        ceil_div(e, kn.ops.n, e.index(BN)),
-        ceil_div(e, kn.ops.m, e.index(BM)),
-    ];
+    let one = e.index(1);
+    let grid = kn.grid(e, BM, BN);
     if emulate {
-        e.parallel_nest(&[zero, zero], &grid, &[one, one], |e, b| {
-            emulated_block(e, &kn, instr, b[1], b[0])
-        });
+        kn.blocks(e, grid, |e, bm, bn| emulated_block(e, &kn, instr, bm, bn));
         return Ok(());
     }
     let smem_type = |words: i64| {

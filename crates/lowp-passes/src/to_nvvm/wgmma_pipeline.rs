@@ -715,14 +715,11 @@ pub(super) fn lower<'c, 'a>(
 ) -> Result<(), PassError> {
     let kn = Kernel::new(e, op, plan, instr)?;
     let mem = Memory::new(plan, specialized);
-    let (zero, one) = (e.index(0), e.index(1));
-    let grid = [
-        ceil_div(e, kn.ops.n, e.index(BN)),
-        ceil_div(e, kn.ops.m, e.index(BM)),
-    ];
+    let one = e.index(1);
+    let grid = kn.grid(e, BM, BN);
     if emulate {
-        e.parallel_nest(&[zero, zero], &grid, &[one, one], |e, b| {
-            emulated_block(e, &kn, &mem, instr, b[1], b[0])
+        kn.blocks(e, grid, |e, bm, bn| {
+            emulated_block(e, &kn, &mem, instr, bm, bn)
         });
         return Ok(());
     }
