@@ -35,7 +35,9 @@ checks=(
 )
 i=0
 for c in "${checks[@]}"; do
-  for kernel in auto wgmma-specialized mma-sync generic; do
+  # auto: the skinny wgmma block where M <= 64, the square one above; wgmma-skinny forces
+  # the skinny one on the larger M too.
+  for kernel in auto wgmma-skinny wgmma-specialized mma-sync generic; do
     # shellcheck disable=SC2086
     save "check-$kernel-$i" $c --kernel $kernel 2>/dev/null || true  # some kernels refuse some
   done
@@ -43,7 +45,8 @@ for c in "${checks[@]}"; do
 done
 printf '%s\n' "${checks[@]}" > gpu-carry/bundles/checks.txt
 
-# ---- timing: FP8 per-tensor and MXFP4 at the anchors' shapes, each NVIDIA kernel.
+# ---- timing: FP8 per-tensor and MXFP4 at the anchors' shapes, each NVIDIA kernel (wgmma
+# takes the skinny block at 16x8192x8192; wgmma-specialized is the square one there).
 for s in 8192x8192x8192 4096x4096x4096 16x8192x8192; do
   IFS=x read -r m n k <<< "$s"
   for f in "f8e4m3 --layout per_tensor" "f4e2m1 --layout mx --packed"; do

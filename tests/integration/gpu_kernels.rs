@@ -17,7 +17,8 @@ fn specs() -> Vec<MatmulSpec> {
     for (i, &f) in ScaledFormat::NAMED.iter().enumerate() {
         for (j, &l) in layouts.iter().enumerate() {
             let spec = MatmulSpec {
-                m: 13 + i,
+                // M at most 64 (the skinny wgmma block) and above (the square one).
+                m: if i % 2 == 0 { 13 + i } else { 65 + i },
                 n: 40 - j,
                 k: 256,
                 lhs: f,
@@ -62,9 +63,7 @@ fn kernels_compile_for_every_format_and_layout() {
             .compile_nvvm(&mut module, "mm", "sm_90a", choice)
             .unwrap_or_else(|e| panic!("{spec:?} {choice}: {e}"));
         let uses_mma = kernel.ptx.contains("mma.sync.aligned.m16n8k32.row.col.f32");
-        let uses_wgmma = kernel
-            .ptx
-            .contains("wgmma.mma_async.sync.aligned.m64n128k32.f32");
+        let uses_wgmma = kernel.ptx.contains("wgmma.mma_async.sync.aligned.m64n");
         assert_eq!(uses_mma, choice == "mma-sync", "{spec:?} {choice}");
         assert_eq!(uses_wgmma, choice == "auto" && fp8, "{spec:?} {choice}");
         // Fragments and accumulators stay in registers.
@@ -85,24 +84,41 @@ fn kernels_compile_for_every_format_and_layout() {
             assert_eq!(kernel.block, (128, 1, 1), "{spec:?}");
             assert!(gx as usize * 64 >= spec.n && gy as usize * 64 >= spec.m);
         } else if uses_wgmma && kernel.ptx.contains("cp.async.cg.shared.global") {
-            // The cp.async pipeline (rows of a multiple of 16 bytes): two warpgroups per
-            // 128 x 128 tile, 4 stages of both operands as stored (16 KiB each, 8 KiB
-            // packed) in dynamic shared memory, two 16 KiB FP8 tiles per translated operand.
-            assert_eq!(kernel.block, (256, 1, 1), "{spec:?}");
-            assert!(gx as usize * 128 >= spec.n && gy as usize * 128 >= spec.m);
-            let stored = |packed| if packed { 8192 } else { 16384 };
-            let translated = |f: ScaledFormat| {
+            // The cp.async pipeline (rows of a multiple of 16 bytes). M at most 64: the
+            // skinny block (swap AB: one warpgroup per 64 columns of C and M rounded up to
+            // 16 rows, m64n<rows>k32, 8 stages); above: the square one (two warpgroups per
+            // 128 x 128 tile, m64n128k32, 4 stages). Each stage holds both operands as
+            // stored (128 bytes a row, 64 packed) in dynamic shared memory, and each
+            // translated operand has two FP8 tiles.
+            let skinny = spec.m <= 64;
+            let (rows_a, rows_b, stages, threads) = if skinny {
+                (spec.m.div_ceil(16) * 16, 64, 8, 128)
+            } else {
+                (128, 128, 4, 256)
+            };
+            assert_eq!(kernel.block, (threads, 1, 1), "{spec:?}");
+            assert!(gx as usize * rows_b >= spec.n && gy as usize * rows_a >= spec.m);
+            let n = if skinny { rows_a } else { 128 };
+            assert!(
+                kernel
+                    .ptx
+                    .contains(&format!("wgmma.mma_async.sync.aligned.m64n{n}k32.f32")),
+                "{spec:?}"
+            );
+            let stored = |rows: usize, packed| rows * if packed { 64 } else { 128 };
+            let translated = |rows: usize, f: ScaledFormat| {
                 if matches!(f, ScaledFormat::F8E4M3 | ScaledFormat::F8E5M2) {
                     0
                 } else {
-                    2 * 16384
+                    2 * rows * 128
                 }
             };
-            let bytes = 4 * (stored(spec.lhs_packed) + stored(spec.rhs_packed))
-                + translated(spec.lhs)
-                + translated(spec.rhs)
+            let bytes = stages
+                * (stored(rows_a, spec.lhs_packed) + stored(rows_b, spec.rhs_packed))
+                + translated(rows_a, spec.lhs)
+                + translated(rows_b, spec.rhs)
                 + 1024;
-            assert_eq!(kernel.shared_bytes, bytes, "{spec:?}");
+            assert_eq!(kernel.shared_bytes as usize, bytes, "{spec:?}");
             assert!(
                 kernel
                     .ptx
@@ -113,6 +129,9 @@ fn kernels_compile_for_every_format_and_layout() {
         } else if uses_wgmma {
             // One warpgroup per block, a 64 x 128 tile of C, A and B tiles in shared memory.
             assert_eq!(kernel.block, (128, 1, 1), "{spec:?}");
+            assert!(kernel
+                .ptx
+                .contains("wgmma.mma_async.sync.aligned.m64n128k32.f32"));
             assert!(gx as usize * 128 >= spec.n && gy as usize * 64 >= spec.m);
             assert_eq!(kernel.shared_bytes, 0, "{spec:?}");
             assert!(kernel.ptx.contains(".shared .align"), "{spec:?}");

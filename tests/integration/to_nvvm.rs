@@ -127,21 +127,22 @@ fn fp8_kernels_tiles_and_ragged_edges() {
     }
 }
 
-/// sm_90a's cp.async pipeline (row-major operands with static rows of a multiple of 16
-/// bytes): two warpgroups per 128 x 128 block, the ring of 4 stages wrapping (K up to 6
-/// stages), a last stage that is partly past K, rows and columns past M and N, every scale
-/// segment it takes (32, 64, 128, all of K), E4M3 / E5M2 copied as stored and FP4 (packed
-/// or not), FP6 and custom formats translated to FP8 by the threads that copied them;
-/// checked first to be the kernel `auto` picks, then run through the emulation of the same
-/// copies, translations, swizzled offsets and descriptors.
-#[test]
-fn wgmma_pipeline_matches_the_oracle() {
-    let session = Session::new();
-    let mut rng = SplitMix64::new(128);
+/// (A, its layout, packed, B, its layout, packed) for the cp.async pipeline's tests: FP8
+/// with every scale segment (per-tensor, MX, blockwise, per-channel, MX64 x blockwise
+/// 16x256), packed E2M1, FP6, FP6 x FP4, a custom format.
+type PipelinePair = (
+    ScaledFormat,
+    ScaleLayout,
+    bool,
+    ScaledFormat,
+    ScaleLayout,
+    bool,
+);
+
+fn pipeline_pairs() -> [PipelinePair; 9] {
     let (e4, e5) = (ScaledFormat::F8E4M3, ScaledFormat::F8E5M2);
     let (f4, mx) = (ScaledFormat::F4E2M1, ScaleLayout::MX);
-    // (A, its layout, packed, B, its layout, packed)
-    let pairs = [
+    [
         (
             e4,
             ScaleLayout::PerTensor,
@@ -206,7 +207,23 @@ fn wgmma_pipeline_matches_the_oracle() {
             ScaleLayout::PerTensor,
             true,
         ),
-    ];
+    ]
+}
+
+/// sm_90a's cp.async pipeline (row-major operands with static rows of a multiple of 16
+/// bytes): two warpgroups per 128 x 128 block (M = 130; the smaller shapes take the skinny
+/// block, tested below), the ring of 4 stages wrapping (K up to 6
+/// stages), a last stage that is partly past K, rows and columns past M and N, every scale
+/// segment it takes (32, 64, 128, all of K), E4M3 / E5M2 copied as stored and FP4 (packed
+/// or not), FP6 and custom formats translated to FP8 by the threads that copied them;
+/// checked first to be the kernel `auto` picks, then run through the emulation of the same
+/// copies, translations, swizzled offsets and descriptors.
+#[test]
+fn wgmma_pipeline_matches_the_oracle() {
+    let session = Session::new();
+    let mut rng = SplitMix64::new(128);
+    let e4 = ScaledFormat::F8E4M3;
+    let pairs = pipeline_pairs();
     let mut problems = Vec::new();
     for (m, n, k, cases) in [(130, 136, 672, 9), (64, 200, 160, 4), (3, 5, 32, 3)] {
         for &(fa, la, pa, fb, lb, pb) in pairs.iter().rev().take(cases) {
@@ -253,6 +270,66 @@ fn wgmma_pipeline_matches_the_oracle() {
         largest,
         Some(&emulated("sm_90a", "wgmma-specialized")),
     );
+}
+
+/// The pipeline's skinny block (swap AB), `auto`'s choice when M is static and at most 64:
+/// B's 64 rows per block are the instruction's A, A's rows (M rounded up to 16) its B, so a
+/// decode step's 16 rows take `m64n16k32` and 40 rows `m64n48k32`; rows past M copy zeros
+/// and are not stored, packed E2M1 A (64 chunks per stage) leaves half the copying threads
+/// out, the ring of 8 stages wraps (K 10 stages) and the last stage is partial;
+/// `kernel=wgmma-skinny` forces it on M = 100 (two blocks of 64 rows along M). Every pair of
+/// formats and layouts the pipeline takes, through the emulation.
+#[test]
+fn wgmma_skinny_matches_the_oracle() {
+    let session = Session::new();
+    let mut rng = SplitMix64::new(16);
+    let pairs = pipeline_pairs();
+    let problem = |rng: &mut SplitMix64, (m, n, k): (usize, usize, usize), p: PipelinePair| {
+        let (fa, la, pa, fb, lb, pb) = p;
+        (
+            format!("{m}x{n}x{k} {fa} {la} x {fb} {lb}"),
+            Problem {
+                a: operand(rng, m, k, fa, la, pa),
+                b: operand(rng, n, k, fb, lb, pb),
+                bias: Some(rng.normal_vec(n)),
+                bf16: m == 5,
+            },
+        )
+    };
+    let mut problems = Vec::new();
+    for (shape, cases) in [
+        ((16, 200, 1184), &[0, 1, 2, 3, 4, 5, 6, 7, 8][..]),
+        ((5, 72, 96), &[0, 5, 8]),
+        ((40, 130, 384), &[1, 6, 7]),
+    ] {
+        for &c in cases {
+            problems.push(problem(&mut rng, shape, pairs[c]));
+        }
+    }
+    let text = lowered(&session, &problems, "sm_90a", "auto");
+    let shape = |n: i64| format!("<m = 64, n = {n}, k = 32>");
+    assert!(text.contains(&shape(16)) && text.contains(&shape(48)));
+    assert!(!text.contains(&shape(128)), "no op takes the square block");
+    let launches: Vec<&str> = text
+        .lines()
+        .filter_map(|l| l.split_once("gpu.launch blocks").map(|(_, rest)| rest))
+        .collect();
+    assert_eq!(launches.len(), problems.len());
+    for launch in launches {
+        let threads = launch.split_once("threads").expect("threads").1;
+        let x = threads.split_once(" = ").expect("block size").1;
+        assert!(
+            x.starts_with("%c128,") || x.starts_with("%c128_"),
+            "{launch}"
+        );
+    }
+    run_and_check(&session, &problems, Some(&emulated("sm_90a", "auto")));
+    let forced: Vec<_> = [1, 5]
+        .iter()
+        .map(|&c| problem(&mut rng, (100, 64, 256), pairs[c]))
+        .collect();
+    assert!(lowered(&session, &forced, "sm_90a", "wgmma-skinny").contains(&shape(64)));
+    run_and_check(&session, &forced, Some(&emulated("sm_90a", "wgmma-skinny")));
 }
 
 /// sm_100a's block-scaled kinds: for two MX operands with 32-blocks `kind::mxf4` (E2M1 x

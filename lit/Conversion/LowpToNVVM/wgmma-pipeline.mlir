@@ -119,3 +119,30 @@ func.func @staged(%a: memref<128x128x!lowp.packed<f4E2M1FN>>, %sa: memref<128x8x
       : memref<128x128x!lowp.packed<f4E2M1FN>>[memref<128x8xf8E8M0FNU>], memref<64x256xf6E3M2FN>[memref<64x8xf8E8M0FNU>] -> memref<128x64xf32>
   return
 }
+
+// A decode step (M = 16 <= 64): the skinny block, swap AB. One warpgroup per 16 x 64 of
+// C computes C^T with m64n16k32: B's 64 rows (E4M3) are the instruction's A, A's 16 rows
+// (E5M2) its B. 8 stages of 2 + 8 KiB (+ 1 KiB to align); per stage each thread copies 1
+// chunk of A and 4 of B; the prologue issues 7 stages, each step waits for all but 6 of
+// its groups. 8 accumulators per thread.
+// CHECK-LABEL: func.func @decode
+// CHECK:       gpu.launch {{.*}} threads({{.*}}) in (%{{.*}} = %c128{{.*}}, %{{.*}} = %c1{{.*}}, %{{.*}} = %c1{{.*}}) dynamic_shared_memory_size %c82944_i32 {
+// CHECK:         scf.for %{{.*}} = %c0 to %c7 step %c1 {
+// CHECK-COUNT-5:   nvvm.cp.async.shared.global
+// CHECK-NOT:       nvvm.cp.async.shared.global
+// CHECK:           nvvm.cp.async.commit.group
+// CHECK:         %{{.*}}:8 = scf.for %{{.*}} = %c0 to %{{.*}} step %c1 iter_args(
+// CHECK-NEXT:      nvvm.cp.async.wait.group 6
+// CHECK:           gpu.barrier
+// CHECK-COUNT-5:   nvvm.cp.async.shared.global
+// CHECK:           nvvm.wgmma.fence.aligned
+// CHECK:           nvvm.wgmma.mma_async %{{.*}}, %{{.*}}, %{{.*}}, <m = 64, n = 16, k = 32>, D[<f32>, <zero>], A[<e4m3>, <one>, <row>], B[<e5m2>, <one>, <col>]
+// CHECK-COUNT-3:   nvvm.wgmma.mma_async %{{.*}}, %{{.*}}, %{{.*}}, <m = 64, n = 16, k = 32>, D[<f32>, <one>], A[<e4m3>, <one>, <row>], B[<e5m2>, <one>, <col>]
+// CHECK:           nvvm.wgmma.wait.group.sync.aligned 0
+// CHECK:         gpu.terminator
+func.func @decode(%a: memref<16x512xf8E5M2>, %sa: memref<1x1xf32>, %b: memref<256x512xf8E4M3FN>,
+                  %sb: memref<256x1xf32>, %c: memref<16x256xbf16>) {
+  lowp.scaled_matmul %a[%sa], %b[%sb] into %c layouts(#lowp.per_tensor, #lowp.per_channel)
+      : memref<16x512xf8E5M2>[memref<1x1xf32>], memref<256x512xf8E4M3FN>[memref<256x1xf32>] -> memref<16x256xbf16>
+  return
+}

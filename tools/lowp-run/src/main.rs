@@ -54,8 +54,9 @@ const USAGE: &str =
   --chip C        NVIDIA chip the PTX targets with --target cuda (default sm_90a)
   --kernel K      with --target cuda: auto (FP8 tcgen05 on sm_100a, wgmma on sm_90a,
                   mma.sync on sm_89, where the formats allow, else the generic decode
-                  kernel; the default), tcgen05, wgmma, wgmma-specialized (the wgmma
-                  pipeline with a producer warpgroup) or mma-sync (refuse other ops), or
+                  kernel; the default), tcgen05, wgmma, wgmma-skinny (the wgmma
+                  pipeline's swap-AB block for small M), wgmma-specialized (its 128 x 128
+                  block with a producer warpgroup) or mma-sync (refuse other ops), or
                   generic
   --print-ptx     with --target cuda: print the kernel's launch and PTX, and exit (no GPU
                   needed)

@@ -91,6 +91,7 @@ pub const KERNELS: &[&str] = &[
     "auto",
     "tcgen05",
     "wgmma",
+    "wgmma-skinny",
     "wgmma-specialized",
     "mma-sync",
     "generic",
@@ -117,7 +118,9 @@ pub const PASS: PassDef = PassDef {
             default: "auto",
             description: "auto: the strongest kernel per op; tcgen05 / wgmma / mma-sync: \
                           require that FP8 kernel (an op that cannot use it is an error); \
-                          wgmma-specialized: the wgmma cp.async pipeline with a producer \
+                          wgmma-skinny: the wgmma cp.async pipeline's swap-AB block of \
+                          64 columns (auto's choice when M is static and at most 64); \
+                          wgmma-specialized: the pipeline's 128 x 128 block with a producer \
                           warpgroup and per-stage mbarriers; generic: the decode kernel for \
                           every op",
             kind: OptionKind::Choice(KERNELS),
@@ -160,8 +163,8 @@ fn fp8_plan(op: OperationRef) -> Result<(Plan, ScaledFormat, ScaledFormat), Stri
 enum Fp8 {
     MmaSync(mma_sync::MmaSync),
     Wgmma(wgmma::Wgmma),
-    /// The cp.async pipeline; warp-specialized or not.
-    WgmmaPipeline(wgmma::Wgmma, bool),
+    /// The cp.async pipeline: its block, warp-specialized or not.
+    WgmmaPipeline(wgmma::Wgmma, wgmma_pipeline::Tile, bool),
     Tcgen05(tcgen05::Tcgen05),
 }
 
@@ -179,14 +182,22 @@ fn run<'c, 'a>(func: OperationRef<'c, 'a>, options: &PassOptions) -> Result<(), 
         // dropped it), FP8 mma.sync from sm_89 on.
         // The cp.async pipeline where the codes go to shared memory as stored, else the
         // register-staged kernel.
-        let wgmma = || {
+        let pipeline = |blocks, specialized| {
             if sm == 90 {
-                wgmma_pipeline::plan(op)
-                    .map(|(plan, i)| (plan, Fp8::WgmmaPipeline(i, false)))
-                    .or_else(|_| wgmma::plan(op).map(|(plan, i)| (plan, Fp8::Wgmma(i))))
+                wgmma_pipeline::plan(op, blocks)
+                    .map(|(plan, i, tile)| (plan, Fp8::WgmmaPipeline(i, tile, specialized)))
             } else {
                 Err(format!("{chip} has no wgmma (sm_90a only)"))
             }
+        };
+        let wgmma = || {
+            pipeline(wgmma_pipeline::Blocks::ByShape, false).or_else(|why| {
+                if sm == 90 {
+                    wgmma::plan(op).map(|(plan, i)| (plan, Fp8::Wgmma(i)))
+                } else {
+                    Err(why)
+                }
+            })
         };
         let mma_sync = || {
             if sm >= 89 {
@@ -206,13 +217,8 @@ fn run<'c, 'a>(func: OperationRef<'c, 'a>, options: &PassOptions) -> Result<(), 
             "generic" => Err(String::new()),
             "tcgen05" => tcgen05().map(|(plan, i)| (plan, Fp8::Tcgen05(i))),
             "wgmma" => wgmma(),
-            "wgmma-specialized" => {
-                if sm == 90 {
-                    wgmma_pipeline::plan(op).map(|(plan, i)| (plan, Fp8::WgmmaPipeline(i, true)))
-                } else {
-                    Err(format!("{chip} has no wgmma (sm_90a only)"))
-                }
-            }
+            "wgmma-skinny" => pipeline(wgmma_pipeline::Blocks::Skinny, false),
+            "wgmma-specialized" => pipeline(wgmma_pipeline::Blocks::Square, true),
             "mma-sync" => mma_sync().map(|(plan, i)| (plan, Fp8::MmaSync(i))),
             _ => tcgen05()
                 .map(|(plan, i)| (plan, Fp8::Tcgen05(i)))
@@ -222,8 +228,8 @@ fn run<'c, 'a>(func: OperationRef<'c, 'a>, options: &PassOptions) -> Result<(), 
         match lowered {
             Ok((plan, Fp8::MmaSync(i))) => crate::matrix_kernel::lower(e, op, &plan, &i, emulate),
             Ok((plan, Fp8::Wgmma(i))) => wgmma::lower(e, op, &plan, &i, emulate),
-            Ok((plan, Fp8::WgmmaPipeline(i, specialized))) => {
-                wgmma_pipeline::lower(e, op, &plan, &i, specialized, emulate)
+            Ok((plan, Fp8::WgmmaPipeline(i, tile, specialized))) => {
+                wgmma_pipeline::lower(e, op, &plan, &i, tile, specialized, emulate)
             }
             Ok((plan, Fp8::Tcgen05(i))) => tcgen05::lower(e, op, &plan, &i, emulate),
             Err(reason) if kernel != "auto" && kernel != "generic" => Err(unsupported(

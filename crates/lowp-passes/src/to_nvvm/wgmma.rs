@@ -49,17 +49,47 @@ pub(super) const SBO: i64 = 256;
 const A_WORDS: i64 = BM * 32 / 4;
 const B_WORDS: i64 = BN * 32 / 4;
 
-/// `wgmma.mma_async.sync.aligned.m64n128k32.f32.<a>.<b>`; its "registers" are the words each
-/// thread copies into shared memory.
+/// `wgmma.mma_async.sync.aligned.m64n<n>k32.f32.<a>.<b>`; its "registers" are the words each
+/// thread copies into shared memory. `a` and `b` are the FP8 types of the op's A and B.
 pub(super) struct Wgmma {
     pub(super) a: ScaledFormat,
     pub(super) b: ScaledFormat,
+    /// The instruction's N (a multiple of 8 up to 256): its accumulators are `n / 2` f32
+    /// per thread.
+    pub(super) n: i64,
+    /// The instruction computes C^T: its A is the op's B (64 columns of C), its B the op's
+    /// A (`n` rows of C), so row i of its D fragment is column i of C.
+    pub(super) swapped: bool,
 }
 
-/// The plan and instruction for `op`, or why it needs another kernel.
+impl Wgmma {
+    /// f32 accumulators per thread.
+    pub(super) fn accumulators(&self) -> usize {
+        (self.n / 2) as usize
+    }
+
+    /// The instruction's operand types, its A first.
+    fn types(&self) -> (ScaledFormat, ScaledFormat) {
+        if self.swapped {
+            (self.b, self.a)
+        } else {
+            (self.a, self.b)
+        }
+    }
+}
+
+/// The plan and instruction (`m64n128k32`, A as A) for `op`, or why it needs another kernel.
 pub(super) fn plan(op: OperationRef) -> Result<(Plan, Wgmma), String> {
     let (plan, a, b) = super::fp8_plan(op)?;
-    Ok((plan, Wgmma { a, b }))
+    Ok((
+        plan,
+        Wgmma {
+            a,
+            b,
+            n: BN,
+            swapped: false,
+        },
+    ))
 }
 
 /// Word `r` a thread copies: word `tid + 128 r` of a tile, row-major, 8 words per row.
@@ -94,7 +124,11 @@ pub(super) fn smem_shape(m: i64, n: i64, acc: usize) -> Shape {
 
 impl Instr for Wgmma {
     fn shape(&self) -> Shape {
-        smem_shape(BM, BN, ACC)
+        if self.swapped {
+            smem_shape(self.n, BM, self.accumulators())
+        } else {
+            smem_shape(BM, self.n, self.accumulators())
+        }
     }
 
     fn a_reg<'c, 'a>(
@@ -121,19 +155,33 @@ impl Instr for Wgmma {
         lane: Value<'c, 'a>,
         j: usize,
     ) -> (Value<'c, 'a>, Value<'c, 'a>) {
-        let warp = e.divui(lane, e.index(32));
-        let l = e.remui(lane, e.index(32));
-        let (g, q) = (e.divui(l, e.index(4)), e.remui(l, e.index(4)));
-        let row = e.addi(
-            e.addi(e.muli(warp, e.index(16)), g),
-            e.index(8 * ((j as i64 % 4) / 2)),
-        );
-        let col = e.addi(
-            e.muli(q, e.index(2)),
-            e.index(8 * (j as i64 / 4) + j as i64 % 2),
-        );
-        (row, col)
+        let (row, col) = fragment(e, lane, j);
+        if self.swapped {
+            (col, row)
+        } else {
+            (row, col)
+        }
     }
+}
+
+/// (row, column) of the instruction's D that register `j` of thread `lane` holds.
+fn fragment<'c, 'a>(
+    e: &Emitter<'c, 'a>,
+    lane: Value<'c, 'a>,
+    j: usize,
+) -> (Value<'c, 'a>, Value<'c, 'a>) {
+    let warp = e.divui(lane, e.index(32));
+    let l = e.remui(lane, e.index(32));
+    let (g, q) = (e.divui(l, e.index(4)), e.remui(l, e.index(4)));
+    let row = e.addi(
+        e.addi(e.muli(warp, e.index(16)), g),
+        e.index(8 * ((j as i64 % 4) / 2)),
+    );
+    let col = e.addi(
+        e.muli(q, e.index(2)),
+        e.index(8 * (j as i64 / 4) + j as i64 % 2),
+    );
+    (row, col)
 }
 
 fn wgmma_type(f: ScaledFormat) -> &'static str {
@@ -207,16 +255,20 @@ pub(super) fn store_tiles<'c, 'a>(
     }
 }
 
-fn struct_type<'c>(e: &Emitter<'c, '_>) -> Type<'c> {
-    let fields = vec!["f32"; ACC].join(", ");
+fn struct_type<'c>(e: &Emitter<'c, '_>, instr: &Wgmma) -> Type<'c> {
+    let fields = vec!["f32"; instr.accumulators()].join(", ");
     Type::parse(e.ctx(), &format!("!llvm.struct<({fields})>")).expect("valid struct type")
 }
 
 /// The instruction's accumulator struct holding `part` (`llvm.mlir.undef` when empty: an
 /// instruction that does not read D).
-pub(super) fn pack<'c, 'a>(e: &Emitter<'c, 'a>, part: &[Value<'c, 'a>]) -> Value<'c, 'a> {
+pub(super) fn pack<'c, 'a>(
+    e: &Emitter<'c, 'a>,
+    instr: &Wgmma,
+    part: &[Value<'c, 'a>],
+) -> Value<'c, 'a> {
     let ctx = e.ctx();
-    let st = struct_type(e);
+    let st = struct_type(e, instr);
     let mut acc = e.val(
         OperationBuilder::new("llvm.mlir.undef", e.loc())
             .add_results(&[st])
@@ -240,8 +292,12 @@ pub(super) fn pack<'c, 'a>(e: &Emitter<'c, 'a>, part: &[Value<'c, 'a>]) -> Value
 }
 
 /// The accumulators of an instruction's result struct.
-pub(super) fn unpack<'c, 'a>(e: &Emitter<'c, 'a>, d: Value<'c, 'a>) -> Vec<Value<'c, 'a>> {
-    (0..ACC as i64)
+pub(super) fn unpack<'c, 'a>(
+    e: &Emitter<'c, 'a>,
+    instr: &Wgmma,
+    d: Value<'c, 'a>,
+) -> Vec<Value<'c, 'a>> {
+    (0..instr.accumulators() as i64)
         .map(|i| e.extract_value(d, i, e.f32_type()))
         .collect()
 }
@@ -259,21 +315,19 @@ pub(super) fn mma_async<'c, 'a>(
     let ctx = e.ctx();
     let attr = |s: &str| Attribute::parse(ctx, s).expect("valid wgmma attribute");
     let scale_d = if accumulate { "one" } else { "zero" };
+    let (ta, tb) = instr.types();
     let attrs = [
         ("layoutA", "#nvvm.mma_layout<row>".to_string()),
         ("layoutB", "#nvvm.mma_layout<col>".to_string()),
         ("scaleA", "#nvvm.wgmma_scale_in<one>".to_string()),
         ("scaleB", "#nvvm.wgmma_scale_in<one>".to_string()),
         ("scaleD", format!("#nvvm.wgmma_scale_out<{scale_d}>")),
-        ("shape", format!("#nvvm.shape<m = {BM}, n = {BN}, k = 32>")),
         (
-            "typeA",
-            format!("#nvvm.wgmma_type<{}>", wgmma_type(instr.a)),
+            "shape",
+            format!("#nvvm.shape<m = {BM}, n = {}, k = 32>", instr.n),
         ),
-        (
-            "typeB",
-            format!("#nvvm.wgmma_type<{}>", wgmma_type(instr.b)),
-        ),
+        ("typeA", format!("#nvvm.wgmma_type<{}>", wgmma_type(ta))),
+        ("typeB", format!("#nvvm.wgmma_type<{}>", wgmma_type(tb))),
         ("typeD", "#nvvm.wgmma_type<f32>".to_string()),
     ];
     let attrs: Vec<_> = attrs
@@ -284,7 +338,7 @@ pub(super) fn mma_async<'c, 'a>(
         OperationBuilder::new("nvvm.wgmma.mma_async", e.loc())
             .add_operands(&[d, da, db])
             .add_attributes(&attrs)
-            .add_results(&[struct_type(e)])
+            .add_results(&[struct_type(e, instr)])
             .build()
             .expect("valid nvvm.wgmma.mma_async"),
     )
@@ -312,9 +366,9 @@ fn emit_wgmma<'c, 'a, T>(
     part: &[Value<'c, 'a>],
     meanwhile: impl FnOnce() -> T,
 ) -> (Vec<Value<'c, 'a>>, T) {
-    let d = mma_async(e, instr, pack(e, part), da, db, true);
+    let d = mma_async(e, instr, pack(e, instr, part), da, db, true);
     let other = commit_and_wait(e, meanwhile);
-    (unpack(e, d), other)
+    (unpack(e, instr, d), other)
 }
 
 /// The flat K loop's segment bookkeeping for `kn`'s plan (see
@@ -478,7 +532,9 @@ fn emulated_block<'c, 'a>(
 }
 
 /// The instruction as the PTX ISA defines it, on the buffers: D[row][col] += sum over K of
-/// A[row][k] * B[col][k], each code read at the address the operand's descriptor gives.
+/// A[row][k] * B[col][k] (the instruction's A and B: the op's B and A when `swapped`), each
+/// code read at the address the operand's descriptor gives, D in each thread's registers
+/// (`part_m`, `n / 2` per thread).
 /// Without swizzle (layout type 0): start + 8-row group * stride offset + K half * leading
 /// offset + (row % 8) * 16 + k % 16. With the 128-byte swizzle (layout type 1, K-major: rows
 /// of 128 bytes, 8-row atoms of 1024 bytes at the stride offset, the leading offset unused):
@@ -523,15 +579,17 @@ pub(super) fn emulated_wgmma<'c, 'a>(
         let shift = e.index_castui(e.muli(e.remui(addr, e.index(4)), c8), e.int_type(32));
         e.andi(e.shrui(word, shift), e.i32(0xFF))
     };
+    let (ta, tb) = instr.types();
+    let acc = instr.accumulators() as i64;
     e.for_loop(zero, e.index(THREADS), one, &[], |e, t, _| {
-        for j in 0..ACC {
-            let (row, col) = instr.acc(e, t, j);
+        for j in 0..acc as usize {
+            let (row, col) = fragment(e, t, j);
             let sum = e.for_loop(zero, e.index(32), one, &[e.f32(0.0)], |e, k, s| {
-                let x = codes::decode(e, instr.a, code(e, 0, row, k));
-                let y = codes::decode(e, instr.b, code(e, 1, col, k));
+                let x = codes::decode(e, ta, code(e, 0, row, k));
+                let y = codes::decode(e, tb, code(e, 1, col, k));
                 vec![e.addf(s[0], e.mulf(x, y))]
             })[0];
-            let at = e.addi(e.muli(t, e.index(ACC as i64)), e.index(j as i64));
+            let at = e.addi(e.muli(t, e.index(acc)), e.index(j as i64));
             e.store(e.addf(e.load(part_m, &[at]), sum), part_m, &[at]);
         }
         vec![]

@@ -3,10 +3,18 @@
 //! cores; E4M3 / E5M2 codes go straight into the instruction's tiles, FP4 (packed or not),
 //! FP6 and custom formats that embed in them are translated to FP8 on the way.
 //!
-//! A block is two warpgroups (256 threads) computing 128 x 128 of C, each warpgroup 64 rows
-//! of it with `wgmma.mma_async.sync.aligned.m64n128k32.f32.<a>.<b>` (the instruction of
-//! `wgmma.rs`). K advances 128 codes per stage. The instruction reads FP8 tiles of 128 rows
-//! x 128 bytes, K-major in the 128-byte swizzle of the wgmma descriptors (row r's 16-byte
+//! Two blocks (`Tile`), both with the instruction of `wgmma.rs`:
+//! - square (M above 64, or dynamic): two warpgroups (256 threads) computing 128 x 128 of
+//!   C, each warpgroup 64 rows of it with `wgmma.mma_async.sync.aligned.m64n128k32`;
+//! - skinny (M static and at most 64, or `kernel=wgmma-skinny`): swap AB, one warpgroup
+//!   computing `m x 64` of C (`m` M rounded up to 16, at most 64) as C^T with
+//!   `m64n<m>k32`: B's 64 rows are the instruction's A, A's rows its B. A decode step
+//!   (16 x 8192 x 8192) gets 128 blocks that spend no instruction row past M, where square
+//!   blocks would be 64 with 7/8 of their A rows zero; its ring has 8 stages (10 KiB each
+//!   for FP8), as a memory-bound block wants bytes in flight.
+//!
+//! K advances 128 codes per stage. The instruction reads FP8 tiles of the block's rows x
+//! 128 bytes, K-major in the 128-byte swizzle of the wgmma descriptors (row r's 16-byte
 //! chunk c at `r * 128 + (c ^ r % 8) * 16`, 8-row atoms of 1024 bytes, every tile on a
 //! 1024-byte boundary from the aligned base of the dynamic shared memory). The ring has
 //! `STAGES` slots; each holds each operand's stage as copied:
@@ -18,9 +26,10 @@
 //!   (images of codes 0-7, of codes 8-15, then the pick by bit 3), wider ones code by code
 //!   through a select chain.
 //!
-//! Per stage every thread issues its 16-byte `cp.async.cg.shared.global` (4 per operand,
-//! 2 when packed; rows past M / N and chunks past K copy 0 bytes and fill zeros) and
-//! commits them as one group; the loop:
+//! Per stage every thread issues its 16-byte `cp.async.cg.shared.global` (square: 4 per
+//! operand, 2 when packed; skinny FP8: 4 of B, 1 of A for 16 rows, and a packed 16-row A's
+//! 64 chunks leave half the threads out; rows past M / N and chunks past K copy 0 bytes and
+//! fill zeros) and commits them as one group; the loop:
 //!
 //! ```text
 //! prologue: stages 0 .. STAGES-2 issued, one commit group each
@@ -52,8 +61,9 @@
 //! 16-blocks, a dynamic K, rows that are not a multiple of 16 bytes or not row-major take
 //! `wgmma.rs`'s register-staged kernel.
 //!
-//! Shared memory: 4 x 32 KiB for FP8 x FP8; MXFP4 x MXFP4 (packed) 4 x 16 KiB + 4 x 16 KiB
-//! of translated tiles; the most, FP6 x FP6, 4 x 32 KiB + 64 KiB; plus 1 KiB of alignment.
+//! Shared memory: square, 4 x 32 KiB for FP8 x FP8; MXFP4 x MXFP4 (packed) 4 x 16 KiB + 4 x
+//! 16 KiB of translated tiles; the most, FP6 x FP6, 4 x 32 KiB + 64 KiB. Skinny with 16 rows
+//! of A: 8 x 10 KiB for FP8, 8 x 5 KiB + 2 x 10 KiB for MXFP4. Plus 1 KiB of alignment.
 //!
 //! The emulation (`emulate=true`) runs the same chunk assignment, offsets, translations,
 //! slot ring and descriptors on the CPU: the copies and translations into a buffer standing
@@ -66,31 +76,79 @@ use melior::ir::operation::OperationBuilder;
 use melior::ir::r#type::{DimSize, MemRefType, ShapedTypeLike};
 use melior::ir::{Attribute, Identifier, OperationRef, Type, TypeLike, Value, ValueLike};
 
-use super::wgmma::{self, Wgmma, ACC};
+use super::wgmma::{self, Wgmma};
 use crate::expand_quantize::ceil_div;
 use crate::ir::Emitter;
 use crate::matrix_kernel::{translate, Kernel, Lane, Operand, Plan, Table};
 use crate::to_loops::matmul_operands;
 use crate::PassError;
 
-/// The block's tile of C, its K per stage and its threads.
-const BM: i64 = 128;
-const BN: i64 = 128;
+/// K per stage.
 const BK: i64 = 128;
-const THREADS: i64 = 256;
-/// Warp-specialized: the consumer threads (two warpgroups), then one producer warpgroup.
-const CONSUMERS: i64 = 256;
+/// Warp-specialized: after the consumer warpgroups, one producer warpgroup.
 const PRODUCERS: i64 = 128;
-/// Stages in the ring.
+/// Stages in the ring: of the square block, of the skinny one (its stages are small, and a
+/// memory-bound block wants many bytes in flight).
 const STAGES: i64 = 4;
-/// Bytes of one operand's FP8 tile of a stage (128 rows of 128 codes; BM == BN).
-const TILE: i64 = BM * BK;
+const SKINNY_STAGES: i64 = 8;
 /// The stride offset of the swizzled layout: one 8-row atom.
 const ATOM: i64 = 1024;
 
-/// The plan and instruction for `op`, or why it needs the register-staged kernel.
-pub(super) fn plan(op: OperationRef) -> Result<(Plan, Wgmma), String> {
-    let (plan, instr) = wgmma::plan(op)?;
+/// The block: rows of A (of M) and of B (of N) it covers, and how its warpgroups compute
+/// them.
+/// - square: 128 x 128 of C, two warpgroups of 64 rows each, `m64n128k32` (A as A);
+/// - skinny (small M, swap AB): `m x 64` of C (`m` M rounded up to 16, at most 64), one
+///   warpgroup computing C^T's 64 x `m` with `m64n<m>k32`: B's 64 rows are the
+///   instruction's A, A's rows its B, so no instruction row is spent past M (a decode step's
+///   16 rows of A would fill a quarter of a square block's instruction rows) and the blocks
+///   are twice as many along N (128 for N = 8192, against 64 square ones).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(super) struct Tile {
+    rows: [i64; 2],
+    warpgroups: i64,
+    swapped: bool,
+}
+
+/// Which block a lowering takes.
+#[derive(Clone, Copy, PartialEq)]
+pub(super) enum Blocks {
+    /// Skinny when M is static and at most 64, else square.
+    ByShape,
+    Square,
+    Skinny,
+}
+
+impl Tile {
+    const SQUARE: Tile = Tile {
+        rows: [128, 128],
+        warpgroups: 2,
+        swapped: false,
+    };
+
+    /// The skinny block for M (`None`: dynamic).
+    fn skinny(m: Option<i64>) -> Tile {
+        let rows = m.map_or(64, |m| (m.max(1) + 15) / 16 * 16).min(64);
+        Tile {
+            rows: [rows, 64],
+            warpgroups: 1,
+            swapped: true,
+        }
+    }
+
+    /// The operand (0: A, 1: B) that is the instruction's A, 64 rows per warpgroup.
+    fn first(self) -> usize {
+        self.swapped as usize
+    }
+
+    /// Threads computing.
+    fn threads(self) -> i64 {
+        self.warpgroups * wgmma::THREADS
+    }
+}
+
+/// The plan, instruction and block for `op`, or why it needs the register-staged kernel.
+pub(super) fn plan(op: OperationRef, blocks: Blocks) -> Result<(Plan, Wgmma, Tile), String> {
+    let (plan, mut instr) = wgmma::plan(op)?;
     if plan.step != 32 {
         return Err(format!("the scales change every {} along K", plan.step));
     }
@@ -102,6 +160,7 @@ pub(super) fn plan(op: OperationRef) -> Result<(Plan, Wgmma), String> {
         ));
     }
     let o = matmul_operands(op).map_err(|e| e.to_string())?;
+    let mut m = None;
     for (name, v) in [("lhs", o.lhs), ("rhs", o.rhs)] {
         let t = MemRefType::try_from(v.r#type()).map_err(|_| format!("{name} is not a memref"))?;
         // SAFETY: a live memref type.
@@ -118,13 +177,26 @@ pub(super) fn plan(op: OperationRef) -> Result<(Plan, Wgmma), String> {
                 ))
             }
         }
+        if let (Ok(DimSize::Static(rows)), "lhs") = (t.dim_size(0), name) {
+            m = Some(rows as i64);
+        }
     }
-    Ok((plan, instr))
+    let tile = match blocks {
+        Blocks::Square => Tile::SQUARE,
+        Blocks::Skinny => Tile::skinny(m),
+        Blocks::ByShape if m.is_some_and(|m| m <= 64) => Tile::skinny(m),
+        Blocks::ByShape => Tile::SQUARE,
+    };
+    instr.swapped = tile.swapped;
+    instr.n = tile.rows[1 - tile.first()];
+    Ok((plan, instr, tile))
 }
 
 /// How one operand reaches the instruction's tile.
 #[derive(Clone, Copy)]
 struct Route {
+    /// Rows per block (a multiple of 16: tiles stay on 1024-byte boundaries).
+    rows: i64,
     /// Two codes per stored byte.
     packed: bool,
     /// Translated to FP8 between the copy and the instruction (staged), or copied as the
@@ -133,8 +205,9 @@ struct Route {
 }
 
 impl Route {
-    fn of(o: &Operand) -> Self {
+    fn of(o: &Operand, rows: i64) -> Self {
         Route {
+            rows,
             packed: o.packed,
             staged: o.table.is_some(),
         }
@@ -149,14 +222,25 @@ impl Route {
         }
     }
 
-    /// Bytes of a stage as stored (128 rows).
+    /// Bytes of a stage as stored.
     fn raw_bytes(self) -> i64 {
-        BM * self.row_bytes()
+        self.rows * self.row_bytes()
     }
 
-    /// 16-byte chunks each of `copiers` threads copies per stage.
+    /// Bytes of its FP8 tile of a stage.
+    fn tile_bytes(self) -> i64 {
+        self.rows * BK
+    }
+
+    /// 16-byte chunks of a stage.
+    fn total(self) -> i64 {
+        self.raw_bytes() / 16
+    }
+
+    /// 16-byte chunks each of `copiers` threads copies per stage (at most: the last round
+    /// may leave some threads out).
     fn chunks(self, copiers: i64) -> i64 {
-        self.raw_bytes() / 16 / copiers
+        (self.total() + copiers - 1) / copiers
     }
 
     /// Codes per 16-byte chunk.
@@ -177,6 +261,7 @@ impl Route {
 /// tile starts on a multiple of 1024 bytes from the base.
 #[derive(Clone, Copy)]
 struct Memory {
+    tile: Tile,
     routes: [Route; 2],
     /// A producer warpgroup copies, two consumer warpgroups compute.
     specialized: bool,
@@ -197,23 +282,32 @@ struct Memory {
 const SHARED_LIMIT: i64 = 227 * 1024;
 
 impl Memory {
-    fn new(plan: &Plan, specialized: bool) -> Self {
-        let routes = [Route::of(&plan.a), Route::of(&plan.b)];
+    fn new(plan: &Plan, tile: Tile, specialized: bool) -> Self {
+        let routes = [
+            Route::of(&plan.a, tile.rows[0]),
+            Route::of(&plan.b, tile.rows[1]),
+        ];
         let raw = routes[0].raw_bytes() + routes[1].raw_bytes();
-        let staged = routes.iter().filter(|r| r.staged).count() as i64;
+        let staged: i64 = routes
+            .iter()
+            .filter(|r| r.staged)
+            .map(|r| r.tile_bytes())
+            .sum();
         let in_slot = [0, routes[0].raw_bytes()];
+        let most = if tile.swapped { SKINNY_STAGES } else { STAGES };
         if specialized {
-            let slot = raw + staged * TILE;
-            let stages = STAGES.min((SHARED_LIMIT - 1024 - 2 * STAGES * 8) / slot);
+            let slot = raw + staged;
+            let stages = most.min((SHARED_LIMIT - 1024 - 2 * most * 8) / slot);
             let mut next = raw;
             let translated = routes.map(|r| {
                 r.staged.then(|| {
-                    next += TILE;
-                    next - TILE
+                    next += r.tile_bytes();
+                    next - r.tile_bytes()
                 })
             });
             let barriers = stages * slot;
             return Memory {
+                tile,
                 routes,
                 specialized,
                 copiers: PRODUCERS,
@@ -225,18 +319,20 @@ impl Memory {
                 bytes: barriers + 2 * stages * 8,
             };
         }
-        let mut next = STAGES * raw;
+        let stages = most.min((SHARED_LIMIT - 1024 - 2 * staged) / raw);
+        let mut next = stages * raw;
         let translated = routes.map(|r| {
             r.staged.then(|| {
-                next += 2 * TILE;
-                next - 2 * TILE
+                next += 2 * r.tile_bytes();
+                next - 2 * r.tile_bytes()
             })
         });
         Memory {
+            tile,
             routes,
             specialized,
-            copiers: THREADS,
-            stages: STAGES,
+            copiers: tile.threads(),
+            stages,
             slot: raw,
             in_slot,
             translated,
@@ -264,7 +360,10 @@ impl Memory {
     fn tile<'c, 'a>(&self, e: &Emitter<'c, 'a>, x: usize, s: Value<'c, 'a>) -> Value<'c, 'a> {
         match self.translated[x] {
             Some(at) if self.specialized => e.addi(self.slot_of(e, s), e.index(at)),
-            Some(at) => e.addi(e.index(at), e.muli(e.remui(s, e.index(2)), e.index(TILE))),
+            Some(at) => e.addi(
+                e.index(at),
+                e.muli(e.remui(s, e.index(2)), e.index(self.routes[x].tile_bytes())),
+            ),
             None => self.copied(e, x, s),
         }
     }
@@ -335,6 +434,25 @@ fn chunk<'c, 'a>(
         row: e.minui(row, e.subi(rows, e.index(1))),
         byte,
         offset,
+    }
+}
+
+/// Run `body` for thread `tid`'s chunk `i` of an operand's stage: as it is where every
+/// copier has that chunk, under an `if` in a last round the copiers do not fill (a skinny
+/// block's packed A: 16 rows of 64 bytes are 64 chunks for 128 threads).
+fn with_chunk<'c, 'a>(
+    e: &Emitter<'c, 'a>,
+    route: Route,
+    copiers: i64,
+    tid: Value<'c, 'a>,
+    i: i64,
+    body: impl FnOnce(&Emitter<'c, 'a>),
+) {
+    if (i + 1) * copiers <= route.total() {
+        body(e);
+    } else {
+        let c = e.addi(tid, e.index(copiers * i));
+        e.if_then(e.cmpi(CmpiPredicate::Ult, c, e.index(route.total())), body);
     }
 }
 
@@ -537,10 +655,12 @@ struct Side<'c, 'a> {
 fn sides<'c, 'a, 'p: 'a>(
     e: &Emitter<'c, 'a>,
     kn: &Kernel<'p, 'c, 'a>,
+    tile: Tile,
     bm: Value<'c, 'a>,
     bn: Value<'c, 'a>,
 ) -> [Side<'c, 'a>; 2] {
     let k = kn.ops.k;
+    let kn_rows = tile.rows;
     let row_bytes = |o: &Operand| {
         if o.packed {
             e.divui(k, e.index(2))
@@ -552,14 +672,14 @@ fn sides<'c, 'a, 'p: 'a>(
         Side {
             bits: kn.ops.bits_a,
             rows: kn.ops.m,
-            origin: e.muli(bm, e.index(BM)),
+            origin: e.muli(bm, e.index(kn_rows[0])),
             row_bytes: row_bytes(&kn.plan.a),
             operand: &kn.plan.a,
         },
         Side {
             bits: kn.ops.bits_b,
             rows: kn.ops.n,
-            origin: e.muli(bn, e.index(BN)),
+            origin: e.muli(bn, e.index(kn_rows[1])),
             row_bytes: row_bytes(&kn.plan.b),
             operand: &kn.plan.b,
         },
@@ -616,24 +736,16 @@ fn copy_stage<'c, 'a>(
     let i64t = e.int_type(64);
     let k0 = e.muli(s, e.index(BK));
     for (x, side) in sides.iter().enumerate() {
-        let copied = mem.copied(e, x, s);
-        for i in 0..mem.routes[x].chunks(mem.copiers) {
-            let c = chunk(
-                e,
-                mem.routes[x],
-                mem.copiers,
-                tid,
-                i,
-                side.origin,
-                side.rows,
-                k,
-                k0,
-            );
-            let dst = pointer(e, shared.address(e, e.addi(copied, c.offset)), 3);
-            let at = e.addi(e.muli(c.row, side.row_bytes), c.byte);
-            let src = pointer(e, e.addi(globals[x], e.index_castui(at, i64t)), 1);
-            let size = e.select(c.inside, e.i32(16), e.i32(0));
-            cp_async(e, dst, src, size);
+        let (route, copied) = (mem.routes[x], mem.copied(e, x, s));
+        for i in 0..route.chunks(mem.copiers) {
+            with_chunk(e, route, mem.copiers, tid, i, |e| {
+                let c = chunk(e, route, mem.copiers, tid, i, side.origin, side.rows, k, k0);
+                let dst = pointer(e, shared.address(e, e.addi(copied, c.offset)), 3);
+                let at = e.addi(e.muli(c.row, side.row_bytes), c.byte);
+                let src = pointer(e, e.addi(globals[x], e.index_castui(at, i64t)), 1);
+                let size = e.select(c.inside, e.i32(16), e.i32(0));
+                cp_async(e, dst, src, size);
+            });
         }
     }
 }
@@ -658,47 +770,50 @@ fn translate_stage<'c, 'a>(
         };
         let (copied, tile) = (mem.copied(e, x, s), mem.tile(e, x, s));
         for i in 0..route.chunks(mem.copiers) {
-            let c = chunk(e, route, mem.copiers, tid, i, side.origin, side.rows, k, k0);
-            let raw = shared.load4(e, e.addi(copied, c.offset));
-            // Code `n` of the chunk (in K order).
-            let code = |e: &Emitter<'c, 'a>, n: i64| {
-                let (bits, per_word) = if route.packed { (4, 8) } else { (8, 4) };
-                let word = raw[(n / per_word) as usize];
-                let shift = e.i32(((n % per_word) * bits) as u32);
-                e.andi(e.shrui(word, shift), e.i32((1 << bits) - 1))
-            };
-            let halves = route.codes() / 16;
-            let nibbles = nibble_table(table);
-            for h in 0..halves {
-                let words: Vec<Value> = (0..4)
-                    .map(|w| {
-                        let first = h * 16 + w * 4;
-                        match nibbles {
-                            // 4-bit codes: 4 at a time through byte permutes.
-                            Some(t) => {
-                                let selectors = if route.packed {
-                                    e.shrui(
-                                        raw[(first / 8) as usize],
-                                        e.i32((first % 8 * 4) as u32),
-                                    )
-                                } else {
-                                    // One code per byte: their nibbles side by side.
-                                    let r = e.andi(raw[(first / 4) as usize], e.i32(0x0F0F_0F0F));
-                                    let pairs = e.ori(r, e.shrui(r, e.i32(4)));
-                                    shared.permute(e, pairs, e.i32(0), e.i32(0x20))
-                                };
-                                translate4(e, shared, &t, selectors)
+            with_chunk(e, route, mem.copiers, tid, i, |e| {
+                let c = chunk(e, route, mem.copiers, tid, i, side.origin, side.rows, k, k0);
+                let raw = shared.load4(e, e.addi(copied, c.offset));
+                // Code `n` of the chunk (in K order).
+                let code = |e: &Emitter<'c, 'a>, n: i64| {
+                    let (bits, per_word) = if route.packed { (4, 8) } else { (8, 4) };
+                    let word = raw[(n / per_word) as usize];
+                    let shift = e.i32(((n % per_word) * bits) as u32);
+                    e.andi(e.shrui(word, shift), e.i32((1 << bits) - 1))
+                };
+                let halves = route.codes() / 16;
+                let nibbles = nibble_table(table);
+                for h in 0..halves {
+                    let words: Vec<Value> = (0..4)
+                        .map(|w| {
+                            let first = h * 16 + w * 4;
+                            match nibbles {
+                                // 4-bit codes: 4 at a time through byte permutes.
+                                Some(t) => {
+                                    let selectors = if route.packed {
+                                        e.shrui(
+                                            raw[(first / 8) as usize],
+                                            e.i32((first % 8 * 4) as u32),
+                                        )
+                                    } else {
+                                        // One code per byte: their nibbles side by side.
+                                        let r =
+                                            e.andi(raw[(first / 4) as usize], e.i32(0x0F0F_0F0F));
+                                        let pairs = e.ori(r, e.shrui(r, e.i32(4)));
+                                        shared.permute(e, pairs, e.i32(0), e.i32(0x20))
+                                    };
+                                    translate4(e, shared, &t, selectors)
+                                }
+                                None => (0..4).fold(e.i32(0), |acc, b| {
+                                    let fp8 = translate(e, table, code(e, first + b));
+                                    e.ori(acc, e.shli(fp8, e.i32(8 * b as u32)))
+                                }),
                             }
-                            None => (0..4).fold(e.i32(0), |acc, b| {
-                                let fp8 = translate(e, table, code(e, first + b));
-                                e.ori(acc, e.shli(fp8, e.i32(8 * b as u32)))
-                            }),
-                        }
-                    })
-                    .collect();
-                let ch = e.addi(e.muli(c.ch, e.index(halves)), e.index(h));
-                shared.store4(e, e.addi(tile, swizzled(e, c.r, ch)), &words);
-            }
+                        })
+                        .collect();
+                    let ch = e.addi(e.muli(c.ch, e.index(halves)), e.index(h));
+                    shared.store4(e, e.addi(tile, swizzled(e, c.r, ch)), &words);
+                }
+            });
         }
     }
 }
@@ -710,13 +825,14 @@ pub(super) fn lower<'c, 'a>(
     op: OperationRef<'c, 'a>,
     plan: &Plan,
     instr: &Wgmma,
+    tile: Tile,
     specialized: bool,
     emulate: bool,
 ) -> Result<(), PassError> {
     let kn = Kernel::new(e, op, plan, instr)?;
-    let mem = Memory::new(plan, specialized);
+    let mem = Memory::new(plan, tile, specialized);
     let one = e.index(1);
-    let grid = kn.grid(e, BM, BN);
+    let grid = kn.grid(e, tile.rows[0], tile.rows[1]);
     if emulate {
         kn.blocks(e, grid, |e, bm, bn| {
             emulated_block(e, &kn, &mem, instr, bm, bn)
@@ -724,9 +840,9 @@ pub(super) fn lower<'c, 'a>(
         return Ok(());
     }
     let threads = if specialized {
-        CONSUMERS + PRODUCERS
+        tile.threads() + PRODUCERS
     } else {
-        THREADS
+        tile.threads()
     };
     e.gpu_launch_dynamic(
         [grid[0], grid[1], one],
@@ -743,26 +859,34 @@ pub(super) fn lower<'c, 'a>(
     Ok(())
 }
 
-/// The lane of thread `tid` for the accumulator map and epilogue: its warpgroup's 64 rows.
+/// The lane of computing thread `tid` for the accumulator map and epilogue: its
+/// warpgroup's 64 rows of the instruction's A (of C's rows, or of its columns when the
+/// block is skinny).
 fn lane<'c, 'a>(
     e: &Emitter<'c, 'a>,
+    tile: Tile,
     tid: Value<'c, 'a>,
     bm: Value<'c, 'a>,
     bn: Value<'c, 'a>,
 ) -> Lane<'c, 'a> {
     let warpgroup = e.divui(tid, e.index(wgmma::THREADS));
+    let rows = e.muli(warpgroup, e.index(wgmma::BM));
+    let row0 = e.muli(bm, e.index(tile.rows[0]));
+    let col0 = e.muli(bn, e.index(tile.rows[1]));
+    let (row0, col0) = if tile.swapped {
+        (row0, e.addi(col0, rows))
+    } else {
+        (e.addi(row0, rows), col0)
+    };
     Lane {
         lane: e.remui(tid, e.index(wgmma::THREADS)),
-        row0: e.addi(
-            e.muli(bm, e.index(BM)),
-            e.muli(warpgroup, e.index(wgmma::BM)),
-        ),
-        col0: e.muli(bn, e.index(BN)),
+        row0,
+        col0,
     }
 }
 
-/// The descriptors of warpgroup `warpgroup`'s A rows and of B at stage `s`, `at` codes
-/// into the stage.
+/// The descriptors of warpgroup `warpgroup`'s 64 rows of the instruction's A and of its B
+/// at stage `s`, `at` codes into the stage.
 fn descriptors<'c, 'a>(
     e: &Emitter<'c, 'a>,
     mem: &Memory,
@@ -771,9 +895,10 @@ fn descriptors<'c, 'a>(
     s: Value<'c, 'a>,
     at: i64,
 ) -> (Value<'c, 'a>, Value<'c, 'a>) {
+    let first = mem.tile.first();
     let rows = e.muli(warpgroup, e.index(wgmma::BM * BK));
-    let a = e.addi(e.addi(mem.tile(e, 0, s), rows), e.index(at));
-    let b = e.addi(mem.tile(e, 1, s), e.index(at));
+    let a = e.addi(e.addi(mem.tile(e, first, s), rows), e.index(at));
+    let b = e.addi(mem.tile(e, 1 - first, s), e.index(at));
     (
         descriptor(e, shared.address(e, a)),
         descriptor(e, shared.address(e, b)),
@@ -790,9 +915,10 @@ fn hardware_block<'c, 'a>(
     memory: Value<'c, 'a>,
 ) {
     let (bm, bn) = (bid[1], bid[0]);
-    let l = lane(e, tid, bm, bn);
+    let l = lane(e, mem.tile, tid, bm, bn);
+    let warpgroup = e.divui(tid, e.index(wgmma::THREADS));
     let shared = Shared::aligned(e, memory);
-    let sides = sides(e, kn, bm, bn);
+    let sides = sides(e, kn, mem.tile, bm, bn);
     let globals = [
         wgmma::smem_address(e, kn.ops.bits_a),
         wgmma::smem_address(e, kn.ops.bits_b),
@@ -813,7 +939,7 @@ fn hardware_block<'c, 'a>(
         issue(e, s);
         vec![]
     });
-    let inits = vec![e.f32(0.0); ACC];
+    let inits = vec![e.f32(0.0); instr.accumulators()];
     let staged = mem.routes.iter().any(|r| r.staged);
     let done = e.for_loop(zero, stages, one, &inits, |e, s, acc| {
         e.bare(
@@ -833,15 +959,15 @@ fn hardware_block<'c, 'a>(
         );
         e.bare("gpu.barrier", &[]);
         issue(e, e.addi(s, e.index(mem.stages - 1)));
-        stage_mmas(e, kn, mem, instr, shared, &l, s, acc)
+        stage_mmas(e, kn, mem, instr, shared, &l, warpgroup, s, acc)
     });
     e.bare("nvvm.cp.async.wait.group", &[("n", "0 : i32")]);
     kn.epilogue(e, &l, &done);
 }
 
-/// The instructions of warpgroup `l`'s rows on stage `s`, per K segment of the stage inside
-/// K: `wgmma.fence`, the segment's instructions (the first not reading D), commit, wait,
-/// and the partial sums into `acc` with the segment's scales.
+/// The instructions of warpgroup `warpgroup` (lane `l`) on stage `s`, per K segment of the
+/// stage inside K: `wgmma.fence`, the segment's instructions (the first not reading D),
+/// commit, wait, and the partial sums into `acc` with the segment's scales.
 #[allow(clippy::too_many_arguments)]
 fn stage_mmas<'c, 'a>(
     e: &Emitter<'c, 'a>,
@@ -850,11 +976,11 @@ fn stage_mmas<'c, 'a>(
     instr: &Wgmma,
     shared: Shared<'c, 'a>,
     l: &Lane<'c, 'a>,
+    warpgroup: Value<'c, 'a>,
     s: Value<'c, 'a>,
     acc: &[Value<'c, 'a>],
 ) -> Vec<Value<'c, 'a>> {
     let (seg, per_seg) = segment_shape(kn.plan);
-    let warpgroup = e.divui(e.remui(l.row0, e.index(BM)), e.index(wgmma::BM));
     let f32t = e.f32_type();
     let mut acc = acc.to_vec();
     for g in 0..BK / seg {
@@ -862,16 +988,16 @@ fn stage_mmas<'c, 'a>(
         let live = e.cmpi(CmpiPredicate::Ult, k0, kn.ops.k);
         acc = e.if_else(
             live,
-            &vec![f32t; ACC],
+            &vec![f32t; instr.accumulators()],
             |e| {
                 e.bare("nvvm.wgmma.fence.aligned", &[]);
-                let mut d = wgmma::pack(e, &[]);
+                let mut d = wgmma::pack(e, instr, &[]);
                 for j in 0..per_seg {
                     let (da, db) = descriptors(e, mem, shared, warpgroup, s, g * seg + 32 * j);
                     d = wgmma::mma_async(e, instr, d, da, db, j > 0);
                 }
                 wgmma::commit_and_wait(e, || ());
-                kn.promote(e, l, k0, &acc, &wgmma::unpack(e, d))
+                kn.promote(e, l, k0, &acc, &wgmma::unpack(e, instr, d))
             },
             |_| acc.clone(),
         );
@@ -920,6 +1046,7 @@ fn specialized_block<'c, 'a>(
     let shared = Shared::aligned(e, memory);
     let stages = mem.stages;
     let lead = stages - 1;
+    let consumers = mem.tile.threads();
     // Barrier `which` (0 full, 1 empty) of stage `s`'s slot.
     let bar = |e: &Emitter<'c, 'a>, which: i64, s: Value<'c, 'a>| {
         let slot = e.remui(s, e.index(stages));
@@ -949,18 +1076,18 @@ fn specialized_block<'c, 'a>(
             mbarrier(
                 e,
                 "nvvm.mbarrier.init",
-                &[bar(e, 1, s), e.i32(CONSUMERS as u32)],
+                &[bar(e, 1, s), e.i32(consumers as u32)],
             );
             vec![]
         });
     });
     e.bare("gpu.barrier", &[]);
-    let sides = sides(e, kn, bm, bn);
+    let sides = sides(e, kn, mem.tile, bm, bn);
     let k = kn.ops.k;
     let count = ceil_div(e, k, e.index(BK));
-    let producer = e.cmpi(CmpiPredicate::Uge, tid, e.index(CONSUMERS));
+    let producer = e.cmpi(CmpiPredicate::Uge, tid, e.index(consumers));
     e.if_then(producer, |e| {
-        let ptid = e.subi(tid, e.index(CONSUMERS));
+        let ptid = e.subi(tid, e.index(consumers));
         let globals = [
             wgmma::smem_address(e, kn.ops.bits_a),
             wgmma::smem_address(e, kn.ops.bits_b),
@@ -1005,13 +1132,14 @@ fn specialized_block<'c, 'a>(
             vec![]
         });
     });
-    e.if_then(e.cmpi(CmpiPredicate::Ult, tid, e.index(CONSUMERS)), |e| {
-        let l = lane(e, tid, bm, bn);
-        let inits = vec![e.f32(0.0); ACC];
+    e.if_then(e.cmpi(CmpiPredicate::Ult, tid, e.index(consumers)), |e| {
+        let l = lane(e, mem.tile, tid, bm, bn);
+        let warpgroup = e.divui(tid, e.index(wgmma::THREADS));
+        let inits = vec![e.f32(0.0); instr.accumulators()];
         let done = e.for_loop(zero, count, one, &inits, |e, s, acc| {
             let use_ = e.divui(s, e.index(stages));
             wait(e, bar(e, 0, s), parity(e, use_));
-            let acc = stage_mmas(e, kn, mem, instr, shared, &l, s, acc);
+            let acc = stage_mmas(e, kn, mem, instr, shared, &l, warpgroup, s, acc);
             mbarrier(e, "nvvm.mbarrier.arrive", &[bar(e, 1, s)]);
             acc
         });
@@ -1035,13 +1163,14 @@ fn emulated_block<'c, 'a>(
     let (f32t, i32t) = (e.f32_type(), e.int_type(32));
     let buffer = e.alloca(i32t, mem.bytes / 4);
     let shared = Shared::Cpu(buffer);
-    let acc_m = e.alloca(f32t, THREADS * ACC as i64);
-    let part_m = e.alloca(f32t, wgmma::THREADS * ACC as i64);
-    let sides = sides(e, kn, bm, bn);
+    let (computing, count) = (mem.tile.threads(), instr.accumulators() as i64);
+    let acc_m = e.alloca(f32t, computing * count);
+    let part_m = e.alloca(f32t, wgmma::THREADS * count);
+    let sides = sides(e, kn, mem.tile, bm, bn);
     let k = kn.ops.k;
     let stages = ceil_div(e, k, e.index(BK));
     let at = |e: &Emitter<'c, 'a>, t: Value<'c, 'a>, x: i64| {
-        e.addi(e.muli(t, e.index(ACC as i64)), e.index(x))
+        e.addi(e.muli(t, e.index(count)), e.index(x))
     };
     let threads = |e: &Emitter<'c, 'a>, n: i64, body: &dyn Fn(&Emitter<'c, 'a>, Value<'c, 'a>)| {
         e.for_loop(zero, e.index(n), one, &[], |e, t, _| {
@@ -1051,49 +1180,41 @@ fn emulated_block<'c, 'a>(
     };
     let clear = |e: &Emitter<'c, 'a>, mem, n| {
         threads(e, n, &|e, t| {
-            for x in 0..ACC as i64 {
+            for x in 0..count {
                 e.store(e.f32(0.0), mem, &[at(e, t, x)]);
             }
         })
     };
-    clear(e, acc_m, THREADS);
+    clear(e, acc_m, computing);
     let (seg, per_seg) = segment_shape(kn.plan);
     e.for_loop(zero, stages, one, &[], |e, s, _| {
         let k0 = e.muli(s, e.index(BK));
         // The copies: 16 bytes each, zeros where the chunk is outside.
         threads(e, mem.copiers, &|e, t| {
             for (x, side) in sides.iter().enumerate() {
-                let copied = mem.copied(e, x, s);
-                for i in 0..mem.routes[x].chunks(mem.copiers) {
-                    let c = chunk(
-                        e,
-                        mem.routes[x],
-                        mem.copiers,
-                        t,
-                        i,
-                        side.origin,
-                        side.rows,
-                        k,
-                        k0,
-                    );
-                    let words: Vec<Value> = (0..4)
-                        .map(|w| {
-                            let word = (0..4).fold(e.i32(0), |acc, b| {
-                                let byte =
-                                    e.load(side.bits, &[c.row, e.addi(c.byte, e.index(4 * w + b))]);
-                                e.ori(acc, e.shli(e.extui(byte, i32t), e.i32(8 * b as u32)))
-                            });
-                            e.select(c.inside, word, e.i32(0))
-                        })
-                        .collect();
-                    shared.store4(e, e.addi(copied, c.offset), &words);
+                let (route, copied) = (mem.routes[x], mem.copied(e, x, s));
+                for i in 0..route.chunks(mem.copiers) {
+                    with_chunk(e, route, mem.copiers, t, i, |e| {
+                        let c = chunk(e, route, mem.copiers, t, i, side.origin, side.rows, k, k0);
+                        let words: Vec<Value> = (0..4)
+                            .map(|w| {
+                                let word = (0..4).fold(e.i32(0), |acc, b| {
+                                    let at = e.addi(c.byte, e.index(4 * w + b));
+                                    let byte = e.load(side.bits, &[c.row, at]);
+                                    e.ori(acc, e.shli(e.extui(byte, i32t), e.i32(8 * b as u32)))
+                                });
+                                e.select(c.inside, word, e.i32(0))
+                            })
+                            .collect();
+                        shared.store4(e, e.addi(copied, c.offset), &words);
+                    });
                 }
             }
         });
         threads(e, mem.copiers, &|e, t| {
             translate_stage(e, mem, shared, &sides, k, t, s);
         });
-        for warpgroup in 0..THREADS / wgmma::THREADS {
+        for warpgroup in 0..mem.tile.warpgroups {
             for g in 0..BK / seg {
                 let k0 = e.addi(k0, e.index(g * seg));
                 e.if_then(e.cmpi(CmpiPredicate::Ult, k0, k), |e| {
@@ -1105,13 +1226,12 @@ fn emulated_block<'c, 'a>(
                     }
                     threads(e, wgmma::THREADS, &|e, t| {
                         let tid = e.addi(t, e.index(warpgroup * wgmma::THREADS));
-                        let l = lane(e, tid, bm, bn);
-                        let acc: Vec<Value> = (0..ACC as i64)
+                        let l = lane(e, mem.tile, tid, bm, bn);
+                        let acc: Vec<Value> = (0..count)
                             .map(|x| e.load(acc_m, &[at(e, tid, x)]))
                             .collect();
-                        let part: Vec<Value> = (0..ACC as i64)
-                            .map(|x| e.load(part_m, &[at(e, t, x)]))
-                            .collect();
+                        let part: Vec<Value> =
+                            (0..count).map(|x| e.load(part_m, &[at(e, t, x)])).collect();
                         for (x, v) in kn.promote(e, &l, k0, &acc, &part).into_iter().enumerate() {
                             e.store(v, acc_m, &[at(e, tid, x as i64)]);
                         }
@@ -1121,11 +1241,9 @@ fn emulated_block<'c, 'a>(
         }
         vec![]
     });
-    threads(e, THREADS, &|e, t| {
-        let l = lane(e, t, bm, bn);
-        let acc: Vec<Value> = (0..ACC as i64)
-            .map(|x| e.load(acc_m, &[at(e, t, x)]))
-            .collect();
+    threads(e, computing, &|e, t| {
+        let l = lane(e, mem.tile, t, bm, bn);
+        let acc: Vec<Value> = (0..count).map(|x| e.load(acc_m, &[at(e, t, x)])).collect();
         kn.epilogue(e, &l, &acc);
     });
 }

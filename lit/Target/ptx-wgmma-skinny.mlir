@@ -1,0 +1,30 @@
+// RUN: lowp-translate %s --emit=ptx --chip=sm_90a | FileCheck %s
+
+// The skinny block of the sm_90a cp.async pipeline in PTX (the IR:
+// lit/Conversion/LowpToNVVM/wgmma-pipeline.mlir, @decode): one warpgroup, 8 stages in
+// dynamic shared memory, swap AB: the instruction's A is B's 64 rows (E4M3), its B the 16
+// rows of A (E5M2), so the instruction is m64n16k32.e4m3.e5m2 with 8 accumulators, the
+// first of each stage not reading D. Each step waits for all but 6 copy groups. No local
+// memory. (LLVM 22's NVPTX keeps f32 values in .b32 registers.)
+// CHECK:       .target sm_90a
+// CHECK:       .extern .shared .align 16 .b8 __dynamic_shmem__0[];
+// CHECK:       .visible .entry decode_kernel(
+// CHECK:       .maxntid 128, 1, 1
+// CHECK-NOT:   .local
+// CHECK:       cp.async.cg.shared.global [%rd{{[0-9]+}}], [%rd{{[0-9]+}}], 16, %r{{[0-9]+}};
+// CHECK:       cp.async.wait_group 6;
+// CHECK-NEXT:  fence.proxy.async.shared::cta;
+// CHECK-NEXT:  bar.sync 0;
+// CHECK:       setp.ne.b32 p, 0, 0;
+// CHECK-NEXT:  wgmma.mma_async.sync.aligned.m64n16k32.f32.e4m3.e5m2 {%r{{[0-9]+}}, %r{{[0-9]+}}, %r{{[0-9]+}}, %r{{[0-9]+}}, %r{{[0-9]+}}, %r{{[0-9]+}}, %r{{[0-9]+}}, %r{{[0-9]+}}}, %rd{{[0-9]+}}, %rd{{[0-9]+}}, p, 1, 1;
+// CHECK-COUNT-3: wgmma.mma_async.sync.aligned.m64n16k32.f32.e4m3.e5m2
+// CHECK:       wgmma.commit_group.sync.aligned;
+// CHECK-NEXT:  wgmma.wait_group.sync.aligned 0;
+// CHECK:       cp.async.wait_group 0;
+// CHECK-NOT:   .local
+func.func @decode(%a: memref<16x512xf8E5M2>, %sa: memref<1x1xf32>, %b: memref<256x512xf8E4M3FN>,
+                  %sb: memref<256x1xf32>, %c: memref<16x256xbf16>) {
+  lowp.scaled_matmul %a[%sa], %b[%sb] into %c layouts(#lowp.per_tensor, #lowp.per_channel)
+      : memref<16x512xf8E5M2>[memref<1x1xf32>], memref<256x512xf8E4M3FN>[memref<256x1xf32>] -> memref<16x256xbf16>
+  return
+}
