@@ -3,7 +3,8 @@
 # runs to PTX with lowp-run --save-kernel, and build lowp-gpu-run (no LLVM linked, a few MB)
 # into gpu-carry/, beside the peers' script.
 #   bash bench/gpu-prep.sh && run(command="bash bench/gpu.sh", carry=["gpu-carry"])
-# Bundle names: check-<kernel>-<n> (numerics, both seeds) and time-<kernel>-<shape>-<format>.
+# Bundle names: check-<kernel>-<n> (numerics, both seeds), time-<kernel>-<shape>-<format>,
+# sass-<kernel>-<n> (only assembled: sm_100a).
 set -eu
 cd "$(dirname "$0")/.."
 cargo build --release -p lowp-run -p lowp-gpu-run
@@ -56,6 +57,20 @@ for s in 8192x8192x8192 4096x4096x4096 16x8192x8192; do
       save "time-$kernel-$s-${f%% *}" --m $m --n $n --k $k --lhs ${f%% *} --rhs $f --kernel $kernel
     done
   done
+done
+# ---- assembled only (no Blackwell there): sm_100a's tcgen05 kinds, for ptxas -arch=sm_100a.
+sass=(
+  "f8e4m3 --rhs f8e4m3 --layout per_tensor"
+  "f8e4m3 --rhs f8e5m2 --layout mx"
+  "f6e2m3 --rhs f4e2m1 --layout mx"
+  "f4e2m1 --rhs f4e2m1 --layout mx --packed"
+  "f4e2m1 --rhs f4e2m1 --layout nvfp4+global --packed"
+)
+i=0
+for f in "${sass[@]}"; do
+  # shellcheck disable=SC2086
+  save "sass-tcgen05-$i" --m 256 --n 256 --k 1024 --lhs $f --chip sm_100a --kernel tcgen05
+  i=$((i + 1))
 done
 du -sh gpu-carry
 ls gpu-carry/bundles | wc -l

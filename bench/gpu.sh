@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # One prepared device run (see /work/.library/device/METHOD.md): numerics first, then
-# timing of lowp's GPU kernels (FP8 wgmma pipelines, mma.sync, generic) beside the torch peers, a
-# short table last. Everything it runs was compiled here by bench/gpu-prep.sh into
+# timing of lowp's GPU kernels (FP8 wgmma pipelines, mma.sync, generic) beside the torch
+# peers, then ptxas / cuobjdump facts (registers, spills, SASS tensor-core instructions) of
+# the timed kernels and of the sm_100a ones (assembled only), a short table last. Everything it runs was compiled here by bench/gpu-prep.sh into
 # gpu-carry/ (kernel bundles and lowp-gpu-run, which links no LLVM):
 #   bash bench/gpu-prep.sh
 #   run(command="bash bench/gpu.sh", carry=["gpu-carry"])
@@ -40,6 +41,41 @@ if python3 -c "import torch" 2>/dev/null && [ -f gpu-carry/torch_anchors.py ]; t
   while read -r l; do table+=("peer | $l"); done < <(tail -n 12 "$OUTDIR/torch.log")
 else
   table+=("peer | torch not importable: no peer figures")
+fi
+
+# ---- SASS facts: the image's ptxas on every timed kernel (sm_90a) and on the sm_100a ones
+# (assembled only), 16 at a time: registers, spills, the tensor-core instructions in SASS.
+PTXAS=$(command -v ptxas || echo /usr/local/cuda/bin/ptxas)
+CUOBJDUMP=$(command -v cuobjdump || echo /usr/local/cuda/bin/cuobjdump)
+if [ -x "$PTXAS" ]; then
+  mkdir -p "$OUTDIR/sass"
+  assemble() { # bundle dir
+    local name chip
+    name=$(basename "$1")
+    chip=$(sed -n 's/^chip = //p' "$1/launch.txt")
+    "$PTXAS" -arch="$chip" -v "$1/kernel.ptx" -o "$OUTDIR/sass/$name.cubin" \
+      > "$OUTDIR/sass/$name.log" 2>&1 && echo ok >> "$OUTDIR/sass/$name.log"
+  }
+  export -f assemble
+  export PTXAS OUTDIR
+  timeout 180 bash -c 'ls -d "$0"/time-* "$0"/sass-* | xargs -P 16 -I{} bash -c "assemble {}"' "$B" || true
+  for dir in "$B"/time-* "$B"/sass-*; do
+    name=$(basename "$dir")
+    log="$OUTDIR/sass/$name.log"
+    if [ -f "$log" ] && tail -1 "$log" | grep -q '^ok$'; then
+      regs=$(grep -o 'Used [0-9]* registers' "$log" | head -1)
+      spills=$(grep -o '[0-9]* bytes spill stores, [0-9]* bytes spill loads' "$log" | head -1)
+      ops=$("$CUOBJDUMP" --dump-sass "$OUTDIR/sass/$name.cubin" 2>/dev/null \
+        | grep -oE '\b(QGMMA|HGMMA|UTC[A-Z]*MMA|HMMA|WARPGROUP)[.A-Za-z0-9_]*' | sort | uniq -c \
+        | awk '{printf "%s %s; ", $1, $2}')
+      table+=("sass $name | $regs | $spills | $ops")
+    else
+      table+=("sass $name | ptxas FAILED: $(grep -m1 -iE 'error|fatal' "$log" 2>/dev/null)")
+      status=1
+    fi
+  done
+else
+  table+=("sass | no ptxas on this machine")
 fi
 
 echo "---- $(head -2 "$OUTDIR/gpu.csv" | tail -1)"
