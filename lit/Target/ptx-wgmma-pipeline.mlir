@@ -31,11 +31,14 @@
 // CHECK-NEXT:  bar.sync 0;
 // CHECK:       cp.async.wait_group 0;
 // CHECK-NOT:   .local
-// The warp-specialized variant: 384 threads, mbarriers in the dynamic shared memory, no
-// local memory.
+// The warp-specialized variant: 384 threads, mbarriers in the dynamic shared memory,
+// registers moved from the producer warpgroup to the consumers (setmaxnreg), no local
+// memory.
 // WS:       .extern .shared .align 16 .b8 __dynamic_shmem__0[];
 // WS:       .maxntid 384, 1, 1
 // WS-NOT:   .local
+// WS-DAG:   setmaxnreg.dec.sync.aligned.u32 40;
+// WS-DAG:   setmaxnreg.inc.sync.aligned.u32 232;
 // WS-DAG:   mbarrier.init.shared.b64
 // WS-DAG:   mbarrier.arrive.shared.b64
 // WS-DAG:   mbarrier.try_wait.parity.shared.b64

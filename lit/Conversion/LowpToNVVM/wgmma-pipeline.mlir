@@ -49,7 +49,8 @@ func.func @fp8(%a: memref<256x512xf8E4M3FN>, %sa: memref<1x1xf32>, %b: memref<12
 // and once the stage 2 behind has landed (cp.async.wait_group 2) fences and arrives on its
 // full barrier; after the last stage it drains (wait_group 0) and publishes the rest. The
 // consumers wait on the full barrier, run the stage's instructions and arrive on the empty
-// one. No block-wide barrier inside the loops.
+// one. No block-wide barrier inside the loops. Registers move from the producer (down to
+// 40 a thread) to the consumers (up to 232): setmaxnreg, as DeepGEMM splits them.
 // WS-LABEL: func.func @fp8
 // WS:       gpu.launch {{.*}} threads({{.*}}) in (%{{.*}} = %c384, %{{.*}} = %c1, %{{.*}} = %c1) dynamic_shared_memory_size %c132160_i32 {
 // WS:         scf.for %{{.*}} = %c0 to %c4 step %c1 {
@@ -58,6 +59,7 @@ func.func @fp8(%a: memref<256x512xf8E4M3FN>, %sa: memref<1x1xf32>, %b: memref<12
 // WS:       gpu.barrier
 // WS:       arith.cmpi uge, %{{.*}}, %c256 : index
 // WS-NEXT:  scf.if
+// WS-NEXT:    nvvm.setmaxregister decrease 40
 // WS:         scf.for
 // WS:             nvvm.mbarrier.try_wait.parity
 // WS-COUNT-32:  nvvm.cp.async.shared.global
@@ -68,6 +70,7 @@ func.func @fp8(%a: memref<256x512xf8E4M3FN>, %sa: memref<1x1xf32>, %b: memref<12
 // WS:         nvvm.cp.async.wait.group 0
 // WS:       arith.cmpi ult, %{{.*}}, %c256 : index
 // WS-NEXT:  scf.if
+// WS-NEXT:    nvvm.setmaxregister increase 232
 // WS-NOT:     gpu.barrier
 // WS:           nvvm.mbarrier.try_wait.parity
 // WS:             nvvm.wgmma.mma_async
@@ -113,6 +116,10 @@ func.func @mxfp8(%a: memref<100x96xf8E5M2>, %sa: memref<100x3xf8E8M0FNU>,
 // CHECK:           nvvm.fence.proxy {kind = #nvvm.proxy_kind<async.shared>, space = #nvvm.shared_space<cta>}
 // CHECK-NEXT:      gpu.barrier
 // CHECK:           nvvm.wgmma.mma_async {{.*}} A[<e4m3>, <one>, <row>], B[<e4m3>, <one>, <col>]
+// Warp-specialized, the producer translates: it keeps 96 registers, the consumers get 200.
+// WS-LABEL: func.func @staged
+// WS:         nvvm.setmaxregister decrease 96
+// WS:         nvvm.setmaxregister increase 200
 func.func @staged(%a: memref<128x128x!lowp.packed<f4E2M1FN>>, %sa: memref<128x8xf8E8M0FNU>,
                   %b: memref<64x256xf6E3M2FN>, %sb: memref<64x8xf8E8M0FNU>, %c: memref<128x64xf32>) {
   lowp.scaled_matmul %a[%sa], %b[%sb] into %c layouts(#lowp.mx<32>, #lowp.mx<32>)

@@ -52,7 +52,9 @@
 //! flight per thread), the two consumer warpgroups only wait, compute and promote; a full
 //! and an empty mbarrier per slot replace the block-wide barrier, and translated tiles
 //! live in the slots (the producer runs up to a ring ahead), so a 64 KiB slot (FP6 x FP6)
-//! gets 3 stages. Not yet measured on a GPU: `auto` keeps the barrier pipeline.
+//! gets 3 stages. `setmaxnreg` moves registers from the producer (40 a thread, 96 when it
+//! translates) to the consumers (232, 200), within the 384 x 168 `.maxntid` gives the
+//! block. Not yet measured on a GPU: `auto` keeps the barrier pipeline.
 //!
 //! Partial sums go into the f32 accumulators at least every 128 of K, also for per-tensor
 //! scales: Hopper's FP8 MMA accumulates with reduced precision, so (as DeepGEMM does) the
@@ -1086,7 +1088,27 @@ fn specialized_block<'c, 'a>(
     let k = kn.ops.k;
     let count = ceil_div(e, k, e.index(BK));
     let producer = e.cmpi(CmpiPredicate::Uge, tid, e.index(consumers));
+    // Registers per thread after the split (`setmaxnreg`, per warpgroup; `.maxntid 384`
+    // gives each thread 168 at entry, 384 x 168 = 64512 in all): the producer gives up what
+    // the consumers take, 2 x 232 + 40 = 504 = 3 x 168 as in DeepGEMM; a producer that
+    // translates keeps 96 for its tables and permutes (consumers 200).
+    let (keep, take) = if mem.routes.iter().any(|r| r.staged) {
+        (96, 200)
+    } else {
+        (40, 232)
+    };
+    debug_assert!(consumers == 2 * PRODUCERS && 2 * take + keep <= 3 * 168);
+    let registers = |e: &Emitter<'c, 'a>, action: &str, count: i64| {
+        e.bare(
+            "nvvm.setmaxregister",
+            &[
+                ("action", &format!("#nvvm<action {action}>")),
+                ("regCount", &format!("{count} : i32")),
+            ],
+        )
+    };
     e.if_then(producer, |e| {
+        registers(e, "decrease", keep);
         let ptid = e.subi(tid, e.index(consumers));
         let globals = [
             wgmma::smem_address(e, kn.ops.bits_a),
@@ -1133,6 +1155,7 @@ fn specialized_block<'c, 'a>(
         });
     });
     e.if_then(e.cmpi(CmpiPredicate::Ult, tid, e.index(consumers)), |e| {
+        registers(e, "increase", take);
         let l = lane(e, mem.tile, tid, bm, bn);
         let warpgroup = e.divui(tid, e.index(wgmma::THREADS));
         let inits = vec![e.f32(0.0); instr.accumulators()];
