@@ -33,6 +33,8 @@ checks=(
   "--m 33 --n 17 --k 96 --lhs f8e4m3fnuz --rhs f8e5m2fnuz --layout per_channel"
   "--m 256 --n 200 --k 4096 --lhs f8e4m3 --rhs f8e4m3 --layout per_tensor"
   "--m 300 --n 136 --k 672 --lhs f6e3m2 --rhs f4e2m1 --layout blockwise/1x128 --rhs-layout mx"
+  "--m 16 --n 256 --k 2048 --lhs f8e4m3 --rhs f8e4m3 --layout per_tensor --bias"
+  "--m 5 --n 200 --k 1152 --lhs f4e2m1 --rhs f4e2m1 --layout mx --packed"
 )
 i=0
 for c in "${checks[@]}"; do
@@ -47,8 +49,9 @@ done
 printf '%s\n' "${checks[@]}" > gpu-carry/bundles/checks.txt
 
 # ---- timing: FP8 per-tensor and MXFP4 at the anchors' shapes, each NVIDIA kernel (wgmma
-# takes the skinny block at 16x8192x8192; wgmma-specialized is the square one there).
-for s in 8192x8192x8192 4096x4096x4096 16x8192x8192; do
+# takes the skinny block at 16x8192x8192, split-K in clusters of 2 at 16x4096x8192;
+# wgmma-specialized is the square one there).
+for s in 8192x8192x8192 4096x4096x4096 16x8192x8192 16x4096x8192; do
   IFS=x read -r m n k <<< "$s"
   for f in "f8e4m3 --layout per_tensor" "f4e2m1 --layout mx --packed"; do
     for kernel in wgmma wgmma-specialized mma-sync generic; do

@@ -36,9 +36,9 @@ for dir in "$B"/time-*; do
   table+=("$(basename "$dir") | $line")
 done
 if python3 -c "import torch" 2>/dev/null && [ -f gpu-carry/torch_anchors.py ]; then
-  python3 gpu-carry/torch_anchors.py --shapes 8192x8192x8192,4096x4096x4096,16x8192x8192 \
+  python3 gpu-carry/torch_anchors.py --shapes 8192x8192x8192,4096x4096x4096,16x8192x8192,16x4096x8192 \
     --json "$OUTDIR/torch.json" > "$OUTDIR/torch.log" 2>&1 || status=1
-  while read -r l; do table+=("peer | $l"); done < <(tail -n 12 "$OUTDIR/torch.log")
+  while read -r l; do table+=("peer | $l"); done < <(tail -n 20 "$OUTDIR/torch.log")
 else
   table+=("peer | torch not importable: no peer figures")
 fi

@@ -10,6 +10,7 @@
 // CHECK:       .extern .shared .align 16 .b8 __dynamic_shmem__0[];
 // CHECK:       .visible .entry decode_kernel(
 // CHECK:       .maxntid 128, 1, 1
+// CHECK-NOT:   .reqnctapercluster
 // CHECK-NOT:   .local
 // CHECK:       cp.async.cg.shared.global [%rd{{[0-9]+}}], [%rd{{[0-9]+}}], 16, %r{{[0-9]+}};
 // CHECK:       cp.async.wait_group 6;
@@ -22,9 +23,9 @@
 // CHECK-NEXT:  wgmma.wait_group.sync.aligned 0;
 // CHECK:       cp.async.wait_group 0;
 // CHECK-NOT:   .local
-func.func @decode(%a: memref<16x512xf8E5M2>, %sa: memref<1x1xf32>, %b: memref<256x512xf8E4M3FN>,
-                  %sb: memref<256x1xf32>, %c: memref<16x256xbf16>) {
+func.func @decode(%a: memref<16x512xf8E5M2>, %sa: memref<1x1xf32>, %b: memref<8192x512xf8E4M3FN>,
+                  %sb: memref<8192x1xf32>, %c: memref<16x8192xbf16>) {
   lowp.scaled_matmul %a[%sa], %b[%sb] into %c layouts(#lowp.per_tensor, #lowp.per_channel)
-      : memref<16x512xf8E5M2>[memref<1x1xf32>], memref<256x512xf8E4M3FN>[memref<256x1xf32>] -> memref<16x256xbf16>
+      : memref<16x512xf8E5M2>[memref<1x1xf32>], memref<8192x512xf8E4M3FN>[memref<8192x1xf32>] -> memref<16x8192xbf16>
   return
 }

@@ -278,7 +278,8 @@ fn wgmma_pipeline_matches_the_oracle() {
 /// and are not stored, packed E2M1 A (64 chunks per stage) leaves half the copying threads
 /// out, the ring of 8 stages wraps (K 10 stages) and the last stage is partial;
 /// `kernel=wgmma-skinny` forces it on M = 100 (two blocks of 64 rows along M). Every pair of
-/// formats and layouts the pipeline takes, through the emulation.
+/// formats and layouts the pipeline takes, through the emulation; K not split (`split-k=1`;
+/// split-K has its own test).
 #[test]
 fn wgmma_skinny_matches_the_oracle() {
     let session = Session::new();
@@ -306,7 +307,7 @@ fn wgmma_skinny_matches_the_oracle() {
             problems.push(problem(&mut rng, shape, pairs[c]));
         }
     }
-    let text = lowered(&session, &problems, "sm_90a", "auto");
+    let text = lowered(&session, &problems, "sm_90a", "auto split-k=1");
     let shape = |n: i64| format!("<m = 64, n = {n}, k = 32>");
     assert!(text.contains(&shape(16)) && text.contains(&shape(48)));
     assert!(!text.contains(&shape(128)), "no op takes the square block");
@@ -323,13 +324,72 @@ fn wgmma_skinny_matches_the_oracle() {
             "{launch}"
         );
     }
-    run_and_check(&session, &problems, Some(&emulated("sm_90a", "auto")));
+    assert!(!text.contains("clusters"));
+    run_and_check(
+        &session,
+        &problems,
+        Some(&emulated("sm_90a", "auto split-k=1")),
+    );
     let forced: Vec<_> = [1, 5]
         .iter()
         .map(|&c| problem(&mut rng, (100, 64, 256), pairs[c]))
         .collect();
     assert!(lowered(&session, &forced, "sm_90a", "wgmma-skinny").contains(&shape(64)));
     run_and_check(&session, &forced, Some(&emulated("sm_90a", "wgmma-skinny")));
+}
+
+/// Split-K of the skinny block: a cluster of blocks per tile of C, each summing its range of
+/// K's stages, rank 0 adding the others' partial sums in rank order. By shape: 4 tiles of a
+/// 16 x 256 x 2048 decode step split 8 ways (32 blocks, 2 stages each), 2 tiles of 5 x 72 x
+/// 640 MXFP4 2 ways (3 + 2 stages); forced: `split-k=4` over 3 stages (the last block has
+/// none) and over a ragged 10-stage K with blockwise scales.
+#[test]
+fn wgmma_split_k_matches_the_oracle() {
+    let session = Session::new();
+    let mut rng = SplitMix64::new(8);
+    let pairs = pipeline_pairs();
+    let problem = |rng: &mut SplitMix64, (m, n, k): (usize, usize, usize), c: usize| {
+        let (fa, la, pa, fb, lb, pb) = pairs[c];
+        (
+            format!("{m}x{n}x{k} {fa} {la} x {fb} {lb}"),
+            Problem {
+                a: operand(rng, m, k, fa, la, pa),
+                b: operand(rng, n, k, fb, lb, pb),
+                bias: Some(rng.normal_vec(n)),
+                bf16: false,
+            },
+        )
+    };
+    let by_shape = [
+        problem(&mut rng, (16, 256, 2048), 0),
+        problem(&mut rng, (5, 72, 640), 5),
+    ];
+    // The cluster size of each launch, in order: `clusters(..) in (%x = %c<N>, ..`.
+    let clusters = |text: &str| -> Vec<String> {
+        text.split("gpu.launch clusters(")
+            .skip(1)
+            .map(|l| {
+                let c = l.split_once(" = %c").expect("cluster size").1;
+                c.split([',', '_']).next().expect("constant").to_string()
+            })
+            .collect()
+    };
+    let text = lowered(&session, &by_shape, "sm_90a", "auto");
+    assert_eq!(clusters(&text), ["8", "2"]);
+    run_and_check(&session, &by_shape, Some(&emulated("sm_90a", "auto")));
+    let forced = [
+        problem(&mut rng, (16, 64, 384), 1),
+        problem(&mut rng, (30, 100, 1184), 2),
+    ];
+    assert_eq!(
+        clusters(&lowered(&session, &forced, "sm_90a", "auto split-k=4")),
+        ["4", "4"]
+    );
+    run_and_check(
+        &session,
+        &forced,
+        Some(&emulated("sm_90a", "auto split-k=4")),
+    );
 }
 
 /// sm_100a's block-scaled kinds: for two MX operands with 32-blocks `kind::mxf4` (E2M1 x

@@ -57,7 +57,7 @@ fn dim(v: Value) -> Result<u32, JitError> {
     match constant(v) {
         Some(KernelParam::Index(n)) if (1..=i32::MAX as i64).contains(&n) => Ok(n as u32),
         _ => Err(launch_error(
-            "a grid or block size is not a positive constant",
+            "a grid, block or cluster size is not a positive constant",
         )),
     }
 }
@@ -131,7 +131,8 @@ impl Session {
         };
         // asyncDependencies, grid x y z, block x y z, cluster x y z, dynamic shared memory,
         // kernel operands, async object.
-        if sizes.len() != 13 || sizes[0] != 0 || sizes[7..10].iter().any(|&s| s != 0) {
+        let clustered = sizes.len() == 13 && sizes[7..10] == [1, 1, 1];
+        if sizes.len() != 13 || sizes[0] != 0 || !(clustered || sizes[7..10] == [0, 0, 0]) {
             return Err(launch_error(format!(
                 "unexpected gpu.launch_func form (segments {sizes:?})"
             )));
@@ -141,13 +142,21 @@ impl Session {
                 .operand(i)
                 .map_err(|_| launch_error("gpu.launch_func operand out of range"))
         };
-        // With no async dependencies or clusters (checked above): grid x y z, block x y z,
-        // the dynamic shared memory size when there is one, then the kernel operands.
+        // With no async dependencies (checked above): grid x y z, block x y z, the cluster
+        // size x y z when there is one (a constant: lowp-kernel-cluster-size fixes it in the
+        // PTX, and a plain launch forms the clusters), the dynamic shared memory size when
+        // there is one, then the kernel operands.
         let grid = (dim(operand(0)?)?, dim(operand(1)?)?, dim(operand(2)?)?);
         let block = (dim(operand(3)?)?, dim(operand(4)?)?, dim(operand(5)?)?);
+        let (cluster, at) = if clustered {
+            let size = (dim(operand(6)?)?, dim(operand(7)?)?, dim(operand(8)?)?);
+            (size, 9)
+        } else {
+            ((1, 1, 1), 6)
+        };
         let shared_bytes = match sizes[10] {
             0 => 0,
-            _ => match constant(operand(6)?) {
+            _ => match constant(operand(at)?) {
                 Some(KernelParam::Index(b)) => u32::try_from(b)
                     .map_err(|_| launch_error(format!("{b} bytes of dynamic shared memory")))?,
                 _ => {
@@ -158,7 +167,7 @@ impl Session {
                 }
             },
         };
-        let first = 6 + sizes[10] as usize;
+        let first = at + sizes[10] as usize;
         let mut params = Vec::with_capacity(sizes[11] as usize);
         for i in first..first + sizes[11] as usize {
             let v = operand(i)?;
@@ -240,6 +249,7 @@ impl Session {
             grid,
             block,
             shared_bytes,
+            cluster,
             params,
         })
     }

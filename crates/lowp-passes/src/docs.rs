@@ -27,6 +27,7 @@ fn source_of(pass: &PassDef) -> &'static str {
         "lowp-to-rocdl" => include_str!("to_rocdl/mod.rs"),
         "lowp-lower-storage" => include_str!("lower_storage.rs"),
         "lowp-extern-dynamic-shared" => include_str!("extern_dynamic_shared.rs"),
+        "lowp-kernel-cluster-size" => include_str!("kernel_cluster_size.rs"),
         _ => "",
     }
 }

@@ -629,22 +629,24 @@ impl<'c, 'a> Emitter<'c, 'a> {
         workgroup: &[Type<'c>],
         body: impl FnOnce(&Emitter<'c, 'a>, [Value<'c, 'a>; 3], [Value<'c, 'a>; 3], &[Value<'c, 'a>]),
     ) {
-        self.launch(grid, block, workgroup, None, body)
+        self.launch(grid, block, None, workgroup, None, body)
     }
 
-    /// A `gpu.launch` with `bytes` of dynamic shared memory and no workgroup attributions:
-    /// `body` gets block ids, thread ids and the memory as one
+    /// A `gpu.launch` with `bytes` of dynamic shared memory and no workgroup attributions,
+    /// in clusters of `cluster` blocks where given (`grid` a multiple of it): `body` gets
+    /// block ids, thread ids and the memory as one
     /// `memref<?xi8, #gpu.address_space<workgroup>>` (`gpu.dynamic_shared_memory`; its base
     /// is only 16-byte aligned).
     pub fn gpu_launch_dynamic(
         &self,
         grid: [Value<'c, '_>; 3],
         block: [Value<'c, '_>; 3],
+        cluster: Option<[Value<'c, '_>; 3]>,
         bytes: i64,
         body: impl FnOnce(&Emitter<'c, 'a>, [Value<'c, 'a>; 3], [Value<'c, 'a>; 3], Value<'c, 'a>),
     ) {
         let size = self.int(32, bytes);
-        self.launch(grid, block, &[], Some(size), |e, bid, tid, _| {
+        self.launch(grid, block, cluster, &[], Some(size), |e, bid, tid, _| {
             let t = Type::parse(e.ctx, "memref<?xi8, #gpu.address_space<workgroup>>")
                 .expect("valid dynamic shared memory type");
             let memory = e.val(
@@ -661,21 +663,27 @@ impl<'c, 'a> Emitter<'c, 'a> {
         &self,
         grid: [Value<'c, '_>; 3],
         block: [Value<'c, '_>; 3],
+        cluster: Option<[Value<'c, '_>; 3]>,
         workgroup: &[Type<'c>],
         dynamic: Option<Value<'c, '_>>,
         body: impl FnOnce(&Emitter<'c, 'a>, [Value<'c, 'a>; 3], [Value<'c, 'a>; 3], &[Value<'c, 'a>]),
     ) {
+        // Block and thread ids, grid and block sizes; with clusters also cluster ids and
+        // sizes.
+        let config = if cluster.is_some() { 18 } else { 12 };
         let mut args: Vec<(Type, Location)> =
-            (0..12).map(|_| (self.index_type(), self.loc)).collect();
+            (0..config).map(|_| (self.index_type(), self.loc)).collect();
         args.extend(workgroup.iter().map(|&t| (t, self.loc)));
         let region = Region::new();
         region.append_block(Block::new(&args));
         let ctx = self.ctx;
+        let c = cluster.is_some() as i32;
         let sizes = melior::ir::attribute::DenseI32ArrayAttribute::new(
             ctx,
-            &[0, 1, 1, 1, 1, 1, 1, 0, 0, 0, dynamic.is_some() as i32],
+            &[0, 1, 1, 1, 1, 1, 1, c, c, c, dynamic.is_some() as i32],
         );
         let mut operands = vec![grid[0], grid[1], grid[2], block[0], block[1], block[2]];
+        operands.extend(cluster.into_iter().flatten());
         operands.extend(dynamic);
         let op = self.insert(
             OperationBuilder::new("gpu.launch", self.loc)
@@ -701,7 +709,7 @@ impl<'c, 'a> Emitter<'c, 'a> {
             .expect("gpu.launch block");
         let inner = Emitter::at_end(ctx, b, self.loc);
         let arg = |i: usize| -> Value<'c, 'a> { b.argument(i).expect("launch argument").into() };
-        let buffers: Vec<Value> = (0..workgroup.len()).map(|i| arg(12 + i)).collect();
+        let buffers: Vec<Value> = (0..workgroup.len()).map(|i| arg(config + i)).collect();
         body(
             &inner,
             [arg(0), arg(1), arg(2)],

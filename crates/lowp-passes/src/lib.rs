@@ -31,6 +31,7 @@ pub mod expand_quantize;
 pub mod extern_dynamic_shared;
 mod gpu_generic;
 pub mod ir;
+pub mod kernel_cluster_size;
 pub mod lower_storage;
 mod matrix_kernel;
 pub mod pipelines;

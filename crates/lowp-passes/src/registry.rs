@@ -138,6 +138,7 @@ pub fn all_passes() -> &'static [PassDef] {
         crate::to_rocdl::PASS,
         crate::lower_storage::PASS,
         crate::extern_dynamic_shared::PASS,
+        crate::kernel_cluster_size::PASS,
     ]
 }
 

@@ -39,11 +39,29 @@ pub struct GpuKernel {
     /// Dynamic shared memory per block, bytes (the `gpu.launch_func`'s
     /// `dynamic_shared_memory_size`; 0 when the kernel has none).
     pub shared_bytes: u32,
+    /// Blocks per cluster in x, y, z ((1, 1, 1): none). Fixed in the PTX
+    /// (`.reqnctapercluster`), so a plain launch forms the clusters; the grid is a multiple
+    /// of it.
+    pub cluster: (u32, u32, u32),
     /// The operands, in order.
     pub params: Vec<KernelParam>,
 }
 
 impl GpuKernel {
+    /// Whether the grid is a whole number of clusters (a launch of a partial one fails in
+    /// the driver with a less telling error).
+    pub fn cluster_check(&self) -> Result<(), GpuError> {
+        let (g, c) = (self.grid, self.cluster);
+        let whole = |g: u32, c: u32| c > 0 && g.is_multiple_of(c);
+        if whole(g.0, c.0) && whole(g.1, c.1) && whole(g.2, c.2) {
+            Ok(())
+        } else {
+            Err(GpuError::Invalid(format!(
+                "grid {g:?} is not a whole number of clusters of {c:?}"
+            )))
+        }
+    }
+
     /// Parameters as the kernel declares them: 3 + 2 rank per memref, 1 per scalar.
     pub fn flat_param_count(&self) -> usize {
         self.params
@@ -60,6 +78,7 @@ impl GpuKernel {
     /// # Safety
     /// Each address must hold a buffer of its argument's shape and element size.
     pub unsafe fn launch(&self, gpu: &Gpu, module: &Module, args: &[u64]) -> Result<(), GpuError> {
+        self.cluster_check()?;
         // Every parameter as 8 bytes (i64, pointer, or an f32 in the low half), each passed
         // by address as cuLaunchKernel takes them.
         let mut values: Vec<u64> = Vec::with_capacity(self.flat_param_count());
@@ -104,8 +123,8 @@ impl GpuKernel {
     }
 
     /// The launch as a manifest (the PTX travels beside it): `name`, `chip`, `grid`,
-    /// `block`, `shared` (dynamic shared memory bytes), then one `param` line per parameter (`memref ARG D0 D1 ..`, `index V`,
-    /// `f32 V`).
+    /// `block`, `shared` (dynamic shared memory bytes), `cluster` (only for clusters), then
+    /// one `param` line per parameter (`memref ARG D0 D1 ..`, `index V`, `f32 V`).
     pub fn to_manifest(&self) -> String {
         let mut s = format!(
             "name = {}\nchip = {}\ngrid = {} {} {}\nblock = {} {} {}\nshared = {}\n",
@@ -119,6 +138,10 @@ impl GpuKernel {
             self.block.2,
             self.shared_bytes
         );
+        if self.cluster != (1, 1, 1) {
+            let (x, y, z) = self.cluster;
+            s.push_str(&format!("cluster = {x} {y} {z}\n"));
+        }
         for p in &self.params {
             let line = match p {
                 KernelParam::Index(v) => format!("index {v}"),
@@ -139,6 +162,7 @@ impl GpuKernel {
     pub fn from_manifest(text: &str, ptx: String) -> Result<Self, String> {
         let (mut name, mut chip, mut grid, mut block) = (None, None, None, None);
         let mut shared_bytes = 0;
+        let mut cluster = (1, 1, 1);
         let mut params = Vec::new();
         let triple = |v: &str, what: &str| -> Result<(u32, u32, u32), String> {
             let n: Vec<u32> = v
@@ -160,6 +184,7 @@ impl GpuKernel {
                 "chip" => chip = Some(value.to_string()),
                 "grid" => grid = Some(triple(value, "grid")?),
                 "block" => block = Some(triple(value, "block")?),
+                "cluster" => cluster = triple(value, "cluster")?,
                 "shared" => {
                     shared_bytes = value.parse::<u32>().map_err(|_| {
                         format!("line {line}: shared: expected a byte count, found '{value}'")
@@ -176,6 +201,7 @@ impl GpuKernel {
             grid: grid.ok_or("the launch manifest has no 'grid'")?,
             block: block.ok_or("the launch manifest has no 'block'")?,
             shared_bytes,
+            cluster,
             params,
         })
     }
@@ -212,6 +238,7 @@ mod tests {
             grid: (3, 2, 1),
             block: (128, 1, 1),
             shared_bytes: 132096,
+            cluster: (1, 1, 1),
             params: vec![
                 KernelParam::MemRef {
                     arg: 0,
@@ -235,9 +262,20 @@ mod tests {
         assert_eq!(back.chip, k.chip);
         assert_eq!((back.grid, back.block), (k.grid, k.block));
         assert_eq!(back.shared_bytes, k.shared_bytes);
+        assert_eq!(back.cluster, (1, 1, 1));
+        assert!(!k.to_manifest().contains("cluster"));
         assert_eq!(back.params, k.params);
         // 3 + 2 x 2 for the matrix, 1 + 1 for the scalars, 3 for the rank-0 memref.
         assert_eq!(back.flat_param_count(), 12);
+        // Clusters (split-K) travel as one more line.
+        let clustered = GpuKernel {
+            cluster: (3, 1, 1),
+            ..k
+        };
+        let text = clustered.to_manifest();
+        assert!(text.contains("cluster = 3 1 1\n"));
+        let back = GpuKernel::from_manifest(&text, String::new()).unwrap();
+        assert_eq!(back.cluster, (3, 1, 1));
     }
 
     #[test]
@@ -261,12 +299,31 @@ mod tests {
                 "line 5: shared: expected a byte count",
             ),
             (k.replace("name = mm_kernel\n", ""), "no 'name'"),
+            (
+                format!("{k}cluster = 2 0 1\n"),
+                "cluster: expected three positive",
+            ),
             (format!("{k}speed = 3\n"), "unknown key 'speed'"),
             (format!("{k}param memref\n"), "expected 'key = value'"),
         ] {
             let e = GpuKernel::from_manifest(&edit, String::new()).unwrap_err();
             assert!(e.contains(want), "{e}");
         }
+    }
+
+    #[test]
+    fn a_grid_of_partial_clusters_is_refused_before_any_launch() {
+        let k = GpuKernel {
+            cluster: (2, 1, 1),
+            ..kernel()
+        };
+        // The check comes before the GPU is touched: no device needed.
+        let e = k.cluster_check().unwrap_err();
+        assert!(
+            e.to_string().contains("not a whole number of clusters"),
+            "{e}"
+        );
+        assert!(kernel().cluster_check().is_ok());
     }
 
     #[test]

@@ -131,9 +131,10 @@ func.func @staged(%a: memref<128x128x!lowp.packed<f4E2M1FN>>, %sa: memref<128x8x
 // C computes C^T with m64n16k32: B's 64 rows (E4M3) are the instruction's A, A's 16 rows
 // (E5M2) its B. 8 stages of 2 + 8 KiB (+ 1 KiB to align); per stage each thread copies 1
 // chunk of A and 4 of B; the prologue issues 7 stages, each step waits for all but 6 of
-// its groups. 8 accumulators per thread.
+// its groups. 8 accumulators per thread. N = 8192 gives 128 blocks: K is not split.
 // CHECK-LABEL: func.func @decode
-// CHECK:       gpu.launch {{.*}} threads({{.*}}) in (%{{.*}} = %c128{{.*}}, %{{.*}} = %c1{{.*}}, %{{.*}} = %c1{{.*}}) dynamic_shared_memory_size %c82944_i32 {
+// CHECK-NOT:   clusters
+// CHECK:       gpu.launch blocks({{.*}}) threads({{.*}}) in (%{{.*}} = %c128{{.*}}, %{{.*}} = %c1{{.*}}, %{{.*}} = %c1{{.*}}) dynamic_shared_memory_size %c82944_i32 {
 // CHECK:         scf.for %{{.*}} = %c0 to %c7 step %c1 {
 // CHECK-COUNT-5:   nvvm.cp.async.shared.global
 // CHECK-NOT:       nvvm.cp.async.shared.global
@@ -147,9 +148,38 @@ func.func @staged(%a: memref<128x128x!lowp.packed<f4E2M1FN>>, %sa: memref<128x8x
 // CHECK-COUNT-3:   nvvm.wgmma.mma_async %{{.*}}, %{{.*}}, %{{.*}}, <m = 64, n = 16, k = 32>, D[<f32>, <one>], A[<e4m3>, <one>, <row>], B[<e5m2>, <one>, <col>]
 // CHECK:           nvvm.wgmma.wait.group.sync.aligned 0
 // CHECK:         gpu.terminator
-func.func @decode(%a: memref<16x512xf8E5M2>, %sa: memref<1x1xf32>, %b: memref<256x512xf8E4M3FN>,
-                  %sb: memref<256x1xf32>, %c: memref<16x256xbf16>) {
+func.func @decode(%a: memref<16x512xf8E5M2>, %sa: memref<1x1xf32>, %b: memref<8192x512xf8E4M3FN>,
+                  %sb: memref<8192x1xf32>, %c: memref<16x8192xbf16>) {
   lowp.scaled_matmul %a[%sa], %b[%sb] into %c layouts(#lowp.per_tensor, #lowp.per_channel)
-      : memref<16x512xf8E5M2>[memref<1x1xf32>], memref<256x512xf8E4M3FN>[memref<256x1xf32>] -> memref<16x256xbf16>
+      : memref<16x512xf8E5M2>[memref<1x1xf32>], memref<8192x512xf8E4M3FN>[memref<8192x1xf32>] -> memref<16x8192xbf16>
+  return
+}
+
+// Split-K of the skinny block (16 x 256 x 2048: 4 tiles of C, 16 stages of K): clusters of
+// 8 blocks along x (grid x = 4 x 8), block x's rank x % 8 sums stages [2 rank, 2 rank + 2).
+// At the end ranks 1..7 leave their 8 partial sums per thread in shared memory; a cluster
+// barrier (arrive has release, wait acquire semantics); rank 0 reads them through
+// distributed shared memory (mapa to ranks 1, 2, .., 7, in that order), adds, stores C; a
+// second cluster barrier keeps the other ranks' memory until it has read.
+// CHECK-LABEL: func.func @split
+// CHECK:       gpu.launch clusters({{.*}}) in (%{{.*}} = %c8{{.*}}, %{{.*}} = %c1{{.*}}, %{{.*}} = %c1{{.*}}) blocks
+// CHECK:         arith.remui %{{.*}}, %c8 : index
+// CHECK:         nvvm.cp.async.wait.group 0
+// CHECK-NEXT:    gpu.barrier
+// CHECK:         scf.if
+// CHECK-COUNT-8:   llvm.store %{{.*}}, %{{.*}} : f32, !llvm.ptr<3>
+// CHECK:         nvvm.cluster.arrive {aligned}
+// CHECK-NEXT:    nvvm.cluster.wait {aligned}
+// CHECK:         scf.if
+// CHECK:           nvvm.mapa %{{.*}}, %c1_i32 : !llvm.ptr<3> -> !llvm.ptr<7>
+// CHECK-NEXT:      llvm.load %{{.*}} : !llvm.ptr<7> -> f32
+// CHECK:           nvvm.mapa %{{.*}}, %c7_i32 : !llvm.ptr<3> -> !llvm.ptr<7>
+// CHECK:         nvvm.cluster.arrive {aligned}
+// CHECK-NEXT:    nvvm.cluster.wait {aligned}
+// CHECK-NEXT:    gpu.terminator
+func.func @split(%a: memref<16x2048xf8E4M3FN>, %sa: memref<1x1xf32>, %b: memref<256x2048xf8E4M3FN>,
+                 %sb: memref<1x1xf32>, %c: memref<16x256xf32>) {
+  lowp.scaled_matmul %a[%sa], %b[%sb] into %c layouts(#lowp.per_tensor, #lowp.per_tensor)
+      : memref<16x2048xf8E4M3FN>[memref<1x1xf32>], memref<256x2048xf8E4M3FN>[memref<1x1xf32>] -> memref<16x256xf32>
   return
 }

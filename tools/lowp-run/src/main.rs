@@ -498,9 +498,13 @@ fn run_cuda(
     for line in session.take_diagnostics().lines() {
         eprintln!("lowp-run: {line}");
     }
+    let cluster = match kernel.cluster {
+        (1, 1, 1) => String::new(),
+        c => format!(" cluster={c:?}"),
+    };
     say!(
-        "compile: target=cuda chip={chip} kernel={} grid={:?} block={:?} shared={} params={} \
-         ms={:.1}",
+        "compile: target=cuda chip={chip} kernel={} grid={:?} block={:?}{cluster} shared={} \
+         params={} ms={:.1}",
         kernel.name,
         kernel.grid,
         kernel.block,

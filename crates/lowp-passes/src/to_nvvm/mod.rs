@@ -126,6 +126,15 @@ pub const PASS: PassDef = PassDef {
             kind: OptionKind::Choice(KERNELS),
         },
         OptionDef {
+            name: "split-k",
+            default: "auto",
+            description: "The wgmma skinny block's split of K among a cluster of blocks \
+                          (partial sums gathered through distributed shared memory): auto \
+                          (by shape: up to 8, while the blocks fit the 132 SMs and each \
+                          split gets two stages), or 1, 2, 4, 8",
+            kind: OptionKind::Choice(&["auto", "1", "2", "4", "8"]),
+        },
+        OptionDef {
             name: "emulate",
             default: "false",
             description: "Run the same kernel on the CPU, each tensor-core instruction \
@@ -177,6 +186,7 @@ fn run<'c, 'a>(func: OperationRef<'c, 'a>, options: &PassOptions) -> Result<(), 
         .unwrap_or(0);
     let kernel = options.choice("kernel");
     let emulate = options.flag("emulate");
+    let splits = options.choice("split-k").parse::<i64>().ok();
     lower_lowp_ops(func, |e, op| {
         // The strongest kernel first: tcgen05 on sm_100a, wgmma on sm_90a only (Blackwell
         // dropped it), FP8 mma.sync from sm_89 on.
@@ -184,7 +194,7 @@ fn run<'c, 'a>(func: OperationRef<'c, 'a>, options: &PassOptions) -> Result<(), 
         // register-staged kernel.
         let pipeline = |blocks, specialized| {
             if sm == 90 {
-                wgmma_pipeline::plan(op, blocks)
+                wgmma_pipeline::plan(op, blocks, splits)
                     .map(|(plan, i, tile)| (plan, Fp8::WgmmaPipeline(i, tile, specialized)))
             } else {
                 Err(format!("{chip} has no wgmma (sm_90a only)"))
@@ -225,6 +235,17 @@ fn run<'c, 'a>(func: OperationRef<'c, 'a>, options: &PassOptions) -> Result<(), 
                 .or_else(|_| wgmma())
                 .or_else(|_| mma_sync().map(|(plan, i)| (plan, Fp8::MmaSync(i)))),
         };
+        let split = matches!(&lowered, Ok((_, Fp8::WgmmaPipeline(_, tile, _))) if tile.is_skinny());
+        if let (Some(s @ 2..), false) = (splits, split) {
+            return Err(unsupported(
+                op,
+                format!(
+                    "split-k={s} splits the wgmma skinny block (sm_90a, M static and at most \
+                     64, or kernel=wgmma-skinny), which this op does not take on {chip} with \
+                     kernel={kernel}"
+                ),
+            ));
+        }
         match lowered {
             Ok((plan, Fp8::MmaSync(i))) => crate::matrix_kernel::lower(e, op, &plan, &i, emulate),
             Ok((plan, Fp8::Wgmma(i))) => wgmma::lower(e, op, &plan, &i, emulate),

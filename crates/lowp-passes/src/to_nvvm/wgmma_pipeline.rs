@@ -11,7 +11,13 @@
 //!   `m64n<m>k32`: B's 64 rows are the instruction's A, A's rows its B. A decode step
 //!   (16 x 8192 x 8192) gets 128 blocks that spend no instruction row past M, where square
 //!   blocks would be 64 with 7/8 of their A rows zero; its ring has 8 stages (10 KiB each
-//!   for FP8), as a memory-bound block wants bytes in flight.
+//!   for FP8), as a memory-bound block wants bytes in flight. Where the tiles of C leave
+//!   SMs idle (16 x 4096 x 8192: 64), K is split (`gather_splits`): a cluster of 2, 4 or 8
+//!   blocks per tile (`split-k`, by default while the blocks fit 132 SMs and each split
+//!   keeps two stages), each summing its range of stages; rank 0 adds the others' partial
+//!   sums in rank order through distributed shared memory (deterministic, no workspace,
+//!   no atomics) and stores C. The cluster size is fixed in the PTX
+//!   (`lowp-kernel-cluster-size`).
 //!
 //! K advances 128 codes per stage. The instruction reads FP8 tiles of the block's rows x
 //! 128 bytes, K-major in the 128-byte swizzle of the wgmma descriptors (row r's 16-byte
@@ -103,13 +109,22 @@ const ATOM: i64 = 1024;
 ///   warpgroup computing C^T's 64 x `m` with `m64n<m>k32`: B's 64 rows are the
 ///   instruction's A, A's rows its B, so no instruction row is spent past M (a decode step's
 ///   16 rows of A would fill a quarter of a square block's instruction rows) and the blocks
-///   are twice as many along N (128 for N = 8192, against 64 square ones).
+///   are twice as many along N (128 for N = 8192, against 64 square ones). Where that still
+///   leaves SMs idle (N = 4096: 64 blocks), K is split among a cluster of `splits` blocks
+///   (split-K), whose partial sums rank 0 gathers through distributed shared memory.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub(super) struct Tile {
     rows: [i64; 2],
     warpgroups: i64,
     swapped: bool,
+    /// Blocks (a cluster) sharing each tile of C, each summing a range of K's stages.
+    splits: i64,
 }
+
+/// Multiprocessors of an sm_90a part (H100 / H200 SXM): the blocks split-K aims to fill.
+const SMS: i64 = 132;
+/// The largest split (the portable cluster size).
+const MAX_SPLITS: i64 = 8;
 
 /// Which block a lowering takes.
 #[derive(Clone, Copy, PartialEq)]
@@ -125,16 +140,35 @@ impl Tile {
         rows: [128, 128],
         warpgroups: 2,
         swapped: false,
+        splits: 1,
     };
 
-    /// The skinny block for M (`None`: dynamic).
+    /// The skinny block for M (`None`: dynamic), not split.
     fn skinny(m: Option<i64>) -> Tile {
         let rows = m.map_or(64, |m| (m.max(1) + 15) / 16 * 16).min(64);
         Tile {
             rows: [rows, 64],
             warpgroups: 1,
             swapped: true,
+            splits: 1,
         }
+    }
+
+    /// The split of a static M x N x K: the largest power of two (at most 8) that keeps the
+    /// blocks within the SMs and gives each split at least two stages of K.
+    fn split_for(self, m: i64, n: i64, k: i64) -> i64 {
+        let blocks = ceil(m, self.rows[0]) * ceil(n, self.rows[1]);
+        let stages = ceil(k, BK);
+        let mut splits = 1;
+        while splits < MAX_SPLITS && blocks * splits * 2 <= SMS && stages >= 4 * splits {
+            splits *= 2;
+        }
+        splits
+    }
+
+    /// The skinny block (swap AB).
+    pub(super) fn is_skinny(self) -> bool {
+        self.swapped
     }
 
     /// The operand (0: A, 1: B) that is the instruction's A, 64 rows per warpgroup.
@@ -148,8 +182,17 @@ impl Tile {
     }
 }
 
+fn ceil(a: i64, b: i64) -> i64 {
+    (a + b - 1) / b
+}
+
 /// The plan, instruction and block for `op`, or why it needs the register-staged kernel.
-pub(super) fn plan(op: OperationRef, blocks: Blocks) -> Result<(Plan, Wgmma, Tile), String> {
+/// `splits`: the skinny block's split-K (`None`: by shape, where the shape is static).
+pub(super) fn plan(
+    op: OperationRef,
+    blocks: Blocks,
+    splits: Option<i64>,
+) -> Result<(Plan, Wgmma, Tile), String> {
     let (plan, mut instr) = wgmma::plan(op)?;
     if plan.step != 32 {
         return Err(format!("the scales change every {} along K", plan.step));
@@ -162,7 +205,8 @@ pub(super) fn plan(op: OperationRef, blocks: Blocks) -> Result<(Plan, Wgmma, Til
         ));
     }
     let o = matmul_operands(op).map_err(|e| e.to_string())?;
-    let mut m = None;
+    // Static M and N, and K (codes).
+    let (mut m, mut n, mut k) = (None, None, None);
     for (name, v) in [("lhs", o.lhs), ("rhs", o.rhs)] {
         let t = MemRefType::try_from(v.r#type()).map_err(|_| format!("{name} is not a memref"))?;
         // SAFETY: a live memref type.
@@ -179,16 +223,28 @@ pub(super) fn plan(op: OperationRef, blocks: Blocks) -> Result<(Plan, Wgmma, Til
                 ))
             }
         }
-        if let (Ok(DimSize::Static(rows)), "lhs") = (t.dim_size(0), name) {
-            m = Some(rows as i64);
+        if let Ok(DimSize::Static(rows)) = t.dim_size(0) {
+            *(if name == "lhs" { &mut m } else { &mut n }) = Some(rows as i64);
+        }
+        if let (Ok(DimSize::Static(bytes)), "lhs") = (t.dim_size(1), name) {
+            k = Some(if plan.a.packed { 2 * bytes } else { bytes } as i64);
         }
     }
-    let tile = match blocks {
+    let mut tile = match blocks {
         Blocks::Square => Tile::SQUARE,
         Blocks::Skinny => Tile::skinny(m),
         Blocks::ByShape if m.is_some_and(|m| m <= 64) => Tile::skinny(m),
         Blocks::ByShape => Tile::SQUARE,
     };
+    if tile.swapped {
+        tile.splits = match (splits, m, n, k) {
+            (Some(s), ..) => s,
+            (None, Some(m), Some(n), Some(k)) => tile.split_for(m, n, k),
+            _ => 1,
+        };
+    } else if splits.is_some_and(|s| s > 1) {
+        return Err("split-K takes the skinny block (M <= 64, or kernel=wgmma-skinny)".into());
+    }
     instr.swapped = tile.swapped;
     instr.n = tile.rows[1 - tile.first()];
     Ok((plan, instr, tile))
@@ -343,9 +399,16 @@ impl Memory {
         }
     }
 
-    /// What the kernel asks for: the memory and the slack that aligns its base to 1024.
+    /// What the kernel asks for: the memory (at least what split-K's gathering takes, a
+    /// word per accumulator and thread) and the slack that aligns its base to 1024.
     fn dynamic_bytes(&self) -> i64 {
-        self.bytes + 1024
+        let n = self.tile.rows[1 - self.tile.first()];
+        let gathered = if self.tile.splits > 1 {
+            self.tile.threads() * n / 2 * 4
+        } else {
+            0
+        };
+        self.bytes.max(gathered) + 1024
     }
 
     /// The first byte of stage `s`'s slot.
@@ -835,6 +898,7 @@ pub(super) fn lower<'c, 'a>(
     let mem = Memory::new(plan, tile, specialized);
     let one = e.index(1);
     let grid = kn.grid(e, tile.rows[0], tile.rows[1]);
+    let splits = e.index(tile.splits);
     if emulate {
         kn.blocks(e, grid, |e, bm, bn| {
             emulated_block(e, &kn, &mem, instr, bm, bn)
@@ -847,8 +911,9 @@ pub(super) fn lower<'c, 'a>(
         tile.threads()
     };
     e.gpu_launch_dynamic(
-        [grid[0], grid[1], one],
+        [e.muli(grid[0], splits), grid[1], one],
         [e.index(threads), one, one],
+        (tile.splits > 1).then_some([splits, one, one]),
         mem.dynamic_bytes(),
         |e, bid, tid, memory| {
             if specialized {
@@ -916,7 +981,15 @@ fn hardware_block<'c, 'a>(
     tid: Value<'c, 'a>,
     memory: Value<'c, 'a>,
 ) {
-    let (bm, bn) = (bid[1], bid[0]);
+    // Split-K: the blocks of a cluster are consecutive along x, one tile of C.
+    let (bn, rank) = match mem.tile.splits {
+        1 => (bid[0], e.index(0)),
+        splits => (
+            e.divui(bid[0], e.index(splits)),
+            e.remui(bid[0], e.index(splits)),
+        ),
+    };
+    let bm = bid[1];
     let l = lane(e, mem.tile, tid, bm, bn);
     let warpgroup = e.divui(tid, e.index(wgmma::THREADS));
     let shared = Shared::aligned(e, memory);
@@ -926,24 +999,28 @@ fn hardware_block<'c, 'a>(
         wgmma::smem_address(e, kn.ops.bits_b),
     ];
     let k = kn.ops.k;
-    let stages = ceil_div(e, k, e.index(BK));
+    let (first, last) = stage_range(e, k, rank, mem.tile.splits);
     // Issue one stage's copies into its slot, and commit them as a group (also when the
-    // stage is past K: the group counts stay uniform).
+    // stage is past the block's range: the group counts stay uniform).
     let issue = |e: &Emitter<'c, 'a>, s: Value<'c, 'a>| {
-        let live = e.cmpi(CmpiPredicate::Ult, s, stages);
+        let live = e.cmpi(CmpiPredicate::Ult, s, last);
         e.if_then(live, |e| {
             copy_stage(e, mem, shared, &sides, globals, k, tid, s);
         });
         e.bare("nvvm.cp.async.commit.group", &[]);
     };
-    let (zero, one) = (e.index(0), e.index(1));
-    e.for_loop(zero, e.index(mem.stages - 1), one, &[], |e, s, _| {
+    let one = e.index(1);
+    let ahead = match mem.tile.splits {
+        1 => e.index(mem.stages - 1),
+        _ => e.addi(first, e.index(mem.stages - 1)),
+    };
+    e.for_loop(first, ahead, one, &[], |e, s, _| {
         issue(e, s);
         vec![]
     });
     let inits = vec![e.f32(0.0); instr.accumulators()];
     let staged = mem.routes.iter().any(|r| r.staged);
-    let done = e.for_loop(zero, stages, one, &inits, |e, s, acc| {
+    let done = e.for_loop(first, last, one, &inits, |e, s, acc| {
         e.bare(
             "nvvm.cp.async.wait.group",
             &[("n", &format!("{} : i32", mem.stages - 2))],
@@ -964,7 +1041,103 @@ fn hardware_block<'c, 'a>(
         stage_mmas(e, kn, mem, instr, shared, &l, warpgroup, s, acc)
     });
     e.bare("nvvm.cp.async.wait.group", &[("n", "0 : i32")]);
-    kn.epilogue(e, &l, &done);
+    if mem.tile.splits > 1 {
+        gather_splits(e, kn, mem, shared, &l, tid, rank, &done);
+    } else {
+        kn.epilogue(e, &l, &done);
+    }
+}
+
+/// The stages `[first, last)` of K that split `rank` of `splits` sums: `ceil(stages /
+/// splits)` each, the last ones possibly fewer or none.
+fn stage_range<'c, 'a>(
+    e: &Emitter<'c, 'a>,
+    k: Value<'c, 'a>,
+    rank: Value<'c, 'a>,
+    splits: i64,
+) -> (Value<'c, 'a>, Value<'c, 'a>) {
+    let stages = ceil_div(e, k, e.index(BK));
+    if splits == 1 {
+        return (e.index(0), stages);
+    }
+    let per = ceil_div(e, stages, e.index(splits));
+    let first = e.minui(e.muli(rank, per), stages);
+    (first, e.minui(e.addi(first, per), stages))
+}
+
+/// Byte offset of thread `tid`'s accumulator `x` in the block's shared memory while the
+/// splits are gathered (the ring is free by then): accumulator-major, a word per thread.
+fn gathered<'c, 'a>(
+    e: &Emitter<'c, 'a>,
+    mem: &Memory,
+    tid: Value<'c, 'a>,
+    x: usize,
+) -> Value<'c, 'a> {
+    let word = e.addi(e.index(x as i64 * mem.tile.threads()), tid);
+    e.muli(word, e.index(4))
+}
+
+/// Split-K's end: every block of the cluster but rank 0 leaves its partial sums in its
+/// shared memory; after a cluster barrier (release / acquire), rank 0 adds ranks 1, 2, ..
+/// in order, read through distributed shared memory (`mapa`, `ld.shared::cluster`), and
+/// stores C; a second cluster barrier keeps the others' memory until it has read.
+#[allow(clippy::too_many_arguments)]
+fn gather_splits<'c, 'a>(
+    e: &Emitter<'c, 'a>,
+    kn: &Kernel<'_, 'c, 'a>,
+    mem: &Memory,
+    shared: Shared<'c, 'a>,
+    l: &Lane<'c, 'a>,
+    tid: Value<'c, 'a>,
+    rank: Value<'c, 'a>,
+    acc: &[Value<'c, 'a>],
+) {
+    let zero = e.index(0);
+    let f32t = e.f32_type();
+    let local =
+        |e: &Emitter<'c, 'a>, x: usize| pointer(e, shared.address(e, gathered(e, mem, tid, x)), 3);
+    let cluster_sync = |e: &Emitter<'c, 'a>| {
+        e.bare("nvvm.cluster.arrive", &[("aligned", "unit")]);
+        e.bare("nvvm.cluster.wait", &[("aligned", "unit")]);
+    };
+    // Every thread's instructions have completed (each waited): the ring may be reused.
+    e.bare("gpu.barrier", &[]);
+    e.if_then(e.cmpi(CmpiPredicate::Ne, rank, zero), |e| {
+        for (x, &v) in acc.iter().enumerate() {
+            e.insert(
+                OperationBuilder::new("llvm.store", e.loc())
+                    .add_operands(&[v, local(e, x)])
+                    .build()
+                    .expect("valid llvm.store"),
+            );
+        }
+    });
+    cluster_sync(e);
+    e.if_then(e.cmpi(CmpiPredicate::Eq, rank, zero), |e| {
+        let cluster = Type::parse(e.ctx(), "!llvm.ptr<7>").expect("valid pointer type");
+        let mut sum = acc.to_vec();
+        for peer in 1..mem.tile.splits {
+            for (x, s) in sum.iter_mut().enumerate() {
+                let remote = e.val(
+                    OperationBuilder::new("nvvm.mapa", e.loc())
+                        .add_operands(&[local(e, x), e.i32(peer as u32)])
+                        .add_results(&[cluster])
+                        .build()
+                        .expect("valid nvvm.mapa"),
+                );
+                let v = e.val(
+                    OperationBuilder::new("llvm.load", e.loc())
+                        .add_operands(&[remote])
+                        .add_results(&[f32t])
+                        .build()
+                        .expect("valid llvm.load"),
+                );
+                *s = e.addf(*s, v);
+            }
+        }
+        kn.epilogue(e, l, &sum);
+    });
+    cluster_sync(e);
 }
 
 /// The instructions of warpgroup `warpgroup` (lane `l`) on stage `s`, per K segment of the
@@ -1187,11 +1360,12 @@ fn emulated_block<'c, 'a>(
     let buffer = e.alloca(i32t, mem.bytes / 4);
     let shared = Shared::Cpu(buffer);
     let (computing, count) = (mem.tile.threads(), instr.accumulators() as i64);
-    let acc_m = e.alloca(f32t, computing * count);
+    // The accumulators of every split (rank-major).
+    let splits = mem.tile.splits;
+    let acc_m = e.alloca(f32t, splits * computing * count);
     let part_m = e.alloca(f32t, wgmma::THREADS * count);
     let sides = sides(e, kn, mem.tile, bm, bn);
     let k = kn.ops.k;
-    let stages = ceil_div(e, k, e.index(BK));
     let at = |e: &Emitter<'c, 'a>, t: Value<'c, 'a>, x: i64| {
         e.addi(e.muli(t, e.index(count)), e.index(x))
     };
@@ -1208,65 +1382,88 @@ fn emulated_block<'c, 'a>(
             }
         })
     };
-    clear(e, acc_m, computing);
+    clear(e, acc_m, splits * computing);
     let (seg, per_seg) = segment_shape(kn.plan);
-    e.for_loop(zero, stages, one, &[], |e, s, _| {
-        let k0 = e.muli(s, e.index(BK));
-        // The copies: 16 bytes each, zeros where the chunk is outside.
-        threads(e, mem.copiers, &|e, t| {
-            for (x, side) in sides.iter().enumerate() {
-                let (route, copied) = (mem.routes[x], mem.copied(e, x, s));
-                for i in 0..route.chunks(mem.copiers) {
-                    with_chunk(e, route, mem.copiers, t, i, |e| {
-                        let c = chunk(e, route, mem.copiers, t, i, side.origin, side.rows, k, k0);
-                        let words: Vec<Value> = (0..4)
-                            .map(|w| {
-                                let word = (0..4).fold(e.i32(0), |acc, b| {
-                                    let at = e.addi(c.byte, e.index(4 * w + b));
-                                    let byte = e.load(side.bits, &[c.row, at]);
-                                    e.ori(acc, e.shli(e.extui(byte, i32t), e.i32(8 * b as u32)))
-                                });
-                                e.select(c.inside, word, e.i32(0))
-                            })
-                            .collect();
-                        shared.store4(e, e.addi(copied, c.offset), &words);
+    // The cluster's blocks one after the other, each on its range of stages.
+    e.for_loop(zero, e.index(splits), one, &[], |e, rank, _| {
+        let (first, last) = stage_range(e, k, rank, splits);
+        let held = e.muli(rank, e.index(computing));
+        e.for_loop(first, last, one, &[], |e, s, _| {
+            let k0 = e.muli(s, e.index(BK));
+            // The copies: 16 bytes each, zeros where the chunk is outside.
+            threads(e, mem.copiers, &|e, t| {
+                for (x, side) in sides.iter().enumerate() {
+                    let (route, copied) = (mem.routes[x], mem.copied(e, x, s));
+                    for i in 0..route.chunks(mem.copiers) {
+                        with_chunk(e, route, mem.copiers, t, i, |e| {
+                            let c =
+                                chunk(e, route, mem.copiers, t, i, side.origin, side.rows, k, k0);
+                            let words: Vec<Value> = (0..4)
+                                .map(|w| {
+                                    let word = (0..4).fold(e.i32(0), |acc, b| {
+                                        let at = e.addi(c.byte, e.index(4 * w + b));
+                                        let byte = e.load(side.bits, &[c.row, at]);
+                                        e.ori(acc, e.shli(e.extui(byte, i32t), e.i32(8 * b as u32)))
+                                    });
+                                    e.select(c.inside, word, e.i32(0))
+                                })
+                                .collect();
+                            shared.store4(e, e.addi(copied, c.offset), &words);
+                        });
+                    }
+                }
+            });
+            threads(e, mem.copiers, &|e, t| {
+                translate_stage(e, mem, shared, &sides, k, t, s);
+            });
+            for warpgroup in 0..mem.tile.warpgroups {
+                for g in 0..BK / seg {
+                    let k0 = e.addi(k0, e.index(g * seg));
+                    e.if_then(e.cmpi(CmpiPredicate::Ult, k0, k), |e| {
+                        clear(e, part_m, wgmma::THREADS);
+                        for j in 0..per_seg {
+                            let (da, db) = descriptors(
+                                e,
+                                mem,
+                                shared,
+                                e.index(warpgroup),
+                                s,
+                                g * seg + 32 * j,
+                            );
+                            wgmma::emulated_wgmma(e, instr, [da, db], [buffer, buffer], part_m);
+                        }
+                        threads(e, wgmma::THREADS, &|e, t| {
+                            let tid = e.addi(t, e.index(warpgroup * wgmma::THREADS));
+                            let l = lane(e, mem.tile, tid, bm, bn);
+                            let tid = e.addi(held, tid);
+                            let acc: Vec<Value> = (0..count)
+                                .map(|x| e.load(acc_m, &[at(e, tid, x)]))
+                                .collect();
+                            let part: Vec<Value> =
+                                (0..count).map(|x| e.load(part_m, &[at(e, t, x)])).collect();
+                            for (x, v) in kn.promote(e, &l, k0, &acc, &part).into_iter().enumerate()
+                            {
+                                e.store(v, acc_m, &[at(e, tid, x as i64)]);
+                            }
+                        });
                     });
                 }
             }
+            vec![]
         });
-        threads(e, mem.copiers, &|e, t| {
-            translate_stage(e, mem, shared, &sides, k, t, s);
-        });
-        for warpgroup in 0..mem.tile.warpgroups {
-            for g in 0..BK / seg {
-                let k0 = e.addi(k0, e.index(g * seg));
-                e.if_then(e.cmpi(CmpiPredicate::Ult, k0, k), |e| {
-                    clear(e, part_m, wgmma::THREADS);
-                    for j in 0..per_seg {
-                        let (da, db) =
-                            descriptors(e, mem, shared, e.index(warpgroup), s, g * seg + 32 * j);
-                        wgmma::emulated_wgmma(e, instr, [da, db], [buffer, buffer], part_m);
-                    }
-                    threads(e, wgmma::THREADS, &|e, t| {
-                        let tid = e.addi(t, e.index(warpgroup * wgmma::THREADS));
-                        let l = lane(e, mem.tile, tid, bm, bn);
-                        let acc: Vec<Value> = (0..count)
-                            .map(|x| e.load(acc_m, &[at(e, tid, x)]))
-                            .collect();
-                        let part: Vec<Value> =
-                            (0..count).map(|x| e.load(part_m, &[at(e, t, x)])).collect();
-                        for (x, v) in kn.promote(e, &l, k0, &acc, &part).into_iter().enumerate() {
-                            e.store(v, acc_m, &[at(e, tid, x as i64)]);
-                        }
-                    });
-                });
-            }
-        }
         vec![]
     });
+    // Rank 0 adds ranks 1, 2, .. in order, as on the GPU.
     threads(e, computing, &|e, t| {
         let l = lane(e, mem.tile, t, bm, bn);
-        let acc: Vec<Value> = (0..count).map(|x| e.load(acc_m, &[at(e, t, x)])).collect();
+        let acc: Vec<Value> = (0..count)
+            .map(|x| {
+                (1..splits).fold(e.load(acc_m, &[at(e, t, x)]), |sum, r| {
+                    let held = e.addi(t, e.index(r * computing));
+                    e.addf(sum, e.load(acc_m, &[at(e, held, x)]))
+                })
+            })
+            .collect();
         kn.epilogue(e, &l, &acc);
     });
 }

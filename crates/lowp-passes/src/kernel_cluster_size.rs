@@ -1,0 +1,177 @@
+//! `lowp-kernel-cluster-size`: give each kernel that a `gpu.launch_func` launches in clusters
+//! of a constant size that size as `known_cluster_size`, which `convert-gpu-to-nvvm` turns
+//! into `nvvm.cluster_dim` and the NVPTX backend into `.explicitcluster` and
+//! `.reqnctapercluster X, Y, Z`: the kernel then runs in those clusters under a plain
+//! `cuLaunchKernel`, as a CUDA kernel with `__cluster_dims__` does.
+//!
+//! `gpu-kernel-outlining` keeps a `gpu.launch`'s cluster size on the `gpu.launch_func` only.
+//!
+//! Before:
+//! ```mlir
+//! gpu.launch_func @k::@k clusters in (%c2, %c1, %c1) blocks in (%c128, %c1, %c1) ...
+//! gpu.module @k {
+//!   gpu.func @k(...) kernel attributes {known_block_size = array<i32: 128, 1, 1>} {
+//! ```
+//! After:
+//! ```mlir
+//! gpu.module @k {
+//!   gpu.func @k(...) kernel attributes {known_block_size = array<i32: 128, 1, 1>,
+//!                                       known_cluster_size = array<i32: 2, 1, 1>} {
+//! ```
+//! Runs on `builtin.module` (the host functions and the kernel modules), after outlining and
+//! before `convert-gpu-to-nvvm`. A cluster size computed at run time is left to the launch;
+//! one kernel launched with two different sizes is an error. No options.
+
+use std::collections::HashMap;
+
+use melior::dialect::DialectHandle;
+use melior::ir::attribute::{AttributeLike, DenseI32ArrayAttribute, StringAttribute};
+use melior::ir::operation::{OperationLike, OperationMutLike, WalkOrder, WalkResult};
+use melior::ir::{Attribute, OperationRef, Value, ValueLike};
+
+use crate::expand_quantize::unsupported;
+use crate::registry::{PassDef, PassOptions};
+use crate::PassError;
+
+/// The pass definition.
+pub const PASS: PassDef = PassDef {
+    argument: "lowp-kernel-cluster-size",
+    name: "LowpKernelClusterSize",
+    description: "Give kernels launched in clusters of a constant size that size \
+                  (known_cluster_size: .reqnctapercluster in PTX)",
+    op_name: Some("builtin.module"),
+    options: &[],
+    dependent_dialects: || vec![DialectHandle::gpu()],
+    run,
+};
+
+/// The value of an `arith.constant` integer.
+fn constant(v: Value) -> Option<i64> {
+    // SAFETY: reading a live value, its defining op and attribute through the C API.
+    unsafe {
+        let raw = v.to_raw();
+        if !mlir_sys::mlirValueIsAOpResult(raw) {
+            return None;
+        }
+        let op = OperationRef::from_raw(mlir_sys::mlirOpResultGetOwner(raw));
+        if op.name().as_string_ref().as_str() != Ok("arith.constant") {
+            return None;
+        }
+        let attr = op.attribute("value").ok()?.to_raw();
+        mlir_sys::mlirAttributeIsAInteger(attr).then(|| mlir_sys::mlirIntegerAttrGetValueInt(attr))
+    }
+}
+
+/// A symbol reference's root and leaf names.
+fn symbol_path(attr: Attribute) -> Option<(String, String)> {
+    // SAFETY: reading a symbol reference attribute through the C API.
+    unsafe {
+        let raw = attr.to_raw();
+        if !mlir_sys::mlirAttributeIsASymbolRef(raw) {
+            return None;
+        }
+        let name = |r| {
+            melior::StringRef::from_raw(r)
+                .as_str()
+                .ok()
+                .map(str::to_string)
+        };
+        Some((
+            name(mlir_sys::mlirSymbolRefAttrGetRootReference(raw))?,
+            name(mlir_sys::mlirSymbolRefAttrGetLeafReference(raw))?,
+        ))
+    }
+}
+
+fn sym_name(op: OperationRef) -> Option<String> {
+    let attr = op.attribute("sym_name").ok()?;
+    StringAttribute::try_from(attr)
+        .ok()
+        .map(|s| s.value().to_string())
+}
+
+fn run<'c, 'a>(module: OperationRef<'c, 'a>, _: &PassOptions) -> Result<(), PassError> {
+    // (kernel module, kernel) -> cluster size, from the launches.
+    let mut sizes: HashMap<(String, String), [i32; 3]> = HashMap::new();
+    let mut conflict = None;
+    module.walk(WalkOrder::PreOrder, |op| {
+        if op.name().as_string_ref().as_str() != Ok("gpu.launch_func") {
+            return WalkResult::Advance;
+        }
+        let segments: Option<Vec<i32>> = op.attribute("operandSegmentSizes").ok().and_then(|a| {
+            // SAFETY: reading a dense i32 array attribute.
+            unsafe {
+                let raw = a.to_raw();
+                mlir_sys::mlirAttributeIsADenseI32Array(raw).then(|| {
+                    (0..mlir_sys::mlirDenseArrayGetNumElements(raw))
+                        .map(|i| mlir_sys::mlirDenseI32ArrayGetElement(raw, i))
+                        .collect()
+                })
+            }
+        });
+        // asyncDependencies, grid x y z, block x y z, cluster x y z, ...
+        let Some(segments) = segments.filter(|s| s.len() >= 10 && s[7..10] == [1, 1, 1]) else {
+            return WalkResult::Advance;
+        };
+        let first = segments[0] as usize + 6;
+        let size: Option<Vec<i32>> = (first..first + 3)
+            .map(|i| {
+                op.operand(i)
+                    .ok()
+                    .and_then(constant)
+                    .and_then(|c| i32::try_from(c).ok())
+            })
+            .collect();
+        let (Some(size), Some(kernel)) = (size, op.attribute("kernel").ok().and_then(symbol_path))
+        else {
+            return WalkResult::Advance;
+        };
+        let size = [size[0], size[1], size[2]];
+        if let Some(other) = sizes.insert(kernel.clone(), size) {
+            if other != size {
+                conflict = Some((
+                    op.to_raw(),
+                    format!(
+                        "kernel @{}::@{} is launched in clusters of {other:?} and of {size:?}",
+                        kernel.0, kernel.1
+                    ),
+                ));
+            }
+        }
+        WalkResult::Advance
+    });
+    if let Some((raw, reason)) = conflict {
+        // SAFETY: collected from the live module above.
+        return Err(unsupported(unsafe { OperationRef::from_raw(raw) }, reason));
+    }
+    if sizes.is_empty() {
+        return Ok(());
+    }
+    // The kernels: gpu.func ops in gpu.module ops, by name.
+    let mut kernels = Vec::new();
+    module.walk(WalkOrder::PreOrder, |op| {
+        if op.name().as_string_ref().as_str() == Ok("gpu.func") {
+            // SAFETY: the parent of a live op.
+            let parent = unsafe {
+                let p = mlir_sys::mlirOperationGetParentOperation(op.to_raw());
+                (!p.ptr.is_null()).then(|| OperationRef::from_raw(p))
+            };
+            let names = parent.and_then(sym_name).zip(sym_name(op));
+            if let Some(size) = names.and_then(|n| sizes.get(&n)) {
+                kernels.push((op.to_raw(), *size));
+            }
+        }
+        WalkResult::Advance
+    });
+    // SAFETY: the pass holds the context for its whole run.
+    let ctx = unsafe { module.context().to_ref() };
+    for (raw, size) in kernels {
+        // SAFETY: collected from the live module above; nothing was erased since.
+        let mut func = unsafe { melior::ir::operation::OperationRefMut::from_raw(raw) };
+        func.set_attribute(
+            "known_cluster_size",
+            DenseI32ArrayAttribute::new(ctx, &size).into(),
+        );
+    }
+    Ok(())
+}
