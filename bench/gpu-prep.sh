@@ -42,7 +42,11 @@ for c in "${checks[@]}"; do
   # the skinny one on the larger M too.
   for kernel in auto wgmma-skinny wgmma-specialized mma-sync generic; do
     # shellcheck disable=SC2086
-    save "check-$kernel-$i" $c --kernel $kernel 2>/dev/null || true  # some kernels refuse some
+    # Some kernels refuse some ops (exit 1, one line); a crash stops the preparation.
+    save "check-$kernel-$i" $c --kernel $kernel 2>/dev/null || {
+      rc=$?
+      [ $rc -lt 128 ] || { echo "lowp-run crashed (exit $rc): check $i --kernel $kernel"; exit 1; }
+    }
   done
   i=$((i + 1))
 done

@@ -163,8 +163,10 @@ fn run<'c, 'a>(module: OperationRef<'c, 'a>, _: &PassOptions) -> Result<(), Pass
         }
         WalkResult::Advance
     });
-    // SAFETY: the pass holds the context for its whole run.
-    let ctx = unsafe { module.context().to_ref() };
+    // `to_ref` borrows the ContextRef itself: keep it alive for the whole run.
+    let ctx_ref = module.context();
+    // SAFETY: the context outlives the pass run, and `ctx_ref` outlives `ctx`.
+    let ctx = unsafe { ctx_ref.to_ref() };
     for (raw, size) in kernels {
         // SAFETY: collected from the live module above; nothing was erased since.
         let mut func = unsafe { melior::ir::operation::OperationRefMut::from_raw(raw) };
