@@ -68,7 +68,9 @@ if [ -x "$PTXAS" ]; then
       ops=$("$CUOBJDUMP" --dump-sass "$OUTDIR/sass/$name.cubin" 2>/dev/null \
         | grep -oE '\b(QGMMA|HGMMA|UTC[A-Z]*MMA|HMMA|WARPGROUP)[.A-Za-z0-9_]*' | sort | uniq -c \
         | awk '{printf "%s %s; ", $1, $2}')
-      table+=("sass $name | $regs | $spills | $ops")
+      # ptxas serializes wgmma it cannot prove safe to overlap (and says why).
+      serial=$(grep -m1 -io 'wgmma.mma_async instructions are serialized[^.]*' "$log")
+      table+=("sass $name | $regs | $spills | $ops${serial:+| $serial}")
     else
       table+=("sass $name | ptxas FAILED: $(grep -m1 -iE 'error|fatal' "$log" 2>/dev/null)")
       status=1

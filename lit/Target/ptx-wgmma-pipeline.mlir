@@ -25,7 +25,7 @@
 // CHECK-NEXT:  wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3
 // CHECK-COUNT-3: wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3
 // CHECK:       wgmma.commit_group.sync.aligned;
-// CHECK-NEXT:  wgmma.wait_group.sync.aligned 0;
+// CHECK:       wgmma.wait_group.sync.aligned 0;
 // CHECK:       cp.async.wait_group 2;
 // CHECK-NEXT:  fence.proxy.async.shared::cta;
 // CHECK-NEXT:  bar.sync 0;

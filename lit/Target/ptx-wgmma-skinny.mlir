@@ -20,7 +20,7 @@
 // CHECK-NEXT:  wgmma.mma_async.sync.aligned.m64n16k32.f32.e4m3.e5m2 {%r{{[0-9]+}}, %r{{[0-9]+}}, %r{{[0-9]+}}, %r{{[0-9]+}}, %r{{[0-9]+}}, %r{{[0-9]+}}, %r{{[0-9]+}}, %r{{[0-9]+}}}, %rd{{[0-9]+}}, %rd{{[0-9]+}}, p, 1, 1;
 // CHECK-COUNT-3: wgmma.mma_async.sync.aligned.m64n16k32.f32.e4m3.e5m2
 // CHECK:       wgmma.commit_group.sync.aligned;
-// CHECK-NEXT:  wgmma.wait_group.sync.aligned 0;
+// CHECK:       wgmma.wait_group.sync.aligned 0;
 // CHECK:       cp.async.wait_group 0;
 // CHECK-NOT:   .local
 func.func @decode(%a: memref<16x512xf8E5M2>, %sa: memref<1x1xf32>, %b: memref<8192x512xf8E4M3FN>,

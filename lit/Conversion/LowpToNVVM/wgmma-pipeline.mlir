@@ -25,12 +25,12 @@
 // CHECK-NEXT:      gpu.barrier
 // CHECK-COUNT-8:   nvvm.cp.async.shared.global
 // CHECK:           nvvm.cp.async.commit.group
+// CHECK:           nvvm.wgmma.fence.aligned
+// CHECK:           nvvm.wgmma.mma_async %{{.*}}, %{{.*}}, %{{.*}}, <m = 64, n = 128, k = 32>, D[<f32>, <zero>], A[<e4m3>, <one>, <row>], B[<e4m3>, <one>, <col>]
+// CHECK-COUNT-3:   nvvm.wgmma.mma_async %{{.*}}, %{{.*}}, %{{.*}}, <m = 64, n = 128, k = 32>, D[<f32>, <one>]
+// CHECK-NEXT:      nvvm.wgmma.commit.group.sync.aligned
+// CHECK:           llvm.inline_asm has_side_effects asm_dialect = att "wgmma.wait_group.sync.aligned 0;", "=f,=f,{{.*}},0,1,2,
 // CHECK:           scf.if %{{.*}} -> (f32, f32,
-// CHECK-NEXT:        nvvm.wgmma.fence.aligned
-// CHECK:             nvvm.wgmma.mma_async %{{.*}}, %{{.*}}, %{{.*}}, <m = 64, n = 128, k = 32>, D[<f32>, <zero>], A[<e4m3>, <one>, <row>], B[<e4m3>, <one>, <col>]
-// CHECK-COUNT-3:     nvvm.wgmma.mma_async %{{.*}}, %{{.*}}, %{{.*}}, <m = 64, n = 128, k = 32>, D[<f32>, <one>]
-// CHECK-NEXT:        nvvm.wgmma.commit.group.sync.aligned
-// CHECK-NEXT:        nvvm.wgmma.wait.group.sync.aligned 0
 // CHECK-NOT:         nvvm.wgmma.mma_async
 // CHECK:         nvvm.cp.async.wait.group 0
 // CHECK:         memref.store %{{.*}}, %arg4[%{{.*}}, %{{.*}}] : memref<256x128xbf16>
@@ -74,15 +74,28 @@ func.func @fp8(%a: memref<256x512xf8E4M3FN>, %sa: memref<1x1xf32>, %b: memref<12
 // WS-NOT:     gpu.barrier
 // WS:           nvvm.mbarrier.try_wait.parity
 // WS:             nvvm.wgmma.mma_async
-// WS:             nvvm.wgmma.wait.group.sync.aligned 0
+// WS:             "wgmma.wait_group.sync.aligned 0;"
 // WS:           nvvm.mbarrier.arrive
 // WS:       gpu.terminator
 
 // MX (E8M0 per 32 of K): four segments per stage, one instruction each, each promoted with
-// its scales.
+// its scales once the next segment is issued (wgmma.wait_group 1: the tensor cores run the
+// next segment during the promotion), the last after wgmma.wait_group 0. The waits take
+// and give back the accumulators (inline assembly), so the promotion cannot move above
+// them.
 // CHECK-LABEL: func.func @mxfp8
 // CHECK:         scf.for
-// CHECK-COUNT-4:   nvvm.wgmma.mma_async %{{.*}}, %{{.*}}, %{{.*}}, <m = 64, n = 128, k = 32>, D[<f32>, <zero>], A[<e5m2>, <one>, <row>], B[<e4m3>, <one>, <col>]
+// CHECK:           nvvm.wgmma.mma_async %{{.*}}, %{{.*}}, %{{.*}}, <m = 64, n = 128, k = 32>, D[<f32>, <zero>], A[<e5m2>, <one>, <row>], B[<e4m3>, <one>, <col>]
+// CHECK-NEXT:      nvvm.wgmma.commit.group.sync.aligned
+// CHECK:           nvvm.wgmma.mma_async %{{.*}}, %{{.*}}, %{{.*}}, <m = 64, n = 128, k = 32>, D[<f32>, <zero>]
+// CHECK-NEXT:      nvvm.wgmma.commit.group.sync.aligned
+// CHECK:           "wgmma.wait_group.sync.aligned 1;"
+// CHECK:           llvm.intr.fma
+// CHECK:           nvvm.wgmma.mma_async %{{.*}}, %{{.*}}, %{{.*}}, <m = 64, n = 128, k = 32>, D[<f32>, <zero>]
+// CHECK:           "wgmma.wait_group.sync.aligned 1;"
+// CHECK:           nvvm.wgmma.mma_async %{{.*}}, %{{.*}}, %{{.*}}, <m = 64, n = 128, k = 32>, D[<f32>, <zero>]
+// CHECK:           "wgmma.wait_group.sync.aligned 1;"
+// CHECK:           "wgmma.wait_group.sync.aligned 0;"
 // CHECK-NOT:       D[<f32>, <one>]
 // CHECK:         gpu.terminator
 
@@ -146,7 +159,7 @@ func.func @staged(%a: memref<128x128x!lowp.packed<f4E2M1FN>>, %sa: memref<128x8x
 // CHECK:           nvvm.wgmma.fence.aligned
 // CHECK:           nvvm.wgmma.mma_async %{{.*}}, %{{.*}}, %{{.*}}, <m = 64, n = 16, k = 32>, D[<f32>, <zero>], A[<e4m3>, <one>, <row>], B[<e5m2>, <one>, <col>]
 // CHECK-COUNT-3:   nvvm.wgmma.mma_async %{{.*}}, %{{.*}}, %{{.*}}, <m = 64, n = 16, k = 32>, D[<f32>, <one>], A[<e4m3>, <one>, <row>], B[<e5m2>, <one>, <col>]
-// CHECK:           nvvm.wgmma.wait.group.sync.aligned 0
+// CHECK:           "wgmma.wait_group.sync.aligned 0;"
 // CHECK:         gpu.terminator
 func.func @decode(%a: memref<16x512xf8E5M2>, %sa: memref<1x1xf32>, %b: memref<8192x512xf8E4M3FN>,
                   %sb: memref<8192x1xf32>, %c: memref<16x8192xbf16>) {

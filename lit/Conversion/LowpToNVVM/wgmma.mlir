@@ -27,7 +27,7 @@
 // CHECK:           nvvm.wgmma.mma_async %{{.*}}, %{{.*}}, %{{.*}}, <m = 64, n = 128, k = 32>, D[<f32>, <one>], A[<e4m3>, <one>, <row>], B[<e5m2>, <one>, <col>]
 // CHECK-NEXT:      nvvm.wgmma.commit.group.sync.aligned
 // CHECK:           vector.load %{{.*}} {alignment = 4 : i64} : memref<128x200xi8>, vector<4xi8>
-// CHECK:           nvvm.wgmma.wait.group.sync.aligned 0
+// CHECK:           "wgmma.wait_group.sync.aligned 0;"
 // CHECK:           scf.if %{{.*}} -> (f32, f32,
 // CHECK:             memref.load %{{.*}} : memref<128x7xi8>
 // CHECK:         memref.store %{{.*}}, %arg4[%{{.*}}, %{{.*}}] : memref<128x64xf32>

@@ -51,7 +51,9 @@
 //!     nvvm.wgmma.mma_async %undef, %desc_a, %desc_b, <m = 64, n = 128, k = 32>,
 //!         D[<f32>, <zero>], A[<e4m3>, <one>, <row>], B[<e4m3>, <one>, <col>]
 //!     nvvm.wgmma.commit.group.sync.aligned
-//!     nvvm.wgmma.wait.group.sync.aligned 0  // per 32 of K (MX): acc += part * sa * sb
+//!     llvm.inline_asm "wgmma.wait_group.sync.aligned 0;" // the accumulators through it;
+//!                                           // MX: per 32 of K, wait_group 1 after the
+//!                                           // next issue, then acc += part * sa * sb
 //!   }
 //!   // epilogue: per-tensor / per-channel scales, globals, bias, f32 or bf16 store
 //! }

@@ -28,6 +28,7 @@
 
 use lowp_formats::ScaledFormat;
 use melior::dialect::arith::CmpiPredicate;
+use melior::ir::attribute::StringAttribute;
 use melior::ir::operation::OperationBuilder;
 use melior::ir::{Attribute, Identifier, OperationRef, Type, Value};
 
@@ -344,16 +345,63 @@ pub(super) fn mma_async<'c, 'a>(
     )
 }
 
-/// `wgmma.commit_group` then, after `meanwhile` (emitted while the group runs),
-/// `wgmma.wait_group 0`.
-pub(super) fn commit_and_wait<T>(e: &Emitter<'_, '_>, meanwhile: impl FnOnce() -> T) -> T {
+/// `wgmma.wait_group pending` (at most `pending` groups still running), as inline assembly
+/// that takes the accumulators of `d` (an instruction's result) and gives them back: what
+/// reads the result reads the wait's, so no compiler moves it above the wait (the
+/// instruction's registers are written asynchronously; `nvvm.wgmma.wait.group.sync.aligned`
+/// has no operands to order them by).
+pub(super) fn wait<'c, 'a>(
+    e: &Emitter<'c, 'a>,
+    instr: &Wgmma,
+    pending: i64,
+    d: Value<'c, 'a>,
+) -> Value<'c, 'a> {
+    let ctx = e.ctx();
+    let n = instr.accumulators();
+    let constraints: Vec<String> = (0..n)
+        .map(|_| "=f".to_string())
+        .chain((0..n).map(|i| i.to_string()))
+        .collect();
+    e.val(
+        OperationBuilder::new("llvm.inline_asm", e.loc())
+            .add_operands(&unpack(e, instr, d))
+            .add_attributes(&[
+                (
+                    Identifier::new(ctx, "asm_string"),
+                    StringAttribute::new(ctx, &format!("wgmma.wait_group.sync.aligned {pending};"))
+                        .into(),
+                ),
+                (
+                    Identifier::new(ctx, "constraints"),
+                    StringAttribute::new(ctx, &constraints.join(",")).into(),
+                ),
+                (
+                    Identifier::new(ctx, "has_side_effects"),
+                    Attribute::unit(ctx),
+                ),
+                // AT&T (0), the dialect NVPTX inline assembly is written in.
+                (
+                    Identifier::new(ctx, "asm_dialect"),
+                    Attribute::parse(ctx, "0 : i64").expect("valid asm dialect"),
+                ),
+            ])
+            .add_results(&[struct_type(e, instr)])
+            .build()
+            .expect("valid llvm.inline_asm"),
+    )
+}
+
+/// `wgmma.commit_group`, `meanwhile` (emitted while the group runs), then the wait for it
+/// (`wait`: `d`'s accumulators through it).
+pub(super) fn commit_and_wait<'c, 'a, T>(
+    e: &Emitter<'c, 'a>,
+    instr: &Wgmma,
+    d: Value<'c, 'a>,
+    meanwhile: impl FnOnce() -> T,
+) -> (Value<'c, 'a>, T) {
     e.bare("nvvm.wgmma.commit.group.sync.aligned", &[]);
     let other = meanwhile();
-    e.bare(
-        "nvvm.wgmma.wait.group.sync.aligned",
-        &[("group", "0 : i64")],
-    );
-    other
+    (wait(e, instr, 0, d), other)
 }
 
 /// `nvvm.wgmma.mma_async` on the descriptors, accumulating into `part`, and its commit;
@@ -367,7 +415,7 @@ fn emit_wgmma<'c, 'a, T>(
     meanwhile: impl FnOnce() -> T,
 ) -> (Vec<Value<'c, 'a>>, T) {
     let d = mma_async(e, instr, pack(e, instr, part), da, db, true);
-    let other = commit_and_wait(e, meanwhile);
+    let (d, other) = commit_and_wait(e, instr, d, meanwhile);
     (unpack(e, instr, d), other)
 }
 

@@ -46,9 +46,10 @@
 //!   barrier                           // all of stage s is in its tiles; stage s-1's
 //!                                     // instructions are done (each waited)
 //!   issue stage s+STAGES-1 into the slot stage s-1 used; commit
-//!   per K segment of the stage (min(scale block, 128) codes):
-//!     wgmma.fence; mma (scale-d 0), mma, .. (descriptor start + 32 bytes each)
-//!     commit; wait 0; acc += part * (segment scales)
+//!   per K segment g of the stage (min(scale block, 128) codes):
+//!     wgmma.fence; mma (scale-d 0), mma, .. (descriptor start + 32 bytes each); commit
+//!     g > 0: wait_group 1; acc += part(g-1) * (its scales)  // segment g runs meanwhile
+//!   wait_group 0; acc += part(last) * (its scales)
 //! ```
 //! A translated tile of parity s % 2 was last read by stage s-2's instructions, which
 //! completed before stage s-1's barrier.
@@ -1141,8 +1142,13 @@ fn gather_splits<'c, 'a>(
 }
 
 /// The instructions of warpgroup `warpgroup` (lane `l`) on stage `s`, per K segment of the
-/// stage inside K: `wgmma.fence`, the segment's instructions (the first not reading D),
-/// commit, wait, and the partial sums into `acc` with the segment's scales.
+/// stage: `wgmma.fence`, the segment's instructions (the first not reading D), commit; then
+/// the previous segment's wait (`wgmma.wait_group 1`: the segment just issued keeps the
+/// tensor cores busy) and its partial sums into `acc` with its scales, skipped where the
+/// segment starts past K (its tiles are zero-filled, so its instructions add nothing; its
+/// scales might be out of range); the last segment's wait is `wait_group 0`. With one
+/// segment per stage (per-tensor, per-channel, 128-blocks) that is issue, commit, wait,
+/// promote.
 #[allow(clippy::too_many_arguments)]
 fn stage_mmas<'c, 'a>(
     e: &Emitter<'c, 'a>,
@@ -1157,27 +1163,36 @@ fn stage_mmas<'c, 'a>(
 ) -> Vec<Value<'c, 'a>> {
     let (seg, per_seg) = segment_shape(kn.plan);
     let f32t = e.f32_type();
-    let mut acc = acc.to_vec();
-    for g in 0..BK / seg {
-        let k0 = e.addi(e.muli(s, e.index(BK)), e.index(g * seg));
+    // The partial sums `d` of the segment at `k0` into `acc`, where it starts inside K.
+    let promote = |e: &Emitter<'c, 'a>, acc: Vec<Value<'c, 'a>>, d, k0| {
         let live = e.cmpi(CmpiPredicate::Ult, k0, kn.ops.k);
-        acc = e.if_else(
+        e.if_else(
             live,
             &vec![f32t; instr.accumulators()],
-            |e| {
-                e.bare("nvvm.wgmma.fence.aligned", &[]);
-                let mut d = wgmma::pack(e, instr, &[]);
-                for j in 0..per_seg {
-                    let (da, db) = descriptors(e, mem, shared, warpgroup, s, g * seg + 32 * j);
-                    d = wgmma::mma_async(e, instr, d, da, db, j > 0);
-                }
-                wgmma::commit_and_wait(e, || ());
-                kn.promote(e, l, k0, &acc, &wgmma::unpack(e, instr, d))
-            },
+            |e| kn.promote(e, l, k0, &acc, &wgmma::unpack(e, instr, d)),
             |_| acc.clone(),
-        );
+        )
+    };
+    let mut acc = acc.to_vec();
+    // The segment issued and not yet promoted: its result and first K.
+    let mut pending = None;
+    for g in 0..BK / seg {
+        let k0 = e.addi(e.muli(s, e.index(BK)), e.index(g * seg));
+        e.bare("nvvm.wgmma.fence.aligned", &[]);
+        let mut d = wgmma::pack(e, instr, &[]);
+        for j in 0..per_seg {
+            let (da, db) = descriptors(e, mem, shared, warpgroup, s, g * seg + 32 * j);
+            d = wgmma::mma_async(e, instr, d, da, db, j > 0);
+        }
+        e.bare("nvvm.wgmma.commit.group.sync.aligned", &[]);
+        if let Some((d, k0)) = pending.replace((d, k0)) {
+            let d = wgmma::wait(e, instr, 1, d);
+            acc = promote(e, acc, d, k0);
+        }
     }
-    acc
+    let (d, k0) = pending.expect("a stage has a segment");
+    let d = wgmma::wait(e, instr, 0, d);
+    promote(e, acc, d, k0)
 }
 
 /// An mbarrier op (no results): the barrier's shared-memory pointer, then its operands.
