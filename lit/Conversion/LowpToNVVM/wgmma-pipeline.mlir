@@ -73,8 +73,9 @@ func.func @fp8(%a: memref<256x512xf8E4M3FN>, %sa: memref<1x1xf32>, %b: memref<12
 // WS-NEXT:    nvvm.setmaxregister increase 232
 // WS-NOT:     gpu.barrier
 // WS:           nvvm.mbarrier.try_wait.parity
-// WS:             nvvm.wgmma.mma_async
-// WS:             "wgmma.wait_group.sync.aligned 0;"
+// WS:           nvvm.wgmma.mma_async
+// WS:           nvvm.wgmma.commit.group.sync.aligned
+// WS:           "wgmma.wait_group.sync.aligned 0;"
 // WS:           nvvm.mbarrier.arrive
 // WS:       gpu.terminator
 

@@ -1039,7 +1039,10 @@ fn hardware_block<'c, 'a>(
         );
         e.bare("gpu.barrier", &[]);
         issue(e, e.addi(s, e.index(mem.stages - 1)));
-        stage_mmas(e, kn, mem, instr, shared, &l, warpgroup, s, acc)
+        // The block barrier of the next stage lets its copies overwrite this stage's slot:
+        // its instructions complete here.
+        let (acc, pending) = stage_mmas(e, kn, mem, instr, shared, &l, warpgroup, s, acc);
+        drain(e, kn, instr, &l, acc, pending)
     });
     e.bare("nvvm.cp.async.wait.group", &[("n", "0 : i32")]);
     if mem.tile.splits > 1 {
@@ -1141,14 +1144,16 @@ fn gather_splits<'c, 'a>(
     cluster_sync(e);
 }
 
+/// A K segment whose instructions were issued and not yet promoted: their result and the
+/// segment's first K.
+type Pending<'c, 'a> = (Value<'c, 'a>, Value<'c, 'a>);
+
 /// The instructions of warpgroup `warpgroup` (lane `l`) on stage `s`, per K segment of the
 /// stage: `wgmma.fence`, the segment's instructions (the first not reading D), commit; then
-/// the previous segment's wait (`wgmma.wait_group 1`: the segment just issued keeps the
-/// tensor cores busy) and its partial sums into `acc` with its scales, skipped where the
-/// segment starts past K (its tiles are zero-filled, so its instructions add nothing; its
-/// scales might be out of range); the last segment's wait is `wait_group 0`. With one
-/// segment per stage (per-tensor, per-channel, 128-blocks) that is issue, commit, wait,
-/// promote.
+/// the wait for the segment before it (`wgmma.wait_group 1`: the one just issued keeps the
+/// tensor cores busy) and its promotion into `acc` (`promote_segment`). The stage's last
+/// segment is left pending for [`drain`]. With one segment per stage (per-tensor,
+/// per-channel, 128-blocks) that is issue and commit, then the drain.
 #[allow(clippy::too_many_arguments)]
 fn stage_mmas<'c, 'a>(
     e: &Emitter<'c, 'a>,
@@ -1160,21 +1165,9 @@ fn stage_mmas<'c, 'a>(
     warpgroup: Value<'c, 'a>,
     s: Value<'c, 'a>,
     acc: &[Value<'c, 'a>],
-) -> Vec<Value<'c, 'a>> {
+) -> (Vec<Value<'c, 'a>>, Pending<'c, 'a>) {
     let (seg, per_seg) = segment_shape(kn.plan);
-    let f32t = e.f32_type();
-    // The partial sums `d` of the segment at `k0` into `acc`, where it starts inside K.
-    let promote = |e: &Emitter<'c, 'a>, acc: Vec<Value<'c, 'a>>, d, k0| {
-        let live = e.cmpi(CmpiPredicate::Ult, k0, kn.ops.k);
-        e.if_else(
-            live,
-            &vec![f32t; instr.accumulators()],
-            |e| kn.promote(e, l, k0, &acc, &wgmma::unpack(e, instr, d)),
-            |_| acc.clone(),
-        )
-    };
     let mut acc = acc.to_vec();
-    // The segment issued and not yet promoted: its result and first K.
     let mut pending = None;
     for g in 0..BK / seg {
         let k0 = e.addi(e.muli(s, e.index(BK)), e.index(g * seg));
@@ -1187,12 +1180,43 @@ fn stage_mmas<'c, 'a>(
         e.bare("nvvm.wgmma.commit.group.sync.aligned", &[]);
         if let Some((d, k0)) = pending.replace((d, k0)) {
             let d = wgmma::wait(e, instr, 1, d);
-            acc = promote(e, acc, d, k0);
+            acc = promote_segment(e, kn, instr, l, acc, (d, k0));
         }
     }
-    let (d, k0) = pending.expect("a stage has a segment");
+    (acc, pending.expect("a stage has a segment"))
+}
+
+/// The partial sums of a completed segment into `acc` with its scales, where the segment
+/// starts inside K (past K its tiles are zero-filled, so it added nothing, and its scales
+/// may be out of range).
+fn promote_segment<'c, 'a>(
+    e: &Emitter<'c, 'a>,
+    kn: &Kernel<'_, 'c, 'a>,
+    instr: &Wgmma,
+    l: &Lane<'c, 'a>,
+    acc: Vec<Value<'c, 'a>>,
+    (d, k0): Pending<'c, 'a>,
+) -> Vec<Value<'c, 'a>> {
+    let live = e.cmpi(CmpiPredicate::Ult, k0, kn.ops.k);
+    e.if_else(
+        live,
+        &vec![e.f32_type(); instr.accumulators()],
+        |e| kn.promote(e, l, k0, &acc, &wgmma::unpack(e, instr, d)),
+        |_| acc.clone(),
+    )
+}
+
+/// Wait for every issued instruction (`wgmma.wait_group 0`) and promote the pending segment.
+fn drain<'c, 'a>(
+    e: &Emitter<'c, 'a>,
+    kn: &Kernel<'_, 'c, 'a>,
+    instr: &Wgmma,
+    l: &Lane<'c, 'a>,
+    acc: Vec<Value<'c, 'a>>,
+    (d, k0): Pending<'c, 'a>,
+) -> Vec<Value<'c, 'a>> {
     let d = wgmma::wait(e, instr, 0, d);
-    promote(e, acc, d, k0)
+    promote_segment(e, kn, instr, l, acc, (d, k0))
 }
 
 /// An mbarrier op (no results): the barrier's shared-memory pointer, then its operands.
@@ -1216,7 +1240,8 @@ fn mbarrier<'c, 'a>(e: &Emitter<'c, 'a>, name: &str, operands: &[Value<'c, 'a>])
 ///              fence.proxy.async; arrive full[(s-lead+1) % stages]
 ///   after the last stage: wait_group 0, the same for the stages still in flight
 /// consumers (256 threads), per stage s:
-///   wait full[s % stages]; the stage's segments (wgmma, commit, wait, promotion);
+///   wait full[s % stages]; the stage's segments (wgmma, commit; the segment before waited
+///   for and promoted meanwhile); wait_group 0, the last promotion;
 ///   arrive empty[s % stages]
 /// ```
 /// `lead` = stages - 1: up to that many stages' copies in flight per producer thread. The
@@ -1346,15 +1371,21 @@ fn specialized_block<'c, 'a>(
         registers(e, "increase", take);
         let l = lane(e, mem.tile, tid, bm, bn);
         let warpgroup = e.divui(tid, e.index(wgmma::THREADS));
+        // Each stage drains before its slot goes back to the producer. Carrying its last
+        // segment into the next stage (as the segments of a stage are carried) would need
+        // two register sets alternating between stages: carried through the loop, the
+        // running instruction's accumulators are copied at the back edge (seen in the
+        // PTX), which reads registers the tensor cores are still writing.
         let inits = vec![e.f32(0.0); instr.accumulators()];
-        let done = e.for_loop(zero, count, one, &inits, |e, s, acc| {
+        let acc = e.for_loop(zero, count, one, &inits, |e, s, acc| {
             let use_ = e.divui(s, e.index(stages));
             wait(e, bar(e, 0, s), parity(e, use_));
-            let acc = stage_mmas(e, kn, mem, instr, shared, &l, warpgroup, s, acc);
+            let (acc, pending) = stage_mmas(e, kn, mem, instr, shared, &l, warpgroup, s, acc);
+            let acc = drain(e, kn, instr, &l, acc, pending);
             mbarrier(e, "nvvm.mbarrier.arrive", &[bar(e, 1, s)]);
             acc
         });
-        kn.epilogue(e, &l, &done);
+        kn.epilogue(e, &l, &acc);
     });
 }
 
