@@ -14,21 +14,29 @@
 // CHECK:       .visible .entry fp8_kernel(
 // CHECK:       .maxntid 256, 1, 1
 // CHECK-NOT:   .local
-// The prologue's copies, then the loop as LLVM lays it out (rotated): a segment's four
-// instructions, then the loop head with the stage wait, fence and barrier.
+// The prologue's copies, then the stages: the stage wait, fence and barrier, four
+// instructions, then the wait for the stage before (wgmma.wait_group 1: these four keep
+// running) and its promotion; after the loop the last stage's wait_group 0. The running
+// instructions' accumulators alternate between two register sets from stage to stage, so
+// none is copied while the tensor cores write it (no mov between an instruction and its
+// wait).
 // CHECK:       cvta.to.global.u64
 // CHECK:       cp.async.cg.shared.global [%rd{{[0-9]+}}], [%rd{{[0-9]+}}], 16, %r{{[0-9]+}};
 // CHECK:       cp.async.commit_group;
-// CHECK:       wgmma.fence.sync.aligned;
-// CHECK:       or.b64 {{.*}}, 4611686293305360384;
-// CHECK:       setp.ne.b32 p, 0, 0;
-// CHECK-NEXT:  wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3
-// CHECK-COUNT-3: wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3
-// CHECK:       wgmma.commit_group.sync.aligned;
-// CHECK:       wgmma.wait_group.sync.aligned 0;
 // CHECK:       cp.async.wait_group 2;
 // CHECK-NEXT:  fence.proxy.async.shared::cta;
 // CHECK-NEXT:  bar.sync 0;
+// CHECK:       wgmma.fence.sync.aligned;
+// CHECK:       or.b64 {{.*}}, 4611686293305360384;
+// CHECK:       setp.ne.b32 p, 0, 0;
+// CHECK-NEXT:  wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3 {%r[[D:[0-9]+]],
+// CHECK-COUNT-3: wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3 {%r[[D]],
+// CHECK-NOT:   mov.b32 %r{{[0-9]+}}, %r[[D]];
+// CHECK:       wgmma.commit_group.sync.aligned;
+// CHECK-NOT:   mov.b32 %r{{[0-9]+}}, %r[[D]];
+// CHECK:       wgmma.wait_group.sync.aligned 1;
+// CHECK-NOT:   mov.b32 %r{{[0-9]+}}, %r[[D]];
+// CHECK:       wgmma.wait_group.sync.aligned 0;
 // CHECK:       cp.async.wait_group 0;
 // CHECK-NOT:   .local
 // The warp-specialized variant: 384 threads, mbarriers in the dynamic shared memory,

@@ -3,24 +3,28 @@
 // RUN: lowp-opt %s --pass-pipeline='builtin.module(func.func(lowp-to-nvvm{chip=sm_90a kernel=wgmma-specialized},cse))' | FileCheck %s --check-prefix=WS
 
 // The sm_90a cp.async pipeline (row-major operands with static rows of a multiple of 16 bytes):
-// two warpgroups per 128 x 128 block, 4 stages of 128 x 128-byte tiles of A and B in dynamic
-// shared memory (4 x 32 KiB + 1 KiB to align the ring to 1024 bytes). The prologue issues
+// two warpgroups per 128 x 128 block, 5 stages of 128 x 128-byte tiles of A and B in dynamic
+// shared memory (5 x 32 KiB + 1 KiB to align the ring to 1024 bytes). The prologue issues
 // stages 0..2 (8 16-byte cp.async per thread and stage, one commit group each); each step
 // waits for its stage (cp.async.wait_group 2), fences the generic-proxy writes for the
-// async proxy, synchronizes, issues the stage 3 ahead, then runs its K segments:
-// per-tensor scales take one segment of 4 m64n128k32 per stage (the first with scale-d 0),
-// MX one per 32 of K; each segment's partial sums go into the accumulators after its wait.
-// Numerics: tests/integration/to_nvvm.rs (wgmma_pipeline_matches_the_oracle).
+// async proxy, synchronizes, issues the stage 3 ahead (into the slot of the stage 2
+// behind: the one behind may still be read), then runs its K segments: per-tensor scales
+// take one segment of 4 m64n128k32 per stage (the first with scale-d 0), MX one per 32 of
+// K. Each segment's partial sums go into the accumulators after the next segment is
+// issued (wgmma.wait_group 1), across stages too: the loop runs two stages per iteration
+// and carries the last segment (64 accumulators, the running instruction's result, its K
+// and whether to promote it: 67 values); the last is drained after the loop (wait_group
+// 0). Numerics: tests/integration/to_nvvm.rs (wgmma_pipeline_matches_the_oracle).
 
 // CHECK-LABEL: func.func @fp8
-// CHECK:       gpu.launch blocks({{.*}}) threads({{.*}}) in (%{{.*}} = %c256, %{{.*}} = %c1, %{{.*}} = %c1) dynamic_shared_memory_size %c132096_i32 {
+// CHECK:       gpu.launch blocks({{.*}}) threads({{.*}}) in (%{{.*}} = %c256, %{{.*}} = %c1, %{{.*}} = %c1) dynamic_shared_memory_size %c164864_i32 {
 // CHECK:         %[[MEM:.*]] = gpu.dynamic_shared_memory : memref<?xi8, #gpu.address_space<workgroup>>
 // CHECK:         memref.extract_aligned_pointer_as_index %[[MEM]]
 // CHECK:         scf.for %{{.*}} = %c0 to %c3 step %c1 {
 // CHECK-COUNT-8:   nvvm.cp.async.shared.global %{{.*}}, %{{.*}}, 16, cache =  cg, %{{.*}} : !llvm.ptr<3>, !llvm.ptr<1>, i32
 // CHECK:           nvvm.cp.async.commit.group
-// CHECK:         %{{.*}}:64 = scf.for %{{.*}} = %c0 to %{{.*}} step %c1 iter_args(
-// CHECK-NEXT:      nvvm.cp.async.wait.group 2
+// CHECK:         %{{.*}}:67 = scf.for %{{.*}} = %c0 to %{{.*}} step %c1 iter_args({{.*}}) -> ({{(f32, )+}}!llvm.struct<({{.*}})>, index, i1) {
+// CHECK:           nvvm.cp.async.wait.group 2
 // CHECK-NEXT:      nvvm.fence.proxy {kind = #nvvm.proxy_kind<async.shared>, space = #nvvm.shared_space<cta>}
 // CHECK-NEXT:      gpu.barrier
 // CHECK-COUNT-8:   nvvm.cp.async.shared.global
@@ -29,9 +33,14 @@
 // CHECK:           nvvm.wgmma.mma_async %{{.*}}, %{{.*}}, %{{.*}}, <m = 64, n = 128, k = 32>, D[<f32>, <zero>], A[<e4m3>, <one>, <row>], B[<e4m3>, <one>, <col>]
 // CHECK-COUNT-3:   nvvm.wgmma.mma_async %{{.*}}, %{{.*}}, %{{.*}}, <m = 64, n = 128, k = 32>, D[<f32>, <one>]
 // CHECK-NEXT:      nvvm.wgmma.commit.group.sync.aligned
-// CHECK:           llvm.inline_asm has_side_effects asm_dialect = att "wgmma.wait_group.sync.aligned 0;", "=f,=f,{{.*}},0,1,2,
+// CHECK:           llvm.inline_asm has_side_effects asm_dialect = att "wgmma.wait_group.sync.aligned 1;", "=f,=f,{{.*}},0,1,2,
 // CHECK:           scf.if %{{.*}} -> (f32, f32,
-// CHECK-NOT:         nvvm.wgmma.mma_async
+// CHECK:           nvvm.cp.async.wait.group 2
+// CHECK:           nvvm.wgmma.mma_async %{{.*}}, %{{.*}}, %{{.*}}, <m = 64, n = 128, k = 32>, D[<f32>, <zero>]
+// CHECK:           "wgmma.wait_group.sync.aligned 1;"
+// CHECK:           scf.yield
+// CHECK:         "wgmma.wait_group.sync.aligned 0;"
+// CHECK-NOT:       nvvm.wgmma.mma_async
 // CHECK:         nvvm.cp.async.wait.group 0
 // CHECK:         memref.store %{{.*}}, %arg4[%{{.*}}, %{{.*}}] : memref<256x128xbf16>
 // CHECK:         gpu.terminator
@@ -104,7 +113,7 @@ func.func @fp8(%a: memref<256x512xf8E4M3FN>, %sa: memref<1x1xf32>, %b: memref<12
 // EMU-NOT:   gpu.launch
 // EMU-NOT:   nvvm.
 // EMU:       scf.parallel
-// EMU:         memref.alloca() {alignment = 64 : i64} : memref<32768xi32>
+// EMU:         memref.alloca() {alignment = 64 : i64} : memref<40960xi32>
 // EMU:         memref.alloca() {alignment = 64 : i64} : memref<16384xf32>
 // EMU:         memref.alloca() {alignment = 64 : i64} : memref<8192xf32>
 func.func @mxfp8(%a: memref<100x96xf8E5M2>, %sa: memref<100x3xf8E8M0FNU>,
@@ -117,9 +126,9 @@ func.func @mxfp8(%a: memref<100x96xf8E5M2>, %sa: memref<100x3xf8E8M0FNU>,
 // MXFP4 (packed E2M1) x FP6 E3M2: both staged. Each thread copies 2 + 4 raw 16-byte chunks
 // per stage into the slot (8 KiB + 16 KiB), then, after its wait, translates them code by
 // code (the E2M1 -> E4M3 and E3M2 -> E4M3 tables as packed i64 words) into the FP8 tiles
-// of the stage's parity after the ring: 4 x 24 KiB + 2 x 2 x 16 KiB + 1 KiB.
+// of stage % 3 after the ring: 5 x 24 KiB + 3 x 2 x 16 KiB + 1 KiB.
 // CHECK-LABEL: func.func @staged
-// CHECK:       gpu.launch {{.*}} dynamic_shared_memory_size %c164864_i32 {
+// CHECK:       gpu.launch {{.*}} dynamic_shared_memory_size %c222208_i32 {
 // CHECK:         scf.for
 // CHECK-COUNT-6:   nvvm.cp.async.shared.global
 // CHECK:         scf.for
@@ -144,17 +153,17 @@ func.func @staged(%a: memref<128x128x!lowp.packed<f4E2M1FN>>, %sa: memref<128x8x
 // A decode step (M = 16 <= 64): the skinny block, swap AB. One warpgroup per 16 x 64 of
 // C computes C^T with m64n16k32: B's 64 rows (E4M3) are the instruction's A, A's 16 rows
 // (E5M2) its B. 8 stages of 2 + 8 KiB (+ 1 KiB to align); per stage each thread copies 1
-// chunk of A and 4 of B; the prologue issues 7 stages, each step waits for all but 6 of
+// chunk of A and 4 of B; the prologue issues 6 stages, each step waits for all but 5 of
 // its groups. 8 accumulators per thread. N = 8192 gives 128 blocks: K is not split.
 // CHECK-LABEL: func.func @decode
 // CHECK-NOT:   clusters
 // CHECK:       gpu.launch blocks({{.*}}) threads({{.*}}) in (%{{.*}} = %c128{{.*}}, %{{.*}} = %c1{{.*}}, %{{.*}} = %c1{{.*}}) dynamic_shared_memory_size %c82944_i32 {
-// CHECK:         scf.for %{{.*}} = %c0 to %c7 step %c1 {
+// CHECK:         scf.for %{{.*}} = %c0 to %c6 step %c1 {
 // CHECK-COUNT-5:   nvvm.cp.async.shared.global
 // CHECK-NOT:       nvvm.cp.async.shared.global
 // CHECK:           nvvm.cp.async.commit.group
-// CHECK:         %{{.*}}:8 = scf.for %{{.*}} = %c0 to %{{.*}} step %c1 iter_args(
-// CHECK-NEXT:      nvvm.cp.async.wait.group 6
+// CHECK:         %{{.*}}:11 = scf.for %{{.*}} = %c0 to %{{.*}} step %c1 iter_args(
+// CHECK:           nvvm.cp.async.wait.group 5
 // CHECK:           gpu.barrier
 // CHECK-COUNT-5:   nvvm.cp.async.shared.global
 // CHECK:           nvvm.wgmma.fence.aligned

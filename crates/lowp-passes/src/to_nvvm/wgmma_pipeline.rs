@@ -23,10 +23,11 @@
 //! 128 bytes, K-major in the 128-byte swizzle of the wgmma descriptors (row r's 16-byte
 //! chunk c at `r * 128 + (c ^ r % 8) * 16`, 8-row atoms of 1024 bytes, every tile on a
 //! 1024-byte boundary from the aligned base of the dynamic shared memory). The ring has
-//! `STAGES` slots; each holds each operand's stage as copied:
+//! `stages` slots (square: 5, 4 where 5 do not fit; skinny: 8); each holds each operand's
+//! stage as copied:
 //! - direct (E4M3 / E5M2 as stored): the FP8 tile itself, the copies landing swizzled;
 //! - staged (a format translated to FP8): the rows as stored (128 or, packed, 64 bytes),
-//!   and after the ring two FP8 tiles per staged operand (by stage parity) that the
+//!   and after the ring three FP8 tiles per staged operand (by stage % 3) that the
 //!   threads fill from the copies they made themselves through the embedding's table:
 //!   4-bit codes (FP4, 4-bit customs) four at a time with three `prmt` byte permutes
 //!   (images of codes 0-7, of codes 8-15, then the pick by bit 3), wider ones code by code
@@ -38,21 +39,27 @@
 //! fill zeros) and commits them as one group; the loop:
 //!
 //! ```text
-//! prologue: stages 0 .. STAGES-2 issued, one commit group each
-//! for each stage s:
-//!   cp.async.wait_group STAGES-2      // this thread's copies of stage s landed
-//!   translate them (staged operands)  // into the FP8 tiles of parity s % 2
+//! prologue: stages 0 .. L-1 issued (L = stages - 2 ahead), one commit group each
+//! for each stage s (two per loop iteration):
+//!   cp.async.wait_group L-1           // this thread's copies of stage s landed
+//!   translate them (staged operands)  // into the FP8 tiles of stage s % 3
 //!   fence.proxy.async.shared::cta     // generic-proxy writes -> the async proxy (wgmma)
-//!   barrier                           // all of stage s is in its tiles; stage s-1's
-//!                                     // instructions are done (each waited)
-//!   issue stage s+STAGES-1 into the slot stage s-1 used; commit
+//!   barrier                           // all of stage s is in its tiles; stage s-2's
+//!                                     // instructions are done (each warpgroup waited)
+//!   issue stage s+L into the slot stage s-2 used; commit
 //!   per K segment g of the stage (min(scale block, 128) codes):
 //!     wgmma.fence; mma (scale-d 0), mma, .. (descriptor start + 32 bytes each); commit
-//!     g > 0: wait_group 1; acc += part(g-1) * (its scales)  // segment g runs meanwhile
-//!   wait_group 0; acc += part(last) * (its scales)
+//!     wait_group 1; acc += part(segment before) * (its scales)  // g runs meanwhile
+//! after the last stage: wait_group 0; acc += part(last) * (its scales)
 //! ```
-//! A translated tile of parity s % 2 was last read by stage s-2's instructions, which
-//! completed before stage s-1's barrier.
+//! The segment before stage s's first is stage s-1's last: the tensor cores run from stage
+//! to stage without a drain, and stage s-1's slot stays untouched until the barrier of
+//! stage s+1. A translated tile of stage s % 3 was last read by stage s-3's instructions,
+//! which completed (stage s-2's first wait) before stage s-1's barrier. The loop runs two
+//! stages per iteration, so that the running instruction's accumulators alternate between
+//! two register sets (carried through the back edge, one set would be copied while the
+//! tensor cores still write it); a second stage past the block's range runs on whatever
+//! its slot holds and is never promoted.
 //!
 //! `kernel=wgmma-specialized` runs the same stages warp-specialized (`specialized_block`):
 //! a third warpgroup produces (all copies and translations, up to `stages - 1` stages in
@@ -96,10 +103,14 @@ use crate::PassError;
 const BK: i64 = 128;
 /// Warp-specialized: after the consumer warpgroups, one producer warpgroup.
 const PRODUCERS: i64 = 128;
-/// Stages in the ring: of the square block, of the skinny one (its stages are small, and a
-/// memory-bound block wants many bytes in flight).
-const STAGES: i64 = 4;
+/// Stages in the ring: of the square block (the barrier pipeline's copies run `stages - 2`
+/// ahead: two slots are being read), warp-specialized, of the skinny one (its stages are
+/// small, and a memory-bound block wants many bytes in flight).
+const STAGES: i64 = 5;
+const SPECIALIZED_STAGES: i64 = 4;
 const SKINNY_STAGES: i64 = 8;
+/// Translated FP8 tiles per staged operand in the barrier pipeline (by stage % 3).
+const PARITIES: i64 = 3;
 /// The stride offset of the swizzled layout: one 8-row atom.
 const ATOM: i64 = 1024;
 
@@ -353,8 +364,12 @@ impl Memory {
             .map(|r| r.tile_bytes())
             .sum();
         let in_slot = [0, routes[0].raw_bytes()];
-        let most = if tile.swapped { SKINNY_STAGES } else { STAGES };
         if specialized {
+            let most = if tile.swapped {
+                SKINNY_STAGES
+            } else {
+                SPECIALIZED_STAGES
+            };
             let slot = raw + staged;
             let stages = most.min((SHARED_LIMIT - 1024 - 2 * most * 8) / slot);
             let mut next = raw;
@@ -378,12 +393,14 @@ impl Memory {
                 bytes: barriers + 2 * stages * 8,
             };
         }
-        let stages = most.min((SHARED_LIMIT - 1024 - 2 * staged) / raw);
+        let most = if tile.swapped { SKINNY_STAGES } else { STAGES };
+        let stages = most.min((SHARED_LIMIT - 1024 - PARITIES * staged) / raw);
+        debug_assert!(stages >= 4, "two slots read, two ahead");
         let mut next = stages * raw;
         let translated = routes.map(|r| {
             r.staged.then(|| {
-                next += 2 * r.tile_bytes();
-                next - 2 * r.tile_bytes()
+                next += PARITIES * r.tile_bytes();
+                next - PARITIES * r.tile_bytes()
             })
         });
         Memory {
@@ -428,7 +445,10 @@ impl Memory {
             Some(at) if self.specialized => e.addi(self.slot_of(e, s), e.index(at)),
             Some(at) => e.addi(
                 e.index(at),
-                e.muli(e.remui(s, e.index(2)), e.index(self.routes[x].tile_bytes())),
+                e.muli(
+                    e.remui(s, e.index(PARITIES)),
+                    e.index(self.routes[x].tile_bytes()),
+                ),
             ),
             None => self.copied(e, x, s),
         }
@@ -1011,20 +1031,22 @@ fn hardware_block<'c, 'a>(
         e.bare("nvvm.cp.async.commit.group", &[]);
     };
     let one = e.index(1);
+    // Two slots are being read (the stage and the one before, whose last segment is still
+    // running): the copies run `stages - 2` ahead.
+    let lead = mem.stages - 2;
     let ahead = match mem.tile.splits {
-        1 => e.index(mem.stages - 1),
-        _ => e.addi(first, e.index(mem.stages - 1)),
+        1 => e.index(lead),
+        _ => e.addi(first, e.index(lead)),
     };
     e.for_loop(first, ahead, one, &[], |e, s, _| {
         issue(e, s);
         vec![]
     });
-    let inits = vec![e.f32(0.0); instr.accumulators()];
     let staged = mem.routes.iter().any(|r| r.staged);
-    let done = e.for_loop(first, last, one, &inits, |e, s, acc| {
+    let stage = |e: &Emitter<'c, 'a>, s: Value<'c, 'a>, acc: &[Value<'c, 'a>], before| {
         e.bare(
             "nvvm.cp.async.wait.group",
-            &[("n", &format!("{} : i32", mem.stages - 2))],
+            &[("n", &format!("{} : i32", lead - 1))],
         );
         if staged {
             // The thread's own copies landed: it translates them.
@@ -1038,12 +1060,38 @@ fn hardware_block<'c, 'a>(
             ],
         );
         e.bare("gpu.barrier", &[]);
-        issue(e, e.addi(s, e.index(mem.stages - 1)));
-        // The block barrier of the next stage lets its copies overwrite this stage's slot:
-        // its instructions complete here.
-        let (acc, pending) = stage_mmas(e, kn, mem, instr, shared, &l, warpgroup, s, acc);
-        drain(e, kn, instr, &l, acc, pending)
+        issue(e, e.addi(s, e.index(lead)));
+        let live = e.cmpi(CmpiPredicate::Ult, s, last);
+        stage_mmas(
+            e,
+            kn,
+            mem,
+            instr,
+            shared,
+            &l,
+            warpgroup,
+            s,
+            acc,
+            Some(before),
+            live,
+        )
+    };
+    // Carried: the accumulators, then the last segment still running (at first none: an
+    // empty result, never promoted).
+    let n = instr.accumulators();
+    let mut inits = vec![e.f32(0.0); n];
+    inits.extend([wgmma::pack(e, instr, &[]), k, e.int(1, 0)]);
+    let pairs = ceil_div(e, e.subi(last, first), e.index(2));
+    let done = e.for_loop(e.index(0), pairs, one, &inits, |e, p, carried| {
+        let s = e.addi(first, e.muli(p, e.index(2)));
+        let before = (carried[n], carried[n + 1], carried[n + 2]);
+        let (acc, before) = stage(e, s, &carried[..n], before);
+        let (mut acc, (d, k0, promote)) = stage(e, e.addi(s, one), &acc, before);
+        acc.extend([d, k0, promote]);
+        acc
     });
+    let pending = (done[n], done[n + 1], done[n + 2]);
+    let done = drain(e, kn, instr, &l, done[..n].to_vec(), pending);
     e.bare("nvvm.cp.async.wait.group", &[("n", "0 : i32")]);
     if mem.tile.splits > 1 {
         gather_splits(e, kn, mem, shared, &l, tid, rank, &done);
@@ -1144,16 +1192,17 @@ fn gather_splits<'c, 'a>(
     cluster_sync(e);
 }
 
-/// A K segment whose instructions were issued and not yet promoted: their result and the
-/// segment's first K.
-type Pending<'c, 'a> = (Value<'c, 'a>, Value<'c, 'a>);
+/// A K segment whose instructions were issued and not yet promoted: their result, the
+/// segment's first K, and whether to promote it (it starts inside K, in the block's range).
+type Pending<'c, 'a> = (Value<'c, 'a>, Value<'c, 'a>, Value<'c, 'a>);
 
 /// The instructions of warpgroup `warpgroup` (lane `l`) on stage `s`, per K segment of the
 /// stage: `wgmma.fence`, the segment's instructions (the first not reading D), commit; then
 /// the wait for the segment before it (`wgmma.wait_group 1`: the one just issued keeps the
-/// tensor cores busy) and its promotion into `acc` (`promote_segment`). The stage's last
-/// segment is left pending for [`drain`]. With one segment per stage (per-tensor,
-/// per-channel, 128-blocks) that is issue and commit, then the drain.
+/// tensor cores busy) and its promotion into `acc` (`promote_segment`); before the first
+/// segment that is `before`, the previous stage's last. The stage's last segment is left
+/// pending, for the next stage or [`drain`]. `live`: whether the stage is in the block's
+/// range (its segments inside K are promoted).
 #[allow(clippy::too_many_arguments)]
 fn stage_mmas<'c, 'a>(
     e: &Emitter<'c, 'a>,
@@ -1165,10 +1214,12 @@ fn stage_mmas<'c, 'a>(
     warpgroup: Value<'c, 'a>,
     s: Value<'c, 'a>,
     acc: &[Value<'c, 'a>],
+    before: Option<Pending<'c, 'a>>,
+    live: Value<'c, 'a>,
 ) -> (Vec<Value<'c, 'a>>, Pending<'c, 'a>) {
     let (seg, per_seg) = segment_shape(kn.plan);
     let mut acc = acc.to_vec();
-    let mut pending = None;
+    let mut pending = before;
     for g in 0..BK / seg {
         let k0 = e.addi(e.muli(s, e.index(BK)), e.index(g * seg));
         e.bare("nvvm.wgmma.fence.aligned", &[]);
@@ -1178,28 +1229,28 @@ fn stage_mmas<'c, 'a>(
             d = wgmma::mma_async(e, instr, d, da, db, j > 0);
         }
         e.bare("nvvm.wgmma.commit.group.sync.aligned", &[]);
-        if let Some((d, k0)) = pending.replace((d, k0)) {
+        let inside = e.andi(live, e.cmpi(CmpiPredicate::Ult, k0, kn.ops.k));
+        if let Some((d, k0, promote)) = pending.replace((d, k0, inside)) {
             let d = wgmma::wait(e, instr, 1, d);
-            acc = promote_segment(e, kn, instr, l, acc, (d, k0));
+            acc = promote_segment(e, kn, instr, l, acc, (d, k0, promote));
         }
     }
     (acc, pending.expect("a stage has a segment"))
 }
 
-/// The partial sums of a completed segment into `acc` with its scales, where the segment
-/// starts inside K (past K its tiles are zero-filled, so it added nothing, and its scales
-/// may be out of range).
+/// The partial sums of a completed segment into `acc` with its scales, where it is to be
+/// promoted (past K its tiles are zero-filled, so it added nothing, and its scales may be
+/// out of range; past the block's range it ran on stale tiles).
 fn promote_segment<'c, 'a>(
     e: &Emitter<'c, 'a>,
     kn: &Kernel<'_, 'c, 'a>,
     instr: &Wgmma,
     l: &Lane<'c, 'a>,
     acc: Vec<Value<'c, 'a>>,
-    (d, k0): Pending<'c, 'a>,
+    (d, k0, promote): Pending<'c, 'a>,
 ) -> Vec<Value<'c, 'a>> {
-    let live = e.cmpi(CmpiPredicate::Ult, k0, kn.ops.k);
     e.if_else(
-        live,
+        promote,
         &vec![e.f32_type(); instr.accumulators()],
         |e| kn.promote(e, l, k0, &acc, &wgmma::unpack(e, instr, d)),
         |_| acc.clone(),
@@ -1213,10 +1264,10 @@ fn drain<'c, 'a>(
     instr: &Wgmma,
     l: &Lane<'c, 'a>,
     acc: Vec<Value<'c, 'a>>,
-    (d, k0): Pending<'c, 'a>,
+    (d, k0, promote): Pending<'c, 'a>,
 ) -> Vec<Value<'c, 'a>> {
     let d = wgmma::wait(e, instr, 0, d);
-    promote_segment(e, kn, instr, l, acc, (d, k0))
+    promote_segment(e, kn, instr, l, acc, (d, k0, promote))
 }
 
 /// An mbarrier op (no results): the barrier's shared-memory pointer, then its operands.
@@ -1380,7 +1431,9 @@ fn specialized_block<'c, 'a>(
         let acc = e.for_loop(zero, count, one, &inits, |e, s, acc| {
             let use_ = e.divui(s, e.index(stages));
             wait(e, bar(e, 0, s), parity(e, use_));
-            let (acc, pending) = stage_mmas(e, kn, mem, instr, shared, &l, warpgroup, s, acc);
+            let live = e.cmpi(CmpiPredicate::Ult, s, count);
+            let (acc, pending) =
+                stage_mmas(e, kn, mem, instr, shared, &l, warpgroup, s, acc, None, live);
             let acc = drain(e, kn, instr, &l, acc, pending);
             mbarrier(e, "nvvm.mbarrier.arrive", &[bar(e, 1, s)]);
             acc
