@@ -49,7 +49,8 @@ use melior::ir::operation::OperationBuilder;
 use melior::ir::{Attribute, Identifier, OperationRef, Type, Value};
 
 use super::wgmma::{
-    copied_word, copy_tiles, segment_end, smem_address, smem_shape, store_tiles, LBO, SBO, THREADS,
+    copied_word, copy_tiles, fence_proxy_async, segment_end, smem_address, smem_shape, store_tiles,
+    LBO, SBO, THREADS,
 };
 use crate::codes;
 use crate::expand_quantize::{ceil_div, layout_attr_of};
@@ -526,13 +527,7 @@ pub(super) fn lower<'c, 'a>(
                 // overwritten.
                 e.bare("gpu.barrier", &[]);
                 store_tiles(e, &l, &words[..na], &words[na..na + nb], smem);
-                e.bare(
-                    "nvvm.fence.proxy",
-                    &[
-                        ("kind", "#nvvm.proxy_kind<async.shared>"),
-                        ("space", "#nvvm.shared_space<cta>"),
-                    ],
-                );
+                fence_proxy_async(e);
                 if instr.kind.scaled() {
                     // Every 128 of K, the next 4 steps' scale factors into this warp's
                     // lanes of the scale columns (the previous MMAs that read them are

@@ -345,6 +345,19 @@ pub(super) fn mma_async<'c, 'a>(
     )
 }
 
+/// `fence.proxy.async.shared::cta`: this thread's generic-proxy writes to shared memory
+/// (stores, and cp.async copies it waited for) made visible to the async proxy, through
+/// which wgmma and tcgen05.mma read their tiles.
+pub(super) fn fence_proxy_async(e: &Emitter<'_, '_>) {
+    e.bare(
+        "nvvm.fence.proxy",
+        &[
+            ("kind", "#nvvm.proxy_kind<async.shared>"),
+            ("space", "#nvvm.shared_space<cta>"),
+        ],
+    );
+}
+
 /// `wgmma.wait_group pending` (at most `pending` groups still running), as inline assembly
 /// that takes the accumulators of `d` (an instruction's result) and gives them back: what
 /// reads the result reads the wait's, so no compiler moves it above the wait (the
@@ -481,13 +494,7 @@ pub(super) fn lower<'c, 'a>(
                 // are overwritten.
                 e.bare("gpu.barrier", &[]);
                 store_tiles(e, &l, &words[..na], &words[na..na + nb], [smem[0], smem[1]]);
-                e.bare(
-                    "nvvm.fence.proxy",
-                    &[
-                        ("kind", "#nvvm.proxy_kind<async.shared>"),
-                        ("space", "#nvvm.shared_space<cta>"),
-                    ],
-                );
+                fence_proxy_async(e);
                 e.bare("gpu.barrier", &[]);
                 e.bare("nvvm.wgmma.fence.aligned", &[]);
                 let (d, (a, b)) = emit_wgmma(e, instr, da, db, part, || {

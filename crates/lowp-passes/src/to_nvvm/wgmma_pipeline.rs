@@ -1052,13 +1052,7 @@ fn hardware_block<'c, 'a>(
             // The thread's own copies landed: it translates them.
             translate_stage(e, mem, shared, &sides, k, tid, s);
         }
-        e.bare(
-            "nvvm.fence.proxy",
-            &[
-                ("kind", "#nvvm.proxy_kind<async.shared>"),
-                ("space", "#nvvm.shared_space<cta>"),
-            ],
-        );
+        wgmma::fence_proxy_async(e);
         e.bare("gpu.barrier", &[]);
         issue(e, e.addi(s, e.index(lead)));
         let live = e.cmpi(CmpiPredicate::Ult, s, last);
@@ -1381,13 +1375,7 @@ fn specialized_block<'c, 'a>(
         // Stage `s` landed (this thread's part): translate, fence, signal.
         let publish = |e: &Emitter<'c, 'a>, s: Value<'c, 'a>| {
             translate_stage(e, mem, shared, &sides, k, ptid, s);
-            e.bare(
-                "nvvm.fence.proxy",
-                &[
-                    ("kind", "#nvvm.proxy_kind<async.shared>"),
-                    ("space", "#nvvm.shared_space<cta>"),
-                ],
-            );
+            wgmma::fence_proxy_async(e);
             mbarrier(e, "nvvm.mbarrier.arrive", &[bar(e, 0, s)]);
         };
         e.for_loop(zero, count, one, &[], |e, s, _| {
