@@ -188,6 +188,11 @@ impl Tile {
         self.swapped as usize
     }
 
+    /// The instruction's N: the rows of the operand that is not its A.
+    fn n(self) -> i64 {
+        self.rows[1 - self.first()]
+    }
+
     /// Threads computing.
     fn threads(self) -> i64 {
         self.warpgroups * wgmma::THREADS
@@ -258,7 +263,7 @@ pub(super) fn plan(
         return Err("split-K takes the skinny block (M <= 64, or kernel=wgmma-skinny)".into());
     }
     instr.swapped = tile.swapped;
-    instr.n = tile.rows[1 - tile.first()];
+    instr.n = tile.n();
     Ok((plan, instr, tile))
 }
 
@@ -310,7 +315,7 @@ impl Route {
     /// 16-byte chunks each of `copiers` threads copies per stage (at most: the last round
     /// may leave some threads out).
     fn chunks(self, copiers: i64) -> i64 {
-        (self.total() + copiers - 1) / copiers
+        ceil(self.total(), copiers)
     }
 
     /// Codes per 16-byte chunk.
@@ -420,9 +425,8 @@ impl Memory {
     /// What the kernel asks for: the memory (at least what split-K's gathering takes, a
     /// word per accumulator and thread) and the slack that aligns its base to 1024.
     fn dynamic_bytes(&self) -> i64 {
-        let n = self.tile.rows[1 - self.tile.first()];
         let gathered = if self.tile.splits > 1 {
-            self.tile.threads() * n / 2 * 4
+            self.tile.threads() * self.tile.n() / 2 * 4
         } else {
             0
         };
@@ -523,22 +527,33 @@ fn chunk<'c, 'a>(
     }
 }
 
-/// Run `body` for thread `tid`'s chunk `i` of an operand's stage: as it is where every
-/// copier has that chunk, under an `if` in a last round the copiers do not fill (a skinny
-/// block's packed A: 16 rows of 64 bytes are 64 chunks for 128 threads).
-fn with_chunk<'c, 'a>(
+/// Run `body` on each of thread `tid`'s chunks of `side`'s stage at K `k0` (`chunk`): as it
+/// is where every copier has the chunk, under an `if` in a last round the copiers do not
+/// fill (a skinny block's packed A: 16 rows of 64 bytes are 64 chunks for 128 threads).
+#[allow(clippy::too_many_arguments)]
+fn each_chunk<'c, 'a>(
     e: &Emitter<'c, 'a>,
     route: Route,
     copiers: i64,
     tid: Value<'c, 'a>,
-    i: i64,
-    body: impl FnOnce(&Emitter<'c, 'a>),
+    side: &Side<'c, 'a>,
+    k: Value<'c, 'a>,
+    k0: Value<'c, 'a>,
+    body: impl Fn(&Emitter<'c, 'a>, Chunk<'c, 'a>),
 ) {
-    if (i + 1) * copiers <= route.total() {
-        body(e);
-    } else {
-        let c = e.addi(tid, e.index(copiers * i));
-        e.if_then(e.cmpi(CmpiPredicate::Ult, c, e.index(route.total())), body);
+    for i in 0..route.chunks(copiers) {
+        let run = |e: &Emitter<'c, 'a>| {
+            body(
+                e,
+                chunk(e, route, copiers, tid, i, side.origin, side.rows, k, k0),
+            )
+        };
+        if (i + 1) * copiers <= route.total() {
+            run(e);
+        } else {
+            let c = e.addi(tid, e.index(copiers * i));
+            e.if_then(e.cmpi(CmpiPredicate::Ult, c, e.index(route.total())), run);
+        }
     }
 }
 
@@ -746,7 +761,6 @@ fn sides<'c, 'a, 'p: 'a>(
     bn: Value<'c, 'a>,
 ) -> [Side<'c, 'a>; 2] {
     let k = kn.ops.k;
-    let kn_rows = tile.rows;
     let row_bytes = |o: &Operand| {
         if o.packed {
             e.divui(k, e.index(2))
@@ -758,14 +772,14 @@ fn sides<'c, 'a, 'p: 'a>(
         Side {
             bits: kn.ops.bits_a,
             rows: kn.ops.m,
-            origin: e.muli(bm, e.index(kn_rows[0])),
+            origin: e.muli(bm, e.index(tile.rows[0])),
             row_bytes: row_bytes(&kn.plan.a),
             operand: &kn.plan.a,
         },
         Side {
             bits: kn.ops.bits_b,
             rows: kn.ops.n,
-            origin: e.muli(bn, e.index(kn_rows[1])),
+            origin: e.muli(bn, e.index(tile.rows[1])),
             row_bytes: row_bytes(&kn.plan.b),
             operand: &kn.plan.b,
         },
@@ -823,16 +837,13 @@ fn copy_stage<'c, 'a>(
     let k0 = e.muli(s, e.index(BK));
     for (x, side) in sides.iter().enumerate() {
         let (route, copied) = (mem.routes[x], mem.copied(e, x, s));
-        for i in 0..route.chunks(mem.copiers) {
-            with_chunk(e, route, mem.copiers, tid, i, |e| {
-                let c = chunk(e, route, mem.copiers, tid, i, side.origin, side.rows, k, k0);
-                let dst = pointer(e, shared.address(e, e.addi(copied, c.offset)), 3);
-                let at = e.addi(e.muli(c.row, side.row_bytes), c.byte);
-                let src = pointer(e, e.addi(globals[x], e.index_castui(at, i64t)), 1);
-                let size = e.select(c.inside, e.i32(16), e.i32(0));
-                cp_async(e, dst, src, size);
-            });
-        }
+        each_chunk(e, route, mem.copiers, tid, side, k, k0, |e, c| {
+            let dst = pointer(e, shared.address(e, e.addi(copied, c.offset)), 3);
+            let at = e.addi(e.muli(c.row, side.row_bytes), c.byte);
+            let src = pointer(e, e.addi(globals[x], e.index_castui(at, i64t)), 1);
+            let size = e.select(c.inside, e.i32(16), e.i32(0));
+            cp_async(e, dst, src, size);
+        });
     }
 }
 
@@ -855,52 +866,48 @@ fn translate_stage<'c, 'a>(
             continue;
         };
         let (copied, tile) = (mem.copied(e, x, s), mem.tile(e, x, s));
-        for i in 0..route.chunks(mem.copiers) {
-            with_chunk(e, route, mem.copiers, tid, i, |e| {
-                let c = chunk(e, route, mem.copiers, tid, i, side.origin, side.rows, k, k0);
-                let raw = shared.load4(e, e.addi(copied, c.offset));
-                // Code `n` of the chunk (in K order).
-                let code = |e: &Emitter<'c, 'a>, n: i64| {
-                    let (bits, per_word) = if route.packed { (4, 8) } else { (8, 4) };
-                    let word = raw[(n / per_word) as usize];
-                    let shift = e.i32(((n % per_word) * bits) as u32);
-                    e.andi(e.shrui(word, shift), e.i32((1 << bits) - 1))
-                };
-                let halves = route.codes() / 16;
-                let nibbles = nibble_table(table);
-                for h in 0..halves {
-                    let words: Vec<Value> = (0..4)
-                        .map(|w| {
-                            let first = h * 16 + w * 4;
-                            match nibbles {
-                                // 4-bit codes: 4 at a time through byte permutes.
-                                Some(t) => {
-                                    let selectors = if route.packed {
-                                        e.shrui(
-                                            raw[(first / 8) as usize],
-                                            e.i32((first % 8 * 4) as u32),
-                                        )
-                                    } else {
-                                        // One code per byte: their nibbles side by side.
-                                        let r =
-                                            e.andi(raw[(first / 4) as usize], e.i32(0x0F0F_0F0F));
-                                        let pairs = e.ori(r, e.shrui(r, e.i32(4)));
-                                        shared.permute(e, pairs, e.i32(0), e.i32(0x20))
-                                    };
-                                    translate4(e, shared, &t, selectors)
-                                }
-                                None => (0..4).fold(e.i32(0), |acc, b| {
-                                    let fp8 = translate(e, table, code(e, first + b));
-                                    e.ori(acc, e.shli(fp8, e.i32(8 * b as u32)))
-                                }),
+        each_chunk(e, route, mem.copiers, tid, side, k, k0, |e, c| {
+            let raw = shared.load4(e, e.addi(copied, c.offset));
+            // Code `n` of the chunk (in K order).
+            let code = |e: &Emitter<'c, 'a>, n: i64| {
+                let (bits, per_word) = if route.packed { (4, 8) } else { (8, 4) };
+                let word = raw[(n / per_word) as usize];
+                let shift = e.i32(((n % per_word) * bits) as u32);
+                e.andi(e.shrui(word, shift), e.i32((1 << bits) - 1))
+            };
+            let halves = route.codes() / 16;
+            let nibbles = nibble_table(table);
+            for h in 0..halves {
+                let words: Vec<Value> = (0..4)
+                    .map(|w| {
+                        let first = h * 16 + w * 4;
+                        match nibbles {
+                            // 4-bit codes: 4 at a time through byte permutes.
+                            Some(t) => {
+                                let selectors = if route.packed {
+                                    e.shrui(
+                                        raw[(first / 8) as usize],
+                                        e.i32((first % 8 * 4) as u32),
+                                    )
+                                } else {
+                                    // One code per byte: their nibbles side by side.
+                                    let r = e.andi(raw[(first / 4) as usize], e.i32(0x0F0F_0F0F));
+                                    let pairs = e.ori(r, e.shrui(r, e.i32(4)));
+                                    shared.permute(e, pairs, e.i32(0), e.i32(0x20))
+                                };
+                                translate4(e, shared, &t, selectors)
                             }
-                        })
-                        .collect();
-                    let ch = e.addi(e.muli(c.ch, e.index(halves)), e.index(h));
-                    shared.store4(e, e.addi(tile, swizzled(e, c.r, ch)), &words);
-                }
-            });
-        }
+                            None => (0..4).fold(e.i32(0), |acc, b| {
+                                let fp8 = translate(e, table, code(e, first + b));
+                                e.ori(acc, e.shli(fp8, e.i32(8 * b as u32)))
+                            }),
+                        }
+                    })
+                    .collect();
+                let ch = e.addi(e.muli(c.ch, e.index(halves)), e.index(h));
+                shared.store4(e, e.addi(tile, swizzled(e, c.r, ch)), &words);
+            }
+        });
     }
 }
 
@@ -1410,18 +1417,17 @@ fn specialized_block<'c, 'a>(
         registers(e, "increase", take);
         let l = lane(e, mem.tile, tid, bm, bn);
         let warpgroup = e.divui(tid, e.index(wgmma::THREADS));
-        // Each stage drains before its slot goes back to the producer. Carrying its last
-        // segment into the next stage (as the segments of a stage are carried) would need
-        // two register sets alternating between stages: carried through the loop, the
-        // running instruction's accumulators are copied at the back edge (seen in the
-        // PTX), which reads registers the tensor cores are still writing.
+        // Each stage drains before its slot goes back to the producer (carrying its last
+        // segment into the next stage, as the barrier pipeline does, takes two stages per
+        // iteration: two register sets for the running results).
         let inits = vec![e.f32(0.0); instr.accumulators()];
+        let every = e.int(1, 1);
         let acc = e.for_loop(zero, count, one, &inits, |e, s, acc| {
             let use_ = e.divui(s, e.index(stages));
             wait(e, bar(e, 0, s), parity(e, use_));
-            let live = e.cmpi(CmpiPredicate::Ult, s, count);
-            let (acc, pending) =
-                stage_mmas(e, kn, mem, instr, shared, &l, warpgroup, s, acc, None, live);
+            let (acc, pending) = stage_mmas(
+                e, kn, mem, instr, shared, &l, warpgroup, s, acc, None, every,
+            );
             let acc = drain(e, kn, instr, &l, acc, pending);
             mbarrier(e, "nvvm.mbarrier.arrive", &[bar(e, 1, s)]);
             acc
@@ -1481,23 +1487,19 @@ fn emulated_block<'c, 'a>(
             threads(e, mem.copiers, &|e, t| {
                 for (x, side) in sides.iter().enumerate() {
                     let (route, copied) = (mem.routes[x], mem.copied(e, x, s));
-                    for i in 0..route.chunks(mem.copiers) {
-                        with_chunk(e, route, mem.copiers, t, i, |e| {
-                            let c =
-                                chunk(e, route, mem.copiers, t, i, side.origin, side.rows, k, k0);
-                            let words: Vec<Value> = (0..4)
-                                .map(|w| {
-                                    let word = (0..4).fold(e.i32(0), |acc, b| {
-                                        let at = e.addi(c.byte, e.index(4 * w + b));
-                                        let byte = e.load(side.bits, &[c.row, at]);
-                                        e.ori(acc, e.shli(e.extui(byte, i32t), e.i32(8 * b as u32)))
-                                    });
-                                    e.select(c.inside, word, e.i32(0))
-                                })
-                                .collect();
-                            shared.store4(e, e.addi(copied, c.offset), &words);
-                        });
-                    }
+                    each_chunk(e, route, mem.copiers, t, side, k, k0, |e, c| {
+                        let words: Vec<Value> = (0..4)
+                            .map(|w| {
+                                let word = (0..4).fold(e.i32(0), |acc, b| {
+                                    let at = e.addi(c.byte, e.index(4 * w + b));
+                                    let byte = e.load(side.bits, &[c.row, at]);
+                                    e.ori(acc, e.shli(e.extui(byte, i32t), e.i32(8 * b as u32)))
+                                });
+                                e.select(c.inside, word, e.i32(0))
+                            })
+                            .collect();
+                        shared.store4(e, e.addi(copied, c.offset), &words);
+                    });
                 }
             });
             threads(e, mem.copiers, &|e, t| {
