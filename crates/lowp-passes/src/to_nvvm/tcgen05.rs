@@ -432,6 +432,15 @@ fn nvvm<'c, 'a>(
     );
 }
 
+/// The `shape` attribute of a `tcgen05.ld` / `tcgen05.st` of 32 lanes x 32 bits (a warp's
+/// quadrant of tensor memory, a word per lane and column).
+fn ldst_32x32b<'c>(e: &Emitter<'c, '_>) -> (Identifier<'c>, Attribute<'c>) {
+    (
+        Identifier::new(e.ctx(), "shape"),
+        Attribute::parse(e.ctx(), "#nvvm.tcgen05_ldst_shape<shape_32x32b>").expect("valid shape"),
+    )
+}
+
 /// Lower `op` with the tcgen05 kernel: a `gpu.launch` (`emulate = false`) or its CPU
 /// emulation.
 pub(super) fn lower<'c, 'a>(
@@ -541,14 +550,7 @@ pub(super) fn lower<'c, 'a>(
                             e.insert(
                                 OperationBuilder::new("nvvm.tcgen05.st", e.loc())
                                     .add_operands(&[pointer(e, at, 6), e.from_elements(&w)])
-                                    .add_attributes(&[(
-                                        Identifier::new(e.ctx(), "shape"),
-                                        Attribute::parse(
-                                            e.ctx(),
-                                            "#nvvm.tcgen05_ldst_shape<shape_32x32b>",
-                                        )
-                                        .expect("valid shape"),
-                                    )])
+                                    .add_attributes(&[ldst_32x32b(e)])
                                     .build()
                                     .expect("valid nvvm.tcgen05.st"),
                             );
@@ -619,14 +621,7 @@ pub(super) fn lower<'c, 'a>(
                         let v = e.val(
                             OperationBuilder::new("nvvm.tcgen05.ld", e.loc())
                                 .add_operands(&[warp_d])
-                                .add_attributes(&[(
-                                    Identifier::new(e.ctx(), "shape"),
-                                    Attribute::parse(
-                                        e.ctx(),
-                                        "#nvvm.tcgen05_ldst_shape<shape_32x32b>",
-                                    )
-                                    .expect("valid shape"),
-                                )])
+                                .add_attributes(&[ldst_32x32b(e)])
                                 .add_results(&[e.vector_type(ACC as u64, i32t)])
                                 .build()
                                 .expect("valid nvvm.tcgen05.ld"),
