@@ -114,21 +114,11 @@ impl Session {
         }
         // SAFETY: collected from the live function above.
         let launch = unsafe { OperationRef::from_raw(launches[0]) };
-        let sizes: Vec<i32> = {
-            let attr = launch
-                .attribute("operandSegmentSizes")
-                .map_err(|_| launch_error("gpu.launch_func without operandSegmentSizes"))?;
-            // SAFETY: reading a dense i32 array attribute.
-            unsafe {
-                let raw = attr.to_raw();
-                if !mlir_sys::mlirAttributeIsADenseI32Array(raw) {
-                    return Err(launch_error("operandSegmentSizes is not an i32 array"));
-                }
-                (0..mlir_sys::mlirDenseArrayGetNumElements(raw))
-                    .map(|i| mlir_sys::mlirDenseI32ArrayGetElement(raw, i))
-                    .collect()
-            }
-        };
+        let attr = launch
+            .attribute("operandSegmentSizes")
+            .map_err(|_| launch_error("gpu.launch_func without operandSegmentSizes"))?;
+        let sizes = lowp_passes::ir::dense_i32s(attr)
+            .ok_or_else(|| launch_error("operandSegmentSizes is not an i32 array"))?;
         // asyncDependencies, grid x y z, block x y z, cluster x y z, dynamic shared memory,
         // kernel operands, async object.
         let clustered = sizes.len() == 13 && sizes[7..10] == [1, 1, 1];

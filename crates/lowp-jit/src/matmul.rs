@@ -200,13 +200,12 @@ impl MatmulIr for MatmulSpec {
         let sizes = mm
             .attribute("operandSegmentSizes")
             .map_err(|_| "scaled_matmul without operandSegmentSizes".to_string())?;
-        let present: Vec<bool> = {
-            let raw = melior::ir::AttributeLike::to_raw(&sizes);
-            // SAFETY: an 8-element dense i32 array on a verified op.
-            (0..8)
-                .map(|i| unsafe { mlir_sys::mlirDenseI32ArrayGetElement(raw, i) } == 1)
-                .collect()
-        };
+        let present: Vec<bool> = lowp_passes::ir::dense_i32s(sizes)
+            .filter(|s| s.len() == 8)
+            .ok_or("scaled_matmul's operandSegmentSizes is not 8 x i32")?
+            .iter()
+            .map(|&s| s == 1)
+            .collect();
         let mut roles = vec![None; body.argument_count()];
         let mut next = 0;
         let mut operand_types = Vec::new();

@@ -6,14 +6,15 @@
 //! through a nested [`Emitter`].
 
 use melior::dialect::arith::{self, CmpfPredicate, CmpiPredicate};
-use melior::ir::attribute::{FloatAttribute, IntegerAttribute};
+use melior::ir::attribute::{AttributeLike, FloatAttribute, IntegerAttribute};
 use melior::ir::block::BlockLike;
 use melior::ir::operation::{OperationBuilder, OperationLike};
 use melior::ir::r#type::IntegerType;
 use melior::ir::RegionLike;
 use melior::ir::ValueLike;
 use melior::ir::{
-    Block, BlockRef, Location, Operation, OperationRef, Region, ShapedTypeLike, Type, Value,
+    Attribute, Block, BlockRef, Location, Operation, OperationRef, Region, ShapedTypeLike, Type,
+    Value,
 };
 use melior::Context;
 
@@ -797,5 +798,37 @@ impl<'c, 'a> Emitter<'c, 'a> {
         let inner = Emitter::at_end(self.ctx, block, self.loc);
         then(&inner);
         inner.insert(melior::dialect::scf::r#yield(&[], self.loc));
+    }
+}
+
+/// The elements of a dense i32 array attribute (an op's `operandSegmentSizes`), or `None`
+/// when `attr` is another kind of attribute.
+pub fn dense_i32s(attr: Attribute) -> Option<Vec<i32>> {
+    // SAFETY: reading a live attribute through the C API, its elements only once its kind
+    // is checked.
+    unsafe {
+        let raw = attr.to_raw();
+        mlir_sys::mlirAttributeIsADenseI32Array(raw).then(|| {
+            (0..mlir_sys::mlirDenseArrayGetNumElements(raw))
+                .map(|i| mlir_sys::mlirDenseI32ArrayGetElement(raw, i))
+                .collect()
+        })
+    }
+}
+
+/// The value of `v` when an integer (or index) `arith.constant` defines it.
+pub fn constant_int(v: Value) -> Option<i64> {
+    // SAFETY: reading a live value, its defining op and attribute through the C API.
+    unsafe {
+        let raw = v.to_raw();
+        if !mlir_sys::mlirValueIsAOpResult(raw) {
+            return None;
+        }
+        let op = OperationRef::from_raw(mlir_sys::mlirOpResultGetOwner(raw));
+        if op.name().as_string_ref().as_str() != Ok("arith.constant") {
+            return None;
+        }
+        let attr = op.attribute("value").ok()?.to_raw();
+        mlir_sys::mlirAttributeIsAInteger(attr).then(|| mlir_sys::mlirIntegerAttrGetValueInt(attr))
     }
 }

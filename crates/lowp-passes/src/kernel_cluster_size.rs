@@ -27,9 +27,10 @@ use std::collections::HashMap;
 use melior::dialect::DialectHandle;
 use melior::ir::attribute::{AttributeLike, DenseI32ArrayAttribute, StringAttribute};
 use melior::ir::operation::{OperationLike, OperationMutLike, WalkOrder, WalkResult};
-use melior::ir::{Attribute, OperationRef, Value, ValueLike};
+use melior::ir::{Attribute, OperationRef};
 
 use crate::expand_quantize::unsupported;
+use crate::ir::{constant_int, dense_i32s};
 use crate::registry::{PassDef, PassOptions};
 use crate::PassError;
 
@@ -44,23 +45,6 @@ pub const PASS: PassDef = PassDef {
     dependent_dialects: || vec![DialectHandle::gpu()],
     run,
 };
-
-/// The value of an `arith.constant` integer.
-fn constant(v: Value) -> Option<i64> {
-    // SAFETY: reading a live value, its defining op and attribute through the C API.
-    unsafe {
-        let raw = v.to_raw();
-        if !mlir_sys::mlirValueIsAOpResult(raw) {
-            return None;
-        }
-        let op = OperationRef::from_raw(mlir_sys::mlirOpResultGetOwner(raw));
-        if op.name().as_string_ref().as_str() != Ok("arith.constant") {
-            return None;
-        }
-        let attr = op.attribute("value").ok()?.to_raw();
-        mlir_sys::mlirAttributeIsAInteger(attr).then(|| mlir_sys::mlirIntegerAttrGetValueInt(attr))
-    }
-}
 
 /// A symbol reference's root and leaf names.
 fn symbol_path(attr: Attribute) -> Option<(String, String)> {
@@ -98,17 +82,10 @@ fn run<'c, 'a>(module: OperationRef<'c, 'a>, _: &PassOptions) -> Result<(), Pass
         if op.name().as_string_ref().as_str() != Ok("gpu.launch_func") {
             return WalkResult::Advance;
         }
-        let segments: Option<Vec<i32>> = op.attribute("operandSegmentSizes").ok().and_then(|a| {
-            // SAFETY: reading a dense i32 array attribute.
-            unsafe {
-                let raw = a.to_raw();
-                mlir_sys::mlirAttributeIsADenseI32Array(raw).then(|| {
-                    (0..mlir_sys::mlirDenseArrayGetNumElements(raw))
-                        .map(|i| mlir_sys::mlirDenseI32ArrayGetElement(raw, i))
-                        .collect()
-                })
-            }
-        });
+        let segments = op
+            .attribute("operandSegmentSizes")
+            .ok()
+            .and_then(dense_i32s);
         // asyncDependencies, grid x y z, block x y z, cluster x y z, ...
         let Some(segments) = segments.filter(|s| s.len() >= 10 && s[7..10] == [1, 1, 1]) else {
             return WalkResult::Advance;
@@ -118,7 +95,7 @@ fn run<'c, 'a>(module: OperationRef<'c, 'a>, _: &PassOptions) -> Result<(), Pass
             .map(|i| {
                 op.operand(i)
                     .ok()
-                    .and_then(constant)
+                    .and_then(constant_int)
                     .and_then(|c| i32::try_from(c).ok())
             })
             .collect();

@@ -54,7 +54,7 @@ use lowp_formats::{ScaleLayout, ScaledFormat};
 use melior::dialect::arith::CmpiPredicate;
 
 use melior::ir::operation::{OperationLike, WalkOrder, WalkResult};
-use melior::ir::{AttributeLike, OperationRef, ShapedTypeLike, Value, ValueLike};
+use melior::ir::{OperationRef, ShapedTypeLike, Value, ValueLike};
 
 use crate::expand_quantize::{
     ceil_div, code_format, decode_table, expand_op, layout_attr_of, load_code, loop_dialects,
@@ -257,18 +257,9 @@ pub(crate) fn matmul_operands<'c, 'a>(
     let sizes = op
         .attribute("operandSegmentSizes")
         .map_err(|_| unsupported(op, "missing operandSegmentSizes"))?;
-    // SAFETY: reading a dense i32 array attribute of 8 elements (the verifier checked it).
-    let sizes: Vec<i32> = unsafe {
-        let raw = sizes.to_raw();
-        if !mlir_sys::mlirAttributeIsADenseI32Array(raw)
-            || mlir_sys::mlirDenseArrayGetNumElements(raw) != 8
-        {
-            return Err(unsupported(op, "operandSegmentSizes is not 8 x i32"));
-        }
-        (0..8)
-            .map(|i| mlir_sys::mlirDenseI32ArrayGetElement(raw, i))
-            .collect()
-    };
+    let sizes = crate::ir::dense_i32s(sizes)
+        .filter(|s| s.len() == 8)
+        .ok_or_else(|| unsupported(op, "operandSegmentSizes is not 8 x i32"))?;
     let mut next = 0usize;
     let mut take = |present: bool| -> Result<Option<Value<'c, 'a>>, PassError> {
         if !present {
