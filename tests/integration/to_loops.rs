@@ -212,15 +212,12 @@ fn check(what: &str, p: &Problem, got: &[f32]) {
     }
 }
 
-/// Compile every problem as one function of one module, run each and check it against the
-/// oracle; returns the results.
-/// `pre`, when given, is a pipeline run on the lowp module before the CPU lowering (which
-/// then finds no `lowp.scaled_matmul` left for `lowp-to-loops`).
-pub(crate) fn run_and_check<S: AsRef<str>>(
-    session: &Session,
+/// Every problem as one function (`p0`, `p1`, ..) of one module, after `pre` when given.
+pub(crate) fn problems_module<'s, S>(
+    session: &'s Session,
     problems: &[(S, Problem)],
     pre: Option<&str>,
-) -> Vec<Vec<f32>> {
+) -> melior::ir::Module<'s> {
     let src: String = problems
         .iter()
         .enumerate()
@@ -232,6 +229,19 @@ pub(crate) fn run_and_check<S: AsRef<str>>(
             .run_pipeline(&mut module, pre)
             .unwrap_or_else(|e| panic!("{e}"));
     }
+    module
+}
+
+/// Compile every problem as one function of one module, run each and check it against the
+/// oracle; returns the results.
+/// `pre`, when given, is a pipeline run on the lowp module before the CPU lowering (which
+/// then finds no `lowp.scaled_matmul` left for `lowp-to-loops`).
+pub(crate) fn run_and_check<S: AsRef<str>>(
+    session: &Session,
+    problems: &[(S, Problem)],
+    pre: Option<&str>,
+) -> Vec<Vec<f32>> {
+    let module = problems_module(session, problems, pre);
     let jit = session
         .compile_cpu(module, 2)
         .unwrap_or_else(|e| panic!("{e}"));

@@ -10,7 +10,9 @@ use lowp_formats::testing::SplitMix64;
 use lowp_formats::{ScaleLayout, ScaledFormat};
 use lowp_jit::Session;
 
-use super::to_loops::{format_layout_cases, mixed_cases, operand, run_and_check, source, Problem};
+use super::to_loops::{
+    format_layout_cases, mixed_cases, operand, problems_module, run_and_check, source, Problem,
+};
 
 fn emulated(chip: &str, kernel: &str) -> String {
     format!("builtin.module(func.func(lowp-to-nvvm{{chip={chip} kernel={kernel} emulate=true}}))")
@@ -18,18 +20,11 @@ fn emulated(chip: &str, kernel: &str) -> String {
 
 /// The problems' module after `lowp-to-nvvm{chip kernel}` (not emulated), as text.
 fn lowered(session: &Session, problems: &[(String, Problem)], chip: &str, kernel: &str) -> String {
-    let src: String = problems
-        .iter()
-        .enumerate()
-        .map(|(i, (_, p))| source(&format!("p{i}"), p))
-        .collect();
-    let mut module = session.parse(&src).unwrap_or_else(|e| panic!("{e}"));
     let pipeline =
         format!("builtin.module(func.func(lowp-to-nvvm{{chip={chip} kernel={kernel}}}))");
-    session
-        .run_pipeline(&mut module, &pipeline)
-        .unwrap_or_else(|e| panic!("{e}"));
-    module.as_operation().to_string()
+    problems_module(session, problems, Some(&pipeline))
+        .as_operation()
+        .to_string()
 }
 
 /// sm_89: mma.sync where the formats allow, the generic kernel elsewhere.
