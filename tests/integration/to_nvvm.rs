@@ -267,6 +267,77 @@ fn wgmma_pipeline_matches_the_oracle() {
     );
 }
 
+/// `kernel=wgmma-tma`: the warp-specialized block with the operands used as stored (E4M3 /
+/// E5M2) loaded by TMA boxes of 128 rows x 128 bytes, run through the emulation of TMA's
+/// tile mode (element by element from the box origin the kernel computes, zeros outside the
+/// tensor, the 128-byte swizzle by address bits) beside the producer's cp.async copies and
+/// translations of the other operand: both operands by TMA (per-tensor; blockwise x MX),
+/// only B (packed E2M1 A), only A (FP6 B). Rows past M and N and a last stage 32 codes
+/// into K come out of the boxes' zero fill. Checked first in the kernel's IR: one host
+/// tensor map and one box load per TMA operand; `arrive.expect_tx` where TMA feeds
+/// everything, `expect_tx` (the producers arrive after their copies) where it does not.
+/// The barriers' arrival counts are checked in lit (Conversion/LowpToNVVM/wgmma-tma.mlir).
+#[test]
+fn wgmma_tma_matches_the_oracle() {
+    let session = Session::new();
+    let mut rng = SplitMix64::new(90);
+    let (e4, e5) = (ScaledFormat::F8E4M3, ScaledFormat::F8E5M2);
+    let (f4, mx) = (ScaledFormat::F4E2M1, ScaleLayout::MX);
+    let pairs: [PipelinePair; 4] = [
+        (
+            e4,
+            ScaleLayout::PerTensor,
+            false,
+            e5,
+            ScaleLayout::PerTensor,
+            false,
+        ),
+        (
+            e5,
+            ScaleLayout::Blockwise { rows: 1, cols: 128 },
+            false,
+            e4,
+            mx,
+            false,
+        ),
+        (f4, mx, true, e4, mx, false),
+        (
+            e4,
+            ScaleLayout::PerChannel,
+            false,
+            ScaledFormat::F6E3M2,
+            mx,
+            false,
+        ),
+    ];
+    let (m, n, k) = (130, 72, 416);
+    let problems: Vec<(String, Problem)> = pairs
+        .iter()
+        .map(|&(fa, la, pa, fb, lb, pb)| {
+            (
+                format!("{m}x{n}x{k} {fa} {la} x {fb} {lb}"),
+                Problem {
+                    a: operand(&mut rng, m, k, fa, la, pa),
+                    b: operand(&mut rng, n, k, fb, lb, pb),
+                    bias: Some(rng.normal_vec(n)),
+                    bf16: false,
+                },
+            )
+        })
+        .collect();
+    let text = lowered(&session, &problems, "sm_90a", "wgmma-tma");
+    assert_eq!(text.matches("nvgpu.tma.create.descriptor").count(), 6);
+    assert_eq!(
+        text.matches("nvvm.cp.async.bulk.tensor.shared.cluster.global")
+            .count(),
+        6
+    );
+    assert_eq!(text.matches("nvvm.mbarrier.arrive.expect_tx").count(), 2);
+    assert_eq!(text.matches("nvvm.mbarrier.expect_tx").count(), 2);
+    assert_eq!(text.matches("nvvm.mbarrier.init").count(), 8);
+    run_and_check(&session, &problems, Some(&emulated("sm_90a", "wgmma-tma")));
+}
+
 /// The pipeline's skinny block (swap AB), `auto`'s choice when M is static and at most 64:
 /// B's 64 rows per block are the instruction's A, A's rows (M rounded up to 16) its B, so a
 /// decode step's 16 rows take `m64n16k32` and 40 rows `m64n48k32`; rows past M copy zeros

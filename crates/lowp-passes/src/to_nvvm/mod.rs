@@ -83,6 +83,7 @@ use crate::matrix_kernel::{Operand, Plan};
 use crate::registry::{OptionDef, OptionKind, PassDef, PassOptions};
 use crate::to_loops::lower_lowp_ops;
 use crate::PassError;
+use wgmma_pipeline::Feed;
 
 /// The NVIDIA chips the pass knows, with the compute capability that decides their
 /// instructions.
@@ -95,6 +96,7 @@ pub const KERNELS: &[&str] = &[
     "wgmma",
     "wgmma-skinny",
     "wgmma-specialized",
+    "wgmma-tma",
     "mma-sync",
     "generic",
 ];
@@ -123,8 +125,9 @@ pub const PASS: PassDef = PassDef {
                           wgmma-skinny: the wgmma cp.async pipeline's swap-AB block of \
                           64 columns (auto's choice when M is static and at most 64); \
                           wgmma-specialized: the pipeline's 128 x 128 block with a producer \
-                          warpgroup and per-stage mbarriers; generic: the decode kernel for \
-                          every op",
+                          warpgroup and per-stage mbarriers; wgmma-tma: the same with the \
+                          operands used as stored (E4M3 / E5M2) loaded by TMA; generic: the \
+                          decode kernel for every op",
             kind: OptionKind::Choice(KERNELS),
         },
         OptionDef {
@@ -156,6 +159,8 @@ fn nvvm_dialects() -> Vec<DialectHandle> {
     d.push(DialectHandle::gpu());
     // SAFETY: the NVVM dialect's registration handle is a static descriptor.
     d.push(unsafe { DialectHandle::from_raw(mlir_sys::mlirGetDialectHandle__nvvm__()) });
+    // SAFETY: as above (the host's TMA tensor maps: nvgpu.tma.create.descriptor).
+    d.push(unsafe { DialectHandle::from_raw(mlir_sys::mlirGetDialectHandle__nvgpu__()) });
     d
 }
 
@@ -174,8 +179,8 @@ fn fp8_plan(op: OperationRef) -> Result<(Plan, ScaledFormat, ScaledFormat), Stri
 enum Fp8 {
     MmaSync(mma_sync::MmaSync),
     Wgmma(wgmma::Wgmma),
-    /// The cp.async pipeline: its block, warp-specialized or not.
-    WgmmaPipeline(wgmma::Wgmma, wgmma_pipeline::Tile, bool),
+    /// The pipeline: its block and how its stages are fed.
+    WgmmaPipeline(wgmma::Wgmma, wgmma_pipeline::Tile, wgmma_pipeline::Feed),
     Tcgen05(tcgen05::Tcgen05),
 }
 
@@ -194,16 +199,23 @@ fn run<'c, 'a>(func: OperationRef<'c, 'a>, options: &PassOptions) -> Result<(), 
         // dropped it), FP8 mma.sync from sm_89 on.
         // The cp.async pipeline where the codes go to shared memory as stored, else the
         // register-staged kernel.
-        let pipeline = |blocks, specialized| {
+        let pipeline = |blocks, feed| {
             if sm == 90 {
-                wgmma_pipeline::plan(op, blocks, splits)
-                    .map(|(plan, i, tile)| (plan, Fp8::WgmmaPipeline(i, tile, specialized)))
+                wgmma_pipeline::plan(op, blocks, splits).and_then(|(plan, i, tile)| {
+                    if feed == Feed::Tma && plan.a.table.is_some() && plan.b.table.is_some() {
+                        return Err("TMA loads the operands used as stored (E4M3 / E5M2); \
+                                    both are translated (kernel=wgmma-specialized copies \
+                                    them through the producer threads)"
+                            .into());
+                    }
+                    Ok((plan, Fp8::WgmmaPipeline(i, tile, feed)))
+                })
             } else {
                 Err(format!("{chip} has no wgmma (sm_90a only)"))
             }
         };
         let wgmma = || {
-            pipeline(wgmma_pipeline::Blocks::ByShape, false).or_else(|why| {
+            pipeline(wgmma_pipeline::Blocks::ByShape, Feed::Barrier).or_else(|why| {
                 if sm == 90 {
                     wgmma::plan(op).map(|(plan, i)| (plan, Fp8::Wgmma(i)))
                 } else {
@@ -229,8 +241,9 @@ fn run<'c, 'a>(func: OperationRef<'c, 'a>, options: &PassOptions) -> Result<(), 
             "generic" => Err(String::new()),
             "tcgen05" => tcgen05().map(|(plan, i)| (plan, Fp8::Tcgen05(i))),
             "wgmma" => wgmma(),
-            "wgmma-skinny" => pipeline(wgmma_pipeline::Blocks::Skinny, false),
-            "wgmma-specialized" => pipeline(wgmma_pipeline::Blocks::Square, true),
+            "wgmma-skinny" => pipeline(wgmma_pipeline::Blocks::Skinny, Feed::Barrier),
+            "wgmma-specialized" => pipeline(wgmma_pipeline::Blocks::Square, Feed::Specialized),
+            "wgmma-tma" => pipeline(wgmma_pipeline::Blocks::Square, Feed::Tma),
             "mma-sync" => mma_sync().map(|(plan, i)| (plan, Fp8::MmaSync(i))),
             _ => tcgen05()
                 .map(|(plan, i)| (plan, Fp8::Tcgen05(i)))
@@ -251,8 +264,8 @@ fn run<'c, 'a>(func: OperationRef<'c, 'a>, options: &PassOptions) -> Result<(), 
         match lowered {
             Ok((plan, Fp8::MmaSync(i))) => crate::matrix_kernel::lower(e, op, &plan, &i, emulate),
             Ok((plan, Fp8::Wgmma(i))) => wgmma::lower(e, op, &plan, &i, emulate),
-            Ok((plan, Fp8::WgmmaPipeline(i, tile, specialized))) => {
-                wgmma_pipeline::lower(e, op, &plan, &i, tile, specialized, emulate)
+            Ok((plan, Fp8::WgmmaPipeline(i, tile, feed))) => {
+                wgmma_pipeline::lower(e, op, &plan, &i, tile, feed, emulate)
             }
             Ok((plan, Fp8::Tcgen05(i))) => tcgen05::lower(e, op, &plan, &i, emulate),
             Err(reason) if kernel != "auto" && kernel != "generic" => Err(unsupported(

@@ -138,6 +138,17 @@ const SMS: i64 = 132;
 /// The largest split (the portable cluster size).
 const MAX_SPLITS: i64 = 8;
 
+/// How the stages reach shared memory: every thread copies, then a block-wide barrier
+/// (the barrier pipeline); a producer warpgroup copies for two consumer warpgroups, ordered
+/// by mbarriers (warp-specialized); or the same with the operands used as stored loaded by
+/// TMA, one thread issuing each stage's tiles (`kernel=wgmma-tma`).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(super) enum Feed {
+    Barrier,
+    Specialized,
+    Tma,
+}
+
 /// Which block a lowering takes.
 #[derive(Clone, Copy, PartialEq)]
 pub(super) enum Blocks {
@@ -340,6 +351,9 @@ struct Memory {
     routes: [Route; 2],
     /// A producer warpgroup copies, two consumer warpgroups compute.
     specialized: bool,
+    /// Direct operands come by TMA (`cp.async.bulk.tensor`, one thread per stage), staged
+    /// ones by the producer warpgroup's `cp.async`.
+    tma: bool,
     /// Threads that copy (and translate) the stages.
     copiers: i64,
     stages: i64,
@@ -357,7 +371,8 @@ struct Memory {
 const SHARED_LIMIT: i64 = 227 * 1024;
 
 impl Memory {
-    fn new(plan: &Plan, tile: Tile, specialized: bool) -> Self {
+    fn new(plan: &Plan, tile: Tile, feed: Feed) -> Self {
+        let specialized = feed != Feed::Barrier;
         let routes = [
             Route::of(&plan.a, tile.rows[0]),
             Route::of(&plan.b, tile.rows[1]),
@@ -389,6 +404,7 @@ impl Memory {
                 tile,
                 routes,
                 specialized,
+                tma: feed == Feed::Tma,
                 copiers: PRODUCERS,
                 stages,
                 slot,
@@ -412,6 +428,7 @@ impl Memory {
             tile,
             routes,
             specialized,
+            tma: false,
             copiers: tile.threads(),
             stages,
             slot: raw,
@@ -711,6 +728,101 @@ fn pointer<'c, 'a>(e: &Emitter<'c, 'a>, addr: Value<'c, 'a>, space: u32) -> Valu
     }
 }
 
+/// Operand codes `bits` (bytes, row-major) as a TMA tensor map, made on the host
+/// (`nvgpu.tma.create.descriptor`): boxes of `rows` rows x 128 bytes (one stage of the
+/// block's rows), landing in the 128-byte swizzle the wgmma descriptors read, zeros where
+/// the box leaves the tensor. The kernel takes the pointer the descriptor lowers to (the map
+/// in global memory, as the runtime writes it before the launch).
+fn tensor_map<'c, 'a>(e: &Emitter<'c, 'a>, bits: Value<'c, 'a>, rows: i64) -> Value<'c, 'a> {
+    let ctx = e.ctx();
+    let ty = |text: &str| Type::parse(ctx, text).expect("valid tensor map type");
+    let unranked = e.val(
+        OperationBuilder::new("memref.cast", e.loc())
+            .add_operands(&[bits])
+            .add_results(&[ty("memref<*xi8>")])
+            .build()
+            .expect("valid memref.cast"),
+    );
+    let map = ty(&format!(
+        "!nvgpu.tensormap.descriptor<tensor = memref<{rows}x{BK}xi8, 3>, \
+         swizzle = swizzle_128b, l2promo = l2promo_256b, oob = zero, interleave = none>"
+    ));
+    let map = e.val(
+        OperationBuilder::new("nvgpu.tma.create.descriptor", e.loc())
+            .add_operands(&[unranked, e.index(rows), e.index(BK)])
+            .add_results(&[map])
+            .build()
+            .expect("valid nvgpu.tma.create.descriptor"),
+    );
+    e.val(
+        OperationBuilder::new("builtin.unrealized_conversion_cast", e.loc())
+            .add_operands(&[map])
+            .add_results(&[ty("!llvm.ptr")])
+            .build()
+            .expect("valid cast"),
+    )
+}
+
+/// The TMA box of operand `side`'s stage `s`, innermost coordinate first: the stage's first
+/// byte along the row (one code a byte: TMA takes the operands used as stored), the
+/// block's first row.
+fn box_origin<'c, 'a>(
+    e: &Emitter<'c, 'a>,
+    side: &Side<'c, 'a>,
+    s: Value<'c, 'a>,
+) -> [Value<'c, 'a>; 2] {
+    [e.muli(s, e.index(BK)), side.origin]
+}
+
+/// `cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes`: the
+/// box of `map` at `origin` into shared memory at `dst` (an `i64` address, 1024-aligned for
+/// the swizzle), its bytes counted on the mbarrier `bar`.
+fn tma_load<'c, 'a>(
+    e: &Emitter<'c, 'a>,
+    map: Value<'c, 'a>,
+    dst: Value<'c, 'a>,
+    bar: Value<'c, 'a>,
+    origin: [Value<'c, 'a>; 2],
+) {
+    let ctx = e.ctx();
+    // The CTA's own shared memory as a shared::cluster address (`cvta`).
+    let dst = e.val(
+        OperationBuilder::new("llvm.addrspacecast", e.loc())
+            .add_operands(&[pointer(e, dst, 3)])
+            .add_results(&[Type::parse(ctx, "!llvm.ptr<7>").expect("valid pointer type")])
+            .build()
+            .expect("valid addrspacecast"),
+    );
+    let [x, y] = origin.map(|c| e.index_castui(c, e.int_type(32)));
+    e.insert(
+        OperationBuilder::new("nvvm.cp.async.bulk.tensor.shared.cluster.global", e.loc())
+            .add_operands(&[dst, map, x, y, bar])
+            .add_attributes(&[(
+                Identifier::new(ctx, "operandSegmentSizes"),
+                Attribute::parse(ctx, "array<i32: 1, 1, 2, 1, 0, 0, 0, 0>")
+                    .expect("valid segment sizes"),
+            )])
+            .build()
+            .expect("valid nvvm.cp.async.bulk.tensor.shared.cluster.global"),
+    );
+}
+
+/// `fence.proxy.tensormap::generic.acquire.gpu` on a tensor map in global memory: the
+/// host's write of it ordered before the TMA unit reads it.
+fn acquire_tensor_map<'c, 'a>(e: &Emitter<'c, 'a>, map: Value<'c, 'a>) {
+    let ctx = e.ctx();
+    e.insert(
+        OperationBuilder::new("nvvm.fence.proxy.acquire", e.loc())
+            .add_operands(&[map, e.i32(128)])
+            .add_attributes(&[(
+                Identifier::new(ctx, "scope"),
+                Attribute::parse(ctx, "#nvvm.mem_scope<gpu>").expect("valid scope"),
+            )])
+            .build()
+            .expect("valid nvvm.fence.proxy.acquire"),
+    );
+}
+
 /// `nvvm.cp.async.shared.global` of 16 bytes from `src` to `dst`, `size` of them read (the
 /// rest zero).
 fn cp_async<'c, 'a>(
@@ -821,7 +933,8 @@ fn translate4<'c, 'a>(
 }
 
 /// Issue thread `tid`'s 16-byte `cp.async` of stage `s` of both operands into its slot
-/// (from the operands' base addresses `globals`; chunks outside copy 0 bytes).
+/// (from the operands' base addresses `globals`; chunks outside copy 0 bytes); with TMA,
+/// of the staged operands only.
 #[allow(clippy::too_many_arguments)]
 fn copy_stage<'c, 'a>(
     e: &Emitter<'c, 'a>,
@@ -837,6 +950,9 @@ fn copy_stage<'c, 'a>(
     let k0 = e.muli(s, e.index(BK));
     for (x, side) in sides.iter().enumerate() {
         let (route, copied) = (mem.routes[x], mem.copied(e, x, s));
+        if mem.tma && !route.staged {
+            continue;
+        }
         each_chunk(e, route, mem.copiers, tid, side, k, k0, |e, c| {
             let dst = pointer(e, shared.address(e, e.addi(copied, c.offset)), 3);
             let at = e.addi(e.muli(c.row, side.row_bytes), c.byte);
@@ -919,11 +1035,12 @@ pub(super) fn lower<'c, 'a>(
     plan: &Plan,
     instr: &Wgmma,
     tile: Tile,
-    specialized: bool,
+    feed: Feed,
     emulate: bool,
 ) -> Result<(), PassError> {
     let kn = Kernel::new(e, op, plan, instr)?;
-    let mem = Memory::new(plan, tile, specialized);
+    let mem = Memory::new(plan, tile, feed);
+    let specialized = mem.specialized;
     let one = e.index(1);
     let grid = kn.grid(e, tile.rows[0], tile.rows[1]);
     let splits = e.index(tile.splits);
@@ -938,6 +1055,12 @@ pub(super) fn lower<'c, 'a>(
     } else {
         tile.threads()
     };
+    // The tensor maps of the operands TMA loads, made on the host.
+    let bits = [kn.ops.bits_a, kn.ops.bits_b];
+    let maps: [Option<Value>; 2] = std::array::from_fn(|x| {
+        let route = mem.routes[x];
+        (mem.tma && !route.staged).then(|| tensor_map(e, bits[x], route.rows))
+    });
     e.gpu_launch_dynamic(
         [e.muli(grid[0], splits), grid[1], one],
         [e.index(threads), one, one],
@@ -945,7 +1068,7 @@ pub(super) fn lower<'c, 'a>(
         mem.dynamic_bytes(),
         |e, bid, tid, memory| {
             if specialized {
-                specialized_block(e, &kn, &mem, instr, bid, tid[0], memory)
+                specialized_block(e, &kn, &mem, instr, maps, bid, tid[0], memory)
             } else {
                 hardware_block(e, &kn, &mem, instr, bid, tid[0], memory)
             }
@@ -1299,11 +1422,13 @@ fn mbarrier<'c, 'a>(e: &Emitter<'c, 'a>, name: &str, operands: &[Value<'c, 'a>])
 /// `lead` = stages - 1: up to that many stages' copies in flight per producer thread. The
 /// producer fences its writes (the copies it waited for, its translations) for the async
 /// proxy before it arrives; the consumers' acquire makes them visible to their wgmma.
+#[allow(clippy::too_many_arguments)]
 fn specialized_block<'c, 'a>(
     e: &Emitter<'c, 'a>,
     kn: &Kernel<'_, 'c, 'a>,
     mem: &Memory,
     instr: &Wgmma,
+    maps: [Option<Value<'c, 'a>>; 2],
     bid: [Value<'c, 'a>; 3],
     tid: Value<'c, 'a>,
     memory: Value<'c, 'a>,
@@ -1333,12 +1458,16 @@ fn specialized_block<'c, 'a>(
         )
     };
     let (zero, one) = (e.index(0), e.index(1));
+    let staged = mem.routes.iter().any(|r| r.staged);
+    // A stage is full once every producer thread arrived (its copies and translations
+    // done), and, with TMA, its boxes' bytes landed; with TMA alone one thread arrives.
+    let arrivals = if mem.tma && !staged { 1 } else { PRODUCERS };
     e.if_then(e.cmpi(CmpiPredicate::Eq, tid, zero), |e| {
         e.for_loop(zero, e.index(stages), one, &[], |e, s, _| {
             mbarrier(
                 e,
                 "nvvm.mbarrier.init",
-                &[bar(e, 0, s), e.i32(PRODUCERS as u32)],
+                &[bar(e, 0, s), e.i32(arrivals as u32)],
             );
             mbarrier(
                 e,
@@ -1357,11 +1486,7 @@ fn specialized_block<'c, 'a>(
     // gives each thread 168 at entry, 384 x 168 = 64512 in all): the producer gives up what
     // the consumers take, 2 x 232 + 40 = 504 = 3 x 168 as in DeepGEMM; a producer that
     // translates keeps 96 for its tables and permutes (consumers 200).
-    let (keep, take) = if mem.routes.iter().any(|r| r.staged) {
-        (96, 200)
-    } else {
-        (40, 232)
-    };
+    let (keep, take) = if staged { (96, 200) } else { (40, 232) };
     debug_assert!(consumers == 2 * PRODUCERS && 2 * take + keep <= 3 * 168);
     let registers = |e: &Emitter<'c, 'a>, action: &str, count: i64| {
         e.bare(
@@ -1379,6 +1504,50 @@ fn specialized_block<'c, 'a>(
             wgmma::smem_address(e, kn.ops.bits_a),
             wgmma::smem_address(e, kn.ops.bits_b),
         ];
+        // TMA: producer thread 0 issues each stage's boxes of the operands used as stored
+        // (after the bytes they bring are announced on the stage's full barrier).
+        let issuer = e.cmpi(CmpiPredicate::Eq, ptid, zero);
+        let boxes: i64 = (0..2)
+            .filter(|&x| maps[x].is_some())
+            .map(|x| mem.routes[x].raw_bytes())
+            .sum();
+        let tma_stage = |e: &Emitter<'c, 'a>, s: Value<'c, 'a>| {
+            for (x, map) in maps.iter().enumerate() {
+                if let Some(map) = *map {
+                    let dst = shared.address(e, mem.copied(e, x, s));
+                    tma_load(e, map, dst, bar(e, 0, s), box_origin(e, &sides[x], s));
+                }
+            }
+        };
+        let empty = |e: &Emitter<'c, 'a>, s: Value<'c, 'a>| {
+            let use_ = e.divui(s, e.index(stages));
+            e.if_then(e.cmpi(CmpiPredicate::Uge, s, e.index(stages)), |e| {
+                wait(e, bar(e, 1, s), parity(e, e.subi(use_, one)))
+            });
+        };
+        if mem.tma {
+            e.if_then(issuer, |e| {
+                for map in maps.iter().flatten() {
+                    acquire_tensor_map(e, *map);
+                }
+            });
+        }
+        if mem.tma && !staged {
+            // Every operand by TMA: one thread feeds the ring.
+            e.if_then(issuer, |e| {
+                e.for_loop(zero, count, one, &[], |e, s, _| {
+                    empty(e, s);
+                    mbarrier(
+                        e,
+                        "nvvm.mbarrier.arrive.expect_tx",
+                        &[bar(e, 0, s), e.i32(boxes as u32)],
+                    );
+                    tma_stage(e, s);
+                    vec![]
+                });
+            });
+            return;
+        }
         // Stage `s` landed (this thread's part): translate, fence, signal.
         let publish = |e: &Emitter<'c, 'a>, s: Value<'c, 'a>| {
             translate_stage(e, mem, shared, &sides, k, ptid, s);
@@ -1386,10 +1555,19 @@ fn specialized_block<'c, 'a>(
             mbarrier(e, "nvvm.mbarrier.arrive", &[bar(e, 0, s)]);
         };
         e.for_loop(zero, count, one, &[], |e, s, _| {
-            let use_ = e.divui(s, e.index(stages));
-            e.if_then(e.cmpi(CmpiPredicate::Uge, s, e.index(stages)), |e| {
-                wait(e, bar(e, 1, s), parity(e, e.subi(use_, one)))
-            });
+            empty(e, s);
+            if mem.tma {
+                // The boxes' bytes before this thread's arrival (in `publish`), which
+                // completes the stage only once they landed too.
+                e.if_then(issuer, |e| {
+                    mbarrier(
+                        e,
+                        "nvvm.mbarrier.expect_tx",
+                        &[bar(e, 0, s), e.i32(boxes as u32)],
+                    );
+                    tma_stage(e, s);
+                });
+            }
             copy_stage(e, mem, shared, &sides, globals, k, ptid, s);
             e.bare("nvvm.cp.async.commit.group", &[]);
             e.if_then(e.cmpi(CmpiPredicate::Uge, s, e.index(lead - 1)), |e| {
@@ -1433,6 +1611,48 @@ fn specialized_block<'c, 'a>(
             acc
         });
         kn.epilogue(e, &l, &acc);
+    });
+}
+
+/// A TMA box load on the CPU, as the PTX ISA's tile mode defines it for `tensor_map`'s
+/// maps: box element (row r, byte b), r < `rows`, b < 128, is the operand's byte at
+/// `box_origin` + (b, r), zero outside the tensor (element by element); it lands at byte r *
+/// 128 + b of the box from `dst`, in the 128-byte swizzle (address bits 4-6 xor bits 7-9;
+/// `dst` is 1024-aligned).
+fn emulated_tma<'c, 'a>(
+    e: &Emitter<'c, 'a>,
+    shared: Shared<'c, 'a>,
+    side: &Side<'c, 'a>,
+    rows: i64,
+    dst: Value<'c, 'a>,
+    s: Value<'c, 'a>,
+) {
+    let (zero, one, i32t) = (e.index(0), e.index(1), e.int_type(32));
+    let [x0, y0] = box_origin(e, side, s);
+    e.for_loop(zero, e.index(rows), one, &[], |e, r, _| {
+        let y = e.addi(y0, r);
+        let row_inside = e.cmpi(CmpiPredicate::Ult, y, side.rows);
+        let y = e.minui(y, e.subi(side.rows, one));
+        for ch in 0..BK / 16 {
+            let words: Vec<Value> = (0..4)
+                .map(|w| {
+                    (0..4).fold(e.i32(0), |acc, b| {
+                        let x = e.addi(x0, e.index(16 * ch + 4 * w + b));
+                        let inside =
+                            e.andi(row_inside, e.cmpi(CmpiPredicate::Ult, x, side.row_bytes));
+                        let x = e.minui(x, e.subi(side.row_bytes, one));
+                        let byte = e.extui(e.load(side.bits, &[y, x]), i32t);
+                        let byte = e.select(inside, byte, e.i32(0));
+                        e.ori(acc, e.shli(byte, e.i32(8 * b as u32)))
+                    })
+                })
+                .collect();
+            let linear = e.addi(e.muli(r, e.index(BK)), e.index(16 * ch));
+            let row_of_atom = e.andi(e.shrui(linear, e.index(7)), e.index(7));
+            let swizzled = e.xori(linear, e.shli(row_of_atom, e.index(4)));
+            shared.store4(e, e.addi(dst, swizzled), &words);
+        }
+        vec![]
     });
 }
 
@@ -1487,6 +1707,9 @@ fn emulated_block<'c, 'a>(
             threads(e, mem.copiers, &|e, t| {
                 for (x, side) in sides.iter().enumerate() {
                     let (route, copied) = (mem.routes[x], mem.copied(e, x, s));
+                    if mem.tma && !route.staged {
+                        continue;
+                    }
                     each_chunk(e, route, mem.copiers, t, side, k, k0, |e, c| {
                         let words: Vec<Value> = (0..4)
                             .map(|w| {
@@ -1502,6 +1725,14 @@ fn emulated_block<'c, 'a>(
                     });
                 }
             });
+            if mem.tma {
+                for (x, side) in sides.iter().enumerate() {
+                    if !mem.routes[x].staged {
+                        let copied = mem.copied(e, x, s);
+                        emulated_tma(e, shared, side, mem.routes[x].rows, copied, s);
+                    }
+                }
+            }
             threads(e, mem.copiers, &|e, t| {
                 translate_stage(e, mem, shared, &sides, k, t, s);
             });
