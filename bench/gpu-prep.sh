@@ -35,12 +35,14 @@ checks=(
   "--m 300 --n 136 --k 672 --lhs f6e3m2 --rhs f4e2m1 --layout blockwise/1x128 --rhs-layout mx"
   "--m 16 --n 256 --k 2048 --lhs f8e4m3 --rhs f8e4m3 --layout per_tensor --bias"
   "--m 5 --n 200 --k 1152 --lhs f4e2m1 --rhs f4e2m1 --layout mx --packed"
+  "--m 200 --n 136 --k 416 --lhs f4e2m1 --rhs f8e4m3 --layout mx --packed --bias"
+  "--m 140 --n 72 --k 384 --lhs f8e5m2 --rhs f6e2m3 --layout per_channel --rhs-layout mx"
 )
 i=0
 for c in "${checks[@]}"; do
   # auto: the skinny wgmma block where M <= 64, the square one above; wgmma-skinny forces
   # the skinny one on the larger M too.
-  for kernel in auto wgmma-skinny wgmma-specialized mma-sync generic; do
+  for kernel in auto wgmma-skinny wgmma-specialized wgmma-tma mma-sync generic; do
     # shellcheck disable=SC2086
     # Some kernels refuse some ops (exit 1, one line); a crash stops the preparation.
     save "check-$kernel-$i" $c --kernel $kernel 2>/dev/null || {
@@ -54,12 +56,14 @@ printf '%s\n' "${checks[@]}" > gpu-carry/bundles/checks.txt
 
 # ---- timing: FP8 per-tensor and MXFP4 at the anchors' shapes, each NVIDIA kernel (wgmma
 # takes the skinny block at 16x8192x8192, split-K in clusters of 2 at 16x4096x8192;
-# wgmma-specialized is the square one there).
+# wgmma-specialized is the square one there; wgmma-tma, its TMA-fed twin, takes FP8 only:
+# MXFP4's packed codes are translated on the way in).
 for s in 8192x8192x8192 4096x4096x4096 16x8192x8192 16x4096x8192; do
   IFS=x read -r m n k <<< "$s"
   for f in "f8e4m3 --layout per_tensor" "f4e2m1 --layout mx --packed"; do
-    for kernel in wgmma wgmma-specialized mma-sync generic; do
+    for kernel in wgmma wgmma-specialized wgmma-tma mma-sync generic; do
       [ "$s" = 8192x8192x8192 ] && [ $kernel = generic ] && continue
+      [ $kernel = wgmma-tma ] && [ "${f%% *}" != f8e4m3 ] && continue
       # shellcheck disable=SC2086
       save "time-$kernel-$s-${f%% *}" --m $m --n $n --k $k --lhs ${f%% *} --rhs $f --kernel $kernel
     done

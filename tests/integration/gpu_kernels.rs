@@ -276,6 +276,98 @@ fn blackwell_kernels_compile_for_every_format_and_layout() {
     assert!(tc_scaled >= 5, "{tc_scaled} block-scaled tcgen05 kernels");
 }
 
+/// `kernel=wgmma-tma` through the whole compile: each operand used as stored (E4M3 / E5M2)
+/// becomes a tensor-map parameter (its argument, shape, a 128 x 128-byte box, the 128-byte
+/// swizzle) that the runtime encodes and passes as one address; the PTX acquires the maps,
+/// loads the boxes with `cp.async.bulk.tensor` counted on mbarriers, and keeps no cp.async
+/// where TMA feeds both operands. With packed E2M1 A only B is mapped, and A still comes
+/// through the producer threads' cp.async. Two translated operands are refused.
+#[test]
+fn tma_kernels_take_tensor_maps() {
+    let session = Session::new();
+    let spec = |lhs, lhs_layout, lhs_packed, rhs, rhs_layout| MatmulSpec {
+        m: 200,
+        n: 136,
+        k: 416,
+        lhs,
+        rhs,
+        lhs_layout,
+        rhs_layout,
+        lhs_packed,
+        rhs_packed: false,
+        bias: true,
+        bf16: false,
+    };
+    let (e4, e5, f4) = (
+        ScaledFormat::F8E4M3,
+        ScaledFormat::F8E5M2,
+        ScaledFormat::F4E2M1,
+    );
+    let map = |arg, rows| KernelParam::TensorMap {
+        arg,
+        shape: vec![rows, 416],
+        boxed: vec![128, 128],
+        swizzle: 128,
+    };
+    for (spec, maps, copies) in [
+        (
+            spec(
+                e4,
+                ScaleLayout::PerTensor,
+                false,
+                e5,
+                ScaleLayout::PerTensor,
+            ),
+            vec![map(0, 200), map(2, 136)],
+            false,
+        ),
+        (
+            spec(f4, ScaleLayout::MX, true, e4, ScaleLayout::MX),
+            vec![map(2, 136)],
+            true,
+        ),
+    ] {
+        let mut module = spec.build_module(session.context(), "mm");
+        let kernel = session
+            .compile_nvvm(&mut module, "mm", "sm_90a", "wgmma-tma")
+            .unwrap_or_else(|e| panic!("{spec:?}: {e}"));
+        let got: Vec<KernelParam> = kernel
+            .params
+            .iter()
+            .filter(|p| matches!(p, KernelParam::TensorMap { .. }))
+            .cloned()
+            .collect();
+        assert_eq!(got, maps, "{spec:?}");
+        assert_eq!(kernel.block, (384, 1, 1));
+        for text in [
+            "fence.proxy.tensormap::generic.acquire.gpu",
+            "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes",
+            "wgmma.mma_async.sync.aligned.m64n128k32.f32",
+        ] {
+            assert!(kernel.ptx.contains(text), "{spec:?}: no {text}");
+        }
+        assert_eq!(kernel.ptx.contains("cp.async.cg.shared.global"), copies);
+        let entry = format!(".entry {}(", kernel.name);
+        let decl = &kernel.ptx[kernel.ptx.find(&entry).expect("entry in PTX")..];
+        let decl = &decl[..decl.find(')').expect("end of parameters")];
+        assert_eq!(decl.matches(".param ").count(), kernel.flat_param_count());
+        // The maps travel in the manifest to the GPU machine.
+        let back =
+            lowp_jit::gpu::GpuKernel::from_manifest(&kernel.to_manifest(), String::new()).unwrap();
+        assert_eq!(back.params, kernel.params);
+    }
+    let mut module =
+        spec(f4, ScaleLayout::MX, true, f4, ScaleLayout::MX).build_module(session.context(), "mm");
+    let e = session
+        .compile_nvvm(&mut module, "mm", "sm_90a", "wgmma-tma")
+        .unwrap_err();
+    assert!(
+        e.to_string()
+            .contains("TMA loads the operands used as stored"),
+        "{e}"
+    );
+}
+
 #[test]
 fn kernel_errors_are_clear() {
     let session = Session::new();

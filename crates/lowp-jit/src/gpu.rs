@@ -25,19 +25,123 @@ fn launch_error(reason: impl Into<String>) -> JitError {
     }
 }
 
-/// The integer or f32 value of an `arith.constant`.
-fn constant(v: Value) -> Option<KernelParam> {
-    // SAFETY: reading a live value, its defining op and attributes through the C API.
+/// The op defining `v` when it is `name`.
+fn defined_by<'c, 'a>(v: Value<'c, 'a>, name: &str) -> Option<OperationRef<'c, 'a>> {
+    // SAFETY: reading a live value and its defining op through the C API.
     unsafe {
         let raw = v.to_raw();
         if !mlir_sys::mlirValueIsAOpResult(raw) {
             return None;
         }
-        let op = mlir_sys::mlirOpResultGetOwner(raw);
-        let op = OperationRef::from_raw(op);
-        if op.name().as_string_ref().as_str() != Ok("arith.constant") {
-            return None;
-        }
+        let op = OperationRef::from_raw(mlir_sys::mlirOpResultGetOwner(raw));
+        (op.name().as_string_ref().as_str() == Ok(name)).then_some(op)
+    }
+}
+
+/// The position of `v` among the arguments of `body` (the entry's block), if it is one.
+fn entry_argument(v: Value, body: melior::ir::BlockRef) -> Option<usize> {
+    // SAFETY: reading a live value through the C API.
+    unsafe {
+        let raw = v.to_raw();
+        (mlir_sys::mlirValueIsABlockArgument(raw)
+            && mlir_sys::mlirBlockArgumentGetOwner(raw).ptr == body.to_raw().ptr)
+            .then(|| mlir_sys::mlirBlockArgumentGetArgNumber(raw) as usize)
+    }
+}
+
+/// The static shape of a row-major memref, or why the runner cannot pass it.
+fn static_shape(v: Value, arg: usize) -> Result<Vec<i64>, JitError> {
+    let t = MemRefType::try_from(v.r#type())
+        .map_err(|_| launch_error(format!("argument {arg} is not a memref")))?;
+    // SAFETY: a live memref type.
+    let identity = unsafe {
+        mlir_sys::mlirAffineMapIsIdentity(mlir_sys::mlirMemRefTypeGetAffineMap(t.to_raw()))
+    };
+    let shape: Vec<i64> = (0..t.rank())
+        .map(|d| match t.dim_size(d) {
+            Ok(melior::ir::r#type::DimSize::Static(s)) => s as i64,
+            _ => -1,
+        })
+        .collect();
+    if !identity || shape.iter().any(|&s| s < 0) {
+        return Err(launch_error(format!(
+            "argument {arg}: only static, row-major memrefs run on the GPU"
+        )));
+    }
+    Ok(shape)
+}
+
+/// A kernel operand that is a TMA tensor map: `nvgpu.tma.create.descriptor` of an entry
+/// argument (through `memref.cast`) with constant box sizes, as the pointer it lowers to
+/// (`builtin.unrealized_conversion_cast`, how `lowp-to-nvvm` passes it). `None` when `v` is
+/// not made that way; an error when it is but the runner cannot make the map (not bytes, not
+/// tile mode with zero fill).
+fn tensor_map(v: Value, body: melior::ir::BlockRef) -> Result<Option<KernelParam>, JitError> {
+    let Some(cast) = defined_by(v, "builtin.unrealized_conversion_cast") else {
+        return Ok(None);
+    };
+    let Some(create) = cast
+        .operand(0)
+        .ok()
+        .and_then(|d| defined_by(d, "nvgpu.tma.create.descriptor"))
+    else {
+        return Ok(None);
+    };
+    let bad = |why: &str| launch_error(format!("a TMA tensor map operand {why}"));
+    let tensor = create.operand(0).map_err(|_| bad("has no tensor"))?;
+    let ranked = defined_by(tensor, "memref.cast")
+        .and_then(|c| c.operand(0).ok())
+        .ok_or_else(|| bad("is not made from a memref.cast of an entry argument"))?;
+    let arg = entry_argument(ranked, body)
+        .ok_or_else(|| bad("is not made from an argument of the entry"))?;
+    let shape = static_shape(ranked, arg)?;
+    let element = MemRefType::try_from(ranked.r#type())
+        .map(|t| t.element())
+        .map_err(|_| bad("is made from a non-memref"))?;
+    if !element.is_integer()
+        || melior::ir::r#type::IntegerType::try_from(element).map(|t| t.width()) != Ok(8)
+    {
+        return Err(bad(&format!(
+            "is made from {element} elements; the runner maps bytes"
+        )));
+    }
+    let boxed = (1..create.operand_count())
+        .map(|i| match create.operand(i).ok().and_then(constant) {
+            Some(KernelParam::Index(b)) if (1..=256).contains(&b) => Ok(b as u32),
+            _ => Err(bad("has a box size that is not a constant from 1 to 256")),
+        })
+        .collect::<Result<Vec<u32>, _>>()?;
+    let ty = create
+        .result(0)
+        .map_err(|_| bad("has no result"))?
+        .r#type()
+        .to_string();
+    if !ty.contains("oob = zero") || !ty.contains("interleave = none") {
+        return Err(bad(&format!(
+            "is {ty}; the runner makes zero-filled, not interleaved maps"
+        )));
+    }
+    let swizzle = [
+        ("swizzle_128b", 128),
+        ("swizzle_64b", 64),
+        ("swizzle_32b", 32),
+    ]
+    .iter()
+    .find(|(name, _)| ty.contains(&format!("swizzle = {name}")))
+    .map_or(0, |&(_, bytes)| bytes);
+    Ok(Some(KernelParam::TensorMap {
+        arg,
+        shape,
+        boxed,
+        swizzle,
+    }))
+}
+
+/// The integer or f32 value of an `arith.constant`.
+fn constant(v: Value) -> Option<KernelParam> {
+    let op = defined_by(v, "arith.constant")?;
+    // SAFETY: reading a live op's attributes through the C API.
+    unsafe {
         let attr = op.attribute("value").ok()?.to_raw();
         if mlir_sys::mlirAttributeIsAInteger(attr) {
             Some(KernelParam::Index(mlir_sys::mlirIntegerAttrGetValueInt(
@@ -161,43 +265,16 @@ impl Session {
         let mut params = Vec::with_capacity(sizes[11] as usize);
         for i in first..first + sizes[11] as usize {
             let v = operand(i)?;
-            // SAFETY: reading a live value through the C API.
-            let arg = unsafe {
-                let raw = v.to_raw();
-                (mlir_sys::mlirValueIsABlockArgument(raw)
-                    && mlir_sys::mlirBlockArgumentGetOwner(raw).ptr == body.to_raw().ptr)
-                    .then(|| mlir_sys::mlirBlockArgumentGetArgNumber(raw) as usize)
-            };
-            let p = match (arg, constant(v)) {
-                (Some(arg), _) => {
-                    let t = MemRefType::try_from(v.r#type()).map_err(|_| {
-                        launch_error(format!(
-                            "kernel operand {i}: argument {arg} is not a memref"
-                        ))
-                    })?;
-                    // SAFETY: a live memref type.
-                    let identity = unsafe {
-                        mlir_sys::mlirAffineMapIsIdentity(mlir_sys::mlirMemRefTypeGetAffineMap(
-                            t.to_raw(),
-                        ))
-                    };
-                    let shape: Vec<i64> = (0..t.rank())
-                        .map(|d| match t.dim_size(d) {
-                            Ok(melior::ir::r#type::DimSize::Static(s)) => s as i64,
-                            _ => -1,
-                        })
-                        .collect();
-                    if !identity || shape.iter().any(|&s| s < 0) {
-                        return Err(launch_error(format!(
-                            "argument {arg}: only static, row-major memrefs run on the GPU"
-                        )));
-                    }
-                    KernelParam::MemRef { arg, shape }
-                }
-                (None, Some(c)) => c,
-                (None, None) => {
+            let p = match (entry_argument(v, body), constant(v), tensor_map(v, body)?) {
+                (Some(arg), ..) => KernelParam::MemRef {
+                    arg,
+                    shape: static_shape(v, arg)?,
+                },
+                (None, Some(c), _) => c,
+                (None, None, Some(map)) => map,
+                (None, None, None) => {
                     return Err(launch_error(format!(
-                        "kernel operand {} is computed on the host; the runner passes only \
+                        "kernel operand {} is computed on the host; the runner passes only tensor maps, \
                          arguments and constants",
                         i - first
                     )))

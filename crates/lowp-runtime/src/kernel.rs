@@ -5,6 +5,9 @@
 
 use std::ffi::c_void;
 
+use cudarc::driver::CudaSlice;
+
+use crate::tensor_map::TiledMap;
 use crate::{Gpu, GpuError, LaunchConfig, Module};
 
 /// One operand of the launch, in the kernel's order.
@@ -21,6 +24,28 @@ pub enum KernelParam {
         /// Its shape.
         shape: Vec<i64>,
     },
+    /// A TMA tensor map (tile mode, [`TiledMap`]) of the entry's argument `arg`, a
+    /// row-major byte tensor of `shape`, in boxes of `boxed` (both outermost first) with
+    /// the `swizzle` span: written to device memory before the launch, passed as its
+    /// address (as `nvgpu.tma.create.descriptor` lowers).
+    TensorMap {
+        /// Position among the entry's arguments.
+        arg: usize,
+        /// Its shape.
+        shape: Vec<i64>,
+        /// The box.
+        boxed: Vec<u32>,
+        /// Swizzle span in bytes.
+        swizzle: u32,
+    },
+}
+
+/// A launch's parameter values, with the device memory they point to (tensor maps) kept
+/// alive as long as the launches that read it: made once ([`GpuKernel::bind`]), launched
+/// as often as wanted ([`GpuKernel::launch_bound`]).
+pub struct Bound {
+    values: Vec<u64>,
+    _maps: Vec<CudaSlice<u8>>,
 }
 
 /// A compiled kernel and how to launch it.
@@ -62,7 +87,8 @@ impl GpuKernel {
         }
     }
 
-    /// Parameters as the kernel declares them: 3 + 2 rank per memref, 1 per scalar.
+    /// Parameters as the kernel declares them: 3 + 2 rank per memref, 1 per scalar or
+    /// tensor map.
     pub fn flat_param_count(&self) -> usize {
         self.params
             .iter()
@@ -73,23 +99,47 @@ impl GpuKernel {
             .sum()
     }
 
-    /// Launch on `gpu` with `args[i]` the device address of the entry's argument `i`.
+    /// Launch on `gpu` with `args[i]` the device address of the entry's argument `i`
+    /// ([`bind`](Self::bind), then [`launch_bound`](Self::launch_bound)).
     ///
     /// # Safety
     /// Each address must hold a buffer of its argument's shape and element size.
     pub unsafe fn launch(&self, gpu: &Gpu, module: &Module, args: &[u64]) -> Result<(), GpuError> {
+        let mut bound = self.bind(gpu, args)?;
+        // SAFETY: per this function's contract.
+        unsafe { self.launch_bound(gpu, module, &mut bound) }
+    }
+
+    /// The parameter values for `args[i]` the device address of the entry's argument `i`:
+    /// every parameter as 8 bytes (i64, pointer, or an f32 in the low half); tensor maps
+    /// encoded by the driver and copied to device memory (on the launches' stream, before
+    /// them).
+    pub fn bind(&self, gpu: &Gpu, args: &[u64]) -> Result<Bound, GpuError> {
         self.cluster_check()?;
-        // Every parameter as 8 bytes (i64, pointer, or an f32 in the low half), each passed
-        // by address as cuLaunchKernel takes them.
         let mut values: Vec<u64> = Vec::with_capacity(self.flat_param_count());
+        let mut maps = Vec::new();
+        let address = |arg: usize| {
+            args.get(arg)
+                .copied()
+                .ok_or_else(|| GpuError::Invalid(format!("no device buffer for argument {arg}")))
+        };
         for p in &self.params {
             match p {
+                KernelParam::TensorMap {
+                    arg,
+                    shape,
+                    boxed,
+                    swizzle,
+                } => {
+                    let map = TiledMap::new(shape, boxed, *swizzle)?.encode(address(*arg)?)?;
+                    let on_device = gpu.upload(&TiledMap::bytes(&map))?;
+                    values.push(gpu.address(&on_device));
+                    maps.push(on_device);
+                }
                 KernelParam::Index(v) => values.push(*v as u64),
                 KernelParam::F32(v) => values.push(v.to_bits() as u64),
                 KernelParam::MemRef { arg, shape } => {
-                    let ptr = *args.get(*arg).ok_or_else(|| {
-                        GpuError::Invalid(format!("no device buffer for argument {arg}"))
-                    })?;
+                    let ptr = address(*arg)?;
                     values.extend([ptr, ptr, 0]);
                     values.extend(shape.iter().map(|&d| d as u64));
                     let mut stride = 1i64;
@@ -107,7 +157,25 @@ impl GpuKernel {
                 }
             }
         }
-        let mut ptrs: Vec<*mut c_void> = values
+        Ok(Bound {
+            values,
+            _maps: maps,
+        })
+    }
+
+    /// Launch with parameters [`bind`](Self::bind) made (for the same GPU).
+    ///
+    /// # Safety
+    /// The addresses `bound` was made with must still hold their buffers.
+    pub unsafe fn launch_bound(
+        &self,
+        gpu: &Gpu,
+        module: &Module,
+        bound: &mut Bound,
+    ) -> Result<(), GpuError> {
+        // Each value passed by address, as cuLaunchKernel takes them.
+        let mut ptrs: Vec<*mut c_void> = bound
+            .values
             .iter_mut()
             .map(|v| v as *mut u64 as *mut c_void)
             .collect();
@@ -124,7 +192,8 @@ impl GpuKernel {
 
     /// The launch as a manifest (the PTX travels beside it): `name`, `chip`, `grid`,
     /// `block`, `shared` (dynamic shared memory bytes), `cluster` (only for clusters), then
-    /// one `param` line per parameter (`memref ARG D0 D1 ..`, `index V`, `f32 V`).
+    /// one `param` line per parameter (`memref ARG D0 D1 ..`, `index V`, `f32 V`,
+    /// `tensormap ARG swizzle S box B0 B1 .. shape D0 D1 ..`).
     pub fn to_manifest(&self) -> String {
         let mut s = format!(
             "name = {}\nchip = {}\ngrid = {} {} {}\nblock = {} {} {}\nshared = {}\n",
@@ -151,6 +220,19 @@ impl GpuKernel {
                     format!("memref {arg} {}", dims.join(" "))
                         .trim_end()
                         .to_string()
+                }
+                KernelParam::TensorMap {
+                    arg,
+                    shape,
+                    boxed,
+                    swizzle,
+                } => {
+                    let words = |v: Vec<String>| v.join(" ");
+                    format!(
+                        "tensormap {arg} swizzle {swizzle} box {} shape {}",
+                        words(boxed.iter().map(|b| b.to_string()).collect()),
+                        words(shape.iter().map(|d| d.to_string()).collect())
+                    )
                 }
             };
             s.push_str(&format!("param = {line}\n"));
@@ -210,7 +292,12 @@ impl GpuKernel {
 /// One `param` value of a manifest.
 fn param(v: &str) -> Result<KernelParam, String> {
     let words: Vec<&str> = v.split_whitespace().collect();
-    let bad = || format!("param '{v}': expected 'memref ARG DIMS..', 'index V' or 'f32 V'");
+    let bad = || {
+        format!(
+            "param '{v}': expected 'memref ARG DIMS..', 'index V', 'f32 V' or \
+             'tensormap ARG swizzle S box B.. shape D..'"
+        )
+    };
     match words.as_slice() {
         ["index", x] => x.parse().map(KernelParam::Index).map_err(|_| bad()),
         ["f32", x] => x.parse().map(KernelParam::F32).map_err(|_| bad()),
@@ -222,6 +309,27 @@ fn param(v: &str) -> Result<KernelParam, String> {
                 .collect::<Option<_>>()
                 .ok_or_else(bad)?,
         }),
+        ["tensormap", arg, "swizzle", swizzle, "box", rest @ ..] => {
+            let at = rest.iter().position(|w| *w == "shape").ok_or_else(bad)?;
+            let (boxed, shape) = (&rest[..at], &rest[at + 1..]);
+            if boxed.is_empty() || boxed.len() != shape.len() {
+                return Err(bad());
+            }
+            Ok(KernelParam::TensorMap {
+                arg: arg.parse().map_err(|_| bad())?,
+                shape: shape
+                    .iter()
+                    .map(|d| d.parse::<i64>().ok().filter(|&d| d > 0))
+                    .collect::<Option<_>>()
+                    .ok_or_else(bad)?,
+                boxed: boxed
+                    .iter()
+                    .map(|b| b.parse::<u32>().ok())
+                    .collect::<Option<_>>()
+                    .ok_or_else(bad)?,
+                swizzle: swizzle.parse().map_err(|_| bad())?,
+            })
+        }
         _ => Err(bad()),
     }
 }
@@ -250,6 +358,12 @@ mod tests {
                     arg: 2,
                     shape: vec![],
                 },
+                KernelParam::TensorMap {
+                    arg: 0,
+                    shape: vec![48, 64],
+                    boxed: vec![16, 64],
+                    swizzle: 128,
+                },
             ],
         }
     }
@@ -265,8 +379,12 @@ mod tests {
         assert_eq!(back.cluster, (1, 1, 1));
         assert!(!k.to_manifest().contains("cluster"));
         assert_eq!(back.params, k.params);
-        // 3 + 2 x 2 for the matrix, 1 + 1 for the scalars, 3 for the rank-0 memref.
-        assert_eq!(back.flat_param_count(), 12);
+        // 3 + 2 x 2 for the matrix, 1 + 1 for the scalars, 3 for the rank-0 memref, 1 for
+        // the tensor map's address.
+        assert_eq!(back.flat_param_count(), 13);
+        assert!(k
+            .to_manifest()
+            .contains("param = tensormap 0 swizzle 128 box 16 64 shape 48 64\n"));
         // Clusters (split-K) travel as one more line.
         let clustered = GpuKernel {
             cluster: (3, 1, 1),
@@ -305,6 +423,14 @@ mod tests {
             ),
             (format!("{k}speed = 3\n"), "unknown key 'speed'"),
             (format!("{k}param memref\n"), "expected 'key = value'"),
+            (
+                k.replace("box 16 64 shape 48 64", "box 16 shape 48 64"),
+                "line 10: param 'tensormap",
+            ),
+            (
+                k.replace("box 16 64 shape 48 64", "box 16 64 shape 48 0"),
+                "'tensormap ARG swizzle S box B.. shape D..'",
+            ),
         ] {
             let e = GpuKernel::from_manifest(&edit, String::new()).unwrap_err();
             assert!(e.contains(want), "{e}");

@@ -12,6 +12,7 @@
 
 pub mod kernel;
 pub mod matmul;
+pub mod tensor_map;
 
 use std::ffi::{c_void, CString};
 use std::sync::Arc;

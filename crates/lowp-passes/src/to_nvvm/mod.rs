@@ -12,10 +12,12 @@
 //!   `kind::mxf4nvf4.block_scale.block16`, the scales stored into tensor memory and applied
 //!   by the MMA.
 //! - `wgmma_pipeline.rs` (sm_90a, row-major operands with static rows of a multiple of 16
-//!   bytes): `wgmma.mma_async` m64n128k32, two warpgroups per 128 x 128 tile, a ring of 4
+//!   bytes): `wgmma.mma_async` m64n128k32, two warpgroups per 128 x 128 tile, a ring of 5
 //!   stages filled by `cp.async` (dynamic shared memory), FP8 tiles in the 128-byte swizzle
 //!   (translated from the stored codes by the threads that copied them where the format
-//!   embeds in FP8), partial sums promoted at least every 128 of K.
+//!   embeds in FP8), partial sums promoted at least every 128 of K; a skinny swap-AB block
+//!   (split-K in clusters) for small M; warp-specialized variants with a producer
+//!   warpgroup, one of them loading the E4M3 / E5M2 operands by TMA (`wgmma-tma`).
 //! - `wgmma.rs` (sm_90a, the other FP8-embeddable ops: NVFP4 16-blocks, dynamic K): the
 //!   same instruction, one warpgroup per 64 x 128 tile, A and B copied through registers,
 //!   the next step's codes loaded while each wgmma runs.

@@ -70,6 +70,19 @@
 //! translates) to the consumers (232, 200), within the 384 x 168 `.maxntid` gives the
 //! block. Not yet measured on a GPU: `auto` keeps the barrier pipeline.
 //!
+//! `kernel=wgmma-tma` is that block with the operands used as stored (E4M3 / E5M2) loaded
+//! by TMA: on the host each gets a tensor map (`nvgpu.tma.create.descriptor`, `tensor_map`:
+//! boxes of 128 rows x 128 bytes in the 128-byte swizzle, zeros outside the tensor), which
+//! the kernel takes as a pointer to global memory. Producer thread 0 fences the barriers'
+//! initialization and acquires the maps, then per stage waits for the slot to be empty,
+//! announces the boxes' bytes on its full barrier and issues one
+//! `cp.async.bulk.tensor.2d` per such operand (`tma_load`, at `box_origin`); the landed
+//! bytes complete the barrier's transaction count. Where both operands are direct the full
+//! barrier waits for that thread alone (`arrive.expect_tx`); where the other operand is
+//! translated, the producer warpgroup still copies and translates it and every producer
+//! thread arrives (thread 0 adds the bytes with `expect_tx`). Two translated operands have
+//! nothing for TMA: an error.
+//!
 //! Partial sums go into the f32 accumulators at least every 128 of K, also for per-tensor
 //! scales: Hopper's FP8 MMA accumulates with reduced precision, so (as DeepGEMM does) the
 //! tensor cores never sum more than 128 products of a row; per-tensor / per-channel scales
@@ -83,9 +96,10 @@
 //!
 //! The emulation (`emulate=true`) runs the same chunk assignment, offsets, translations,
 //! slot ring and descriptors on the CPU: the copies and translations into a buffer standing
-//! for the shared memory (its base at address 0), each instruction by
-//! `wgmma::emulated_wgmma` decoding the descriptors (swizzle included), phases one after
-//! the other.
+//! for the shared memory (its base at address 0), TMA's box loads as the PTX ISA defines
+//! the tile mode (`emulated_tma`: from the same box origins, element by element, the
+//! swizzle by address bits), each instruction by `wgmma::emulated_wgmma` decoding the
+//! descriptors (swizzle included), phases one after the other.
 
 use melior::dialect::arith::CmpiPredicate;
 use melior::ir::operation::OperationBuilder;
@@ -1476,6 +1490,13 @@ fn specialized_block<'c, 'a>(
             );
             vec![]
         });
+        if mem.tma {
+            // The TMA unit completes transactions on the barriers: their initialization
+            // made visible to it (`fence.mbarrier_init`, and the async proxy's view of
+            // shared memory), as CUTLASS and DeepGEMM do before their first TMA.
+            e.bare("nvvm.fence.mbarrier.init", &[]);
+            wgmma::fence_proxy_async(e);
+        }
     });
     e.bare("gpu.barrier", &[]);
     let sides = sides(e, kn, mem.tile, bm, bn);
@@ -1500,10 +1521,6 @@ fn specialized_block<'c, 'a>(
     e.if_then(producer, |e| {
         registers(e, "decrease", keep);
         let ptid = e.subi(tid, e.index(consumers));
-        let globals = [
-            wgmma::smem_address(e, kn.ops.bits_a),
-            wgmma::smem_address(e, kn.ops.bits_b),
-        ];
         // TMA: producer thread 0 issues each stage's boxes of the operands used as stored
         // (after the bytes they bring are announced on the stage's full barrier).
         let issuer = e.cmpi(CmpiPredicate::Eq, ptid, zero);
@@ -1548,6 +1565,10 @@ fn specialized_block<'c, 'a>(
             });
             return;
         }
+        let globals = [
+            wgmma::smem_address(e, kn.ops.bits_a),
+            wgmma::smem_address(e, kn.ops.bits_b),
+        ];
         // Stage `s` landed (this thread's part): translate, fence, signal.
         let publish = |e: &Emitter<'c, 'a>, s: Value<'c, 'a>| {
             translate_stage(e, mem, shared, &sides, k, ptid, s);

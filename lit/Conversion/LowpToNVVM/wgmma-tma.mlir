@@ -1,0 +1,81 @@
+// RUN: lowp-opt %s --split-input-file --verify-diagnostics --pass-pipeline='builtin.module(func.func(lowp-to-nvvm{chip=sm_90a kernel=wgmma-tma},cse))' | FileCheck %s
+// RUN: lowp-opt %s --split-input-file --verify-diagnostics --pass-pipeline='builtin.module(func.func(lowp-to-nvvm{chip=sm_90a kernel=wgmma-tma emulate=true},cse))' | FileCheck %s --check-prefix=EMU
+
+// kernel=wgmma-tma: the warp-specialized block of the sm_90a pipeline (warpgroups 0 and 1
+// consume, warpgroup 2 produces; 4 slots of 2 x 16 KiB, a full and an empty mbarrier per
+// slot) with the operands used as stored loaded by TMA. On the host, each such operand's
+// bytes get a tensor map (nvgpu.tma.create.descriptor: boxes of 128 rows x 128 bytes in
+// the 128-byte swizzle the wgmma descriptors read, zeros outside the tensor), passed to
+// the kernel as the pointer it lowers to. In the kernel, producer thread 0 acquires the
+// maps for the tensormap proxy, then per stage waits for the slot's empty barrier (from
+// its second use on), announces the stage's bytes on its full barrier
+// (arrive.expect_tx: 1 arrival expected, 2 x 16384 bytes) and issues one box load per
+// operand at (the stage's first byte along K, the block's first row). No cp.async.
+
+// CHECK-LABEL: func.func @fp8
+// CHECK:         %[[A:.*]] = memref.cast %{{.*}} : memref<256x512xi8> to memref<*xi8>
+// CHECK:         %[[DA:.*]] = nvgpu.tma.create.descriptor %[[A]] box[%c128, %c128] : memref<*xi8> -> <tensor = memref<128x128xi8, 3>, swizzle = swizzle_128b, l2promo = l2promo_256b, oob = zero, interleave = none>
+// CHECK:         %[[MA:.*]] = builtin.unrealized_conversion_cast %[[DA]] : {{.*}} to !llvm.ptr
+// CHECK:         %[[B:.*]] = memref.cast %{{.*}} : memref<128x512xi8> to memref<*xi8>
+// CHECK:         %[[DB:.*]] = nvgpu.tma.create.descriptor %[[B]] box[%c128, %c128]
+// CHECK:         %[[MB:.*]] = builtin.unrealized_conversion_cast %[[DB]]
+// CHECK:         gpu.launch {{.*}} threads({{.*}}) in (%{{.*}} = %c384, %{{.*}} = %c1, %{{.*}} = %c1) dynamic_shared_memory_size %c132160_i32 {
+// CHECK:           nvvm.mbarrier.init %{{.*}}, %c1_i32 : !llvm.ptr<3>, i32
+// CHECK:           nvvm.mbarrier.init %{{.*}}, %c256_i32 : !llvm.ptr<3>, i32
+// CHECK:           nvvm.setmaxregister  decrease 40
+// CHECK:           nvvm.fence.proxy.acquire <gpu> %[[MA]], %c128_i32
+// CHECK-NEXT:      nvvm.fence.proxy.acquire <gpu> %[[MB]], %c128_i32
+// CHECK:           scf.for %[[S:.*]] = %c0 to %{{.*}} step %c1 {
+// CHECK:             nvvm.mbarrier.try_wait.parity
+// CHECK:             nvvm.mbarrier.arrive.expect_tx %[[FULL:.*]], %c32768_i32 : !llvm.ptr<3>, i32
+// CHECK:             %[[K0:.*]] = arith.muli %[[S]], %c128 : index
+// CHECK:             nvvm.cp.async.bulk.tensor.shared.cluster.global %{{.*}}, %[[MA]], %[[FULL]], box[%{{.*}}, %{{.*}}] : !llvm.ptr<7>, !llvm.ptr
+// CHECK:             nvvm.cp.async.bulk.tensor.shared.cluster.global %{{.*}}, %[[MB]], %[[FULL]], box[%{{.*}}, %{{.*}}] : !llvm.ptr<7>, !llvm.ptr
+// CHECK-NOT:       nvvm.cp.async.shared.global
+// CHECK:           nvvm.setmaxregister  increase 232
+// CHECK:           nvvm.wgmma.mma_async {{.*}} A[<e4m3>, <one>, <row>], B[<e5m2>, <one>, <col>]
+// CHECK:           gpu.terminator
+func.func @fp8(%a: memref<256x512xf8E4M3FN>, %sa: memref<1x1xf32>, %b: memref<128x512xf8E5M2>,
+               %sb: memref<1x1xf32>, %c: memref<256x128xf32>) {
+  lowp.scaled_matmul %a[%sa], %b[%sb] into %c layouts(#lowp.per_tensor, #lowp.per_tensor)
+      : memref<256x512xf8E4M3FN>[memref<1x1xf32>], memref<128x512xf8E5M2>[memref<1x1xf32>] -> memref<256x128xf32>
+  return
+}
+
+// Packed E2M1 A (translated) and E4M3 B: only B has a tensor map. Every producer thread
+// copies its chunks of A by cp.async and translates them, and arrives after them (128
+// arrivals); thread 0 first adds B's box bytes to the stage (expect_tx, no arrival) and
+// issues it.
+// CHECK-LABEL: func.func @mixed
+// CHECK-COUNT-1: nvgpu.tma.create.descriptor
+// CHECK-NOT:     nvgpu.tma.create.descriptor
+// CHECK:         gpu.launch
+// CHECK:           nvvm.mbarrier.init %{{.*}}, %c128_i32 : !llvm.ptr<3>, i32
+// CHECK:           nvvm.setmaxregister  decrease 96
+// CHECK:           scf.for
+// CHECK:             nvvm.mbarrier.expect_tx %[[FULL:.*]], %c16384_i32 : !llvm.ptr<3>, i32
+// CHECK:             nvvm.cp.async.bulk.tensor.shared.cluster.global %{{.*}}, %{{.*}}, %[[FULL]], box
+// CHECK:           nvvm.cp.async.shared.global
+// CHECK:           nvvm.cp.async.commit.group
+// CHECK:           nvvm.mbarrier.arrive
+// EMU-LABEL: func.func @mixed
+// EMU-NOT:     nvgpu
+// EMU-NOT:     nvvm.cp.async
+// EMU:         return
+func.func @mixed(%a: memref<128x64x!lowp.packed<f4E2M1FN>>, %sa: memref<128x4xf8E8M0FNU>,
+                 %b: memref<64x128xf8E4M3FN>, %sb: memref<64x4xf8E8M0FNU>, %c: memref<128x64xf32>) {
+  lowp.scaled_matmul %a[%sa], %b[%sb] into %c layouts(#lowp.mx<32>, #lowp.mx<32>)
+      : memref<128x64x!lowp.packed<f4E2M1FN>>[memref<128x4xf8E8M0FNU>], memref<64x128xf8E4M3FN>[memref<64x4xf8E8M0FNU>] -> memref<128x64xf32>
+  return
+}
+
+// -----
+
+// Both operands translated: nothing for TMA to load, a located error.
+func.func @translated(%a: memref<128x64x!lowp.packed<f4E2M1FN>>, %sa: memref<128x4xf8E8M0FNU>,
+                      %b: memref<64x64x!lowp.packed<f4E2M1FN>>, %sb: memref<64x4xf8E8M0FNU>, %c: memref<128x64xf32>) {
+  // expected-error @+1 {{no wgmma-tma kernel for this op on sm_90a: TMA loads the operands used as stored (E4M3 / E5M2); both are translated}}
+  lowp.scaled_matmul %a[%sa], %b[%sb] into %c layouts(#lowp.mx<32>, #lowp.mx<32>)
+      : memref<128x64x!lowp.packed<f4E2M1FN>>[memref<128x4xf8E8M0FNU>], memref<64x64x!lowp.packed<f4E2M1FN>>[memref<64x4xf8E8M0FNU>] -> memref<128x64xf32>
+  return
+}

@@ -1,0 +1,41 @@
+// RUN: lowp-translate %s --emit=ptx --chip=sm_90a --kernel=wgmma-tma | FileCheck %s
+
+// kernel=wgmma-tma in PTX (the IR: lit/Conversion/LowpToNVVM/wgmma-tma.mlir): 384
+// threads, the tensor maps of A and B as two 64-bit parameters (their addresses in global
+// memory; lowp-run's launch line lists them as `tensormap` params). Thread 0 initializes
+// the barriers (full: 1 arrival, empty: 256) and fences them for the TMA unit; the
+// producer warpgroup gives up registers, its thread 0 acquires both maps, then per stage
+// announces 32768 bytes on the stage's full barrier and issues the two 2-D box loads of
+// 128 x 128 bytes into the slot (a shared::cta address seen as shared::cluster), each
+// counted on that barrier. The consumers wait on the full barrier and run 4
+// m64n128k32 e4m3 x e5m2 per stage. No cp.async, no local memory.
+// CHECK:       .version 8.4
+// CHECK:       .target sm_90a
+// CHECK:       .visible .entry fp8_kernel(
+// CHECK:       .maxntid 384, 1, 1
+// CHECK-NOT:   .local
+// CHECK:       mbarrier.init.shared.b64 [%rd{{[0-9]+}}+131072], %r[[ONE:[0-9]+]];
+// CHECK:       fence.mbarrier_init.release.cluster;
+// CHECK-NEXT:  fence.proxy.async.shared::cta;
+// CHECK:       bar.sync 0;
+// CHECK:       setmaxnreg.dec.sync.aligned.u32 40;
+// CHECK:       fence.proxy.tensormap::generic.acquire.gpu [%rd[[MA:[0-9]+]]], 128;
+// CHECK-NEXT:  fence.proxy.tensormap::generic.acquire.gpu [%rd[[MB:[0-9]+]]], 128;
+// CHECK:       mov.b32 %r[[BYTES:[0-9]+]], 32768;
+// CHECK-NEXT:  mbarrier.arrive.expect_tx.shared.b64 %rd{{[0-9]+}}, [%rd[[FULL:[0-9]+]]], %r[[BYTES]];
+// CHECK:       cvta.to.shared::cluster.u64
+// CHECK:       cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%rd{{[0-9]+}}], [%rd[[MA]], {%r{{[0-9]+}}, %r{{[0-9]+}}}], [%rd[[FULL]]];
+// CHECK:       cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%rd{{[0-9]+}}], [%rd[[MB]], {%r{{[0-9]+}}, %r{{[0-9]+}}}], [%rd[[FULL]]];
+// CHECK:       mbarrier.try_wait.parity.shared.b64
+// CHECK:       setmaxnreg.inc.sync.aligned.u32 232;
+// CHECK:       mbarrier.try_wait.parity.shared.b64
+// CHECK-COUNT-4: wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e5m2
+// CHECK:       wgmma.commit_group.sync.aligned;
+// CHECK-NOT:   cp.async.cg
+// CHECK:       ret;
+func.func @fp8(%a: memref<256x512xf8E4M3FN>, %sa: memref<1x1xf32>, %b: memref<128x512xf8E5M2>,
+               %sb: memref<1x1xf32>, %c: memref<256x128xf32>) {
+  lowp.scaled_matmul %a[%sa], %b[%sb] into %c layouts(#lowp.per_tensor, #lowp.per_tensor)
+      : memref<256x512xf8E4M3FN>[memref<1x1xf32>], memref<128x512xf8E5M2>[memref<1x1xf32>] -> memref<256x128xf32>
+  return
+}
