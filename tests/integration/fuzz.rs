@@ -103,6 +103,15 @@ const PIPELINES: &[Option<&str>] = &[
          gpu.module(lower-affine,convert-scf-to-cf,convert-gpu-to-nvvm,convert-nvvm-to-llvm,\
          canonicalize,cse,reconcile-unrealized-casts),gpu-module-to-binary{format=isa})",
     ),
+    // The TMA-fed wgmma block (host tensor maps, bulk tensor copies) down to PTX.
+    Some(
+        "builtin.module(func.func(lowp-to-nvvm{chip=sm_90a kernel=wgmma-tma}),lowp-lower-storage,\
+         func.func(gpu-map-parallel-loops,convert-parallel-loops-to-gpu),\
+         gpu-launch-sink-index-computations,gpu-kernel-outlining,canonicalize,cse,\
+         lowp-kernel-cluster-size,nvvm-attach-target{chip=sm_90a features=+ptx84},\
+         gpu.module(lower-affine,convert-scf-to-cf,convert-gpu-to-nvvm,convert-nvvm-to-llvm,\
+         canonicalize,cse,reconcile-unrealized-casts),gpu-module-to-binary{format=isa})",
+    ),
     Some("builtin.module(func.func(lowp-to-rocdl{chip=gfx950 emulate=true}))"),
     // lowp-to-rocdl (MFMA where it applies) down to gfx942 ISA
     // (lowp_passes::pipelines::rocdl_front, then the kernel passes).
