@@ -273,7 +273,8 @@ fn wgmma_pipeline_matches_the_oracle() {
 /// tensor, the 128-byte swizzle by address bits) beside the producer's cp.async copies and
 /// translations of the other operand: both operands by TMA (per-tensor; blockwise x MX),
 /// only B (packed E2M1 A), only A (FP6 B). Rows past M and N and a last stage 32 codes
-/// into K come out of the boxes' zero fill. Checked first in the kernel's IR: one host
+/// into K come out of the boxes' zero fill; 1160 x 200 (10 x 2 tiles) runs the grouped
+/// launch order through a full group of 8 rows of tiles and a partial one. Checked first in the kernel's IR: one host
 /// tensor map and one box load per TMA operand; `arrive.expect_tx` where TMA feeds
 /// everything, `expect_tx` (the producers arrive after their copies) where it does not.
 /// The barriers' arrival counts are checked in lit (Conversion/LowpToNVVM/wgmma-tma.mlir).
@@ -310,10 +311,14 @@ fn wgmma_tma_matches_the_oracle() {
             false,
         ),
     ];
-    let (m, n, k) = (130, 72, 416);
+    // The last: 10 x 2 tiles, so the grouped launch order (groups of 8 rows of tiles) has a
+    // full group and a partial one.
+    let shapes = [(130, 72, 416); 4].into_iter().chain([(1160, 200, 128)]);
     let problems: Vec<(String, Problem)> = pairs
         .iter()
-        .map(|&(fa, la, pa, fb, lb, pb)| {
+        .chain(&pairs[..1])
+        .zip(shapes)
+        .map(|(&(fa, la, pa, fb, lb, pb), (m, n, k))| {
             (
                 format!("{m}x{n}x{k} {fa} {la} x {fb} {lb}"),
                 Problem {
@@ -326,15 +331,15 @@ fn wgmma_tma_matches_the_oracle() {
         })
         .collect();
     let text = lowered(&session, &problems, "sm_90a", "wgmma-tma");
-    assert_eq!(text.matches("nvgpu.tma.create.descriptor").count(), 6);
+    assert_eq!(text.matches("nvgpu.tma.create.descriptor").count(), 8);
     assert_eq!(
         text.matches("nvvm.cp.async.bulk.tensor.shared.cluster.global")
             .count(),
-        6
+        8
     );
-    assert_eq!(text.matches("nvvm.mbarrier.arrive.expect_tx").count(), 2);
+    assert_eq!(text.matches("nvvm.mbarrier.arrive.expect_tx").count(), 3);
     assert_eq!(text.matches("nvvm.mbarrier.expect_tx").count(), 2);
-    assert_eq!(text.matches("nvvm.mbarrier.init").count(), 8);
+    assert_eq!(text.matches("nvvm.mbarrier.init").count(), 10);
     run_and_check(&session, &problems, Some(&emulated("sm_90a", "wgmma-tma")));
 }
 

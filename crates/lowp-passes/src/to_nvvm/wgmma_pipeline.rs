@@ -19,6 +19,10 @@
 //!   no atomics) and stores C. The cluster size is fixed in the PTX
 //!   (`lowp-kernel-cluster-size`).
 //!
+//! Square blocks take their tile in grouped order (`grouped`: groups of 8 rows of tiles,
+//! column by column within a group), so that the blocks resident at once share A and B
+//! tiles in L2.
+//!
 //! K advances 128 codes per stage. The instruction reads FP8 tiles of the block's rows x
 //! 128 bytes, K-major in the 128-byte swizzle of the wgmma descriptors (row r's 16-byte
 //! chunk c at `r * 128 + (c ^ r % 8) * 16`, 8-row atoms of 1024 bytes, every tile on a
@@ -146,6 +150,9 @@ pub(super) struct Tile {
     /// Blocks (a cluster) sharing each tile of C, each summing a range of K's stages.
     splits: i64,
 }
+
+/// Rows of square tiles per group of the launch order (`grouped`).
+const GROUP: i64 = 8;
 
 /// Multiprocessors of an sm_90a part (H100 / H200 SXM): the blocks split-K aims to fill.
 const SMS: i64 = 132;
@@ -1059,7 +1066,12 @@ pub(super) fn lower<'c, 'a>(
     let grid = kn.grid(e, tile.rows[0], tile.rows[1]);
     let splits = e.index(tile.splits);
     if emulate {
-        kn.blocks(e, grid, |e, bm, bn| {
+        kn.blocks(e, grid, |e, by, bx| {
+            let (bm, bn) = if tile.swapped {
+                (by, bx)
+            } else {
+                grouped(e, grid, bx, by)
+            };
             emulated_block(e, &kn, &mem, instr, bm, bn)
         });
         return Ok(());
@@ -1089,6 +1101,44 @@ pub(super) fn lower<'c, 'a>(
         },
     );
     Ok(())
+}
+
+/// The tile (row, column) of C that square block (`bx`, `by`) of a grid of `grid` = [tiles
+/// along N, along M] computes, in grouped order: the blocks run through groups of `GROUP`
+/// rows of tiles, column by column within a group (the last group has the rows left), so
+/// a wave of 132 blocks reads the A tiles of 8 rows and the B tiles of about 17 columns
+/// (for 8192^3: 8 + 17 MiB, which L2 holds) instead of those of 2 rows and all 64 columns
+/// (2 + 64 MiB, which it does not). A bijection of the grid onto the tiles.
+fn grouped<'c, 'a>(
+    e: &Emitter<'c, 'a>,
+    grid: [Value<'c, 'a>; 2],
+    bx: Value<'c, 'a>,
+    by: Value<'c, 'a>,
+) -> (Value<'c, 'a>, Value<'c, 'a>) {
+    let [columns, rows] = grid;
+    let linear = e.addi(e.muli(by, columns), bx);
+    let per_group = e.muli(e.index(GROUP), columns);
+    let first = e.muli(e.divui(linear, per_group), e.index(GROUP));
+    let height = e.minui(e.subi(rows, first), e.index(GROUP));
+    let within = e.remui(linear, per_group);
+    (
+        e.addi(first, e.remui(within, height)),
+        e.divui(within, height),
+    )
+}
+
+/// The grid's size in `dim` (x, y) inside the kernel.
+fn grid_dim<'c, 'a>(e: &Emitter<'c, 'a>, dim: &str) -> Value<'c, 'a> {
+    e.val(
+        OperationBuilder::new("gpu.grid_dim", e.loc())
+            .add_attributes(&[(
+                Identifier::new(e.ctx(), "dimension"),
+                Attribute::parse(e.ctx(), &format!("#gpu<dim {dim}>")).expect("valid dimension"),
+            )])
+            .add_results(&[e.index_type()])
+            .build()
+            .expect("valid gpu.grid_dim"),
+    )
 }
 
 /// The lane of computing thread `tid` for the accumulator map and epilogue: its
@@ -1146,15 +1196,19 @@ fn hardware_block<'c, 'a>(
     tid: Value<'c, 'a>,
     memory: Value<'c, 'a>,
 ) {
-    // Split-K: the blocks of a cluster are consecutive along x, one tile of C.
-    let (bn, rank) = match mem.tile.splits {
-        1 => (bid[0], e.index(0)),
+    // Split-K: the blocks of a cluster are consecutive along x, one tile of C. Square
+    // blocks in grouped order.
+    let ((bm, bn), rank) = match mem.tile.splits {
+        _ if !mem.tile.swapped => (
+            grouped(e, [grid_dim(e, "x"), grid_dim(e, "y")], bid[0], bid[1]),
+            e.index(0),
+        ),
+        1 => ((bid[1], bid[0]), e.index(0)),
         splits => (
-            e.divui(bid[0], e.index(splits)),
+            (bid[1], e.divui(bid[0], e.index(splits))),
             e.remui(bid[0], e.index(splits)),
         ),
     };
-    let bm = bid[1];
     let l = lane(e, mem.tile, tid, bm, bn);
     let warpgroup = e.divui(tid, e.index(wgmma::THREADS));
     let shared = Shared::aligned(e, memory);
@@ -1447,7 +1501,7 @@ fn specialized_block<'c, 'a>(
     tid: Value<'c, 'a>,
     memory: Value<'c, 'a>,
 ) {
-    let (bm, bn) = (bid[1], bid[0]);
+    let (bm, bn) = grouped(e, [grid_dim(e, "x"), grid_dim(e, "y")], bid[0], bid[1]);
     let i32t = e.int_type(32);
     let shared = Shared::aligned(e, memory);
     let stages = mem.stages;
