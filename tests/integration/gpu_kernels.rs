@@ -446,3 +446,26 @@ fn kernels_run_where_a_gpu_is() {
         assert!(r.passed, "{spec:?} {choice}: {:?}", r.stats);
     }
 }
+
+/// The GPU passes' `chip` option offers exactly the chips of its vendor whose facts
+/// (`lowp_passes::chip::CHIPS`: shared memory, multiprocessors, PTX ISA) size the kernels.
+#[test]
+fn the_chip_options_offer_the_known_chips() {
+    use lowp_passes::chip::{Vendor, CHIPS};
+    use lowp_passes::registry::OptionKind;
+    for (pass, vendor) in [
+        (&lowp_passes::to_nvvm::PASS, Vendor::Nvidia),
+        (&lowp_passes::to_rocdl::PASS, Vendor::Amd),
+    ] {
+        let known: Vec<&str> = CHIPS
+            .iter()
+            .filter(|c| c.vendor == vendor)
+            .map(|c| c.name)
+            .collect();
+        let chip = pass.options.iter().find(|o| o.name == "chip").unwrap();
+        let OptionKind::Choice(offered) = chip.kind else {
+            panic!("{}: the chip option is a choice", pass.argument)
+        };
+        assert_eq!(offered, known.as_slice(), "{}", pass.argument);
+    }
+}

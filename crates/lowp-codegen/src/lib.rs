@@ -7,13 +7,11 @@
 
 #![deny(missing_docs)]
 
-mod chip;
-
 use std::ffi::{c_char, c_int, c_void, CStr, CString};
 
 use melior::ir::Module;
 
-pub use chip::{Chip, Vendor, CHIPS};
+pub use lowp_passes::chip::{Chip, Vendor, CHIPS};
 
 /// What to produce.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

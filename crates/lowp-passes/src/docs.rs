@@ -87,7 +87,7 @@ pub fn markdown() -> String {
     }
     s.push_str(&format!(
         "\nAfter `-lowp-gpu-generic-pipeline`, NVIDIA targets run (sm_90a shown; lowp-jit takes \
-         the chip's PTX ISA from lowp-codegen's `Chip`):\n\n```\n{}\n```\n",
+         the chip's PTX ISA from `lowp_passes::chip::Chip`):\n\n```\n{}\n```\n",
         pipelines::nvvm_kernel_passes("sm_90a", "+ptx84")
     ));
     s.push_str(&format!(

@@ -24,6 +24,7 @@
 
 #![deny(missing_docs)]
 
+pub mod chip;
 pub mod codes;
 pub mod docs;
 mod error;

@@ -80,16 +80,13 @@ use melior::ir::OperationRef;
 
 use lowp_formats::ScaledFormat;
 
+use crate::chip::Chip;
 use crate::expand_quantize::{loop_dialects, unsupported};
 use crate::matrix_kernel::{Operand, Plan};
 use crate::registry::{OptionDef, OptionKind, PassDef, PassOptions};
 use crate::to_loops::lower_lowp_ops;
 use crate::PassError;
 use wgmma_pipeline::Feed;
-
-/// The NVIDIA chips the pass knows, with the compute capability that decides their
-/// instructions.
-const CHIPS: &[(&str, u32)] = &[("sm_89", 89), ("sm_90a", 90), ("sm_100a", 100)];
 
 /// The values of the `kernel` option.
 pub const KERNELS: &[&str] = &[
@@ -188,11 +185,14 @@ enum Fp8 {
 
 fn run<'c, 'a>(func: OperationRef<'c, 'a>, options: &PassOptions) -> Result<(), PassError> {
     let chip = options.choice("chip");
-    let sm = CHIPS
-        .iter()
-        .find(|(name, _)| *name == chip)
-        .map(|&(_, sm)| sm)
-        .unwrap_or(0);
+    // The option's choices are NVIDIA chips of `crate::chip::CHIPS` (checked in its tests):
+    // their facts size the kernels.
+    let facts: Chip = chip.parse().map_err(|reason| PassError::BadOption {
+        pass: PASS.argument,
+        option: "chip",
+        reason,
+    })?;
+    let sm = facts.sm;
     let kernel = options.choice("kernel");
     let emulate = options.flag("emulate");
     let splits = options.choice("split-k").parse::<i64>().ok();
@@ -203,7 +203,7 @@ fn run<'c, 'a>(func: OperationRef<'c, 'a>, options: &PassOptions) -> Result<(), 
         // register-staged kernel.
         let pipeline = |blocks, feed| {
             if sm == 90 {
-                wgmma_pipeline::plan(op, blocks, splits).and_then(|(plan, i, tile)| {
+                wgmma_pipeline::plan(op, &facts, blocks, splits).and_then(|(plan, i, tile)| {
                     if feed == Feed::Tma && plan.a.table.is_some() && plan.b.table.is_some() {
                         return Err("TMA loads the operands used as stored (E4M3 / E5M2); \
                                     both are translated (kernel=wgmma-specialized copies \
@@ -267,7 +267,7 @@ fn run<'c, 'a>(func: OperationRef<'c, 'a>, options: &PassOptions) -> Result<(), 
             Ok((plan, Fp8::MmaSync(i))) => crate::matrix_kernel::lower(e, op, &plan, &i, emulate),
             Ok((plan, Fp8::Wgmma(i))) => wgmma::lower(e, op, &plan, &i, emulate),
             Ok((plan, Fp8::WgmmaPipeline(i, tile, feed))) => {
-                wgmma_pipeline::lower(e, op, &plan, &i, tile, feed, emulate)
+                wgmma_pipeline::lower(e, op, &plan, &i, &facts, tile, feed, emulate)
             }
             Ok((plan, Fp8::Tcgen05(i))) => tcgen05::lower(e, op, &plan, &i, emulate),
             Err(reason) if kernel != "auto" && kernel != "generic" => Err(unsupported(

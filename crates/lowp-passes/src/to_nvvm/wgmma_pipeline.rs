@@ -111,6 +111,7 @@ use melior::ir::r#type::{DimSize, MemRefType, ShapedTypeLike};
 use melior::ir::{Attribute, Identifier, OperationRef, Type, TypeLike, Value, ValueLike};
 
 use super::wgmma::{self, Wgmma};
+use crate::chip::Chip;
 use crate::expand_quantize::ceil_div;
 use crate::ir::Emitter;
 use crate::matrix_kernel::{translate, Kernel, Lane, Operand, Plan, Table};
@@ -154,8 +155,6 @@ pub(super) struct Tile {
 /// Rows of square tiles per group of the launch order (`grouped`).
 const GROUP: i64 = 8;
 
-/// Multiprocessors of an sm_90a part (H100 / H200 SXM): the blocks split-K aims to fill.
-const SMS: i64 = 132;
 /// The largest split (the portable cluster size).
 const MAX_SPLITS: i64 = 8;
 
@@ -199,12 +198,13 @@ impl Tile {
     }
 
     /// The split of a static M x N x K: the largest power of two (at most 8) that keeps the
-    /// blocks within the SMs and gives each split at least two stages of K.
-    fn split_for(self, m: i64, n: i64, k: i64) -> i64 {
+    /// blocks within the chip's multiprocessors (`sms`) and gives each split at least two
+    /// stages of K.
+    fn split_for(self, m: i64, n: i64, k: i64, sms: i64) -> i64 {
         let blocks = ceil(m, self.rows[0]) * ceil(n, self.rows[1]);
         let stages = ceil(k, BK);
         let mut splits = 1;
-        while splits < MAX_SPLITS && blocks * splits * 2 <= SMS && stages >= 4 * splits {
+        while splits < MAX_SPLITS && blocks * splits * 2 <= sms && stages >= 4 * splits {
             splits *= 2;
         }
         splits
@@ -239,6 +239,7 @@ fn ceil(a: i64, b: i64) -> i64 {
 /// `splits`: the skinny block's split-K (`None`: by shape, where the shape is static).
 pub(super) fn plan(
     op: OperationRef,
+    chip: &Chip,
     blocks: Blocks,
     splits: Option<i64>,
 ) -> Result<(Plan, Wgmma, Tile), String> {
@@ -288,7 +289,9 @@ pub(super) fn plan(
     if tile.swapped {
         tile.splits = match (splits, m, n, k) {
             (Some(s), ..) => s,
-            (None, Some(m), Some(n), Some(k)) => tile.split_for(m, n, k),
+            (None, Some(m), Some(n), Some(k)) => {
+                tile.split_for(m, n, k, chip.multiprocessors as i64)
+            }
             _ => 1,
         };
     } else if splits.is_some_and(|s| s > 1) {
@@ -388,12 +391,12 @@ struct Memory {
     bytes: i64,
 }
 
-/// Dynamic shared memory a block may have on sm_90 (227 KiB).
-const SHARED_LIMIT: i64 = 227 * 1024;
-
 impl Memory {
-    fn new(plan: &Plan, tile: Tile, feed: Feed) -> Self {
+    /// The layout for `plan` in `tile`, fed by `feed`, within the chip's shared memory per
+    /// block (sm_90a: 227 KiB).
+    fn new(plan: &Plan, chip: &Chip, tile: Tile, feed: Feed) -> Self {
         let specialized = feed != Feed::Barrier;
+        let limit = chip.shared_kib as i64 * 1024;
         let routes = [
             Route::of(&plan.a, tile.rows[0]),
             Route::of(&plan.b, tile.rows[1]),
@@ -412,7 +415,7 @@ impl Memory {
                 SPECIALIZED_STAGES
             };
             let slot = raw + staged;
-            let stages = most.min((SHARED_LIMIT - 1024 - 2 * most * 8) / slot);
+            let stages = most.min((limit - 1024 - 2 * most * 8) / slot);
             let mut next = raw;
             let translated = routes.map(|r| {
                 r.staged.then(|| {
@@ -436,7 +439,7 @@ impl Memory {
             };
         }
         let most = if tile.swapped { SKINNY_STAGES } else { STAGES };
-        let stages = most.min((SHARED_LIMIT - 1024 - PARITIES * staged) / raw);
+        let stages = most.min((limit - 1024 - PARITIES * staged) / raw);
         debug_assert!(stages >= 4, "two slots read, two ahead");
         let mut next = stages * raw;
         let translated = routes.map(|r| {
@@ -1050,17 +1053,19 @@ fn translate_stage<'c, 'a>(
 
 /// Lower `op` with the pipelined kernel: a `gpu.launch` with dynamic shared memory
 /// (`emulate = false`) or its CPU emulation.
+#[allow(clippy::too_many_arguments)]
 pub(super) fn lower<'c, 'a>(
     e: &Emitter<'c, 'a>,
     op: OperationRef<'c, 'a>,
     plan: &Plan,
     instr: &Wgmma,
+    chip: &Chip,
     tile: Tile,
     feed: Feed,
     emulate: bool,
 ) -> Result<(), PassError> {
     let kn = Kernel::new(e, op, plan, instr)?;
-    let mem = Memory::new(plan, tile, feed);
+    let mem = Memory::new(plan, chip, tile, feed);
     let specialized = mem.specialized;
     let one = e.index(1);
     let grid = kn.grid(e, tile.rows[0], tile.rows[1]);

@@ -1,5 +1,7 @@
 //! [`Chip`]: the target facts a lowering or the code generator needs, in one value passed
-//! down (never global state).
+//! down (never global state): the GPU passes size their kernels from it (`lowp-to-nvvm`'s
+//! shared memory budget and split-K), `lowp-codegen` targets LLVM with it (re-exported
+//! there).
 
 use core::fmt;
 use core::str::FromStr;
@@ -34,6 +36,11 @@ pub struct Chip {
     pub ptx: u32,
     /// Shared memory (LDS) per block in KiB, the tiling budget of GPU lowerings.
     pub shared_kib: u32,
+    /// Multiprocessors (SMs, CUs) of the part the kernels are sized for: H100 / H200 SXM
+    /// for sm_90a, L40S for sm_89, B200 for sm_100a, MI300X for gfx942, MI355X for gfx950.
+    /// What split-K aims to fill; other parts of the same chip have other counts (H100
+    /// PCIe: 114), so it is a sizing fact, not a limit.
+    pub multiprocessors: u32,
     /// Matrix instructions the chip has for narrow formats, strongest first.
     pub matrix: &'static [&'static str],
 }
@@ -53,6 +60,7 @@ pub const CHIPS: [Chip; 6] = [
         sm: 89,
         ptx: 84,
         shared_kib: 99,
+        multiprocessors: 142,
         matrix: &["mma.sync.m16n8k32.e4m3/e5m2"],
     },
     Chip {
@@ -64,6 +72,7 @@ pub const CHIPS: [Chip; 6] = [
         sm: 90,
         ptx: 84,
         shared_kib: 227,
+        multiprocessors: 132,
         matrix: &["wgmma.m64nNk32.e4m3/e5m2", "mma.sync.m16n8k32.e4m3/e5m2"],
     },
     Chip {
@@ -76,6 +85,7 @@ pub const CHIPS: [Chip; 6] = [
         sm: 100,
         ptx: 88,
         shared_kib: 227,
+        multiprocessors: 148,
         // No wgmma: it is sm_90a only.
         matrix: &[
             "tcgen05.mma.block_scale (mxf8f6f4, mxf4, mxf4nvf4)",
@@ -91,6 +101,7 @@ pub const CHIPS: [Chip; 6] = [
         sm: 0,
         ptx: 0,
         shared_kib: 64,
+        multiprocessors: 304,
         matrix: &["v_mfma_f32_16x16x32_{fp8,bf8}_{fp8,bf8} (FNUZ)"],
     },
     Chip {
@@ -102,6 +113,7 @@ pub const CHIPS: [Chip; 6] = [
         sm: 0,
         ptx: 0,
         shared_kib: 160,
+        multiprocessors: 256,
         matrix: &["v_mfma_scale_f32_{16x16x128,32x32x64}_f8f6f4"],
     },
     Chip {
@@ -113,6 +125,7 @@ pub const CHIPS: [Chip; 6] = [
         sm: 0,
         ptx: 0,
         shared_kib: 0,
+        multiprocessors: 0,
         matrix: &[],
     },
 ];
