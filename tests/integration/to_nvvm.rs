@@ -313,7 +313,16 @@ fn wgmma_tma_matches_the_oracle() {
     ];
     // The last: 10 x 2 tiles, so the grouped launch order (groups of 8 rows of tiles) has a
     // full group and a partial one.
-    let shapes = [(130, 72, 416); 4].into_iter().chain([(1160, 200, 128)]);
+    // K: 4 stages (the last 32 codes into K), 3 (the consumers' pairs of stages and one
+    // after them) and 1 (no pair).
+    let shapes = [
+        (130, 72, 416),
+        (130, 72, 416),
+        (130, 72, 288),
+        (130, 72, 416),
+    ]
+    .into_iter()
+    .chain([(1160, 200, 128)]);
     let problems: Vec<(String, Problem)> = pairs
         .iter()
         .chain(&pairs[..1])

@@ -54,11 +54,13 @@ func.func @fp8(%a: memref<256x512xf8E4M3FN>, %sa: memref<1x1xf32>, %b: memref<12
 // kernel=wgmma-specialized: warpgroup 2 (threads 256..383) produces, warpgroups 0 and 1
 // consume; a full mbarrier (128 producer arrivals) and an empty one (256 consumer arrivals)
 // per slot after the ring (4 x 32 KiB + 64 bytes + 1 KiB). The producer waits for a slot's
-// empty barrier from its second use on, issues its 16 + 16 copies of the stage, commits,
+// empty barrier from its second use on, issues its 8 + 8 copies of the stage, commits,
 // and once the stage 2 behind has landed (cp.async.wait_group 2) fences and arrives on its
 // full barrier; after the last stage it drains (wait_group 0) and publishes the rest. The
-// consumers wait on the full barrier, run the stage's instructions and arrive on the empty
-// one. No block-wide barrier inside the loops. Registers move from the producer (down to
+// consumers wait on the full barrier and run the stage's instructions; once the stage
+// after is issued and the stage waited for (wgmma.wait_group 1), they arrive on its empty
+// barrier. Two stages per iteration, as in the barrier pipeline (4 stages: 2). No
+// block-wide barrier inside the loops. Registers move from the producer (down to
 // 40 a thread) to the consumers (up to 232): setmaxnreg, as DeepGEMM splits them.
 // WS-LABEL: func.func @fp8
 // WS:       gpu.launch {{.*}} threads({{.*}}) in (%{{.*}} = %c384, %{{.*}} = %c1, %{{.*}} = %c1) dynamic_shared_memory_size %c132160_i32 {
@@ -71,7 +73,8 @@ func.func @fp8(%a: memref<256x512xf8E4M3FN>, %sa: memref<1x1xf32>, %b: memref<12
 // WS-NEXT:    nvvm.setmaxregister decrease 40
 // WS:         scf.for
 // WS:             nvvm.mbarrier.try_wait.parity
-// WS-COUNT-32:  nvvm.cp.async.shared.global
+// WS-COUNT-16:  nvvm.cp.async.shared.global
+// WS-NOT:         nvvm.cp.async.shared.global
 // WS:           nvvm.cp.async.commit.group
 // WS:             nvvm.cp.async.wait.group 2
 // WS:             nvvm.fence.proxy
@@ -81,11 +84,16 @@ func.func @fp8(%a: memref<256x512xf8E4M3FN>, %sa: memref<1x1xf32>, %b: memref<12
 // WS-NEXT:  scf.if
 // WS-NEXT:    nvvm.setmaxregister increase 232
 // WS-NOT:     gpu.barrier
+// WS:         %{{.*}}:67 = scf.for %{{.*}} = %c0 to %c2 step %c1 iter_args(
 // WS:           nvvm.mbarrier.try_wait.parity
 // WS:           nvvm.wgmma.mma_async
 // WS:           nvvm.wgmma.commit.group.sync.aligned
-// WS:           "wgmma.wait_group.sync.aligned 0;"
+// WS:           "wgmma.wait_group.sync.aligned 1;"
 // WS:           nvvm.mbarrier.arrive
+// WS:           nvvm.mbarrier.try_wait.parity
+// WS:           "wgmma.wait_group.sync.aligned 1;"
+// WS:           nvvm.mbarrier.arrive
+// WS:         "wgmma.wait_group.sync.aligned 0;"
 // WS:       gpu.terminator
 
 // MX (E8M0 per 32 of K): four segments per stage, one instruction each, each promoted with

@@ -32,13 +32,49 @@
 // CHECK:             nvvm.cp.async.bulk.tensor.shared.cluster.global %{{.*}}, %[[MA]], %[[FULL]], box[%{{.*}}, %{{.*}}] : !llvm.ptr<7>, !llvm.ptr
 // CHECK:             nvvm.cp.async.bulk.tensor.shared.cluster.global %{{.*}}, %[[MB]], %[[FULL]], box[%{{.*}}, %{{.*}}] : !llvm.ptr<7>, !llvm.ptr
 // CHECK-NOT:       nvvm.cp.async.shared.global
+// The consumers: two stages per iteration (4 stages of K 128: 2 iterations), carrying the
+// accumulators and the running instruction's result (64 + 1 + its K and whether to
+// promote it: 67 values). Per stage: wait for the full barrier, issue, wait for all but
+// the group just issued (wgmma.wait_group 1: the stage before is done) and promote it,
+// then give the stage before's slot back (its empty barrier). The last stage drains after
+// the loop (wait_group 0).
 // CHECK:           nvvm.setmaxregister  increase 232
-// CHECK:           nvvm.wgmma.mma_async {{.*}} A[<e4m3>, <one>, <row>], B[<e5m2>, <one>, <col>]
+// CHECK:           %{{.*}}:67 = scf.for %{{.*}} = %c0 to %c2 step %c1 iter_args(
+// CHECK:             nvvm.mbarrier.try_wait.parity
+// CHECK:             nvvm.wgmma.mma_async {{.*}} A[<e4m3>, <one>, <row>], B[<e5m2>, <one>, <col>]
+// CHECK:             "wgmma.wait_group.sync.aligned 1;"
+// CHECK:             nvvm.mbarrier.arrive %{{.*}} : !llvm.ptr<3>
+// CHECK:             nvvm.mbarrier.try_wait.parity
+// CHECK:             "wgmma.wait_group.sync.aligned 1;"
+// CHECK:             nvvm.mbarrier.arrive %{{.*}} : !llvm.ptr<3>
+// CHECK:             scf.yield
+// CHECK-NOT:       nvvm.wgmma.mma_async
+// CHECK:           "wgmma.wait_group.sync.aligned 0;"
 // CHECK:           gpu.terminator
 func.func @fp8(%a: memref<256x512xf8E4M3FN>, %sa: memref<1x1xf32>, %b: memref<128x512xf8E5M2>,
                %sb: memref<1x1xf32>, %c: memref<256x128xf32>) {
   lowp.scaled_matmul %a[%sa], %b[%sb] into %c layouts(#lowp.per_tensor, #lowp.per_tensor)
       : memref<256x512xf8E4M3FN>[memref<1x1xf32>], memref<128x512xf8E5M2>[memref<1x1xf32>] -> memref<256x128xf32>
+  return
+}
+
+// Three stages of K (384): one iteration of two, then the third after the loop (K is
+// static: no stage waits for a slot the producer never fills), then the drain.
+// CHECK-LABEL: func.func @odd
+// CHECK:         %{{.*}}:67 = scf.for %{{.*}} = %c0 to %c1 step %c1 iter_args(
+// CHECK:           scf.yield {{.*}} !llvm.struct<({{.*}})>, index, i1
+// CHECK-NEXT:    }
+// CHECK-NOT:     "wgmma.wait_group
+// CHECK:         nvvm.mbarrier.try_wait.parity
+// CHECK:         nvvm.wgmma.mma_async
+// CHECK:         "wgmma.wait_group.sync.aligned 1;"
+// CHECK:         nvvm.mbarrier.arrive %{{.*}} : !llvm.ptr<3>
+// CHECK-NOT:     nvvm.wgmma.mma_async
+// CHECK:         "wgmma.wait_group.sync.aligned 0;"
+func.func @odd(%a: memref<256x384xf8E4M3FN>, %sa: memref<1x1xf32>, %b: memref<128x384xf8E4M3FN>,
+               %sb: memref<1x1xf32>, %c: memref<256x128xf32>) {
+  lowp.scaled_matmul %a[%sa], %b[%sb] into %c layouts(#lowp.per_tensor, #lowp.per_tensor)
+      : memref<256x384xf8E4M3FN>[memref<1x1xf32>], memref<128x384xf8E4M3FN>[memref<1x1xf32>] -> memref<256x128xf32>
   return
 }
 

@@ -112,7 +112,7 @@ use melior::ir::{Attribute, Identifier, OperationRef, Type, TypeLike, Value, Val
 
 use super::wgmma::{self, Wgmma};
 use crate::chip::Chip;
-use crate::expand_quantize::ceil_div;
+use crate::expand_quantize::{ceil_div, unsupported};
 use crate::ir::Emitter;
 use crate::matrix_kernel::{translate, Kernel, Lane, Operand, Plan, Table};
 use crate::to_loops::matmul_operands;
@@ -1086,6 +1086,9 @@ pub(super) fn lower<'c, 'a>(
     } else {
         tile.threads()
     };
+    // Stages of K (static: `plan` takes static rows).
+    let k = static_k(&kn).ok_or_else(|| unsupported(op, "the wgmma pipeline takes a static K"))?;
+    let k_stages = ceil(k, BK);
     // The tensor maps of the operands TMA loads, made on the host.
     let bits = [kn.ops.bits_a, kn.ops.bits_b];
     let maps: [Option<Value>; 2] = std::array::from_fn(|x| {
@@ -1099,7 +1102,7 @@ pub(super) fn lower<'c, 'a>(
         mem.dynamic_bytes(),
         |e, bid, tid, memory| {
             if specialized {
-                specialized_block(e, &kn, &mem, instr, maps, bid, tid[0], memory)
+                specialized_block(e, &kn, &mem, instr, maps, k_stages, bid, tid[0], memory)
             } else {
                 hardware_block(e, &kn, &mem, instr, bid, tid[0], memory)
             }
@@ -1144,6 +1147,15 @@ fn grid_dim<'c, 'a>(e: &Emitter<'c, 'a>, dim: &str) -> Value<'c, 'a> {
             .build()
             .expect("valid gpu.grid_dim"),
     )
+}
+
+/// K (codes) of the op: static where the pipeline takes it (`plan`).
+fn static_k(kn: &Kernel) -> Option<i64> {
+    let t = MemRefType::try_from(kn.ops.o.lhs.r#type()).ok()?;
+    match t.dim_size(1) {
+        Ok(DimSize::Static(bytes)) => Some(bytes as i64 * if kn.plan.a.packed { 2 } else { 1 }),
+        _ => None,
+    }
 }
 
 /// The lane of computing thread `tid` for the accumulator map and epilogue: its
@@ -1483,14 +1495,16 @@ fn mbarrier<'c, 'a>(e: &Emitter<'c, 'a>, name: &str, operands: &[Value<'c, 'a>])
 /// ```text
 /// producer (128 threads), per stage s:
 ///   s >= stages: wait empty[s % stages] (the consumers are done with its last use)
-///   issue s's copies (16 + 16 of 16 bytes a thread for FP8), commit
+///   issue s's copies (8 + 8 of 16 bytes a thread for FP8), commit
 ///   s >= lead: wait_group lead-1; translate stage s-lead+1 (staged operands);
 ///              fence.proxy.async; arrive full[(s-lead+1) % stages]
 ///   after the last stage: wait_group 0, the same for the stages still in flight
-/// consumers (256 threads), per stage s:
-///   wait full[s % stages]; the stage's segments (wgmma, commit; the segment before waited
-///   for and promoted meanwhile); wait_group 0, the last promotion;
-///   arrive empty[s % stages]
+/// consumers (256 threads), per stage s (two per loop iteration, the last one after the
+/// loop when the count is odd):
+///   wait full[s % stages]; the stage's segments (wgmma, commit; the segment before, the
+///   first time stage s-1's last, waited for with wait_group 1 and promoted meanwhile);
+///   s >= 1: arrive empty[(s-1) % stages] (stage s-1's instructions are done)
+/// after the last stage: wait_group 0, the last promotion
 /// ```
 /// `lead` = stages - 1: up to that many stages' copies in flight per producer thread. The
 /// producer fences its writes (the copies it waited for, its translations) for the async
@@ -1502,6 +1516,7 @@ fn specialized_block<'c, 'a>(
     mem: &Memory,
     instr: &Wgmma,
     maps: [Option<Value<'c, 'a>>; 2],
+    k_stages: i64,
     bid: [Value<'c, 'a>; 3],
     tid: Value<'c, 'a>,
     memory: Value<'c, 'a>,
@@ -1675,21 +1690,50 @@ fn specialized_block<'c, 'a>(
         registers(e, "increase", take);
         let l = lane(e, mem.tile, tid, bm, bn);
         let warpgroup = e.divui(tid, e.index(wgmma::THREADS));
-        // Each stage drains before its slot goes back to the producer (carrying its last
-        // segment into the next stage, as the barrier pipeline does, takes two stages per
-        // iteration: two register sets for the running results).
-        let inits = vec![e.f32(0.0); instr.accumulators()];
+        // As in the barrier pipeline, a stage's last segment is waited for and promoted
+        // after the next stage's first is issued (`stage_mmas`), and only then is the slot
+        // of the stage before given back (its instructions are done: they complete in
+        // order). Two stages per iteration, so the running results alternate between two
+        // register sets (one carried through the back edge would be copied while the
+        // tensor cores write it); K is static, so an odd stage count ends with one stage
+        // after the loop, and no stage waits for a slot the producer never fills.
         let every = e.int(1, 1);
-        let acc = e.for_loop(zero, count, one, &inits, |e, s, acc| {
-            let use_ = e.divui(s, e.index(stages));
-            wait(e, bar(e, 0, s), parity(e, use_));
+        let stage = |e: &Emitter<'c, 'a>, s: Value<'c, 'a>, acc: &[Value<'c, 'a>], before| {
+            wait(e, bar(e, 0, s), parity(e, e.divui(s, e.index(stages))));
             let (acc, pending) = stage_mmas(
-                e, kn, mem, instr, shared, &l, warpgroup, s, acc, None, every,
+                e,
+                kn,
+                mem,
+                instr,
+                shared,
+                &l,
+                warpgroup,
+                s,
+                acc,
+                Some(before),
+                every,
             );
-            let acc = drain(e, kn, instr, &l, acc, pending);
-            mbarrier(e, "nvvm.mbarrier.arrive", &[bar(e, 1, s)]);
+            e.if_then(e.cmpi(CmpiPredicate::Uge, s, one), |e| {
+                mbarrier(e, "nvvm.mbarrier.arrive", &[bar(e, 1, e.subi(s, one))]);
+            });
+            (acc, pending)
+        };
+        let n = instr.accumulators();
+        let mut inits = vec![e.f32(0.0); n];
+        inits.extend([wgmma::pack(e, instr, &[]), k, e.int(1, 0)]);
+        let done = e.for_loop(zero, e.index(k_stages / 2), one, &inits, |e, p, carried| {
+            let s = e.muli(p, e.index(2));
+            let before = (carried[n], carried[n + 1], carried[n + 2]);
+            let (acc, before) = stage(e, s, &carried[..n], before);
+            let (mut acc, (d, k0, promote)) = stage(e, e.addi(s, one), &acc, before);
+            acc.extend([d, k0, promote]);
             acc
         });
+        let (mut acc, mut pending) = (done[..n].to_vec(), (done[n], done[n + 1], done[n + 2]));
+        if k_stages % 2 == 1 {
+            (acc, pending) = stage(e, e.index(k_stages - 1), &acc, pending);
+        }
+        let acc = drain(e, kn, instr, &l, acc, pending);
         kn.epilogue(e, &l, &acc);
     });
 }
