@@ -83,5 +83,8 @@ for f in "${sass[@]}"; do
   save "sass-tcgen05-$i" --m 256 --n 256 --k 1024 --lhs $f --chip sm_100a --kernel tcgen05
   i=$((i + 1))
 done
+# No kernel may touch a wgmma's accumulators before the wait that retires them (a copy
+# through a phi would read registers the tensor cores still write).
+python3 bench/ptx_inflight.py gpu-carry/bundles/*/kernel.ptx
 du -sh gpu-carry
 ls gpu-carry/bundles | wc -l
