@@ -12,6 +12,7 @@ RUN=target/release/lowp-run
 rm -rf gpu-carry && mkdir -p gpu-carry/bundles
 strip -o gpu-carry/lowp-gpu-run target/release/lowp-gpu-run
 cp ../shared/bench/torch_anchors.py gpu-carry/ 2>/dev/null || echo "no torch_anchors.py: the peers are skipped"
+cp bench/vs_torch.py gpu-carry/
 
 save() { # name, flags...
   local name=$1; shift

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# One prepared device run (see /work/.library/device/METHOD.md): numerics first, then
-# timing of lowp's GPU kernels (FP8 wgmma pipelines, mma.sync, generic) beside the torch
-# peers, then ptxas / cuobjdump facts (registers, spills, SASS tensor-core instructions) of
+# One prepared device run (see /work/.library/device/METHOD.md): numerics first (against
+# the oracle, two seeds; FP8 per-tensor results also beside torch._scaled_mm on the same
+# inputs, bench/vs_torch.py), then timing of lowp's GPU kernels (FP8 wgmma pipelines,
+# mma.sync, generic) beside the torch peers, then ptxas / cuobjdump facts (registers, spills, SASS tensor-core instructions) of
 # the timed kernels and of the sm_100a ones (assembled only), a short table last. Everything it runs was compiled here by bench/gpu-prep.sh into
 # gpu-carry/ (kernel bundles and lowp-gpu-run, which links no LLVM):
 #   bash bench/gpu-prep.sh
@@ -19,15 +20,36 @@ table=()
 
 # ---- numerics: every bundle check-*, two seeds; the runner poisons the output, so an
 # element a kernel does not write fails.
+# Both seeds in one process: the driver compiles each kernel's PTX once.
 for dir in "$B"/check-*; do
-  for seed in 1 2; do
-    # A kernel that deadlocks (an mbarrier phase wrong) costs 30 s, not the device budget.
-    line=$(timeout 30 $RUNNER "$dir" --seed $seed --check 2>&1 | tee -a "$OUTDIR/check.log" | grep -E '^check:|lowp-gpu-run:' | tail -1)
-    [ -z "$line" ] && line="no result (timeout or crash)"
-    case "$line" in check:\ PASS*) r=PASS ;; *) r="FAIL ($line)"; status=1 ;; esac
-    table+=("$(basename "$dir") seed=$seed | $r")
-  done
+  # A kernel that deadlocks (an mbarrier phase wrong) costs 30 s, not the device budget.
+  lines=$(timeout 30 $RUNNER "$dir" --seed 1,2 --check 2>&1 | tee -a "$OUTDIR/check.log" | grep -E '^check:|lowp-gpu-run:')
+  if [ "$(grep -c '^check: PASS' <<< "$lines")" = 2 ]; then
+    r=PASS
+  else
+    r="FAIL ($(grep -v '^check: PASS' <<< "$lines" | head -1))"
+    [ -z "$lines" ] && r="FAIL (no result: timeout or crash)"
+    status=1
+  fi
+  table+=("$(basename "$dir") seeds=1,2 | $r")
 done
+
+# ---- the same inputs through torch._scaled_mm (cuBLASLt): every FP8 per-tensor check
+# bundle's result beside the peer's, both against the oracle (bench/vs_torch.py).
+if python3 -c "import torch" 2>/dev/null; then
+  DUMP=$(mktemp -d)
+  for dir in "$B"/check-*; do
+    p="$dir/problem.txt"
+    grep -qE '^lhs = f8e(4m3|5m2)$' "$p" && grep -qE '^rhs = f8e(4m3|5m2)$' "$p" \
+      && grep -q '^lhs_layout = per_tensor$' "$p" && grep -q '^rhs_layout = per_tensor$' "$p" \
+      || continue
+    timeout 30 $RUNNER "$dir" --seed 1 --dump "$DUMP" >> "$OUTDIR/vs_torch.log" 2>&1
+  done
+  while read -r l; do table+=("$l"); done < <(python3 gpu-carry/vs_torch.py "$DUMP"/* 2>&1 | tee -a "$OUTDIR/vs_torch.log")
+  rm -rf "$DUMP"
+else
+  table+=("vs_torch | torch not importable")
+fi
 
 # ---- timing: median of 10 launches (events), after one warm-up.
 for dir in "$B"/time-*; do

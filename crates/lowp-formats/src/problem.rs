@@ -436,14 +436,23 @@ impl MatmulSpec {
         }
     }
 
-    /// Compare a result with the f64 oracle.
-    pub fn check(&self, inputs: &MatmulInputs, got: &[f32]) -> CheckReport {
-        let r = scaled_matmul_f64(
+    /// The f64 oracle's result on `inputs` (row-major M x N).
+    pub fn oracle(&self, inputs: &MatmulInputs) -> Vec<f64> {
+        self.reference(inputs).values
+    }
+
+    fn reference(&self, inputs: &MatmulInputs) -> crate::matmul::Reference {
+        scaled_matmul_f64(
             &inputs.a.as_operand(),
             &inputs.b.as_operand(),
             inputs.bias.as_deref(),
         )
-        .expect("validated spec");
+        .expect("validated spec")
+    }
+
+    /// Compare a result with the f64 oracle.
+    pub fn check(&self, inputs: &MatmulInputs, got: &[f32]) -> CheckReport {
+        let r = self.reference(inputs);
         let mut stats = r.check(got, 1.0);
         if self.bf16 {
             // One bf16 rounding of the result on top of the f32 bound.

@@ -1,7 +1,7 @@
 //! `lowp-gpu-run`: run kernels compiled on another machine on an NVIDIA GPU.
 //!
 //! ```text
-//! lowp-gpu-run DIR... [--seed S] [--check] [--bench N]
+//! lowp-gpu-run DIR... [--seed S[,S..]] [--check] [--bench N] [--dump OUT]
 //! ```
 //! Each DIR is what `lowp-run --target cuda --save-kernel DIR` wrote: `kernel.ptx`,
 //! `launch.txt` (grid, block, parameters) and `problem.txt` (the scaled-matmul problem and
@@ -9,7 +9,13 @@
 //! `lowp-formats` (the same inputs `lowp-run --seed S` makes), runs the kernel, checks the
 //! result against the f64 oracle with `--check`, times `N` launches with CUDA events with
 //! `--bench`, and prints one line per kernel and result, as `lowp-run` does:
-//! `check: PASS max_abs_err=...` and `bench: median_ms=... gflops=...`.
+//! `check: PASS max_abs_err=...` and `bench: median_ms=... gflops=...`. Several seeds run
+//! each kernel on each seed's inputs in one process (one check line each, ending in
+//! `seed=S`; timing and dumps on the first). With `--dump OUT`
+//! it also writes, per bundle, `OUT/<bundle name>/`: the inputs as the entry takes them
+//! (`a.bin`, `sa.bin`, .., the files `lowp-run --inputs` reads), `problem.txt`, the
+//! kernel's result (`out.bin`, f32) and the oracle's (`oracle.bin`, f64), all little-endian,
+//! for a peer run on the same inputs (`bench/vs_torch.py`).
 //!
 //! It links no LLVM or MLIR (a few MB), so it is what a GPU machine gets carried. A failed
 //! check exits 1; a bad bundle, a bad flag or no GPU is one line and exit 2 (1 for no GPU).
@@ -22,11 +28,14 @@ use lowp_formats::problem::{MatmulSpec, Role};
 use lowp_runtime::kernel::GpuKernel;
 use lowp_runtime::Gpu;
 
-const USAGE: &str = "usage: lowp-gpu-run DIR... [--seed S] [--check] [--bench N]
+const USAGE: &str = "usage: lowp-gpu-run DIR... [--seed S[,S..]] [--check] [--bench N] [--dump OUT]
   DIR        a kernel bundle written by lowp-run --target cuda --save-kernel DIR
-  --seed S   input seed (default 1, as lowp-run)
+  --seed S   input seed (default 1, as lowp-run); a list runs each kernel on each seed's
+             inputs (timing and --dump on the first)
   --check    compare each result with the lowp-formats f64 oracle
-  --bench N  time N launches (CUDA events), print the median and GFLOP/s";
+  --bench N  time N launches (CUDA events), print the median and GFLOP/s
+  --dump OUT write each bundle's inputs, problem, result (out.bin, f32) and the oracle's
+             (oracle.bin, f64) into OUT/<bundle name>/";
 
 /// `println!` that never panics on a closed pipe.
 macro_rules! say {
@@ -37,17 +46,19 @@ macro_rules! say {
 
 struct Args {
     dirs: Vec<PathBuf>,
-    seed: u64,
+    seeds: Vec<u64>,
     check: bool,
     bench: Option<usize>,
+    dump: Option<PathBuf>,
 }
 
 fn parse(raw: Vec<String>) -> Result<Args, String> {
     let mut a = Args {
         dirs: Vec::new(),
-        seed: 1,
+        seeds: vec![1],
         check: false,
         bench: None,
+        dump: None,
     };
     let mut it = raw.into_iter();
     while let Some(arg) = it.next() {
@@ -56,11 +67,16 @@ fn parse(raw: Vec<String>) -> Result<Args, String> {
             "-h" | "--help" => return Err(USAGE.into()),
             "--seed" => {
                 let v = value("--seed")?;
-                a.seed = v
-                    .parse()
-                    .map_err(|_| format!("--seed: '{v}' is not a number"))?;
+                a.seeds = v
+                    .split(',')
+                    .map(|x| x.parse().ok())
+                    .collect::<Option<_>>()
+                    .ok_or(format!(
+                        "--seed: '{v}' is not a number or a list of numbers"
+                    ))?;
             }
             "--check" => a.check = true,
+            "--dump" => a.dump = Some(PathBuf::from(value("--dump")?)),
             "--bench" => {
                 let v = value("--bench")?;
                 a.bench = Some(
@@ -110,6 +126,32 @@ fn read_bundle(dir: &Path) -> Result<(GpuKernel, MatmulSpec, Vec<Role>), String>
     Ok((kernel, spec, roles))
 }
 
+/// Write a run's inputs, problem, result and oracle into `dir`.
+fn dump(
+    dir: &Path,
+    spec: &MatmulSpec,
+    inputs: &lowp_formats::problem::MatmulInputs,
+    result: &[f32],
+) -> Result<(), String> {
+    inputs.save(dir)?;
+    let write = |name: &str, bytes: Vec<u8>| {
+        let path = dir.join(name);
+        std::fs::write(&path, bytes).map_err(|e| format!("cannot write '{}': {e}", path.display()))
+    };
+    write("problem.txt", spec.to_manifest().into_bytes())?;
+    write(
+        "out.bin",
+        result.iter().flat_map(|v| v.to_le_bytes()).collect(),
+    )?;
+    write(
+        "oracle.bin",
+        spec.oracle(inputs)
+            .iter()
+            .flat_map(|v| v.to_le_bytes())
+            .collect(),
+    )
+}
+
 /// Run every bundle; `Ok(false)` when a check failed.
 fn run(a: &Args) -> Result<bool, (String, u8)> {
     let bundles: Vec<_> = a
@@ -140,27 +182,42 @@ fn run(a: &Args) -> Result<bool, (String, u8)> {
             kernel.grid,
             kernel.block
         );
-        let inputs = spec.inputs(a.seed);
-        let r = lowp_runtime::matmul::run(&gpu, &kernel, &spec, &roles, &inputs, a.bench)
-            .map_err(|e| (format!("{}: {e}", dir.display()), 1))?;
-        if a.check {
-            let c = spec.check(&inputs, &r.result);
-            say!(
-                "check: {} max_abs_err={:.3e} max_rel_err={:.3e} bound_ratio={:.3} \
-                 nonfinite_mismatches={}",
-                if c.passed { "PASS" } else { "FAIL" },
-                c.stats.max_abs_err,
-                c.stats.max_rel_err,
-                c.stats.max_bound_ratio,
-                c.stats.nonfinite_mismatches
-            );
-            passed &= c.passed;
-        }
-        if let Some((ms, runs)) = r.median_ms {
-            say!(
-                "bench: median_ms={ms:.3} gflops={:.2} runs={runs}",
-                spec.flops() / (ms * 1e6)
-            );
+        for (i, &seed) in a.seeds.iter().enumerate() {
+            let first = i == 0;
+            let inputs = spec.inputs(seed);
+            let bench = a.bench.filter(|_| first);
+            let r = lowp_runtime::matmul::run(&gpu, &kernel, &spec, &roles, &inputs, bench)
+                .map_err(|e| (format!("{}: {e}", dir.display()), 1))?;
+            if a.check {
+                let c = spec.check(&inputs, &r.result);
+                let which = if a.seeds.len() > 1 {
+                    format!(" seed={seed}")
+                } else {
+                    String::new()
+                };
+                say!(
+                    "check: {} max_abs_err={:.3e} max_rel_err={:.3e} bound_ratio={:.3} \
+                     nonfinite_mismatches={}{which}",
+                    if c.passed { "PASS" } else { "FAIL" },
+                    c.stats.max_abs_err,
+                    c.stats.max_rel_err,
+                    c.stats.max_bound_ratio,
+                    c.stats.nonfinite_mismatches
+                );
+                passed &= c.passed;
+            }
+            if let (Some(out), true) = (&a.dump, first) {
+                let name = dir
+                    .file_name()
+                    .map_or("bundle".into(), |n| n.to_os_string());
+                dump(&out.join(name), &spec, &inputs, &r.result).map_err(|e| (e, 1))?;
+            }
+            if let Some((ms, runs)) = r.median_ms {
+                say!(
+                    "bench: median_ms={ms:.3} gflops={:.2} runs={runs}",
+                    spec.flops() / (ms * 1e6)
+                );
+            }
         }
     }
     Ok(passed)
