@@ -57,8 +57,9 @@ printf '%s\n' "${checks[@]}" > gpu-carry/bundles/checks.txt
 
 # ---- timing: FP8 per-tensor and MXFP4 at the anchors' shapes, each NVIDIA kernel (wgmma
 # takes the skinny block at 16x8192x8192, split-K in clusters of 2 at 16x4096x8192;
-# wgmma-specialized is the square one there; wgmma-tma, its TMA-fed twin, takes FP8 only:
-# MXFP4's packed codes are translated on the way in).
+# wgmma-specialized is the square one there; wgmma-tma is TMA-fed, warp-specialized
+# square above M = 64 and the skinny block at M = 16, FP8 only: MXFP4's packed codes are
+# translated on the way in).
 for s in 8192x8192x8192 4096x4096x4096 16x8192x8192 16x4096x8192; do
   IFS=x read -r m n k <<< "$s"
   for f in "f8e4m3 --layout per_tensor" "f4e2m1 --layout mx --packed"; do

@@ -1,7 +1,7 @@
 // RUN: lowp-opt %s --split-input-file --verify-diagnostics --pass-pipeline='builtin.module(func.func(lowp-to-nvvm{chip=sm_90a kernel=wgmma-tma},cse))' | FileCheck %s
 // RUN: lowp-opt %s --split-input-file --verify-diagnostics --pass-pipeline='builtin.module(func.func(lowp-to-nvvm{chip=sm_90a kernel=wgmma-tma emulate=true},cse))' | FileCheck %s --check-prefix=EMU
 
-// kernel=wgmma-tma: the warp-specialized block of the sm_90a pipeline (warpgroups 0 and 1
+// kernel=wgmma-tma, M above 64: the warp-specialized block of the sm_90a pipeline (warpgroups 0 and 1
 // consume, warpgroup 2 produces; 4 slots of 2 x 16 KiB, a full and an empty mbarrier per
 // slot) with the operands used as stored loaded by TMA. On the host, each such operand's
 // bytes get a tensor map (nvgpu.tma.create.descriptor: boxes of 128 rows x 128 bytes in
@@ -75,6 +75,40 @@ func.func @odd(%a: memref<256x384xf8E4M3FN>, %sa: memref<1x1xf32>, %b: memref<12
                %sb: memref<1x1xf32>, %c: memref<256x128xf32>) {
   lowp.scaled_matmul %a[%sa], %b[%sb] into %c layouts(#lowp.per_tensor, #lowp.per_tensor)
       : memref<256x384xf8E4M3FN>[memref<1x1xf32>], memref<128x384xf8E4M3FN>[memref<1x1xf32>] -> memref<256x128xf32>
+  return
+}
+
+// A decode shape (M = 16 <= 64): the skinny block (one warpgroup, swap AB) keeps the barrier
+// pipeline, its copies replaced by TMA: boxes of A's 16 rows and B's 64 rows x 128 bytes;
+// thread 0 initializes a full mbarrier per slot (8, 1 arrival each), fences them and
+// acquires the maps before a block barrier; it arms each stage with 2048 + 8192 bytes and
+// issues both boxes (in the prologue and 6 stages ahead in the loop); every thread waits
+// on the stage's barrier (phase: the slot's use) before the stage's block barrier. K (4
+// stages) is split in clusters of 2.
+// CHECK-LABEL: func.func @decode
+// CHECK:         nvgpu.tma.create.descriptor %{{.*}} box[%c16, %c128] : memref<*xi8> -> <tensor = memref<16x128xi8, 3>
+// CHECK:         nvgpu.tma.create.descriptor %{{.*}} box[%c64, %c128] : memref<*xi8> -> <tensor = memref<64x128xi8, 3>
+// CHECK:         gpu.launch clusters({{.*}}) in (%{{.*}} = %c2, %{{.*}} = %c1, %{{.*}} = %c1) blocks({{.*}}) threads({{.*}}) in (%{{.*}} = %c128,
+// CHECK-COUNT-8:   nvvm.mbarrier.init %{{.*}}, %c1_i32 : !llvm.ptr<3>, i32
+// CHECK-NEXT:      nvvm.fence.mbarrier.init
+// CHECK:           nvvm.fence.proxy.acquire
+// CHECK:         gpu.barrier
+// CHECK:         scf.for
+// CHECK:               nvvm.mbarrier.arrive.expect_tx %[[FULL:.*]], %c10240_i32 : !llvm.ptr<3>, i32
+// CHECK:               nvvm.cp.async.bulk.tensor.shared.cluster.global %{{.*}}, %{{.*}}, %[[FULL]], box
+// CHECK:               nvvm.cp.async.bulk.tensor.shared.cluster.global %{{.*}}, %{{.*}}, %[[FULL]], box
+// CHECK:         %{{.*}}:11 = scf.for
+// CHECK:             nvvm.mbarrier.try_wait.parity
+// CHECK-NEXT:      }
+// CHECK-NEXT:      nvvm.fence.proxy {kind = #nvvm.proxy_kind<async.shared>, space = #nvvm.shared_space<cta>}
+// CHECK-NEXT:      gpu.barrier
+// CHECK:               nvvm.mbarrier.arrive.expect_tx
+// CHECK:           nvvm.wgmma.mma_async {{.*}} <m = 64, n = 16, k = 32>
+// CHECK:         nvvm.mapa
+func.func @decode(%a: memref<16x512xf8E4M3FN>, %sa: memref<1x1xf32>, %b: memref<128x512xf8E4M3FN>,
+                  %sb: memref<1x1xf32>, %c: memref<16x128xf32>) {
+  lowp.scaled_matmul %a[%sa], %b[%sb] into %c layouts(#lowp.per_tensor, #lowp.per_tensor)
+      : memref<16x512xf8E4M3FN>[memref<1x1xf32>], memref<128x512xf8E4M3FN>[memref<1x1xf32>] -> memref<16x128xf32>
   return
 }
 

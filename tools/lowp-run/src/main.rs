@@ -56,8 +56,9 @@ const USAGE: &str =
                   mma.sync on sm_89, where the formats allow, else the generic decode
                   kernel; the default), tcgen05, wgmma, wgmma-skinny (the wgmma
                   pipeline's swap-AB block for small M), wgmma-specialized (its 128 x 128
-                  block with a producer warpgroup), wgmma-tma (the same, E4M3 / E5M2
-                  operands loaded by TMA) or mma-sync (refuse other ops), or generic
+                  block with a producer warpgroup), wgmma-tma (the pipeline with its
+                  E4M3 / E5M2 operands loaded by TMA) or mma-sync (refuse other ops), or
+                  generic
   --print-ptx     with --target cuda: print the kernel's launch and PTX, and exit (no GPU
                   needed)
   --save-kernel DIR  with --target cuda: write the compiled kernel (kernel.ptx, launch.txt)

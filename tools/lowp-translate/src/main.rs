@@ -34,7 +34,7 @@ const USAGE: &str =
               formats allow; the default), generic, or one instruction (refusing other ops):
               tcgen05, wgmma, wgmma-skinny (the wgmma pipeline's swap-AB block for small
               M), wgmma-specialized (its 128 x 128 block with a producer warpgroup),
-              wgmma-tma (the same, E4M3 / E5M2 operands loaded by TMA) or mma-sync
+              wgmma-tma (the pipeline with its E4M3 / E5M2 operands loaded by TMA) or mma-sync
               (NVIDIA), scaled-mfma or mfma (AMD)
   --pipeline  a textual pass pipeline run first (e.g. builtin.module(lowp-cpu-pipeline));
               lowp ops left after it are lowered for a GPU --chip, and gpu.module kernels

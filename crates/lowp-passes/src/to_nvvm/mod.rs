@@ -124,9 +124,10 @@ pub const PASS: PassDef = PassDef {
                           wgmma-skinny: the wgmma cp.async pipeline's swap-AB block of \
                           64 columns (auto's choice when M is static and at most 64); \
                           wgmma-specialized: the pipeline's 128 x 128 block with a producer \
-                          warpgroup and per-stage mbarriers; wgmma-tma: the same with the \
-                          operands used as stored (E4M3 / E5M2) loaded by TMA; generic: the \
-                          decode kernel for every op",
+                          warpgroup and per-stage mbarriers; wgmma-tma: the pipeline with \
+                          the operands used as stored (E4M3 / E5M2) loaded by TMA (the \
+                          warp-specialized square block, or the skinny block where M is \
+                          static and at most 64); generic: the decode kernel for every op",
             kind: OptionKind::Choice(KERNELS),
         },
         OptionDef {
@@ -245,7 +246,7 @@ fn run<'c, 'a>(func: OperationRef<'c, 'a>, options: &PassOptions) -> Result<(), 
             "wgmma" => wgmma(),
             "wgmma-skinny" => pipeline(wgmma_pipeline::Blocks::Skinny, Feed::Barrier),
             "wgmma-specialized" => pipeline(wgmma_pipeline::Blocks::Square, Feed::Specialized),
-            "wgmma-tma" => pipeline(wgmma_pipeline::Blocks::Square, Feed::Tma),
+            "wgmma-tma" => pipeline(wgmma_pipeline::Blocks::ByShape, Feed::Tma),
             "mma-sync" => mma_sync().map(|(plan, i)| (plan, Fp8::MmaSync(i))),
             _ => tcgen05()
                 .map(|(plan, i)| (plan, Fp8::Tcgen05(i)))

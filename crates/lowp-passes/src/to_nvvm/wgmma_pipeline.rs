@@ -74,8 +74,9 @@
 //! translates) to the consumers (232, 200), within the 384 x 168 `.maxntid` gives the
 //! block. Not yet measured on a GPU: `auto` keeps the barrier pipeline.
 //!
-//! `kernel=wgmma-tma` is that block with the operands used as stored (E4M3 / E5M2) loaded
-//! by TMA: on the host each gets a tensor map (`nvgpu.tma.create.descriptor`, `tensor_map`:
+//! `kernel=wgmma-tma` is that block (the skinny block's barrier pipeline where M is static
+//! and at most 64) with the operands used as stored (E4M3 / E5M2) loaded by TMA: on the
+//! host each gets a tensor map (`nvgpu.tma.create.descriptor`, `tensor_map`:
 //! boxes of 128 rows x 128 bytes in the 128-byte swizzle, zeros outside the tensor), which
 //! the kernel takes as a pointer to global memory. Producer thread 0 fences the barriers'
 //! initialization and acquires the maps, then per stage waits for the slot to be empty,
@@ -84,8 +85,10 @@
 //! bytes complete the barrier's transaction count. Where both operands are direct the full
 //! barrier waits for that thread alone (`arrive.expect_tx`); where the other operand is
 //! translated, the producer warpgroup still copies and translates it and every producer
-//! thread arrives (thread 0 adds the bytes with `expect_tx`). Two translated operands have
-//! nothing for TMA: an error.
+//! thread arrives (thread 0 adds the bytes with `expect_tx`). In the skinny block thread 0
+//! arms a full mbarrier per slot and issues the boxes where the copies were issued, and
+//! every thread waits on the stage's barrier before the stage's block barrier (split-K
+//! included). Two translated operands have nothing for TMA: an error.
 //!
 //! Partial sums go into the f32 accumulators at least every 128 of K, also for per-tensor
 //! scales: Hopper's FP8 MMA accumulates with reduced precision, so (as DeepGEMM does) the
@@ -386,7 +389,8 @@ struct Memory {
     in_slot: [i64; 2],
     /// Each staged operand's translated tile: after the ring (parity pairs) or in the slot.
     translated: [Option<i64>; 2],
-    /// The mbarriers (specialized): `stages` full ones, then `stages` empty ones, 8 bytes each.
+    /// The mbarriers: specialized, `stages` full ones, then `stages` empty ones; the barrier
+    /// pipeline with TMA, `stages` full ones (8 bytes each).
     barriers: i64,
     bytes: i64,
 }
@@ -395,7 +399,10 @@ impl Memory {
     /// The layout for `plan` in `tile`, fed by `feed`, within the chip's shared memory per
     /// block (sm_90a: 227 KiB).
     fn new(plan: &Plan, chip: &Chip, tile: Tile, feed: Feed) -> Self {
-        let specialized = feed != Feed::Barrier;
+        // TMA feeds the square block's producer warpgroup, or the skinny block's barrier
+        // pipeline (one warpgroup: no room for a producer).
+        let specialized = feed == Feed::Specialized || (feed == Feed::Tma && !tile.swapped);
+        let tma = feed == Feed::Tma;
         let limit = chip.shared_kib as i64 * 1024;
         let routes = [
             Route::of(&plan.a, tile.rows[0]),
@@ -428,7 +435,7 @@ impl Memory {
                 tile,
                 routes,
                 specialized,
-                tma: feed == Feed::Tma,
+                tma,
                 copiers: PRODUCERS,
                 stages,
                 slot,
@@ -439,7 +446,9 @@ impl Memory {
             };
         }
         let most = if tile.swapped { SKINNY_STAGES } else { STAGES };
-        let stages = most.min((limit - 1024 - PARITIES * staged) / raw);
+        // With TMA, a full mbarrier per slot after the translated tiles.
+        let full = if tma { 8 } else { 0 };
+        let stages = most.min((limit - 1024 - PARITIES * staged - most * full) / raw);
         debug_assert!(stages >= 4, "two slots read, two ahead");
         let mut next = stages * raw;
         let translated = routes.map(|r| {
@@ -452,14 +461,14 @@ impl Memory {
             tile,
             routes,
             specialized,
-            tma: false,
+            tma,
             copiers: tile.threads(),
             stages,
             slot: raw,
             in_slot,
             translated,
             barriers: next,
-            bytes: next,
+            bytes: next + stages * full,
         }
     }
 
@@ -1104,7 +1113,7 @@ pub(super) fn lower<'c, 'a>(
             if specialized {
                 specialized_block(e, &kn, &mem, instr, maps, k_stages, bid, tid[0], memory)
             } else {
-                hardware_block(e, &kn, &mem, instr, bid, tid[0], memory)
+                hardware_block(e, &kn, &mem, instr, maps, bid, tid[0], memory)
             }
         },
     );
@@ -1204,11 +1213,13 @@ fn descriptors<'c, 'a>(
     )
 }
 
+#[allow(clippy::too_many_arguments)]
 fn hardware_block<'c, 'a>(
     e: &Emitter<'c, 'a>,
     kn: &Kernel<'_, 'c, 'a>,
     mem: &Memory,
     instr: &Wgmma,
+    maps: [Option<Value<'c, 'a>>; 2],
     bid: [Value<'c, 'a>; 3],
     tid: Value<'c, 'a>,
     memory: Value<'c, 'a>,
@@ -1236,11 +1247,51 @@ fn hardware_block<'c, 'a>(
     ];
     let k = kn.ops.k;
     let (first, last) = stage_range(e, k, rank, mem.tile.splits);
+    let (stages, first_thread) = (mem.stages, e.cmpi(CmpiPredicate::Eq, tid, e.index(0)));
+    // TMA: a full mbarrier per slot, which thread 0 arms with the boxes' bytes before it
+    // issues them (1 arrival); every thread waits on it before the stage's barrier.
+    let full = |e: &Emitter<'c, 'a>, s: Value<'c, 'a>| {
+        let slot = e.remui(s, e.index(stages));
+        let at = e.addi(e.index(mem.barriers), e.muli(slot, e.index(8)));
+        pointer(e, shared.address(e, at), 3)
+    };
+    let boxes: i64 = (0..2)
+        .filter(|&x| maps[x].is_some())
+        .map(|x| mem.routes[x].raw_bytes())
+        .sum();
+    if mem.tma {
+        e.if_then(first_thread, |e| {
+            for slot in 0..stages {
+                mbarrier(e, "nvvm.mbarrier.init", &[full(e, e.index(slot)), e.i32(1)]);
+            }
+            e.bare("nvvm.fence.mbarrier.init", &[]);
+            wgmma::fence_proxy_async(e);
+            for map in maps.iter().flatten() {
+                acquire_tensor_map(e, *map);
+            }
+        });
+        e.bare("gpu.barrier", &[]);
+    }
     // Issue one stage's copies into its slot, and commit them as a group (also when the
     // stage is past the block's range: the group counts stay uniform).
     let issue = |e: &Emitter<'c, 'a>, s: Value<'c, 'a>| {
         let live = e.cmpi(CmpiPredicate::Ult, s, last);
         e.if_then(live, |e| {
+            if mem.tma {
+                e.if_then(first_thread, |e| {
+                    mbarrier(
+                        e,
+                        "nvvm.mbarrier.arrive.expect_tx",
+                        &[full(e, s), e.i32(boxes as u32)],
+                    );
+                    for (x, map) in maps.iter().enumerate() {
+                        if let Some(map) = *map {
+                            let dst = shared.address(e, mem.copied(e, x, s));
+                            tma_load(e, map, dst, full(e, s), box_origin(e, &sides[x], s));
+                        }
+                    }
+                });
+            }
             copy_stage(e, mem, shared, &sides, globals, k, tid, s);
         });
         e.bare("nvvm.cp.async.commit.group", &[]);
@@ -1266,6 +1317,15 @@ fn hardware_block<'c, 'a>(
         if staged {
             // The thread's own copies landed: it translates them.
             translate_stage(e, mem, shared, &sides, k, tid, s);
+        }
+        if mem.tma {
+            // The stage's boxes landed (the slot's use (s - first) / stages completed; a
+            // stage past the range issued none).
+            e.if_then(e.cmpi(CmpiPredicate::Ult, s, last), |e| {
+                let use_ = e.divui(e.subi(s, first), e.index(stages));
+                let phase = e.andi(e.index_castui(use_, e.int_type(32)), e.i32(1));
+                wait_parity(e, full(e, s), phase);
+            });
         }
         wgmma::fence_proxy_async(e);
         e.bare("gpu.barrier", &[]);
@@ -1479,6 +1539,15 @@ fn drain<'c, 'a>(
     promote_segment(e, kn, instr, l, acc, (d, k0, promote))
 }
 
+/// Wait until the mbarrier `bar` completed the phase of parity `phase` (an i32, 0 or 1).
+fn wait_parity<'c, 'a>(e: &Emitter<'c, 'a>, bar: Value<'c, 'a>, phase: Value<'c, 'a>) {
+    mbarrier(
+        e,
+        "nvvm.mbarrier.try_wait.parity",
+        &[bar, phase, e.i32(1_000_000)],
+    )
+}
+
 /// An mbarrier op (no results): the barrier's shared-memory pointer, then its operands.
 fn mbarrier<'c, 'a>(e: &Emitter<'c, 'a>, name: &str, operands: &[Value<'c, 'a>]) {
     e.insert(
@@ -1538,13 +1607,6 @@ fn specialized_block<'c, 'a>(
     };
     let parity =
         |e: &Emitter<'c, 'a>, use_: Value<'c, 'a>| e.andi(e.index_castui(use_, i32t), e.i32(1));
-    let wait = |e: &Emitter<'c, 'a>, b: Value<'c, 'a>, phase: Value<'c, 'a>| {
-        mbarrier(
-            e,
-            "nvvm.mbarrier.try_wait.parity",
-            &[b, phase, e.i32(1_000_000)],
-        )
-    };
     let (zero, one) = (e.index(0), e.index(1));
     let staged = mem.routes.iter().any(|r| r.staged);
     // A stage is full once every producer thread arrived (its copies and translations
@@ -1613,7 +1675,7 @@ fn specialized_block<'c, 'a>(
         let empty = |e: &Emitter<'c, 'a>, s: Value<'c, 'a>| {
             let use_ = e.divui(s, e.index(stages));
             e.if_then(e.cmpi(CmpiPredicate::Uge, s, e.index(stages)), |e| {
-                wait(e, bar(e, 1, s), parity(e, e.subi(use_, one)))
+                wait_parity(e, bar(e, 1, s), parity(e, e.subi(use_, one)))
             });
         };
         if mem.tma {
@@ -1699,7 +1761,7 @@ fn specialized_block<'c, 'a>(
         // after the loop, and no stage waits for a slot the producer never fills.
         let every = e.int(1, 1);
         let stage = |e: &Emitter<'c, 'a>, s: Value<'c, 'a>, acc: &[Value<'c, 'a>], before| {
-            wait(e, bar(e, 0, s), parity(e, e.divui(s, e.index(stages))));
+            wait_parity(e, bar(e, 0, s), parity(e, e.divui(s, e.index(stages))));
             let (acc, pending) = stage_mmas(
                 e,
                 kn,
