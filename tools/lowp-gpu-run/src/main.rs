@@ -126,6 +126,67 @@ fn read_bundle(dir: &Path) -> Result<(GpuKernel, MatmulSpec, Vec<Role>), String>
     Ok((kernel, spec, roles))
 }
 
+/// Where a failed result is off, for telling a layout error (whole rows, columns or tiles
+/// wrong) from precision: how many elements are off by more than 1% of the result's
+/// largest magnitude (or not bit-equal where the oracle is not finite), which rows and
+/// columns they span, and the worst four with their coordinates.
+fn mismatches(spec: &MatmulSpec, want: &[f64], got: &[f32]) -> String {
+    let scale = want
+        .iter()
+        .filter(|w| w.is_finite())
+        .fold(f64::MIN_POSITIVE, |m, w| m.max(w.abs()));
+    let mut off: Vec<(f64, usize)> = want
+        .iter()
+        .zip(got)
+        .enumerate()
+        .filter_map(|(i, (&w, &g))| {
+            let g = g as f64;
+            let err = if w.is_finite() {
+                (g - w).abs()
+            } else if g.to_bits() == w.to_bits() || (g.is_nan() && w.is_nan()) {
+                0.0
+            } else {
+                f64::INFINITY
+            };
+            (err.is_nan() || err > 0.01 * scale).then_some((err, i))
+        })
+        .collect();
+    if off.is_empty() {
+        return "mismatches: none above 1% of max |oracle| (a precision failure)".into();
+    }
+    let (rows, cols): (Vec<usize>, Vec<usize>) =
+        off.iter().map(|&(_, i)| (i / spec.n, i % spec.n)).unzip();
+    let span = |v: &[usize]| {
+        (
+            v.iter().min().copied().unwrap_or(0),
+            v.iter().max().copied().unwrap_or(0),
+        )
+    };
+    off.sort_by(|a, b| b.0.total_cmp(&a.0));
+    let worst: Vec<String> = off
+        .iter()
+        .take(4)
+        .map(|&(_, i)| {
+            format!(
+                "C[{}][{}]={} want {:.6e}",
+                i / spec.n,
+                i % spec.n,
+                got[i],
+                want[i]
+            )
+        })
+        .collect();
+    format!(
+        "mismatches: {} of {} above 1% of max |oracle| {:.3e}, rows {:?}, cols {:?}; worst: {}",
+        off.len(),
+        want.len(),
+        scale,
+        span(&rows),
+        span(&cols),
+        worst.join(", ")
+    )
+}
+
 /// Write a run's inputs, problem, result and oracle into `dir`.
 fn dump(
     dir: &Path,
@@ -205,6 +266,9 @@ fn run(a: &Args) -> Result<bool, (String, u8)> {
                     c.stats.nonfinite_mismatches
                 );
                 passed &= c.passed;
+                if !c.passed {
+                    say!("{}", mismatches(&spec, &spec.oracle(&inputs), &r.result));
+                }
             }
             if let (Some(out), true) = (&a.dump, first) {
                 let name = dir
@@ -238,5 +302,45 @@ fn main() -> ExitCode {
             eprintln!("lowp-gpu-run: {msg}");
             ExitCode::from(code)
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec() -> MatmulSpec {
+        MatmulSpec {
+            m: 4,
+            n: 8,
+            k: 32,
+            lhs: lowp_formats::ScaledFormat::F8E4M3,
+            rhs: lowp_formats::ScaledFormat::F8E4M3,
+            lhs_layout: lowp_formats::ScaleLayout::PerTensor,
+            rhs_layout: lowp_formats::ScaleLayout::PerTensor,
+            lhs_packed: false,
+            rhs_packed: false,
+            bias: false,
+            bf16: false,
+        }
+    }
+
+    #[test]
+    fn mismatches_locate_the_wrong_elements() {
+        let want: Vec<f64> = (0..32).map(|i| i as f64).collect();
+        let mut got: Vec<f32> = want.iter().map(|&w| w as f32).collect();
+        // Column 5 of rows 1 and 2 wrong, a NaN where a number is due, one tiny error.
+        got[8 + 5] = -1.0;
+        got[16 + 5] = 99.0;
+        got[3] = f32::NAN;
+        got[30] += 1e-3;
+        let text = mismatches(&spec(), &want, &got);
+        assert!(text.starts_with("mismatches: 3 of 32"), "{text}");
+        assert!(text.contains("rows (0, 2), cols (3, 5)"), "{text}");
+        assert!(text.contains("C[0][3]=NaN want 3.000000e0"), "{text}");
+        assert!(text.contains("C[2][5]=99 want 2.100000e1"), "{text}");
+        // Only small errors: said to be precision.
+        let close: Vec<f32> = want.iter().map(|&w| w as f32 + 1e-3).collect();
+        assert!(mismatches(&spec(), &want, &close).contains("precision"));
     }
 }
