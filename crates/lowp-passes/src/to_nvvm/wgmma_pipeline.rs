@@ -840,6 +840,33 @@ fn tma_load<'c, 'a>(
     );
 }
 
+/// The bytes a stage's boxes bring (the operands with a tensor map).
+fn box_bytes(mem: &Memory, maps: [Option<Value>; 2]) -> i64 {
+    (0..2)
+        .filter(|&x| maps[x].is_some())
+        .map(|x| mem.routes[x].raw_bytes())
+        .sum()
+}
+
+/// Issue stage `s`'s box of each operand with a tensor map into its place in the slot,
+/// counted on the mbarrier `bar`.
+fn load_boxes<'c, 'a>(
+    e: &Emitter<'c, 'a>,
+    mem: &Memory,
+    shared: Shared<'c, 'a>,
+    maps: [Option<Value<'c, 'a>>; 2],
+    sides: &[Side<'c, 'a>; 2],
+    bar: Value<'c, 'a>,
+    s: Value<'c, 'a>,
+) {
+    for (x, map) in maps.iter().enumerate() {
+        if let Some(map) = *map {
+            let dst = shared.address(e, mem.copied(e, x, s));
+            tma_load(e, map, dst, bar, box_origin(e, &sides[x], s));
+        }
+    }
+}
+
 /// `fence.proxy.tensormap::generic.acquire.gpu` on a tensor map in global memory: the
 /// host's write of it ordered before the TMA unit reads it.
 fn acquire_tensor_map<'c, 'a>(e: &Emitter<'c, 'a>, map: Value<'c, 'a>) {
@@ -1255,10 +1282,7 @@ fn hardware_block<'c, 'a>(
         let at = e.addi(e.index(mem.barriers), e.muli(slot, e.index(8)));
         pointer(e, shared.address(e, at), 3)
     };
-    let boxes: i64 = (0..2)
-        .filter(|&x| maps[x].is_some())
-        .map(|x| mem.routes[x].raw_bytes())
-        .sum();
+    let boxes = box_bytes(mem, maps);
     if mem.tma {
         e.if_then(first_thread, |e| {
             for slot in 0..stages {
@@ -1284,12 +1308,7 @@ fn hardware_block<'c, 'a>(
                         "nvvm.mbarrier.arrive.expect_tx",
                         &[full(e, s), e.i32(boxes as u32)],
                     );
-                    for (x, map) in maps.iter().enumerate() {
-                        if let Some(map) = *map {
-                            let dst = shared.address(e, mem.copied(e, x, s));
-                            tma_load(e, map, dst, full(e, s), box_origin(e, &sides[x], s));
-                        }
-                    }
+                    load_boxes(e, mem, shared, maps, &sides, full(e, s), s);
                 });
             }
             copy_stage(e, mem, shared, &sides, globals, k, tid, s);
@@ -1660,17 +1679,9 @@ fn specialized_block<'c, 'a>(
         // TMA: producer thread 0 issues each stage's boxes of the operands used as stored
         // (after the bytes they bring are announced on the stage's full barrier).
         let issuer = e.cmpi(CmpiPredicate::Eq, ptid, zero);
-        let boxes: i64 = (0..2)
-            .filter(|&x| maps[x].is_some())
-            .map(|x| mem.routes[x].raw_bytes())
-            .sum();
+        let boxes = box_bytes(mem, maps);
         let tma_stage = |e: &Emitter<'c, 'a>, s: Value<'c, 'a>| {
-            for (x, map) in maps.iter().enumerate() {
-                if let Some(map) = *map {
-                    let dst = shared.address(e, mem.copied(e, x, s));
-                    tma_load(e, map, dst, bar(e, 0, s), box_origin(e, &sides[x], s));
-                }
-            }
+            load_boxes(e, mem, shared, maps, &sides, bar(e, 0, s), s);
         };
         let empty = |e: &Emitter<'c, 'a>, s: Value<'c, 'a>| {
             let use_ = e.divui(s, e.index(stages));
