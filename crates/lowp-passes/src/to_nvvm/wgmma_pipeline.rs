@@ -1171,6 +1171,47 @@ fn grouped<'c, 'a>(
     )
 }
 
+/// The square blocks' grid inside the kernel, [tiles along N, along M]: constants where M
+/// and N are static (the grouped order then divides by constants), else the launch's.
+fn square_grid<'c, 'a>(
+    e: &Emitter<'c, 'a>,
+    kn: &Kernel<'_, 'c, 'a>,
+    tile: Tile,
+) -> [Value<'c, 'a>; 2] {
+    let rows = |v: Value<'c, 'a>| {
+        MemRefType::try_from(v.r#type())
+            .ok()
+            .and_then(|t| match t.dim_size(0) {
+                Ok(DimSize::Static(r)) => Some(r as i64),
+                _ => None,
+            })
+    };
+    match (rows(kn.ops.o.rhs), rows(kn.ops.o.lhs)) {
+        (Some(n), Some(m)) => [
+            e.index(ceil(n, tile.rows[1])),
+            e.index(ceil(m, tile.rows[0])),
+        ],
+        _ => [grid_dim(e, "x"), grid_dim(e, "y")],
+    }
+}
+
+/// The global base addresses the cp.async copies read, per operand; 0 for one TMA loads
+/// (`copy_stage` skips it), so that its memref is not a kernel parameter for nothing.
+fn copy_bases<'c, 'a>(
+    e: &Emitter<'c, 'a>,
+    kn: &Kernel<'_, 'c, 'a>,
+    mem: &Memory,
+) -> [Value<'c, 'a>; 2] {
+    let bits = [kn.ops.bits_a, kn.ops.bits_b];
+    std::array::from_fn(|x| {
+        if mem.tma && !mem.routes[x].staged {
+            e.int(64, 0)
+        } else {
+            wgmma::smem_address(e, bits[x])
+        }
+    })
+}
+
 /// The grid's size in `dim` (x, y) inside the kernel.
 fn grid_dim<'c, 'a>(e: &Emitter<'c, 'a>, dim: &str) -> Value<'c, 'a> {
     e.val(
@@ -1255,7 +1296,7 @@ fn hardware_block<'c, 'a>(
     // blocks in grouped order.
     let ((bm, bn), rank) = match mem.tile.splits {
         _ if !mem.tile.swapped => (
-            grouped(e, [grid_dim(e, "x"), grid_dim(e, "y")], bid[0], bid[1]),
+            grouped(e, square_grid(e, kn, mem.tile), bid[0], bid[1]),
             e.index(0),
         ),
         1 => ((bid[1], bid[0]), e.index(0)),
@@ -1268,10 +1309,7 @@ fn hardware_block<'c, 'a>(
     let warpgroup = e.divui(tid, e.index(wgmma::THREADS));
     let shared = Shared::aligned(e, memory);
     let sides = sides(e, kn, mem.tile, bm, bn);
-    let globals = [
-        wgmma::smem_address(e, kn.ops.bits_a),
-        wgmma::smem_address(e, kn.ops.bits_b),
-    ];
+    let globals = copy_bases(e, kn, mem);
     let k = kn.ops.k;
     let (first, last) = stage_range(e, k, rank, mem.tile.splits);
     let (stages, first_thread) = (mem.stages, e.cmpi(CmpiPredicate::Eq, tid, e.index(0)));
@@ -1609,7 +1647,7 @@ fn specialized_block<'c, 'a>(
     tid: Value<'c, 'a>,
     memory: Value<'c, 'a>,
 ) {
-    let (bm, bn) = grouped(e, [grid_dim(e, "x"), grid_dim(e, "y")], bid[0], bid[1]);
+    let (bm, bn) = grouped(e, square_grid(e, kn, mem.tile), bid[0], bid[1]);
     let i32t = e.int_type(32);
     let shared = Shared::aligned(e, memory);
     let stages = mem.stages;
@@ -1712,10 +1750,7 @@ fn specialized_block<'c, 'a>(
             });
             return;
         }
-        let globals = [
-            wgmma::smem_address(e, kn.ops.bits_a),
-            wgmma::smem_address(e, kn.ops.bits_b),
-        ];
+        let globals = copy_bases(e, kn, mem);
         // Stage `s` landed (this thread's part): translate, fence, signal.
         let publish = |e: &Emitter<'c, 'a>, s: Value<'c, 'a>| {
             translate_stage(e, mem, shared, &sides, k, ptid, s);
