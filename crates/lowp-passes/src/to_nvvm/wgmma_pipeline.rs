@@ -1402,22 +1402,9 @@ fn hardware_block<'c, 'a>(
             live,
         )
     };
-    // Carried: the accumulators, then the last segment still running (at first none: an
-    // empty result, never promoted).
-    let n = instr.accumulators();
-    let mut inits = vec![e.f32(0.0); n];
-    inits.extend([wgmma::pack(e, instr, &[]), k, e.int(1, 0)]);
     let pairs = ceil_div(e, e.subi(last, first), e.index(2));
-    let done = e.for_loop(e.index(0), pairs, one, &inits, |e, p, carried| {
-        let s = e.addi(first, e.muli(p, e.index(2)));
-        let before = (carried[n], carried[n + 1], carried[n + 2]);
-        let (acc, before) = stage(e, s, &carried[..n], before);
-        let (mut acc, (d, k0, promote)) = stage(e, e.addi(s, one), &acc, before);
-        acc.extend([d, k0, promote]);
-        acc
-    });
-    let pending = (done[n], done[n + 1], done[n + 2]);
-    let done = drain(e, kn, instr, &l, done[..n].to_vec(), pending);
+    let (acc, pending) = stage_pairs(e, instr, k, first, pairs, stage);
+    let done = drain(e, kn, instr, &l, acc, pending);
     e.bare("nvvm.cp.async.wait.group", &[("n", "0 : i32")]);
     if mem.tile.splits > 1 {
         gather_splits(e, kn, mem, shared, &l, tid, rank, &done);
@@ -1562,6 +1549,40 @@ fn stage_mmas<'c, 'a>(
         }
     }
     (acc, pending.expect("a stage has a segment"))
+}
+
+/// `pairs` iterations of two stages each from stage `first`, `stage` running one: carried
+/// through the loop are the accumulators and the last segment still running (at first
+/// none: an empty result, K as its K, never promoted); two stages per iteration, so that
+/// the running results alternate between two register sets (one carried through the back
+/// edge would be copied while the tensor cores write it). The accumulators and the
+/// pending segment after the loop.
+fn stage_pairs<'c, 'a>(
+    e: &Emitter<'c, 'a>,
+    instr: &Wgmma,
+    k: Value<'c, 'a>,
+    first: Value<'c, 'a>,
+    pairs: Value<'c, 'a>,
+    stage: impl Fn(
+        &Emitter<'c, 'a>,
+        Value<'c, 'a>,
+        &[Value<'c, 'a>],
+        Pending<'c, 'a>,
+    ) -> (Vec<Value<'c, 'a>>, Pending<'c, 'a>),
+) -> (Vec<Value<'c, 'a>>, Pending<'c, 'a>) {
+    let n = instr.accumulators();
+    let mut inits = vec![e.f32(0.0); n];
+    inits.extend([wgmma::pack(e, instr, &[]), k, e.int(1, 0)]);
+    let one = e.index(1);
+    let done = e.for_loop(e.index(0), pairs, one, &inits, |e, p, carried| {
+        let s = e.addi(first, e.muli(p, e.index(2)));
+        let before = (carried[n], carried[n + 1], carried[n + 2]);
+        let (acc, before) = stage(e, s, &carried[..n], before);
+        let (mut acc, (d, k0, promote)) = stage(e, e.addi(s, one), &acc, before);
+        acc.extend([d, k0, promote]);
+        acc
+    });
+    (done[..n].to_vec(), (done[n], done[n + 1], done[n + 2]))
 }
 
 /// The partial sums of a completed segment into `acc` with its scales, where it is to be
@@ -1826,18 +1847,7 @@ fn specialized_block<'c, 'a>(
             });
             (acc, pending)
         };
-        let n = instr.accumulators();
-        let mut inits = vec![e.f32(0.0); n];
-        inits.extend([wgmma::pack(e, instr, &[]), k, e.int(1, 0)]);
-        let done = e.for_loop(zero, e.index(k_stages / 2), one, &inits, |e, p, carried| {
-            let s = e.muli(p, e.index(2));
-            let before = (carried[n], carried[n + 1], carried[n + 2]);
-            let (acc, before) = stage(e, s, &carried[..n], before);
-            let (mut acc, (d, k0, promote)) = stage(e, e.addi(s, one), &acc, before);
-            acc.extend([d, k0, promote]);
-            acc
-        });
-        let (mut acc, mut pending) = (done[..n].to_vec(), (done[n], done[n + 1], done[n + 2]));
+        let (mut acc, mut pending) = stage_pairs(e, instr, k, zero, e.index(k_stages / 2), &stage);
         if k_stages % 2 == 1 {
             (acc, pending) = stage(e, e.index(k_stages - 1), &acc, pending);
         }
