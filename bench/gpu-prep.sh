@@ -58,8 +58,8 @@ printf '%s\n' "${checks[@]}" > gpu-carry/bundles/checks.txt
 # ---- timing: FP8 per-tensor and MXFP4 at the anchors' shapes, each NVIDIA kernel (wgmma
 # takes the skinny block at 16x8192x8192, split-K in clusters of 2 at 16x4096x8192;
 # wgmma-specialized is the square one there; wgmma-tma is TMA-fed, warp-specialized
-# square above M = 64 and the skinny block at M = 16, FP8 only: MXFP4's packed codes are
-# translated on the way in).
+# square above M = 64 (B multicast in clusters of 2) and the skinny block at M = 16, FP8
+# only: MXFP4's packed codes are translated on the way in).
 for s in 8192x8192x8192 4096x4096x4096 16x8192x8192 16x4096x8192; do
   IFS=x read -r m n k <<< "$s"
   for f in "f8e4m3 --layout per_tensor" "f4e2m1 --layout mx --packed"; do
@@ -70,6 +70,13 @@ for s in 8192x8192x8192 4096x4096x4096 16x8192x8192 16x4096x8192; do
       save "time-$kernel-$s-${f%% *}" --m $m --n $n --k $k --lhs ${f%% *} --rhs $f --kernel $kernel
     done
   done
+  # wgmma-tma's square block multicasts B in clusters of 2 by default (even tile counts):
+  # the same kernel without, to see what the multicast buys.
+  case $s in
+    8192x8192x8192 | 4096x4096x4096)
+      save "time-wgmma-tma-unicast-$s-f8e4m3" --m $m --n $n --k $k --lhs f8e4m3 --rhs f8e4m3 \
+        --layout per_tensor --kernel wgmma-tma --multicast 1 ;;
+  esac
 done
 # ---- assembled only (no Blackwell there): sm_100a's tcgen05 kinds, for ptxas -arch=sm_100a.
 sass=(

@@ -39,3 +39,36 @@ func.func @fp8(%a: memref<256x512xf8E4M3FN>, %sa: memref<1x1xf32>, %b: memref<12
       : memref<256x512xf8E4M3FN>[memref<1x1xf32>], memref<128x512xf8E5M2>[memref<1x1xf32>] -> memref<256x128xf32>
   return
 }
+
+// B multicast (lit/Conversion/LowpToNVVM/wgmma-tma-multicast.mlir): 2 x 2 tiles of C, the
+// kernel fixed to clusters of 2 blocks. The empty barriers take 16 arrivals; the blocks
+// meet at a cluster barrier after the initialization and before they leave; each stage's
+// B box (its map of 64-row boxes) goes to both blocks (mask 3); a consumer warp's lanes 0
+// and 1 release the slot on the empty barriers of ranks 0 and 1.
+// CHECK:       .visible .entry shared_kernel(
+// CHECK:       .maxntid 384, 1, 1
+// CHECK-NEXT:  .explicitcluster
+// CHECK-NEXT:  .reqnctapercluster 2, 1, 1
+// CHECK-NOT:   .local
+// CHECK:       mov.b32 %r[[SIXTEEN:[0-9]+]], 16;
+// CHECK:       mbarrier.init.shared.b64 [%rd{{[0-9]+}}+131104], %r[[SIXTEEN]];
+// CHECK:       fence.mbarrier_init.release.cluster;
+// CHECK:       barrier.cluster.arrive.aligned;
+// CHECK-NEXT:  barrier.cluster.wait.aligned;
+// CHECK:       mbarrier.arrive.expect_tx.shared.b64 %rd{{[0-9]+}}, [%rd[[FULL:[0-9]+]]], %r{{[0-9]+}};
+// CHECK:       cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%rd{{[0-9]+}}], [%rd{{[0-9]+}}, {%r{{[0-9]+}}, %r{{[0-9]+}}}], [%rd[[FULL]]];
+// CHECK:       mov.b16 %rs[[MASK:[0-9]+]], 3;
+// CHECK-NEXT:  cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.multicast::cluster [%rd{{[0-9]+}}], [%rd{{[0-9]+}}, {%r{{[0-9]+}}, %r{{[0-9]+}}}], [%rd[[FULL]]], %rs[[MASK]];
+// CHECK:       setmaxnreg.inc.sync.aligned.u32 232;
+// CHECK:       mapa.shared::cluster.u64 %rd[[PEER:[0-9]+]], %rd{{[0-9]+}}, %r{{[0-9]+}};
+// CHECK-NEXT:  mov.b32 %r[[N:[0-9]+]], 1;
+// CHECK-NEXT:  mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%rd[[PEER]]], %r[[N]];
+// CHECK:       barrier.cluster.arrive.aligned;
+// CHECK-NEXT:  barrier.cluster.wait.aligned;
+// CHECK-NEXT:  ret;
+func.func @shared(%a: memref<256x384xf8E4M3FN>, %sa: memref<1x1xf32>, %b: memref<256x384xf8E4M3FN>,
+                  %sb: memref<1x1xf32>, %c: memref<256x256xf32>) {
+  lowp.scaled_matmul %a[%sa], %b[%sb] into %c layouts(#lowp.per_tensor, #lowp.per_tensor)
+      : memref<256x384xf8E4M3FN>[memref<1x1xf32>], memref<256x384xf8E4M3FN>[memref<1x1xf32>] -> memref<256x256xf32>
+  return
+}

@@ -281,7 +281,9 @@ fn blackwell_kernels_compile_for_every_format_and_layout() {
 /// swizzle) that the runtime encodes and passes as one address; the PTX acquires the maps,
 /// loads the boxes with `cp.async.bulk.tensor` counted on mbarriers, and keeps no cp.async
 /// where TMA feeds both operands. With packed E2M1 A only B is mapped, and A still comes
-/// through the producer threads' cp.async. Two translated operands are refused.
+/// through the producer threads' cp.async. 200 x 136 is 2 x 2 tiles: B is multicast, the
+/// kernel fixed to clusters of 2 (`.reqnctapercluster`, the launch's cluster size), B's box
+/// half a tile's rows. Two translated operands are refused.
 #[test]
 fn tma_kernels_take_tensor_maps() {
     let session = Session::new();
@@ -303,10 +305,11 @@ fn tma_kernels_take_tensor_maps() {
         ScaledFormat::F8E5M2,
         ScaledFormat::F4E2M1,
     );
-    let map = |arg, rows| KernelParam::TensorMap {
+    // 2 x 2 tiles of C: B multicast in clusters of 2, its boxes half of a tile's rows.
+    let map = |arg, rows, boxed| KernelParam::TensorMap {
         arg,
         shape: vec![rows, 416],
-        boxed: vec![128, 128],
+        boxed: vec![boxed, 128],
         swizzle: 128,
     };
     for (spec, maps, copies) in [
@@ -318,12 +321,12 @@ fn tma_kernels_take_tensor_maps() {
                 e5,
                 ScaleLayout::PerTensor,
             ),
-            vec![map(0, 200), map(2, 136)],
+            vec![map(0, 200, 128), map(2, 136, 64)],
             false,
         ),
         (
             spec(f4, ScaleLayout::MX, true, e4, ScaleLayout::MX),
-            vec![map(2, 136)],
+            vec![map(2, 136, 64)],
             true,
         ),
     ] {
@@ -339,9 +342,13 @@ fn tma_kernels_take_tensor_maps() {
             .collect();
         assert_eq!(got, maps, "{spec:?}");
         assert_eq!(kernel.block, (384, 1, 1));
+        assert_eq!(kernel.cluster, (2, 1, 1));
         for text in [
             "fence.proxy.tensormap::generic.acquire.gpu",
+            ".reqnctapercluster 2, 1, 1",
             "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes",
+            "complete_tx::bytes.multicast::cluster",
+            "mbarrier.arrive.release.cluster.shared::cluster.b64",
             "wgmma.mma_async.sync.aligned.m64n128k32.f32",
         ] {
             assert!(kernel.ptx.contains(text), "{spec:?}: no {text}");
@@ -387,6 +394,27 @@ fn kernel_errors_are_clear() {
         .compile_nvvm(&mut module, "mm", "sm_90a", "tma")
         .unwrap_err();
     assert!(e.to_string().contains("unknown kernel 'tma'"), "{e}");
+    // Tuning options: only split-k and multicast, with values the pass takes.
+    for (tuning, says) in [
+        (
+            ("emulate", "true"),
+            "'emulate' is not a tuning option of lowp-to-nvvm",
+        ),
+        (
+            ("multicast", "4"),
+            "'4' is not accepted; expected auto, 1, 2",
+        ),
+        (
+            ("split-k", "3"),
+            "'3' is not accepted; expected auto, 1, 2, 4, 8",
+        ),
+    ] {
+        let mut module = spec.build_module(session.context(), "mm");
+        let e = session
+            .compile_nvvm_with(&mut module, "mm", "sm_90a", "auto", &[tuning])
+            .unwrap_err();
+        assert!(e.to_string().contains(says), "{e}");
+    }
     let mut module = spec.build_module(session.context(), "mm");
     let e = session
         .compile_nvvm(&mut module, "mm", "sm_89", "wgmma")

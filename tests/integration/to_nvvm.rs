@@ -313,10 +313,14 @@ fn wgmma_tma_matches_the_oracle() {
     ];
     // K: 4 stages (the last 32 codes into K), 3 (the consumers' pairs of stages and one
     // after them) and 1 (no pair). The fifth: 10 x 2 tiles, so the grouped launch order
-    // (groups of 8 rows of tiles) has a full group and a partial one. Then the skinny block
-    // (M <= 64: one warpgroup, the barrier pipeline fed by TMA): 16 x 200 x 1184 (K's 10
-    // stages split in clusters of 4: 3 + 3 + 3 + 1, the last stage partial) and packed
-    // E2M1 A of 40 rows (48 in the block) beside TMA's E4M3 B (4 stages in clusters of 2).
+    // (groups of 8 rows of tiles) has a full group and a partial one, and, the tiles being
+    // even along M and N, B multicast in clusters of 2 (each block's half of B's box from
+    // its own tile's origin: a pairing that left the tile's column would read the wrong
+    // rows); the sixth multicasts B beside packed E2M1 A that the producers translate (3
+    // stages). Then the skinny block (M <= 64: one warpgroup, the barrier pipeline fed by
+    // TMA): 16 x 200 x 1184 (K's 10 stages split in clusters of 4: 3 + 3 + 3 + 1, the last
+    // stage partial) and packed E2M1 A of 40 rows (48 in the block) beside TMA's E4M3 B (4
+    // stages in clusters of 2).
     let shapes = [
         (130, 72, 416),
         (130, 72, 416),
@@ -324,10 +328,16 @@ fn wgmma_tma_matches_the_oracle() {
         (130, 72, 416),
     ]
     .into_iter()
-    .chain([(1160, 200, 128), (16, 200, 1184), (40, 72, 416)]);
+    .chain([
+        (1160, 200, 128),
+        (256, 256, 384),
+        (16, 200, 1184),
+        (40, 72, 416),
+    ]);
     let problems: Vec<(String, Problem)> = pairs
         .iter()
         .chain(&pairs[..1])
+        .chain(&pairs[2..3])
         .chain(&pairs[..1])
         .chain(&pairs[2..3])
         .zip(shapes)
@@ -344,24 +354,36 @@ fn wgmma_tma_matches_the_oracle() {
         })
         .collect();
     let text = lowered(&session, &problems, "sm_90a", "wgmma-tma");
-    // One tensor map per TMA operand (8 square, 3 skinny). The square block's producer
-    // issues each box once in its loop; the skinny block's thread 0 in the prologue and in
-    // each of the loop's two stages (3 per operand). Full barriers: the square block's
-    // loop inits (2 per op), the skinny block's 8 slots.
-    assert_eq!(text.matches("nvgpu.tma.create.descriptor").count(), 11);
+    // One tensor map per TMA operand (9 square, 3 skinny); B's of the two multicasting
+    // problems boxes half of the block's rows. The square block's producer issues each box
+    // once in its loop; the skinny block's thread 0 in the prologue and in each of the
+    // loop's two stages (3 per operand). Full barriers: the square block's loop inits (2
+    // per op), the skinny block's 8 slots.
+    assert_eq!(text.matches("nvgpu.tma.create.descriptor").count(), 12);
+    // (The map's type appears on the descriptor and on the cast to a pointer.)
+    assert_eq!(text.matches("memref<64x128xi8, 3>").count(), 2 * (2 + 2));
     assert_eq!(
         text.matches("nvvm.cp.async.bulk.tensor.shared.cluster.global")
             .count(),
-        8 + 3 * 3
+        9 + 3 * 3
     );
+    assert_eq!(text.matches("multicast_mask").count(), 2);
     assert_eq!(
         text.matches("nvvm.mbarrier.arrive.expect_tx").count(),
         3 + 2 * 3
     );
-    assert_eq!(text.matches("nvvm.mbarrier.expect_tx").count(), 2);
-    assert_eq!(text.matches("nvvm.mbarrier.init").count(), 10 + 2 * 8);
-    // Both skinny problems split K in clusters.
-    assert_eq!(text.matches("clusters(").count(), 2);
+    assert_eq!(text.matches("nvvm.mbarrier.expect_tx").count(), 3);
+    assert_eq!(text.matches("nvvm.mbarrier.init").count(), 12 + 2 * 8);
+    // Both skinny problems split K in clusters, the multicasting ones share B in clusters
+    // of 2, where the consumer warps release each slot on both blocks' empty barriers (in
+    // the pair loop's two stages and the one after it) and the blocks meet after the
+    // barriers' initialization and before they leave.
+    assert_eq!(text.matches("clusters(").count(), 4);
+    assert_eq!(
+        text.matches("{scope = #nvvm.mem_scope<cluster>}").count(),
+        2 * 3
+    );
+    assert_eq!(text.matches("nvvm.cluster.arrive").count(), 2 * 2 + 2 * 2);
     run_and_check(&session, &problems, Some(&emulated("sm_90a", "wgmma-tma")));
 }
 

@@ -10,6 +10,11 @@
 
 /// The NVIDIA kernels `compile_nvvm` takes (`lowp-to-nvvm`'s `kernel` option).
 pub use lowp_passes::to_nvvm::KERNELS;
+
+/// The `lowp-to-nvvm` options besides `chip` and `kernel` that
+/// [`Session::compile_nvvm_with`] takes: the wgmma skinny block's split of K and the TMA
+/// square block's B multicast.
+pub const NVVM_TUNING: &[&str] = &["split-k", "multicast"];
 pub use lowp_runtime::kernel::{GpuKernel, KernelParam};
 use melior::ir::operation::{OperationLike, OperationRef, WalkOrder, WalkResult};
 use melior::ir::r#type::MemRefType;
@@ -179,6 +184,39 @@ impl Session {
         chip: &str,
         kernel: &str,
     ) -> Result<GpuKernel, JitError> {
+        self.compile_nvvm_with(module, entry, chip, kernel, &[])
+    }
+
+    /// [`Session::compile_nvvm`] with `lowp-to-nvvm`'s tuning options ([`NVVM_TUNING`]:
+    /// `split-k`, `multicast`) as `(name, value)` pairs; another name or a value the pass
+    /// does not accept is an error that says which.
+    pub fn compile_nvvm_with(
+        &self,
+        module: &mut Module,
+        entry: &str,
+        chip: &str,
+        kernel: &str,
+        tuning: &[(&str, &str)],
+    ) -> Result<GpuKernel, JitError> {
+        let pass = &lowp_passes::to_nvvm::PASS;
+        let mut values: Vec<String> = pass.options.iter().map(|o| o.default.into()).collect();
+        for &(name, value) in tuning {
+            let at = pass
+                .options
+                .iter()
+                .position(|o| o.name == name)
+                .filter(|_| NVVM_TUNING.contains(&name))
+                .ok_or_else(|| {
+                    launch_error(format!(
+                        "'{name}' is not a tuning option of {} (expected one of {})",
+                        pass.argument,
+                        NVVM_TUNING.join(", ")
+                    ))
+                })?;
+            values[at] = value.to_string();
+        }
+        pass.parse_options(&values)
+            .map_err(|e| launch_error(e.to_string()))?;
         let target: lowp_codegen::Chip = chip.parse().map_err(launch_error)?;
         if target.vendor != lowp_codegen::Vendor::Nvidia {
             return Err(launch_error(format!(
@@ -191,7 +229,10 @@ impl Session {
                 lowp_passes::to_nvvm::KERNELS.join(", ")
             )));
         }
-        self.run_pipeline(module, &lowp_passes::pipelines::nvvm_front(chip, kernel))?;
+        self.run_pipeline(
+            module,
+            &lowp_passes::pipelines::nvvm_front_with(chip, kernel, tuning),
+        )?;
 
         // The entry and its one launch.
         let func = crate::find_function(module, entry).ok_or_else(|| JitError::NoFunction {

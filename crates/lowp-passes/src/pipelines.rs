@@ -93,7 +93,19 @@ fn gpu_front(lowering: &str) -> String {
 /// formats allow, else the generic one; `kernel` is `auto`, `mma-sync` or `generic`).
 /// [`nvvm_kernel_passes`] follows.
 pub fn nvvm_front(chip: &str, kernel: &str) -> String {
-    gpu_front(&format!("lowp-to-nvvm{{chip={chip} kernel={kernel}}}"))
+    nvvm_front_with(chip, kernel, &[])
+}
+
+/// [`nvvm_front`] with more `lowp-to-nvvm` options (`split-k`, `multicast`), as `(name,
+/// value)` pairs; the pass checks them when the pipeline is parsed.
+pub fn nvvm_front_with(chip: &str, kernel: &str, options: &[(&str, &str)]) -> String {
+    let more: String = options
+        .iter()
+        .map(|(name, value)| format!(" {name}={value}"))
+        .collect();
+    gpu_front(&format!(
+        "lowp-to-nvvm{{chip={chip} kernel={kernel}{more}}}"
+    ))
 }
 
 /// `gpu_front` with `lowp-to-rocdl{chip kernel}` (`auto`, `scaled-mfma`, `mfma` or

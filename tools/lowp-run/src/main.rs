@@ -59,6 +59,11 @@ const USAGE: &str =
                   block with a producer warpgroup), wgmma-tma (the pipeline with its
                   E4M3 / E5M2 operands loaded by TMA) or mma-sync (refuse other ops), or
                   generic
+  --split-k S     with --target cuda: the wgmma skinny block's split of K among a
+                  cluster (auto, 1, 2, 4, 8; default auto)
+  --multicast M   with --target cuda: kernel=wgmma-tma's square block sharing B's stages
+                  in clusters of 2 by TMA multicast (auto, 1: off, 2: required; default
+                  auto)
   --print-ptx     with --target cuda: print the kernel's launch and PTX, and exit (no GPU
                   needed)
   --save-kernel DIR  with --target cuda: write the compiled kernel (kernel.ptx, launch.txt)
@@ -97,6 +102,8 @@ struct Args {
     cuda: bool,
     chip: Option<String>,
     kernel: Option<String>,
+    /// lowp-to-nvvm's tuning options (`--split-k`, `--multicast`).
+    tuning: Vec<(&'static str, String)>,
     print_ptx: bool,
     save_kernel: Option<String>,
     specials: bool,
@@ -236,6 +243,15 @@ fn parse_args(raw: Vec<String>) -> Result<Args, Usage> {
                 }
                 a.kernel = Some(k);
             }
+            "--split-k" | "--multicast" => {
+                let name = if flag == "--split-k" {
+                    "split-k"
+                } else {
+                    "multicast"
+                };
+                let v = value().ok_or_else(|| Usage(format!("{flag} needs a value (auto)")))?;
+                a.tuning.push((name, v));
+            }
             "--print-ptx" => a.print_ptx = true,
             "--save-kernel" => {
                 a.save_kernel =
@@ -249,10 +265,12 @@ fn parse_args(raw: Vec<String>) -> Result<Args, Usage> {
             }
         }
     }
-    if (a.chip.is_some() || a.kernel.is_some() || a.print_ptx || a.save_kernel.is_some()) && !a.cuda
-    {
+    let nvidia = a.chip.is_some() || a.kernel.is_some() || !a.tuning.is_empty();
+    if (nvidia || a.print_ptx || a.save_kernel.is_some()) && !a.cuda {
         return Err(Usage(
-            "--chip, --kernel, --print-ptx and --save-kernel go with --target cuda".into(),
+            "--chip, --kernel, --split-k, --multicast, --print-ptx and --save-kernel go with \
+             --target cuda"
+                .into(),
         ));
     }
     if a.bench == Some(0) {
@@ -493,7 +511,16 @@ fn run_cuda(
     let choice = a.kernel.as_deref().unwrap_or("auto");
     let t0 = Instant::now();
     let kernel = session
-        .compile_nvvm(module, entry, chip, choice)
+        .compile_nvvm_with(
+            module,
+            entry,
+            chip,
+            choice,
+            &a.tuning
+                .iter()
+                .map(|(n, v)| (*n, v.as_str()))
+                .collect::<Vec<_>>(),
+        )
         .map_err(|e| e.to_string())?;
     // The lowering's remarks (why an op got the generic kernel), one line each.
     for line in session.take_diagnostics().lines() {

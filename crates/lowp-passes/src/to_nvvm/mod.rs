@@ -17,7 +17,8 @@
 //!   (translated from the stored codes by the threads that copied them where the format
 //!   embeds in FP8), partial sums promoted at least every 128 of K; a skinny swap-AB block
 //!   (split-K in clusters) for small M; warp-specialized variants with a producer
-//!   warpgroup, one of them loading the E4M3 / E5M2 operands by TMA (`wgmma-tma`).
+//!   warpgroup, one of them loading the E4M3 / E5M2 operands by TMA (`wgmma-tma`; B
+//!   multicast to clusters of 2 blocks sharing it).
 //! - `wgmma.rs` (sm_90a, the other FP8-embeddable ops: NVFP4 16-blocks, dynamic K): the
 //!   same instruction, one warpgroup per 64 x 128 tile, A and B copied through registers,
 //!   the next step's codes loaded while each wgmma runs.
@@ -140,6 +141,16 @@ pub const PASS: PassDef = PassDef {
             kind: OptionKind::Choice(&["auto", "1", "2", "4", "8"]),
         },
         OptionDef {
+            name: "multicast",
+            default: "auto",
+            description: "kernel=wgmma-tma's square block: clusters of 2 blocks (adjacent \
+                          tiles of a column of C) sharing each stage of B, each loading half \
+                          of it into both by TMA multicast: auto (where B is used as stored \
+                          and M and N are static with an even number of 128-row tiles \
+                          each), 1 (off), or 2 (required)",
+            kind: OptionKind::Choice(&["auto", "1", "2"]),
+        },
+        OptionDef {
             name: "emulate",
             default: "false",
             description: "Run the same kernel on the CPU, each tensor-core instruction \
@@ -197,6 +208,7 @@ fn run<'c, 'a>(func: OperationRef<'c, 'a>, options: &PassOptions) -> Result<(), 
     let kernel = options.choice("kernel");
     let emulate = options.flag("emulate");
     let splits = options.choice("split-k").parse::<i64>().ok();
+    let multicast = options.choice("multicast").parse::<i64>().ok();
     lower_lowp_ops(func, |e, op| {
         // The strongest kernel first: tcgen05 on sm_100a, wgmma on sm_90a only (Blackwell
         // dropped it), FP8 mma.sync from sm_89 on.
@@ -211,6 +223,11 @@ fn run<'c, 'a>(func: OperationRef<'c, 'a>, options: &PassOptions) -> Result<(), 
                                     them through the producer threads)"
                             .into());
                     }
+                    let tile = if feed == Feed::Tma {
+                        wgmma_pipeline::multicast(op, &plan, tile, multicast)?
+                    } else {
+                        tile
+                    };
                     Ok((plan, Fp8::WgmmaPipeline(i, tile, feed)))
                 })
             } else {
@@ -261,6 +278,21 @@ fn run<'c, 'a>(func: OperationRef<'c, 'a>, options: &PassOptions) -> Result<(), 
                     "split-k={s} splits the wgmma skinny block (sm_90a, M static and at most \
                      64, or kernel=wgmma-skinny), which this op does not take on {chip} with \
                      kernel={kernel}"
+                ),
+            ));
+        }
+        // (A kernel that failed reports why below.)
+        let shared = match &lowered {
+            Ok((_, Fp8::WgmmaPipeline(_, tile, _))) => tile.multicasts(),
+            Ok(_) => false,
+            Err(_) => kernel != "auto" && kernel != "generic",
+        };
+        if let (Some(2), false) = (multicast, shared) {
+            return Err(unsupported(
+                op,
+                format!(
+                    "multicast=2 shares B among the blocks of kernel=wgmma-tma's square block \
+                     (sm_90a), which this op does not take on {chip} with kernel={kernel}"
                 ),
             ));
         }

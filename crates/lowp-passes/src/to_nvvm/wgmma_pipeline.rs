@@ -90,6 +90,20 @@
 //! every thread waits on the stage's barrier before the stage's block barrier (split-K
 //! included). Two translated operands have nothing for TMA: an error.
 //!
+//! B multicast (`multicast`, by default where it applies): the square TMA block runs in
+//! clusters of 2 along the grid's x, which the grouped order maps to the tiles (bm, bn)
+//! and (bm + 1, bn) while M and N have an even number of tiles: both read the same B
+//! stages. Each block's producer loads its half of B's stage (64 rows: B's tensor map has
+//! 64-row boxes) into both blocks (`.multicast::cluster`, mask 0b11) at the same offset and
+//! on the same full barrier of each; a full barrier still expects the whole stage's bytes,
+//! half of B's landing from the other block. Since each block writes into the other's
+//! slots, a slot is empty once the consumers of both are done with it: lane r of each
+//! consumer warp arrives on rank r's empty barrier (`mapa`,
+//! `mbarrier.arrive.release.cluster.shared::cluster`; 16 arrivals per phase). The blocks
+//! meet at a cluster barrier after the barriers' initialization (none is written before
+//! it is initialized) and before they leave (none is arrived on after its block left). L2
+//! then serves 24 KiB per stage and block instead of 32 (for FP8).
+//!
 //! Partial sums go into the f32 accumulators at least every 128 of K, also for per-tensor
 //! scales: Hopper's FP8 MMA accumulates with reduced precision, so (as DeepGEMM does) the
 //! tensor cores never sum more than 128 products of a row; per-tensor / per-channel scales
@@ -153,6 +167,10 @@ pub(super) struct Tile {
     swapped: bool,
     /// Blocks (a cluster) sharing each tile of C, each summing a range of K's stages.
     splits: i64,
+    /// Square blocks with TMA: blocks (a cluster, adjacent tiles of one column of C)
+    /// sharing each stage of B, each loading its part of the box for all of them
+    /// (`multicast`).
+    multicast: i64,
 }
 
 /// Rows of square tiles per group of the launch order (`grouped`).
@@ -187,6 +205,7 @@ impl Tile {
         warpgroups: 2,
         swapped: false,
         splits: 1,
+        multicast: 1,
     };
 
     /// The skinny block for M (`None`: dynamic), not split.
@@ -197,6 +216,7 @@ impl Tile {
             warpgroups: 1,
             swapped: true,
             splits: 1,
+            multicast: 1,
         }
     }
 
@@ -211,6 +231,11 @@ impl Tile {
             splits *= 2;
         }
         splits
+    }
+
+    /// Whether the blocks share B's stages (TMA multicast).
+    pub(super) fn multicasts(self) -> bool {
+        self.multicast > 1
     }
 
     /// The skinny block (swap AB).
@@ -303,6 +328,57 @@ pub(super) fn plan(
     instr.swapped = tile.swapped;
     instr.n = tile.n();
     Ok((plan, instr, tile))
+}
+
+/// The TMA square block's B multicast for `op` (`requested`: 1 or 2 blocks per cluster,
+/// `None`: 2 where it applies): the blocks of a cluster are adjacent along the grid's x,
+/// which the grouped order (`grouped`) maps to adjacent tiles of one column of C while
+/// groups have an even number of rows; so it takes static M and N with an even number of
+/// tiles along each (the cluster also divides the grid), and B loaded by TMA (used as
+/// stored).
+pub(super) fn multicast(
+    op: OperationRef,
+    plan: &Plan,
+    mut tile: Tile,
+    requested: Option<i64>,
+) -> Result<Tile, String> {
+    if requested == Some(1) {
+        return Ok(tile);
+    }
+    let o = matmul_operands(op).map_err(|e| e.to_string())?;
+    let tiles = |v: Value, rows: i64| static_rows(v).map(|r| ceil(r, rows));
+    let why = if tile.swapped {
+        Some("the skinny block has no B to share (its clusters split K)".to_string())
+    } else if plan.b.table.is_some() {
+        Some("B is translated, not loaded by TMA".to_string())
+    } else {
+        match (tiles(o.lhs, tile.rows[0]), tiles(o.rhs, tile.rows[1])) {
+            (Some(m), Some(n)) if m % 2 == 0 && n % 2 == 0 => None,
+            (Some(m), Some(n)) => Some(format!(
+                "clusters of 2 take an even number of 128-row tiles along M and N (here {m} \
+                 x {n})"
+            )),
+            _ => Some("clusters of 2 take static M and N".to_string()),
+        }
+    };
+    match (why, requested) {
+        (None, _) => {
+            tile.multicast = 2;
+            Ok(tile)
+        }
+        (Some(why), Some(_)) => Err(format!("no TMA multicast: {why}")),
+        (Some(_), None) => Ok(tile),
+    }
+}
+
+/// Rows of a memref (dimension 0), where static.
+fn static_rows(v: Value) -> Option<i64> {
+    MemRefType::try_from(v.r#type())
+        .ok()
+        .and_then(|t| match t.dim_size(0) {
+            Ok(DimSize::Static(r)) => Some(r as i64),
+            _ => None,
+        })
 }
 
 /// How one operand reaches the instruction's tile.
@@ -809,13 +885,16 @@ fn box_origin<'c, 'a>(
 
 /// `cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes`: the
 /// box of `map` at `origin` into shared memory at `dst` (an `i64` address, 1024-aligned for
-/// the swizzle), its bytes counted on the mbarrier `bar`.
+/// the swizzle), its bytes counted on the mbarrier `bar`; with `mask` (`.multicast::cluster`)
+/// into the same offset of each block of the cluster in the mask, counted on the mbarrier at
+/// `bar`'s offset in each.
 fn tma_load<'c, 'a>(
     e: &Emitter<'c, 'a>,
     map: Value<'c, 'a>,
     dst: Value<'c, 'a>,
     bar: Value<'c, 'a>,
     origin: [Value<'c, 'a>; 2],
+    mask: Option<Value<'c, 'a>>,
 ) {
     let ctx = e.ctx();
     // The CTA's own shared memory as a shared::cluster address (`cvta`).
@@ -827,13 +906,18 @@ fn tma_load<'c, 'a>(
             .expect("valid addrspacecast"),
     );
     let [x, y] = origin.map(|c| e.index_castui(c, e.int_type(32)));
+    let mut operands = vec![dst, map, x, y, bar];
+    operands.extend(mask);
     e.insert(
         OperationBuilder::new("nvvm.cp.async.bulk.tensor.shared.cluster.global", e.loc())
-            .add_operands(&[dst, map, x, y, bar])
+            .add_operands(&operands)
             .add_attributes(&[(
                 Identifier::new(ctx, "operandSegmentSizes"),
-                Attribute::parse(ctx, "array<i32: 1, 1, 2, 1, 0, 0, 0, 0>")
-                    .expect("valid segment sizes"),
+                Attribute::parse(
+                    ctx,
+                    &format!("array<i32: 1, 1, 2, 1, 0, {}, 0, 0>", mask.is_some() as i32),
+                )
+                .expect("valid segment sizes"),
             )])
             .build()
             .expect("valid nvvm.cp.async.bulk.tensor.shared.cluster.global"),
@@ -849,7 +933,9 @@ fn box_bytes(mem: &Memory, maps: [Option<Value>; 2]) -> i64 {
 }
 
 /// Issue stage `s`'s box of each operand with a tensor map into its place in the slot,
-/// counted on the mbarrier `bar`.
+/// counted on the mbarrier `bar`. With B multicast, the block of cluster rank `rank` loads
+/// its part of B's stage (`part`) into every block of the cluster.
+#[allow(clippy::too_many_arguments)]
 fn load_boxes<'c, 'a>(
     e: &Emitter<'c, 'a>,
     mem: &Memory,
@@ -858,13 +944,41 @@ fn load_boxes<'c, 'a>(
     sides: &[Side<'c, 'a>; 2],
     bar: Value<'c, 'a>,
     s: Value<'c, 'a>,
+    rank: Value<'c, 'a>,
 ) {
     for (x, map) in maps.iter().enumerate() {
         if let Some(map) = *map {
-            let dst = shared.address(e, mem.copied(e, x, s));
-            tma_load(e, map, dst, bar, box_origin(e, &sides[x], s));
+            let dst = mem.copied(e, x, s);
+            let origin = box_origin(e, &sides[x], s);
+            if x == 1 && mem.tile.multicast > 1 {
+                let (dst, origin) = part(e, mem, dst, origin, rank);
+                let everyone = e.int(16, (1 << mem.tile.multicast) - 1);
+                tma_load(e, map, shared.address(e, dst), bar, origin, Some(everyone));
+            } else {
+                tma_load(e, map, shared.address(e, dst), bar, origin, None);
+            }
         }
     }
+}
+
+/// With B multicast, the part of B's stage (box at `origin`, landing at `dst`) that the
+/// block of cluster rank `rank` loads: its `rows / multicast` rows (`rows` the tile's),
+/// whole 8-row atoms of the swizzle (1024 bytes), so each part lands in the same swizzle
+/// as the whole box.
+fn part<'c, 'a>(
+    e: &Emitter<'c, 'a>,
+    mem: &Memory,
+    dst: Value<'c, 'a>,
+    origin: [Value<'c, 'a>; 2],
+    rank: Value<'c, 'a>,
+) -> (Value<'c, 'a>, [Value<'c, 'a>; 2]) {
+    let rows = mem.routes[1].rows / mem.tile.multicast;
+    debug_assert!(rows * BK % ATOM == 0);
+    let first = e.muli(rank, e.index(rows));
+    (
+        e.addi(dst, e.muli(first, e.index(BK))),
+        [origin[0], e.addi(origin[1], first)],
+    )
 }
 
 /// `fence.proxy.tensormap::generic.acquire.gpu` on a tensor map in global memory: the
@@ -1108,12 +1222,18 @@ pub(super) fn lower<'c, 'a>(
     let splits = e.index(tile.splits);
     if emulate {
         kn.blocks(e, grid, |e, by, bx| {
-            let (bm, bn) = if tile.swapped {
-                (by, bx)
-            } else {
-                grouped(e, grid, bx, by)
-            };
-            emulated_block(e, &kn, &mem, instr, bm, bn)
+            if tile.swapped {
+                return emulated_block(e, &kn, &mem, instr, by, bx, &[]);
+            }
+            let (bm, bn) = grouped(e, grid, bx, by);
+            // With multicast, the tiles of the cluster's blocks, by rank (x % its size):
+            // part r of each B stage comes from rank r's box.
+            let first = e.subi(bx, e.remui(bx, e.index(tile.multicast)));
+            let cluster: Vec<_> = (1..=tile.multicast)
+                .filter(|_| tile.multicast > 1)
+                .map(|r| grouped(e, grid, e.addi(first, e.index(r - 1)), by))
+                .collect();
+            emulated_block(e, &kn, &mem, instr, bm, bn, &cluster)
         });
         return Ok(());
     }
@@ -1127,14 +1247,21 @@ pub(super) fn lower<'c, 'a>(
     let k_stages = ceil(k, BK);
     // The tensor maps of the operands TMA loads, made on the host.
     let bits = [kn.ops.bits_a, kn.ops.bits_b];
+    // (B multicast: each box is a block's part of the stage.)
     let maps: [Option<Value>; 2] = std::array::from_fn(|x| {
         let route = mem.routes[x];
-        (mem.tma && !route.staged).then(|| tensor_map(e, bits[x], route.rows))
+        let parts = if x == 1 { tile.multicast } else { 1 };
+        (mem.tma && !route.staged).then(|| tensor_map(e, bits[x], route.rows / parts))
     });
+    let cluster = match (tile.splits, tile.multicast) {
+        (1, 1) => None,
+        (1, blocks) => Some([e.index(blocks), one, one]),
+        _ => Some([splits, one, one]),
+    };
     e.gpu_launch_dynamic(
         [e.muli(grid[0], splits), grid[1], one],
         [e.index(threads), one, one],
-        (tile.splits > 1).then_some([splits, one, one]),
+        cluster,
         mem.dynamic_bytes(),
         |e, bid, tid, memory| {
             if specialized {
@@ -1178,15 +1305,7 @@ fn square_grid<'c, 'a>(
     kn: &Kernel<'_, 'c, 'a>,
     tile: Tile,
 ) -> [Value<'c, 'a>; 2] {
-    let rows = |v: Value<'c, 'a>| {
-        MemRefType::try_from(v.r#type())
-            .ok()
-            .and_then(|t| match t.dim_size(0) {
-                Ok(DimSize::Static(r)) => Some(r as i64),
-                _ => None,
-            })
-    };
-    match (rows(kn.ops.o.rhs), rows(kn.ops.o.lhs)) {
+    match (static_rows(kn.ops.o.rhs), static_rows(kn.ops.o.lhs)) {
         (Some(n), Some(m)) => [
             e.index(ceil(n, tile.rows[1])),
             e.index(ceil(m, tile.rows[0])),
@@ -1346,7 +1465,7 @@ fn hardware_block<'c, 'a>(
                         "nvvm.mbarrier.arrive.expect_tx",
                         &[full(e, s), e.i32(boxes as u32)],
                     );
-                    load_boxes(e, mem, shared, maps, &sides, full(e, s), s);
+                    load_boxes(e, mem, shared, maps, &sides, full(e, s), s, rank);
                 });
             }
             copy_stage(e, mem, shared, &sides, globals, k, tid, s);
@@ -1461,10 +1580,6 @@ fn gather_splits<'c, 'a>(
     let f32t = e.f32_type();
     let local =
         |e: &Emitter<'c, 'a>, x: usize| pointer(e, shared.address(e, gathered(e, mem, tid, x)), 3);
-    let cluster_sync = |e: &Emitter<'c, 'a>| {
-        e.bare("nvvm.cluster.arrive", &[("aligned", "unit")]);
-        e.bare("nvvm.cluster.wait", &[("aligned", "unit")]);
-    };
     // Every thread's instructions have completed (each waited): the ring may be reused.
     e.bare("gpu.barrier", &[]);
     e.if_then(e.cmpi(CmpiPredicate::Ne, rank, zero), |e| {
@@ -1690,6 +1805,17 @@ fn specialized_block<'c, 'a>(
     // A stage is full once every producer thread arrived (its copies and translations
     // done), and, with TMA, its boxes' bytes landed; with TMA alone one thread arrives.
     let arrivals = if mem.tma && !staged { 1 } else { PRODUCERS };
+    // B multicast: the blocks of a cluster (rank = x % its size: the cluster runs along x)
+    // write each other's slots, so a slot is empty once the consumers of every block of
+    // the cluster are done with it: lane r of each consumer warp arrives on rank r's
+    // barrier (`mapa`, release at cluster scope), the warp's instructions being done.
+    let cluster = mem.tile.multicast;
+    let rank = e.remui(bid[0], e.index(cluster));
+    let releases = if cluster > 1 {
+        consumers / 32 * cluster
+    } else {
+        consumers
+    };
     e.if_then(e.cmpi(CmpiPredicate::Eq, tid, zero), |e| {
         e.for_loop(zero, e.index(stages), one, &[], |e, s, _| {
             mbarrier(
@@ -1700,7 +1826,7 @@ fn specialized_block<'c, 'a>(
             mbarrier(
                 e,
                 "nvvm.mbarrier.init",
-                &[bar(e, 1, s), e.i32(consumers as u32)],
+                &[bar(e, 1, s), e.i32(releases as u32)],
             );
             vec![]
         });
@@ -1712,7 +1838,13 @@ fn specialized_block<'c, 'a>(
             wgmma::fence_proxy_async(e);
         }
     });
-    e.bare("gpu.barrier", &[]);
+    // The barriers initialized before any thread uses them; with multicast, before the
+    // other blocks of the cluster write into this block or arrive on its barriers.
+    if cluster > 1 {
+        cluster_sync(e);
+    } else {
+        e.bare("gpu.barrier", &[]);
+    }
     let sides = sides(e, kn, mem.tile, bm, bn);
     let k = kn.ops.k;
     let count = ceil_div(e, k, e.index(BK));
@@ -1740,7 +1872,7 @@ fn specialized_block<'c, 'a>(
         let issuer = e.cmpi(CmpiPredicate::Eq, ptid, zero);
         let boxes = box_bytes(mem, maps);
         let tma_stage = |e: &Emitter<'c, 'a>, s: Value<'c, 'a>| {
-            load_boxes(e, mem, shared, maps, &sides, bar(e, 0, s), s);
+            load_boxes(e, mem, shared, maps, &sides, bar(e, 0, s), s, rank);
         };
         let empty = |e: &Emitter<'c, 'a>, s: Value<'c, 'a>| {
             let use_ = e.divui(s, e.index(stages));
@@ -1843,7 +1975,12 @@ fn specialized_block<'c, 'a>(
                 every,
             );
             e.if_then(e.cmpi(CmpiPredicate::Uge, s, one), |e| {
-                mbarrier(e, "nvvm.mbarrier.arrive", &[bar(e, 1, e.subi(s, one))]);
+                let empty = bar(e, 1, e.subi(s, one));
+                if cluster > 1 {
+                    release_in_cluster(e, empty, tid, cluster);
+                } else {
+                    mbarrier(e, "nvvm.mbarrier.arrive", &[empty]);
+                }
             });
             (acc, pending)
         };
@@ -1854,11 +1991,53 @@ fn specialized_block<'c, 'a>(
         let acc = drain(e, kn, instr, &l, acc, pending);
         kn.epilogue(e, &l, &acc);
     });
+    // With multicast, no block leaves while another may still arrive on its barriers.
+    if cluster > 1 {
+        cluster_sync(e);
+    }
+}
+
+/// A barrier of the whole cluster (`barrier.cluster.arrive` / `wait`, release / acquire),
+/// every thread of each block.
+fn cluster_sync<'c, 'a>(e: &Emitter<'c, 'a>) {
+    e.bare("nvvm.cluster.arrive", &[("aligned", "unit")]);
+    e.bare("nvvm.cluster.wait", &[("aligned", "unit")]);
+}
+
+/// A consumer warp's arrival on the empty barrier `bar` of each block of a cluster of
+/// `cluster`: lane r on rank r's (`mapa`; `mbarrier.arrive.release.cluster.shared::cluster`).
+fn release_in_cluster<'c, 'a>(
+    e: &Emitter<'c, 'a>,
+    bar: Value<'c, 'a>,
+    tid: Value<'c, 'a>,
+    cluster: i64,
+) {
+    let ctx = e.ctx();
+    let lane = e.remui(tid, e.index(32));
+    e.if_then(e.cmpi(CmpiPredicate::Ult, lane, e.index(cluster)), |e| {
+        let remote = e.val(
+            OperationBuilder::new("nvvm.mapa", e.loc())
+                .add_operands(&[bar, e.index_castui(lane, e.int_type(32))])
+                .add_results(&[Type::parse(ctx, "!llvm.ptr<7>").expect("valid pointer type")])
+                .build()
+                .expect("valid nvvm.mapa"),
+        );
+        e.insert(
+            OperationBuilder::new("nvvm.mbarrier.arrive", e.loc())
+                .add_operands(&[remote])
+                .add_attributes(&[(
+                    Identifier::new(ctx, "scope"),
+                    Attribute::parse(ctx, "#nvvm.mem_scope<cluster>").expect("valid scope"),
+                )])
+                .build()
+                .expect("valid nvvm.mbarrier.arrive"),
+        );
+    });
 }
 
 /// A TMA box load on the CPU, as the PTX ISA's tile mode defines it for `tensor_map`'s
 /// maps: box element (row r, byte b), r < `rows`, b < 128, is the operand's byte at
-/// `box_origin` + (b, r), zero outside the tensor (element by element); it lands at byte r *
+/// `origin` + (b, r), zero outside the tensor (element by element); it lands at byte r *
 /// 128 + b of the box from `dst`, in the 128-byte swizzle (address bits 4-6 xor bits 7-9;
 /// `dst` is 1024-aligned).
 fn emulated_tma<'c, 'a>(
@@ -1867,10 +2046,10 @@ fn emulated_tma<'c, 'a>(
     side: &Side<'c, 'a>,
     rows: i64,
     dst: Value<'c, 'a>,
-    s: Value<'c, 'a>,
+    origin: [Value<'c, 'a>; 2],
 ) {
     let (zero, one, i32t) = (e.index(0), e.index(1), e.int_type(32));
-    let [x0, y0] = box_origin(e, side, s);
+    let [x0, y0] = origin;
     e.for_loop(zero, e.index(rows), one, &[], |e, r, _| {
         let y = e.addi(y0, r);
         let row_inside = e.cmpi(CmpiPredicate::Ult, y, side.rows);
@@ -1901,7 +2080,10 @@ fn emulated_tma<'c, 'a>(
 /// One block on the CPU: per stage the copies of all 256 threads into the ring at the same
 /// slots and offsets (zeros where the GPU copies 0 bytes), the staged operands' translation
 /// by the same threads, then per warpgroup and segment the instructions on the descriptors
-/// (`wgmma::emulated_wgmma`) and the promotion; accumulators in memory.
+/// (`wgmma::emulated_wgmma`) and the promotion; accumulators in memory. `cluster`: with B
+/// multicast, the tiles (bm, bn) of the cluster's blocks by rank, whose parts of B's boxes
+/// land in this block (rank r's part from rank r's box origin).
+#[allow(clippy::too_many_arguments)]
 fn emulated_block<'c, 'a>(
     e: &Emitter<'c, 'a>,
     kn: &Kernel<'_, 'c, 'a>,
@@ -1909,6 +2091,7 @@ fn emulated_block<'c, 'a>(
     instr: &Wgmma,
     bm: Value<'c, 'a>,
     bn: Value<'c, 'a>,
+    cluster: &[(Value<'c, 'a>, Value<'c, 'a>)],
 ) {
     let (zero, one) = (e.index(0), e.index(1));
     let (f32t, i32t) = (e.f32_type(), e.int_type(32));
@@ -1969,9 +2152,20 @@ fn emulated_block<'c, 'a>(
             });
             if mem.tma {
                 for (x, side) in sides.iter().enumerate() {
-                    if !mem.routes[x].staged {
-                        let copied = mem.copied(e, x, s);
-                        emulated_tma(e, shared, side, mem.routes[x].rows, copied, s);
+                    let (route, copied) = (mem.routes[x], mem.copied(e, x, s));
+                    if route.staged {
+                        continue;
+                    }
+                    if x == 1 && !cluster.is_empty() {
+                        for (r, &(pm, pn)) in cluster.iter().enumerate() {
+                            let theirs = &self::sides(e, kn, mem.tile, pm, pn)[1];
+                            let box_ = box_origin(e, theirs, s);
+                            let (dst, origin) = part(e, mem, copied, box_, e.index(r as i64));
+                            let rows = route.rows / mem.tile.multicast;
+                            emulated_tma(e, shared, theirs, rows, dst, origin);
+                        }
+                    } else {
+                        emulated_tma(e, shared, side, route.rows, copied, box_origin(e, side, s));
                     }
                 }
             }
