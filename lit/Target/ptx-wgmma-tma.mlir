@@ -63,6 +63,9 @@ func.func @fp8(%a: memref<256x512xf8E4M3FN>, %sa: memref<1x1xf32>, %b: memref<12
 // CHECK:       mapa.shared::cluster.u64 %rd[[PEER:[0-9]+]], %rd{{[0-9]+}}, %r{{[0-9]+}};
 // CHECK-NEXT:  mov.b32 %r[[N:[0-9]+]], 1;
 // CHECK-NEXT:  mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%rd[[PEER]]], %r[[N]];
+// The epilogue stores register pairs (adjacent columns) 8 bytes at a time, where C is
+// 8-byte aligned.
+// CHECK:       st.global.v2.b32 [%rd{{[0-9]+}}], {%r{{[0-9]+}}, %r{{[0-9]+}}};
 // CHECK:       barrier.cluster.arrive.aligned;
 // CHECK-NEXT:  barrier.cluster.wait.aligned;
 // CHECK-NEXT:  ret;

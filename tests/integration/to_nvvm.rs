@@ -267,6 +267,64 @@ fn wgmma_pipeline_matches_the_oracle() {
     );
 }
 
+/// The barrier pipeline stages block scales through shared memory where K is whole stages
+/// of 128: each row's stage scales (4, 8 or 16 bytes) copied by one thread with the stage
+/// (`cp.async.ca`), decoded to f32 once by that thread into a ring of 3, and read by every
+/// promotion. MX E8M0 (4 bytes a row), f32 blockwise 1 x 128 / 128 x 128 (4), 1 x 32 (16)
+/// and 1 x 64 (8), beside translated FP4 / FP6 codes; 6 stages (the slot ring of 5 and the
+/// decoded ring of 3 both wrap), rows and columns past M and N, and the skinny block (40
+/// rows, and 16 rows with K split in clusters); then the warp-specialized block (scales in
+/// the slots) on the square problems. K not whole stages keeps the scales read from global
+/// memory (the other pipeline tests).
+#[test]
+fn wgmma_pipeline_stages_block_scales() {
+    let session = Session::new();
+    let mut rng = SplitMix64::new(512);
+    let (e4, e5) = (ScaledFormat::F8E4M3, ScaledFormat::F8E5M2);
+    let (f4, mx) = (ScaledFormat::F4E2M1, ScaleLayout::MX);
+    let wise = |rows, cols| ScaleLayout::Blockwise { rows, cols };
+    let pairs: [PipelinePair; 5] = [
+        (e4, mx, false, e5, mx, false),
+        (f4, mx, true, f4, mx, true),
+        (e5, wise(1, 128), false, e4, wise(128, 128), false),
+        (e4, wise(1, 32), false, e4, wise(1, 64), false),
+        (ScaledFormat::F6E3M2, wise(1, 128), false, f4, mx, true),
+    ];
+    let mut problems = Vec::new();
+    for (m, n, k, cases) in [(130, 72, 768, 5), (40, 72, 512, 2), (16, 200, 1024, 1)] {
+        for &(fa, la, pa, fb, lb, pb) in pairs.iter().take(cases) {
+            problems.push((
+                format!("{m}x{n}x{k} {fa} {la} x {fb} {lb}"),
+                Problem {
+                    a: operand(&mut rng, m, k, fa, la, pa),
+                    b: operand(&mut rng, n, k, fb, lb, pb),
+                    bias: Some(rng.normal_vec(n)),
+                    bf16: false,
+                },
+            ));
+        }
+    }
+    let text = lowered(&session, &problems, "sm_90a", "auto");
+    // Each op's copies of its A and B scale rows, in the prologue and in each of the loop's
+    // two stages: 4 bytes a row (E8M0 x 4, f32 per 128) but for 1 x 32 (16 bytes, `.cg`
+    // like the codes) and 1 x 64 (8 bytes) blockwise.
+    assert_eq!(text.matches(", 4, cache =  ca").count(), 2 * 3 * 7);
+    assert_eq!(text.matches(", 8, cache =  ca").count(), 3);
+    run_and_check(&session, &problems, Some(&emulated("sm_90a", "wgmma")));
+    // Warp-specialized: the producer thread of a row copies and decodes its scales into
+    // the slot before it arrives (the producer loop's one copy per operand), but for FP6 x
+    // FP4, whose 56 KiB slots (both translated) would drop from 4 stages to 3.
+    let square = &problems[..pairs.len()];
+    let text = lowered(&session, square, "sm_90a", "wgmma-specialized");
+    assert_eq!(text.matches(", 4, cache =  ca").count(), 2 * 3);
+    assert_eq!(text.matches(", 8, cache =  ca").count(), 1);
+    run_and_check(
+        &session,
+        square,
+        Some(&emulated("sm_90a", "wgmma-specialized")),
+    );
+}
+
 /// `kernel=wgmma-tma`: the warp-specialized block with the operands used as stored (E4M3 /
 /// E5M2) loaded by TMA boxes of 128 rows x 128 bytes, run through the emulation of TMA's
 /// tile mode (element by element from the box origin the kernel computes, zeros outside the

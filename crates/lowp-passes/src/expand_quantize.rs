@@ -220,7 +220,7 @@ impl<'c, 'a> Scaled<'c, 'a> {
     }
 
     /// The (row, col) block of the scale of element (r, k): index values.
-    fn scale_index(
+    pub(crate) fn scale_index(
         &self,
         e: &Emitter<'c, 'a>,
         r: Value<'c, 'a>,
@@ -247,11 +247,39 @@ impl<'c, 'a> Scaled<'c, 'a> {
         r: Value<'c, 'a>,
         k: Value<'c, 'a>,
     ) -> Value<'c, 'a> {
+        let stored = self.block_stored(e, r, k);
+        self.decode_stored(e, stored)
+    }
+
+    /// The scale of element (r, k) as stored (loaded; [`Scaled::decode_stored`] makes it
+    /// the value): so that a kernel can load it early and decode it when it is needed.
+    pub(crate) fn block_stored(
+        &self,
+        e: &Emitter<'c, 'a>,
+        r: Value<'c, 'a>,
+        k: Value<'c, 'a>,
+    ) -> Value<'c, 'a> {
         let idx = self.scale_index(e, r, k);
-        let stored = e.load(self.scales, &idx);
+        e.load(self.scales, &idx)
+    }
+
+    /// The f32 value of a scale as stored (a byte code also as the `i32` it extends to).
+    pub(crate) fn decode_stored(
+        &self,
+        e: &Emitter<'c, 'a>,
+        stored: Value<'c, 'a>,
+    ) -> Value<'c, 'a> {
+        let i32t = e.int_type(32);
+        let word = || {
+            if stored.r#type() == i32t {
+                stored
+            } else {
+                e.extui(stored, i32t)
+            }
+        };
         match self.dtype {
-            ScaleDtype::UE8M0 => codes::e8m0_decode(e, e.extui(stored, e.int_type(32))),
-            ScaleDtype::UE4M3 => codes::ue4m3_decode(e, e.extui(stored, e.int_type(32))),
+            ScaleDtype::UE8M0 => codes::e8m0_decode(e, word()),
+            ScaleDtype::UE4M3 => codes::ue4m3_decode(e, word()),
             _ => stored,
         }
     }

@@ -504,6 +504,29 @@ impl<'c, 'a> Emitter<'c, 'a> {
         );
     }
 
+    /// `vector.store` of `v` that the caller promises lands `align`-byte aligned (so that a
+    /// GPU backend may store it as one vector).
+    pub fn vstore_aligned(
+        &self,
+        v: Value<'c, '_>,
+        memref: Value<'c, '_>,
+        indices: &[Value<'c, '_>],
+        align: i64,
+    ) {
+        let mut operands = vec![v, memref];
+        operands.extend_from_slice(indices);
+        self.insert(
+            OperationBuilder::new("vector.store", self.loc)
+                .add_operands(&operands)
+                .add_attributes(&[(
+                    melior::ir::Identifier::new(self.ctx, "alignment"),
+                    IntegerAttribute::new(self.int_type(64), align).into(),
+                )])
+                .build()
+                .expect("valid vector.store"),
+        );
+    }
+
     /// `vector.fma %a, %b, %c` (a * b + c, one rounding).
     pub fn fma(&self, a: Value<'c, '_>, b: Value<'c, '_>, c: Value<'c, '_>) -> Value<'c, 'a> {
         self.val(

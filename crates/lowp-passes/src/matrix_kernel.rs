@@ -30,13 +30,14 @@ use lowp_formats::ScaledFormat;
 use melior::dialect::arith::CmpiPredicate;
 use melior::ir::operation::OperationBuilder;
 use melior::ir::operation::OperationLike;
-use melior::ir::{OperationRef, Value};
+use melior::ir::r#type::{DimSize, MemRefType, ShapedTypeLike};
+use melior::ir::{OperationRef, TypeLike, Value, ValueLike};
 
 use crate::codes;
 use crate::expand_quantize::{ceil_div, code_format, layout_attr_of, load_code, Scaled};
 use crate::ir::Emitter;
 use crate::to_loops::{matmul_operands, segment};
-use crate::to_parallel_loops::{global_product, store_result, Operands};
+use crate::to_parallel_loops::{final_value, global_product, Operands};
 use crate::PassError;
 
 /// Warps (waves) per block along M and N.
@@ -109,6 +110,48 @@ pub(crate) trait Instr {
         lane: Value<'c, 'a>,
         i: usize,
     ) -> (Value<'c, 'a>, Value<'c, 'a>);
+    /// How many accumulators in a row, from every multiple of it, are one row's adjacent
+    /// columns, the first a multiple of it: the epilogue stores them with one vector store
+    /// (`st.global.v2.f32`) where the output allows. 1: none.
+    fn column_run(&self) -> usize {
+        1
+    }
+    /// Keys of accumulator `i`'s row and column: accumulators with equal keys are in one
+    /// row (column) of the tile, so a lane reads that row's (column's) scale once. By
+    /// default every accumulator its own.
+    fn acc_keys(&self, i: usize) -> (usize, usize) {
+        (i, i)
+    }
+}
+
+/// A reader of a kernel's decoded block scales: the f32 scale of a row (column) of C.
+pub(crate) type ScaleReader<'c, 'a, 'r> =
+    Box<dyn Fn(&Emitter<'c, 'a>, Value<'c, 'a>) -> Value<'c, 'a> + 'r>;
+
+/// The block scales of a segment for a lane's accumulators, as stored, each row's and
+/// column's once ([`Kernel::segment_scales`]).
+pub(crate) struct SegmentScales<'c, 'a> {
+    /// A's, then B's.
+    loaded: Vec<Value<'c, 'a>>,
+    /// How many of them are A's.
+    rows: usize,
+    /// Per operand, whether they are values already (else as stored).
+    decoded: [bool; 2],
+    /// Per accumulator, the places of its A and B scale in `loaded`.
+    of: Vec<(usize, usize)>,
+}
+
+impl<'c, 'a> SegmentScales<'c, 'a> {
+    /// The values loaded (A's, then B's).
+    pub(crate) fn loaded(&self) -> &[Value<'c, 'a>] {
+        &self.loaded
+    }
+
+    /// The same scales as other values (in the order of [`SegmentScales::loaded`]).
+    pub(crate) fn replaced(self, loaded: Vec<Value<'c, 'a>>) -> Self {
+        debug_assert_eq!(loaded.len(), self.loaded.len());
+        Self { loaded, ..self }
+    }
 }
 
 /// A matrix instruction on registers: the inverse of its register maps (for the emulation)
@@ -618,18 +661,103 @@ impl<'p, 'c, 'a> Kernel<'p, 'c, 'a> {
         acc: &[Value<'c, 'a>],
         part: &[Value<'c, 'a>],
     ) -> Vec<Value<'c, 'a>> {
+        let scales = self.segment_scales(e, l, k0, acc.len(), &[None, None]);
+        self.promote_loaded(e, acc, part, &scales)
+    }
+
+    /// The scales (as stored: A's, B's) of each of a lane's `count` accumulators for the
+    /// segment starting at `k0`, loaded now, so that a kernel can load them before it
+    /// waits for the segment's partial sums; none when the scales are not per K segment
+    /// here. Rows and columns past C read the last one, K past its end the last block:
+    /// every load is in bounds, whether or not the segment is promoted.
+    ///
+    /// `staged`: per operand, where the kernel keeps them decoded (a reader of the f32
+    /// scale of a row, for A, or column, for B, of C), instead of the scales as stored.
+    pub(crate) fn segment_scales(
+        &self,
+        e: &Emitter<'c, 'a>,
+        l: &Lane<'c, 'a>,
+        k0: Value<'c, 'a>,
+        count: usize,
+        staged: &[Option<ScaleReader<'c, 'a, '_>>; 2],
+    ) -> SegmentScales<'c, 'a> {
+        let mut scales = SegmentScales {
+            loaded: vec![],
+            rows: 0,
+            of: vec![],
+            decoded: [staged[0].is_some(), staged[1].is_some()],
+        };
         if self.plan.seg.is_none() || self.plan.scaled {
+            return scales;
+        }
+        let one = e.index(1);
+        let (last_row, last_col, last_k) = (
+            e.subi(self.ops.m, one),
+            e.subi(self.ops.n, one),
+            e.subi(self.ops.k, one),
+        );
+        let k0 = e.minui(k0, last_k);
+        let s = self.shape;
+        // Per row (column) key, its place in `loaded`: A's first, then B's.
+        let (mut rows, mut cols) = (vec![], vec![]);
+        let mut b_loads = vec![];
+        let mut of = vec![];
+        for x in 0..count {
+            let (tile, i) = (x / s.acc, x % s.acc);
+            let (rk, ck) = self.instr.acc_keys(i);
+            let (rk, ck) = ((tile / s.tiles.1, rk), (tile % s.tiles.1, ck));
+            let (row, col) = self.acc_coords(e, l, x);
+            let r = rows.iter().position(|&k| k == rk).unwrap_or_else(|| {
+                rows.push(rk);
+                scales.loaded.push(match &staged[0] {
+                    Some(read) => read(e, row),
+                    None => self.ops.sa.block_stored(e, e.minui(row, last_row), k0),
+                });
+                rows.len() - 1
+            });
+            let c = cols.iter().position(|&k| k == ck).unwrap_or_else(|| {
+                cols.push(ck);
+                b_loads.push(match &staged[1] {
+                    Some(read) => read(e, col),
+                    None => self.ops.sb.block_stored(e, e.minui(col, last_col), k0),
+                });
+                cols.len() - 1
+            });
+            of.push((r, c));
+        }
+        let a = scales.loaded.len();
+        scales.rows = a;
+        scales.loaded.extend(b_loads);
+        scales.of = of.into_iter().map(|(r, c)| (r, a + c)).collect();
+        scales
+    }
+
+    /// `acc + part * (sa * sb)` with the scales of [`Kernel::segment_scales`] (`acc +
+    /// part` when there are none).
+    pub(crate) fn promote_loaded(
+        &self,
+        e: &Emitter<'c, 'a>,
+        acc: &[Value<'c, 'a>],
+        part: &[Value<'c, 'a>],
+        scales: &SegmentScales<'c, 'a>,
+    ) -> Vec<Value<'c, 'a>> {
+        if scales.of.is_empty() {
             return acc.iter().zip(part).map(|(&a, &p)| e.addf(a, p)).collect();
         }
-        let (last_row, last_col) = (
-            e.subi(self.ops.m, e.index(1)),
-            e.subi(self.ops.n, e.index(1)),
-        );
+        let (sa, sb) = (&self.ops.sa, &self.ops.sb);
+        let values: Vec<Value> = (scales.loaded.iter().enumerate())
+            .map(|(i, &v)| {
+                let x = (i >= scales.rows) as usize;
+                if scales.decoded[x] {
+                    v
+                } else {
+                    [sa, sb][x].decode_stored(e, v)
+                }
+            })
+            .collect();
         (0..acc.len())
             .map(|x| {
-                let (row, col) = self.acc_coords(e, l, x);
-                let sa = self.ops.sa.block_value(e, e.minui(row, last_row), k0);
-                let sb = self.ops.sb.block_value(e, e.minui(col, last_col), k0);
+                let (sa, sb) = (values[scales.of[x].0], values[scales.of[x].1]);
                 // One rounding instead of two, one instruction instead of two (the LLVM
                 // intrinsic: math.fma would become a libdevice call on NVVM).
                 e.val(
@@ -646,6 +774,12 @@ impl<'p, 'c, 'a> Kernel<'p, 'c, 'a> {
     /// Store a lane's accumulators (with the per-tensor / per-channel scales when no scale
     /// changes along K, `2^shift`, the globals, the bias), those inside C. What does not
     /// depend on the element (a per-tensor scale, the globals) is read once per lane.
+    ///
+    /// Where the instruction's accumulators come in runs of adjacent columns
+    /// ([`Instr::column_run`]), N is static and a multiple of the run and C row-major, a run
+    /// inside C is stored as one vector (`st.global.v2.f32`: half the store instructions,
+    /// whole 32-byte sectors per warp), when C's address is aligned for it (checked once, at
+    /// run time: a memref's base need not be); else element by element.
     pub(crate) fn epilogue(&self, e: &Emitter<'c, 'a>, l: &Lane<'c, 'a>, acc: &[Value<'c, 'a>]) {
         let zero = e.index(0);
         let whole = self.plan.seg.is_none() && !self.plan.scaled;
@@ -655,25 +789,101 @@ impl<'p, 'c, 'a> Kernel<'p, 'c, 'a> {
         };
         let (ta, tb) = (once(&self.ops.sa), once(&self.ops.sb));
         let global = global_product(e, &self.ops.sa, &self.ops.sb);
-        for (x, &v) in acc.iter().enumerate() {
-            let (row, col) = self.acc_coords(e, l, x);
-            let inside = e.andi(
-                e.cmpi(CmpiPredicate::Ult, row, self.ops.m),
-                e.cmpi(CmpiPredicate::Ult, col, self.ops.n),
-            );
-            e.if_then(inside, |e| {
-                let mut v = v;
-                if whole {
-                    let sa = ta.unwrap_or_else(|| self.ops.sa.block_value(e, row, zero));
-                    let sb = tb.unwrap_or_else(|| self.ops.sb.block_value(e, col, zero));
-                    v = e.mulf(e.mulf(v, sa), sb);
-                }
-                let shift = self.plan.a.shift + self.plan.b.shift;
-                if shift != 0 {
-                    v = e.mulf(v, e.f32((shift as f32).exp2()));
-                }
-                store_result(e, &self.ops.o, global, self.ops.out_type, v, row, col);
-            });
+        // Accumulator `v` at (row, col) as stored.
+        let result = |e: &Emitter<'c, 'a>, v: Value<'c, 'a>, row, col| {
+            let mut v = v;
+            if whole {
+                let sa = ta.unwrap_or_else(|| self.ops.sa.block_value(e, row, zero));
+                let sb = tb.unwrap_or_else(|| self.ops.sb.block_value(e, col, zero));
+                v = e.mulf(e.mulf(v, sa), sb);
+            }
+            let shift = self.plan.a.shift + self.plan.b.shift;
+            if shift != 0 {
+                v = e.mulf(v, e.f32((shift as f32).exp2()));
+            }
+            final_value(e, &self.ops.o, global, self.ops.out_type, v, col)
+        };
+        let run = self.store_run(acc.len());
+        // Each run (of 1 or `run` accumulators) whose first element is inside C: with N a
+        // multiple of the run, all of it is.
+        let runs = |e: &Emitter<'c, 'a>,
+                    store: &dyn Fn(&Emitter<'c, 'a>, &[Value<'c, 'a>], _, _)| {
+            for x in (0..acc.len()).step_by(run) {
+                let (row, col) = self.acc_coords(e, l, x);
+                let inside = e.andi(
+                    e.cmpi(CmpiPredicate::Ult, row, self.ops.m),
+                    e.cmpi(CmpiPredicate::Ult, col, self.ops.n),
+                );
+                e.if_then(inside, |e| {
+                    let values: Vec<Value> = (0..run)
+                        .map(|d| result(e, acc[x + d], row, e.addi(col, e.index(d as i64))))
+                        .collect();
+                    store(e, &values, row, col);
+                });
+            }
+        };
+        let scalars = |e: &Emitter<'c, 'a>, values: &[Value<'c, 'a>], row, col| {
+            for (d, &v) in values.iter().enumerate() {
+                e.store(v, self.ops.o.out, &[row, e.addi(col, e.index(d as i64))]);
+            }
+        };
+        if run == 1 {
+            runs(e, &scalars);
+            return;
+        }
+        let bytes = run as i64
+            * if self.ops.out_type == e.f32_type() {
+                4
+            } else {
+                2
+            };
+        let base = e.val(
+            OperationBuilder::new("memref.extract_aligned_pointer_as_index", e.loc())
+                .add_operands(&[self.ops.o.out])
+                .add_results(&[e.index_type()])
+                .build()
+                .expect("valid memref.extract_aligned_pointer_as_index"),
+        );
+        let aligned = e.cmpi(CmpiPredicate::Eq, e.remui(base, e.index(bytes)), zero);
+        e.if_else(
+            aligned,
+            &[],
+            |e| {
+                runs(e, &|e, values, row, col| {
+                    e.vstore_aligned(e.from_elements(values), self.ops.o.out, &[row, col], bytes)
+                });
+                vec![]
+            },
+            |e| {
+                runs(e, &scalars);
+                vec![]
+            },
+        );
+    }
+
+    /// The run of adjacent columns the epilogue stores as one vector (1: element by
+    /// element): the instruction's, where N is static and a multiple of it, C row-major
+    /// with an offset that keeps the runs aligned, and the accumulators (`count`) whole
+    /// runs.
+    fn store_run(&self, count: usize) -> usize {
+        let run = self.instr.column_run();
+        let t = match MemRefType::try_from(self.ops.o.out.r#type()) {
+            Ok(t) if run > 1 => t,
+            _ => return 1,
+        };
+        // SAFETY: a live memref type's layout map.
+        let identity = unsafe {
+            mlir_sys::mlirAffineMapIsIdentity(mlir_sys::mlirMemRefTypeGetAffineMap(t.to_raw()))
+        };
+        let n = match t.dim_size(1) {
+            Ok(DimSize::Static(n)) => n as usize,
+            _ => return 1,
+        };
+        let fits = identity && n % run == 0 && count % run == 0 && self.shape.acc % run == 0;
+        if fits {
+            run
+        } else {
+            1
         }
     }
 }

@@ -240,10 +240,23 @@ pub(crate) fn store_result<'c, 'a>(
     o: &MatmulOperands<'c, 'a>,
     global: Option<Value<'c, 'a>>,
     out_type: Type<'c>,
-    mut v: Value<'c, 'a>,
+    v: Value<'c, 'a>,
     i: Value<'c, 'a>,
     j: Value<'c, 'a>,
 ) {
+    let v = final_value(e, o, global, out_type, v, j);
+    e.store(v, o.out, &[i, j]);
+}
+
+/// [`store_result`]'s value of column `j`, not stored.
+pub(crate) fn final_value<'c, 'a>(
+    e: &Emitter<'c, 'a>,
+    o: &MatmulOperands<'c, 'a>,
+    global: Option<Value<'c, 'a>>,
+    out_type: Type<'c>,
+    mut v: Value<'c, 'a>,
+    j: Value<'c, 'a>,
+) -> Value<'c, 'a> {
     if let Some(g) = global {
         v = e.mulf(v, g);
     }
@@ -253,5 +266,5 @@ pub(crate) fn store_result<'c, 'a>(
     if out_type != e.f32_type() {
         v = e.truncf(v, out_type);
     }
-    e.store(v, o.out, &[i, j]);
+    v
 }

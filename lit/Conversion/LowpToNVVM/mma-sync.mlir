@@ -25,6 +25,8 @@
 // CHECK:             arith.mulf
 // CHECK:             scf.yield
 // CHECK:           scf.if
+// CHECK:             vector.store %{{.*}}, %arg4[%{{.*}}, %{{.*}}] {alignment = 8 : i64} : memref<128x64xf32>, vector<2xf32>
+// CHECK:           } else {
 // CHECK:             memref.store %{{.*}}, %arg4[%{{.*}}, %{{.*}}] : memref<128x64xf32>
 // CHECK:           scf.reduce
 // CHECK:         scf.reduce

@@ -32,6 +32,9 @@
 // CHECK:         scf.if %{{.*}} -> (f32, f32,
 // CHECK-NEXT:      nvvm.tcgen05.ld %{{.*}} {shape = #nvvm.tcgen05_ldst_shape<shape_32x32b>} : vector<64xi32>
 // CHECK-NEXT:      nvvm.tcgen05.wait <load>
+// A thread's registers are its row's columns: stored 4 at a time where C is 16-byte aligned.
+// CHECK:       vector.store %{{.*}}, %arg4[%{{.*}}, %{{.*}}] {alignment = 16 : i64} : memref<128x64xf32>, vector<4xf32>
+// CHECK:       } else {
 // CHECK:       memref.store %{{.*}}, %arg4[%{{.*}}, %{{.*}}] : memref<128x64xf32>
 // CHECK:       gpu.barrier
 // CHECK:         nvvm.tcgen05.dealloc %{{.*}}, %c64_i32 : !llvm.ptr<6>, i32

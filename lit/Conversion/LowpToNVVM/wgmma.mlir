@@ -30,6 +30,8 @@
 // CHECK:           "wgmma.wait_group.sync.aligned 0;"
 // CHECK:           scf.if %{{.*}} -> (f32, f32,
 // CHECK:             memref.load %{{.*}} : memref<128x7xi8>
+// CHECK:         vector.store %{{.*}}, %arg4[%{{.*}}, %{{.*}}] {alignment = 8 : i64} : memref<128x64xf32>, vector<2xf32>
+// CHECK:         } else {
 // CHECK:         memref.store %{{.*}}, %arg4[%{{.*}}, %{{.*}}] : memref<128x64xf32>
 // CHECK:         gpu.terminator
 

@@ -87,6 +87,11 @@ impl Instr for MmaSync {
             e.addi(e.muli(t, e.index(2)), e.index(i as i64 % 2)),
         )
     }
+
+    /// c0, c1 (and c2, c3): one row, columns 2t and 2t + 1.
+    fn column_run(&self) -> usize {
+        2
+    }
 }
 
 impl RegisterInstr for MmaSync {

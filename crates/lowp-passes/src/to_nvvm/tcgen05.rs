@@ -229,6 +229,11 @@ impl Instr for Tcgen05 {
     ) -> (Value<'c, 'a>, Value<'c, 'a>) {
         (lane, e.index(j as i64))
     }
+
+    /// A thread's registers are its row's columns in order: stored 4 at a time (16 bytes).
+    fn column_run(&self) -> usize {
+        4
+    }
 }
 
 /// The PTX type code of an operand in the instruction descriptor.

@@ -30,7 +30,7 @@ use lowp_formats::ScaledFormat;
 use melior::dialect::arith::CmpiPredicate;
 use melior::ir::attribute::StringAttribute;
 use melior::ir::operation::OperationBuilder;
-use melior::ir::{Attribute, Identifier, OperationRef, Type, Value};
+use melior::ir::{Attribute, Identifier, OperationRef, Type, Value, ValueLike};
 
 use crate::codes;
 use crate::ir::Emitter;
@@ -157,6 +157,28 @@ impl Instr for Wgmma {
         j: usize,
     ) -> (Value<'c, 'a>, Value<'c, 'a>) {
         let (row, col) = fragment(e, lane, j);
+        if self.swapped {
+            (col, row)
+        } else {
+            (row, col)
+        }
+    }
+
+    /// Registers 2i and 2i + 1 of a thread: one row, columns 2q + 8i' and the next (the
+    /// swapped layout has them in one column of C).
+    fn column_run(&self) -> usize {
+        if self.swapped {
+            1
+        } else {
+            2
+        }
+    }
+
+    /// Register j's row in the fragment depends on (j % 4) / 2 alone, its column on j / 4
+    /// and j % 2 (`fragment`): a thread's 64 of m64n128 cover 2 rows and 32 columns (the
+    /// swapped layout the other way round).
+    fn acc_keys(&self, j: usize) -> (usize, usize) {
+        let (row, col) = ((j % 4) / 2, (j / 4) * 2 + j % 2);
         if self.swapped {
             (col, row)
         } else {
@@ -402,6 +424,78 @@ pub(super) fn wait<'c, 'a>(
             .build()
             .expect("valid llvm.inline_asm"),
     )
+}
+
+/// `values` (i8 / i32 / f32 scalars) through an empty inline assembly with side effects,
+/// which gives them back (bytes as `i32`): what they are computed from (loads) is done
+/// before it, as the asm stays in order with the wait after it, and no compiler sinks
+/// those loads past the wait to where the values are used.
+pub(super) fn pinned<'c, 'a>(e: &Emitter<'c, 'a>, values: &[Value<'c, 'a>]) -> Vec<Value<'c, 'a>> {
+    if values.is_empty() {
+        return vec![];
+    }
+    let ctx = e.ctx();
+    let (i32t, f32t) = (e.int_type(32), e.f32_type());
+    let words: Vec<Value> = values
+        .iter()
+        .map(|&v| {
+            if v.r#type() == f32t || v.r#type() == i32t {
+                v
+            } else {
+                e.extui(v, i32t)
+            }
+        })
+        .collect();
+    let kinds: Vec<&str> = words
+        .iter()
+        .map(|w| if w.r#type() == f32t { "=f" } else { "=r" })
+        .collect();
+    let constraints: Vec<String> = kinds
+        .iter()
+        .map(|k| k.to_string())
+        .chain((0..words.len()).map(|i| i.to_string()))
+        .collect();
+    let types: Vec<Type> = words.iter().map(|w| w.r#type()).collect();
+    let result = Type::parse(
+        ctx,
+        &format!(
+            "!llvm.struct<({})>",
+            types
+                .iter()
+                .map(|t| t.to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    )
+    .expect("valid struct type");
+    let pinned = e.val(
+        OperationBuilder::new("llvm.inline_asm", e.loc())
+            .add_operands(&words)
+            .add_attributes(&[
+                (
+                    Identifier::new(ctx, "asm_string"),
+                    StringAttribute::new(ctx, "").into(),
+                ),
+                (
+                    Identifier::new(ctx, "constraints"),
+                    StringAttribute::new(ctx, &constraints.join(",")).into(),
+                ),
+                (
+                    Identifier::new(ctx, "has_side_effects"),
+                    Attribute::unit(ctx),
+                ),
+                (
+                    Identifier::new(ctx, "asm_dialect"),
+                    Attribute::parse(ctx, "0 : i64").expect("valid asm dialect"),
+                ),
+            ])
+            .add_results(&[result])
+            .build()
+            .expect("valid llvm.inline_asm"),
+    );
+    (0..words.len())
+        .map(|i| e.extract_value(pinned, i as i64, types[i]))
+        .collect()
 }
 
 /// `wgmma.commit_group`, `meanwhile` (emitted while the group runs), then the wait for it

@@ -107,7 +107,18 @@
 //! Partial sums go into the f32 accumulators at least every 128 of K, also for per-tensor
 //! scales: Hopper's FP8 MMA accumulates with reduced precision, so (as DeepGEMM does) the
 //! tensor cores never sum more than 128 products of a row; per-tensor / per-channel scales
-//! are applied in the epilogue, block scales (MX, blockwise) per segment. NVFP4's
+//! are applied in the epilogue, block scales (MX, blockwise) per segment. A segment's
+//! block scales (a thread's 2 rows and 32 columns) are loaded before the wait for its
+//! partial sums, through an empty inline assembly (`wgmma::pinned`) that keeps the loads
+//! there. Where K is whole stages and threads copy (the barrier pipeline without TMA, the
+//! producer warpgroup unless TMA loads both operands), the scales are staged through
+//! shared memory (`ScaleStage`): each block row's stage scales (4, 8 or 16 bytes) are
+//! copied with the stage by one thread, which decodes them to f32 once after its wait (a
+//! ring of 3 after the translated tiles; warp-specialized, in the slot); the promotions
+//! then read 34 f32 from shared memory instead of loading and decoding 34 bytes each (6
+//! integer instructions per E8M0 code, 200 per segment and thread, more issue slots than
+//! the segment's wgmma). Not where that costs a stage (the barrier pipeline keeps at least
+//! 4). NVFP4's
 //! 16-blocks, a dynamic K, rows that are not a multiple of 16 bytes or not row-major take
 //! `wgmma.rs`'s register-staged kernel.
 //!
@@ -122,6 +133,7 @@
 //! swizzle by address bits), each instruction by `wgmma::emulated_wgmma` decoding the
 //! descriptors (swizzle included), phases one after the other.
 
+use lowp_formats::{ScaleDtype, ScaleLayout};
 use melior::dialect::arith::CmpiPredicate;
 use melior::ir::operation::OperationBuilder;
 use melior::ir::r#type::{DimSize, MemRefType, ShapedTypeLike};
@@ -129,9 +141,9 @@ use melior::ir::{Attribute, Identifier, OperationRef, Type, TypeLike, Value, Val
 
 use super::wgmma::{self, Wgmma};
 use crate::chip::Chip;
-use crate::expand_quantize::{ceil_div, unsupported};
+use crate::expand_quantize::{ceil_div, unsupported, Scaled};
 use crate::ir::Emitter;
-use crate::matrix_kernel::{translate, Kernel, Lane, Operand, Plan, Table};
+use crate::matrix_kernel::{translate, Kernel, Lane, Operand, Plan, ScaleReader, Table};
 use crate::to_loops::matmul_operands;
 use crate::PassError;
 
@@ -469,12 +481,99 @@ struct Memory {
     /// pipeline with TMA, `stages` full ones (8 bytes each).
     barriers: i64,
     bytes: i64,
+    /// Each operand's block scales staged through shared memory (`ScaleStage`), where they
+    /// are.
+    scales: [Option<ScaleStage>; 2],
+}
+
+/// An operand's block scales staged through shared memory (where threads copy the stages):
+/// each stage's scales of the block's rows travel with the stage (`cp.async` of `per_row`
+/// bytes a row, one copying thread per row), the thread that copied a row decodes them to
+/// f32 once (`decode_scales`: in the barrier pipeline into a ring of `PARITIES` like the
+/// translated tiles, warp-specialized into the slot, before the producer arrives), and
+/// each promotion reads its rows' and columns' values from there.
+/// Without it every thread would load and decode its 2 + 32 scale bytes per segment (for
+/// MX, 6 integer instructions each: more issue slots than the segment's wgmma takes).
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct ScaleStage {
+    /// K per scale (the operand's block along K).
+    span: i64,
+    /// Bytes per scale as stored (1, or 4 for f32).
+    size: i64,
+    /// Stage s's bytes of block row r: in a ring of `stages` entries of `entry` bytes at
+    /// `ring` (after the translated tiles), `in_entry + r * per_row` into entry s % stages.
+    ring: i64,
+    entry: i64,
+    in_entry: i64,
+    /// The decoded values of stage s: f32 [scale of the stage][row] at `decoded + (s %
+    /// decoded_ring) * decoded_stride` (the barrier pipeline: a ring of 3 after the
+    /// translated tiles; warp-specialized: in each slot).
+    decoded: i64,
+    decoded_ring: i64,
+    decoded_stride: i64,
+}
+
+impl ScaleStage {
+    /// Where stage `s`'s copy of block row `r` is (`stages` in the ring).
+    fn copied<'c, 'a>(
+        self,
+        e: &Emitter<'c, 'a>,
+        stages: i64,
+        s: Value<'c, 'a>,
+        r: Value<'c, 'a>,
+    ) -> Value<'c, 'a> {
+        let entry = e.muli(e.remui(s, e.index(stages)), e.index(self.entry));
+        let at = e.addi(e.index(self.ring + self.in_entry), entry);
+        e.addi(at, e.muli(r, e.index(self.per_row())))
+    }
+
+    /// Scales per row and stage.
+    fn count(self) -> i64 {
+        BK / self.span
+    }
+
+    /// Bytes per row and stage as stored (4, 8 or 16: one `cp.async`).
+    fn per_row(self) -> i64 {
+        self.count() * self.size
+    }
+}
+
+/// The scale blocks along K (K per scale, bytes per scale) of the operands whose scales a
+/// pipeline may stage (`ScaleStage`): where the scales change along K in blocks that
+/// tile the stage, a stage's scales of a row are 4, 8 or 16 bytes, and K (static) is whole
+/// stages, so that each row's stage is one aligned copy inside the scales.
+fn staged_scale_blocks(kn: &Kernel, k: Option<i64>) -> [Option<(i64, i64)>; 2] {
+    let whole = kn.plan.seg.is_some() && !kn.plan.scaled && k.is_some_and(|k| k % BK == 0);
+    [&kn.ops.sa, &kn.ops.sb].map(|s| {
+        let span = match s.layout {
+            ScaleLayout::Mx { block } => block as i64,
+            ScaleLayout::Blockwise { cols, .. } => cols as i64,
+            _ => return None,
+        };
+        let size = match s.dtype {
+            ScaleDtype::F32 => 4,
+            ScaleDtype::UE8M0 | ScaleDtype::UE4M3 => 1,
+            _ => return None,
+        };
+        let per_row = BK / span.max(1) * size;
+        (whole && span <= BK && BK % span == 0 && matches!(per_row, 4 | 8 | 16))
+            .then_some((span, size))
+    })
 }
 
 impl Memory {
     /// The layout for `plan` in `tile`, fed by `feed`, within the chip's shared memory per
     /// block (sm_90a: 227 KiB).
-    fn new(plan: &Plan, chip: &Chip, tile: Tile, feed: Feed) -> Self {
+    /// `scale_blocks`: the operands whose scales may be staged (`staged_scale_blocks`); they
+    /// are where threads copy the stages and the room for them costs no stage (the barrier
+    /// pipeline: keeps at least 4).
+    fn new(
+        plan: &Plan,
+        chip: &Chip,
+        tile: Tile,
+        feed: Feed,
+        scale_blocks: [Option<(i64, i64)>; 2],
+    ) -> Self {
         // TMA feeds the square block's producer warpgroup, or the skinny block's barrier
         // pipeline (one warpgroup: no room for a producer).
         let specialized = feed == Feed::Specialized || (feed == Feed::Tma && !tile.swapped);
@@ -497,13 +596,52 @@ impl Memory {
             } else {
                 SPECIALIZED_STAGES
             };
-            let slot = raw + staged;
-            let stages = most.min((limit - 1024 - 2 * most * 8) / slot);
+            // Staged scales (where the producer warpgroup copies): in each slot after the
+            // translated tiles, the rows' stage bytes as copied, then their decoded values;
+            // the slot rounded up to whole 1024-byte atoms (the next slot's tiles); not
+            // where that costs a stage.
+            let copying = !tma || routes.iter().any(|r| r.staged);
+            let fit = |blocks: [Option<(i64, i64)>; 2]| {
+                let blocks = if copying { blocks } else { [None, None] };
+                let per_row = |x: usize| blocks[x].map_or(0, |(span, size)| BK / span * size);
+                let values = |x: usize| blocks[x].map_or(0, |(span, _)| BK / span * 4);
+                let extra: i64 = (0..2)
+                    .map(|x| tile.rows[x] * (per_row(x) + values(x)))
+                    .sum();
+                let slot = (raw + staged + extra + ATOM - 1) / ATOM * ATOM;
+                (most.min((limit - 1024 - 2 * most * 8) / slot), slot, blocks)
+            };
+            let (stages, slot, blocks) = match (fit(scale_blocks), fit([None, None])) {
+                (with, without) if with.0 < without.0 => without,
+                (with, _) => with,
+            };
             let mut next = raw;
             let translated = routes.map(|r| {
                 r.staged.then(|| {
                     next += r.tile_bytes();
                     next - r.tile_bytes()
+                })
+            });
+            let entry_at = next;
+            let in_entry = [0, 1].map(|x| {
+                blocks[x].map(|(span, size)| {
+                    next += tile.rows[x] * BK / span * size;
+                    next - tile.rows[x] * BK / span * size - entry_at
+                })
+            });
+            let scales = [0, 1].map(|x| {
+                blocks[x].map(|(span, size)| {
+                    next += tile.rows[x] * BK / span * 4;
+                    ScaleStage {
+                        span,
+                        size,
+                        ring: entry_at,
+                        entry: slot,
+                        in_entry: in_entry[x].expect("a staged operand's copies"),
+                        decoded: next - tile.rows[x] * BK / span * 4,
+                        decoded_ring: stages,
+                        decoded_stride: slot,
+                    }
                 })
             });
             let barriers = stages * slot;
@@ -519,18 +657,58 @@ impl Memory {
                 translated,
                 barriers,
                 bytes: barriers + 2 * stages * 8,
+                scales,
             };
         }
         let most = if tile.swapped { SKINNY_STAGES } else { STAGES };
         // With TMA, a full mbarrier per slot after the translated tiles.
         let full = if tma { 8 } else { 0 };
-        let stages = most.min((limit - 1024 - PARITIES * staged - most * full) / raw);
+        // Staged scales: a ring of the stages' copies (an entry per slot: A's rows, then
+        // B's) and the ring of 3 of decoded values, after the translated tiles; not where
+        // that leaves fewer than 4 stages.
+        let fit = |blocks: [Option<(i64, i64)>; 2]| {
+            let blocks = if tma { [None, None] } else { blocks };
+            let mut entry = 0;
+            let in_entry = [0, 1].map(|x| {
+                blocks[x].map(|(span, size)| {
+                    entry += tile.rows[x] * BK / span * size;
+                    entry - tile.rows[x] * BK / span * size
+                })
+            });
+            let decoded: i64 = (0..2)
+                .filter_map(|x| blocks[x].map(|(span, _)| PARITIES * tile.rows[x] * BK / span * 4))
+                .sum();
+            let stages = most
+                .min((limit - 1024 - PARITIES * staged - decoded - most * full) / (raw + entry));
+            (stages, entry, in_entry, blocks)
+        };
+        let (stages, entry, in_entry, blocks) = match fit(scale_blocks) {
+            (stages, ..) if stages < 4 => fit([None, None]),
+            fitted => fitted,
+        };
         debug_assert!(stages >= 4, "two slots read, two ahead");
         let mut next = stages * raw;
         let translated = routes.map(|r| {
             r.staged.then(|| {
                 next += PARITIES * r.tile_bytes();
                 next - PARITIES * r.tile_bytes()
+            })
+        });
+        let ring = next;
+        next += stages * entry;
+        let scales = [0, 1].map(|x| {
+            blocks[x].map(|(span, size)| {
+                next += PARITIES * tile.rows[x] * BK / span * 4;
+                ScaleStage {
+                    span,
+                    size,
+                    ring,
+                    entry,
+                    in_entry: in_entry[x].expect("a staged operand's copies"),
+                    decoded: next - PARITIES * tile.rows[x] * BK / span * 4,
+                    decoded_ring: PARITIES,
+                    decoded_stride: tile.rows[x] * BK / span * 4,
+                }
             })
         });
         Memory {
@@ -545,6 +723,7 @@ impl Memory {
             translated,
             barriers: next,
             bytes: next + stages * full,
+            scales,
         }
     }
 
@@ -748,22 +927,36 @@ impl<'c, 'a> Shared<'c, 'a> {
 
     /// The 16 bytes at `offset` (16-byte aligned) as 4 words.
     fn load4(&self, e: &Emitter<'c, 'a>, offset: Value<'c, 'a>) -> Vec<Value<'c, 'a>> {
+        self.load_words(e, offset, 4)
+    }
+
+    /// The `n` (1, 2 or 4) words at `offset` (`4 n`-byte aligned), in one load.
+    fn load_words(&self, e: &Emitter<'c, 'a>, offset: Value<'c, 'a>, n: i64) -> Vec<Value<'c, 'a>> {
+        let i32t = e.int_type(32);
         match *self {
             Shared::Gpu(_) => {
                 let p = pointer(e, self.address(e, offset), 3);
+                let t = if n == 1 {
+                    i32t
+                } else {
+                    e.vector_type(n as u64, i32t)
+                };
                 let v = e.val(
                     OperationBuilder::new("llvm.load", e.loc())
                         .add_operands(&[p])
-                        .add_attributes(&[alignment(e, 16)])
-                        .add_results(&[e.vector_type(4, e.int_type(32))])
+                        .add_attributes(&[alignment(e, 4 * n)])
+                        .add_results(&[t])
                         .build()
                         .expect("valid llvm.load"),
                 );
-                (0..4).map(|w| e.extract(v, w, e.int_type(32))).collect()
+                if n == 1 {
+                    return vec![v];
+                }
+                (0..n).map(|w| e.extract(v, w, i32t)).collect()
             }
             Shared::Cpu(buffer) => {
                 let at = e.divui(offset, e.index(4));
-                (0..4)
+                (0..n)
                     .map(|w| e.load(buffer, &[e.addi(at, e.index(w))]))
                     .collect()
             }
@@ -772,14 +965,23 @@ impl<'c, 'a> Shared<'c, 'a> {
 
     /// Store 4 words at `offset` (16-byte aligned).
     fn store4(&self, e: &Emitter<'c, 'a>, offset: Value<'c, 'a>, words: &[Value<'c, 'a>]) {
+        self.store_words(e, offset, words)
+    }
+
+    /// Store 1, 2 or 4 words at `offset` (aligned to their size), in one store.
+    fn store_words(&self, e: &Emitter<'c, 'a>, offset: Value<'c, 'a>, words: &[Value<'c, 'a>]) {
         match *self {
             Shared::Gpu(_) => {
                 let p = pointer(e, self.address(e, offset), 3);
-                let v = e.from_elements(words);
+                let v = if words.len() == 1 {
+                    words[0]
+                } else {
+                    e.from_elements(words)
+                };
                 e.insert(
                     OperationBuilder::new("llvm.store", e.loc())
                         .add_operands(&[v, p])
-                        .add_attributes(&[alignment(e, 16)])
+                        .add_attributes(&[alignment(e, 4 * words.len() as i64)])
                         .build()
                         .expect("valid llvm.store"),
                 );
@@ -1005,18 +1207,32 @@ fn cp_async<'c, 'a>(
     src: Value<'c, 'a>,
     size: Value<'c, 'a>,
 ) {
+    cp_async_of(e, dst, src, 16, size)
+}
+
+/// `nvvm.cp.async.shared.global` of `bytes` (4, 8 or 16; `.cg`, which bypasses L1, takes 16
+/// only) from `src` to `dst`, `size` of them read.
+fn cp_async_of<'c, 'a>(
+    e: &Emitter<'c, 'a>,
+    dst: Value<'c, 'a>,
+    src: Value<'c, 'a>,
+    bytes: i64,
+    size: Value<'c, 'a>,
+) {
     let ctx = e.ctx();
+    let modifier = if bytes == 16 { "cg" } else { "ca" };
     e.insert(
         OperationBuilder::new("nvvm.cp.async.shared.global", e.loc())
             .add_operands(&[dst, src, size])
             .add_attributes(&[
                 (
                     Identifier::new(ctx, "size"),
-                    Attribute::parse(ctx, "16 : i32").expect("valid size"),
+                    Attribute::parse(ctx, &format!("{bytes} : i32")).expect("valid size"),
                 ),
                 (
                     Identifier::new(ctx, "modifier"),
-                    Attribute::parse(ctx, "#nvvm<load_cache_modifier cg>").expect("valid modifier"),
+                    Attribute::parse(ctx, &format!("#nvvm<load_cache_modifier {modifier}>"))
+                        .expect("valid modifier"),
                 ),
             ])
             .build()
@@ -1112,6 +1328,7 @@ fn translate4<'c, 'a>(
 #[allow(clippy::too_many_arguments)]
 fn copy_stage<'c, 'a>(
     e: &Emitter<'c, 'a>,
+    kn: &Kernel<'_, 'c, 'a>,
     mem: &Memory,
     shared: Shared<'c, 'a>,
     sides: &[Side<'c, 'a>; 2],
@@ -1122,6 +1339,15 @@ fn copy_stage<'c, 'a>(
 ) {
     let i64t = e.int_type(64);
     let k0 = e.muli(s, e.index(BK));
+    // The staged scales: a copy of the row's stage bytes by the row's thread.
+    each_scale_row(e, mem, tid, |e, x, st, r| {
+        let scaled = [&kn.ops.sa, &kn.ops.sb][x];
+        let at = scale_at(e, scaled, st, &sides[x], r, k0);
+        let base = wgmma::smem_address(e, scaled.scales);
+        let src = pointer(e, e.addi(base, e.index_castui(at, i64t)), 1);
+        let dst = pointer(e, shared.address(e, st.copied(e, mem.stages, s, r)), 3);
+        cp_async_of(e, dst, src, st.per_row(), e.i32(st.per_row() as u32));
+    });
     for (x, side) in sides.iter().enumerate() {
         let (route, copied) = (mem.routes[x], mem.copied(e, x, s));
         if mem.tma && !route.staged {
@@ -1135,6 +1361,117 @@ fn copy_stage<'c, 'a>(
             cp_async(e, dst, src, size);
         });
     }
+}
+
+/// Run `body` (operand, its `ScaleStage`, row of the block) for the row whose staged scales
+/// thread `tid` copies and decodes: A's rows by the first threads, B's by the last (the
+/// square block: 128 + 128 of 256; the skinny one: at most 64 + 64 of 128; the producer
+/// warpgroup: row t of both by thread t).
+fn each_scale_row<'c, 'a>(
+    e: &Emitter<'c, 'a>,
+    mem: &Memory,
+    tid: Value<'c, 'a>,
+    body: impl Fn(&Emitter<'c, 'a>, usize, ScaleStage, Value<'c, 'a>),
+) {
+    for x in 0..2 {
+        let Some(st) = mem.scales[x] else { continue };
+        let rows = mem.tile.rows[x];
+        // (Warp-specialized: 128 producers, each a row of A and one of B.)
+        let first = if x == 0 { 0 } else { mem.copiers - rows };
+        let mine = e.andi(
+            e.cmpi(CmpiPredicate::Uge, tid, e.index(first)),
+            e.cmpi(CmpiPredicate::Ult, tid, e.index(first + rows)),
+        );
+        e.if_then(mine, |e| body(e, x, st, e.subi(tid, e.index(first))));
+    }
+}
+
+/// The byte offset in operand `side`'s scales (as stored) of its block row `r`'s first
+/// scale of the stage at `k0`: rows past the operand read the last one (never used).
+fn scale_at<'c, 'a>(
+    e: &Emitter<'c, 'a>,
+    scaled: &Scaled<'c, 'a>,
+    st: ScaleStage,
+    side: &Side<'c, 'a>,
+    r: Value<'c, 'a>,
+    k0: Value<'c, 'a>,
+) -> Value<'c, 'a> {
+    let row = e.minui(e.addi(side.origin, r), e.subi(side.rows, e.index(1)));
+    let [sr, sc] = scaled.scale_index(e, row, k0);
+    let columns = e.dim(scaled.scales, 1);
+    e.muli(e.addi(e.muli(sr, columns), sc), e.index(st.size))
+}
+
+/// The f32 values of the staged scales of stage `s` that thread `tid` copied (its copy
+/// landed), into the stage's decoded ring entry: [scale of the stage][row].
+fn decode_scales<'c, 'a>(
+    e: &Emitter<'c, 'a>,
+    kn: &Kernel<'_, 'c, 'a>,
+    mem: &Memory,
+    shared: Shared<'c, 'a>,
+    tid: Value<'c, 'a>,
+    s: Value<'c, 'a>,
+) {
+    let (i32t, f32t) = (e.int_type(32), e.f32_type());
+    each_scale_row(e, mem, tid, |e, x, st, r| {
+        let scaled = [&kn.ops.sa, &kn.ops.sb][x];
+        let words = shared.load_words(e, st.copied(e, mem.stages, s, r), st.per_row() / 4);
+        for g in 0..st.count() {
+            let value = if st.size == 1 {
+                let byte = e.shrui(words[0], e.i32(8 * g as u32));
+                scaled.decode_stored(e, e.andi(byte, e.i32(0xFF)))
+            } else {
+                e.bitcast(words[g as usize], f32t)
+            };
+            let at = decoded_at(e, mem, x, st, r, s, e.index(g));
+            shared.store_words(e, at, &[e.bitcast(value, i32t)]);
+        }
+    });
+}
+
+/// Where the decoded staged scale `g` of stage `s` of block row `r` of operand `x` is.
+fn decoded_at<'c, 'a>(
+    e: &Emitter<'c, 'a>,
+    mem: &Memory,
+    x: usize,
+    st: ScaleStage,
+    r: Value<'c, 'a>,
+    s: Value<'c, 'a>,
+    g: Value<'c, 'a>,
+) -> Value<'c, 'a> {
+    let entry = e.muli(
+        e.remui(s, e.index(st.decoded_ring)),
+        e.index(st.decoded_stride),
+    );
+    let value = e.addi(e.muli(g, e.index(mem.tile.rows[x])), r);
+    e.addi(
+        e.addi(e.index(st.decoded), entry),
+        e.muli(value, e.index(4)),
+    )
+}
+
+/// The readers of the staged scales for the segment starting at `k0`, per operand: the f32
+/// scale of a row (A) or column (B) of C, which is the block's row `% rows`.
+fn staged_readers<'c, 'a, 'm>(
+    mem: &'m Memory,
+    shared: Shared<'c, 'a>,
+    k0: Value<'c, 'a>,
+) -> [Option<ScaleReader<'c, 'a, 'm>>; 2]
+where
+    'c: 'm,
+    'a: 'm,
+{
+    [0, 1].map(|x| {
+        mem.scales[x].map(|st| {
+            Box::new(move |e: &Emitter<'c, 'a>, at: Value<'c, 'a>| {
+                let r = e.remui(at, e.index(mem.tile.rows[x]));
+                let s = e.divui(k0, e.index(BK));
+                let g = e.divui(e.remui(k0, e.index(BK)), e.index(st.span));
+                let word = shared.load_words(e, decoded_at(e, mem, x, st, r, s, g), 1)[0];
+                e.bitcast(word, e.f32_type())
+            }) as ScaleReader<'c, 'a, 'm>
+        })
+    })
 }
 
 /// Translate thread `tid`'s chunks of the staged operands' stage `s` (as it copied them)
@@ -1215,7 +1552,13 @@ pub(super) fn lower<'c, 'a>(
     emulate: bool,
 ) -> Result<(), PassError> {
     let kn = Kernel::new(e, op, plan, instr)?;
-    let mem = Memory::new(plan, chip, tile, feed);
+    let mem = Memory::new(
+        plan,
+        chip,
+        tile,
+        feed,
+        staged_scale_blocks(&kn, static_k(&kn)),
+    );
     let specialized = mem.specialized;
     let one = e.index(1);
     let grid = kn.grid(e, tile.rows[0], tile.rows[1]);
@@ -1468,7 +1811,7 @@ fn hardware_block<'c, 'a>(
                     load_boxes(e, mem, shared, maps, &sides, full(e, s), s, rank);
                 });
             }
-            copy_stage(e, mem, shared, &sides, globals, k, tid, s);
+            copy_stage(e, kn, mem, shared, &sides, globals, k, tid, s);
         });
         e.bare("nvvm.cp.async.commit.group", &[]);
     };
@@ -1493,6 +1836,12 @@ fn hardware_block<'c, 'a>(
         if staged {
             // The thread's own copies landed: it translates them.
             translate_stage(e, mem, shared, &sides, k, tid, s);
+        }
+        // And decodes the scales it copied (the stage's barrier publishes them).
+        if mem.scales.iter().any(Option::is_some) {
+            e.if_then(e.cmpi(CmpiPredicate::Ult, s, last), |e| {
+                decode_scales(e, kn, mem, shared, tid, s)
+            });
         }
         if mem.tma {
             // The stage's boxes landed (the slot's use (s - first) / stages completed; a
@@ -1523,7 +1872,7 @@ fn hardware_block<'c, 'a>(
     };
     let pairs = ceil_div(e, e.subi(last, first), e.index(2));
     let (acc, pending) = stage_pairs(e, instr, k, first, pairs, stage);
-    let done = drain(e, kn, instr, &l, acc, pending);
+    let done = drain(e, kn, mem, shared, instr, &l, acc, pending);
     e.bare("nvvm.cp.async.wait.group", &[("n", "0 : i32")]);
     if mem.tile.splits > 1 {
         gather_splits(e, kn, mem, shared, &l, tid, rank, &done);
@@ -1658,9 +2007,8 @@ fn stage_mmas<'c, 'a>(
         }
         e.bare("nvvm.wgmma.commit.group.sync.aligned", &[]);
         let inside = e.andi(live, e.cmpi(CmpiPredicate::Ult, k0, kn.ops.k));
-        if let Some((d, k0, promote)) = pending.replace((d, k0, inside)) {
-            let d = wgmma::wait(e, instr, 1, d);
-            acc = promote_segment(e, kn, instr, l, acc, (d, k0, promote));
+        if let Some(before) = pending.replace((d, k0, inside)) {
+            acc = promote_segment(e, kn, mem, shared, instr, l, acc, before, 1);
         }
     }
     (acc, pending.expect("a stage has a segment"))
@@ -1700,36 +2048,49 @@ fn stage_pairs<'c, 'a>(
     (done[..n].to_vec(), (done[n], done[n + 1], done[n + 2]))
 }
 
-/// The partial sums of a completed segment into `acc` with its scales, where it is to be
-/// promoted (past K its tiles are zero-filled, so it added nothing, and its scales may be
-/// out of range; past the block's range it ran on stale tiles).
+/// Wait for a segment (`wgmma.wait_group left`: all but the last `left` commit groups
+/// done) and add its partial sums into `acc` with its scales, where it is to be promoted
+/// (past K its tiles are zero-filled, so it added nothing; past the block's range it ran
+/// on stale tiles). Its block scales are loaded before the wait (in bounds either way), so
+/// that their latency passes while the tensor cores still run.
+#[allow(clippy::too_many_arguments)]
 fn promote_segment<'c, 'a>(
     e: &Emitter<'c, 'a>,
     kn: &Kernel<'_, 'c, 'a>,
+    mem: &Memory,
+    shared: Shared<'c, 'a>,
     instr: &Wgmma,
     l: &Lane<'c, 'a>,
     acc: Vec<Value<'c, 'a>>,
     (d, k0, promote): Pending<'c, 'a>,
+    left: i64,
 ) -> Vec<Value<'c, 'a>> {
+    let staged = staged_readers(mem, shared, k0);
+    let scales = kn.segment_scales(e, l, k0, instr.accumulators(), &staged);
+    let loaded = wgmma::pinned(e, scales.loaded());
+    let scales = scales.replaced(loaded);
+    let d = wgmma::wait(e, instr, left, d);
     e.if_else(
         promote,
         &vec![e.f32_type(); instr.accumulators()],
-        |e| kn.promote(e, l, k0, &acc, &wgmma::unpack(e, instr, d)),
+        |e| kn.promote_loaded(e, &acc, &wgmma::unpack(e, instr, d), &scales),
         |_| acc.clone(),
     )
 }
 
 /// Wait for every issued instruction (`wgmma.wait_group 0`) and promote the pending segment.
+#[allow(clippy::too_many_arguments)]
 fn drain<'c, 'a>(
     e: &Emitter<'c, 'a>,
     kn: &Kernel<'_, 'c, 'a>,
+    mem: &Memory,
+    shared: Shared<'c, 'a>,
     instr: &Wgmma,
     l: &Lane<'c, 'a>,
     acc: Vec<Value<'c, 'a>>,
-    (d, k0, promote): Pending<'c, 'a>,
+    pending: Pending<'c, 'a>,
 ) -> Vec<Value<'c, 'a>> {
-    let d = wgmma::wait(e, instr, 0, d);
-    promote_segment(e, kn, instr, l, acc, (d, k0, promote))
+    promote_segment(e, kn, mem, shared, instr, l, acc, pending, 0)
 }
 
 /// Wait until the mbarrier `bar` completed the phase of parity `phase` (an i32, 0 or 1).
@@ -1907,6 +2268,7 @@ fn specialized_block<'c, 'a>(
         // Stage `s` landed (this thread's part): translate, fence, signal.
         let publish = |e: &Emitter<'c, 'a>, s: Value<'c, 'a>| {
             translate_stage(e, mem, shared, &sides, k, ptid, s);
+            decode_scales(e, kn, mem, shared, ptid, s);
             wgmma::fence_proxy_async(e);
             mbarrier(e, "nvvm.mbarrier.arrive", &[bar(e, 0, s)]);
         };
@@ -1924,7 +2286,7 @@ fn specialized_block<'c, 'a>(
                     tma_stage(e, s);
                 });
             }
-            copy_stage(e, mem, shared, &sides, globals, k, ptid, s);
+            copy_stage(e, kn, mem, shared, &sides, globals, k, ptid, s);
             e.bare("nvvm.cp.async.commit.group", &[]);
             e.if_then(e.cmpi(CmpiPredicate::Uge, s, e.index(lead - 1)), |e| {
                 e.bare(
@@ -1988,7 +2350,7 @@ fn specialized_block<'c, 'a>(
         if k_stages % 2 == 1 {
             (acc, pending) = stage(e, e.index(k_stages - 1), &acc, pending);
         }
-        let acc = drain(e, kn, instr, &l, acc, pending);
+        let acc = drain(e, kn, mem, shared, instr, &l, acc, pending);
         kn.epilogue(e, &l, &acc);
     });
     // With multicast, no block leaves while another may still arrive on its barriers.
@@ -2169,8 +2531,33 @@ fn emulated_block<'c, 'a>(
                     }
                 }
             }
+            // The staged scales' copies (the bytes as stored), as each row's thread makes
+            // them.
+            threads(e, mem.copiers, &|e, t| {
+                each_scale_row(e, mem, t, |e, x, st, r| {
+                    let scaled = [&kn.ops.sa, &kn.ops.sb][x];
+                    let at = e.divui(scale_at(e, scaled, st, &sides[x], r, k0), e.index(st.size));
+                    let columns = e.dim(scaled.scales, 1);
+                    let (sr, sc) = (e.divui(at, columns), e.remui(at, columns));
+                    let value = |i: i64| e.load(scaled.scales, &[sr, e.addi(sc, e.index(i))]);
+                    let words: Vec<Value> = if st.size == 1 {
+                        (0..st.per_row() / 4)
+                            .map(|w| {
+                                (0..4).fold(e.i32(0), |acc, b| {
+                                    let byte = e.extui(value(4 * w + b), i32t);
+                                    e.ori(acc, e.shli(byte, e.i32(8 * b as u32)))
+                                })
+                            })
+                            .collect()
+                    } else {
+                        (0..st.count()).map(|g| e.bitcast(value(g), i32t)).collect()
+                    };
+                    shared.store_words(e, st.copied(e, mem.stages, s, r), &words);
+                });
+            });
             threads(e, mem.copiers, &|e, t| {
                 translate_stage(e, mem, shared, &sides, k, t, s);
+                decode_scales(e, kn, mem, shared, t, s);
             });
             for warpgroup in 0..mem.tile.warpgroups {
                 for g in 0..BK / seg {
@@ -2197,7 +2584,12 @@ fn emulated_block<'c, 'a>(
                                 .collect();
                             let part: Vec<Value> =
                                 (0..count).map(|x| e.load(part_m, &[at(e, t, x)])).collect();
-                            for (x, v) in kn.promote(e, &l, k0, &acc, &part).into_iter().enumerate()
+                            let staged = staged_readers(mem, shared, k0);
+                            let scales = kn.segment_scales(e, &l, k0, count as usize, &staged);
+                            for (x, v) in kn
+                                .promote_loaded(e, &acc, &part, &scales)
+                                .into_iter()
+                                .enumerate()
                             {
                                 e.store(v, acc_m, &[at(e, tid, x as i64)]);
                             }

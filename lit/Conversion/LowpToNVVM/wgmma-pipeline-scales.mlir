@@ -1,0 +1,49 @@
+// RUN: lowp-opt %s --split-input-file --pass-pipeline='builtin.module(func.func(lowp-to-nvvm{chip=sm_90a},cse))' | FileCheck %s
+
+// The cp.async pipeline stages block scales through shared memory where K is whole stages
+// of 128 (here 768: 6 stages). Per stage, thread t < 128 copies A's row t's four E8M0
+// scales of the stage (4 bytes, cp.async.ca) and thread 128 + t B's row t's, in the stage's
+// commit group; after its wait the same thread decodes its four (E8M0: code << 23, code 0
+// -> 2^-127, 255 -> NaN) into f32 in the decoded ring entry of the stage (stage % 3), which
+// the stage's barrier publishes. A promotion reads its 2 rows' and 32 columns' values from
+// there (34 loads from shared memory), before it waits for the segment (an empty inline
+// assembly takes and gives them back, so no compiler sinks the loads past the wait).
+// CHECK-LABEL: func.func @mx
+// CHECK:         gpu.launch
+// CHECK:             nvvm.cp.async.shared.global %{{.*}}, %{{.*}}, 4, cache =  ca, %c4_i32 : !llvm.ptr<3>, !llvm.ptr<1>, i32
+// CHECK:             nvvm.cp.async.shared.global %{{.*}}, %{{.*}}, 4, cache =  ca, %c4_i32 : !llvm.ptr<3>, !llvm.ptr<1>, i32
+// CHECK:         scf.for
+// CHECK:           nvvm.cp.async.wait.group 2
+// CHECK:             %[[WORD:.*]] = llvm.load %{{.*}} {alignment = 4 : i64} : !llvm.ptr<3> -> i32
+// CHECK:             arith.select %{{.*}}, %c4194304_i32, %{{.*}} : i32
+// CHECK:             llvm.store %{{.*}}, %{{.*}} {alignment = 4 : i64} : i32, !llvm.ptr<3>
+// CHECK:           gpu.barrier
+// CHECK-COUNT-34:  llvm.load %{{.*}} {alignment = 4 : i64} : !llvm.ptr<3> -> i32
+// CHECK:           llvm.inline_asm has_side_effects asm_dialect = att "", "=f,{{(=f,)+}}0,1,{{.*}},33"
+// CHECK-NEXT:      llvm.extractvalue
+// CHECK:           "wgmma.wait_group.sync.aligned 1;"
+func.func @mx(%a: memref<130x768xf8E4M3FN>, %sa: memref<130x24xf8E8M0FNU>, %b: memref<72x768xf8E5M2>,
+              %sb: memref<72x24xf8E8M0FNU>, %c: memref<130x72xf32>) {
+  lowp.scaled_matmul %a[%sa], %b[%sb] into %c layouts(#lowp.mx<32>, #lowp.mx<32>)
+      : memref<130x768xf8E4M3FN>[memref<130x24xf8E8M0FNU>], memref<72x768xf8E5M2>[memref<72x24xf8E8M0FNU>] -> memref<130x72xf32>
+  return
+}
+
+// -----
+
+// K not whole stages (416): each promotion loads its 34 E8M0 bytes from global memory,
+// still before the wait (through the same empty assembly, as 32-bit words), and decodes
+// them after it.
+// CHECK-LABEL: func.func @ragged
+// CHECK-NOT:     cache =  ca
+// CHECK:         "wgmma.wait_group.sync.aligned 1;"
+// CHECK:         memref.load %{{.*}} : memref<130x13xi8>
+// CHECK:         llvm.inline_asm has_side_effects asm_dialect = att "", "=r,{{(=r,)+}}0,1,{{.*}},33"
+// CHECK:         "wgmma.wait_group.sync.aligned 1;"
+// CHECK:         arith.select %{{.*}}, %c4194304_i32, %{{.*}} : i32
+func.func @ragged(%a: memref<130x416xf8E4M3FN>, %sa: memref<130x13xf8E8M0FNU>, %b: memref<72x416xf8E5M2>,
+                  %sb: memref<72x13xf8E8M0FNU>, %c: memref<130x72xf32>) {
+  lowp.scaled_matmul %a[%sa], %b[%sb] into %c layouts(#lowp.mx<32>, #lowp.mx<32>)
+      : memref<130x416xf8E4M3FN>[memref<130x13xf8E8M0FNU>], memref<72x416xf8E5M2>[memref<72x13xf8E8M0FNU>] -> memref<130x72xf32>
+  return
+}
