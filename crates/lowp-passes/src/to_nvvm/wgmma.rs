@@ -391,20 +391,40 @@ pub(super) fn wait<'c, 'a>(
     pending: i64,
     d: Value<'c, 'a>,
 ) -> Value<'c, 'a> {
+    let words = unpack(e, instr, d);
+    let kinds = vec!["=f"; words.len()];
+    tied_asm(
+        e,
+        &format!("wgmma.wait_group.sync.aligned {pending};"),
+        &words,
+        &kinds,
+        struct_type(e, instr),
+    )
+}
+
+/// Inline assembly `text` with side effects (kept in order with the other such assembly)
+/// that takes `operands` and gives them back (outputs of `kinds`, `=f` / `=r`, each tied
+/// to its operand) as a struct of type `result`.
+fn tied_asm<'c, 'a>(
+    e: &Emitter<'c, 'a>,
+    text: &str,
+    operands: &[Value<'c, 'a>],
+    kinds: &[&str],
+    result: Type<'c>,
+) -> Value<'c, 'a> {
     let ctx = e.ctx();
-    let n = instr.accumulators();
-    let constraints: Vec<String> = (0..n)
-        .map(|_| "=f".to_string())
-        .chain((0..n).map(|i| i.to_string()))
+    let constraints: Vec<String> = kinds
+        .iter()
+        .map(|k| k.to_string())
+        .chain((0..operands.len()).map(|i| i.to_string()))
         .collect();
     e.val(
         OperationBuilder::new("llvm.inline_asm", e.loc())
-            .add_operands(&unpack(e, instr, d))
+            .add_operands(operands)
             .add_attributes(&[
                 (
                     Identifier::new(ctx, "asm_string"),
-                    StringAttribute::new(ctx, &format!("wgmma.wait_group.sync.aligned {pending};"))
-                        .into(),
+                    StringAttribute::new(ctx, text).into(),
                 ),
                 (
                     Identifier::new(ctx, "constraints"),
@@ -420,7 +440,7 @@ pub(super) fn wait<'c, 'a>(
                     Attribute::parse(ctx, "0 : i64").expect("valid asm dialect"),
                 ),
             ])
-            .add_results(&[struct_type(e, instr)])
+            .add_results(&[result])
             .build()
             .expect("valid llvm.inline_asm"),
     )
@@ -434,7 +454,6 @@ pub(super) fn pinned<'c, 'a>(e: &Emitter<'c, 'a>, values: &[Value<'c, 'a>]) -> V
     if values.is_empty() {
         return vec![];
     }
-    let ctx = e.ctx();
     let (i32t, f32t) = (e.int_type(32), e.f32_type());
     let words: Vec<Value> = values
         .iter()
@@ -450,49 +469,11 @@ pub(super) fn pinned<'c, 'a>(e: &Emitter<'c, 'a>, values: &[Value<'c, 'a>]) -> V
         .iter()
         .map(|w| if w.r#type() == f32t { "=f" } else { "=r" })
         .collect();
-    let constraints: Vec<String> = kinds
-        .iter()
-        .map(|k| k.to_string())
-        .chain((0..words.len()).map(|i| i.to_string()))
-        .collect();
     let types: Vec<Type> = words.iter().map(|w| w.r#type()).collect();
-    let result = Type::parse(
-        ctx,
-        &format!(
-            "!llvm.struct<({})>",
-            types
-                .iter()
-                .map(|t| t.to_string())
-                .collect::<Vec<_>>()
-                .join(", ")
-        ),
-    )
-    .expect("valid struct type");
-    let pinned = e.val(
-        OperationBuilder::new("llvm.inline_asm", e.loc())
-            .add_operands(&words)
-            .add_attributes(&[
-                (
-                    Identifier::new(ctx, "asm_string"),
-                    StringAttribute::new(ctx, "").into(),
-                ),
-                (
-                    Identifier::new(ctx, "constraints"),
-                    StringAttribute::new(ctx, &constraints.join(",")).into(),
-                ),
-                (
-                    Identifier::new(ctx, "has_side_effects"),
-                    Attribute::unit(ctx),
-                ),
-                (
-                    Identifier::new(ctx, "asm_dialect"),
-                    Attribute::parse(ctx, "0 : i64").expect("valid asm dialect"),
-                ),
-            ])
-            .add_results(&[result])
-            .build()
-            .expect("valid llvm.inline_asm"),
-    );
+    let names: Vec<String> = types.iter().map(|t| t.to_string()).collect();
+    let result = Type::parse(e.ctx(), &format!("!llvm.struct<({})>", names.join(", ")))
+        .expect("valid struct type");
+    let pinned = tied_asm(e, "", &words, &kinds, result);
     (0..words.len())
         .map(|i| e.extract_value(pinned, i as i64, types[i]))
         .collect()

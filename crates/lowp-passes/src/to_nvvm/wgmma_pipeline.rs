@@ -1943,17 +1943,10 @@ fn gather_splits<'c, 'a>(
     });
     cluster_sync(e);
     e.if_then(e.cmpi(CmpiPredicate::Eq, rank, zero), |e| {
-        let cluster = Type::parse(e.ctx(), "!llvm.ptr<7>").expect("valid pointer type");
         let mut sum = acc.to_vec();
         for peer in 1..mem.tile.splits {
             for (x, s) in sum.iter_mut().enumerate() {
-                let remote = e.val(
-                    OperationBuilder::new("nvvm.mapa", e.loc())
-                        .add_operands(&[local(e, x), e.i32(peer as u32)])
-                        .add_results(&[cluster])
-                        .build()
-                        .expect("valid nvvm.mapa"),
-                );
+                let remote = mapa(e, local(e, x), e.i32(peer as u32));
                 let v = e.val(
                     OperationBuilder::new("llvm.load", e.loc())
                         .add_operands(&[remote])
@@ -2366,6 +2359,18 @@ fn cluster_sync<'c, 'a>(e: &Emitter<'c, 'a>) {
     e.bare("nvvm.cluster.wait", &[("aligned", "unit")]);
 }
 
+/// `mapa`: the address `local` (a shared-memory pointer) has in the block of cluster rank
+/// `rank` (an `i32`), as a `shared::cluster` pointer.
+fn mapa<'c, 'a>(e: &Emitter<'c, 'a>, local: Value<'c, 'a>, rank: Value<'c, 'a>) -> Value<'c, 'a> {
+    e.val(
+        OperationBuilder::new("nvvm.mapa", e.loc())
+            .add_operands(&[local, rank])
+            .add_results(&[Type::parse(e.ctx(), "!llvm.ptr<7>").expect("valid pointer type")])
+            .build()
+            .expect("valid nvvm.mapa"),
+    )
+}
+
 /// A consumer warp's arrival on the empty barrier `bar` of each block of a cluster of
 /// `cluster`: lane r on rank r's (`mapa`; `mbarrier.arrive.release.cluster.shared::cluster`).
 fn release_in_cluster<'c, 'a>(
@@ -2377,13 +2382,7 @@ fn release_in_cluster<'c, 'a>(
     let ctx = e.ctx();
     let lane = e.remui(tid, e.index(32));
     e.if_then(e.cmpi(CmpiPredicate::Ult, lane, e.index(cluster)), |e| {
-        let remote = e.val(
-            OperationBuilder::new("nvvm.mapa", e.loc())
-                .add_operands(&[bar, e.index_castui(lane, e.int_type(32))])
-                .add_results(&[Type::parse(ctx, "!llvm.ptr<7>").expect("valid pointer type")])
-                .build()
-                .expect("valid nvvm.mapa"),
-        );
+        let remote = mapa(e, bar, e.index_castui(lane, e.int_type(32)));
         e.insert(
             OperationBuilder::new("nvvm.mbarrier.arrive", e.loc())
                 .add_operands(&[remote])
