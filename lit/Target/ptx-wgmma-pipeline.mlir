@@ -64,14 +64,14 @@ func.func @fp8(%a: memref<256x512xf8E4M3FN>, %sa: memref<1x1xf32>, %b: memref<12
 // MX scales staged through shared memory (K whole stages; the IR:
 // lit/Conversion/LowpToNVVM/wgmma-pipeline-scales.mlir): each thread copies one row's 4
 // scale bytes per stage (cp.async.ca of 4 bytes), decodes them after its stage wait; a
-// promotion's 34 scale values come from shared memory, loaded before the wait for its
-// segment, then 64 FMAs; no local memory.
+// promotion's 34 scale values come from shared memory (16 pairs of adjacent columns, 2
+// rows), loaded before the wait for its segment, then 64 FMAs; no local memory.
 // CHECK:       .visible .entry mx_kernel(
 // CHECK-NOT:   .local
 // CHECK:       cp.async.ca.shared.global [%rd{{[0-9]+}}], [%rd{{[0-9]+}}], 4, 4;
 // CHECK:       cp.async.wait_group 2;
 // CHECK:       wgmma.commit_group.sync.aligned;
-// CHECK-COUNT-34: ld.shared.b32
+// CHECK-COUNT-16: ld.shared.v2.b32
 // CHECK-NOT:   {{ld.global|fma.rn.f32}}
 // CHECK:       wgmma.wait_group.sync.aligned 1;
 // CHECK-COUNT-64: fma.rn.f32

@@ -124,9 +124,10 @@ pub(crate) trait Instr {
     }
 }
 
-/// A reader of a kernel's decoded block scales: the f32 scale of a row (column) of C.
+/// A reader of a kernel's decoded block scales: the f32 scales of `n` consecutive rows
+/// (columns) of C from the given one (`n` > 1 only from an even one: one vector load).
 pub(crate) type ScaleReader<'c, 'a, 'r> =
-    Box<dyn Fn(&Emitter<'c, 'a>, Value<'c, 'a>) -> Value<'c, 'a> + 'r>;
+    Box<dyn Fn(&Emitter<'c, 'a>, Value<'c, 'a>, usize) -> Vec<Value<'c, 'a>> + 'r>;
 
 /// The block scales of a segment for a lane's accumulators, as stored, each row's and
 /// column's once ([`Kernel::segment_scales`]).
@@ -698,31 +699,50 @@ impl<'p, 'c, 'a> Kernel<'p, 'c, 'a> {
         );
         let k0 = e.minui(k0, last_k);
         let s = self.shape;
-        // Per row (column) key, its place in `loaded`: A's first, then B's.
+        // Per row (column) key, its place in `loaded`: A's first, then B's. Staged column
+        // scales of a run of adjacent columns (`Instr::column_run`) in one read.
         let (mut rows, mut cols) = (vec![], vec![]);
         let mut b_loads = vec![];
         let mut of = vec![];
-        for x in 0..count {
+        let run = self.instr.column_run();
+        let key = |x: usize| {
             let (tile, i) = (x / s.acc, x % s.acc);
             let (rk, ck) = self.instr.acc_keys(i);
-            let (rk, ck) = ((tile / s.tiles.1, rk), (tile % s.tiles.1, ck));
+            ((tile / s.tiles.1, rk), (tile % s.tiles.1, ck))
+        };
+        for x in 0..count {
+            let (rk, ck) = key(x);
             let (row, col) = self.acc_coords(e, l, x);
             let r = rows.iter().position(|&k| k == rk).unwrap_or_else(|| {
                 rows.push(rk);
                 scales.loaded.push(match &staged[0] {
-                    Some(read) => read(e, row),
+                    Some(read) => read(e, row, 1)[0],
                     None => self.ops.sa.block_stored(e, e.minui(row, last_row), k0),
                 });
                 rows.len() - 1
             });
-            let c = cols.iter().position(|&k| k == ck).unwrap_or_else(|| {
-                cols.push(ck);
-                b_loads.push(match &staged[1] {
-                    Some(read) => read(e, col),
-                    None => self.ops.sb.block_stored(e, e.minui(col, last_col), k0),
-                });
-                cols.len() - 1
-            });
+            if !cols.contains(&ck) {
+                match &staged[1] {
+                    Some(read) if run > 1 && x % s.acc % run == 0 && x + run <= count => {
+                        for (d, v) in read(e, col, run).into_iter().enumerate() {
+                            cols.push(key(x + d).1);
+                            b_loads.push(v);
+                        }
+                    }
+                    Some(read) => {
+                        cols.push(ck);
+                        b_loads.push(read(e, col, 1)[0]);
+                    }
+                    None => {
+                        cols.push(ck);
+                        b_loads.push(self.ops.sb.block_stored(e, e.minui(col, last_col), k0));
+                    }
+                }
+            }
+            let c = cols
+                .iter()
+                .position(|&k| k == ck)
+                .expect("its column's scale read");
             of.push((r, c));
         }
         let a = scales.loaded.len();

@@ -6,8 +6,9 @@
 // commit group; after its wait the same thread decodes its four (E8M0: code << 23, code 0
 // -> 2^-127, 255 -> NaN) into f32 in the decoded ring entry of the stage (stage % 3), which
 // the stage's barrier publishes. A promotion reads its 2 rows' and 32 columns' values from
-// there (34 loads from shared memory), before it waits for the segment (an empty inline
-// assembly takes and gives them back, so no compiler sinks the loads past the wait).
+// there (2 loads and 16 of adjacent column pairs from shared memory), before it waits for
+// the segment (an empty inline assembly takes and gives them back, so no compiler sinks
+// the loads past the wait).
 // CHECK-LABEL: func.func @mx
 // CHECK:         gpu.launch
 // CHECK:             nvvm.cp.async.shared.global %{{.*}}, %{{.*}}, 4, cache =  ca, %c4_i32 : !llvm.ptr<3>, !llvm.ptr<1>, i32
@@ -18,7 +19,8 @@
 // CHECK:             arith.select %{{.*}}, %c4194304_i32, %{{.*}} : i32
 // CHECK:             llvm.store %{{.*}}, %{{.*}} {alignment = 4 : i64} : i32, !llvm.ptr<3>
 // CHECK:           gpu.barrier
-// CHECK-COUNT-34:  llvm.load %{{.*}} {alignment = 4 : i64} : !llvm.ptr<3> -> i32
+// CHECK:           llvm.load %{{.*}} {alignment = 4 : i64} : !llvm.ptr<3> -> i32
+// CHECK-COUNT-16:  llvm.load %{{.*}} {alignment = 8 : i64} : !llvm.ptr<3> -> vector<2xi32>
 // CHECK:           llvm.inline_asm has_side_effects asm_dialect = att "", "=f,{{(=f,)+}}0,1,{{.*}},33"
 // CHECK-NEXT:      llvm.extractvalue
 // CHECK:           "wgmma.wait_group.sync.aligned 1;"

@@ -115,12 +115,12 @@
 //! shared memory (`ScaleStage`): each block row's stage scales (4, 8 or 16 bytes) are
 //! copied with the stage by one thread, which decodes them to f32 once after its wait (a
 //! ring of 3 after the translated tiles; warp-specialized, in the slot); the promotions
-//! then read 34 f32 from shared memory instead of loading and decoding 34 bytes each (6
-//! integer instructions per E8M0 code, 200 per segment and thread, more issue slots than
-//! the segment's wgmma). Not where that costs a stage (the barrier pipeline keeps at least
-//! 4). NVFP4's
-//! 16-blocks, a dynamic K, rows that are not a multiple of 16 bytes or not row-major take
-//! `wgmma.rs`'s register-staged kernel.
+//! then read 34 f32 from shared memory (18 loads: the column pairs as one) instead of
+//! loading and decoding 34 bytes each (6 integer instructions per E8M0 code, 200 per
+//! segment and thread, more issue slots than the segment's wgmma). Not where that costs a
+//! stage (the barrier pipeline keeps at least 4). NVFP4's 16-blocks, a dynamic K, rows
+//! that are not a multiple of 16 bytes or not row-major take `wgmma.rs`'s register-staged
+//! kernel.
 //!
 //! Shared memory: square, 4 x 32 KiB for FP8 x FP8; MXFP4 x MXFP4 (packed) 4 x 16 KiB + 4 x
 //! 16 KiB of translated tiles; the most, FP6 x FP6, 4 x 32 KiB + 64 KiB. Skinny with 16 rows
@@ -1463,12 +1463,19 @@ where
 {
     [0, 1].map(|x| {
         mem.scales[x].map(|st| {
-            Box::new(move |e: &Emitter<'c, 'a>, at: Value<'c, 'a>| {
+            // (Decoded values of rows r, r + 1 with r even are 8-aligned: every offset and
+            // stride of the decoded rings is.)
+            debug_assert!(st.decoded % 8 == 0 && st.decoded_stride % 8 == 0);
+            Box::new(move |e: &Emitter<'c, 'a>, at: Value<'c, 'a>, n: usize| {
                 let r = e.remui(at, e.index(mem.tile.rows[x]));
                 let s = e.divui(k0, e.index(BK));
                 let g = e.divui(e.remui(k0, e.index(BK)), e.index(st.span));
-                let word = shared.load_words(e, decoded_at(e, mem, x, st, r, s, g), 1)[0];
-                e.bitcast(word, e.f32_type())
+                let at = decoded_at(e, mem, x, st, r, s, g);
+                let words = shared.load_words(e, at, n as i64);
+                words
+                    .into_iter()
+                    .map(|w| e.bitcast(w, e.f32_type()))
+                    .collect()
             }) as ScaleReader<'c, 'a, 'm>
         })
     })
