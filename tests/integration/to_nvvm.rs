@@ -329,7 +329,8 @@ fn wgmma_pipeline_stages_block_scales() {
 /// E5M2) loaded by TMA boxes of 128 rows x 128 bytes, run through the emulation of TMA's
 /// tile mode (element by element from the box origin the kernel computes, zeros outside the
 /// tensor, the 128-byte swizzle by address bits) beside the producer's cp.async copies and
-/// translations of the other operand: both operands by TMA (per-tensor; blockwise x MX),
+/// translations of the other operand: both operands by TMA (per-tensor; blockwise x MX;
+/// MXFP8 with K whole stages, whose E8M0 scales the producer warpgroup stages),
 /// only B (packed E2M1 A), only A (FP6 B). Rows past M and N and a last stage 32 codes
 /// into K come out of the boxes' zero fill; 1160 x 200 (10 x 2 tiles) runs the grouped
 /// launch order through a full group of 8 rows of tiles and a partial one. Checked first in the kernel's IR: one host
@@ -389,13 +390,18 @@ fn wgmma_tma_matches_the_oracle() {
     .chain([
         (1160, 200, 128),
         (256, 256, 384),
+        (256, 256, 384),
         (16, 200, 1184),
         (40, 72, 416),
     ]);
+    // MXFP8 with both operands by TMA and K whole stages: the producer warpgroup copies
+    // and decodes the E8M0 scales (every producer arrives) beside thread 0's boxes.
+    let mxfp8: [PipelinePair; 1] = [(e4, mx, false, e5, mx, false)];
     let problems: Vec<(String, Problem)> = pairs
         .iter()
         .chain(&pairs[..1])
         .chain(&pairs[2..3])
+        .chain(&mxfp8)
         .chain(&pairs[..1])
         .chain(&pairs[2..3])
         .zip(shapes)
@@ -412,36 +418,39 @@ fn wgmma_tma_matches_the_oracle() {
         })
         .collect();
     let text = lowered(&session, &problems, "sm_90a", "wgmma-tma");
-    // One tensor map per TMA operand (9 square, 3 skinny); B's of the two multicasting
+    // One tensor map per TMA operand (11 square, 3 skinny); B's of the three multicasting
     // problems boxes half of the block's rows. The square block's producer issues each box
     // once in its loop; the skinny block's thread 0 in the prologue and in each of the
-    // loop's two stages (3 per operand). Full barriers: the square block's loop inits (2
-    // per op), the skinny block's 8 slots.
-    assert_eq!(text.matches("nvgpu.tma.create.descriptor").count(), 12);
+    // loop's two stages (3 per operand). `arrive.expect_tx` where thread 0 alone feeds the
+    // ring; `expect_tx` where the producers also copy (packed A; MXFP8's staged scales:
+    // one copy of a row's 4 scale bytes per operand). Full barriers: the square block's
+    // loop inits (2 per op), the skinny block's 8 slots.
+    assert_eq!(text.matches("nvgpu.tma.create.descriptor").count(), 14);
     // (The map's type appears on the descriptor and on the cast to a pointer.)
-    assert_eq!(text.matches("memref<64x128xi8, 3>").count(), 2 * (2 + 2));
+    assert_eq!(text.matches("memref<64x128xi8, 3>").count(), 2 * (3 + 2));
     assert_eq!(
         text.matches("nvvm.cp.async.bulk.tensor.shared.cluster.global")
             .count(),
-        9 + 3 * 3
+        11 + 3 * 3
     );
-    assert_eq!(text.matches("multicast_mask").count(), 2);
+    assert_eq!(text.matches("multicast_mask").count(), 3);
     assert_eq!(
         text.matches("nvvm.mbarrier.arrive.expect_tx").count(),
         3 + 2 * 3
     );
-    assert_eq!(text.matches("nvvm.mbarrier.expect_tx").count(), 3);
-    assert_eq!(text.matches("nvvm.mbarrier.init").count(), 12 + 2 * 8);
+    assert_eq!(text.matches("nvvm.mbarrier.expect_tx").count(), 4);
+    assert_eq!(text.matches(", 4, cache =  ca").count(), 2 + 2);
+    assert_eq!(text.matches("nvvm.mbarrier.init").count(), 14 + 2 * 8);
     // Both skinny problems split K in clusters, the multicasting ones share B in clusters
     // of 2, where the consumer warps release each slot on both blocks' empty barriers (in
     // the pair loop's two stages and the one after it) and the blocks meet after the
     // barriers' initialization and before they leave.
-    assert_eq!(text.matches("clusters(").count(), 4);
+    assert_eq!(text.matches("clusters(").count(), 5);
     assert_eq!(
         text.matches("{scope = #nvvm.mem_scope<cluster>}").count(),
-        2 * 3
+        3 * 3
     );
-    assert_eq!(text.matches("nvvm.cluster.arrive").count(), 2 * 2 + 2 * 2);
+    assert_eq!(text.matches("nvvm.cluster.arrive").count(), 3 * 2 + 2 * 2);
     run_and_check(&session, &problems, Some(&emulated("sm_90a", "wgmma-tma")));
 }
 

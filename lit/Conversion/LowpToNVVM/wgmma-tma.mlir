@@ -139,6 +139,32 @@ func.func @mixed(%a: memref<128x64x!lowp.packed<f4E2M1FN>>, %sa: memref<128x4xf8
   return
 }
 
+// MXFP8 (E4M3 x E4M3, E8M0 per 32), K whole stages: TMA loads both operands, and the
+// producer warpgroup stays to stage the scales (lit/Conversion/LowpToNVVM/
+// wgmma-pipeline-scales.mlir): thread t copies the 4 scale bytes of A's and B's row t
+// with the stage (cp.async.ca) and decodes them into the slot after its wait; so every
+// producer arrives (128), and thread 0 adds the boxes' bytes with expect_tx.
+// CHECK-LABEL: func.func @mxfp8
+// CHECK-COUNT-2: nvgpu.tma.create.descriptor
+// CHECK:         gpu.launch
+// CHECK:           nvvm.mbarrier.init %{{.*}}, %c128_i32 : !llvm.ptr<3>, i32
+// CHECK:           nvvm.setmaxregister  decrease 40
+// CHECK:           scf.for
+// CHECK:             nvvm.mbarrier.expect_tx %[[FULL:.*]], %c32768_i32 : !llvm.ptr<3>, i32
+// CHECK:             nvvm.cp.async.bulk.tensor.shared.cluster.global %{{.*}}, %{{.*}}, %[[FULL]], box
+// CHECK:             nvvm.cp.async.bulk.tensor.shared.cluster.global %{{.*}}, %{{.*}}, %[[FULL]], box
+// CHECK:           nvvm.cp.async.shared.global %{{.*}}, %{{.*}}, 4, cache =  ca, %c4_i32
+// CHECK:           nvvm.cp.async.shared.global %{{.*}}, %{{.*}}, 4, cache =  ca, %c4_i32
+// CHECK:           nvvm.cp.async.commit.group
+// CHECK:           nvvm.mbarrier.arrive %{{.*}} : !llvm.ptr<3>
+// CHECK:         nvvm.setmaxregister  increase 232
+func.func @mxfp8(%a: memref<256x256xf8E4M3FN>, %sa: memref<256x8xf8E8M0FNU>,
+                 %b: memref<128x256xf8E4M3FN>, %sb: memref<128x8xf8E8M0FNU>, %c: memref<256x128xf32>) {
+  lowp.scaled_matmul %a[%sa], %b[%sb] into %c layouts(#lowp.mx<32>, #lowp.mx<32>)
+      : memref<256x256xf8E4M3FN>[memref<256x8xf8E8M0FNU>], memref<128x256xf8E4M3FN>[memref<128x8xf8E8M0FNU>] -> memref<256x128xf32>
+  return
+}
+
 // -----
 
 // Both operands translated: nothing for TMA to load, a located error.

@@ -84,8 +84,9 @@
 //! `cp.async.bulk.tensor.2d` per such operand (`tma_load`, at `box_origin`); the landed
 //! bytes complete the barrier's transaction count. Where both operands are direct the full
 //! barrier waits for that thread alone (`arrive.expect_tx`); where the other operand is
-//! translated, the producer warpgroup still copies and translates it and every producer
-//! thread arrives (thread 0 adds the bytes with `expect_tx`). In the skinny block thread 0
+//! translated (or block scales are staged), the producer warpgroup still copies and
+//! translates it (copies and decodes them) and every producer thread arrives (thread 0
+//! adds the bytes with `expect_tx`). In the skinny block thread 0
 //! arms a full mbarrier per slot and issues the boxes where the copies were issued, and
 //! every thread waits on the stage's barrier before the stage's block barrier (split-K
 //! included). Two translated operands have nothing for TMA: an error.
@@ -111,16 +112,16 @@
 //! block scales (a thread's 2 rows and 32 columns) are loaded before the wait for its
 //! partial sums, through an empty inline assembly (`wgmma::pinned`) that keeps the loads
 //! there. Where K is whole stages and threads copy (the barrier pipeline without TMA, the
-//! producer warpgroup unless TMA loads both operands), the scales are staged through
-//! shared memory (`ScaleStage`): each block row's stage scales (4, 8 or 16 bytes) are
-//! copied with the stage by one thread, which decodes them to f32 once after its wait (a
-//! ring of 3 after the translated tiles; warp-specialized, in the slot); the promotions
-//! then read 34 f32 from shared memory (18 loads: the column pairs as one) instead of
-//! loading and decoding 34 bytes each (6 integer instructions per E8M0 code, 200 per
-//! segment and thread, more issue slots than the segment's wgmma). Not where that costs a
-//! stage (the barrier pipeline keeps at least 4). NVFP4's 16-blocks, a dynamic K, rows
-//! that are not a multiple of 16 bytes or not row-major take `wgmma.rs`'s register-staged
-//! kernel.
+//! producer warpgroup, which then copies them also where TMA loads both operands), the
+//! scales are staged through shared memory (`ScaleStage`): each block row's stage scales
+//! (4, 8 or 16 bytes) are copied with the stage by one thread, which decodes them to f32
+//! once after its wait (a ring of 3 after the translated tiles; warp-specialized, in the
+//! slot); the promotions then read 34 f32 from shared memory (18 loads: the column pairs
+//! as one) instead of loading and decoding 34 bytes each (6 integer instructions per E8M0
+//! code, 200 per segment and thread, more issue slots than the segment's wgmma). Not
+//! where that costs a stage (the barrier pipeline keeps at least 4). NVFP4's 16-blocks, a
+//! dynamic K, rows that are not a multiple of 16 bytes or not row-major take `wgmma.rs`'s
+//! register-staged kernel.
 //!
 //! Shared memory: square, 4 x 32 KiB for FP8 x FP8; MXFP4 x MXFP4 (packed) 4 x 16 KiB + 4 x
 //! 16 KiB of translated tiles; the most, FP6 x FP6, 4 x 32 KiB + 64 KiB. Skinny with 16 rows
@@ -596,13 +597,11 @@ impl Memory {
             } else {
                 SPECIALIZED_STAGES
             };
-            // Staged scales (where the producer warpgroup copies): in each slot after the
-            // translated tiles, the rows' stage bytes as copied, then their decoded values;
-            // the slot rounded up to whole 1024-byte atoms (the next slot's tiles); not
-            // where that costs a stage.
-            let copying = !tma || routes.iter().any(|r| r.staged);
+            // Staged scales (copied by the producer warpgroup, also where TMA loads both
+            // operands): in each slot after the translated tiles, the rows' stage bytes as
+            // copied, then their decoded values; the slot rounded up to whole 1024-byte
+            // atoms (the next slot's tiles); not where that costs a stage.
             let fit = |blocks: [Option<(i64, i64)>; 2]| {
-                let blocks = if copying { blocks } else { [None, None] };
                 let per_row = |x: usize| blocks[x].map_or(0, |(span, size)| BK / span * size);
                 let values = |x: usize| blocks[x].map_or(0, |(span, _)| BK / span * 4);
                 let extra: i64 = (0..2)
@@ -2163,9 +2162,13 @@ fn specialized_block<'c, 'a>(
         |e: &Emitter<'c, 'a>, use_: Value<'c, 'a>| e.andi(e.index_castui(use_, i32t), e.i32(1));
     let (zero, one) = (e.index(0), e.index(1));
     let staged = mem.routes.iter().any(|r| r.staged);
-    // A stage is full once every producer thread arrived (its copies and translations
-    // done), and, with TMA, its boxes' bytes landed; with TMA alone one thread arrives.
-    let arrivals = if mem.tma && !staged { 1 } else { PRODUCERS };
+    // The producer warpgroup copies (codes to translate, or staged scales), or TMA alone
+    // feeds the ring.
+    let copies = staged || mem.scales.iter().any(Option::is_some);
+    // A stage is full once every producer thread arrived (its copies, translations and
+    // decoded scales done), and, with TMA, its boxes' bytes landed; with TMA alone one
+    // thread arrives.
+    let arrivals = if mem.tma && !copies { 1 } else { PRODUCERS };
     // B multicast: the blocks of a cluster (rank = x % its size: the cluster runs along x)
     // write each other's slots, so a slot is empty once the consumers of every block of
     // the cluster are done with it: lane r of each consumer warp arrives on rank r's
@@ -2248,8 +2251,8 @@ fn specialized_block<'c, 'a>(
                 }
             });
         }
-        if mem.tma && !staged {
-            // Every operand by TMA: one thread feeds the ring.
+        if mem.tma && !copies {
+            // Every operand by TMA and no scales to stage: one thread feeds the ring.
             e.if_then(issuer, |e| {
                 e.for_loop(zero, count, one, &[], |e, s, _| {
                     empty(e, s);
