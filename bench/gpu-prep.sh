@@ -38,6 +38,7 @@ checks=(
   "--m 5 --n 200 --k 1152 --lhs f4e2m1 --rhs f4e2m1 --layout mx --packed"
   "--m 200 --n 136 --k 416 --lhs f4e2m1 --rhs f8e4m3 --layout mx --packed --bias"
   "--m 140 --n 72 --k 384 --lhs f8e5m2 --rhs f6e2m3 --layout per_channel --rhs-layout mx"
+  "--m 256 --n 256 --k 512 --lhs f8e4m3 --rhs f8e5m2 --layout mx --bias"
 )
 i=0
 for c in "${checks[@]}"; do
