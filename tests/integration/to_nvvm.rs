@@ -274,8 +274,8 @@ fn wgmma_pipeline_matches_the_oracle() {
 /// and 1 x 64 (8), beside translated FP4 / FP6 codes; 6 stages (the slot ring of 5 and the
 /// decoded ring of 3 both wrap), rows and columns past M and N, and the skinny block (40
 /// rows, and 16 rows with K split in clusters); then the warp-specialized block (scales in
-/// the slots) on the square problems. K not whole stages keeps the scales read from global
-/// memory (the other pipeline tests).
+/// the slots) on the square problems, and the skinny block fed by TMA. K not whole stages
+/// keeps the scales read from global memory (the other pipeline tests).
 #[test]
 fn wgmma_pipeline_stages_block_scales() {
     let session = Session::new();
@@ -323,6 +323,17 @@ fn wgmma_pipeline_stages_block_scales() {
         square,
         Some(&emulated("sm_90a", "wgmma-specialized")),
     );
+    // The skinny block fed by TMA (MX E4M3 x E5M2 at 40 rows, and at 16 split in
+    // clusters): every thread still copies and decodes its row's scales beside thread 0's
+    // boxes (prologue and the loop's two stages).
+    let direct: Vec<(String, Problem)> = (problems.into_iter().enumerate())
+        .filter(|(i, _)| *i == pairs.len() || *i == pairs.len() + 2)
+        .map(|(_, p)| p)
+        .collect();
+    let text = lowered(&session, &direct, "sm_90a", "wgmma-tma");
+    assert_eq!(text.matches("nvgpu.tma.create.descriptor").count(), 2 * 2);
+    assert_eq!(text.matches(", 4, cache =  ca").count(), 2 * 3 * 2);
+    run_and_check(&session, &direct, Some(&emulated("sm_90a", "wgmma-tma")));
 }
 
 /// `kernel=wgmma-tma`: the warp-specialized block with the operands used as stored (E4M3 /

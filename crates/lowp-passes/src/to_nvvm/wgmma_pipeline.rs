@@ -111,9 +111,9 @@
 //! are applied in the epilogue, block scales (MX, blockwise) per segment. A segment's
 //! block scales (a thread's 2 rows and 32 columns) are loaded before the wait for its
 //! partial sums, through an empty inline assembly (`wgmma::pinned`) that keeps the loads
-//! there. Where K is whole stages and threads copy (the barrier pipeline without TMA, the
-//! producer warpgroup, which then copies them also where TMA loads both operands), the
-//! scales are staged through shared memory (`ScaleStage`): each block row's stage scales
+//! there. Where K is whole stages, the scales are staged through shared memory
+//! (`ScaleStage`), copied by the threads that copy stages (the barrier pipeline's, the
+//! producer warpgroup's; beside TMA's boxes too): each block row's stage scales
 //! (4, 8 or 16 bytes) are copied with the stage by one thread, which decodes them to f32
 //! once after its wait (a ring of 3 after the translated tiles; warp-specialized, in the
 //! slot); the promotions then read 34 f32 from shared memory (18 loads: the column pairs
@@ -487,7 +487,7 @@ struct Memory {
     scales: [Option<ScaleStage>; 2],
 }
 
-/// An operand's block scales staged through shared memory (where threads copy the stages):
+/// An operand's block scales staged through shared memory:
 /// each stage's scales of the block's rows travel with the stage (`cp.async` of `per_row`
 /// bytes a row, one copying thread per row), the thread that copied a row decodes them to
 /// f32 once (`decode_scales`: in the barrier pipeline into a ring of `PARITIES` like the
@@ -663,10 +663,10 @@ impl Memory {
         // With TMA, a full mbarrier per slot after the translated tiles.
         let full = if tma { 8 } else { 0 };
         // Staged scales: a ring of the stages' copies (an entry per slot: A's rows, then
-        // B's) and the ring of 3 of decoded values, after the translated tiles; not where
-        // that leaves fewer than 4 stages.
+        // B's; with TMA too, every thread still commits a copy group per stage) and the
+        // ring of 3 of decoded values, after the translated tiles; not where that leaves
+        // fewer than 4 stages.
         let fit = |blocks: [Option<(i64, i64)>; 2]| {
-            let blocks = if tma { [None, None] } else { blocks };
             let mut entry = 0;
             let in_entry = [0, 1].map(|x| {
                 blocks[x].map(|(span, size)| {
