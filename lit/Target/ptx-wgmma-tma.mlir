@@ -1,4 +1,6 @@
 // RUN: lowp-translate %s --emit=ptx --chip=sm_90a --kernel=wgmma-tma | FileCheck %s
+// RUN: lowp-translate %s --emit=ptx --chip=sm_90a --kernel=wgmma-tma --multicast=1 | FileCheck %s --check-prefix=UNICAST
+// RUN: not lowp-translate %s --emit=asm --chip=gfx942 --multicast=1 2>&1 | FileCheck %s --check-prefix=AMD
 
 // kernel=wgmma-tma in PTX (the IR: lit/Conversion/LowpToNVVM/wgmma-tma.mlir): 384
 // threads, the tensor maps of A and B as two 64-bit parameters (their addresses in global
@@ -69,6 +71,13 @@ func.func @fp8(%a: memref<256x512xf8E4M3FN>, %sa: memref<1x1xf32>, %b: memref<12
 // CHECK:       barrier.cluster.arrive.aligned;
 // CHECK-NEXT:  barrier.cluster.wait.aligned;
 // CHECK-NEXT:  ret;
+// --multicast=1 (lowp-to-nvvm's option, as lowp-run's --multicast 1): one block per
+// cluster, B's boxes whole, no multicast; the option tunes NVIDIA kernels only.
+// UNICAST:     .visible .entry shared_kernel(
+// UNICAST-NOT: .reqnctapercluster
+// UNICAST-NOT: multicast::cluster
+// UNICAST:     ret;
+// AMD: lowp-translate: --split-k and --multicast tune lowp-to-nvvm: give an NVIDIA --chip, not gfx942
 func.func @shared(%a: memref<256x384xf8E4M3FN>, %sa: memref<1x1xf32>, %b: memref<256x384xf8E4M3FN>,
                   %sb: memref<1x1xf32>, %c: memref<256x256xf32>) {
   lowp.scaled_matmul %a[%sa], %b[%sb] into %c layouts(#lowp.per_tensor, #lowp.per_tensor)

@@ -4,6 +4,7 @@
 //! ```text
 //! lowp-translate FILE.mlir|- --emit=llvm|ptx|asm|obj|hsaco
 //!                [--chip=sm_90a|sm_89|sm_100a|gfx942|gfx950|host] [--kernel=K]
+//!                [--split-k=S] [--multicast=M]
 //!                [--pipeline='builtin.module(...)'] [-o OUT]
 //! ```
 //! lowp ops left in the module (after `--pipeline`, if any) are lowered for a GPU chip
@@ -26,7 +27,7 @@ use lowp_jit::Session;
 
 const USAGE: &str =
     "usage: lowp-translate FILE.mlir --emit=llvm|ptx|asm|obj|hsaco [--chip=CHIP] [--kernel=K]
-                      [--pipeline=P] [-o OUT]
+                      [--split-k=S] [--multicast=M] [--pipeline=P] [-o OUT]
   --emit      llvm: LLVM IR; ptx: PTX (NVIDIA chips); asm: target assembly; obj: ELF object;
               hsaco: an AMD kernel linked into a code object (ld.lld; needs -o)
   --chip      sm_89, sm_90a, sm_100a, gfx942, gfx950, host (default host)
@@ -36,6 +37,10 @@ const USAGE: &str =
               M), wgmma-specialized (its 128 x 128 block with a producer warpgroup),
               wgmma-tma (the pipeline with its E4M3 / E5M2 operands loaded by TMA) or mma-sync
               (NVIDIA), scaled-mfma or mfma (AMD)
+  --split-k   NVIDIA: the wgmma skinny block's split of K among a cluster (auto, 1, 2, 4,
+              8; default auto)
+  --multicast NVIDIA: wgmma-tma's square block sharing B's stages in clusters of 2 by TMA
+              multicast (auto, 1: off, 2: required; default auto)
   --pipeline  a textual pass pipeline run first (e.g. builtin.module(lowp-cpu-pipeline));
               lowp ops left after it are lowered for a GPU --chip, and gpu.module kernels
               are compiled for it (ptx or asm)
@@ -47,6 +52,8 @@ struct Args {
     chip: Chip,
     pipeline: Option<String>,
     kernel: Option<String>,
+    /// lowp-to-nvvm's tuning options (`--split-k`, `--multicast`).
+    tuning: Vec<(&'static str, String)>,
     hsaco: bool,
     out: Option<String>,
 }
@@ -54,6 +61,7 @@ struct Args {
 fn parse(raw: Vec<String>) -> Result<Args, String> {
     let (mut file, mut emit, mut chip, mut pipeline, mut out) = (None, None, None, None, None);
     let mut kernel = None;
+    let mut tuning = vec![];
     let mut it = raw.into_iter();
     while let Some(arg) = it.next() {
         let (flag, inline) = match arg.split_once('=') {
@@ -72,6 +80,8 @@ fn parse(raw: Vec<String>) -> Result<Args, String> {
             "--chip" => chip = Some(value()?.parse::<Chip>()?),
             "--pipeline" => pipeline = Some(value()?),
             "--kernel" => kernel = Some(value()?),
+            "--split-k" => tuning.push(("split-k", value()?)),
+            "--multicast" => tuning.push(("multicast", value()?)),
             "-o" => out = Some(value()?),
             f if f.starts_with('-') && f != "-" => {
                 return Err(format!("unknown option '{f}'\n{USAGE}"))
@@ -120,6 +130,11 @@ fn parse(raw: Vec<String>) -> Result<Args, String> {
             ));
         }
     }
+    if !tuning.is_empty() && chip.vendor != Vendor::Nvidia {
+        return Err(format!(
+            "--split-k and --multicast tune lowp-to-nvvm: give an NVIDIA --chip, not {chip}"
+        ));
+    }
     if hsaco && chip.vendor != Vendor::Amd {
         return Err(format!(
             "--emit=hsaco needs an AMD chip (gfx942, gfx950), found {chip}"
@@ -134,6 +149,7 @@ fn parse(raw: Vec<String>) -> Result<Args, String> {
         chip,
         pipeline,
         kernel,
+        tuning,
         hsaco,
         out,
     })
@@ -149,9 +165,13 @@ fn run(a: Args) -> Result<(), String> {
     }
     if has_op(&module, |name| name.starts_with("lowp.")) {
         let lowering = match a.chip.vendor {
-            Vendor::Nvidia => Some(lowp_passes::pipelines::nvvm_front(
+            Vendor::Nvidia => Some(lowp_passes::pipelines::nvvm_front_with(
                 a.chip.cpu,
                 a.kernel.as_deref().unwrap_or("auto"),
+                &a.tuning
+                    .iter()
+                    .map(|(n, v)| (*n, v.as_str()))
+                    .collect::<Vec<_>>(),
             )),
             Vendor::Amd => Some(lowp_passes::pipelines::rocdl_front(
                 a.chip.cpu,
