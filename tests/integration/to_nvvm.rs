@@ -134,6 +134,24 @@ type PipelinePair = (
     bool,
 );
 
+/// The problem `m x n x k` of a format / layout pair, named after them, with a bias (A,
+/// B, then the bias drawn from `rng`).
+fn pair_problem(
+    rng: &mut SplitMix64,
+    (m, n, k): (usize, usize, usize),
+    (fa, la, pa, fb, lb, pb): PipelinePair,
+) -> (String, Problem) {
+    (
+        format!("{m}x{n}x{k} {fa} {la} x {fb} {lb}"),
+        Problem {
+            a: operand(rng, m, k, fa, la, pa),
+            b: operand(rng, n, k, fb, lb, pb),
+            bias: Some(rng.normal_vec(n)),
+            bf16: false,
+        },
+    )
+}
+
 fn pipeline_pairs() -> [PipelinePair; 9] {
     let (e4, e5) = (ScaledFormat::F8E4M3, ScaledFormat::F8E5M2);
     let (f4, mx) = (ScaledFormat::F4E2M1, ScaleLayout::MX);
@@ -221,23 +239,15 @@ fn wgmma_pipeline_matches_the_oracle() {
     let pairs = pipeline_pairs();
     let mut problems = Vec::new();
     for (m, n, k, cases) in [(130, 136, 672, 9), (64, 200, 160, 4), (3, 5, 32, 3)] {
-        for &(fa, la, pa, fb, lb, pb) in pairs.iter().rev().take(cases) {
-            let mut a = operand(&mut rng, m, k, fa, la, pa);
-            let b = operand(&mut rng, n, k, fb, lb, pb);
+        for &pair in pairs.iter().rev().take(cases) {
+            let (name, mut problem) = pair_problem(&mut rng, (m, n, k), pair);
             // Edge codes in row 0 of FP8 A: the largest finite, the smallest subnormal, -0.
+            let fa = pair.0;
             if fa.bit_width() == 8 {
                 let max = if fa == e4 { 0x7E } else { 0x7B };
-                a.q.codes[..3].copy_from_slice(&[max, 0x01, 0x80]);
+                problem.a.q.codes[..3].copy_from_slice(&[max, 0x01, 0x80]);
             }
-            problems.push((
-                format!("{m}x{n}x{k} {fa} {la} x {fb} {lb}"),
-                Problem {
-                    a,
-                    b,
-                    bias: Some(rng.normal_vec(n)),
-                    bf16: false,
-                },
-            ));
+            problems.push((name, problem));
         }
     }
     let text = lowered(&session, &problems, "sm_90a", "auto");
@@ -292,16 +302,8 @@ fn wgmma_pipeline_stages_block_scales() {
     ];
     let mut problems = Vec::new();
     for (m, n, k, cases) in [(130, 72, 768, 5), (40, 72, 512, 2), (16, 200, 1024, 1)] {
-        for &(fa, la, pa, fb, lb, pb) in pairs.iter().take(cases) {
-            problems.push((
-                format!("{m}x{n}x{k} {fa} {la} x {fb} {lb}"),
-                Problem {
-                    a: operand(&mut rng, m, k, fa, la, pa),
-                    b: operand(&mut rng, n, k, fb, lb, pb),
-                    bias: Some(rng.normal_vec(n)),
-                    bf16: false,
-                },
-            ));
+        for &pair in pairs.iter().take(cases) {
+            problems.push(pair_problem(&mut rng, (m, n, k), pair));
         }
     }
     let text = lowered(&session, &problems, "sm_90a", "auto");
@@ -416,17 +418,7 @@ fn wgmma_tma_matches_the_oracle() {
         .chain(&pairs[..1])
         .chain(&pairs[2..3])
         .zip(shapes)
-        .map(|(&(fa, la, pa, fb, lb, pb), (m, n, k))| {
-            (
-                format!("{m}x{n}x{k} {fa} {la} x {fb} {lb}"),
-                Problem {
-                    a: operand(&mut rng, m, k, fa, la, pa),
-                    b: operand(&mut rng, n, k, fb, lb, pb),
-                    bias: Some(rng.normal_vec(n)),
-                    bf16: false,
-                },
-            )
-        })
+        .map(|(&pair, shape)| pair_problem(&mut rng, shape, pair))
         .collect();
     let text = lowered(&session, &problems, "sm_90a", "wgmma-tma");
     // One tensor map per TMA operand (11 square, 3 skinny); B's of the three multicasting
@@ -478,17 +470,10 @@ fn wgmma_skinny_matches_the_oracle() {
     let session = Session::new();
     let mut rng = SplitMix64::new(16);
     let pairs = pipeline_pairs();
-    let problem = |rng: &mut SplitMix64, (m, n, k): (usize, usize, usize), p: PipelinePair| {
-        let (fa, la, pa, fb, lb, pb) = p;
-        (
-            format!("{m}x{n}x{k} {fa} {la} x {fb} {lb}"),
-            Problem {
-                a: operand(rng, m, k, fa, la, pa),
-                b: operand(rng, n, k, fb, lb, pb),
-                bias: Some(rng.normal_vec(n)),
-                bf16: m == 5,
-            },
-        )
+    let problem = |rng: &mut SplitMix64, shape: (usize, usize, usize), p: PipelinePair| {
+        let (name, mut problem) = pair_problem(rng, shape, p);
+        problem.bf16 = shape.0 == 5;
+        (name, problem)
     };
     let mut problems = Vec::new();
     for (shape, cases) in [
@@ -541,17 +526,8 @@ fn wgmma_split_k_matches_the_oracle() {
     let session = Session::new();
     let mut rng = SplitMix64::new(8);
     let pairs = pipeline_pairs();
-    let problem = |rng: &mut SplitMix64, (m, n, k): (usize, usize, usize), c: usize| {
-        let (fa, la, pa, fb, lb, pb) = pairs[c];
-        (
-            format!("{m}x{n}x{k} {fa} {la} x {fb} {lb}"),
-            Problem {
-                a: operand(rng, m, k, fa, la, pa),
-                b: operand(rng, n, k, fb, lb, pb),
-                bias: Some(rng.normal_vec(n)),
-                bf16: false,
-            },
-        )
+    let problem = |rng: &mut SplitMix64, shape: (usize, usize, usize), c: usize| {
+        pair_problem(rng, shape, pairs[c])
     };
     let by_shape = [
         problem(&mut rng, (16, 256, 2048), 0),
