@@ -591,6 +591,10 @@ impl Memory {
             .map(|r| r.tile_bytes())
             .sum();
         let in_slot = [0, routes[0].raw_bytes()];
+        // Operand x's staged scales of a stage (K per scale, bytes per scale): as copied,
+        // and decoded (f32).
+        let copied_bytes = |x: usize, (span, size): (i64, i64)| tile.rows[x] * BK / span * size;
+        let decoded_bytes = |x: usize, span: i64| tile.rows[x] * BK / span * 4;
         if specialized {
             let most = if tile.swapped {
                 SKINNY_STAGES
@@ -602,10 +606,8 @@ impl Memory {
             // copied, then their decoded values; the slot rounded up to whole 1024-byte
             // atoms (the next slot's tiles); not where that costs a stage.
             let fit = |blocks: [Option<(i64, i64)>; 2]| {
-                let per_row = |x: usize| blocks[x].map_or(0, |(span, size)| BK / span * size);
-                let values = |x: usize| blocks[x].map_or(0, |(span, _)| BK / span * 4);
                 let extra: i64 = (0..2)
-                    .map(|x| tile.rows[x] * (per_row(x) + values(x)))
+                    .filter_map(|x| blocks[x].map(|b| copied_bytes(x, b) + decoded_bytes(x, b.0)))
                     .sum();
                 let slot = (raw + staged + extra + ATOM - 1) / ATOM * ATOM;
                 (most.min((limit - 1024 - 2 * most * 8) / slot), slot, blocks)
@@ -623,21 +625,21 @@ impl Memory {
             });
             let entry_at = next;
             let in_entry = [0, 1].map(|x| {
-                blocks[x].map(|(span, size)| {
-                    next += tile.rows[x] * BK / span * size;
-                    next - tile.rows[x] * BK / span * size - entry_at
+                blocks[x].map(|b| {
+                    next += copied_bytes(x, b);
+                    next - copied_bytes(x, b) - entry_at
                 })
             });
             let scales = [0, 1].map(|x| {
                 blocks[x].map(|(span, size)| {
-                    next += tile.rows[x] * BK / span * 4;
+                    next += decoded_bytes(x, span);
                     ScaleStage {
                         span,
                         size,
                         ring: entry_at,
                         entry: slot,
                         in_entry: in_entry[x].expect("a staged operand's copies"),
-                        decoded: next - tile.rows[x] * BK / span * 4,
+                        decoded: next - decoded_bytes(x, span),
                         decoded_ring: stages,
                         decoded_stride: slot,
                     }
@@ -669,13 +671,13 @@ impl Memory {
         let fit = |blocks: [Option<(i64, i64)>; 2]| {
             let mut entry = 0;
             let in_entry = [0, 1].map(|x| {
-                blocks[x].map(|(span, size)| {
-                    entry += tile.rows[x] * BK / span * size;
-                    entry - tile.rows[x] * BK / span * size
+                blocks[x].map(|b| {
+                    entry += copied_bytes(x, b);
+                    entry - copied_bytes(x, b)
                 })
             });
             let decoded: i64 = (0..2)
-                .filter_map(|x| blocks[x].map(|(span, _)| PARITIES * tile.rows[x] * BK / span * 4))
+                .filter_map(|x| blocks[x].map(|(span, _)| PARITIES * decoded_bytes(x, span)))
                 .sum();
             let stages = most
                 .min((limit - 1024 - PARITIES * staged - decoded - most * full) / (raw + entry));
@@ -697,16 +699,16 @@ impl Memory {
         next += stages * entry;
         let scales = [0, 1].map(|x| {
             blocks[x].map(|(span, size)| {
-                next += PARITIES * tile.rows[x] * BK / span * 4;
+                next += PARITIES * decoded_bytes(x, span);
                 ScaleStage {
                     span,
                     size,
                     ring,
                     entry,
                     in_entry: in_entry[x].expect("a staged operand's copies"),
-                    decoded: next - PARITIES * tile.rows[x] * BK / span * 4,
+                    decoded: next - PARITIES * decoded_bytes(x, span),
                     decoded_ring: PARITIES,
-                    decoded_stride: tile.rows[x] * BK / span * 4,
+                    decoded_stride: decoded_bytes(x, span),
                 }
             })
         });
