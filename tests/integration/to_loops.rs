@@ -29,8 +29,20 @@ pub(crate) fn operand(
     let data: Vec<f32> = (0..rows * k)
         .map(|i| rng.normal() * (1.0 + (i % 5) as f32))
         .collect();
+    operand_of(&data, rows, k, f, l, packed)
+}
+
+/// The operand `data` (`rows x k`, row-major) quantized.
+pub(crate) fn operand_of(
+    data: &[f32],
+    rows: usize,
+    k: usize,
+    f: ScaledFormat,
+    l: ScaleLayout,
+    packed: bool,
+) -> Operand {
     let q = quantize(
-        &data,
+        data,
         rows,
         k,
         f,

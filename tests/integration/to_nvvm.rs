@@ -11,7 +11,8 @@ use lowp_formats::{ScaleLayout, ScaledFormat};
 use lowp_jit::Session;
 
 use super::to_loops::{
-    format_layout_cases, mixed_cases, operand, problems_module, run_and_check, source, Problem,
+    format_layout_cases, mixed_cases, operand, operand_of, problems_module, run_and_check, source,
+    Problem,
 };
 
 fn emulated(chip: &str, kernel: &str) -> String {
@@ -22,7 +23,12 @@ fn emulated(chip: &str, kernel: &str) -> String {
 fn lowered(session: &Session, problems: &[(String, Problem)], chip: &str, kernel: &str) -> String {
     let pipeline =
         format!("builtin.module(func.func(lowp-to-nvvm{{chip={chip} kernel={kernel}}}))");
-    problems_module(session, problems, Some(&pipeline))
+    lowered_with(session, problems, &pipeline)
+}
+
+/// The problems' module after `pipeline`, as text.
+fn lowered_with(session: &Session, problems: &[(String, Problem)], pipeline: &str) -> String {
+    problems_module(session, problems, Some(pipeline))
         .as_operation()
         .to_string()
 }
@@ -309,8 +315,10 @@ fn wgmma_pipeline_stages_block_scales() {
     let text = lowered(&session, &problems, "sm_90a", "auto");
     // Each op's copies of its A and B scale rows, in the prologue and in each of the loop's
     // two stages: 4 bytes a row (E8M0 x 4, f32 per 128) but for 1 x 32 (16 bytes, `.cg`
-    // like the codes) and 1 x 64 (8 bytes) blockwise.
-    assert_eq!(text.matches(", 4, cache =  ca").count(), 2 * 3 * 7);
+    // like the codes) and 1 x 64 (8 bytes) blockwise. The square MXFP4 op folds its scales
+    // where they allow (`wgmma_pipeline_folds_block_scales`): two loops, two more copies
+    // per operand.
+    assert_eq!(text.matches(", 4, cache =  ca").count(), 2 * 3 * 7 + 2 * 2);
     assert_eq!(text.matches(", 8, cache =  ca").count(), 3);
     run_and_check(&session, &problems, Some(&emulated("sm_90a", "wgmma")));
     // Warp-specialized: the producer thread of a row copies and decodes its scales into
@@ -336,6 +344,83 @@ fn wgmma_pipeline_stages_block_scales() {
     assert_eq!(text.matches("nvgpu.tma.create.descriptor").count(), 2 * 2);
     assert_eq!(text.matches(", 4, cache =  ca").count(), 2 * 3 * 2);
     run_and_check(&session, &direct, Some(&emulated("sm_90a", "wgmma-tma")));
+}
+
+/// `fold-scales` (the barrier pipeline's square block, MXFP4 x MXFP4): each block scans its
+/// rows' E8M0 scales and, where every row's four of a stage are within 5 binades of their
+/// largest (E2M1's smallest image, 0.5, stays a normal E4M3) and none is NaN, translates the
+/// codes with the scales folded in and promotes once a stage; the others run per 32. Run
+/// through the emulation, which takes the same branch per block:
+/// - smooth data (every block folds, the distances 0-2 binades);
+/// - rows whose blocks' maxima are equal (5.0) but for one block 2^-5 smaller (the edge of
+///   reach: tile (0, 0) folds, E2M1's 0.5 landing on E4M3's smallest normal), one 2^-6
+///   smaller (A's tile row 1 runs per 32) and a NaN in B's row 200 (a NaN scale: tile
+///   column 1 runs per 32, its row of C NaN);
+/// - MXFP4 A x E4M3 B per channel (B's scales do not change along K: A's alone fold);
+/// - the same problems with `fold-scales=off`.
+/// In the IR: one `bar.red.or` per op (`nvvm.barrier` with the `or` reduction) and the
+/// stage's codes copied with the next stage's scales (the scale copies' count).
+#[test]
+fn wgmma_pipeline_folds_block_scales() {
+    let session = Session::new();
+    let mut rng = SplitMix64::new(77);
+    let (f4, mx) = (ScaledFormat::F4E2M1, ScaleLayout::MX);
+    let (m, n, k) = (256, 256, 512);
+    let smooth = pair_problem(&mut rng, (m, n, k), (f4, mx, true, f4, mx, true));
+    // Every 32-block's largest magnitude 5.0 (its first element), then the edits.
+    let mut data = |rows: usize| -> Vec<f32> {
+        (0..rows * k)
+            .map(|i| match i % 32 {
+                0 => 5.0,
+                _ => rng.normal().clamp(-4.5, 4.5),
+            })
+            .collect()
+    };
+    let (mut a, mut b) = (data(m), data(n));
+    let scale = |d: &mut [f32], rows: std::ops::Range<usize>, ks: std::ops::Range<usize>, f| {
+        for r in rows {
+            for x in &mut d[r * k + ks.start..r * k + ks.end] {
+                *x *= f;
+            }
+        }
+    };
+    scale(&mut a, 0..8, 160..192, 2f32.powi(-5));
+    scale(&mut b, 0..8, 256..288, 2f32.powi(-5));
+    scale(&mut a, 128..136, 416..448, 2f32.powi(-6));
+    b[200 * k + 40] = f32::NAN;
+    let edges = (
+        format!("{m}x{n}x{k} mxfp4 folds at the edge of reach"),
+        Problem {
+            a: operand_of(&a, m, k, f4, mx, true),
+            b: operand_of(&b, n, k, f4, mx, true),
+            bias: None,
+            bf16: false,
+        },
+    );
+    // Only A's scales change along K (B per channel, E4M3 as stored): A's alone fold.
+    let (e4, channel) = (ScaledFormat::F8E4M3, ScaleLayout::PerChannel);
+    let one_side = pair_problem(
+        &mut rng,
+        (200, 136, 384),
+        (f4, mx, true, e4, channel, false),
+    );
+    let problems = [smooth, edges, one_side];
+    let text = lowered(&session, &problems, "sm_90a", "wgmma");
+    assert_eq!(text.matches("nvvm.barrier #nvvm.reduction<or>").count(), 3);
+    // Per op and operand with block scales: the prologue's copy, and one in each of the 2
+    // stages of each of the two loops (folded, per 32).
+    assert_eq!(text.matches(", 4, cache =  ca").count(), (2 + 2 + 1) * 5);
+    run_and_check(&session, &problems, Some(&emulated("sm_90a", "wgmma")));
+    let off = |emulate| {
+        format!(
+            "builtin.module(func.func(lowp-to-nvvm{{chip=sm_90a kernel=wgmma fold-scales=off \
+             emulate={emulate}}}))"
+        )
+    };
+    let text = lowered_with(&session, &problems, &off(false));
+    assert_eq!(text.matches("nvvm.barrier #nvvm.reduction<or>").count(), 0);
+    assert_eq!(text.matches(", 4, cache =  ca").count(), (2 + 2 + 1) * 3);
+    run_and_check(&session, &problems, Some(&off(true)));
 }
 
 /// `kernel=wgmma-tma`: the warp-specialized block with the operands used as stored (E4M3 /

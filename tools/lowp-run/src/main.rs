@@ -64,6 +64,9 @@ const USAGE: &str =
   --multicast M   with --target cuda: kernel=wgmma-tma's square block sharing B's stages
                   in clusters of 2 by TMA multicast (auto, 1: off, 2: required; default
                   auto)
+  --fold-scales F with --target cuda: the wgmma square block folding FP4 operands' E8M0
+                  32-block scales into their FP8 codes where a block's scales allow (auto,
+                  off; default auto)
   --print-ptx     with --target cuda: print the kernel's launch and PTX, and exit (no GPU
                   needed)
   --save-kernel DIR  with --target cuda: write the compiled kernel (kernel.ptx, launch.txt)
@@ -102,7 +105,7 @@ struct Args {
     cuda: bool,
     chip: Option<String>,
     kernel: Option<String>,
-    /// lowp-to-nvvm's tuning options (`--split-k`, `--multicast`).
+    /// lowp-to-nvvm's tuning options (`--split-k`, `--multicast`, `--fold-scales`).
     tuning: Vec<(&'static str, String)>,
     print_ptx: bool,
     save_kernel: Option<String>,
@@ -243,11 +246,11 @@ fn parse_args(raw: Vec<String>) -> Result<Args, Usage> {
                 }
                 a.kernel = Some(k);
             }
-            "--split-k" | "--multicast" => {
-                let name = if flag == "--split-k" {
-                    "split-k"
-                } else {
-                    "multicast"
+            "--split-k" | "--multicast" | "--fold-scales" => {
+                let name = match flag.as_str() {
+                    "--split-k" => "split-k",
+                    "--multicast" => "multicast",
+                    _ => "fold-scales",
                 };
                 let v = value().ok_or_else(|| Usage(format!("{flag} needs a value (auto)")))?;
                 a.tuning.push((name, v));
@@ -268,8 +271,8 @@ fn parse_args(raw: Vec<String>) -> Result<Args, Usage> {
     let nvidia = a.chip.is_some() || a.kernel.is_some() || !a.tuning.is_empty();
     if (nvidia || a.print_ptx || a.save_kernel.is_some()) && !a.cuda {
         return Err(Usage(
-            "--chip, --kernel, --split-k, --multicast, --print-ptx and --save-kernel go with \
-             --target cuda"
+            "--chip, --kernel, --split-k, --multicast, --fold-scales, --print-ptx and \
+             --save-kernel go with --target cuda"
                 .into(),
         ));
     }

@@ -4,7 +4,7 @@
 //! ```text
 //! lowp-translate FILE.mlir|- --emit=llvm|ptx|asm|obj|hsaco
 //!                [--chip=sm_90a|sm_89|sm_100a|gfx942|gfx950|host] [--kernel=K]
-//!                [--split-k=S] [--multicast=M]
+//!                [--split-k=S] [--multicast=M] [--fold-scales=F]
 //!                [--pipeline='builtin.module(...)'] [-o OUT]
 //! ```
 //! lowp ops left in the module (after `--pipeline`, if any) are lowered for a GPU chip
@@ -27,7 +27,8 @@ use lowp_jit::Session;
 
 const USAGE: &str =
     "usage: lowp-translate FILE.mlir --emit=llvm|ptx|asm|obj|hsaco [--chip=CHIP] [--kernel=K]
-                      [--split-k=S] [--multicast=M] [--pipeline=P] [-o OUT]
+                      [--split-k=S] [--multicast=M] [--fold-scales=F]
+                      [--pipeline=P] [-o OUT]
   --emit      llvm: LLVM IR; ptx: PTX (NVIDIA chips); asm: target assembly; obj: ELF object;
               hsaco: an AMD kernel linked into a code object (ld.lld; needs -o)
   --chip      sm_89, sm_90a, sm_100a, gfx942, gfx950, host (default host)
@@ -41,6 +42,8 @@ const USAGE: &str =
               8; default auto)
   --multicast NVIDIA: wgmma-tma's square block sharing B's stages in clusters of 2 by TMA
               multicast (auto, 1: off, 2: required; default auto)
+  --fold-scales NVIDIA: the wgmma square block folding FP4 operands' E8M0 32-block scales
+              into their FP8 codes where a block's scales allow (auto, off; default auto)
   --pipeline  a textual pass pipeline run first (e.g. builtin.module(lowp-cpu-pipeline));
               lowp ops left after it are lowered for a GPU --chip, and gpu.module kernels
               are compiled for it (ptx or asm)
@@ -52,7 +55,7 @@ struct Args {
     chip: Chip,
     pipeline: Option<String>,
     kernel: Option<String>,
-    /// lowp-to-nvvm's tuning options (`--split-k`, `--multicast`).
+    /// lowp-to-nvvm's tuning options (`--split-k`, `--multicast`, `--fold-scales`).
     tuning: Vec<(&'static str, String)>,
     hsaco: bool,
     out: Option<String>,
@@ -82,6 +85,7 @@ fn parse(raw: Vec<String>) -> Result<Args, String> {
             "--kernel" => kernel = Some(value()?),
             "--split-k" => tuning.push(("split-k", value()?)),
             "--multicast" => tuning.push(("multicast", value()?)),
+            "--fold-scales" => tuning.push(("fold-scales", value()?)),
             "-o" => out = Some(value()?),
             f if f.starts_with('-') && f != "-" => {
                 return Err(format!("unknown option '{f}'\n{USAGE}"))
@@ -132,7 +136,8 @@ fn parse(raw: Vec<String>) -> Result<Args, String> {
     }
     if !tuning.is_empty() && chip.vendor != Vendor::Nvidia {
         return Err(format!(
-            "--split-k and --multicast tune lowp-to-nvvm: give an NVIDIA --chip, not {chip}"
+            "--split-k, --multicast and --fold-scales tune lowp-to-nvvm: give an NVIDIA \
+             --chip, not {chip}"
         ));
     }
     if hsaco && chip.vendor != Vendor::Amd {

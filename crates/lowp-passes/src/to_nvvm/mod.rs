@@ -151,6 +151,16 @@ pub const PASS: PassDef = PassDef {
             kind: OptionKind::Choice(&["auto", "1", "2"]),
         },
         OptionDef {
+            name: "fold-scales",
+            default: "auto",
+            description: "The wgmma barrier pipeline's square block with FP4 operands (4-bit \
+                          codes translated to FP8) and E8M0 32-blocks: auto (each block \
+                          whose rows' four scales of a stage are within the translation's \
+                          reach of their largest folds them into the FP8 codes and promotes \
+                          once per 128 of K, the others per 32), or off (per 32 always)",
+            kind: OptionKind::Choice(&["auto", "off"]),
+        },
+        OptionDef {
             name: "emulate",
             default: "false",
             description: "Run the same kernel on the CPU, each tensor-core instruction \
@@ -209,6 +219,7 @@ fn run<'c, 'a>(func: OperationRef<'c, 'a>, options: &PassOptions) -> Result<(), 
     let emulate = options.flag("emulate");
     let splits = options.choice("split-k").parse::<i64>().ok();
     let multicast = options.choice("multicast").parse::<i64>().ok();
+    let fold = options.choice("fold-scales") == "auto";
     lower_lowp_ops(func, |e, op| {
         // The strongest kernel first: tcgen05 on sm_100a, wgmma on sm_90a only (Blackwell
         // dropped it), FP8 mma.sync from sm_89 on.
@@ -300,7 +311,7 @@ fn run<'c, 'a>(func: OperationRef<'c, 'a>, options: &PassOptions) -> Result<(), 
             Ok((plan, Fp8::MmaSync(i))) => crate::matrix_kernel::lower(e, op, &plan, &i, emulate),
             Ok((plan, Fp8::Wgmma(i))) => wgmma::lower(e, op, &plan, &i, emulate),
             Ok((plan, Fp8::WgmmaPipeline(i, tile, feed))) => {
-                wgmma_pipeline::lower(e, op, &plan, &i, &facts, tile, feed, emulate)
+                wgmma_pipeline::lower(e, op, &plan, &i, &facts, tile, feed, fold, emulate)
             }
             Ok((plan, Fp8::Tcgen05(i))) => tcgen05::lower(e, op, &plan, &i, emulate),
             Err(reason) if kernel != "auto" && kernel != "generic" => Err(unsupported(

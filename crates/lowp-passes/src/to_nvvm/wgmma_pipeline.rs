@@ -123,6 +123,22 @@
 //! dynamic K, rows that are not a multiple of 16 bytes or not row-major take `wgmma.rs`'s
 //! register-staged kernel.
 //!
+//! Folded scales (`fold-scales=auto`, `Fold`): per 32 of K a promotion costs each thread 64
+//! `mul` + 64 `fma`, twice the issue slots of the segment's instruction. Where every operand
+//! whose scales change along K is FP4 (4-bit codes translated through byte permutes) with
+//! E8M0 32-blocks, the barrier pipeline's square block folds them into the codes instead:
+//! block j of a row's stage is translated with the table moved `max - e_j` binades down
+//! (its finite nonzero images' exponent fields less that: exact while they stay normal, 5
+//! binades for E2M1 into E4M3), so that the stage is one partial sum of 128 scaled once by
+//! the rows' and columns' `2^(max - 127)`. Whether the data allows is a property of the
+//! scales alone: before its loop each thread scans the scales of the row it copies (every
+//! stage's 4-byte word, 8 at a time) and `bar.red.or` gives the block one answer; the block
+//! then runs the folded loop or the per-32 one (two loops, each draining its
+//! instructions, so that no result in flight crosses the branch). A translating thread
+//! reads its chunk's row's scales from the copy ring, which another thread filled: the
+//! scales therefore travel a stage ahead of the codes (published by the barrier of the
+//! stage before; the first stage's stored by the scan).
+//!
 //! Shared memory: square, 4 x 32 KiB for FP8 x FP8; MXFP4 x MXFP4 (packed) 4 x 16 KiB + 4 x
 //! 16 KiB of translated tiles; the most, FP6 x FP6, 4 x 32 KiB + 64 KiB. Skinny with 16 rows
 //! of A: 8 x 10 KiB for FP8, 8 x 5 KiB + 2 x 10 KiB for MXFP4. Plus 1 KiB of alignment.
@@ -134,7 +150,7 @@
 //! swizzle by address bits), each instruction by `wgmma::emulated_wgmma` decoding the
 //! descriptors (swizzle included), phases one after the other.
 
-use lowp_formats::{ScaleDtype, ScaleLayout};
+use lowp_formats::{ScaleDtype, ScaleLayout, ScaledFormat};
 use melior::dialect::arith::CmpiPredicate;
 use melior::ir::operation::OperationBuilder;
 use melior::ir::r#type::{DimSize, MemRefType, ShapedTypeLike};
@@ -485,6 +501,8 @@ struct Memory {
     /// Each operand's block scales staged through shared memory (`ScaleStage`), where they
     /// are.
     scales: [Option<ScaleStage>; 2],
+    /// The block scales folded into the translated codes, where they may be (`Fold`).
+    fold: Option<Fold>,
 }
 
 /// An operand's block scales staged through shared memory:
@@ -560,6 +578,107 @@ fn staged_scale_blocks(kn: &Kernel, k: Option<i64>) -> [Option<(i64, i64)>; 2] {
         (whole && span <= BK && BK % span == 0 && matches!(per_row, 4 | 8 | 16))
             .then_some((span, size))
     })
+}
+
+/// Block scales folded into the translated codes (`fold-scales`), so that a stage is one
+/// partial sum of 128 promoted once instead of four of 32 promoted each: where every
+/// operand whose scales change along K is translated 4 bits at a time (FP4, 4-bit customs)
+/// with E8M0 32-blocks staged through shared memory. Block j of a row's stage has scale
+/// `2^(e_j - 127)`; with `max` the largest of the stage's four, its codes are translated
+/// with a table whose finite nonzero images are `d_j = max - e_j` binades smaller (their
+/// exponent field less `d_j`: exact while they stay normal, `reach` binades for the
+/// table), and the stage's partial sums are scaled by the rows' and columns' `2^(max -
+/// 127)`. Whether every row of a block's stages is within reach (and no scale is NaN) is
+/// known from the scales alone: the block scans them first (`fold_scan`) and runs the
+/// folded loop or the per-32 one. The barrier pipeline's square block only (its threads
+/// translate and hold the rows' scales).
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct Fold {
+    /// Per operand whose scales change along K: the largest `d` its table absorbs, and its
+    /// table words' steps (`1 << mantissa bits` in the bytes of images that move, 0 in the
+    /// others: zeros, infinities, NaN), so that `word - d * step` is the table for `d`.
+    reach: [Option<(i64, [u32; 4])>; 2],
+}
+
+/// How far down (binades) the finite nonzero images of a 4-bit table into `target`
+/// (E4M3 / E5M2) move exactly by subtracting from their exponent field, and the words'
+/// steps (`Fold`); `None` when not even one binade.
+fn fold_reach(target: ScaledFormat, table: [u32; 4]) -> Option<(i64, [u32; 4])> {
+    let unit = 1u32 << target.mant_bits();
+    let moves = |v: u8| {
+        let x = target.decode(v);
+        x.is_finite() && x != 0.0
+    };
+    let images: Vec<u8> = table.iter().flat_map(|w| w.to_le_bytes()).collect();
+    let exact = |d: u32| {
+        images.iter().all(|&v| {
+            let moved = (v as u32).checked_sub(d * unit);
+            !moves(v)
+                || moved.is_some_and(|m| {
+                    m & 0x80 == v as u32 & 0x80
+                        && target.decode(m as u8) == target.decode(v) * (-(d as f32)).exp2()
+                })
+        })
+    };
+    let reach = (1..32).take_while(|&d| exact(d)).last()?;
+    let steps = table.map(|w| {
+        (0..4)
+            .filter(|i| moves((w >> (8 * i)) as u8))
+            .map(|i| unit << (8 * i))
+            .sum()
+    });
+    Some((reach as i64, steps))
+}
+
+/// The fold of `kn`'s scales in `mem`'s block (`Fold`), where it applies.
+fn fold_plan(kn: &Kernel, mem: &Memory) -> Option<Fold> {
+    let tile = mem.tile;
+    if mem.specialized || mem.tma || tile.swapped || tile.splits > 1 {
+        return None;
+    }
+    if segment_shape(kn.plan).0 >= BK {
+        return None;
+    }
+    let mut reach = [None, None];
+    for (x, slot) in reach.iter_mut().enumerate() {
+        let scaled = [&kn.ops.sa, &kn.ops.sb][x];
+        if !matches!(
+            scaled.layout,
+            ScaleLayout::Mx { .. } | ScaleLayout::Blockwise { .. }
+        ) {
+            continue;
+        }
+        let st = mem.scales[x]?;
+        let operand = [&kn.plan.a, &kn.plan.b][x];
+        if scaled.dtype != ScaleDtype::UE8M0 || st.span != 32 || !mem.routes[x].staged {
+            return None;
+        }
+        *slot = Some(fold_reach(
+            operand.ty,
+            nibble_table(operand.table.as_ref()?)?,
+        )?);
+    }
+    reach.iter().any(Option::is_some).then_some(Fold { reach })
+}
+
+/// Whether the four E8M0 scales in `word` (a row's stage) fold within `reach` binades of
+/// their maximum (none NaN), as an `i1`.
+fn fold_fits<'c, 'a>(e: &Emitter<'c, 'a>, word: Value<'c, 'a>, reach: i64) -> Value<'c, 'a> {
+    let (most, least) = byte_range(e, word);
+    e.andi(
+        e.cmpi(CmpiPredicate::Ule, e.subi(most, least), e.i32(reach as u32)),
+        e.cmpi(CmpiPredicate::Ne, most, e.i32(0xFF)),
+    )
+}
+
+/// The largest and smallest of the four bytes of `word` (`i32`s).
+fn byte_range<'c, 'a>(e: &Emitter<'c, 'a>, word: Value<'c, 'a>) -> (Value<'c, 'a>, Value<'c, 'a>) {
+    let bytes: Vec<Value> = (0..4)
+        .map(|i| e.andi(e.shrui(word, e.i32(8 * i)), e.i32(0xFF)))
+        .collect();
+    let most = bytes[1..].iter().fold(bytes[0], |m, &b| e.maxsi(m, b));
+    let least = bytes[1..].iter().fold(bytes[0], |m, &b| e.minsi(m, b));
+    (most, least)
 }
 
 impl Memory {
@@ -659,6 +778,7 @@ impl Memory {
                 barriers,
                 bytes: barriers + 2 * stages * 8,
                 scales,
+                fold: None,
             };
         }
         let most = if tile.swapped { SKINNY_STAGES } else { STAGES };
@@ -725,6 +845,7 @@ impl Memory {
             barriers: next,
             bytes: next + stages * full,
             scales,
+            fold: None,
         }
     }
 
@@ -1309,13 +1430,12 @@ fn nibble_table(table: &Table) -> Option<[u32; 4]> {
 fn translate4<'c, 'a>(
     e: &Emitter<'c, 'a>,
     shared: Shared<'c, 'a>,
-    table: &[u32; 4],
+    table: &[Value<'c, 'a>; 4],
     selectors: Value<'c, 'a>,
 ) -> Value<'c, 'a> {
-    let word = |w: u32| e.i32(w);
     let low = e.andi(selectors, e.i32(0x7777));
-    let first = shared.permute(e, word(table[0]), word(table[1]), low);
-    let second = shared.permute(e, word(table[2]), word(table[3]), low);
+    let first = shared.permute(e, table[0], table[1], low);
+    let second = shared.permute(e, table[2], table[3], low);
     let pick = e.ori(
         e.andi(e.shrui(selectors, e.i32(1)), e.i32(0x4444)),
         e.i32(0x3210),
@@ -1323,13 +1443,35 @@ fn translate4<'c, 'a>(
     shared.permute(e, first, second, pick)
 }
 
+/// Issue thread `tid`'s `cp.async` of the staged scales of stage `s`: the row's stage bytes
+/// by the row's thread (`each_scale_row`).
+fn copy_scales<'c, 'a>(
+    e: &Emitter<'c, 'a>,
+    kn: &Kernel<'_, 'c, 'a>,
+    mem: &Memory,
+    shared: Shared<'c, 'a>,
+    sides: &[Side<'c, 'a>; 2],
+    tid: Value<'c, 'a>,
+    s: Value<'c, 'a>,
+) {
+    let i64t = e.int_type(64);
+    let k0 = e.muli(s, e.index(BK));
+    each_scale_row(e, mem, tid, |e, x, st, r| {
+        let scaled = [&kn.ops.sa, &kn.ops.sb][x];
+        let at = scale_at(e, scaled, st, &sides[x], r, k0);
+        let base = wgmma::smem_address(e, scaled.scales);
+        let src = pointer(e, e.addi(base, e.index_castui(at, i64t)), 1);
+        let dst = pointer(e, shared.address(e, st.copied(e, mem.stages, s, r)), 3);
+        cp_async_of(e, dst, src, st.per_row(), e.i32(st.per_row() as u32));
+    });
+}
+
 /// Issue thread `tid`'s 16-byte `cp.async` of stage `s` of both operands into its slot
 /// (from the operands' base addresses `globals`; chunks outside copy 0 bytes); with TMA,
-/// of the staged operands only.
+/// of the staged operands only. (The staged scales: `copy_scales`.)
 #[allow(clippy::too_many_arguments)]
 fn copy_stage<'c, 'a>(
     e: &Emitter<'c, 'a>,
-    kn: &Kernel<'_, 'c, 'a>,
     mem: &Memory,
     shared: Shared<'c, 'a>,
     sides: &[Side<'c, 'a>; 2],
@@ -1340,15 +1482,6 @@ fn copy_stage<'c, 'a>(
 ) {
     let i64t = e.int_type(64);
     let k0 = e.muli(s, e.index(BK));
-    // The staged scales: a copy of the row's stage bytes by the row's thread.
-    each_scale_row(e, mem, tid, |e, x, st, r| {
-        let scaled = [&kn.ops.sa, &kn.ops.sb][x];
-        let at = scale_at(e, scaled, st, &sides[x], r, k0);
-        let base = wgmma::smem_address(e, scaled.scales);
-        let src = pointer(e, e.addi(base, e.index_castui(at, i64t)), 1);
-        let dst = pointer(e, shared.address(e, st.copied(e, mem.stages, s, r)), 3);
-        cp_async_of(e, dst, src, st.per_row(), e.i32(st.per_row() as u32));
-    });
     for (x, side) in sides.iter().enumerate() {
         let (route, copied) = (mem.routes[x], mem.copied(e, x, s));
         if mem.tma && !route.staged {
@@ -1404,7 +1537,9 @@ fn scale_at<'c, 'a>(
 }
 
 /// The f32 values of the staged scales of stage `s` that thread `tid` copied (its copy
-/// landed), into the stage's decoded ring entry: [scale of the stage][row].
+/// landed), into the stage's decoded ring entry: [scale of the stage][row]. `fold`: the
+/// one scale of the stage's partial sum (`Fold`), the row's largest, as scale 0.
+#[allow(clippy::too_many_arguments)]
 fn decode_scales<'c, 'a>(
     e: &Emitter<'c, 'a>,
     kn: &Kernel<'_, 'c, 'a>,
@@ -1412,11 +1547,18 @@ fn decode_scales<'c, 'a>(
     shared: Shared<'c, 'a>,
     tid: Value<'c, 'a>,
     s: Value<'c, 'a>,
+    fold: bool,
 ) {
     let (i32t, f32t) = (e.int_type(32), e.f32_type());
     each_scale_row(e, mem, tid, |e, x, st, r| {
         let scaled = [&kn.ops.sa, &kn.ops.sb][x];
         let words = shared.load_words(e, st.copied(e, mem.stages, s, r), st.per_row() / 4);
+        if fold && mem.fold.is_some_and(|f| f.reach[x].is_some()) {
+            let value = scaled.decode_stored(e, byte_range(e, words[0]).0);
+            let at = decoded_at(e, mem, x, st, r, s, e.index(0));
+            shared.store_words(e, at, &[e.bitcast(value, i32t)]);
+            return;
+        }
         for g in 0..st.count() {
             let value = if st.size == 1 {
                 let byte = e.shrui(words[0], e.i32(8 * g as u32));
@@ -1484,7 +1626,10 @@ where
 
 /// Translate thread `tid`'s chunks of the staged operands' stage `s` (as it copied them)
 /// into the FP8 tiles of that stage, in the 128-byte swizzle: per stored byte one code, or
-/// two (low nibble first) when packed.
+/// two (low nibble first) when packed. `fold`: with the block scales folded in (`Fold`:
+/// a chunk's table moved down by its block's distance to the row's stage maximum, read
+/// from the stage's copied scales).
+#[allow(clippy::too_many_arguments)]
 fn translate_stage<'c, 'a>(
     e: &Emitter<'c, 'a>,
     mem: &Memory,
@@ -1493,14 +1638,17 @@ fn translate_stage<'c, 'a>(
     k: Value<'c, 'a>,
     tid: Value<'c, 'a>,
     s: Value<'c, 'a>,
+    fold: bool,
 ) {
     let k0 = e.muli(s, e.index(BK));
+    let i32t = e.int_type(32);
     for (x, side) in sides.iter().enumerate() {
         let route = mem.routes[x];
         let Some(table) = side.operand.table.as_ref().filter(|_| route.staged) else {
             continue;
         };
         let (copied, tile) = (mem.copied(e, x, s), mem.tile(e, x, s));
+        let reach = mem.fold.filter(|_| fold).and_then(|f| f.reach[x]);
         each_chunk(e, route, mem.copiers, tid, side, k, k0, |e, c| {
             let raw = shared.load4(e, e.addi(copied, c.offset));
             // Code `n` of the chunk (in K order).
@@ -1511,7 +1659,20 @@ fn translate_stage<'c, 'a>(
                 e.andi(e.shrui(word, shift), e.i32((1 << bits) - 1))
             };
             let halves = route.codes() / 16;
-            let nibbles = nibble_table(table);
+            let nibbles = nibble_table(table).map(|t| {
+                let words = t.map(|w| e.i32(w));
+                let Some((_, steps)) = reach else {
+                    return words;
+                };
+                // The chunk's 32-block j of the row: d = max - e_j binades down.
+                let st = mem.scales[x].expect("a folded operand's scales are staged");
+                let word = shared.load_words(e, st.copied(e, mem.stages, s, c.r), 1)[0];
+                let (most, _) = byte_range(e, word);
+                let j = e.divui(e.muli(c.ch, e.index(route.codes())), e.index(st.span));
+                let at = e.muli(e.index_castui(j, i32t), e.i32(8));
+                let d = e.subi(most, e.andi(e.shrui(word, at), e.i32(0xFF)));
+                std::array::from_fn(|i| e.subi(words[i], e.muli(d, e.i32(steps[i]))))
+            });
             for h in 0..halves {
                 let words: Vec<Value> = (0..4)
                     .map(|w| {
@@ -1547,7 +1708,8 @@ fn translate_stage<'c, 'a>(
 }
 
 /// Lower `op` with the pipelined kernel: a `gpu.launch` with dynamic shared memory
-/// (`emulate = false`) or its CPU emulation.
+/// (`emulate = false`) or its CPU emulation. `fold`: fold the block scales into the
+/// translated codes where that applies (`Fold`).
 #[allow(clippy::too_many_arguments)]
 pub(super) fn lower<'c, 'a>(
     e: &Emitter<'c, 'a>,
@@ -1557,16 +1719,20 @@ pub(super) fn lower<'c, 'a>(
     chip: &Chip,
     tile: Tile,
     feed: Feed,
+    fold: bool,
     emulate: bool,
 ) -> Result<(), PassError> {
     let kn = Kernel::new(e, op, plan, instr)?;
-    let mem = Memory::new(
+    let mut mem = Memory::new(
         plan,
         chip,
         tile,
         feed,
         staged_scale_blocks(&kn, static_k(&kn)),
     );
+    if fold && static_k(&kn).is_some_and(|k| k >= BK) {
+        mem.fold = fold_plan(&kn, &mem);
+    }
     let specialized = mem.specialized;
     let one = e.index(1);
     let grid = kn.grid(e, tile.rows[0], tile.rows[1]);
@@ -1751,6 +1917,145 @@ fn descriptors<'c, 'a>(
     )
 }
 
+/// Stages whose scales a scanning thread loads at once (`fold_scan`).
+const SCAN: i64 = 8;
+
+/// Stage `s`'s staged scales of operand `x`'s block row `r` as stored, one word (four
+/// E8M0), from global memory (in the emulation, byte by byte).
+#[allow(clippy::too_many_arguments)]
+fn scale_word<'c, 'a>(
+    e: &Emitter<'c, 'a>,
+    kn: &Kernel<'_, 'c, 'a>,
+    shared: Shared<'c, 'a>,
+    x: usize,
+    st: ScaleStage,
+    side: &Side<'c, 'a>,
+    r: Value<'c, 'a>,
+    s: Value<'c, 'a>,
+) -> Value<'c, 'a> {
+    let scaled = [&kn.ops.sa, &kn.ops.sb][x];
+    let at = scale_at(e, scaled, st, side, r, e.muli(s, e.index(BK)));
+    let i32t = e.int_type(32);
+    match shared {
+        Shared::Gpu(_) => {
+            let base = wgmma::smem_address(e, scaled.scales);
+            let p = pointer(e, e.addi(base, e.index_castui(at, e.int_type(64))), 1);
+            e.val(
+                OperationBuilder::new("llvm.load", e.loc())
+                    .add_operands(&[p])
+                    .add_attributes(&[alignment(e, 4)])
+                    .add_results(&[i32t])
+                    .build()
+                    .expect("valid llvm.load"),
+            )
+        }
+        Shared::Cpu(_) => {
+            let columns = e.dim(scaled.scales, 1);
+            let (sr, sc) = (e.divui(at, columns), e.remui(at, columns));
+            (0..4).fold(e.i32(0), |acc, b| {
+                let byte = e.extui(e.load(scaled.scales, &[sr, e.addi(sc, e.index(b))]), i32t);
+                e.ori(acc, e.shli(byte, e.i32(8 * b as u32)))
+            })
+        }
+    }
+}
+
+/// Whether the block folds its scales (`Fold`), an `i1` the same for every thread: each
+/// row of a folded operand has every stage of `[first, last)` within reach
+/// (`fold_fits`). On the GPU thread `tid` scans the row whose scales it copies
+/// (`each_scale_row`), `SCAN` stages a round, and stores the first stage's word into the
+/// copy ring (later stages' come by `cp.async` a stage ahead); `bar.red.or` publishes it
+/// and gives every thread the block's answer. In the emulation, every row in turn.
+#[allow(clippy::too_many_arguments)]
+fn fold_scan<'c, 'a>(
+    e: &Emitter<'c, 'a>,
+    kn: &Kernel<'_, 'c, 'a>,
+    mem: &Memory,
+    fold: &Fold,
+    shared: Shared<'c, 'a>,
+    sides: &[Side<'c, 'a>; 2],
+    tid: Value<'c, 'a>,
+    first: Value<'c, 'a>,
+    last: Value<'c, 'a>,
+) -> Value<'c, 'a> {
+    let (zero, one, i1) = (e.index(0), e.index(1), e.int_type(1));
+    let gpu = matches!(shared, Shared::Gpu(_));
+    let end = e.subi(last, one);
+    // Whether a row misses, in rounds of `SCAN` stages (the last round's past the end
+    // read the last stage again).
+    let misses = |e: &Emitter<'c, 'a>, x: usize, st: ScaleStage, reach: i64, r| {
+        let rounds = ceil_div(e, e.subi(last, first), e.index(SCAN));
+        e.for_loop(zero, rounds, one, &[e.bool(false)], |e, i, carried| {
+            let s0 = e.addi(first, e.muli(i, e.index(SCAN)));
+            let words: Vec<Value> = (0..SCAN)
+                .map(|j| {
+                    let s = e.minui(e.addi(s0, e.index(j)), end);
+                    scale_word(e, kn, shared, x, st, &sides[x], r, s)
+                })
+                .collect();
+            vec![words.into_iter().fold(carried[0], |missed, w| {
+                e.ori(missed, e.xori(fold_fits(e, w, reach), e.bool(true)))
+            })]
+        })[0]
+    };
+    let mut missed = e.bool(false);
+    for x in 0..2 {
+        let (Some(st), Some((reach, _))) = (mem.scales[x], fold.reach[x]) else {
+            continue;
+        };
+        let rows = mem.tile.rows[x];
+        let row_missed = if gpu {
+            let from = if x == 0 { 0 } else { mem.copiers - rows };
+            let mine = e.andi(
+                e.cmpi(CmpiPredicate::Uge, tid, e.index(from)),
+                e.cmpi(CmpiPredicate::Ult, tid, e.index(from + rows)),
+            );
+            e.if_else(
+                mine,
+                &[i1],
+                |e| {
+                    let r = e.subi(tid, e.index(from));
+                    let word = scale_word(e, kn, shared, x, st, &sides[x], r, first);
+                    shared.store_words(e, st.copied(e, mem.stages, first, r), &[word]);
+                    vec![misses(e, x, st, reach, r)]
+                },
+                |e| vec![e.bool(false)],
+            )[0]
+        } else {
+            e.for_loop(
+                zero,
+                e.index(rows),
+                one,
+                &[e.bool(false)],
+                |e, r, carried| vec![e.ori(carried[0], misses(e, x, st, reach, r))],
+            )[0]
+        };
+        missed = e.ori(missed, row_missed);
+    }
+    if !gpu {
+        return e.xori(missed, e.bool(true));
+    }
+    let i32t = e.int_type(32);
+    let any = e.val(
+        OperationBuilder::new("nvvm.barrier", e.loc())
+            .add_operands(&[e.extui(missed, i32t)])
+            .add_attributes(&[
+                (
+                    Identifier::new(e.ctx(), "reductionOp"),
+                    Attribute::parse(e.ctx(), "#nvvm.reduction<or>").expect("valid reduction"),
+                ),
+                (
+                    Identifier::new(e.ctx(), "operandSegmentSizes"),
+                    Attribute::parse(e.ctx(), "array<i32: 0, 0, 1>").expect("valid segments"),
+                ),
+            ])
+            .add_results(&[i32t])
+            .build()
+            .expect("valid nvvm.barrier"),
+    );
+    e.cmpi(CmpiPredicate::Eq, any, e.i32(0))
+}
+
 #[allow(clippy::too_many_arguments)]
 fn hardware_block<'c, 'a>(
     e: &Emitter<'c, 'a>,
@@ -1819,7 +2124,19 @@ fn hardware_block<'c, 'a>(
                     load_boxes(e, mem, shared, maps, &sides, full(e, s), s, rank);
                 });
             }
-            copy_stage(e, kn, mem, shared, &sides, globals, k, tid, s);
+            copy_stage(e, mem, shared, &sides, globals, k, tid, s);
+            match mem.fold {
+                None => copy_scales(e, kn, mem, shared, &sides, tid, s),
+                // Folded scales: the next stage's travel with this stage's codes, since
+                // the translators of stage s + 1 read them before its barrier (after stage
+                // s's); the first stage's are stored by `fold_scan`.
+                Some(_) => {
+                    let next = e.addi(s, e.index(1));
+                    e.if_then(e.cmpi(CmpiPredicate::Ult, next, last), |e| {
+                        copy_scales(e, kn, mem, shared, &sides, tid, next)
+                    });
+                }
+            }
         });
         e.bare("nvvm.cp.async.commit.group", &[]);
     };
@@ -1836,51 +2153,67 @@ fn hardware_block<'c, 'a>(
         vec![]
     });
     let staged = mem.routes.iter().any(|r| r.staged);
-    let stage = |e: &Emitter<'c, 'a>, s: Value<'c, 'a>, acc: &[Value<'c, 'a>], before| {
-        e.bare(
-            "nvvm.cp.async.wait.group",
-            &[("n", &format!("{} : i32", lead - 1))],
-        );
-        if staged {
-            // The thread's own copies landed: it translates them.
-            translate_stage(e, mem, shared, &sides, k, tid, s);
-        }
-        // And decodes the scales it copied (the stage's barrier publishes them).
-        if mem.scales.iter().any(Option::is_some) {
-            e.if_then(e.cmpi(CmpiPredicate::Ult, s, last), |e| {
-                decode_scales(e, kn, mem, shared, tid, s)
-            });
-        }
-        if mem.tma {
-            // The stage's boxes landed (the slot's use (s - first) / stages completed; a
-            // stage past the range issued none).
-            e.if_then(e.cmpi(CmpiPredicate::Ult, s, last), |e| {
-                let use_ = e.divui(e.subi(s, first), e.index(stages));
-                let phase = e.andi(e.index_castui(use_, e.int_type(32)), e.i32(1));
-                wait_parity(e, full(e, s), phase);
-            });
-        }
-        wgmma::fence_proxy_async(e);
-        e.bare("gpu.barrier", &[]);
-        issue(e, e.addi(s, e.index(lead)));
-        let live = e.cmpi(CmpiPredicate::Ult, s, last);
-        stage_mmas(
-            e,
-            kn,
-            mem,
-            instr,
-            shared,
-            &l,
-            warpgroup,
-            s,
-            acc,
-            Some(before),
-            live,
-        )
-    };
+    let stage =
+        |e: &Emitter<'c, 'a>, s: Value<'c, 'a>, acc: &[Value<'c, 'a>], before, fold: bool| {
+            e.bare(
+                "nvvm.cp.async.wait.group",
+                &[("n", &format!("{} : i32", lead - 1))],
+            );
+            if staged {
+                // The thread's own copies landed: it translates them.
+                translate_stage(e, mem, shared, &sides, k, tid, s, fold);
+            }
+            // And decodes the scales it copied (the stage's barrier publishes them).
+            if mem.scales.iter().any(Option::is_some) {
+                e.if_then(e.cmpi(CmpiPredicate::Ult, s, last), |e| {
+                    decode_scales(e, kn, mem, shared, tid, s, fold)
+                });
+            }
+            if mem.tma {
+                // The stage's boxes landed (the slot's use (s - first) / stages completed; a
+                // stage past the range issued none).
+                e.if_then(e.cmpi(CmpiPredicate::Ult, s, last), |e| {
+                    let use_ = e.divui(e.subi(s, first), e.index(stages));
+                    let phase = e.andi(e.index_castui(use_, e.int_type(32)), e.i32(1));
+                    wait_parity(e, full(e, s), phase);
+                });
+            }
+            wgmma::fence_proxy_async(e);
+            e.bare("gpu.barrier", &[]);
+            issue(e, e.addi(s, e.index(lead)));
+            let live = e.cmpi(CmpiPredicate::Ult, s, last);
+            stage_mmas(
+                e,
+                kn,
+                mem,
+                instr,
+                shared,
+                &l,
+                warpgroup,
+                s,
+                acc,
+                Some(before),
+                live,
+                fold,
+            )
+        };
     let pairs = ceil_div(e, e.subi(last, first), e.index(2));
-    let (acc, pending) = stage_pairs(e, instr, k, first, pairs, stage);
-    let done = drain(e, kn, mem, shared, instr, &l, acc, pending);
+    let run = |e: &Emitter<'c, 'a>, fold: bool| {
+        let (acc, pending) = stage_pairs(e, instr, k, first, pairs, |e, s, acc, before| {
+            stage(e, s, acc, before, fold)
+        });
+        drain(e, kn, mem, shared, instr, &l, acc, pending)
+    };
+    // Folded scales where the block's scales allow: two loops, each draining its
+    // instructions, so that no result in flight crosses the branch.
+    let done = match mem.fold {
+        Some(fold) => {
+            let folds = fold_scan(e, kn, mem, &fold, shared, &sides, tid, first, last);
+            let types = vec![e.f32_type(); instr.accumulators()];
+            e.if_else(folds, &types, |e| run(e, true), |e| run(e, false))
+        }
+        None => run(e, false),
+    };
     e.bare("nvvm.cp.async.wait.group", &[("n", "0 : i32")]);
     if mem.tile.splits > 1 {
         gather_splits(e, kn, mem, shared, &l, tid, rank, &done);
@@ -1980,7 +2313,8 @@ type Pending<'c, 'a> = (Value<'c, 'a>, Value<'c, 'a>, Value<'c, 'a>);
 /// tensor cores busy) and its promotion into `acc` (`promote_segment`); before the first
 /// segment that is `before`, the previous stage's last. The stage's last segment is left
 /// pending, for the next stage or [`drain`]. `live`: whether the stage is in the block's
-/// range (its segments inside K are promoted).
+/// range (its segments inside K are promoted). `fold`: the block scales are folded into the
+/// codes (`Fold`), the stage is one segment.
 #[allow(clippy::too_many_arguments)]
 fn stage_mmas<'c, 'a>(
     e: &Emitter<'c, 'a>,
@@ -1994,8 +2328,14 @@ fn stage_mmas<'c, 'a>(
     acc: &[Value<'c, 'a>],
     before: Option<Pending<'c, 'a>>,
     live: Value<'c, 'a>,
+    fold: bool,
 ) -> (Vec<Value<'c, 'a>>, Pending<'c, 'a>) {
-    let (seg, per_seg) = segment_shape(kn.plan);
+    // (Folded scales: the stage is one segment.)
+    let (seg, per_seg) = if fold {
+        (BK, BK / 32)
+    } else {
+        segment_shape(kn.plan)
+    };
     let mut acc = acc.to_vec();
     let mut pending = before;
     for g in 0..BK / seg {
@@ -2272,8 +2612,8 @@ fn specialized_block<'c, 'a>(
         let globals = copy_bases(e, kn, mem);
         // Stage `s` landed (this thread's part): translate, fence, signal.
         let publish = |e: &Emitter<'c, 'a>, s: Value<'c, 'a>| {
-            translate_stage(e, mem, shared, &sides, k, ptid, s);
-            decode_scales(e, kn, mem, shared, ptid, s);
+            translate_stage(e, mem, shared, &sides, k, ptid, s, false);
+            decode_scales(e, kn, mem, shared, ptid, s, false);
             wgmma::fence_proxy_async(e);
             mbarrier(e, "nvvm.mbarrier.arrive", &[bar(e, 0, s)]);
         };
@@ -2291,7 +2631,8 @@ fn specialized_block<'c, 'a>(
                     tma_stage(e, s);
                 });
             }
-            copy_stage(e, kn, mem, shared, &sides, globals, k, ptid, s);
+            copy_scales(e, kn, mem, shared, &sides, ptid, s);
+            copy_stage(e, mem, shared, &sides, globals, k, ptid, s);
             e.bare("nvvm.cp.async.commit.group", &[]);
             e.if_then(e.cmpi(CmpiPredicate::Uge, s, e.index(lead - 1)), |e| {
                 e.bare(
@@ -2340,6 +2681,7 @@ fn specialized_block<'c, 'a>(
                 acc,
                 Some(before),
                 every,
+                false,
             );
             e.if_then(e.cmpi(CmpiPredicate::Uge, s, one), |e| {
                 let empty = bar(e, 1, e.subi(s, one));
@@ -2494,122 +2836,155 @@ fn emulated_block<'c, 'a>(
         })
     };
     clear(e, acc_m, splits * computing);
-    let (seg, per_seg) = segment_shape(kn.plan);
     // The cluster's blocks one after the other, each on its range of stages.
     e.for_loop(zero, e.index(splits), one, &[], |e, rank, _| {
         let (first, last) = stage_range(e, k, rank, splits);
         let held = e.muli(rank, e.index(computing));
-        e.for_loop(first, last, one, &[], |e, s, _| {
-            let k0 = e.muli(s, e.index(BK));
-            // The copies: 16 bytes each, zeros where the chunk is outside.
-            threads(e, mem.copiers, &|e, t| {
-                for (x, side) in sides.iter().enumerate() {
-                    let (route, copied) = (mem.routes[x], mem.copied(e, x, s));
-                    if mem.tma && !route.staged {
-                        continue;
-                    }
-                    each_chunk(e, route, mem.copiers, t, side, k, k0, |e, c| {
-                        let words: Vec<Value> = (0..4)
-                            .map(|w| {
-                                let word = (0..4).fold(e.i32(0), |acc, b| {
-                                    let at = e.addi(c.byte, e.index(4 * w + b));
-                                    let byte = e.load(side.bits, &[c.row, at]);
-                                    e.ori(acc, e.shli(e.extui(byte, i32t), e.i32(8 * b as u32)))
-                                });
-                                e.select(c.inside, word, e.i32(0))
-                            })
-                            .collect();
-                        shared.store4(e, e.addi(copied, c.offset), &words);
-                    });
-                }
-            });
-            if mem.tma {
-                for (x, side) in sides.iter().enumerate() {
-                    let (route, copied) = (mem.routes[x], mem.copied(e, x, s));
-                    if route.staged {
-                        continue;
-                    }
-                    if x == 1 && !cluster.is_empty() {
-                        for (r, &(pm, pn)) in cluster.iter().enumerate() {
-                            let theirs = &self::sides(e, kn, mem.tile, pm, pn)[1];
-                            let box_ = box_origin(e, theirs, s);
-                            let (dst, origin) = part(e, mem, copied, box_, e.index(r as i64));
-                            let rows = route.rows / mem.tile.multicast;
-                            emulated_tma(e, shared, theirs, rows, dst, origin);
+        // The stages, with the block scales folded into the codes or not (`Fold`).
+        let stages = |e: &Emitter<'c, 'a>, fold: bool| {
+            let (seg, per_seg) = if fold {
+                (BK, BK / 32)
+            } else {
+                segment_shape(kn.plan)
+            };
+            e.for_loop(first, last, one, &[], |e, s, _| {
+                let k0 = e.muli(s, e.index(BK));
+                // The copies: 16 bytes each, zeros where the chunk is outside.
+                threads(e, mem.copiers, &|e, t| {
+                    for (x, side) in sides.iter().enumerate() {
+                        let (route, copied) = (mem.routes[x], mem.copied(e, x, s));
+                        if mem.tma && !route.staged {
+                            continue;
                         }
-                    } else {
-                        emulated_tma(e, shared, side, route.rows, copied, box_origin(e, side, s));
-                    }
-                }
-            }
-            // The staged scales' copies (the bytes as stored), as each row's thread makes
-            // them.
-            threads(e, mem.copiers, &|e, t| {
-                each_scale_row(e, mem, t, |e, x, st, r| {
-                    let scaled = [&kn.ops.sa, &kn.ops.sb][x];
-                    let at = e.divui(scale_at(e, scaled, st, &sides[x], r, k0), e.index(st.size));
-                    let columns = e.dim(scaled.scales, 1);
-                    let (sr, sc) = (e.divui(at, columns), e.remui(at, columns));
-                    let value = |i: i64| e.load(scaled.scales, &[sr, e.addi(sc, e.index(i))]);
-                    let words: Vec<Value> = if st.size == 1 {
-                        (0..st.per_row() / 4)
-                            .map(|w| {
-                                (0..4).fold(e.i32(0), |acc, b| {
-                                    let byte = e.extui(value(4 * w + b), i32t);
-                                    e.ori(acc, e.shli(byte, e.i32(8 * b as u32)))
+                        each_chunk(e, route, mem.copiers, t, side, k, k0, |e, c| {
+                            let words: Vec<Value> = (0..4)
+                                .map(|w| {
+                                    let word = (0..4).fold(e.i32(0), |acc, b| {
+                                        let at = e.addi(c.byte, e.index(4 * w + b));
+                                        let byte = e.load(side.bits, &[c.row, at]);
+                                        e.ori(acc, e.shli(e.extui(byte, i32t), e.i32(8 * b as u32)))
+                                    });
+                                    e.select(c.inside, word, e.i32(0))
                                 })
-                            })
-                            .collect()
-                    } else {
-                        (0..st.count()).map(|g| e.bitcast(value(g), i32t)).collect()
-                    };
-                    shared.store_words(e, st.copied(e, mem.stages, s, r), &words);
-                });
-            });
-            threads(e, mem.copiers, &|e, t| {
-                translate_stage(e, mem, shared, &sides, k, t, s);
-                decode_scales(e, kn, mem, shared, t, s);
-            });
-            for warpgroup in 0..mem.tile.warpgroups {
-                for g in 0..BK / seg {
-                    let k0 = e.addi(k0, e.index(g * seg));
-                    e.if_then(e.cmpi(CmpiPredicate::Ult, k0, k), |e| {
-                        clear(e, part_m, wgmma::THREADS);
-                        for j in 0..per_seg {
-                            let (da, db) = descriptors(
-                                e,
-                                mem,
-                                shared,
-                                e.index(warpgroup),
-                                s,
-                                g * seg + 32 * j,
-                            );
-                            wgmma::emulated_wgmma(e, instr, [da, db], [buffer, buffer], part_m);
-                        }
-                        threads(e, wgmma::THREADS, &|e, t| {
-                            let tid = e.addi(t, e.index(warpgroup * wgmma::THREADS));
-                            let l = lane(e, mem.tile, tid, bm, bn);
-                            let tid = e.addi(held, tid);
-                            let acc: Vec<Value> = (0..count)
-                                .map(|x| e.load(acc_m, &[at(e, tid, x)]))
                                 .collect();
-                            let part: Vec<Value> =
-                                (0..count).map(|x| e.load(part_m, &[at(e, t, x)])).collect();
-                            let staged = staged_readers(mem, shared, k0);
-                            let scales = kn.segment_scales(e, &l, k0, count as usize, &staged);
-                            for (x, v) in kn
-                                .promote_loaded(e, &acc, &part, &scales)
-                                .into_iter()
-                                .enumerate()
-                            {
-                                e.store(v, acc_m, &[at(e, tid, x as i64)]);
-                            }
+                            shared.store4(e, e.addi(copied, c.offset), &words);
                         });
-                    });
+                    }
+                });
+                if mem.tma {
+                    for (x, side) in sides.iter().enumerate() {
+                        let (route, copied) = (mem.routes[x], mem.copied(e, x, s));
+                        if route.staged {
+                            continue;
+                        }
+                        if x == 1 && !cluster.is_empty() {
+                            for (r, &(pm, pn)) in cluster.iter().enumerate() {
+                                let theirs = &self::sides(e, kn, mem.tile, pm, pn)[1];
+                                let box_ = box_origin(e, theirs, s);
+                                let (dst, origin) = part(e, mem, copied, box_, e.index(r as i64));
+                                let rows = route.rows / mem.tile.multicast;
+                                emulated_tma(e, shared, theirs, rows, dst, origin);
+                            }
+                        } else {
+                            emulated_tma(
+                                e,
+                                shared,
+                                side,
+                                route.rows,
+                                copied,
+                                box_origin(e, side, s),
+                            );
+                        }
+                    }
                 }
+                // The staged scales' copies (the bytes as stored), as each row's thread makes
+                // them.
+                threads(e, mem.copiers, &|e, t| {
+                    each_scale_row(e, mem, t, |e, x, st, r| {
+                        let scaled = [&kn.ops.sa, &kn.ops.sb][x];
+                        let at =
+                            e.divui(scale_at(e, scaled, st, &sides[x], r, k0), e.index(st.size));
+                        let columns = e.dim(scaled.scales, 1);
+                        let (sr, sc) = (e.divui(at, columns), e.remui(at, columns));
+                        let value = |i: i64| e.load(scaled.scales, &[sr, e.addi(sc, e.index(i))]);
+                        let words: Vec<Value> = if st.size == 1 {
+                            (0..st.per_row() / 4)
+                                .map(|w| {
+                                    (0..4).fold(e.i32(0), |acc, b| {
+                                        let byte = e.extui(value(4 * w + b), i32t);
+                                        e.ori(acc, e.shli(byte, e.i32(8 * b as u32)))
+                                    })
+                                })
+                                .collect()
+                        } else {
+                            (0..st.count()).map(|g| e.bitcast(value(g), i32t)).collect()
+                        };
+                        shared.store_words(e, st.copied(e, mem.stages, s, r), &words);
+                    });
+                });
+                threads(e, mem.copiers, &|e, t| {
+                    translate_stage(e, mem, shared, &sides, k, t, s, fold);
+                    decode_scales(e, kn, mem, shared, t, s, fold);
+                });
+                for warpgroup in 0..mem.tile.warpgroups {
+                    for g in 0..BK / seg {
+                        let k0 = e.addi(k0, e.index(g * seg));
+                        e.if_then(e.cmpi(CmpiPredicate::Ult, k0, k), |e| {
+                            clear(e, part_m, wgmma::THREADS);
+                            for j in 0..per_seg {
+                                let (da, db) = descriptors(
+                                    e,
+                                    mem,
+                                    shared,
+                                    e.index(warpgroup),
+                                    s,
+                                    g * seg + 32 * j,
+                                );
+                                wgmma::emulated_wgmma(e, instr, [da, db], [buffer, buffer], part_m);
+                            }
+                            threads(e, wgmma::THREADS, &|e, t| {
+                                let tid = e.addi(t, e.index(warpgroup * wgmma::THREADS));
+                                let l = lane(e, mem.tile, tid, bm, bn);
+                                let tid = e.addi(held, tid);
+                                let acc: Vec<Value> = (0..count)
+                                    .map(|x| e.load(acc_m, &[at(e, tid, x)]))
+                                    .collect();
+                                let part: Vec<Value> =
+                                    (0..count).map(|x| e.load(part_m, &[at(e, t, x)])).collect();
+                                let staged = staged_readers(mem, shared, k0);
+                                let scales = kn.segment_scales(e, &l, k0, count as usize, &staged);
+                                for (x, v) in kn
+                                    .promote_loaded(e, &acc, &part, &scales)
+                                    .into_iter()
+                                    .enumerate()
+                                {
+                                    e.store(v, acc_m, &[at(e, tid, x as i64)]);
+                                }
+                            });
+                        });
+                    }
+                }
+                vec![]
+            });
+        };
+        match mem.fold {
+            Some(fold) => {
+                let folds = fold_scan(e, kn, mem, &fold, shared, &sides, zero, first, last);
+                e.if_else(
+                    folds,
+                    &[],
+                    |e| {
+                        stages(e, true);
+                        vec![]
+                    },
+                    |e| {
+                        stages(e, false);
+                        vec![]
+                    },
+                );
             }
-            vec![]
-        });
+            None => stages(e, false),
+        }
         vec![]
     });
     // Rank 0 adds ranks 1, 2, .. in order, as on the GPU.

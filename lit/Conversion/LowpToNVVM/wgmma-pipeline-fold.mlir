@@ -1,0 +1,64 @@
+// RUN: lowp-opt %s --pass-pipeline='builtin.module(func.func(lowp-to-nvvm{chip=sm_90a},cse))' | FileCheck %s
+// RUN: lowp-opt %s --pass-pipeline='builtin.module(func.func(lowp-to-nvvm{chip=sm_90a fold-scales=off},cse))' | FileCheck %s --check-prefix=OFF
+
+// fold-scales (auto): MXFP4 x MXFP4 in the barrier pipeline's square block, K whole stages
+// (768: 6). Each thread scans its row's E8M0 scales of every stage (one 32-bit word a
+// stage, 8 stages a round), stores the first stage's word into the copy ring, and the
+// block's `bar.red.or` of "some stage's four scales are more than 5 binades apart (or
+// NaN)" picks one of two loops, each ending in its own wait for every instruction:
+// - folded: a chunk of 32 codes (one 32-block) is translated with the E2M1 -> E4M3 table
+//   moved down d = max - e_j binades (d times 0x08 off each nonzero image byte: codes 0-3
+//   are 0x3C383000, the zero image stays), the stage is one segment of four k-steps and one
+//   wait, promoted once with the rows' and columns' 2^(max - 127);
+// - per 32: four segments of one k-step each, a wait and a promotion each.
+// The stage's codes travel with the next stage's scales: 2 copies of 4 bytes in the
+// prologue's first group (A's and B's stage 1), then one per operand and stage.
+// CHECK-LABEL: func.func @mxfp4
+// CHECK:         gpu.launch
+// CHECK-COUNT-2:   nvvm.cp.async.shared.global %{{.*}}, %{{.*}}, 4, cache =  ca, %c4_i32
+// CHECK:         scf.if %{{.*}} -> (i1) {
+// CHECK:           llvm.load %{{.*}} {alignment = 4 : i64} : !llvm.ptr<1> -> i32
+// CHECK:           llvm.store %{{.*}}, %{{.*}} {alignment = 4 : i64} : i32, !llvm.ptr<3>
+// CHECK:           scf.for %{{.*}} iter_args(%{{.*}} = %false) -> (i1) {
+// CHECK-COUNT-8:     llvm.load %{{.*}} {alignment = 4 : i64} : !llvm.ptr<1> -> i32
+// CHECK:         nvvm.barrier #nvvm.reduction<or> %{{.*}} -> i32
+// CHECK:         scf.if %{{.*}} -> (f32,
+// CHECK:           scf.for
+// CHECK:             arith.muli %[[D:.*]], %c134744064_i32 : i32
+// CHECK-NEXT:        arith.subi %c1010315264_i32, %{{.*}} : i32
+// CHECK:             nvvm.prmt
+// CHECK:             gpu.barrier
+// CHECK:             nvvm.wgmma.fence.aligned
+// CHECK-COUNT-4:     nvvm.wgmma.mma_async
+// CHECK-NEXT:        nvvm.wgmma.commit.group.sync.aligned
+// CHECK-NOT:         nvvm.wgmma.fence.aligned
+// CHECK:             "wgmma.wait_group.sync.aligned 1;"
+// CHECK:           "wgmma.wait_group.sync.aligned 0;"
+// CHECK:         } else {
+// CHECK:           scf.for
+// CHECK-NOT:         arith.muli %{{.*}}, %c134744064_i32 : i32
+// CHECK:             gpu.barrier
+// CHECK:             nvvm.wgmma.fence.aligned
+// CHECK:             nvvm.wgmma.mma_async
+// CHECK-NOT:         nvvm.wgmma.mma_async
+// CHECK:             nvvm.wgmma.commit.group.sync.aligned
+// CHECK:             "wgmma.wait_group.sync.aligned 1;"
+// CHECK:             nvvm.wgmma.fence.aligned
+// CHECK:           "wgmma.wait_group.sync.aligned 0;"
+
+// OFF-LABEL:   func.func @mxfp4
+// OFF-NOT:       nvvm.barrier #nvvm.reduction
+// OFF-NOT:       llvm.load %{{.*}} : !llvm.ptr<1> -> i32
+// OFF:           scf.for
+// OFF:             nvvm.wgmma.fence.aligned
+// OFF:             nvvm.wgmma.mma_async
+// OFF-NOT:         nvvm.wgmma.mma_async
+// OFF:             nvvm.wgmma.commit.group.sync.aligned
+// OFF-NOT:       nvvm.barrier #nvvm.reduction
+func.func @mxfp4(%a: memref<130x384x!lowp.packed<f4E2M1FN>>, %sa: memref<130x24xf8E8M0FNU>,
+                 %b: memref<72x384x!lowp.packed<f4E2M1FN>>, %sb: memref<72x24xf8E8M0FNU>,
+                 %c: memref<130x72xf32>) {
+  lowp.scaled_matmul %a[%sa], %b[%sb] into %c layouts(#lowp.mx<32>, #lowp.mx<32>)
+      : memref<130x384x!lowp.packed<f4E2M1FN>>[memref<130x24xf8E8M0FNU>], memref<72x384x!lowp.packed<f4E2M1FN>>[memref<72x24xf8E8M0FNU>] -> memref<130x72xf32>
+  return
+}

@@ -1,0 +1,31 @@
+// RUN: lowp-translate %s --emit=ptx --chip=sm_90a | FileCheck %s
+// RUN: lowp-translate %s --emit=ptx --chip=sm_90a --fold-scales=off | FileCheck %s --check-prefix=OFF
+
+// MXFP4 x MXFP4 with the block scales folded into the translated codes where a block's
+// scales allow (lit/Conversion/LowpToNVVM/wgmma-pipeline-fold.mlir has the IR): each
+// thread's scan loads 8 stages' scale words (4 E8M0 each) back to back, takes each word's
+// largest and smallest byte, and `bar.red.or.pred` gives the whole block one answer;
+// then the folded loop (a stage: 4 k-steps in one commit group, one promotion of 64 fma)
+// and the per-32 one (4 groups of one, 64 fma each) are both in the kernel: 8 + 8
+// instructions for the two stages each loop runs per iteration.
+// CHECK-LABEL: .entry
+// CHECK-COUNT-8: ld.global.b32
+// CHECK:         max.u32
+// CHECK:         min.u32
+// CHECK:         bar.red.or.pred
+// CHECK-COUNT-16: wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3
+// CHECK-NOT:     wgmma.mma_async
+// CHECK:         ret;
+
+// OFF-LABEL:   .entry
+// OFF-NOT:     bar.red
+// OFF-COUNT-8: wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3
+// OFF-NOT:     wgmma.mma_async
+// OFF:         ret;
+func.func @mxfp4(%a: memref<256x256x!lowp.packed<f4E2M1FN>>, %sa: memref<256x16xf8E8M0FNU>,
+                 %b: memref<128x256x!lowp.packed<f4E2M1FN>>, %sb: memref<128x16xf8E8M0FNU>,
+                 %c: memref<256x128xf32>) {
+  lowp.scaled_matmul %a[%sa], %b[%sb] into %c layouts(#lowp.mx<32>, #lowp.mx<32>)
+      : memref<256x256x!lowp.packed<f4E2M1FN>>[memref<256x16xf8E8M0FNU>], memref<128x256x!lowp.packed<f4E2M1FN>>[memref<128x16xf8E8M0FNU>] -> memref<256x128xf32>
+  return
+}
