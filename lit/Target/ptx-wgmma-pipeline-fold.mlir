@@ -1,5 +1,6 @@
 // RUN: lowp-translate %s --emit=ptx --chip=sm_90a | FileCheck %s
 // RUN: lowp-translate %s --emit=ptx --chip=sm_90a --fold-scales=off | FileCheck %s --check-prefix=OFF
+// RUN: lowp-translate %s --emit=ptx --chip=sm_90a --kernel=wgmma-specialized | FileCheck %s --check-prefix=WS
 
 // MXFP4 x MXFP4 with the block scales folded into the translated codes where a block's
 // scales allow (lit/Conversion/LowpToNVVM/wgmma-pipeline-fold.mlir has the IR): each
@@ -22,6 +23,14 @@
 // OFF-COUNT-8: wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3
 // OFF-NOT:     wgmma.mma_async
 // OFF:         ret;
+// Warp-specialized: the block's `bar.red.or.pred`, then named barrier 1 of the 128
+// producers in each of their two loops (top of each stage, and before the last stages'
+// translations), 16 instructions in the consumers' two loops.
+// WS-LABEL:     .entry
+// WS:           bar.red.or.pred
+// WS-COUNT-4:   bar.sync {{.*}}1, 128;
+// WS-COUNT-16:  wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3
+// WS-NOT:       wgmma.mma_async
 func.func @mxfp4(%a: memref<256x256x!lowp.packed<f4E2M1FN>>, %sa: memref<256x16xf8E8M0FNU>,
                  %b: memref<128x256x!lowp.packed<f4E2M1FN>>, %sb: memref<128x16xf8E8M0FNU>,
                  %c: memref<256x128xf32>) {

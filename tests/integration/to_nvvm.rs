@@ -323,10 +323,11 @@ fn wgmma_pipeline_stages_block_scales() {
     run_and_check(&session, &problems, Some(&emulated("sm_90a", "wgmma")));
     // Warp-specialized: the producer thread of a row copies and decodes its scales into
     // the slot before it arrives (the producer loop's one copy per operand), but for FP6 x
-    // FP4, whose 56 KiB slots (both translated) would drop from 4 stages to 3.
+    // FP4, whose 56 KiB slots (both translated) would drop from 4 stages to 3; the MXFP4
+    // op's producers have two loops (folded scales or not).
     let square = &problems[..pairs.len()];
     let text = lowered(&session, square, "sm_90a", "wgmma-specialized");
-    assert_eq!(text.matches(", 4, cache =  ca").count(), 2 * 3);
+    assert_eq!(text.matches(", 4, cache =  ca").count(), 2 * 3 + 2);
     assert_eq!(text.matches(", 8, cache =  ca").count(), 1);
     run_and_check(
         &session,
@@ -346,7 +347,7 @@ fn wgmma_pipeline_stages_block_scales() {
     run_and_check(&session, &direct, Some(&emulated("sm_90a", "wgmma-tma")));
 }
 
-/// `fold-scales` (the barrier pipeline's square block, MXFP4 x MXFP4): each block scans its
+/// `fold-scales` (the square block, MXFP4 x MXFP4): each block scans its
 /// rows' E8M0 scales and, where every row's four of a stage are within 5 binades of their
 /// largest (E2M1's smallest image, 0.5, stays a normal E4M3) and none is NaN, translates the
 /// codes with the scales folded in and promotes once a stage; the others run per 32. Run
@@ -359,7 +360,8 @@ fn wgmma_pipeline_stages_block_scales() {
 /// - MXFP4 A x E4M3 B per channel (B's scales do not change along K: A's alone fold);
 /// - the same problems with `fold-scales=off`.
 /// In the IR: one `bar.red.or` per op (`nvvm.barrier` with the `or` reduction) and the
-/// stage's codes copied with the next stage's scales (the scale copies' count).
+/// stage's codes copied with the next stage's scales (the scale copies' count). Then the
+/// same through `kernel=wgmma-specialized`, whose producers scan and translate.
 #[test]
 fn wgmma_pipeline_folds_block_scales() {
     let session = Session::new();
@@ -411,6 +413,19 @@ fn wgmma_pipeline_folds_block_scales() {
     // stages of each of the two loops (folded, per 32).
     assert_eq!(text.matches(", 4, cache =  ca").count(), (2 + 2 + 1) * 5);
     run_and_check(&session, &problems, Some(&emulated("sm_90a", "wgmma")));
+    // Warp-specialized: the producers scan (the consumers join the `bar.red.or`) and meet
+    // at their own barrier (1, 128 threads) at the top of each stage and before the last
+    // stages' translations, in both producer loops; the scales' copies travel a stage ahead
+    // in each (one per operand with block scales).
+    let text = lowered(&session, &problems, "sm_90a", "wgmma-specialized");
+    assert_eq!(text.matches("nvvm.barrier #nvvm.reduction<or>").count(), 3);
+    assert_eq!(text.matches("number_of_threads = ").count(), 3 * 2 * 2);
+    assert_eq!(text.matches(", 4, cache =  ca").count(), (2 + 2 + 1) * 2);
+    run_and_check(
+        &session,
+        &problems,
+        Some(&emulated("sm_90a", "wgmma-specialized")),
+    );
     let off = |emulate| {
         format!(
             "builtin.module(func.func(lowp-to-nvvm{{chip=sm_90a kernel=wgmma fold-scales=off \

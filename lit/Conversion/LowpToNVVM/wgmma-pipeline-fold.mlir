@@ -1,5 +1,6 @@
 // RUN: lowp-opt %s --pass-pipeline='builtin.module(func.func(lowp-to-nvvm{chip=sm_90a},cse))' | FileCheck %s
 // RUN: lowp-opt %s --pass-pipeline='builtin.module(func.func(lowp-to-nvvm{chip=sm_90a fold-scales=off},cse))' | FileCheck %s --check-prefix=OFF
+// RUN: lowp-opt %s --pass-pipeline='builtin.module(func.func(lowp-to-nvvm{chip=sm_90a kernel=wgmma-specialized},cse))' | FileCheck %s --check-prefix=WS
 
 // fold-scales (auto): MXFP4 x MXFP4 in the barrier pipeline's square block, K whole stages
 // (768: 6). Each thread scans its row's E8M0 scales of every stage (one 32-bit word a
@@ -55,6 +56,29 @@
 // OFF-NOT:         nvvm.wgmma.mma_async
 // OFF:             nvvm.wgmma.commit.group.sync.aligned
 // OFF-NOT:       nvvm.barrier #nvvm.reduction
+// Warp-specialized: the producers scan (the consumers join the block's `bar.red.or`,
+// which is also the barrier after the mbarriers' initialization); each of the producers'
+// two loops (folded or not) meets at named barrier 1 of the 128 producer threads at the
+// top of each stage (the scales of the stage it publishes landed in every producer's
+// copies; the entry it copies into was read) and before the last stages' translations;
+// the consumers take the same branch.
+// WS-LABEL:   func.func @mxfp4
+// WS:           nvvm.mbarrier.init
+// WS:           nvvm.barrier #nvvm.reduction<or> %{{.*}} -> i32
+// WS:           nvvm.setmaxregister  decrease 96
+// WS:           scf.if
+// WS:             scf.for
+// WS:               nvvm.mbarrier.try_wait.parity
+// WS:               nvvm.barrier id = %{{.*}} number_of_threads = %c128_i32
+// WS:               arith.muli %{{.*}}, %c134744064_i32 : i32
+// WS:             nvvm.cp.async.wait.group 0
+// WS-NOT:         } else {
+// WS:             nvvm.barrier id = %{{.*}} number_of_threads = %c128_i32
+// WS:           } else {
+// WS:             scf.for
+// WS:               nvvm.barrier id = %{{.*}} number_of_threads = %c128_i32
+// WS:           nvvm.setmaxregister  increase 200
+// WS:           scf.if %{{.*}} -> (f32,
 func.func @mxfp4(%a: memref<130x384x!lowp.packed<f4E2M1FN>>, %sa: memref<130x24xf8E8M0FNU>,
                  %b: memref<72x384x!lowp.packed<f4E2M1FN>>, %sb: memref<72x24xf8E8M0FNU>,
                  %c: memref<130x72xf32>) {

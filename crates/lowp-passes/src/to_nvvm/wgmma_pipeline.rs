@@ -126,18 +126,19 @@
 //! Folded scales (`fold-scales=auto`, `Fold`): per 32 of K a promotion costs each thread 64
 //! `mul` + 64 `fma`, twice the issue slots of the segment's instruction. Where every operand
 //! whose scales change along K is FP4 (4-bit codes translated through byte permutes) with
-//! E8M0 32-blocks, the barrier pipeline's square block folds them into the codes instead:
+//! E8M0 32-blocks, the square block (not with TMA) folds them into the codes instead:
 //! block j of a row's stage is translated with the table moved `max - e_j` binades down
 //! (its finite nonzero images' exponent fields less that: exact while they stay normal, 5
 //! binades for E2M1 into E4M3), so that the stage is one partial sum of 128 scaled once by
 //! the rows' and columns' `2^(max - 127)`. Whether the data allows is a property of the
 //! scales alone: before its loop each thread scans the scales of the row it copies (every
-//! stage's 4-byte word, 8 at a time) and `bar.red.or` gives the block one answer; the block
-//! then runs the folded loop or the per-32 one (two loops, each draining its
-//! instructions, so that no result in flight crosses the branch). A translating thread
-//! reads its chunk's row's scales from the copy ring, which another thread filled: the
-//! scales therefore travel a stage ahead of the codes (published by the barrier of the
-//! stage before; the first stage's stored by the scan).
+//! stage's 4-byte word, 8 at a time; warp-specialized, the producers) and `bar.red.or`
+//! gives the block one answer; the block then runs the folded loop or the per-32 one (two
+//! loops, each draining its instructions, so that no result in flight crosses the
+//! branch). A translating thread reads its chunk's row's scales from the copy ring, which
+//! another thread filled: the scales therefore travel a stage ahead of the codes (published
+//! by the barrier of the stage before, warp-specialized by a barrier of the producers at
+//! the top of each stage; the first stage's stored by the scan).
 //!
 //! Shared memory: square, 4 x 32 KiB for FP8 x FP8; MXFP4 x MXFP4 (packed) 4 x 16 KiB + 4 x
 //! 16 KiB of translated tiles; the most, FP6 x FP6, 4 x 32 KiB + 64 KiB. Skinny with 16 rows
@@ -590,8 +591,10 @@ fn staged_scale_blocks(kn: &Kernel, k: Option<i64>) -> [Option<(i64, i64)>; 2] {
 /// table), and the stage's partial sums are scaled by the rows' and columns' `2^(max -
 /// 127)`. Whether every row of a block's stages is within reach (and no scale is NaN) is
 /// known from the scales alone: the block scans them first (`fold_scan`) and runs the
-/// folded loop or the per-32 one. The barrier pipeline's square block only (its threads
-/// translate and hold the rows' scales).
+/// folded loop or the per-32 one. The square block, barrier pipeline or warp-specialized
+/// (whose producers scan, and whose consumers take the branch the producers' `bar.red.or`
+/// gave them), whose copying threads translate and hold the rows' scales; not with TMA
+/// (which loads operands used as stored: a folded operand is translated).
 #[derive(Clone, Copy, Debug, PartialEq)]
 struct Fold {
     /// Per operand whose scales change along K: the largest `d` its table absorbs, and its
@@ -633,7 +636,7 @@ fn fold_reach(target: ScaledFormat, table: [u32; 4]) -> Option<(i64, [u32; 4])> 
 /// The fold of `kn`'s scales in `mem`'s block (`Fold`), where it applies.
 fn fold_plan(kn: &Kernel, mem: &Memory) -> Option<Fold> {
     let tile = mem.tile;
-    if mem.specialized || mem.tma || tile.swapped || tile.splits > 1 {
+    if mem.tma || tile.swapped || tile.splits > 1 {
         return None;
     }
     if segment_shape(kn.plan).0 >= BK {
@@ -2544,16 +2547,29 @@ fn specialized_block<'c, 'a>(
             wgmma::fence_proxy_async(e);
         }
     });
-    // The barriers initialized before any thread uses them; with multicast, before the
-    // other blocks of the cluster write into this block or arrive on its barriers.
-    if cluster > 1 {
-        cluster_sync(e);
-    } else {
-        e.bare("gpu.barrier", &[]);
-    }
     let sides = sides(e, kn, mem.tile, bm, bn);
     let k = kn.ops.k;
     let count = ceil_div(e, k, e.index(BK));
+    // The barriers initialized before any thread uses them; with multicast, before the
+    // other blocks of the cluster write into this block or arrive on its barriers. Folded
+    // scales: the producers' scan of their rows' scales, whose `bar.red.or` is that
+    // barrier (the consumers add nothing).
+    let folds = match mem.fold {
+        Some(fold) => {
+            let ptid = e.subi(tid, e.index(consumers));
+            Some(fold_scan(
+                e, kn, mem, &fold, shared, &sides, ptid, zero, count,
+            ))
+        }
+        None if cluster > 1 => {
+            cluster_sync(e);
+            None
+        }
+        None => {
+            e.bare("gpu.barrier", &[]);
+            None
+        }
+    };
     let producer = e.cmpi(CmpiPredicate::Uge, tid, e.index(consumers));
     // Registers per thread after the split (`setmaxnreg`, per warpgroup; `.maxntid 384`
     // gives each thread 168 at entry, 384 x 168 = 64512 in all): the producer gives up what
@@ -2610,50 +2626,101 @@ fn specialized_block<'c, 'a>(
             return;
         }
         let globals = copy_bases(e, kn, mem);
-        // Stage `s` landed (this thread's part): translate, fence, signal.
-        let publish = |e: &Emitter<'c, 'a>, s: Value<'c, 'a>| {
-            translate_stage(e, mem, shared, &sides, k, ptid, s, false);
-            decode_scales(e, kn, mem, shared, ptid, s, false);
-            wgmma::fence_proxy_async(e);
-            mbarrier(e, "nvvm.mbarrier.arrive", &[bar(e, 0, s)]);
+        // Folded scales: a translating thread reads the scales of rows other producers
+        // copied, so the scales travel a stage ahead of the codes and the producers meet
+        // at a barrier of their own (named barrier 1, 128 threads) at the top of each
+        // stage: every producer's copies of the scales of the stage it publishes next
+        // landed (its wait of the stage before), and every read of the entry it copies
+        // into now is done (the publish of the stage before).
+        let folding = mem.fold.is_some();
+        let producers_meet = |e: &Emitter<'c, 'a>| {
+            e.insert(
+                OperationBuilder::new("nvvm.barrier", e.loc())
+                    .add_operands(&[e.i32(1), e.i32(PRODUCERS as u32)])
+                    .add_attributes(&[(
+                        Identifier::new(e.ctx(), "operandSegmentSizes"),
+                        Attribute::parse(e.ctx(), "array<i32: 1, 1, 0>").expect("valid segments"),
+                    )])
+                    .build()
+                    .expect("valid nvvm.barrier"),
+            );
         };
-        e.for_loop(zero, count, one, &[], |e, s, _| {
-            empty(e, s);
-            if mem.tma {
-                // The boxes' bytes before this thread's arrival (in `publish`), which
-                // completes the stage only once they landed too.
-                e.if_then(issuer, |e| {
-                    mbarrier(
-                        e,
-                        "nvvm.mbarrier.expect_tx",
-                        &[bar(e, 0, s), e.i32(boxes as u32)],
+        let produce = |e: &Emitter<'c, 'a>, fold: bool| {
+            // Stage `s` landed (this thread's part): translate, fence, signal.
+            let publish = |e: &Emitter<'c, 'a>, s: Value<'c, 'a>| {
+                translate_stage(e, mem, shared, &sides, k, ptid, s, fold);
+                decode_scales(e, kn, mem, shared, ptid, s, fold);
+                wgmma::fence_proxy_async(e);
+                mbarrier(e, "nvvm.mbarrier.arrive", &[bar(e, 0, s)]);
+            };
+            e.for_loop(zero, count, one, &[], |e, s, _| {
+                empty(e, s);
+                if folding {
+                    producers_meet(e);
+                }
+                if mem.tma {
+                    // The boxes' bytes before this thread's arrival (in `publish`), which
+                    // completes the stage only once they landed too.
+                    e.if_then(issuer, |e| {
+                        mbarrier(
+                            e,
+                            "nvvm.mbarrier.expect_tx",
+                            &[bar(e, 0, s), e.i32(boxes as u32)],
+                        );
+                        tma_stage(e, s);
+                    });
+                }
+                if folding {
+                    let next = e.addi(s, one);
+                    e.if_then(e.cmpi(CmpiPredicate::Ult, next, count), |e| {
+                        copy_scales(e, kn, mem, shared, &sides, ptid, next)
+                    });
+                } else {
+                    copy_scales(e, kn, mem, shared, &sides, ptid, s);
+                }
+                copy_stage(e, mem, shared, &sides, globals, k, ptid, s);
+                e.bare("nvvm.cp.async.commit.group", &[]);
+                e.if_then(e.cmpi(CmpiPredicate::Uge, s, e.index(lead - 1)), |e| {
+                    e.bare(
+                        "nvvm.cp.async.wait.group",
+                        &[("n", &format!("{} : i32", lead - 1))],
                     );
-                    tma_stage(e, s);
+                    publish(e, e.subi(s, e.index(lead - 1)));
                 });
-            }
-            copy_scales(e, kn, mem, shared, &sides, ptid, s);
-            copy_stage(e, mem, shared, &sides, globals, k, ptid, s);
-            e.bare("nvvm.cp.async.commit.group", &[]);
-            e.if_then(e.cmpi(CmpiPredicate::Uge, s, e.index(lead - 1)), |e| {
-                e.bare(
-                    "nvvm.cp.async.wait.group",
-                    &[("n", &format!("{} : i32", lead - 1))],
-                );
-                publish(e, e.subi(s, e.index(lead - 1)));
+                vec![]
             });
-            vec![]
-        });
-        // The stages still in flight.
-        e.bare("nvvm.cp.async.wait.group", &[("n", "0 : i32")]);
-        let from = e.select(
-            e.cmpi(CmpiPredicate::Uge, count, e.index(lead - 1)),
-            e.subi(count, e.index(lead - 1)),
-            zero,
-        );
-        e.for_loop(from, count, one, &[], |e, s, _| {
-            publish(e, s);
-            vec![]
-        });
+            // The stages still in flight.
+            e.bare("nvvm.cp.async.wait.group", &[("n", "0 : i32")]);
+            if folding {
+                producers_meet(e);
+            }
+            let from = e.select(
+                e.cmpi(CmpiPredicate::Uge, count, e.index(lead - 1)),
+                e.subi(count, e.index(lead - 1)),
+                zero,
+            );
+            e.for_loop(from, count, one, &[], |e, s, _| {
+                publish(e, s);
+                vec![]
+            });
+        };
+        match folds {
+            Some(folds) => {
+                e.if_else(
+                    folds,
+                    &[],
+                    |e| {
+                        produce(e, true);
+                        vec![]
+                    },
+                    |e| {
+                        produce(e, false);
+                        vec![]
+                    },
+                );
+            }
+            None => produce(e, false),
+        }
     });
     e.if_then(e.cmpi(CmpiPredicate::Ult, tid, e.index(consumers)), |e| {
         registers(e, "increase", take);
@@ -2667,37 +2734,52 @@ fn specialized_block<'c, 'a>(
         // tensor cores write it); K is static, so an odd stage count ends with one stage
         // after the loop, and no stage waits for a slot the producer never fills.
         let every = e.int(1, 1);
-        let stage = |e: &Emitter<'c, 'a>, s: Value<'c, 'a>, acc: &[Value<'c, 'a>], before| {
-            wait_parity(e, bar(e, 0, s), parity(e, e.divui(s, e.index(stages))));
-            let (acc, pending) = stage_mmas(
-                e,
-                kn,
-                mem,
-                instr,
-                shared,
-                &l,
-                warpgroup,
-                s,
-                acc,
-                Some(before),
-                every,
-                false,
-            );
-            e.if_then(e.cmpi(CmpiPredicate::Uge, s, one), |e| {
-                let empty = bar(e, 1, e.subi(s, one));
-                if cluster > 1 {
-                    release_in_cluster(e, empty, tid, cluster);
-                } else {
-                    mbarrier(e, "nvvm.mbarrier.arrive", &[empty]);
-                }
-            });
-            (acc, pending)
+        let stage =
+            |e: &Emitter<'c, 'a>, s: Value<'c, 'a>, acc: &[Value<'c, 'a>], before, fold: bool| {
+                wait_parity(e, bar(e, 0, s), parity(e, e.divui(s, e.index(stages))));
+                let (acc, pending) = stage_mmas(
+                    e,
+                    kn,
+                    mem,
+                    instr,
+                    shared,
+                    &l,
+                    warpgroup,
+                    s,
+                    acc,
+                    Some(before),
+                    every,
+                    fold,
+                );
+                e.if_then(e.cmpi(CmpiPredicate::Uge, s, one), |e| {
+                    let empty = bar(e, 1, e.subi(s, one));
+                    if cluster > 1 {
+                        release_in_cluster(e, empty, tid, cluster);
+                    } else {
+                        mbarrier(e, "nvvm.mbarrier.arrive", &[empty]);
+                    }
+                });
+                (acc, pending)
+            };
+        let run = |e: &Emitter<'c, 'a>, fold: bool| {
+            let pairs = e.index(k_stages / 2);
+            let (mut acc, mut pending) =
+                stage_pairs(e, instr, k, zero, pairs, |e, s, acc, before| {
+                    stage(e, s, acc, before, fold)
+                });
+            if k_stages % 2 == 1 {
+                (acc, pending) = stage(e, e.index(k_stages - 1), &acc, pending, fold);
+            }
+            drain(e, kn, mem, shared, instr, &l, acc, pending)
         };
-        let (mut acc, mut pending) = stage_pairs(e, instr, k, zero, e.index(k_stages / 2), &stage);
-        if k_stages % 2 == 1 {
-            (acc, pending) = stage(e, e.index(k_stages - 1), &acc, pending);
-        }
-        let acc = drain(e, kn, mem, shared, instr, &l, acc, pending);
+        // (Folded scales: two loops, each draining its instructions.)
+        let acc = match folds {
+            Some(folds) => {
+                let types = vec![e.f32_type(); instr.accumulators()];
+                e.if_else(folds, &types, |e| run(e, true), |e| run(e, false))
+            }
+            None => run(e, false),
+        };
         kn.epilogue(e, &l, &acc);
     });
     // With multicast, no block leaves while another may still arrive on its barriers.
