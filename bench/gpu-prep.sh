@@ -58,8 +58,10 @@ printf '%s\n' "${checks[@]}" > gpu-carry/bundles/checks.txt
 # The square MXFP4 block folds its E8M0 scales into the translated codes where a block's
 # scales allow (the generated ones do): the per-32 loop, which blocks whose scales do not
 # allow still run, checked on its own.
-# shellcheck disable=SC2086
-save "check-wgmma-nofold-6" ${checks[6]} --kernel wgmma --fold-scales off
+for kernel in wgmma wgmma-specialized; do
+  # shellcheck disable=SC2086
+  save "check-$kernel-nofold-6" ${checks[6]} --kernel $kernel --fold-scales off
+done
 
 # ---- timing: FP8 per-tensor and MXFP4 at the anchors' shapes, each NVIDIA kernel (wgmma
 # takes the skinny block at 16x8192x8192, split-K in clusters of 2 at 16x4096x8192;
@@ -83,8 +85,10 @@ for s in 8192x8192x8192 4096x4096x4096 16x8192x8192 16x4096x8192; do
       save "time-wgmma-tma-unicast-$s-f8e4m3" --m $m --n $n --k $k --lhs f8e4m3 --rhs f8e4m3 \
         --layout per_tensor --kernel wgmma-tma --multicast 1
       # MXFP4's square block without folding its scales: what promoting once a stage buys.
-      save "time-wgmma-nofold-$s-f4e2m1" --m $m --n $n --k $k --lhs f4e2m1 --rhs f4e2m1 \
-        --layout mx --packed --kernel wgmma --fold-scales off ;;
+      for kernel in wgmma wgmma-specialized; do
+        save "time-$kernel-nofold-$s-f4e2m1" --m $m --n $n --k $k --lhs f4e2m1 --rhs f4e2m1 \
+          --layout mx --packed --kernel $kernel --fold-scales off
+      done ;;
   esac
 done
 # ---- assembled only (no Blackwell there): sm_100a's tcgen05 kinds, for ptxas -arch=sm_100a.
