@@ -4,13 +4,16 @@
 
 // MXFP4 x MXFP4 with the block scales folded into the translated codes where a block's
 // scales allow (lit/Conversion/LowpToNVVM/wgmma-pipeline-fold.mlir has the IR): each
-// thread's scan loads 8 stages' scale words (4 E8M0 each) back to back, takes each word's
-// largest and smallest byte, and `bar.red.or.pred` gives the whole block one answer;
+// thread stores its row's first scale word (4 E8M0) into the copy ring, loads the words of
+// all 4 stages back to back (up to 32 a round), takes each one's largest and smallest
+// byte, and `bar.red.or.pred` gives the whole block one answer;
 // then the folded loop (a stage: 4 k-steps in one commit group, one promotion of 64 fma)
 // and the per-32 one (4 groups of one, 64 fma each) are both in the kernel: 8 + 8
 // instructions for the two stages each loop runs per iteration.
 // CHECK-LABEL: .entry
-// CHECK-COUNT-8: ld.global.b32
+// CHECK:         ld.global.b32
+// CHECK-COUNT-4: ld.global.b32
+// CHECK-NOT:     ld.global
 // CHECK:         max.u32
 // CHECK:         min.u32
 // CHECK:         bar.red.or.pred

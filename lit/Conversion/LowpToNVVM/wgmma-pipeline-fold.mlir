@@ -4,9 +4,9 @@
 
 // fold-scales (auto): MXFP4 x MXFP4 in the barrier pipeline's square block, K whole stages
 // (768: 6). Each thread scans its row's E8M0 scales of every stage (one 32-bit word a
-// stage, 8 stages a round), stores the first stage's word into the copy ring, and the
-// block's `bar.red.or` of "some stage's four scales are more than 5 binades apart (or
-// NaN)" picks one of two loops, each ending in its own wait for every instruction:
+// stage, all 6 in one round: up to 32), stores the first stage's word into the copy ring,
+// and the block's `bar.red.or` of "some stage's four scales are more than 5 binades apart
+// (or NaN)" picks one of two loops, each ending in its own wait for every instruction:
 // - folded: a chunk of 32 codes (one 32-block) is translated with the E2M1 -> E4M3 table
 //   moved down d = max - e_j binades (d times 0x08 off each nonzero image byte: codes 0-3
 //   are 0x3C383000, the zero image stays), the stage is one segment of four k-steps and one
@@ -21,7 +21,9 @@
 // CHECK:           llvm.load %{{.*}} {alignment = 4 : i64} : !llvm.ptr<1> -> i32
 // CHECK:           llvm.store %{{.*}}, %{{.*}} {alignment = 4 : i64} : i32, !llvm.ptr<3>
 // CHECK:           scf.for %{{.*}} iter_args(%{{.*}} = %false) -> (i1) {
-// CHECK-COUNT-8:     llvm.load %{{.*}} {alignment = 4 : i64} : !llvm.ptr<1> -> i32
+// CHECK-COUNT-6:     llvm.load %{{.*}} {alignment = 4 : i64} : !llvm.ptr<1> -> i32
+// CHECK-NOT:         llvm.load
+// CHECK:             arith.maxsi
 // CHECK:         nvvm.barrier #nvvm.reduction<or> %{{.*}} -> i32
 // CHECK:         scf.if %{{.*}} -> (f32,
 // CHECK:           scf.for

@@ -132,13 +132,13 @@
 //! binades for E2M1 into E4M3), so that the stage is one partial sum of 128 scaled once by
 //! the rows' and columns' `2^(max - 127)`. Whether the data allows is a property of the
 //! scales alone: before its loop each thread scans the scales of the row it copies (every
-//! stage's 4-byte word, 8 at a time; warp-specialized, the producers) and `bar.red.or`
-//! gives the block one answer; the block then runs the folded loop or the per-32 one (two
-//! loops, each draining its instructions, so that no result in flight crosses the
-//! branch). A translating thread reads its chunk's row's scales from the copy ring, which
-//! another thread filled: the scales therefore travel a stage ahead of the codes (published
-//! by the barrier of the stage before, warp-specialized by a barrier of the producers at
-//! the top of each stage; the first stage's stored by the scan).
+//! stage's 4-byte word, up to 32 at a time; warp-specialized, the producers) and
+//! `bar.red.or` gives the block one answer; the block then runs the folded loop or the
+//! per-32 one (two loops, each draining its instructions, so that no result in flight
+//! crosses the branch). A translating thread reads its chunk's row's scales from the copy
+//! ring, which another thread filled: the scales therefore travel a stage ahead of the
+//! codes (published by the barrier of the stage before, warp-specialized by a barrier of
+//! the producers at the top of each stage; the first stage's stored by the scan).
 //!
 //! Shared memory: square, 4 x 32 KiB for FP8 x FP8; MXFP4 x MXFP4 (packed) 4 x 16 KiB + 4 x
 //! 16 KiB of translated tiles; the most, FP6 x FP6, 4 x 32 KiB + 64 KiB. Skinny with 16 rows
@@ -1920,8 +1920,10 @@ fn descriptors<'c, 'a>(
     )
 }
 
-/// Stages whose scales a scanning thread loads at once (`fold_scan`).
-const SCAN: i64 = 8;
+/// Stages whose scales a scanning thread loads at once, at most (`fold_scan`): the loads
+/// of a round are in flight together, so K = 8192 (64 stages) costs two round trips to
+/// memory, which the prologue's copies overlap.
+const SCAN: i64 = 32;
 
 /// Stage `s`'s staged scales of operand `x`'s block row `r` as stored, one word (four
 /// E8M0), from global memory (in the emulation, byte by byte).
@@ -1966,7 +1968,7 @@ fn scale_word<'c, 'a>(
 /// Whether the block folds its scales (`Fold`), an `i1` the same for every thread: each
 /// row of a folded operand has every stage of `[first, last)` within reach
 /// (`fold_fits`). On the GPU thread `tid` scans the row whose scales it copies
-/// (`each_scale_row`), `SCAN` stages a round, and stores the first stage's word into the
+/// (`each_scale_row`), up to `SCAN` stages a round, and stores the first stage's word into the
 /// copy ring (later stages' come by `cp.async` a stage ahead); `bar.red.or` publishes it
 /// and gives every thread the block's answer. In the emulation, every row in turn.
 #[allow(clippy::too_many_arguments)]
@@ -1984,13 +1986,14 @@ fn fold_scan<'c, 'a>(
     let (zero, one, i1) = (e.index(0), e.index(1), e.int_type(1));
     let gpu = matches!(shared, Shared::Gpu(_));
     let end = e.subi(last, one);
-    // Whether a row misses, in rounds of `SCAN` stages (the last round's past the end
-    // read the last stage again).
+    // Whether a row misses, in rounds of `SCAN` stages, or of K's stages where fewer (the
+    // last round's past the end read the last stage again).
+    let per_round = static_k(kn).map_or(SCAN, |k| SCAN.min(ceil(k, BK)));
     let misses = |e: &Emitter<'c, 'a>, x: usize, st: ScaleStage, reach: i64, r| {
-        let rounds = ceil_div(e, e.subi(last, first), e.index(SCAN));
+        let rounds = ceil_div(e, e.subi(last, first), e.index(per_round));
         e.for_loop(zero, rounds, one, &[e.bool(false)], |e, i, carried| {
-            let s0 = e.addi(first, e.muli(i, e.index(SCAN)));
-            let words: Vec<Value> = (0..SCAN)
+            let s0 = e.addi(first, e.muli(i, e.index(per_round)));
+            let words: Vec<Value> = (0..per_round)
                 .map(|j| {
                     let s = e.minui(e.addi(s0, e.index(j)), end);
                     scale_word(e, kn, shared, x, st, &sides[x], r, s)
