@@ -358,7 +358,8 @@ fn wgmma_pipeline_stages_block_scales() {
 ///   smaller (A's tile row 1 runs per 32) and a NaN in B's row 200 (a NaN scale: tile
 ///   column 1 runs per 32, its row of C NaN);
 /// - MXFP4 A x E4M3 B per channel (B's scales do not change along K: A's alone fold);
-/// - the same problems with `fold-scales=off`.
+/// - packed `f4e3m0` x `f4e3m0` MX (another table: reach 4);
+/// - `fold-scales=off`: no scan (the IR), and the smooth problem per 32.
 /// In the IR: one `bar.red.or` per op (`nvvm.barrier` with the `or` reduction) and the
 /// stage's codes copied with the next stage's scales (the scale copies' count). Then the
 /// same through `kernel=wgmma-specialized`, whose producers scan and translate.
@@ -406,21 +407,30 @@ fn wgmma_pipeline_folds_block_scales() {
         (200, 136, 384),
         (f4, mx, true, e4, channel, false),
     );
-    let problems = [smooth, edges, one_side];
+    // A custom 4-bit format (packed), E4M3 images 2^-2 .. 2^4: reach 4.
+    let e3m0 = ScaledFormat::custom(3, 0);
+    let custom = pair_problem(&mut rng, (192, 128, 256), (e3m0, mx, true, e3m0, mx, true));
+    let problems = [smooth, edges, one_side, custom];
     let text = lowered(&session, &problems, "sm_90a", "wgmma");
-    assert_eq!(text.matches("nvvm.barrier #nvvm.reduction<or>").count(), 3);
+    assert_eq!(text.matches("nvvm.barrier #nvvm.reduction<or>").count(), 4);
     // Per op and operand with block scales: the prologue's copy, and one in each of the 2
     // stages of each of the two loops (folded, per 32).
-    assert_eq!(text.matches(", 4, cache =  ca").count(), (2 + 2 + 1) * 5);
+    assert_eq!(
+        text.matches(", 4, cache =  ca").count(),
+        (2 + 2 + 1 + 2) * 5
+    );
     run_and_check(&session, &problems, Some(&emulated("sm_90a", "wgmma")));
     // Warp-specialized: the producers scan (the consumers join the `bar.red.or`) and meet
     // at their own barrier (1, 128 threads) at the top of each stage and before the last
     // stages' translations, in both producer loops; the scales' copies travel a stage ahead
     // in each (one per operand with block scales).
     let text = lowered(&session, &problems, "sm_90a", "wgmma-specialized");
-    assert_eq!(text.matches("nvvm.barrier #nvvm.reduction<or>").count(), 3);
-    assert_eq!(text.matches("number_of_threads = ").count(), 3 * 2 * 2);
-    assert_eq!(text.matches(", 4, cache =  ca").count(), (2 + 2 + 1) * 2);
+    assert_eq!(text.matches("nvvm.barrier #nvvm.reduction<or>").count(), 4);
+    assert_eq!(text.matches("number_of_threads = ").count(), 4 * 2 * 2);
+    assert_eq!(
+        text.matches(", 4, cache =  ca").count(),
+        (2 + 2 + 1 + 2) * 2
+    );
     run_and_check(
         &session,
         &problems,
@@ -434,8 +444,13 @@ fn wgmma_pipeline_folds_block_scales() {
     };
     let text = lowered_with(&session, &problems, &off(false));
     assert_eq!(text.matches("nvvm.barrier #nvvm.reduction<or>").count(), 0);
-    assert_eq!(text.matches(", 4, cache =  ca").count(), (2 + 2 + 1) * 3);
-    run_and_check(&session, &problems, Some(&off(true)));
+    assert_eq!(
+        text.matches(", 4, cache =  ca").count(),
+        (2 + 2 + 1 + 2) * 3
+    );
+    // (The per-32 loop's numerics: the blocks above that do not fold, and here the smooth
+    // problem through the kernel without the scan.)
+    run_and_check(&session, &problems[..1], Some(&off(true)));
 }
 
 /// `kernel=wgmma-tma`: the warp-specialized block with the operands used as stored (E4M3 /
