@@ -11,7 +11,7 @@
 //!   E2M1: `kind::mxf4.block_scale`, K 64), for two NVFP4 ones
 //!   `kind::mxf4nvf4.block_scale.block16`, the scales stored into tensor memory and applied
 //!   by the MMA.
-//! - `wgmma_pipeline.rs` (sm_90a, row-major operands with static rows of a multiple of 16
+//! - `wgmma_pipeline/` (sm_90a, row-major operands with static rows of a multiple of 16
 //!   bytes): `wgmma.mma_async` m64n128k32, two warpgroups per 128 x 128 tile, a ring of 5
 //!   stages filled by `cp.async` (dynamic shared memory), FP8 tiles in the 128-byte swizzle
 //!   (translated from the stored codes by the threads that copied them where the format
@@ -37,7 +37,7 @@
 //! lowp.scaled_matmul %a[%sa], %b[%sb] into %c layouts(#lowp.mx<32>, #lowp.mx<32>)
 //!     : memref<256x512xf8E4M3FN>[memref<256x16xf8E8M0FNU>], ... -> memref<256x128xf32>
 //! ```
-//! After (`chip=sm_90a`; shape of it: the cp.async pipeline of `wgmma_pipeline.rs`):
+//! After (`chip=sm_90a`; shape of it: the cp.async pipeline of `wgmma_pipeline/`):
 //! ```mlir
 //! gpu.launch blocks(%bx, %by, %bz) in (%gx = %c1, %gy = %c2, %gz = %c1)
 //!            threads(%tx, %ty, %tz) in (%sx = %c256, %sy = %c1, %sz = %c1)

@@ -1,0 +1,281 @@
+//! Folded scales (`fold-scales=auto`, `Fold`): per 32 of K a promotion costs each thread 64
+//! `mul` + 64 `fma`, twice the issue slots of the segment's instruction. Where every operand
+//! whose scales change along K is FP4 (4-bit codes translated through byte permutes) with
+//! E8M0 32-blocks, the square block (not with TMA) folds them into the codes instead:
+//! block j of a row's stage is translated with the table moved `max - e_j` binades down
+//! (its finite nonzero images' exponent fields less that: exact while they stay normal, 5
+//! binades for E2M1 into E4M3), so that the stage is one partial sum of 128 scaled once by
+//! the rows' and columns' `2^(max - 127)`. Whether the data allows is a property of the
+//! scales alone: before its loop each thread scans the scales of the row it copies (every
+//! stage's 4-byte word, up to 32 at a time; warp-specialized, the producers) and
+//! `bar.red.or` gives the block one answer; the block then runs the folded loop or the
+//! per-32 one (two loops, each draining its instructions, so that no result in flight
+//! crosses the branch). A translating thread reads its chunk's row's scales from the copy
+//! ring, which another thread filled: the scales therefore travel a stage ahead of the
+//! codes (published by the barrier of the stage before, warp-specialized by a barrier of
+//! the producers at the top of each stage; the first stage's stored by the scan).
+
+use lowp_formats::{ScaleDtype, ScaleLayout, ScaledFormat};
+use melior::dialect::arith::CmpiPredicate;
+use melior::ir::operation::OperationBuilder;
+use melior::ir::{Attribute, Identifier, Value};
+
+use super::memory::{alignment, pointer, Memory, ScaleStage, Shared};
+use super::stage::{nibble_table, scale_at};
+use super::{ceil, segment_shape, static_k, Side, BK};
+use crate::expand_quantize::ceil_div;
+use crate::ir::Emitter;
+use crate::matrix_kernel::Kernel;
+use crate::to_nvvm::wgmma;
+
+/// Block scales folded into the translated codes (`fold-scales`), so that a stage is one
+/// partial sum of 128 promoted once instead of four of 32 promoted each: where every
+/// operand whose scales change along K is translated 4 bits at a time (FP4, 4-bit customs)
+/// with E8M0 32-blocks staged through shared memory. Block j of a row's stage has scale
+/// `2^(e_j - 127)`; with `max` the largest of the stage's four, its codes are translated
+/// with a table whose finite nonzero images are `d_j = max - e_j` binades smaller (their
+/// exponent field less `d_j`: exact while they stay normal, `reach` binades for the
+/// table), and the stage's partial sums are scaled by the rows' and columns' `2^(max -
+/// 127)`. Whether every row of a block's stages is within reach (and no scale is NaN) is
+/// known from the scales alone: the block scans them first (`fold_scan`) and runs the
+/// folded loop or the per-32 one. The square block, barrier pipeline or warp-specialized
+/// (whose producers scan, and whose consumers take the branch the producers' `bar.red.or`
+/// gave them), whose copying threads translate and hold the rows' scales; not with TMA
+/// (which loads operands used as stored: a folded operand is translated).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(super) struct Fold {
+    /// Per operand whose scales change along K: the largest `d` its table absorbs, and its
+    /// table words' steps (`1 << mantissa bits` in the bytes of images that move, 0 in the
+    /// others: zeros, infinities, NaN), so that `word - d * step` is the table for `d`.
+    pub(super) reach: [Option<(i64, [u32; 4])>; 2],
+}
+
+/// How far down (binades) the finite nonzero images of a 4-bit table into `target`
+/// (E4M3 / E5M2) move exactly by subtracting from their exponent field, and the words'
+/// steps (`Fold`); `None` when not even one binade.
+pub(super) fn fold_reach(target: ScaledFormat, table: [u32; 4]) -> Option<(i64, [u32; 4])> {
+    let unit = 1u32 << target.mant_bits();
+    let moves = |v: u8| {
+        let x = target.decode(v);
+        x.is_finite() && x != 0.0
+    };
+    let images: Vec<u8> = table.iter().flat_map(|w| w.to_le_bytes()).collect();
+    let exact = |d: u32| {
+        images.iter().all(|&v| {
+            let moved = (v as u32).checked_sub(d * unit);
+            !moves(v)
+                || moved.is_some_and(|m| {
+                    m & 0x80 == v as u32 & 0x80
+                        && target.decode(m as u8) == target.decode(v) * (-(d as f32)).exp2()
+                })
+        })
+    };
+    let reach = (1..32).take_while(|&d| exact(d)).last()?;
+    let steps = table.map(|w| {
+        (0..4)
+            .filter(|i| moves((w >> (8 * i)) as u8))
+            .map(|i| unit << (8 * i))
+            .sum()
+    });
+    Some((reach as i64, steps))
+}
+
+/// The fold of `kn`'s scales in `mem`'s block (`Fold`), where it applies.
+pub(super) fn fold_plan(kn: &Kernel, mem: &Memory) -> Option<Fold> {
+    let tile = mem.tile;
+    if mem.tma || tile.swapped || tile.splits > 1 {
+        return None;
+    }
+    if segment_shape(kn.plan).0 >= BK {
+        return None;
+    }
+    let mut reach = [None, None];
+    for (x, slot) in reach.iter_mut().enumerate() {
+        let scaled = [&kn.ops.sa, &kn.ops.sb][x];
+        if !matches!(
+            scaled.layout,
+            ScaleLayout::Mx { .. } | ScaleLayout::Blockwise { .. }
+        ) {
+            continue;
+        }
+        let st = mem.scales[x]?;
+        let operand = [&kn.plan.a, &kn.plan.b][x];
+        if scaled.dtype != ScaleDtype::UE8M0 || st.span != 32 || !mem.routes[x].staged {
+            return None;
+        }
+        *slot = Some(fold_reach(
+            operand.ty,
+            nibble_table(operand.table.as_ref()?)?,
+        )?);
+    }
+    reach.iter().any(Option::is_some).then_some(Fold { reach })
+}
+
+/// Whether the four E8M0 scales in `word` (a row's stage) fold within `reach` binades of
+/// their maximum (none NaN), as an `i1`.
+pub(super) fn fold_fits<'c, 'a>(
+    e: &Emitter<'c, 'a>,
+    word: Value<'c, 'a>,
+    reach: i64,
+) -> Value<'c, 'a> {
+    let (most, least) = byte_range(e, word);
+    e.andi(
+        e.cmpi(CmpiPredicate::Ule, e.subi(most, least), e.i32(reach as u32)),
+        e.cmpi(CmpiPredicate::Ne, most, e.i32(0xFF)),
+    )
+}
+
+/// The largest and smallest of the four bytes of `word` (`i32`s).
+pub(super) fn byte_range<'c, 'a>(
+    e: &Emitter<'c, 'a>,
+    word: Value<'c, 'a>,
+) -> (Value<'c, 'a>, Value<'c, 'a>) {
+    let bytes: Vec<Value> = (0..4)
+        .map(|i| e.andi(e.shrui(word, e.i32(8 * i)), e.i32(0xFF)))
+        .collect();
+    let most = bytes[1..].iter().fold(bytes[0], |m, &b| e.maxsi(m, b));
+    let least = bytes[1..].iter().fold(bytes[0], |m, &b| e.minsi(m, b));
+    (most, least)
+}
+
+/// Stages whose scales a scanning thread loads at once, at most (`fold_scan`): the loads
+/// of a round are in flight together, so K = 8192 (64 stages) costs two round trips to
+/// memory, which the prologue's copies overlap.
+pub(super) const SCAN: i64 = 32;
+
+/// Stage `s`'s staged scales of operand `x`'s block row `r` as stored, one word (four
+/// E8M0), from global memory (in the emulation, byte by byte).
+#[allow(clippy::too_many_arguments)]
+pub(super) fn scale_word<'c, 'a>(
+    e: &Emitter<'c, 'a>,
+    kn: &Kernel<'_, 'c, 'a>,
+    shared: Shared<'c, 'a>,
+    x: usize,
+    st: ScaleStage,
+    side: &Side<'c, 'a>,
+    r: Value<'c, 'a>,
+    s: Value<'c, 'a>,
+) -> Value<'c, 'a> {
+    let scaled = [&kn.ops.sa, &kn.ops.sb][x];
+    let at = scale_at(e, scaled, st, side, r, e.muli(s, e.index(BK)));
+    let i32t = e.int_type(32);
+    match shared {
+        Shared::Gpu(_) => {
+            let base = wgmma::smem_address(e, scaled.scales);
+            let p = pointer(e, e.addi(base, e.index_castui(at, e.int_type(64))), 1);
+            e.val(
+                OperationBuilder::new("llvm.load", e.loc())
+                    .add_operands(&[p])
+                    .add_attributes(&[alignment(e, 4)])
+                    .add_results(&[i32t])
+                    .build()
+                    .expect("valid llvm.load"),
+            )
+        }
+        Shared::Cpu(_) => {
+            let columns = e.dim(scaled.scales, 1);
+            let (sr, sc) = (e.divui(at, columns), e.remui(at, columns));
+            (0..4).fold(e.i32(0), |acc, b| {
+                let byte = e.extui(e.load(scaled.scales, &[sr, e.addi(sc, e.index(b))]), i32t);
+                e.ori(acc, e.shli(byte, e.i32(8 * b as u32)))
+            })
+        }
+    }
+}
+
+/// Whether the block folds its scales (`Fold`), an `i1` the same for every thread: each
+/// row of a folded operand has every stage of `[first, last)` within reach
+/// (`fold_fits`). On the GPU thread `tid` scans the row whose scales it copies
+/// (`each_scale_row`), up to `SCAN` stages a round, and stores the first stage's word into the
+/// copy ring (later stages' come by `cp.async` a stage ahead); `bar.red.or` publishes it
+/// and gives every thread the block's answer. In the emulation, every row in turn.
+#[allow(clippy::too_many_arguments)]
+pub(super) fn fold_scan<'c, 'a>(
+    e: &Emitter<'c, 'a>,
+    kn: &Kernel<'_, 'c, 'a>,
+    mem: &Memory,
+    fold: &Fold,
+    shared: Shared<'c, 'a>,
+    sides: &[Side<'c, 'a>; 2],
+    tid: Value<'c, 'a>,
+    first: Value<'c, 'a>,
+    last: Value<'c, 'a>,
+) -> Value<'c, 'a> {
+    let (zero, one, i1) = (e.index(0), e.index(1), e.int_type(1));
+    let gpu = matches!(shared, Shared::Gpu(_));
+    let end = e.subi(last, one);
+    // Whether a row misses, in rounds of `SCAN` stages, or of K's stages where fewer (the
+    // last round's past the end read the last stage again).
+    let per_round = static_k(kn).map_or(SCAN, |k| SCAN.min(ceil(k, BK)));
+    let misses = |e: &Emitter<'c, 'a>, x: usize, st: ScaleStage, reach: i64, r| {
+        let rounds = ceil_div(e, e.subi(last, first), e.index(per_round));
+        e.for_loop(zero, rounds, one, &[e.bool(false)], |e, i, carried| {
+            let s0 = e.addi(first, e.muli(i, e.index(per_round)));
+            let words: Vec<Value> = (0..per_round)
+                .map(|j| {
+                    let s = e.minui(e.addi(s0, e.index(j)), end);
+                    scale_word(e, kn, shared, x, st, &sides[x], r, s)
+                })
+                .collect();
+            vec![words.into_iter().fold(carried[0], |missed, w| {
+                e.ori(missed, e.xori(fold_fits(e, w, reach), e.bool(true)))
+            })]
+        })[0]
+    };
+    let mut missed = e.bool(false);
+    for x in 0..2 {
+        let (Some(st), Some((reach, _))) = (mem.scales[x], fold.reach[x]) else {
+            continue;
+        };
+        let rows = mem.tile.rows[x];
+        let row_missed = if gpu {
+            let from = if x == 0 { 0 } else { mem.copiers - rows };
+            let mine = e.andi(
+                e.cmpi(CmpiPredicate::Uge, tid, e.index(from)),
+                e.cmpi(CmpiPredicate::Ult, tid, e.index(from + rows)),
+            );
+            e.if_else(
+                mine,
+                &[i1],
+                |e| {
+                    let r = e.subi(tid, e.index(from));
+                    let word = scale_word(e, kn, shared, x, st, &sides[x], r, first);
+                    shared.store_words(e, st.copied(e, mem.stages, first, r), &[word]);
+                    vec![misses(e, x, st, reach, r)]
+                },
+                |e| vec![e.bool(false)],
+            )[0]
+        } else {
+            e.for_loop(
+                zero,
+                e.index(rows),
+                one,
+                &[e.bool(false)],
+                |e, r, carried| vec![e.ori(carried[0], misses(e, x, st, reach, r))],
+            )[0]
+        };
+        missed = e.ori(missed, row_missed);
+    }
+    if !gpu {
+        return e.xori(missed, e.bool(true));
+    }
+    let i32t = e.int_type(32);
+    let any = e.val(
+        OperationBuilder::new("nvvm.barrier", e.loc())
+            .add_operands(&[e.extui(missed, i32t)])
+            .add_attributes(&[
+                (
+                    Identifier::new(e.ctx(), "reductionOp"),
+                    Attribute::parse(e.ctx(), "#nvvm.reduction<or>").expect("valid reduction"),
+                ),
+                (
+                    Identifier::new(e.ctx(), "operandSegmentSizes"),
+                    Attribute::parse(e.ctx(), "array<i32: 0, 0, 1>").expect("valid segments"),
+                ),
+            ])
+            .add_results(&[i32t])
+            .build()
+            .expect("valid nvvm.barrier"),
+    );
+    e.cmpi(CmpiPredicate::Eq, any, e.i32(0))
+}

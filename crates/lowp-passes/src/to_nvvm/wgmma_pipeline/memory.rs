@@ -1,0 +1,701 @@
+//! Shared memory: square, 4 x 32 KiB for FP8 x FP8; MXFP4 x MXFP4 (packed) 4 x 16 KiB + 4 x
+//! 16 KiB of translated tiles; the most, FP6 x FP6, 4 x 32 KiB + 64 KiB. Skinny with 16 rows
+//! of A: 8 x 10 KiB for FP8, 8 x 5 KiB + 2 x 10 KiB for MXFP4. Plus 1 KiB of alignment.
+
+use lowp_formats::{ScaleDtype, ScaleLayout};
+use melior::dialect::arith::CmpiPredicate;
+use melior::ir::operation::OperationBuilder;
+use melior::ir::{Attribute, Identifier, Type, Value};
+
+use super::fold::Fold;
+use super::{
+    ceil, Feed, Side, Tile, ATOM, BK, PARITIES, PRODUCERS, SKINNY_STAGES, SPECIALIZED_STAGES,
+    STAGES,
+};
+use crate::chip::Chip;
+use crate::ir::Emitter;
+use crate::matrix_kernel::{Kernel, Operand, Plan};
+use crate::to_nvvm::wgmma;
+
+/// How one operand reaches the instruction's tile.
+#[derive(Clone, Copy)]
+pub(super) struct Route {
+    /// Rows per block (a multiple of 16: tiles stay on 1024-byte boundaries).
+    pub(super) rows: i64,
+    /// Two codes per stored byte.
+    pub(super) packed: bool,
+    /// Translated to FP8 between the copy and the instruction (staged), or copied as the
+    /// instruction reads it (direct).
+    pub(super) staged: bool,
+}
+
+impl Route {
+    pub(super) fn of(o: &Operand, rows: i64) -> Self {
+        Route {
+            rows,
+            packed: o.packed,
+            staged: o.table.is_some(),
+        }
+    }
+
+    /// Bytes of a stage's row as stored.
+    pub(super) fn row_bytes(self) -> i64 {
+        if self.packed {
+            BK / 2
+        } else {
+            BK
+        }
+    }
+
+    /// Bytes of a stage as stored.
+    pub(super) fn raw_bytes(self) -> i64 {
+        self.rows * self.row_bytes()
+    }
+
+    /// Bytes of its FP8 tile of a stage.
+    pub(super) fn tile_bytes(self) -> i64 {
+        self.rows * BK
+    }
+
+    /// 16-byte chunks of a stage.
+    pub(super) fn total(self) -> i64 {
+        self.raw_bytes() / 16
+    }
+
+    /// 16-byte chunks each of `copiers` threads copies per stage (at most: the last round
+    /// may leave some threads out).
+    pub(super) fn chunks(self, copiers: i64) -> i64 {
+        ceil(self.total(), copiers)
+    }
+
+    /// Codes per 16-byte chunk.
+    pub(super) fn codes(self) -> i64 {
+        if self.packed {
+            32
+        } else {
+            16
+        }
+    }
+}
+
+/// The dynamic shared memory: a ring of `stages` slots, each holding both operands' stage as
+/// stored (direct operands: the FP8 tile in the 128-byte swizzle; staged ones: rows as
+/// stored). The translated FP8 tiles of staged operands follow the ring, two per operand
+/// (stage parity), or, warp-specialized (the producer runs up to a ring ahead), sit in each
+/// slot; then the specialized kernel's mbarriers (a full and an empty one per slot). Every
+/// tile starts on a multiple of 1024 bytes from the base.
+#[derive(Clone, Copy)]
+pub(super) struct Memory {
+    pub(super) tile: Tile,
+    pub(super) routes: [Route; 2],
+    /// A producer warpgroup copies, two consumer warpgroups compute.
+    pub(super) specialized: bool,
+    /// Direct operands come by TMA (`cp.async.bulk.tensor`, one thread per stage), staged
+    /// ones by the producer warpgroup's `cp.async`.
+    pub(super) tma: bool,
+    /// Threads that copy (and translate) the stages.
+    pub(super) copiers: i64,
+    pub(super) stages: i64,
+    /// Bytes of a slot, and each operand's offset in it.
+    pub(super) slot: i64,
+    pub(super) in_slot: [i64; 2],
+    /// Each staged operand's translated tile: after the ring (parity pairs) or in the slot.
+    pub(super) translated: [Option<i64>; 2],
+    /// The mbarriers: specialized, `stages` full ones, then `stages` empty ones; the barrier
+    /// pipeline with TMA, `stages` full ones (8 bytes each).
+    pub(super) barriers: i64,
+    pub(super) bytes: i64,
+    /// Each operand's block scales staged through shared memory (`ScaleStage`), where they
+    /// are.
+    pub(super) scales: [Option<ScaleStage>; 2],
+    /// The block scales folded into the translated codes, where they may be (`Fold`).
+    pub(super) fold: Option<Fold>,
+}
+
+/// An operand's block scales staged through shared memory:
+/// each stage's scales of the block's rows travel with the stage (`cp.async` of `per_row`
+/// bytes a row, one copying thread per row), the thread that copied a row decodes them to
+/// f32 once (`decode_scales`: in the barrier pipeline into a ring of `PARITIES` like the
+/// translated tiles, warp-specialized into the slot, before the producer arrives), and
+/// each promotion reads its rows' and columns' values from there.
+/// Without it every thread would load and decode its 2 + 32 scale bytes per segment (for
+/// MX, 6 integer instructions each: more issue slots than the segment's wgmma takes).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(super) struct ScaleStage {
+    /// K per scale (the operand's block along K).
+    pub(super) span: i64,
+    /// Bytes per scale as stored (1, or 4 for f32).
+    pub(super) size: i64,
+    /// Stage s's bytes of block row r: in a ring of `stages` entries of `entry` bytes at
+    /// `ring` (after the translated tiles), `in_entry + r * per_row` into entry s % stages.
+    pub(super) ring: i64,
+    pub(super) entry: i64,
+    pub(super) in_entry: i64,
+    /// The decoded values of stage s: f32 [scale of the stage][row] at `decoded + (s %
+    /// decoded_ring) * decoded_stride` (the barrier pipeline: a ring of 3 after the
+    /// translated tiles; warp-specialized: in each slot).
+    pub(super) decoded: i64,
+    pub(super) decoded_ring: i64,
+    pub(super) decoded_stride: i64,
+}
+
+impl ScaleStage {
+    /// Where stage `s`'s copy of block row `r` is (`stages` in the ring).
+    pub(super) fn copied<'c, 'a>(
+        self,
+        e: &Emitter<'c, 'a>,
+        stages: i64,
+        s: Value<'c, 'a>,
+        r: Value<'c, 'a>,
+    ) -> Value<'c, 'a> {
+        let entry = e.muli(e.remui(s, e.index(stages)), e.index(self.entry));
+        let at = e.addi(e.index(self.ring + self.in_entry), entry);
+        e.addi(at, e.muli(r, e.index(self.per_row())))
+    }
+
+    /// Scales per row and stage.
+    pub(super) fn count(self) -> i64 {
+        BK / self.span
+    }
+
+    /// Bytes per row and stage as stored (4, 8 or 16: one `cp.async`).
+    pub(super) fn per_row(self) -> i64 {
+        self.count() * self.size
+    }
+}
+
+/// The scale blocks along K (K per scale, bytes per scale) of the operands whose scales a
+/// pipeline may stage (`ScaleStage`): where the scales change along K in blocks that
+/// tile the stage, a stage's scales of a row are 4, 8 or 16 bytes, and K (static) is whole
+/// stages, so that each row's stage is one aligned copy inside the scales.
+pub(super) fn staged_scale_blocks(kn: &Kernel, k: Option<i64>) -> [Option<(i64, i64)>; 2] {
+    let whole = kn.plan.seg.is_some() && !kn.plan.scaled && k.is_some_and(|k| k % BK == 0);
+    [&kn.ops.sa, &kn.ops.sb].map(|s| {
+        let span = match s.layout {
+            ScaleLayout::Mx { block } => block as i64,
+            ScaleLayout::Blockwise { cols, .. } => cols as i64,
+            _ => return None,
+        };
+        let size = match s.dtype {
+            ScaleDtype::F32 => 4,
+            ScaleDtype::UE8M0 | ScaleDtype::UE4M3 => 1,
+            _ => return None,
+        };
+        let per_row = BK / span.max(1) * size;
+        (whole && span <= BK && BK % span == 0 && matches!(per_row, 4 | 8 | 16))
+            .then_some((span, size))
+    })
+}
+
+impl Memory {
+    /// The layout for `plan` in `tile`, fed by `feed`, within the chip's shared memory per
+    /// block (sm_90a: 227 KiB).
+    /// `scale_blocks`: the operands whose scales may be staged (`staged_scale_blocks`); they
+    /// are where threads copy the stages and the room for them costs no stage (the barrier
+    /// pipeline: keeps at least 4).
+    pub(super) fn new(
+        plan: &Plan,
+        chip: &Chip,
+        tile: Tile,
+        feed: Feed,
+        scale_blocks: [Option<(i64, i64)>; 2],
+    ) -> Self {
+        // TMA feeds the square block's producer warpgroup, or the skinny block's barrier
+        // pipeline (one warpgroup: no room for a producer).
+        let specialized = feed == Feed::Specialized || (feed == Feed::Tma && !tile.swapped);
+        let tma = feed == Feed::Tma;
+        let limit = chip.shared_kib as i64 * 1024;
+        let routes = [
+            Route::of(&plan.a, tile.rows[0]),
+            Route::of(&plan.b, tile.rows[1]),
+        ];
+        let raw = routes[0].raw_bytes() + routes[1].raw_bytes();
+        let staged: i64 = routes
+            .iter()
+            .filter(|r| r.staged)
+            .map(|r| r.tile_bytes())
+            .sum();
+        let in_slot = [0, routes[0].raw_bytes()];
+        // Operand x's staged scales of a stage (K per scale, bytes per scale): as copied,
+        // and decoded (f32).
+        let copied_bytes = |x: usize, (span, size): (i64, i64)| tile.rows[x] * BK / span * size;
+        let decoded_bytes = |x: usize, span: i64| tile.rows[x] * BK / span * 4;
+        if specialized {
+            let most = if tile.swapped {
+                SKINNY_STAGES
+            } else {
+                SPECIALIZED_STAGES
+            };
+            // Staged scales (copied by the producer warpgroup, also where TMA loads both
+            // operands): in each slot after the translated tiles, the rows' stage bytes as
+            // copied, then their decoded values; the slot rounded up to whole 1024-byte
+            // atoms (the next slot's tiles); not where that costs a stage.
+            let fit = |blocks: [Option<(i64, i64)>; 2]| {
+                let extra: i64 = (0..2)
+                    .filter_map(|x| blocks[x].map(|b| copied_bytes(x, b) + decoded_bytes(x, b.0)))
+                    .sum();
+                let slot = (raw + staged + extra + ATOM - 1) / ATOM * ATOM;
+                (most.min((limit - 1024 - 2 * most * 8) / slot), slot, blocks)
+            };
+            let (stages, slot, blocks) = match (fit(scale_blocks), fit([None, None])) {
+                (with, without) if with.0 < without.0 => without,
+                (with, _) => with,
+            };
+            let mut next = raw;
+            let translated = routes.map(|r| {
+                r.staged.then(|| {
+                    next += r.tile_bytes();
+                    next - r.tile_bytes()
+                })
+            });
+            let entry_at = next;
+            let in_entry = [0, 1].map(|x| {
+                blocks[x].map(|b| {
+                    next += copied_bytes(x, b);
+                    next - copied_bytes(x, b) - entry_at
+                })
+            });
+            let scales = [0, 1].map(|x| {
+                blocks[x].map(|(span, size)| {
+                    next += decoded_bytes(x, span);
+                    ScaleStage {
+                        span,
+                        size,
+                        ring: entry_at,
+                        entry: slot,
+                        in_entry: in_entry[x].expect("a staged operand's copies"),
+                        decoded: next - decoded_bytes(x, span),
+                        decoded_ring: stages,
+                        decoded_stride: slot,
+                    }
+                })
+            });
+            let barriers = stages * slot;
+            return Memory {
+                tile,
+                routes,
+                specialized,
+                tma,
+                copiers: PRODUCERS,
+                stages,
+                slot,
+                in_slot,
+                translated,
+                barriers,
+                bytes: barriers + 2 * stages * 8,
+                scales,
+                fold: None,
+            };
+        }
+        let most = if tile.swapped { SKINNY_STAGES } else { STAGES };
+        // With TMA, a full mbarrier per slot after the translated tiles.
+        let full = if tma { 8 } else { 0 };
+        // Staged scales: a ring of the stages' copies (an entry per slot: A's rows, then
+        // B's; with TMA too, every thread still commits a copy group per stage) and the
+        // ring of 3 of decoded values, after the translated tiles; not where that leaves
+        // fewer than 4 stages.
+        let fit = |blocks: [Option<(i64, i64)>; 2]| {
+            let mut entry = 0;
+            let in_entry = [0, 1].map(|x| {
+                blocks[x].map(|b| {
+                    entry += copied_bytes(x, b);
+                    entry - copied_bytes(x, b)
+                })
+            });
+            let decoded: i64 = (0..2)
+                .filter_map(|x| blocks[x].map(|(span, _)| PARITIES * decoded_bytes(x, span)))
+                .sum();
+            let stages = most
+                .min((limit - 1024 - PARITIES * staged - decoded - most * full) / (raw + entry));
+            (stages, entry, in_entry, blocks)
+        };
+        let (stages, entry, in_entry, blocks) = match fit(scale_blocks) {
+            (stages, ..) if stages < 4 => fit([None, None]),
+            fitted => fitted,
+        };
+        debug_assert!(stages >= 4, "two slots read, two ahead");
+        let mut next = stages * raw;
+        let translated = routes.map(|r| {
+            r.staged.then(|| {
+                next += PARITIES * r.tile_bytes();
+                next - PARITIES * r.tile_bytes()
+            })
+        });
+        let ring = next;
+        next += stages * entry;
+        let scales = [0, 1].map(|x| {
+            blocks[x].map(|(span, size)| {
+                next += PARITIES * decoded_bytes(x, span);
+                ScaleStage {
+                    span,
+                    size,
+                    ring,
+                    entry,
+                    in_entry: in_entry[x].expect("a staged operand's copies"),
+                    decoded: next - PARITIES * decoded_bytes(x, span),
+                    decoded_ring: PARITIES,
+                    decoded_stride: decoded_bytes(x, span),
+                }
+            })
+        });
+        Memory {
+            tile,
+            routes,
+            specialized,
+            tma,
+            copiers: tile.threads(),
+            stages,
+            slot: raw,
+            in_slot,
+            translated,
+            barriers: next,
+            bytes: next + stages * full,
+            scales,
+            fold: None,
+        }
+    }
+
+    /// What the kernel asks for: the memory (at least what split-K's gathering takes, a
+    /// word per accumulator and thread) and the slack that aligns its base to 1024.
+    pub(super) fn dynamic_bytes(&self) -> i64 {
+        let gathered = if self.tile.splits > 1 {
+            self.tile.threads() * self.tile.n() / 2 * 4
+        } else {
+            0
+        };
+        self.bytes.max(gathered) + 1024
+    }
+
+    /// The first byte of stage `s`'s slot.
+    pub(super) fn slot_of<'c, 'a>(&self, e: &Emitter<'c, 'a>, s: Value<'c, 'a>) -> Value<'c, 'a> {
+        e.muli(e.remui(s, e.index(self.stages)), e.index(self.slot))
+    }
+
+    /// Byte offset (from the base) of operand `x`'s stage `s` as copied.
+    pub(super) fn copied<'c, 'a>(
+        &self,
+        e: &Emitter<'c, 'a>,
+        x: usize,
+        s: Value<'c, 'a>,
+    ) -> Value<'c, 'a> {
+        e.addi(self.slot_of(e, s), e.index(self.in_slot[x]))
+    }
+
+    /// Byte offset of the FP8 tile the instruction reads for operand `x` at stage `s`.
+    pub(super) fn tile<'c, 'a>(
+        &self,
+        e: &Emitter<'c, 'a>,
+        x: usize,
+        s: Value<'c, 'a>,
+    ) -> Value<'c, 'a> {
+        match self.translated[x] {
+            Some(at) if self.specialized => e.addi(self.slot_of(e, s), e.index(at)),
+            Some(at) => e.addi(
+                e.index(at),
+                e.muli(
+                    e.remui(s, e.index(PARITIES)),
+                    e.index(self.routes[x].tile_bytes()),
+                ),
+            ),
+            None => self.copied(e, x, s),
+        }
+    }
+}
+
+/// Byte offset of row `r`'s 16-byte chunk `ch` in an FP8 tile in the 128-byte swizzle.
+pub(super) fn swizzled<'c, 'a>(
+    e: &Emitter<'c, 'a>,
+    r: Value<'c, 'a>,
+    ch: Value<'c, 'a>,
+) -> Value<'c, 'a> {
+    let (c8, c16) = (e.index(8), e.index(16));
+    e.addi(
+        e.muli(r, e.index(128)),
+        e.muli(e.xori(ch, e.remui(r, c8)), c16),
+    )
+}
+
+/// Thread `tid`'s chunk `i` of an operand's stage at K `k0`: whether it holds codes (row
+/// inside the operand, chunk inside K), its tile row and chunk, its row and first byte in
+/// the operand clamped inside it (a valid source either way), and where it is copied (from
+/// the operand's place in the slot).
+pub(super) struct Chunk<'c, 'a> {
+    pub(super) inside: Value<'c, 'a>,
+    pub(super) r: Value<'c, 'a>,
+    pub(super) ch: Value<'c, 'a>,
+    pub(super) row: Value<'c, 'a>,
+    pub(super) byte: Value<'c, 'a>,
+    pub(super) offset: Value<'c, 'a>,
+}
+
+#[allow(clippy::too_many_arguments)]
+pub(super) fn chunk<'c, 'a>(
+    e: &Emitter<'c, 'a>,
+    route: Route,
+    copiers: i64,
+    tid: Value<'c, 'a>,
+    i: i64,
+    origin: Value<'c, 'a>,
+    rows: Value<'c, 'a>,
+    k: Value<'c, 'a>,
+    k0: Value<'c, 'a>,
+) -> Chunk<'c, 'a> {
+    let per_row = e.index(route.row_bytes() / 16);
+    let c = e.addi(tid, e.index(copiers * i));
+    let (r, ch) = (e.divui(c, per_row), e.remui(c, per_row));
+    let row = e.addi(origin, r);
+    let codes = e.index(route.codes());
+    let kc = e.addi(k0, e.muli(ch, codes));
+    let inside = e.andi(
+        e.cmpi(CmpiPredicate::Ult, row, rows),
+        e.cmpi(CmpiPredicate::Ult, kc, k),
+    );
+    let kc = e.minui(kc, e.subi(k, codes));
+    let byte = if route.packed {
+        e.divui(kc, e.index(2))
+    } else {
+        kc
+    };
+    let offset = if route.staged {
+        e.addi(
+            e.muli(r, e.index(route.row_bytes())),
+            e.muli(ch, e.index(16)),
+        )
+    } else {
+        swizzled(e, r, ch)
+    };
+    Chunk {
+        inside,
+        r,
+        ch,
+        row: e.minui(row, e.subi(rows, e.index(1))),
+        byte,
+        offset,
+    }
+}
+
+/// Run `body` on each of thread `tid`'s chunks of `side`'s stage at K `k0` (`chunk`): as it
+/// is where every copier has the chunk, under an `if` in a last round the copiers do not
+/// fill (a skinny block's packed A: 16 rows of 64 bytes are 64 chunks for 128 threads).
+#[allow(clippy::too_many_arguments)]
+pub(super) fn each_chunk<'c, 'a>(
+    e: &Emitter<'c, 'a>,
+    route: Route,
+    copiers: i64,
+    tid: Value<'c, 'a>,
+    side: &Side<'c, 'a>,
+    k: Value<'c, 'a>,
+    k0: Value<'c, 'a>,
+    body: impl Fn(&Emitter<'c, 'a>, Chunk<'c, 'a>),
+) {
+    for i in 0..route.chunks(copiers) {
+        let run = |e: &Emitter<'c, 'a>| {
+            body(
+                e,
+                chunk(e, route, copiers, tid, i, side.origin, side.rows, k, k0),
+            )
+        };
+        if (i + 1) * copiers <= route.total() {
+            run(e);
+        } else {
+            let c = e.addi(tid, e.index(copiers * i));
+            e.if_then(e.cmpi(CmpiPredicate::Ult, c, e.index(route.total())), run);
+        }
+    }
+}
+
+/// Shared memory as the kernel addresses it: on the GPU from the aligned base address (an
+/// `i64`), in the emulation a buffer of 32-bit words standing for it from address 0.
+#[derive(Clone, Copy)]
+pub(super) enum Shared<'c, 'a> {
+    Gpu(Value<'c, 'a>),
+    Cpu(Value<'c, 'a>),
+}
+
+impl<'c, 'a> Shared<'c, 'a> {
+    /// The kernel's dynamic shared memory, its base rounded up to 1024 bytes (the swizzle
+    /// atoms' alignment; `Memory::dynamic_bytes` has the slack).
+    pub(super) fn aligned(e: &Emitter<'c, 'a>, memory: Value<'c, 'a>) -> Self {
+        let raw = wgmma::smem_address(e, memory);
+        Shared::Gpu(e.andi(e.addi(raw, e.int(64, 1023)), e.int(64, !1023)))
+    }
+
+    /// The byte address of `offset` (an index) as an `i64` (for descriptors).
+    pub(super) fn address(&self, e: &Emitter<'c, 'a>, offset: Value<'c, 'a>) -> Value<'c, 'a> {
+        let offset = e.index_castui(offset, e.int_type(64));
+        match *self {
+            Shared::Gpu(base) => e.addi(base, offset),
+            Shared::Cpu(_) => offset,
+        }
+    }
+
+    /// PTX `prmt.b32` (default mode): byte i of the result is byte `n & 7` of the 8 bytes of
+    /// `lo` (0-3) and `hi` (4-7), `n` nibble i of `selector`, replaced by its sign (0x00 /
+    /// 0xFF) when `n & 8`. On the GPU `nvvm.prmt`, in the emulation the same by shifts.
+    pub(super) fn permute(
+        &self,
+        e: &Emitter<'c, 'a>,
+        lo: Value<'c, 'a>,
+        hi: Value<'c, 'a>,
+        selector: Value<'c, 'a>,
+    ) -> Value<'c, 'a> {
+        if let Shared::Gpu(_) = self {
+            return e.val(
+                OperationBuilder::new("nvvm.prmt", e.loc())
+                    .add_operands(&[lo, hi, selector])
+                    .add_attributes(&[(
+                        Identifier::new(e.ctx(), "mode"),
+                        Attribute::parse(e.ctx(), "#nvvm.permute_mode<default>")
+                            .expect("valid permute mode"),
+                    )])
+                    .add_results(&[e.int_type(32)])
+                    .build()
+                    .expect("valid nvvm.prmt"),
+            );
+        }
+        let (i64t, i32t) = (e.int_type(64), e.int_type(32));
+        let pool = e.ori(e.extui(lo, i64t), e.shli(e.extui(hi, i64t), e.int(64, 32)));
+        (0..4).fold(e.i32(0), |acc, i| {
+            let n = e.andi(e.shrui(selector, e.i32(4 * i)), e.i32(0xF));
+            let at = e.extui(e.muli(e.andi(n, e.i32(7)), e.i32(8)), i64t);
+            let byte = e.trunci(e.andi(e.shrui(pool, at), e.int(64, 0xFF)), i32t);
+            let negative = e.cmpi(CmpiPredicate::Ne, e.andi(byte, e.i32(0x80)), e.i32(0));
+            let sign = e.select(negative, e.i32(0xFF), e.i32(0));
+            let replicate = e.cmpi(CmpiPredicate::Ne, e.andi(n, e.i32(8)), e.i32(0));
+            let byte = e.select(replicate, sign, byte);
+            e.ori(acc, e.shli(byte, e.i32(8 * i)))
+        })
+    }
+
+    /// The 16 bytes at `offset` (16-byte aligned) as 4 words.
+    pub(super) fn load4(&self, e: &Emitter<'c, 'a>, offset: Value<'c, 'a>) -> Vec<Value<'c, 'a>> {
+        self.load_words(e, offset, 4)
+    }
+
+    /// The `n` (1, 2 or 4) words at `offset` (`4 n`-byte aligned), in one load.
+    pub(super) fn load_words(
+        &self,
+        e: &Emitter<'c, 'a>,
+        offset: Value<'c, 'a>,
+        n: i64,
+    ) -> Vec<Value<'c, 'a>> {
+        let i32t = e.int_type(32);
+        match *self {
+            Shared::Gpu(_) => {
+                let p = pointer(e, self.address(e, offset), 3);
+                let t = if n == 1 {
+                    i32t
+                } else {
+                    e.vector_type(n as u64, i32t)
+                };
+                let v = e.val(
+                    OperationBuilder::new("llvm.load", e.loc())
+                        .add_operands(&[p])
+                        .add_attributes(&[alignment(e, 4 * n)])
+                        .add_results(&[t])
+                        .build()
+                        .expect("valid llvm.load"),
+                );
+                if n == 1 {
+                    return vec![v];
+                }
+                (0..n).map(|w| e.extract(v, w, i32t)).collect()
+            }
+            Shared::Cpu(buffer) => {
+                let at = e.divui(offset, e.index(4));
+                (0..n)
+                    .map(|w| e.load(buffer, &[e.addi(at, e.index(w))]))
+                    .collect()
+            }
+        }
+    }
+
+    /// Store 4 words at `offset` (16-byte aligned).
+    pub(super) fn store4(
+        &self,
+        e: &Emitter<'c, 'a>,
+        offset: Value<'c, 'a>,
+        words: &[Value<'c, 'a>],
+    ) {
+        self.store_words(e, offset, words)
+    }
+
+    /// Store 1, 2 or 4 words at `offset` (aligned to their size), in one store.
+    pub(super) fn store_words(
+        &self,
+        e: &Emitter<'c, 'a>,
+        offset: Value<'c, 'a>,
+        words: &[Value<'c, 'a>],
+    ) {
+        match *self {
+            Shared::Gpu(_) => {
+                let p = pointer(e, self.address(e, offset), 3);
+                let v = if words.len() == 1 {
+                    words[0]
+                } else {
+                    e.from_elements(words)
+                };
+                e.insert(
+                    OperationBuilder::new("llvm.store", e.loc())
+                        .add_operands(&[v, p])
+                        .add_attributes(&[alignment(e, 4 * words.len() as i64)])
+                        .build()
+                        .expect("valid llvm.store"),
+                );
+            }
+            Shared::Cpu(buffer) => {
+                let at = e.divui(offset, e.index(4));
+                for (w, &v) in words.iter().enumerate() {
+                    e.store(v, buffer, &[e.addi(at, e.index(w as i64))]);
+                }
+            }
+        }
+    }
+}
+
+pub(super) fn alignment<'c>(e: &Emitter<'c, '_>, bytes: i64) -> (Identifier<'c>, Attribute<'c>) {
+    (
+        Identifier::new(e.ctx(), "alignment"),
+        melior::ir::attribute::IntegerAttribute::new(e.int_type(64), bytes).into(),
+    )
+}
+
+/// The wgmma descriptor of a K-major tile in the 128-byte swizzle at shared-memory byte
+/// address `addr` (an `i64`, its atom 1024-byte aligned): start >> 4, leading offset 1
+/// (unused), stride offset 1024 >> 4, layout type 1 (128-byte swizzle) in bits 62-63.
+pub(super) fn descriptor<'c, 'a>(e: &Emitter<'c, 'a>, addr: Value<'c, 'a>) -> Value<'c, 'a> {
+    let start = e.shrui(e.andi(addr, e.int(64, 0x3FFFF)), e.int(64, 4));
+    let fixed = (1i64 << 16) | ((ATOM >> 4) << 32) | (1i64 << 62);
+    e.ori(start, e.int(64, fixed))
+}
+
+/// An `i64` address as an LLVM pointer in `space` (1 global, 3 shared); a global pointer
+/// goes through the generic one (`cvta.to.global`).
+pub(super) fn pointer<'c, 'a>(
+    e: &Emitter<'c, 'a>,
+    addr: Value<'c, 'a>,
+    space: u32,
+) -> Value<'c, 'a> {
+    let ty = |s: u32| {
+        let text = if s == 0 {
+            "!llvm.ptr".to_string()
+        } else {
+            format!("!llvm.ptr<{s}>")
+        };
+        Type::parse(e.ctx(), &text).expect("valid pointer type")
+    };
+    let cast = |name: &str, v: Value<'c, 'a>, to: u32| {
+        e.val(
+            OperationBuilder::new(name, e.loc())
+                .add_operands(&[v])
+                .add_results(&[ty(to)])
+                .build()
+                .expect("valid pointer cast"),
+        )
+    };
+    if space == 1 {
+        cast("llvm.addrspacecast", cast("llvm.inttoptr", addr, 0), 1)
+    } else {
+        cast("llvm.inttoptr", addr, space)
+    }
+}

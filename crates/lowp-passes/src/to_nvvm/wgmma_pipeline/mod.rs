@@ -1,0 +1,969 @@
+//! The pipelined `wgmma.mma_async` kernel of `lowp-to-nvvm` (sm_90a): A and B copied
+//! global -> shared memory by `cp.async` in a ring of stages that runs ahead of the tensor
+//! cores; E4M3 / E5M2 codes go straight into the instruction's tiles, FP4 (packed or not),
+//! FP6 and custom formats that embed in them are translated to FP8 on the way.
+//!
+//! Two blocks (`Tile`), both with the instruction of `wgmma.rs`:
+//! - square (M above 64, or dynamic): two warpgroups (256 threads) computing 128 x 128 of
+//!   C, each warpgroup 64 rows of it with `wgmma.mma_async.sync.aligned.m64n128k32`;
+//! - skinny (M static and at most 64, or `kernel=wgmma-skinny`): swap AB, one warpgroup
+//!   computing `m x 64` of C (`m` M rounded up to 16, at most 64) as C^T with
+//!   `m64n<m>k32`: B's 64 rows are the instruction's A, A's rows its B. A decode step
+//!   (16 x 8192 x 8192) gets 128 blocks that spend no instruction row past M, where square
+//!   blocks would be 64 with 7/8 of their A rows zero; its ring has 8 stages (10 KiB each
+//!   for FP8), as a memory-bound block wants bytes in flight. Where the tiles of C leave
+//!   SMs idle (16 x 4096 x 8192: 64), K is split (`gather_splits`): a cluster of 2, 4 or 8
+//!   blocks per tile (`split-k`, by default while the blocks fit 132 SMs and each split
+//!   keeps two stages), each summing its range of stages; rank 0 adds the others' partial
+//!   sums in rank order through distributed shared memory (deterministic, no workspace,
+//!   no atomics) and stores C. The cluster size is fixed in the PTX
+//!   (`lowp-kernel-cluster-size`).
+//!
+//! Square blocks take their tile in grouped order (`grouped`: groups of 8 rows of tiles,
+//! column by column within a group), so that the blocks resident at once share A and B
+//! tiles in L2.
+//!
+//! K advances 128 codes per stage. The instruction reads FP8 tiles of the block's rows x
+//! 128 bytes, K-major in the 128-byte swizzle of the wgmma descriptors (row r's 16-byte
+//! chunk c at `r * 128 + (c ^ r % 8) * 16`, 8-row atoms of 1024 bytes, every tile on a
+//! 1024-byte boundary from the aligned base of the dynamic shared memory). The ring has
+//! `stages` slots (square: 5, 4 where 5 do not fit; skinny: 8); each holds each operand's
+//! stage as copied:
+//! - direct (E4M3 / E5M2 as stored): the FP8 tile itself, the copies landing swizzled;
+//! - staged (a format translated to FP8): the rows as stored (128 or, packed, 64 bytes),
+//!   and after the ring three FP8 tiles per staged operand (by stage % 3) that the
+//!   threads fill from the copies they made themselves through the embedding's table:
+//!   4-bit codes (FP4, 4-bit customs) four at a time with three `prmt` byte permutes
+//!   (images of codes 0-7, of codes 8-15, then the pick by bit 3), wider ones code by code
+//!   through a select chain.
+//!
+//! Per stage every thread issues its 16-byte `cp.async.cg.shared.global` (square: 4 per
+//! operand, 2 when packed; skinny FP8: 4 of B, 1 of A for 16 rows, and a packed 16-row A's
+//! 64 chunks leave half the threads out; rows past M / N and chunks past K copy 0 bytes and
+//! fill zeros) and commits them as one group; the loop:
+//!
+//! ```text
+//! prologue: stages 0 .. L-1 issued (L = stages - 2 ahead), one commit group each
+//! for each stage s (two per loop iteration):
+//!   cp.async.wait_group L-1           // this thread's copies of stage s landed
+//!   translate them (staged operands)  // into the FP8 tiles of stage s % 3
+//!   fence.proxy.async.shared::cta     // generic-proxy writes -> the async proxy (wgmma)
+//!   barrier                           // all of stage s is in its tiles; stage s-2's
+//!                                     // instructions are done (each warpgroup waited)
+//!   issue stage s+L into the slot stage s-2 used; commit
+//!   per K segment g of the stage (min(scale block, 128) codes):
+//!     wgmma.fence; mma (scale-d 0), mma, .. (descriptor start + 32 bytes each); commit
+//!     wait_group 1; acc += part(segment before) * (its scales)  // g runs meanwhile
+//! after the last stage: wait_group 0; acc += part(last) * (its scales)
+//! ```
+//! The segment before stage s's first is stage s-1's last: the tensor cores run from stage
+//! to stage without a drain, and stage s-1's slot stays untouched until the barrier of
+//! stage s+1. A translated tile of stage s % 3 was last read by stage s-3's instructions,
+//! which completed (stage s-2's first wait) before stage s-1's barrier. The loop runs two
+//! stages per iteration, so that the running instruction's accumulators alternate between
+//! two register sets (carried through the back edge, one set would be copied while the
+//! tensor cores still write it); a second stage past the block's range runs on whatever
+//! its slot holds and is never promoted.
+//!
+//! Partial sums go into the f32 accumulators at least every 128 of K, also for per-tensor
+//! scales: Hopper's FP8 MMA accumulates with reduced precision, so (as DeepGEMM does) the
+//! tensor cores never sum more than 128 products of a row; per-tensor / per-channel scales
+//! are applied in the epilogue, block scales (MX, blockwise) per segment. A segment's
+//! block scales (a thread's 2 rows and 32 columns) are loaded before the wait for its
+//! partial sums, through an empty inline assembly (`wgmma::pinned`) that keeps the loads
+//! there. Where K is whole stages, the scales are staged through shared memory
+//! (`ScaleStage`), copied by the threads that copy stages (the barrier pipeline's, the
+//! producer warpgroup's; beside TMA's boxes too): each block row's stage scales
+//! (4, 8 or 16 bytes) are copied with the stage by one thread, which decodes them to f32
+//! once after its wait (a ring of 3 after the translated tiles; warp-specialized, in the
+//! slot); the promotions then read 34 f32 from shared memory (18 loads: the column pairs
+//! as one) instead of loading and decoding 34 bytes each (6 integer instructions per E8M0
+//! code, 200 per segment and thread, more issue slots than the segment's wgmma). Not
+//! where that costs a stage (the barrier pipeline keeps at least 4). NVFP4's 16-blocks, a
+//! dynamic K, rows that are not a multiple of 16 bytes or not row-major take `wgmma.rs`'s
+//! register-staged kernel.
+//!
+//! The pieces, one module each:
+//! - `memory`: the dynamic shared memory's layout (`Memory`: ring, translated tiles, staged
+//!   scales, mbarriers), the 128-byte swizzle, the threads' chunks and shared-memory access;
+//! - `stage`: a stage's copies (`cp.async`, block scales with them) and the translation of
+//!   staged operands to FP8 (byte permutes, select chains), scales decoded once per block;
+//! - `fold`: block scales folded into the translated codes (`fold-scales`), the scan that
+//!   decides it per block;
+//! - `specialized`: the warp-specialized block (`kernel=wgmma-specialized`);
+//! - `tma`: tensor maps, box loads, B multicast (`kernel=wgmma-tma`) and their emulation;
+//! - `cluster`: cluster barriers, distributed shared memory, split-K's gather;
+//! - `emulated`: the whole block run on the CPU (`emulate=true`).
+
+use melior::dialect::arith::CmpiPredicate;
+use melior::ir::operation::OperationBuilder;
+use melior::ir::r#type::{DimSize, MemRefType, ShapedTypeLike};
+use melior::ir::{Attribute, Identifier, OperationRef, TypeLike, Value, ValueLike};
+
+use super::wgmma::{self, Wgmma};
+use crate::chip::Chip;
+use crate::expand_quantize::{ceil_div, unsupported};
+use crate::ir::Emitter;
+use crate::matrix_kernel::{Kernel, Lane, Operand, Plan};
+use crate::to_loops::matmul_operands;
+use crate::PassError;
+
+mod cluster;
+mod emulated;
+mod fold;
+mod memory;
+mod specialized;
+mod stage;
+mod tma;
+
+use cluster::{gather_splits, stage_range};
+use emulated::emulated_block;
+use fold::{fold_plan, fold_scan};
+use memory::{descriptor, pointer, staged_scale_blocks, Memory, Shared};
+use specialized::specialized_block;
+use stage::{copy_scales, copy_stage, decode_scales, staged_readers, translate_stage};
+use tma::{acquire_tensor_map, box_bytes, load_boxes, tensor_map};
+
+/// K per stage.
+const BK: i64 = 128;
+
+/// Warp-specialized: after the consumer warpgroups, one producer warpgroup.
+const PRODUCERS: i64 = 128;
+
+/// Stages in the ring: of the square block (the barrier pipeline's copies run `stages - 2`
+/// ahead: two slots are being read), warp-specialized, of the skinny one (its stages are
+/// small, and a memory-bound block wants many bytes in flight).
+const STAGES: i64 = 5;
+const SPECIALIZED_STAGES: i64 = 4;
+const SKINNY_STAGES: i64 = 8;
+
+/// Translated FP8 tiles per staged operand in the barrier pipeline (by stage % 3).
+const PARITIES: i64 = 3;
+
+/// The stride offset of the swizzled layout: one 8-row atom.
+const ATOM: i64 = 1024;
+
+/// The block: rows of A (of M) and of B (of N) it covers, and how its warpgroups compute
+/// them.
+/// - square: 128 x 128 of C, two warpgroups of 64 rows each, `m64n128k32` (A as A);
+/// - skinny (small M, swap AB): `m x 64` of C (`m` M rounded up to 16, at most 64), one
+///   warpgroup computing C^T's 64 x `m` with `m64n<m>k32`: B's 64 rows are the
+///   instruction's A, A's rows its B, so no instruction row is spent past M (a decode step's
+///   16 rows of A would fill a quarter of a square block's instruction rows) and the blocks
+///   are twice as many along N (128 for N = 8192, against 64 square ones). Where that still
+///   leaves SMs idle (N = 4096: 64 blocks), K is split among a cluster of `splits` blocks
+///   (split-K), whose partial sums rank 0 gathers through distributed shared memory.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(super) struct Tile {
+    rows: [i64; 2],
+    warpgroups: i64,
+    swapped: bool,
+    /// Blocks (a cluster) sharing each tile of C, each summing a range of K's stages.
+    splits: i64,
+    /// Square blocks with TMA: blocks (a cluster, adjacent tiles of one column of C)
+    /// sharing each stage of B, each loading its part of the box for all of them
+    /// (`multicast`).
+    multicast: i64,
+}
+
+/// Rows of square tiles per group of the launch order (`grouped`).
+const GROUP: i64 = 8;
+
+/// The largest split (the portable cluster size).
+const MAX_SPLITS: i64 = 8;
+
+/// How the stages reach shared memory: every thread copies, then a block-wide barrier
+/// (the barrier pipeline); a producer warpgroup copies for two consumer warpgroups, ordered
+/// by mbarriers (warp-specialized); or the same with the operands used as stored loaded by
+/// TMA, one thread issuing each stage's tiles (`kernel=wgmma-tma`).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(super) enum Feed {
+    Barrier,
+    Specialized,
+    Tma,
+}
+
+/// Which block a lowering takes.
+#[derive(Clone, Copy, PartialEq)]
+pub(super) enum Blocks {
+    /// Skinny when M is static and at most 64, else square.
+    ByShape,
+    Square,
+    Skinny,
+}
+
+impl Tile {
+    const SQUARE: Tile = Tile {
+        rows: [128, 128],
+        warpgroups: 2,
+        swapped: false,
+        splits: 1,
+        multicast: 1,
+    };
+
+    /// The skinny block for M (`None`: dynamic), not split.
+    fn skinny(m: Option<i64>) -> Tile {
+        let rows = m.map_or(64, |m| (m.max(1) + 15) / 16 * 16).min(64);
+        Tile {
+            rows: [rows, 64],
+            warpgroups: 1,
+            swapped: true,
+            splits: 1,
+            multicast: 1,
+        }
+    }
+
+    /// The split of a static M x N x K: the largest power of two (at most 8) that keeps the
+    /// blocks within the chip's multiprocessors (`sms`) and gives each split at least two
+    /// stages of K.
+    fn split_for(self, m: i64, n: i64, k: i64, sms: i64) -> i64 {
+        let blocks = ceil(m, self.rows[0]) * ceil(n, self.rows[1]);
+        let stages = ceil(k, BK);
+        let mut splits = 1;
+        while splits < MAX_SPLITS && blocks * splits * 2 <= sms && stages >= 4 * splits {
+            splits *= 2;
+        }
+        splits
+    }
+
+    /// Whether the blocks share B's stages (TMA multicast).
+    pub(super) fn multicasts(self) -> bool {
+        self.multicast > 1
+    }
+
+    /// The skinny block (swap AB).
+    pub(super) fn is_skinny(self) -> bool {
+        self.swapped
+    }
+
+    /// The operand (0: A, 1: B) that is the instruction's A, 64 rows per warpgroup.
+    fn first(self) -> usize {
+        self.swapped as usize
+    }
+
+    /// The instruction's N: the rows of the operand that is not its A.
+    fn n(self) -> i64 {
+        self.rows[1 - self.first()]
+    }
+
+    /// Threads computing.
+    fn threads(self) -> i64 {
+        self.warpgroups * wgmma::THREADS
+    }
+}
+
+fn ceil(a: i64, b: i64) -> i64 {
+    (a + b - 1) / b
+}
+
+/// The plan, instruction and block for `op`, or why it needs the register-staged kernel.
+/// `splits`: the skinny block's split-K (`None`: by shape, where the shape is static).
+pub(super) fn plan(
+    op: OperationRef,
+    chip: &Chip,
+    blocks: Blocks,
+    splits: Option<i64>,
+) -> Result<(Plan, Wgmma, Tile), String> {
+    let (plan, mut instr) = wgmma::plan(op)?;
+    if plan.step != 32 {
+        return Err(format!("the scales change every {} along K", plan.step));
+    }
+    let span = plan.span.min(BK);
+    if BK % span != 0 || plan.span % span != 0 {
+        return Err(format!(
+            "a scale segment of {} does not tile the {BK}-code stage",
+            plan.span
+        ));
+    }
+    let o = matmul_operands(op).map_err(|e| e.to_string())?;
+    // Static M and N, and K (codes).
+    let (mut m, mut n, mut k) = (None, None, None);
+    for (name, v) in [("lhs", o.lhs), ("rhs", o.rhs)] {
+        let t = MemRefType::try_from(v.r#type()).map_err(|_| format!("{name} is not a memref"))?;
+        // SAFETY: a live memref type.
+        let identity = unsafe {
+            mlir_sys::mlirAffineMapIsIdentity(mlir_sys::mlirMemRefTypeGetAffineMap(t.to_raw()))
+        };
+        // One code per byte, or two when packed: the static size of dimension 1 is the
+        // row's bytes either way.
+        match t.dim_size(1) {
+            Ok(DimSize::Static(bytes)) if identity && bytes % 16 == 0 => {}
+            _ => {
+                return Err(format!(
+                    "cp.async needs {name} row-major with static rows of a multiple of 16 bytes"
+                ))
+            }
+        }
+        if let Ok(DimSize::Static(rows)) = t.dim_size(0) {
+            *(if name == "lhs" { &mut m } else { &mut n }) = Some(rows as i64);
+        }
+        if let (Ok(DimSize::Static(bytes)), "lhs") = (t.dim_size(1), name) {
+            k = Some(if plan.a.packed { 2 * bytes } else { bytes } as i64);
+        }
+    }
+    let mut tile = match blocks {
+        Blocks::Square => Tile::SQUARE,
+        Blocks::Skinny => Tile::skinny(m),
+        Blocks::ByShape if m.is_some_and(|m| m <= 64) => Tile::skinny(m),
+        Blocks::ByShape => Tile::SQUARE,
+    };
+    if tile.swapped {
+        tile.splits = match (splits, m, n, k) {
+            (Some(s), ..) => s,
+            (None, Some(m), Some(n), Some(k)) => {
+                tile.split_for(m, n, k, chip.multiprocessors as i64)
+            }
+            _ => 1,
+        };
+    } else if splits.is_some_and(|s| s > 1) {
+        return Err("split-K takes the skinny block (M <= 64, or kernel=wgmma-skinny)".into());
+    }
+    instr.swapped = tile.swapped;
+    instr.n = tile.n();
+    Ok((plan, instr, tile))
+}
+
+/// The TMA square block's B multicast for `op` (`requested`: 1 or 2 blocks per cluster,
+/// `None`: 2 where it applies): the blocks of a cluster are adjacent along the grid's x,
+/// which the grouped order (`grouped`) maps to adjacent tiles of one column of C while
+/// groups have an even number of rows; so it takes static M and N with an even number of
+/// tiles along each (the cluster also divides the grid), and B loaded by TMA (used as
+/// stored).
+pub(super) fn multicast(
+    op: OperationRef,
+    plan: &Plan,
+    mut tile: Tile,
+    requested: Option<i64>,
+) -> Result<Tile, String> {
+    if requested == Some(1) {
+        return Ok(tile);
+    }
+    let o = matmul_operands(op).map_err(|e| e.to_string())?;
+    let tiles = |v: Value, rows: i64| static_rows(v).map(|r| ceil(r, rows));
+    let why = if tile.swapped {
+        Some("the skinny block has no B to share (its clusters split K)".to_string())
+    } else if plan.b.table.is_some() {
+        Some("B is translated, not loaded by TMA".to_string())
+    } else {
+        match (tiles(o.lhs, tile.rows[0]), tiles(o.rhs, tile.rows[1])) {
+            (Some(m), Some(n)) if m % 2 == 0 && n % 2 == 0 => None,
+            (Some(m), Some(n)) => Some(format!(
+                "clusters of 2 take an even number of 128-row tiles along M and N (here {m} \
+                 x {n})"
+            )),
+            _ => Some("clusters of 2 take static M and N".to_string()),
+        }
+    };
+    match (why, requested) {
+        (None, _) => {
+            tile.multicast = 2;
+            Ok(tile)
+        }
+        (Some(why), Some(_)) => Err(format!("no TMA multicast: {why}")),
+        (Some(_), None) => Ok(tile),
+    }
+}
+
+/// Rows of a memref (dimension 0), where static.
+fn static_rows(v: Value) -> Option<i64> {
+    MemRefType::try_from(v.r#type())
+        .ok()
+        .and_then(|t| match t.dim_size(0) {
+            Ok(DimSize::Static(r)) => Some(r as i64),
+            _ => None,
+        })
+}
+
+/// With B multicast, the part of B's stage (box at `origin`, landing at `dst`) that the
+/// block of cluster rank `rank` loads: its `rows / multicast` rows (`rows` the tile's),
+/// whole 8-row atoms of the swizzle (1024 bytes), so each part lands in the same swizzle
+/// as the whole box.
+fn part<'c, 'a>(
+    e: &Emitter<'c, 'a>,
+    mem: &Memory,
+    dst: Value<'c, 'a>,
+    origin: [Value<'c, 'a>; 2],
+    rank: Value<'c, 'a>,
+) -> (Value<'c, 'a>, [Value<'c, 'a>; 2]) {
+    let rows = mem.routes[1].rows / mem.tile.multicast;
+    debug_assert!(rows * BK % ATOM == 0);
+    let first = e.muli(rank, e.index(rows));
+    (
+        e.addi(dst, e.muli(first, e.index(BK))),
+        [origin[0], e.addi(origin[1], first)],
+    )
+}
+
+/// The K segments of a stage: codes per segment, instructions per segment.
+fn segment_shape(plan: &Plan) -> (i64, i64) {
+    let span = plan.span.min(BK);
+    (span, span / 32)
+}
+
+/// Per-operand facts of the copies: its codes (memref), rows, tile origin, bytes per row.
+struct Side<'c, 'a> {
+    bits: Value<'c, 'a>,
+    rows: Value<'c, 'a>,
+    origin: Value<'c, 'a>,
+    row_bytes: Value<'c, 'a>,
+    operand: &'a Operand,
+}
+
+fn sides<'c, 'a, 'p: 'a>(
+    e: &Emitter<'c, 'a>,
+    kn: &Kernel<'p, 'c, 'a>,
+    tile: Tile,
+    bm: Value<'c, 'a>,
+    bn: Value<'c, 'a>,
+) -> [Side<'c, 'a>; 2] {
+    let k = kn.ops.k;
+    let row_bytes = |o: &Operand| {
+        if o.packed {
+            e.divui(k, e.index(2))
+        } else {
+            k
+        }
+    };
+    [
+        Side {
+            bits: kn.ops.bits_a,
+            rows: kn.ops.m,
+            origin: e.muli(bm, e.index(tile.rows[0])),
+            row_bytes: row_bytes(&kn.plan.a),
+            operand: &kn.plan.a,
+        },
+        Side {
+            bits: kn.ops.bits_b,
+            rows: kn.ops.n,
+            origin: e.muli(bn, e.index(tile.rows[1])),
+            row_bytes: row_bytes(&kn.plan.b),
+            operand: &kn.plan.b,
+        },
+    ]
+}
+
+/// Lower `op` with the pipelined kernel: a `gpu.launch` with dynamic shared memory
+/// (`emulate = false`) or its CPU emulation. `fold`: fold the block scales into the
+/// translated codes where that applies (`Fold`).
+#[allow(clippy::too_many_arguments)]
+pub(super) fn lower<'c, 'a>(
+    e: &Emitter<'c, 'a>,
+    op: OperationRef<'c, 'a>,
+    plan: &Plan,
+    instr: &Wgmma,
+    chip: &Chip,
+    tile: Tile,
+    feed: Feed,
+    fold: bool,
+    emulate: bool,
+) -> Result<(), PassError> {
+    let kn = Kernel::new(e, op, plan, instr)?;
+    let mut mem = Memory::new(
+        plan,
+        chip,
+        tile,
+        feed,
+        staged_scale_blocks(&kn, static_k(&kn)),
+    );
+    if fold && static_k(&kn).is_some_and(|k| k >= BK) {
+        mem.fold = fold_plan(&kn, &mem);
+    }
+    let specialized = mem.specialized;
+    let one = e.index(1);
+    let grid = kn.grid(e, tile.rows[0], tile.rows[1]);
+    let splits = e.index(tile.splits);
+    if emulate {
+        kn.blocks(e, grid, |e, by, bx| {
+            if tile.swapped {
+                return emulated_block(e, &kn, &mem, instr, by, bx, &[]);
+            }
+            let (bm, bn) = grouped(e, grid, bx, by);
+            // With multicast, the tiles of the cluster's blocks, by rank (x % its size):
+            // part r of each B stage comes from rank r's box.
+            let first = e.subi(bx, e.remui(bx, e.index(tile.multicast)));
+            let cluster: Vec<_> = (1..=tile.multicast)
+                .filter(|_| tile.multicast > 1)
+                .map(|r| grouped(e, grid, e.addi(first, e.index(r - 1)), by))
+                .collect();
+            emulated_block(e, &kn, &mem, instr, bm, bn, &cluster)
+        });
+        return Ok(());
+    }
+    let threads = if specialized {
+        tile.threads() + PRODUCERS
+    } else {
+        tile.threads()
+    };
+    // Stages of K (static: `plan` takes static rows).
+    let k = static_k(&kn).ok_or_else(|| unsupported(op, "the wgmma pipeline takes a static K"))?;
+    let k_stages = ceil(k, BK);
+    // The tensor maps of the operands TMA loads, made on the host.
+    let bits = [kn.ops.bits_a, kn.ops.bits_b];
+    // (B multicast: each box is a block's part of the stage.)
+    let maps: [Option<Value>; 2] = std::array::from_fn(|x| {
+        let route = mem.routes[x];
+        let parts = if x == 1 { tile.multicast } else { 1 };
+        (mem.tma && !route.staged).then(|| tensor_map(e, bits[x], route.rows / parts))
+    });
+    let cluster = match (tile.splits, tile.multicast) {
+        (1, 1) => None,
+        (1, blocks) => Some([e.index(blocks), one, one]),
+        _ => Some([splits, one, one]),
+    };
+    e.gpu_launch_dynamic(
+        [e.muli(grid[0], splits), grid[1], one],
+        [e.index(threads), one, one],
+        cluster,
+        mem.dynamic_bytes(),
+        |e, bid, tid, memory| {
+            if specialized {
+                specialized_block(e, &kn, &mem, instr, maps, k_stages, bid, tid[0], memory)
+            } else {
+                hardware_block(e, &kn, &mem, instr, maps, bid, tid[0], memory)
+            }
+        },
+    );
+    Ok(())
+}
+
+/// The tile (row, column) of C that square block (`bx`, `by`) of a grid of `grid` = [tiles
+/// along N, along M] computes, in grouped order: the blocks run through groups of `GROUP`
+/// rows of tiles, column by column within a group (the last group has the rows left), so
+/// a wave of 132 blocks reads the A tiles of 8 rows and the B tiles of about 17 columns
+/// (for 8192^3: 8 + 17 MiB, which L2 holds) instead of those of 2 rows and all 64 columns
+/// (2 + 64 MiB, which it does not). A bijection of the grid onto the tiles.
+fn grouped<'c, 'a>(
+    e: &Emitter<'c, 'a>,
+    grid: [Value<'c, 'a>; 2],
+    bx: Value<'c, 'a>,
+    by: Value<'c, 'a>,
+) -> (Value<'c, 'a>, Value<'c, 'a>) {
+    let [columns, rows] = grid;
+    let linear = e.addi(e.muli(by, columns), bx);
+    let per_group = e.muli(e.index(GROUP), columns);
+    let first = e.muli(e.divui(linear, per_group), e.index(GROUP));
+    let height = e.minui(e.subi(rows, first), e.index(GROUP));
+    let within = e.remui(linear, per_group);
+    (
+        e.addi(first, e.remui(within, height)),
+        e.divui(within, height),
+    )
+}
+
+/// The square blocks' grid inside the kernel, [tiles along N, along M]: constants where M
+/// and N are static (the grouped order then divides by constants), else the launch's.
+fn square_grid<'c, 'a>(
+    e: &Emitter<'c, 'a>,
+    kn: &Kernel<'_, 'c, 'a>,
+    tile: Tile,
+) -> [Value<'c, 'a>; 2] {
+    match (static_rows(kn.ops.o.rhs), static_rows(kn.ops.o.lhs)) {
+        (Some(n), Some(m)) => [
+            e.index(ceil(n, tile.rows[1])),
+            e.index(ceil(m, tile.rows[0])),
+        ],
+        _ => [grid_dim(e, "x"), grid_dim(e, "y")],
+    }
+}
+
+/// The global base addresses the cp.async copies read, per operand; 0 for one TMA loads
+/// (`copy_stage` skips it), so that its memref is not a kernel parameter for nothing.
+fn copy_bases<'c, 'a>(
+    e: &Emitter<'c, 'a>,
+    kn: &Kernel<'_, 'c, 'a>,
+    mem: &Memory,
+) -> [Value<'c, 'a>; 2] {
+    let bits = [kn.ops.bits_a, kn.ops.bits_b];
+    std::array::from_fn(|x| {
+        if mem.tma && !mem.routes[x].staged {
+            e.int(64, 0)
+        } else {
+            wgmma::smem_address(e, bits[x])
+        }
+    })
+}
+
+/// The grid's size in `dim` (x, y) inside the kernel.
+fn grid_dim<'c, 'a>(e: &Emitter<'c, 'a>, dim: &str) -> Value<'c, 'a> {
+    e.val(
+        OperationBuilder::new("gpu.grid_dim", e.loc())
+            .add_attributes(&[(
+                Identifier::new(e.ctx(), "dimension"),
+                Attribute::parse(e.ctx(), &format!("#gpu<dim {dim}>")).expect("valid dimension"),
+            )])
+            .add_results(&[e.index_type()])
+            .build()
+            .expect("valid gpu.grid_dim"),
+    )
+}
+
+/// K (codes) of the op: static where the pipeline takes it (`plan`).
+fn static_k(kn: &Kernel) -> Option<i64> {
+    let t = MemRefType::try_from(kn.ops.o.lhs.r#type()).ok()?;
+    match t.dim_size(1) {
+        Ok(DimSize::Static(bytes)) => Some(bytes as i64 * if kn.plan.a.packed { 2 } else { 1 }),
+        _ => None,
+    }
+}
+
+/// The lane of computing thread `tid` for the accumulator map and epilogue: its
+/// warpgroup's 64 rows of the instruction's A (of C's rows, or of its columns when the
+/// block is skinny).
+fn lane<'c, 'a>(
+    e: &Emitter<'c, 'a>,
+    tile: Tile,
+    tid: Value<'c, 'a>,
+    bm: Value<'c, 'a>,
+    bn: Value<'c, 'a>,
+) -> Lane<'c, 'a> {
+    let warpgroup = e.divui(tid, e.index(wgmma::THREADS));
+    let rows = e.muli(warpgroup, e.index(wgmma::BM));
+    let row0 = e.muli(bm, e.index(tile.rows[0]));
+    let col0 = e.muli(bn, e.index(tile.rows[1]));
+    let (row0, col0) = if tile.swapped {
+        (row0, e.addi(col0, rows))
+    } else {
+        (e.addi(row0, rows), col0)
+    };
+    Lane {
+        lane: e.remui(tid, e.index(wgmma::THREADS)),
+        row0,
+        col0,
+    }
+}
+
+/// The descriptors of warpgroup `warpgroup`'s 64 rows of the instruction's A and of its B
+/// at stage `s`, `at` codes into the stage.
+fn descriptors<'c, 'a>(
+    e: &Emitter<'c, 'a>,
+    mem: &Memory,
+    shared: Shared<'c, 'a>,
+    warpgroup: Value<'c, 'a>,
+    s: Value<'c, 'a>,
+    at: i64,
+) -> (Value<'c, 'a>, Value<'c, 'a>) {
+    let first = mem.tile.first();
+    let rows = e.muli(warpgroup, e.index(wgmma::BM * BK));
+    let a = e.addi(e.addi(mem.tile(e, first, s), rows), e.index(at));
+    let b = e.addi(mem.tile(e, 1 - first, s), e.index(at));
+    (
+        descriptor(e, shared.address(e, a)),
+        descriptor(e, shared.address(e, b)),
+    )
+}
+
+#[allow(clippy::too_many_arguments)]
+fn hardware_block<'c, 'a>(
+    e: &Emitter<'c, 'a>,
+    kn: &Kernel<'_, 'c, 'a>,
+    mem: &Memory,
+    instr: &Wgmma,
+    maps: [Option<Value<'c, 'a>>; 2],
+    bid: [Value<'c, 'a>; 3],
+    tid: Value<'c, 'a>,
+    memory: Value<'c, 'a>,
+) {
+    // Split-K: the blocks of a cluster are consecutive along x, one tile of C. Square
+    // blocks in grouped order.
+    let ((bm, bn), rank) = match mem.tile.splits {
+        _ if !mem.tile.swapped => (
+            grouped(e, square_grid(e, kn, mem.tile), bid[0], bid[1]),
+            e.index(0),
+        ),
+        1 => ((bid[1], bid[0]), e.index(0)),
+        splits => (
+            (bid[1], e.divui(bid[0], e.index(splits))),
+            e.remui(bid[0], e.index(splits)),
+        ),
+    };
+    let l = lane(e, mem.tile, tid, bm, bn);
+    let warpgroup = e.divui(tid, e.index(wgmma::THREADS));
+    let shared = Shared::aligned(e, memory);
+    let sides = sides(e, kn, mem.tile, bm, bn);
+    let globals = copy_bases(e, kn, mem);
+    let k = kn.ops.k;
+    let (first, last) = stage_range(e, k, rank, mem.tile.splits);
+    let (stages, first_thread) = (mem.stages, e.cmpi(CmpiPredicate::Eq, tid, e.index(0)));
+    // TMA: a full mbarrier per slot, which thread 0 arms with the boxes' bytes before it
+    // issues them (1 arrival); every thread waits on it before the stage's barrier.
+    let full = |e: &Emitter<'c, 'a>, s: Value<'c, 'a>| {
+        let slot = e.remui(s, e.index(stages));
+        let at = e.addi(e.index(mem.barriers), e.muli(slot, e.index(8)));
+        pointer(e, shared.address(e, at), 3)
+    };
+    let boxes = box_bytes(mem, maps);
+    if mem.tma {
+        e.if_then(first_thread, |e| {
+            for slot in 0..stages {
+                mbarrier(e, "nvvm.mbarrier.init", &[full(e, e.index(slot)), e.i32(1)]);
+            }
+            e.bare("nvvm.fence.mbarrier.init", &[]);
+            wgmma::fence_proxy_async(e);
+            for map in maps.iter().flatten() {
+                acquire_tensor_map(e, *map);
+            }
+        });
+        e.bare("gpu.barrier", &[]);
+    }
+    // Issue one stage's copies into its slot, and commit them as a group (also when the
+    // stage is past the block's range: the group counts stay uniform).
+    let issue = |e: &Emitter<'c, 'a>, s: Value<'c, 'a>| {
+        let live = e.cmpi(CmpiPredicate::Ult, s, last);
+        e.if_then(live, |e| {
+            if mem.tma {
+                e.if_then(first_thread, |e| {
+                    mbarrier(
+                        e,
+                        "nvvm.mbarrier.arrive.expect_tx",
+                        &[full(e, s), e.i32(boxes as u32)],
+                    );
+                    load_boxes(e, mem, shared, maps, &sides, full(e, s), s, rank);
+                });
+            }
+            copy_stage(e, mem, shared, &sides, globals, k, tid, s);
+            match mem.fold {
+                None => copy_scales(e, kn, mem, shared, &sides, tid, s),
+                // Folded scales: the next stage's travel with this stage's codes, since
+                // the translators of stage s + 1 read them before its barrier (after stage
+                // s's); the first stage's are stored by `fold_scan`.
+                Some(_) => {
+                    let next = e.addi(s, e.index(1));
+                    e.if_then(e.cmpi(CmpiPredicate::Ult, next, last), |e| {
+                        copy_scales(e, kn, mem, shared, &sides, tid, next)
+                    });
+                }
+            }
+        });
+        e.bare("nvvm.cp.async.commit.group", &[]);
+    };
+    let one = e.index(1);
+    // Two slots are being read (the stage and the one before, whose last segment is still
+    // running): the copies run `stages - 2` ahead.
+    let lead = mem.stages - 2;
+    let ahead = match mem.tile.splits {
+        1 => e.index(lead),
+        _ => e.addi(first, e.index(lead)),
+    };
+    e.for_loop(first, ahead, one, &[], |e, s, _| {
+        issue(e, s);
+        vec![]
+    });
+    let staged = mem.routes.iter().any(|r| r.staged);
+    let stage =
+        |e: &Emitter<'c, 'a>, s: Value<'c, 'a>, acc: &[Value<'c, 'a>], before, fold: bool| {
+            e.bare(
+                "nvvm.cp.async.wait.group",
+                &[("n", &format!("{} : i32", lead - 1))],
+            );
+            if staged {
+                // The thread's own copies landed: it translates them.
+                translate_stage(e, mem, shared, &sides, k, tid, s, fold);
+            }
+            // And decodes the scales it copied (the stage's barrier publishes them).
+            if mem.scales.iter().any(Option::is_some) {
+                e.if_then(e.cmpi(CmpiPredicate::Ult, s, last), |e| {
+                    decode_scales(e, kn, mem, shared, tid, s, fold)
+                });
+            }
+            if mem.tma {
+                // The stage's boxes landed (the slot's use (s - first) / stages completed; a
+                // stage past the range issued none).
+                e.if_then(e.cmpi(CmpiPredicate::Ult, s, last), |e| {
+                    let use_ = e.divui(e.subi(s, first), e.index(stages));
+                    let phase = e.andi(e.index_castui(use_, e.int_type(32)), e.i32(1));
+                    wait_parity(e, full(e, s), phase);
+                });
+            }
+            wgmma::fence_proxy_async(e);
+            e.bare("gpu.barrier", &[]);
+            issue(e, e.addi(s, e.index(lead)));
+            let live = e.cmpi(CmpiPredicate::Ult, s, last);
+            stage_mmas(
+                e,
+                kn,
+                mem,
+                instr,
+                shared,
+                &l,
+                warpgroup,
+                s,
+                acc,
+                Some(before),
+                live,
+                fold,
+            )
+        };
+    let pairs = ceil_div(e, e.subi(last, first), e.index(2));
+    let run = |e: &Emitter<'c, 'a>, fold: bool| {
+        let (acc, pending) = stage_pairs(e, instr, k, first, pairs, |e, s, acc, before| {
+            stage(e, s, acc, before, fold)
+        });
+        drain(e, kn, mem, shared, instr, &l, acc, pending)
+    };
+    // Folded scales where the block's scales allow: two loops, each draining its
+    // instructions, so that no result in flight crosses the branch.
+    let done = match mem.fold {
+        Some(fold) => {
+            let folds = fold_scan(e, kn, mem, &fold, shared, &sides, tid, first, last);
+            let types = vec![e.f32_type(); instr.accumulators()];
+            e.if_else(folds, &types, |e| run(e, true), |e| run(e, false))
+        }
+        None => run(e, false),
+    };
+    e.bare("nvvm.cp.async.wait.group", &[("n", "0 : i32")]);
+    if mem.tile.splits > 1 {
+        gather_splits(e, kn, mem, shared, &l, tid, rank, &done);
+    } else {
+        kn.epilogue(e, &l, &done);
+    }
+}
+
+/// A K segment whose instructions were issued and not yet promoted: their result, the
+/// segment's first K, and whether to promote it (it starts inside K, in the block's range).
+type Pending<'c, 'a> = (Value<'c, 'a>, Value<'c, 'a>, Value<'c, 'a>);
+
+/// The instructions of warpgroup `warpgroup` (lane `l`) on stage `s`, per K segment of the
+/// stage: `wgmma.fence`, the segment's instructions (the first not reading D), commit; then
+/// the wait for the segment before it (`wgmma.wait_group 1`: the one just issued keeps the
+/// tensor cores busy) and its promotion into `acc` (`promote_segment`); before the first
+/// segment that is `before`, the previous stage's last. The stage's last segment is left
+/// pending, for the next stage or [`drain`]. `live`: whether the stage is in the block's
+/// range (its segments inside K are promoted). `fold`: the block scales are folded into the
+/// codes (`Fold`), the stage is one segment.
+#[allow(clippy::too_many_arguments)]
+fn stage_mmas<'c, 'a>(
+    e: &Emitter<'c, 'a>,
+    kn: &Kernel<'_, 'c, 'a>,
+    mem: &Memory,
+    instr: &Wgmma,
+    shared: Shared<'c, 'a>,
+    l: &Lane<'c, 'a>,
+    warpgroup: Value<'c, 'a>,
+    s: Value<'c, 'a>,
+    acc: &[Value<'c, 'a>],
+    before: Option<Pending<'c, 'a>>,
+    live: Value<'c, 'a>,
+    fold: bool,
+) -> (Vec<Value<'c, 'a>>, Pending<'c, 'a>) {
+    // (Folded scales: the stage is one segment.)
+    let (seg, per_seg) = if fold {
+        (BK, BK / 32)
+    } else {
+        segment_shape(kn.plan)
+    };
+    let mut acc = acc.to_vec();
+    let mut pending = before;
+    for g in 0..BK / seg {
+        let k0 = e.addi(e.muli(s, e.index(BK)), e.index(g * seg));
+        e.bare("nvvm.wgmma.fence.aligned", &[]);
+        let mut d = wgmma::pack(e, instr, &[]);
+        for j in 0..per_seg {
+            let (da, db) = descriptors(e, mem, shared, warpgroup, s, g * seg + 32 * j);
+            d = wgmma::mma_async(e, instr, d, da, db, j > 0);
+        }
+        e.bare("nvvm.wgmma.commit.group.sync.aligned", &[]);
+        let inside = e.andi(live, e.cmpi(CmpiPredicate::Ult, k0, kn.ops.k));
+        if let Some(before) = pending.replace((d, k0, inside)) {
+            acc = promote_segment(e, kn, mem, shared, instr, l, acc, before, 1);
+        }
+    }
+    (acc, pending.expect("a stage has a segment"))
+}
+
+/// `pairs` iterations of two stages each from stage `first`, `stage` running one: carried
+/// through the loop are the accumulators and the last segment still running (at first
+/// none: an empty result, K as its K, never promoted); two stages per iteration, so that
+/// the running results alternate between two register sets (one carried through the back
+/// edge would be copied while the tensor cores write it). The accumulators and the
+/// pending segment after the loop.
+fn stage_pairs<'c, 'a>(
+    e: &Emitter<'c, 'a>,
+    instr: &Wgmma,
+    k: Value<'c, 'a>,
+    first: Value<'c, 'a>,
+    pairs: Value<'c, 'a>,
+    stage: impl Fn(
+        &Emitter<'c, 'a>,
+        Value<'c, 'a>,
+        &[Value<'c, 'a>],
+        Pending<'c, 'a>,
+    ) -> (Vec<Value<'c, 'a>>, Pending<'c, 'a>),
+) -> (Vec<Value<'c, 'a>>, Pending<'c, 'a>) {
+    let n = instr.accumulators();
+    let mut inits = vec![e.f32(0.0); n];
+    inits.extend([wgmma::pack(e, instr, &[]), k, e.int(1, 0)]);
+    let one = e.index(1);
+    let done = e.for_loop(e.index(0), pairs, one, &inits, |e, p, carried| {
+        let s = e.addi(first, e.muli(p, e.index(2)));
+        let before = (carried[n], carried[n + 1], carried[n + 2]);
+        let (acc, before) = stage(e, s, &carried[..n], before);
+        let (mut acc, (d, k0, promote)) = stage(e, e.addi(s, one), &acc, before);
+        acc.extend([d, k0, promote]);
+        acc
+    });
+    (done[..n].to_vec(), (done[n], done[n + 1], done[n + 2]))
+}
+
+/// Wait for a segment (`wgmma.wait_group left`: all but the last `left` commit groups
+/// done) and add its partial sums into `acc` with its scales, where it is to be promoted
+/// (past K its tiles are zero-filled, so it added nothing; past the block's range it ran
+/// on stale tiles). Its block scales are loaded before the wait (in bounds either way), so
+/// that their latency passes while the tensor cores still run.
+#[allow(clippy::too_many_arguments)]
+fn promote_segment<'c, 'a>(
+    e: &Emitter<'c, 'a>,
+    kn: &Kernel<'_, 'c, 'a>,
+    mem: &Memory,
+    shared: Shared<'c, 'a>,
+    instr: &Wgmma,
+    l: &Lane<'c, 'a>,
+    acc: Vec<Value<'c, 'a>>,
+    (d, k0, promote): Pending<'c, 'a>,
+    left: i64,
+) -> Vec<Value<'c, 'a>> {
+    let staged = staged_readers(mem, shared, k0);
+    let scales = kn.segment_scales(e, l, k0, instr.accumulators(), &staged);
+    let loaded = wgmma::pinned(e, scales.loaded());
+    let scales = scales.replaced(loaded);
+    let d = wgmma::wait(e, instr, left, d);
+    e.if_else(
+        promote,
+        &vec![e.f32_type(); instr.accumulators()],
+        |e| kn.promote_loaded(e, &acc, &wgmma::unpack(e, instr, d), &scales),
+        |_| acc.clone(),
+    )
+}
+
+/// Wait for every issued instruction (`wgmma.wait_group 0`) and promote the pending segment.
+#[allow(clippy::too_many_arguments)]
+fn drain<'c, 'a>(
+    e: &Emitter<'c, 'a>,
+    kn: &Kernel<'_, 'c, 'a>,
+    mem: &Memory,
+    shared: Shared<'c, 'a>,
+    instr: &Wgmma,
+    l: &Lane<'c, 'a>,
+    acc: Vec<Value<'c, 'a>>,
+    pending: Pending<'c, 'a>,
+) -> Vec<Value<'c, 'a>> {
+    promote_segment(e, kn, mem, shared, instr, l, acc, pending, 0)
+}
+
+/// Wait until the mbarrier `bar` completed the phase of parity `phase` (an i32, 0 or 1).
+fn wait_parity<'c, 'a>(e: &Emitter<'c, 'a>, bar: Value<'c, 'a>, phase: Value<'c, 'a>) {
+    mbarrier(
+        e,
+        "nvvm.mbarrier.try_wait.parity",
+        &[bar, phase, e.i32(1_000_000)],
+    )
+}
+
+/// An mbarrier op (no results): the barrier's shared-memory pointer, then its operands.
+fn mbarrier<'c, 'a>(e: &Emitter<'c, 'a>, name: &str, operands: &[Value<'c, 'a>]) {
+    e.insert(
+        OperationBuilder::new(name, e.loc())
+            .add_operands(operands)
+            .build()
+            .expect("valid mbarrier op"),
+    );
+}

@@ -1,0 +1,358 @@
+//! `kernel=wgmma-specialized` runs the same stages warp-specialized (`specialized_block`):
+//! a third warpgroup produces (all copies and translations, up to `stages - 1` stages in
+//! flight per thread), the two consumer warpgroups only wait, compute and promote; a full
+//! and an empty mbarrier per slot replace the block-wide barrier, and translated tiles
+//! live in the slots (the producer runs up to a ring ahead), so a 64 KiB slot (FP6 x FP6)
+//! gets 3 stages. `setmaxnreg` moves registers from the producer (40 a thread, 96 when it
+//! translates) to the consumers (232, 200), within the 384 x 168 `.maxntid` gives the
+//! block. Not yet measured on a GPU: `auto` keeps the barrier pipeline.
+
+use melior::dialect::arith::CmpiPredicate;
+use melior::ir::operation::OperationBuilder;
+use melior::ir::{Attribute, Identifier, Value};
+
+use super::cluster::{cluster_sync, release_in_cluster};
+use super::fold::fold_scan;
+use super::memory::{pointer, Memory, Shared};
+use super::stage::{copy_scales, copy_stage, decode_scales, translate_stage};
+use super::tma::{acquire_tensor_map, box_bytes, load_boxes};
+use super::{
+    copy_bases, drain, grouped, lane, mbarrier, sides, square_grid, stage_mmas, stage_pairs,
+    wait_parity, BK, PRODUCERS,
+};
+use crate::expand_quantize::ceil_div;
+use crate::ir::Emitter;
+use crate::matrix_kernel::Kernel;
+use crate::to_nvvm::wgmma::{self, Wgmma};
+
+/// The warp-specialized block: warpgroup 2 produces, warpgroups 0 and 1 consume, ordered by
+/// a full and an empty mbarrier per slot (parity = use of the slot % 2).
+///
+/// ```text
+/// producer (128 threads), per stage s:
+///   s >= stages: wait empty[s % stages] (the consumers are done with its last use)
+///   issue s's copies (8 + 8 of 16 bytes a thread for FP8), commit
+///   s >= lead: wait_group lead-1; translate stage s-lead+1 (staged operands);
+///              fence.proxy.async; arrive full[(s-lead+1) % stages]
+///   after the last stage: wait_group 0, the same for the stages still in flight
+/// consumers (256 threads), per stage s (two per loop iteration, the last one after the
+/// loop when the count is odd):
+///   wait full[s % stages]; the stage's segments (wgmma, commit; the segment before, the
+///   first time stage s-1's last, waited for with wait_group 1 and promoted meanwhile);
+///   s >= 1: arrive empty[(s-1) % stages] (stage s-1's instructions are done)
+/// after the last stage: wait_group 0, the last promotion
+/// ```
+/// `lead` = stages - 1: up to that many stages' copies in flight per producer thread. The
+/// producer fences its writes (the copies it waited for, its translations) for the async
+/// proxy before it arrives; the consumers' acquire makes them visible to their wgmma.
+#[allow(clippy::too_many_arguments)]
+pub(super) fn specialized_block<'c, 'a>(
+    e: &Emitter<'c, 'a>,
+    kn: &Kernel<'_, 'c, 'a>,
+    mem: &Memory,
+    instr: &Wgmma,
+    maps: [Option<Value<'c, 'a>>; 2],
+    k_stages: i64,
+    bid: [Value<'c, 'a>; 3],
+    tid: Value<'c, 'a>,
+    memory: Value<'c, 'a>,
+) {
+    let (bm, bn) = grouped(e, square_grid(e, kn, mem.tile), bid[0], bid[1]);
+    let i32t = e.int_type(32);
+    let shared = Shared::aligned(e, memory);
+    let stages = mem.stages;
+    let lead = stages - 1;
+    let consumers = mem.tile.threads();
+    // Barrier `which` (0 full, 1 empty) of stage `s`'s slot.
+    let bar = |e: &Emitter<'c, 'a>, which: i64, s: Value<'c, 'a>| {
+        let slot = e.remui(s, e.index(stages));
+        let at = e.addi(
+            e.index(mem.barriers + which * stages * 8),
+            e.muli(slot, e.index(8)),
+        );
+        pointer(e, shared.address(e, at), 3)
+    };
+    let parity =
+        |e: &Emitter<'c, 'a>, use_: Value<'c, 'a>| e.andi(e.index_castui(use_, i32t), e.i32(1));
+    let (zero, one) = (e.index(0), e.index(1));
+    let staged = mem.routes.iter().any(|r| r.staged);
+    // The producer warpgroup copies (codes to translate, or staged scales), or TMA alone
+    // feeds the ring.
+    let copies = staged || mem.scales.iter().any(Option::is_some);
+    // A stage is full once every producer thread arrived (its copies, translations and
+    // decoded scales done), and, with TMA, its boxes' bytes landed; with TMA alone one
+    // thread arrives.
+    let arrivals = if mem.tma && !copies { 1 } else { PRODUCERS };
+    // B multicast: the blocks of a cluster (rank = x % its size: the cluster runs along x)
+    // write each other's slots, so a slot is empty once the consumers of every block of
+    // the cluster are done with it: lane r of each consumer warp arrives on rank r's
+    // barrier (`mapa`, release at cluster scope), the warp's instructions being done.
+    let cluster = mem.tile.multicast;
+    let rank = e.remui(bid[0], e.index(cluster));
+    let releases = if cluster > 1 {
+        consumers / 32 * cluster
+    } else {
+        consumers
+    };
+    e.if_then(e.cmpi(CmpiPredicate::Eq, tid, zero), |e| {
+        e.for_loop(zero, e.index(stages), one, &[], |e, s, _| {
+            mbarrier(
+                e,
+                "nvvm.mbarrier.init",
+                &[bar(e, 0, s), e.i32(arrivals as u32)],
+            );
+            mbarrier(
+                e,
+                "nvvm.mbarrier.init",
+                &[bar(e, 1, s), e.i32(releases as u32)],
+            );
+            vec![]
+        });
+        if mem.tma {
+            // The TMA unit completes transactions on the barriers: their initialization
+            // made visible to it (`fence.mbarrier_init`, and the async proxy's view of
+            // shared memory), as CUTLASS and DeepGEMM do before their first TMA.
+            e.bare("nvvm.fence.mbarrier.init", &[]);
+            wgmma::fence_proxy_async(e);
+        }
+    });
+    let sides = sides(e, kn, mem.tile, bm, bn);
+    let k = kn.ops.k;
+    let count = ceil_div(e, k, e.index(BK));
+    // The barriers initialized before any thread uses them; with multicast, before the
+    // other blocks of the cluster write into this block or arrive on its barriers. Folded
+    // scales: the producers' scan of their rows' scales, whose `bar.red.or` is that
+    // barrier (the consumers add nothing).
+    let folds = match mem.fold {
+        Some(fold) => {
+            let ptid = e.subi(tid, e.index(consumers));
+            Some(fold_scan(
+                e, kn, mem, &fold, shared, &sides, ptid, zero, count,
+            ))
+        }
+        None if cluster > 1 => {
+            cluster_sync(e);
+            None
+        }
+        None => {
+            e.bare("gpu.barrier", &[]);
+            None
+        }
+    };
+    let producer = e.cmpi(CmpiPredicate::Uge, tid, e.index(consumers));
+    // Registers per thread after the split (`setmaxnreg`, per warpgroup; `.maxntid 384`
+    // gives each thread 168 at entry, 384 x 168 = 64512 in all): the producer gives up what
+    // the consumers take, 2 x 232 + 40 = 504 = 3 x 168 as in DeepGEMM; a producer that
+    // translates keeps 96 for its tables and permutes (consumers 200).
+    let (keep, take) = if staged { (96, 200) } else { (40, 232) };
+    debug_assert!(consumers == 2 * PRODUCERS && 2 * take + keep <= 3 * 168);
+    let registers = |e: &Emitter<'c, 'a>, action: &str, count: i64| {
+        e.bare(
+            "nvvm.setmaxregister",
+            &[
+                ("action", &format!("#nvvm<action {action}>")),
+                ("regCount", &format!("{count} : i32")),
+            ],
+        )
+    };
+    e.if_then(producer, |e| {
+        registers(e, "decrease", keep);
+        let ptid = e.subi(tid, e.index(consumers));
+        // TMA: producer thread 0 issues each stage's boxes of the operands used as stored
+        // (after the bytes they bring are announced on the stage's full barrier).
+        let issuer = e.cmpi(CmpiPredicate::Eq, ptid, zero);
+        let boxes = box_bytes(mem, maps);
+        let tma_stage = |e: &Emitter<'c, 'a>, s: Value<'c, 'a>| {
+            load_boxes(e, mem, shared, maps, &sides, bar(e, 0, s), s, rank);
+        };
+        let empty = |e: &Emitter<'c, 'a>, s: Value<'c, 'a>| {
+            let use_ = e.divui(s, e.index(stages));
+            e.if_then(e.cmpi(CmpiPredicate::Uge, s, e.index(stages)), |e| {
+                wait_parity(e, bar(e, 1, s), parity(e, e.subi(use_, one)))
+            });
+        };
+        if mem.tma {
+            e.if_then(issuer, |e| {
+                for map in maps.iter().flatten() {
+                    acquire_tensor_map(e, *map);
+                }
+            });
+        }
+        if mem.tma && !copies {
+            // Every operand by TMA and no scales to stage: one thread feeds the ring.
+            e.if_then(issuer, |e| {
+                e.for_loop(zero, count, one, &[], |e, s, _| {
+                    empty(e, s);
+                    mbarrier(
+                        e,
+                        "nvvm.mbarrier.arrive.expect_tx",
+                        &[bar(e, 0, s), e.i32(boxes as u32)],
+                    );
+                    tma_stage(e, s);
+                    vec![]
+                });
+            });
+            return;
+        }
+        let globals = copy_bases(e, kn, mem);
+        // Folded scales: a translating thread reads the scales of rows other producers
+        // copied, so the scales travel a stage ahead of the codes and the producers meet
+        // at a barrier of their own (named barrier 1, 128 threads) at the top of each
+        // stage: every producer's copies of the scales of the stage it publishes next
+        // landed (its wait of the stage before), and every read of the entry it copies
+        // into now is done (the publish of the stage before).
+        let folding = mem.fold.is_some();
+        let producers_meet = |e: &Emitter<'c, 'a>| {
+            e.insert(
+                OperationBuilder::new("nvvm.barrier", e.loc())
+                    .add_operands(&[e.i32(1), e.i32(PRODUCERS as u32)])
+                    .add_attributes(&[(
+                        Identifier::new(e.ctx(), "operandSegmentSizes"),
+                        Attribute::parse(e.ctx(), "array<i32: 1, 1, 0>").expect("valid segments"),
+                    )])
+                    .build()
+                    .expect("valid nvvm.barrier"),
+            );
+        };
+        let produce = |e: &Emitter<'c, 'a>, fold: bool| {
+            // Stage `s` landed (this thread's part): translate, fence, signal.
+            let publish = |e: &Emitter<'c, 'a>, s: Value<'c, 'a>| {
+                translate_stage(e, mem, shared, &sides, k, ptid, s, fold);
+                decode_scales(e, kn, mem, shared, ptid, s, fold);
+                wgmma::fence_proxy_async(e);
+                mbarrier(e, "nvvm.mbarrier.arrive", &[bar(e, 0, s)]);
+            };
+            e.for_loop(zero, count, one, &[], |e, s, _| {
+                empty(e, s);
+                if folding {
+                    producers_meet(e);
+                }
+                if mem.tma {
+                    // The boxes' bytes before this thread's arrival (in `publish`), which
+                    // completes the stage only once they landed too.
+                    e.if_then(issuer, |e| {
+                        mbarrier(
+                            e,
+                            "nvvm.mbarrier.expect_tx",
+                            &[bar(e, 0, s), e.i32(boxes as u32)],
+                        );
+                        tma_stage(e, s);
+                    });
+                }
+                if folding {
+                    let next = e.addi(s, one);
+                    e.if_then(e.cmpi(CmpiPredicate::Ult, next, count), |e| {
+                        copy_scales(e, kn, mem, shared, &sides, ptid, next)
+                    });
+                } else {
+                    copy_scales(e, kn, mem, shared, &sides, ptid, s);
+                }
+                copy_stage(e, mem, shared, &sides, globals, k, ptid, s);
+                e.bare("nvvm.cp.async.commit.group", &[]);
+                e.if_then(e.cmpi(CmpiPredicate::Uge, s, e.index(lead - 1)), |e| {
+                    e.bare(
+                        "nvvm.cp.async.wait.group",
+                        &[("n", &format!("{} : i32", lead - 1))],
+                    );
+                    publish(e, e.subi(s, e.index(lead - 1)));
+                });
+                vec![]
+            });
+            // The stages still in flight.
+            e.bare("nvvm.cp.async.wait.group", &[("n", "0 : i32")]);
+            if folding {
+                producers_meet(e);
+            }
+            let from = e.select(
+                e.cmpi(CmpiPredicate::Uge, count, e.index(lead - 1)),
+                e.subi(count, e.index(lead - 1)),
+                zero,
+            );
+            e.for_loop(from, count, one, &[], |e, s, _| {
+                publish(e, s);
+                vec![]
+            });
+        };
+        match folds {
+            Some(folds) => {
+                e.if_else(
+                    folds,
+                    &[],
+                    |e| {
+                        produce(e, true);
+                        vec![]
+                    },
+                    |e| {
+                        produce(e, false);
+                        vec![]
+                    },
+                );
+            }
+            None => produce(e, false),
+        }
+    });
+    e.if_then(e.cmpi(CmpiPredicate::Ult, tid, e.index(consumers)), |e| {
+        registers(e, "increase", take);
+        let l = lane(e, mem.tile, tid, bm, bn);
+        let warpgroup = e.divui(tid, e.index(wgmma::THREADS));
+        // As in the barrier pipeline, a stage's last segment is waited for and promoted
+        // after the next stage's first is issued (`stage_mmas`), and only then is the slot
+        // of the stage before given back (its instructions are done: they complete in
+        // order). Two stages per iteration, so the running results alternate between two
+        // register sets (one carried through the back edge would be copied while the
+        // tensor cores write it); K is static, so an odd stage count ends with one stage
+        // after the loop, and no stage waits for a slot the producer never fills.
+        let every = e.int(1, 1);
+        let stage =
+            |e: &Emitter<'c, 'a>, s: Value<'c, 'a>, acc: &[Value<'c, 'a>], before, fold: bool| {
+                wait_parity(e, bar(e, 0, s), parity(e, e.divui(s, e.index(stages))));
+                let (acc, pending) = stage_mmas(
+                    e,
+                    kn,
+                    mem,
+                    instr,
+                    shared,
+                    &l,
+                    warpgroup,
+                    s,
+                    acc,
+                    Some(before),
+                    every,
+                    fold,
+                );
+                e.if_then(e.cmpi(CmpiPredicate::Uge, s, one), |e| {
+                    let empty = bar(e, 1, e.subi(s, one));
+                    if cluster > 1 {
+                        release_in_cluster(e, empty, tid, cluster);
+                    } else {
+                        mbarrier(e, "nvvm.mbarrier.arrive", &[empty]);
+                    }
+                });
+                (acc, pending)
+            };
+        let run = |e: &Emitter<'c, 'a>, fold: bool| {
+            let pairs = e.index(k_stages / 2);
+            let (mut acc, mut pending) =
+                stage_pairs(e, instr, k, zero, pairs, |e, s, acc, before| {
+                    stage(e, s, acc, before, fold)
+                });
+            if k_stages % 2 == 1 {
+                (acc, pending) = stage(e, e.index(k_stages - 1), &acc, pending, fold);
+            }
+            drain(e, kn, mem, shared, instr, &l, acc, pending)
+        };
+        // (Folded scales: two loops, each draining its instructions.)
+        let acc = match folds {
+            Some(folds) => {
+                let types = vec![e.f32_type(); instr.accumulators()];
+                e.if_else(folds, &types, |e| run(e, true), |e| run(e, false))
+            }
+            None => run(e, false),
+        };
+        kn.epilogue(e, &l, &acc);
+    });
+    // With multicast, no block leaves while another may still arrive on its barriers.
+    if cluster > 1 {
+        cluster_sync(e);
+    }
+}
