@@ -7,7 +7,11 @@
 # gpu-carry/ (kernel bundles and lowp-gpu-run, which links no LLVM):
 #   bash bench/gpu-prep.sh
 #   run(command="bash bench/gpu.sh", carry=["gpu-carry"])
-# Full logs go to $OUT (or ./out); the table is the end of stdout.
+# Full logs go to $OUT (or ./out); the table is the end of stdout, and each row is also
+# appended to $OUT/table.txt as it is made (what a run cut short still brings back).
+# The device call's limit is 600 s: the phases share LOWP_GPU_BUDGET seconds (default
+# 540), each leaving its successors' reserve (timing 150 s, peers 90 s, SASS 40 s); a
+# bundle left out for time gets a "skipped" row.
 set -u
 RUNNER=${LOWP_GPU_RUN:-gpu-carry/lowp-gpu-run}
 B=gpu-carry/bundles
@@ -17,13 +21,34 @@ nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,power.draw,temperature.gpu -
   > "$OUTDIR/gpu.csv" 2>&1 || true
 status=0
 table=()
+: > "$OUTDIR/table.txt"
+BUDGET=${LOWP_GPU_BUDGET:-540}
+row() { table+=("$1"); printf '%s\n' "$1" >> "$OUTDIR/table.txt"; }
+# The bundles of kind $1 (check, time): the wgmma kernels (auto's choice first), then
+# mma.sync, the generic kernel last, so that a cut budget leaves out the least telling.
+bundles() {
+  local p
+  for p in auto wgmma mma-sync generic; do
+    compgen -G "$B/$1-$p-*" | sort
+  done
+}
+# Seconds this phase may still spend, keeping $1 for the phases after it.
+spare() { echo $((BUDGET - SECONDS - $1)); }
+# The timeout for one call: $1, or less where the phase's spare time is shorter (0: skip).
+within() { # want, reserve
+  local s
+  s=$(spare "$2")
+  if [ "$s" -lt 5 ]; then echo 0; elif [ "$s" -lt "$1" ]; then echo "$s"; else echo "$1"; fi
+}
 
 # ---- numerics: every bundle check-*, two seeds; the runner poisons the output, so an
 # element a kernel does not write fails.
 # Both seeds in one process: the driver compiles each kernel's PTX once.
-for dir in "$B"/check-*; do
+for dir in $(bundles check); do
+  t=$(within 30 280)
+  if [ "$t" = 0 ]; then row "$(basename "$dir") | skipped (device budget)"; status=1; continue; fi
   # A kernel that deadlocks (an mbarrier phase wrong) costs 30 s, not the device budget.
-  lines=$(timeout 30 $RUNNER "$dir" --seed 1,2 --check 2>&1 | tee -a "$OUTDIR/check.log" | grep -E '^check:|lowp-gpu-run:')
+  lines=$(timeout "$t" $RUNNER "$dir" --seed 1,2 --check 2>&1 | tee -a "$OUTDIR/check.log" | grep -E '^check:|lowp-gpu-run:')
   if [ "$(grep -c '^check: PASS' <<< "$lines")" = 2 ]; then
     r=PASS
   else
@@ -31,7 +56,7 @@ for dir in "$B"/check-*; do
     [ -z "$lines" ] && r="FAIL (no result: timeout or crash)"
     status=1
   fi
-  table+=("$(basename "$dir") seeds=1,2 | $r")
+  row "$(basename "$dir") seeds=1,2 | $r"
 done
 
 # ---- the same inputs through torch._scaled_mm (cuBLASLt): every FP8 per-tensor check
@@ -43,26 +68,33 @@ if python3 -c "import torch" 2>/dev/null; then
     grep -qE '^lhs = f8e(4m3|5m2)$' "$p" && grep -qE '^rhs = f8e(4m3|5m2)$' "$p" \
       && grep -q '^lhs_layout = per_tensor$' "$p" && grep -q '^rhs_layout = per_tensor$' "$p" \
       || continue
-    timeout 30 $RUNNER "$dir" --seed 1 --dump "$DUMP" >> "$OUTDIR/vs_torch.log" 2>&1
+    t=$(within 30 240)
+    [ "$t" = 0 ] && continue
+    timeout "$t" $RUNNER "$dir" --seed 1 --dump "$DUMP" >> "$OUTDIR/vs_torch.log" 2>&1
   done
-  while read -r l; do table+=("$l"); done < <(python3 gpu-carry/vs_torch.py "$DUMP"/* 2>&1 | tee -a "$OUTDIR/vs_torch.log")
+  while read -r l; do row "$l"; done < <(python3 gpu-carry/vs_torch.py "$DUMP"/* 2>&1 | tee -a "$OUTDIR/vs_torch.log")
   rm -rf "$DUMP"
 else
-  table+=("vs_torch | torch not importable")
+  row "vs_torch | torch not importable"
 fi
 
 # ---- timing: median of 10 launches (events), after one warm-up.
-for dir in "$B"/time-*; do
-  line=$(timeout 60 $RUNNER "$dir" --bench 10 2>&1 | tee -a "$OUTDIR/bench.log" | grep -E '^bench:|lowp-gpu-run:' | tail -1)
+for dir in $(bundles time); do
+  t=$(within 60 130)
+  if [ "$t" = 0 ]; then row "$(basename "$dir") | skipped (device budget)"; continue; fi
+  line=$(timeout "$t" $RUNNER "$dir" --bench 10 2>&1 | tee -a "$OUTDIR/bench.log" | grep -E '^bench:|lowp-gpu-run:' | tail -1)
   [ -z "$line" ] && line="no result (timeout or crash)"
-  table+=("$(basename "$dir") | $line")
+  row "$(basename "$dir") | $line"
 done
-if python3 -c "import torch" 2>/dev/null && [ -f gpu-carry/torch_anchors.py ]; then
-  python3 gpu-carry/torch_anchors.py --shapes 8192x8192x8192,4096x4096x4096,16x8192x8192,16x4096x8192 \
+t=$(within 90 40)
+if [ "$t" = 0 ]; then
+  row "peer | skipped (device budget)"
+elif python3 -c "import torch" 2>/dev/null && [ -f gpu-carry/torch_anchors.py ]; then
+  timeout "$t" python3 gpu-carry/torch_anchors.py --shapes 8192x8192x8192,4096x4096x4096,16x8192x8192,16x4096x8192 \
     --json "$OUTDIR/torch.json" > "$OUTDIR/torch.log" 2>&1 || status=1
-  while read -r l; do table+=("peer | $l"); done < <(tail -n 20 "$OUTDIR/torch.log")
+  while read -r l; do row "peer | $l"; done < <(tail -n 20 "$OUTDIR/torch.log")
 else
-  table+=("peer | torch not importable: no peer figures")
+  row "peer | torch not importable: no peer figures"
 fi
 
 # ---- SASS facts: the image's ptxas on every timed kernel (sm_90a) and on the sm_100a ones
@@ -80,7 +112,8 @@ if [ -x "$PTXAS" ]; then
   }
   export -f assemble
   export PTXAS OUTDIR
-  timeout 180 bash -c 'ls -d "$0"/time-* "$0"/sass-* | xargs -P 16 -I{} bash -c "assemble {}"' "$B" || true
+  t=$(within 180 10)
+  [ "$t" = 0 ] || timeout "$t" bash -c 'ls -d "$0"/time-* "$0"/sass-* | xargs -P 16 -I{} bash -c "assemble {}"' "$B" || true
   for dir in "$B"/time-* "$B"/sass-*; do
     name=$(basename "$dir")
     log="$OUTDIR/sass/$name.log"
@@ -92,14 +125,14 @@ if [ -x "$PTXAS" ]; then
         | awk '{printf "%s %s; ", $1, $2}')
       # ptxas serializes wgmma it cannot prove safe to overlap (and says why).
       serial=$(grep -m1 -io 'wgmma.mma_async instructions are serialized[^.]*' "$log")
-      table+=("sass $name | $regs | $spills | $ops${serial:+| $serial}")
+      row "sass $name | $regs | $spills | $ops${serial:+| $serial}"
     else
-      table+=("sass $name | ptxas FAILED: $(grep -m1 -iE 'error|fatal' "$log" 2>/dev/null)")
+      row "sass $name | ptxas FAILED or not run: $(grep -m1 -iE 'error|fatal' "$log" 2>/dev/null)"
       status=1
     fi
   done
 else
-  table+=("sass | no ptxas on this machine")
+  row "sass | no ptxas on this machine"
 fi
 
 echo "---- $(head -2 "$OUTDIR/gpu.csv" | tail -1)"
