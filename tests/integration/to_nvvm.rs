@@ -348,17 +348,19 @@ fn wgmma_pipeline_stages_block_scales() {
 }
 
 /// `fold-scales` (the square block, MXFP4 x MXFP4): each block scans its
-/// rows' E8M0 scales and, where every row's four of a stage are within 5 binades of their
-/// largest (E2M1's smallest image, 0.5, stays a normal E4M3) and none is NaN, translates the
-/// codes with the scales folded in and promotes once a stage; the others run per 32. Run
+/// rows' E8M0 scales and, where every row's four of a stage are within 8 binades of their
+/// largest (E2M1's smallest image, 0.5, still an E4M3 code: its smallest subnormal) and
+/// none is NaN, translates the codes with the scales folded in (the table moved down, read
+/// from shared memory) and promotes once a stage; the others run per 32. Run
 /// through the emulation, which takes the same branch per block:
 /// - smooth data (every block folds, the distances 0-2 binades);
-/// - rows whose blocks' maxima are equal (5.0) but for one block 2^-5 smaller (the edge of
-///   reach: tile (0, 0) folds, E2M1's 0.5 landing on E4M3's smallest normal), one 2^-6
-///   smaller (A's tile row 1 runs per 32) and a NaN in B's row 200 (a NaN scale: tile
-///   column 1 runs per 32, its row of C NaN);
+/// - rows whose blocks' maxima are equal (5.0) but for one block 2^-8 smaller (the edge of
+///   reach: tile (0, 0) folds, E2M1's 0.5 landing on E4M3's smallest subnormal, the
+///   block's images subnormal but 4's and 6's), one 2^-9 smaller (A's tile row 1 runs per
+///   32) and a NaN in B's row 200 (a NaN scale: tile column 1 runs per 32, its row of C
+///   NaN);
 /// - MXFP4 A x E4M3 B per channel (B's scales do not change along K: A's alone fold);
-/// - packed `f4e3m0` x `f4e3m0` MX (another table: reach 4);
+/// - packed `f4e3m0` x `f4e3m0` MX (another table: 2^-2 .. 2^4 into E4M3, reach 7);
 /// - `fold-scales=off`: no scan (the IR), and the smooth problem per 32.
 /// In the IR: one `bar.red.or` per op (`nvvm.barrier` with the `or` reduction) and the
 /// stage's codes copied with the next stage's scales (the scale copies' count). Then the
@@ -387,9 +389,9 @@ fn wgmma_pipeline_folds_block_scales() {
             }
         }
     };
-    scale(&mut a, 0..8, 160..192, 2f32.powi(-5));
-    scale(&mut b, 0..8, 256..288, 2f32.powi(-5));
-    scale(&mut a, 128..136, 416..448, 2f32.powi(-6));
+    scale(&mut a, 0..8, 160..192, 2f32.powi(-8));
+    scale(&mut b, 0..8, 256..288, 2f32.powi(-8));
+    scale(&mut a, 128..136, 416..448, 2f32.powi(-9));
     b[200 * k + 40] = f32::NAN;
     let edges = (
         format!("{m}x{n}x{k} mxfp4 folds at the edge of reach"),
@@ -407,7 +409,7 @@ fn wgmma_pipeline_folds_block_scales() {
         (200, 136, 384),
         (f4, mx, true, e4, channel, false),
     );
-    // A custom 4-bit format (packed), E4M3 images 2^-2 .. 2^4: reach 4.
+    // A custom 4-bit format (packed), E4M3 images 2^-2 .. 2^4: reach 7.
     let e3m0 = ScaledFormat::custom(3, 0);
     let custom = pair_problem(&mut rng, (192, 128, 256), (e3m0, mx, true, e3m0, mx, true));
     let problems = [smooth, edges, one_side, custom];

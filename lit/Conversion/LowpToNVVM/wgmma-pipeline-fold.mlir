@@ -3,20 +3,30 @@
 // RUN: lowp-opt %s --pass-pipeline='builtin.module(func.func(lowp-to-nvvm{chip=sm_90a kernel=wgmma-specialized},cse))' | FileCheck %s --check-prefix=WS
 
 // fold-scales (auto): MXFP4 x MXFP4 in the barrier pipeline's square block, K whole stages
-// (768: 6). Each thread scans its row's E8M0 scales of every stage (one 32-bit word a
-// stage, all 6 in one round: up to 32), stores the first stage's word into the copy ring,
-// and the block's `bar.red.or` of "some stage's four scales are more than 5 binades apart
-// (or NaN)" picks one of two loops, each ending in its own wait for every instruction:
-// - folded: a chunk of 32 codes (one 32-block) is translated with the E2M1 -> E4M3 table
-//   moved down d = max - e_j binades (d times 0x08 off each nonzero image byte: codes 0-3
-//   are 0x3C383000, the zero image stays), the stage is one segment of four k-steps and one
+// (768: 6). Threads 0 and 32 store A's and B's E2M1 -> E4M3 table moved down d = 0..8
+// binades (9 x 16 bytes each, after the 197632 bytes of the ring, translated tiles and
+// scales: codes 0-3 are 0x3C383000 at d = 0, 0x03020100 at d = 8, where 0.5 x 2^-8 is
+// E4M3's smallest subnormal). Each thread scans its row's E8M0 scales of every stage (one
+// 32-bit word a stage, all 6 in one round: up to 32), stores the first stage's word into
+// the copy ring, and the block's `bar.red.or` of "some stage's four scales are more than 8
+// binades apart (or NaN)" picks one of two loops, each ending in its own wait for every
+// instruction:
+// - folded: a chunk of 32 codes (one 32-block) is translated with the table of d = max -
+//   e_j (loaded from 197632 + 16 d), the stage is one segment of four k-steps and one
 //   wait, promoted once with the rows' and columns' 2^(max - 127);
 // - per 32: four segments of one k-step each, a wait and a promotion each.
 // The stage's codes travel with the next stage's scales: 2 copies of 4 bytes in the
 // prologue's first group (A's and B's stage 1), then one per operand and stage.
 // CHECK-LABEL: func.func @mxfp4
-// CHECK:         gpu.launch
+// CHECK:         gpu.launch {{.*}} dynamic_shared_memory_size %c198944_i32
 // CHECK-COUNT-2:   nvvm.cp.async.shared.global %{{.*}}, %{{.*}}, 4, cache =  ca, %c4_i32
+// CHECK:         scf.if %{{.*}} {
+// CHECK-NEXT:      %c1010315264_i32 = arith.constant 1010315264 : i32
+// CHECK-COUNT-9:   llvm.store %{{.*}} {alignment = 16 : i64} : vector<4xi32>, !llvm.ptr<3>
+// CHECK-NEXT:    }
+// CHECK:         scf.if %{{.*}} {
+// CHECK-COUNT-9:   llvm.store %{{.*}} {alignment = 16 : i64} : vector<4xi32>, !llvm.ptr<3>
+// CHECK-NEXT:    }
 // CHECK:         scf.if %{{.*}} -> (i1) {
 // CHECK:           llvm.load %{{.*}} {alignment = 4 : i64} : !llvm.ptr<1> -> i32
 // CHECK:           llvm.store %{{.*}}, %{{.*}} {alignment = 4 : i64} : i32, !llvm.ptr<3>
@@ -27,8 +37,10 @@
 // CHECK:         nvvm.barrier #nvvm.reduction<or> %{{.*}} -> i32
 // CHECK:         scf.if %{{.*}} -> (f32,
 // CHECK:           scf.for
-// CHECK:             arith.muli %[[D:.*]], %c134744064_i32 : i32
-// CHECK-NEXT:        arith.subi %c1010315264_i32, %{{.*}} : i32
+// CHECK:             %[[D:.*]] = arith.index_castui %{{.*}} : i32 to index
+// CHECK:             %[[AT:.*]] = arith.muli %[[D]], %{{.*}} : index
+// CHECK-NEXT:        %[[T:.*]] = arith.addi %c197632, %[[AT]] : index
+// CHECK:             llvm.load %{{.*}} {alignment = 16 : i64} : !llvm.ptr<3> -> vector<4xi32>
 // CHECK:             nvvm.prmt
 // CHECK:             gpu.barrier
 // CHECK:             nvvm.wgmma.fence.aligned
@@ -39,7 +51,7 @@
 // CHECK:           "wgmma.wait_group.sync.aligned 0;"
 // CHECK:         } else {
 // CHECK:           scf.for
-// CHECK-NOT:         arith.muli %{{.*}}, %c134744064_i32 : i32
+// CHECK-NOT:         arith.addi %c197632
 // CHECK:             gpu.barrier
 // CHECK:             nvvm.wgmma.fence.aligned
 // CHECK:             nvvm.wgmma.mma_async
@@ -63,7 +75,7 @@
 // two loops (folded or not) meets at named barrier 1 of the 128 producer threads at the
 // top of each stage (the scales of the stage it publishes landed in every producer's
 // copies; the entry it copies into was read) and before the last stages' translations;
-// the consumers take the same branch.
+// the consumers take the same branch. The tables follow the mbarriers (217152).
 // WS-LABEL:   func.func @mxfp4
 // WS:           nvvm.mbarrier.init
 // WS:           nvvm.barrier #nvvm.reduction<or> %{{.*}} -> i32
@@ -72,7 +84,7 @@
 // WS:             scf.for
 // WS:               nvvm.mbarrier.try_wait.parity
 // WS:               nvvm.barrier id = %{{.*}} number_of_threads = %c128_i32
-// WS:               arith.muli %{{.*}}, %c134744064_i32 : i32
+// WS:               arith.addi %c217152, %{{.*}} : index
 // WS:             nvvm.cp.async.wait.group 0
 // WS-NOT:         } else {
 // WS:             nvvm.barrier id = %{{.*}} number_of_threads = %c128_i32

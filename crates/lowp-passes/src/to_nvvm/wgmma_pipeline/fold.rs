@@ -3,9 +3,10 @@
 //! whose scales change along K is FP4 (4-bit codes translated through byte permutes) with
 //! E8M0 32-blocks, the square block (not with TMA) folds them into the codes instead:
 //! block j of a row's stage is translated with the table moved `max - e_j` binades down
-//! (its finite nonzero images' exponent fields less that: exact while they stay normal, 5
-//! binades for E2M1 into E4M3), so that the stage is one partial sum of 128 scaled once by
-//! the rows' and columns' `2^(max - 127)`. Whether the data allows is a property of the
+//! (each finite nonzero image replaced by the FP8 code of its value times `2^-(max - e_j)`,
+//! normal or subnormal: exact up to 8 binades for E2M1 into E4M3; one 16-byte table per
+//! distance, stored in shared memory before the loop and loaded per chunk), so that the
+//! stage is one partial sum of 128 scaled once by the rows' and columns' `2^(max - 127)`. Whether the data allows is a property of the
 //! scales alone: before its loop each thread scans the scales of the row it copies (every
 //! stage's 4-byte word, up to 32 at a time; warp-specialized, the producers) and
 //! `bar.red.or` gives the block one answer; the block then runs the folded loop or the
@@ -33,54 +34,97 @@ use crate::to_nvvm::wgmma;
 /// operand whose scales change along K is translated 4 bits at a time (FP4, 4-bit customs)
 /// with E8M0 32-blocks staged through shared memory. Block j of a row's stage has scale
 /// `2^(e_j - 127)`; with `max` the largest of the stage's four, its codes are translated
-/// with a table whose finite nonzero images are `d_j = max - e_j` binades smaller (their
-/// exponent field less `d_j`: exact while they stay normal, `reach` binades for the
-/// table), and the stage's partial sums are scaled by the rows' and columns' `2^(max -
-/// 127)`. Whether every row of a block's stages is within reach (and no scale is NaN) is
-/// known from the scales alone: the block scans them first (`fold_scan`) and runs the
-/// folded loop or the per-32 one. The square block, barrier pipeline or warp-specialized
-/// (whose producers scan, and whose consumers take the branch the producers' `bar.red.or`
-/// gave them), whose copying threads translate and hold the rows' scales; not with TMA
-/// (which loads operands used as stored: a folded operand is translated).
+/// with the table whose finite nonzero images are `d_j = max - e_j` binades smaller
+/// (`Moves`: one per `d` up to the operand's reach, in shared memory), and the stage's
+/// partial sums are scaled by the rows' and columns' `2^(max - 127)`. Whether every row of
+/// a block's stages is within reach (and no scale is NaN) is known from the scales alone:
+/// the block scans them first (`fold_scan`) and runs the folded loop or the per-32 one.
+/// The square block, barrier pipeline or warp-specialized (whose producers scan, and whose
+/// consumers take the branch the producers' `bar.red.or` gave them), whose copying threads
+/// translate and hold the rows' scales; not with TMA (which loads operands used as stored:
+/// a folded operand is translated).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub(super) struct Fold {
-    /// Per operand whose scales change along K: the largest `d` its table absorbs, and its
-    /// table words' steps (`1 << mantissa bits` in the bytes of images that move, 0 in the
-    /// others: zeros, infinities, NaN), so that `word - d * step` is the table for `d`.
-    pub(super) reach: [Option<(i64, [u32; 4])>; 2],
+    /// Per operand whose scales change along K: its moved tables.
+    pub(super) moves: [Option<Moves>; 2],
 }
 
-/// How far down (binades) the finite nonzero images of a 4-bit table into `target`
-/// (E4M3 / E5M2) move exactly by subtracting from their exponent field, and the words'
-/// steps (`Fold`); `None` when not even one binade.
-pub(super) fn fold_reach(target: ScaledFormat, table: [u32; 4]) -> Option<(i64, [u32; 4])> {
-    let unit = 1u32 << target.mant_bits();
-    let moves = |v: u8| {
+/// The most binades a table is moved down (`Moves`): 2^15 between a row's blocks in one
+/// stage of 128.
+const DEEPEST: usize = 15;
+
+/// An operand's translation table moved down `d` binades, for `d` in `0..=reach`: each
+/// finite nonzero image replaced by the code of the target (E4M3 / E5M2) whose value is
+/// exactly the image's times `2^-d` (normal or subnormal; zeros, infinities and NaN stay).
+/// `reach` is the largest `d` before some image has no exact code: 8 for E2M1 into E4M3
+/// (0.5 x 2^-8 is E4M3's smallest subnormal). The tables live in shared memory at `at`, 16
+/// bytes each (`nibble_table`'s four words), and a chunk's translation loads its `d`'s.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(super) struct Moves {
+    pub(super) reach: i64,
+    pub(super) at: i64,
+    pub(super) tables: [[u32; 4]; DEEPEST + 1],
+}
+
+impl Moves {
+    /// Bytes of its tables.
+    fn bytes(&self) -> i64 {
+        16 * (self.reach + 1)
+    }
+}
+
+impl Fold {
+    /// The first byte after the tables.
+    pub(super) fn end(&self) -> i64 {
+        self.moves
+            .iter()
+            .flatten()
+            .map(|m| m.at + m.bytes())
+            .max()
+            .unwrap_or(0)
+    }
+}
+
+/// The moved tables of a 4-bit table into `target` (`Moves`, placed at 0), `None` when not
+/// even one binade down is exact.
+pub(super) fn fold_tables(target: ScaledFormat, table: [u32; 4]) -> Option<Moves> {
+    // Image `v` moved `d` binades down: itself where it does not move, else the code of the
+    // same sign whose value is exactly `v`'s times 2^-d, if there is one.
+    let moved = |v: u8, d: usize| -> Option<u8> {
         let x = target.decode(v);
-        x.is_finite() && x != 0.0
+        if !x.is_finite() || x == 0.0 {
+            return Some(v);
+        }
+        let want = x * (-(d as f32)).exp2();
+        (0..=255u8).find(|&m| m & 0x80 == v & 0x80 && target.decode(m) == want)
     };
-    let images: Vec<u8> = table.iter().flat_map(|w| w.to_le_bytes()).collect();
-    let exact = |d: u32| {
-        images.iter().all(|&v| {
-            let moved = (v as u32).checked_sub(d * unit);
-            !moves(v)
-                || moved.is_some_and(|m| {
-                    m & 0x80 == v as u32 & 0x80
-                        && target.decode(m as u8) == target.decode(v) * (-(d as f32)).exp2()
-                })
+    let moved_word = |w: u32, d: usize| -> Option<u32> {
+        (0..4).try_fold(0u32, |acc, i| {
+            moved((w >> (8 * i)) as u8, d).map(|m| acc | (m as u32) << (8 * i))
         })
     };
-    let reach = (1..32).take_while(|&d| exact(d)).last()?;
-    let steps = table.map(|w| {
-        (0..4)
-            .filter(|i| moves((w >> (8 * i)) as u8))
-            .map(|i| unit << (8 * i))
-            .sum()
-    });
-    Some((reach as i64, steps))
+    let mut tables = [[0u32; 4]; DEEPEST + 1];
+    let mut reach = 0;
+    for (d, slot) in tables.iter_mut().enumerate() {
+        let Some(words) = table
+            .iter()
+            .map(|&w| moved_word(w, d))
+            .collect::<Option<Vec<u32>>>()
+        else {
+            break;
+        };
+        slot.copy_from_slice(&words);
+        reach = d as i64;
+    }
+    (reach > 0).then_some(Moves {
+        reach,
+        at: 0,
+        tables,
+    })
 }
 
-/// The fold of `kn`'s scales in `mem`'s block (`Fold`), where it applies.
+/// The fold of `kn`'s scales in `mem`'s block (`Fold`), where it applies, with its tables
+/// placed after `mem`'s bytes.
 pub(super) fn fold_plan(kn: &Kernel, mem: &Memory) -> Option<Fold> {
     let tile = mem.tile;
     if mem.tma || tile.swapped || tile.splits > 1 {
@@ -89,8 +133,9 @@ pub(super) fn fold_plan(kn: &Kernel, mem: &Memory) -> Option<Fold> {
     if segment_shape(kn.plan).0 >= BK {
         return None;
     }
-    let mut reach = [None, None];
-    for (x, slot) in reach.iter_mut().enumerate() {
+    let mut moves = [None, None];
+    let mut at = (mem.bytes + 15) / 16 * 16;
+    for (x, slot) in moves.iter_mut().enumerate() {
         let scaled = [&kn.ops.sa, &kn.ops.sb][x];
         if !matches!(
             scaled.layout,
@@ -103,12 +148,12 @@ pub(super) fn fold_plan(kn: &Kernel, mem: &Memory) -> Option<Fold> {
         if scaled.dtype != ScaleDtype::UE8M0 || st.span != 32 || !mem.routes[x].staged {
             return None;
         }
-        *slot = Some(fold_reach(
-            operand.ty,
-            nibble_table(operand.table.as_ref()?)?,
-        )?);
+        let mut m = fold_tables(operand.ty, nibble_table(operand.table.as_ref()?)?)?;
+        m.at = at;
+        at += m.bytes();
+        *slot = Some(m);
     }
-    reach.iter().any(Option::is_some).then_some(Fold { reach })
+    moves.iter().any(Option::is_some).then_some(Fold { moves })
 }
 
 /// Whether the four E8M0 scales in `word` (a row's stage) fold within `reach` binades of
@@ -188,7 +233,9 @@ pub(super) fn scale_word<'c, 'a>(
 /// (`fold_fits`). On the GPU thread `tid` scans the row whose scales it copies
 /// (`each_scale_row`), up to `SCAN` stages a round, and stores the first stage's word into the
 /// copy ring (later stages' come by `cp.async` a stage ahead); `bar.red.or` publishes it
-/// and gives every thread the block's answer. In the emulation, every row in turn.
+/// and gives every thread the block's answer. In the emulation, every row in turn. Before
+/// that, the folded operands' moved tables (`Moves`) are stored where the translations read
+/// them (operand x's by thread 32 x), which the same barrier publishes.
 #[allow(clippy::too_many_arguments)]
 pub(super) fn fold_scan<'c, 'a>(
     e: &Emitter<'c, 'a>,
@@ -222,9 +269,26 @@ pub(super) fn fold_scan<'c, 'a>(
             })]
         })[0]
     };
+    for (x, moves) in fold.moves.iter().enumerate() {
+        let Some(moves) = moves else { continue };
+        let store = |e: &Emitter<'c, 'a>| {
+            for (d, table) in moves.tables[..=moves.reach as usize].iter().enumerate() {
+                let words = table.map(|w| e.i32(w));
+                shared.store4(e, e.index(moves.at + 16 * d as i64), &words);
+            }
+        };
+        if gpu {
+            e.if_then(
+                e.cmpi(CmpiPredicate::Eq, tid, e.index(32 * x as i64)),
+                store,
+            );
+        } else {
+            store(e);
+        }
+    }
     let mut missed = e.bool(false);
     for x in 0..2 {
-        let (Some(st), Some((reach, _))) = (mem.scales[x], fold.reach[x]) else {
+        let (Some(st), Some(Moves { reach, .. })) = (mem.scales[x], fold.moves[x]) else {
             continue;
         };
         let rows = mem.tile.rows[x];

@@ -466,7 +466,12 @@ pub(super) fn lower<'c, 'a>(
         staged_scale_blocks(&kn, static_k(&kn)),
     );
     if fold && static_k(&kn).is_some_and(|k| k >= BK) {
-        mem.fold = fold_plan(&kn, &mem);
+        // Its tables after the rest, where they fit (with the base's alignment slack).
+        let limit = chip.shared_kib as i64 * 1024 - 1024;
+        mem.fold = fold_plan(&kn, &mem).filter(|f| f.end() <= limit);
+        if let Some(f) = mem.fold {
+            mem.bytes = f.end();
+        }
     }
     let specialized = mem.specialized;
     let one = e.index(1);

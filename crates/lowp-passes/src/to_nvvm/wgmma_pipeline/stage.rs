@@ -201,7 +201,7 @@ pub(super) fn decode_scales<'c, 'a>(
     each_scale_row(e, mem, tid, |e, x, st, r| {
         let scaled = [&kn.ops.sa, &kn.ops.sb][x];
         let words = shared.load_words(e, st.copied(e, mem.stages, s, r), st.per_row() / 4);
-        if fold && mem.fold.is_some_and(|f| f.reach[x].is_some()) {
+        if fold && mem.fold.is_some_and(|f| f.moves[x].is_some()) {
             let value = scaled.decode_stored(e, byte_range(e, words[0]).0);
             let at = decoded_at(e, mem, x, st, r, s, e.index(0));
             shared.store_words(e, at, &[e.bitcast(value, i32t)]);
@@ -296,7 +296,7 @@ pub(super) fn translate_stage<'c, 'a>(
             continue;
         };
         let (copied, tile) = (mem.copied(e, x, s), mem.tile(e, x, s));
-        let reach = mem.fold.filter(|_| fold).and_then(|f| f.reach[x]);
+        let moves = mem.fold.filter(|_| fold).and_then(|f| f.moves[x]);
         each_chunk(e, route, mem.copiers, tid, side, k, k0, |e, c| {
             let raw = shared.load4(e, e.addi(copied, c.offset));
             // Code `n` of the chunk (in K order).
@@ -308,9 +308,8 @@ pub(super) fn translate_stage<'c, 'a>(
             };
             let halves = route.codes() / 16;
             let nibbles = nibble_table(table).map(|t| {
-                let words = t.map(|w| e.i32(w));
-                let Some((_, steps)) = reach else {
-                    return words;
+                let Some(moves) = moves else {
+                    return t.map(|w| e.i32(w));
                 };
                 // The chunk's 32-block j of the row: d = max - e_j binades down.
                 let st = mem.scales[x].expect("a folded operand's scales are staged");
@@ -319,7 +318,10 @@ pub(super) fn translate_stage<'c, 'a>(
                 let j = e.divui(e.muli(c.ch, e.index(route.codes())), e.index(st.span));
                 let at = e.muli(e.index_castui(j, i32t), e.i32(8));
                 let d = e.subi(most, e.andi(e.shrui(word, at), e.i32(0xFF)));
-                std::array::from_fn(|i| e.subi(words[i], e.muli(d, e.i32(steps[i]))))
+                // Its table: 16 bytes at `moves.at + 16 d`.
+                let d = e.index_castui(d, e.index_type());
+                let words = shared.load4(e, e.addi(e.index(moves.at), e.muli(d, e.index(16))));
+                std::array::from_fn(|i| words[i])
             });
             for h in 0..halves {
                 let words: Vec<Value> = (0..4)
