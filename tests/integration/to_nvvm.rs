@@ -234,7 +234,8 @@ fn pipeline_pairs() -> [PipelinePair; 9] {
 /// block, tested below), the ring of 4 stages wrapping (K up to 6
 /// stages), a last stage that is partly past K, rows and columns past M and N, every scale
 /// segment it takes (32, 64, 128, all of K), E4M3 / E5M2 copied as stored and FP4 (packed
-/// or not), FP6 and custom formats translated to FP8 by the threads that copied them;
+/// or not), FP6 (every code in row 0 of A) and custom formats translated to FP8 by the
+/// threads that copied them;
 /// checked first to be the kernel `auto` picks, then run through the emulation of the same
 /// copies, translations, swizzled offsets and descriptors.
 #[test]
@@ -252,6 +253,12 @@ fn wgmma_pipeline_matches_the_oracle() {
             if fa.bit_width() == 8 {
                 let max = if fa == e4 { 0x7E } else { 0x7B };
                 problem.a.q.codes[..3].copy_from_slice(&[max, 0x01, 0x80]);
+            }
+            // Every code of FP6 A in row 0 (translated four at a time by word arithmetic).
+            if fa.bit_width() == 6 {
+                for (c, code) in problem.a.q.codes[..k.min(64)].iter_mut().enumerate() {
+                    *code = c as u8;
+                }
             }
             problems.push((name, problem));
         }

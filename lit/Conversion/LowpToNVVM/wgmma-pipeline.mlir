@@ -141,9 +141,13 @@ func.func @mxfp8(%a: memref<100x96xf8E5M2>, %sa: memref<100x3xf8E8M0FNU>,
 }
 
 // MXFP4 (packed E2M1) x FP6 E3M2: both staged. Each thread copies 2 + 4 raw 16-byte chunks
-// per stage into the slot (8 KiB + 16 KiB), then, after its wait, translates them code by
-// code (the E2M1 -> E4M3 and E3M2 -> E4M3 tables as packed i64 words) into the FP8 tiles
-// of stage % 3 after the ring. K is whole stages, so the E8M0 scales are staged too
+// per stage into the slot (8 KiB + 16 KiB), then, after its wait, translates them into the
+// FP8 tiles of stage % 3 after the ring: E2M1 -> E4M3 four codes at a time by byte
+// permutes of the table's images; E3M2 -> E4M3 four codes (one per byte) at a time by
+// word arithmetic, no select chain: normal codes (magnitude & 0x1F1F1F1F) << 1 plus
+// 0x20202020, subnormal ones the permute of their images 0x24201800 by the mantissa bits
+// (& 0x03030303), the choice by the exponent bits (& 0x1C1C1C1C, + 0x7C7C7C7C: bit 7
+// set where not 0, spread over the byte by the permute's sign mode, selector 0xBA98). K is whole stages, so the E8M0 scales are staged too
 // (lit/Conversion/LowpToNVVM/wgmma-pipeline-scales.mlir), which leaves room for 4 stages
 // (copies 2 ahead: each step waits for all but 1 of its groups): 4 x 24 KiB + 3 x 2 x 16
 // KiB + 4 x 1 KiB of scales as copied + 3 x 4 KiB decoded + 1 KiB.
@@ -154,7 +158,19 @@ func.func @mxfp8(%a: memref<100x96xf8E5M2>, %sa: memref<100x3xf8E8M0FNU>,
 // CHECK:         scf.for
 // CHECK:           nvvm.cp.async.wait.group 1
 // CHECK:           llvm.load %{{.*}} {alignment = 16 : i64} : !llvm.ptr<3> -> vector<4xi32>
-// CHECK:           arith.select %{{.*}}, %c{{.*}}_i64, %c{{.*}}_i64 : i64
+// CHECK-NOT:       arith.select %{{.*}} : i64
+// CHECK:           nvvm.prmt <default> %{{.*}}, %c1010315264_i32, %c1279804480_i32 : i32
+// CHECK-NOT:       arith.select %{{.*}} : i64
+// CHECK:           %[[MAG:.*]] = arith.andi %[[W:.*]], %c522133279_i32 : i32
+// CHECK:           %[[SH:.*]] = arith.shli %[[MAG]], %c1_i32 : i32
+// CHECK:           %[[NORMAL:.*]] = arith.addi %[[SH]], %c538976288_i32 : i32
+// CHECK:           %[[SEL:.*]] = nvvm.prmt <default> %c32_i32, %{{.*}}, %c0_i32 : i32
+// CHECK:           %[[SUB:.*]] = nvvm.prmt <default> %[[SEL]], %c606083072_i32, %c0_i32 : i32
+// CHECK:           %[[EXP:.*]] = arith.andi %[[W]], %c471604252_i32 : i32
+// CHECK:           %[[FLAG:.*]] = arith.addi %[[EXP]], %c2088533116_i32 : i32
+// CHECK:           %[[NORMALS:.*]] = nvvm.prmt <default> %c47768_i32, %[[FLAG]], %c0_i32 : i32
+// CHECK:           arith.andi %[[NORMAL]], %[[NORMALS]] : i32
+// CHECK-NOT:       arith.select %{{.*}} : i64
 // CHECK:           llvm.store %{{.*}}, %{{.*}} {alignment = 16 : i64} : vector<4xi32>, !llvm.ptr<3>
 // CHECK:           nvvm.fence.proxy {kind = #nvvm.proxy_kind<async.shared>, space = #nvvm.shared_space<cta>}
 // CHECK-NEXT:      gpu.barrier

@@ -34,8 +34,9 @@
 //!   and after the ring three FP8 tiles per staged operand (by stage % 3) that the
 //!   threads fill from the copies they made themselves through the embedding's table:
 //!   4-bit codes (FP4, 4-bit customs) four at a time with three `prmt` byte permutes
-//!   (images of codes 0-7, of codes 8-15, then the pick by bit 3), wider ones code by code
-//!   through a select chain.
+//!   (images of codes 0-7, of codes 8-15, then the pick by bit 3); 5- and 6-bit codes (FP6)
+//!   four at a time by word arithmetic where a rule reproduces the table (`ByteRule`),
+//!   else code by code through a select chain.
 //!
 //! Per stage every thread issues its 16-byte `cp.async.cg.shared.global` (square: 4 per
 //! operand, 2 when packed; skinny FP8: 4 of B, 1 of A for 16 rows, and a packed 16-row A's
@@ -87,7 +88,7 @@
 //! - `memory`: the dynamic shared memory's layout (`Memory`: ring, translated tiles, staged
 //!   scales, mbarriers), the 128-byte swizzle, the threads' chunks and shared-memory access;
 //! - `stage`: a stage's copies (`cp.async`, block scales with them) and the translation of
-//!   staged operands to FP8 (byte permutes, select chains), scales decoded once per block;
+//!   staged operands to FP8 (byte permutes, word arithmetic, select chains), scales decoded once per block;
 //! - `fold`: block scales folded into the translated codes (`fold-scales`), the scan that
 //!   decides it per block;
 //! - `specialized`: the warp-specialized block (`kernel=wgmma-specialized`);

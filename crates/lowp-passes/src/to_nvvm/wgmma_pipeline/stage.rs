@@ -1,8 +1,8 @@
 //! A stage's way into shared memory: each thread's `cp.async` of its 16-byte chunks (and,
 //! where block scales are staged, of its block rows' scale bytes), then the translation of
 //! a staged operand's codes to FP8 by the thread that copied them (4-bit codes four at a
-//! time with three `prmt` byte permutes, wider ones through a select chain; folded, with
-//! the table moved by the chunk's scale), and the staged scales decoded to f32 once per
+//! time with three `prmt` byte permutes, FP6 four at a time by word arithmetic, other
+//! wider codes through a select chain; folded, with the table moved by the chunk's scale), and the staged scales decoded to f32 once per
 //! block for the promotions (`staged_readers`).
 
 use melior::dialect::arith::CmpiPredicate;
@@ -89,6 +89,106 @@ pub(super) fn translate4<'c, 'a>(
         e.i32(0x3210),
     );
     shared.permute(e, first, second, pick)
+}
+
+/// A table of 5- or 6-bit codes (one per byte, the top bit the sign) that word arithmetic
+/// applies to four codes at once (`translate_bytes`) instead of a select chain per code:
+/// the sign moved to bit 7; a normal code's magnitude shifted left by `shift` (the wider
+/// mantissa) plus `offset` (the exponent field's other bias); a subnormal one's image (its
+/// exponent field 0) picked by its `mant` mantissa bits from `sub` (a byte permute over
+/// the images of the `2^mant` subnormal magnitudes). FP6 into E4M3: E2M3 shift 0, offset
+/// 0x30; E3M2 shift 1, offset 0x20.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(super) struct ByteRule {
+    bits: u32,
+    mant: u32,
+    shift: u32,
+    offset: u32,
+    sub: [u32; 2],
+}
+
+impl ByteRule {
+    /// The image of `code`: what `translate_bytes` computes in its byte.
+    fn image(&self, code: u32) -> u32 {
+        let half = 1 << (self.bits - 1);
+        let magnitude = code & (half - 1);
+        let sign = (code & half) << (8 - self.bits);
+        let body = if magnitude >> self.mant != 0 {
+            (magnitude << self.shift) + self.offset
+        } else {
+            (self.sub[(magnitude / 4) as usize] >> (8 * (magnitude % 4))) & 0xFF
+        };
+        body | sign
+    }
+}
+
+/// The byte rule that gives `table`'s image for every code, where one does: each mantissa
+/// width (0-3 bits) and shift (0-3) is tried, the offset taken from the first normal code,
+/// and the rule checked on all codes (so no format's fields are trusted, only the table).
+pub(super) fn byte_rule(table: &Table) -> Option<ByteRule> {
+    let Table::Words(words) = table else {
+        return None;
+    };
+    let bits = match words.len() {
+        4 => 5,
+        8 => 6,
+        _ => return None,
+    };
+    let image = |c: u32| (words[(c / 8) as usize] >> (8 * (c % 8))) as u32 & 0xFF;
+    let half = 1u32 << (bits - 1);
+    let rules = (0..=3).flat_map(|mant| (0..=3).map(move |shift| (mant, shift)));
+    rules.into_iter().find_map(|(mant, shift)| {
+        let first = 1u32 << mant;
+        // No carry between bytes: every shifted magnitude plus the offset stays in its byte.
+        let offset = image(first).checked_sub(first << shift)?;
+        if first >= half || ((half - 1) << shift) + offset > 0xFF {
+            return None;
+        }
+        let mut sub = [0u32; 2];
+        for m in 0..first {
+            sub[(m / 4) as usize] |= image(m) << (8 * (m % 4));
+        }
+        let rule = ByteRule {
+            bits,
+            mant,
+            shift,
+            offset,
+            sub,
+        };
+        (0..2 * half)
+            .all(|c| rule.image(c) == image(c))
+            .then_some(rule)
+    })
+}
+
+/// The images of the four codes in `word` (one per byte) by `rule`, image i in byte i.
+pub(super) fn translate_bytes<'c, 'a>(
+    e: &Emitter<'c, 'a>,
+    shared: Shared<'c, 'a>,
+    rule: &ByteRule,
+    word: Value<'c, 'a>,
+) -> Value<'c, 'a> {
+    let splat = |b: u32| e.i32(b * 0x0101_0101);
+    let half = 1u32 << (rule.bits - 1);
+    let low = (1u32 << rule.mant) - 1;
+    let magnitude = e.andi(word, splat(half - 1));
+    let normal = e.addi(e.shli(magnitude, e.i32(rule.shift)), splat(rule.offset));
+    // Subnormal images: the mantissa bits as selectors, byte i's in nibble i.
+    let m = e.andi(word, splat(low));
+    let pairs = e.ori(m, e.shrui(m, e.i32(4)));
+    let selectors = shared.permute(e, pairs, e.i32(0), e.i32(0x20));
+    let sub = shared.permute(e, e.i32(rule.sub[0]), e.i32(rule.sub[1]), selectors);
+    // 0xFF in the bytes of normal codes: bit 7 of exponent bits + 0x80 - 2^mant is set
+    // where the exponent field is not 0, and the permute's sign mode spreads it.
+    let exponent = e.andi(word, splat((half - 1) & !low));
+    let flag = e.addi(exponent, splat(0x80 - (1 << rule.mant)));
+    let normals = shared.permute(e, flag, e.i32(0), e.i32(0xBA98));
+    let body = e.ori(
+        e.andi(normal, normals),
+        e.andi(sub, e.xori(normals, e.i32(u32::MAX))),
+    );
+    let sign = e.shli(e.andi(word, splat(half)), e.i32(8 - rule.bits));
+    e.ori(body, sign)
 }
 
 /// Issue thread `tid`'s `cp.async` of the staged scales of stage `s`: the row's stage bytes
@@ -297,6 +397,7 @@ pub(super) fn translate_stage<'c, 'a>(
         };
         let (copied, tile) = (mem.copied(e, x, s), mem.tile(e, x, s));
         let moves = mem.fold.filter(|_| fold).and_then(|f| f.moves[x]);
+        let bytewise = byte_rule(table).filter(|_| !route.packed);
         each_chunk(e, route, mem.copiers, tid, side, k, k0, |e, c| {
             let raw = shared.load4(e, e.addi(copied, c.offset));
             // Code `n` of the chunk (in K order).
@@ -343,10 +444,17 @@ pub(super) fn translate_stage<'c, 'a>(
                                 };
                                 translate4(e, shared, &t, selectors)
                             }
-                            None => (0..4).fold(e.i32(0), |acc, b| {
-                                let fp8 = translate(e, table, code(e, first + b));
-                                e.ori(acc, e.shli(fp8, e.i32(8 * b as u32)))
-                            }),
+                            // 5- and 6-bit codes: 4 at a time by word arithmetic, or one by
+                            // one through a select chain.
+                            None => match bytewise {
+                                Some(rule) => {
+                                    translate_bytes(e, shared, &rule, raw[(first / 4) as usize])
+                                }
+                                None => (0..4).fold(e.i32(0), |acc, b| {
+                                    let fp8 = translate(e, table, code(e, first + b));
+                                    e.ori(acc, e.shli(fp8, e.i32(8 * b as u32)))
+                                }),
+                            },
                         }
                     })
                     .collect();
