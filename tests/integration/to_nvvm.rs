@@ -368,6 +368,11 @@ fn wgmma_pipeline_stages_block_scales() {
 ///   NaN);
 /// - MXFP4 A x E4M3 B per channel (B's scales do not change along K: A's alone fold);
 /// - packed `f4e3m0` x `f4e3m0` MX (another table: 2^-2 .. 2^4 into E4M3, reach 7);
+/// - FP6 E2M3 x E3M2 MX (translated by `ByteRule`s: their offsets move down, subnormal
+///   images from the moved tables; reach 6 and 4), every block's largest 5.0 but one
+///   block of A's rows 0-7 2^-6 and one of B's 2^-4 smaller (the edges of both reaches):
+///   folds warp-specialized; the barrier pipeline has no room to stage FP6's scales, so it
+///   runs per 32 with the scales read from global memory;
 /// - `fold-scales=off`: no scan (the IR), and the smooth problem per 32.
 /// In the IR: one `bar.red.or` per op (`nvvm.barrier` with the `or` reduction) and the
 /// stage's codes copied with the next stage's scales (the scale copies' count). Then the
@@ -419,7 +424,37 @@ fn wgmma_pipeline_folds_block_scales() {
     // A custom 4-bit format (packed), E4M3 images 2^-2 .. 2^4: reach 7.
     let e3m0 = ScaledFormat::custom(3, 0);
     let custom = pair_problem(&mut rng, (192, 128, 256), (e3m0, mx, true, e3m0, mx, true));
-    let problems = [smooth, edges, one_side, custom];
+    let (e2m3, e3m2) = (ScaledFormat::F6E2M3, ScaledFormat::F6E3M2);
+    let (m6, n6, k6) = (192, 128, 256);
+    let mut data = |rows: usize| -> Vec<f32> {
+        (0..rows * k6)
+            .map(|i| match i % 32 {
+                0 => 5.0,
+                _ => rng.normal().clamp(-4.5, 4.5),
+            })
+            .collect()
+    };
+    let (mut a6, mut b6) = (data(m6), data(n6));
+    for (d, rows, ks, f) in [
+        (&mut a6, 0..8, 64..96, 2f32.powi(-6)),
+        (&mut b6, 0..8, 160..192, 2f32.powi(-4)),
+    ] {
+        for r in rows {
+            for x in &mut d[r * k6 + ks.start..r * k6 + ks.end] {
+                *x *= f;
+            }
+        }
+    }
+    let fp6 = (
+        format!("{m6}x{n6}x{k6} mxfp6 folds at the edges of reach"),
+        Problem {
+            a: operand_of(&a6, m6, k6, e2m3, mx, false),
+            b: operand_of(&b6, n6, k6, e3m2, mx, false),
+            bias: None,
+            bf16: false,
+        },
+    );
+    let problems = [smooth, edges, one_side, custom, fp6];
     let text = lowered(&session, &problems, "sm_90a", "wgmma");
     assert_eq!(text.matches("nvvm.barrier #nvvm.reduction<or>").count(), 4);
     // Per op and operand with block scales: the prologue's copy, and one in each of the 2
@@ -434,11 +469,11 @@ fn wgmma_pipeline_folds_block_scales() {
     // stages' translations, in both producer loops; the scales' copies travel a stage ahead
     // in each (one per operand with block scales).
     let text = lowered(&session, &problems, "sm_90a", "wgmma-specialized");
-    assert_eq!(text.matches("nvvm.barrier #nvvm.reduction<or>").count(), 4);
-    assert_eq!(text.matches("number_of_threads = ").count(), 4 * 2 * 2);
+    assert_eq!(text.matches("nvvm.barrier #nvvm.reduction<or>").count(), 5);
+    assert_eq!(text.matches("number_of_threads = ").count(), 5 * 2 * 2);
     assert_eq!(
         text.matches(", 4, cache =  ca").count(),
-        (2 + 2 + 1 + 2) * 2
+        (2 + 2 + 1 + 2 + 2) * 2
     );
     run_and_check(
         &session,

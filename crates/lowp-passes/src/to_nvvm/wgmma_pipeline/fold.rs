@@ -22,7 +22,7 @@ use melior::ir::operation::OperationBuilder;
 use melior::ir::{Attribute, Identifier, Value};
 
 use super::memory::{alignment, pointer, Memory, ScaleStage, Shared};
-use super::stage::{nibble_table, scale_at};
+use super::stage::{byte_rule, nibble_table, scale_at, ByteRule};
 use super::{ceil, segment_shape, static_k, Side, BK};
 use crate::expand_quantize::ceil_div;
 use crate::ir::Emitter;
@@ -58,12 +58,16 @@ const DEEPEST: usize = 15;
 /// exactly the image's times `2^-d` (normal or subnormal; zeros, infinities and NaN stay).
 /// `reach` is the largest `d` before some image has no exact code: 8 for E2M1 into E4M3
 /// (0.5 x 2^-8 is E4M3's smallest subnormal). The tables live in shared memory at `at`, 16
-/// bytes each (`nibble_table`'s four words), and a chunk's translation loads its `d`'s.
+/// bytes each, and a chunk's translation loads its `d`'s: 4-bit codes, `nibble_table`'s
+/// four words; codes a `ByteRule` translates (FP6), the rule's subnormal images (two words),
+/// its normal images moving by `unit` (the target's exponent LSB) a binade, which keeps
+/// them exact while they stay normal: E2M3 into E4M3 reaches 6, E3M2 4.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub(super) struct Moves {
     pub(super) reach: i64,
     pub(super) at: i64,
     pub(super) tables: [[u32; 4]; DEEPEST + 1],
+    pub(super) unit: u32,
 }
 
 impl Moves {
@@ -85,19 +89,22 @@ impl Fold {
     }
 }
 
+/// Image `v` (a `target` code) moved `d` binades down: itself where it does not move (zeros,
+/// infinities, NaN), else the code of the same sign whose value is exactly `v`'s times
+/// 2^-d, if there is one.
+fn moved(target: ScaledFormat, v: u8, d: usize) -> Option<u8> {
+    let x = target.decode(v);
+    if !x.is_finite() || x == 0.0 {
+        return Some(v);
+    }
+    let want = x * (-(d as f32)).exp2();
+    (0..=255u8).find(|&m| m & 0x80 == v & 0x80 && target.decode(m) == want)
+}
+
 /// The moved tables of a 4-bit table into `target` (`Moves`, placed at 0), `None` when not
 /// even one binade down is exact.
 pub(super) fn fold_tables(target: ScaledFormat, table: [u32; 4]) -> Option<Moves> {
-    // Image `v` moved `d` binades down: itself where it does not move, else the code of the
-    // same sign whose value is exactly `v`'s times 2^-d, if there is one.
-    let moved = |v: u8, d: usize| -> Option<u8> {
-        let x = target.decode(v);
-        if !x.is_finite() || x == 0.0 {
-            return Some(v);
-        }
-        let want = x * (-(d as f32)).exp2();
-        (0..=255u8).find(|&m| m & 0x80 == v & 0x80 && target.decode(m) == want)
-    };
+    let moved = |v: u8, d: usize| moved(target, v, d);
     let moved_word = |w: u32, d: usize| -> Option<u32> {
         (0..4).try_fold(0u32, |acc, i| {
             moved((w >> (8 * i)) as u8, d).map(|m| acc | (m as u32) << (8 * i))
@@ -120,6 +127,50 @@ pub(super) fn fold_tables(target: ScaledFormat, table: [u32; 4]) -> Option<Moves
         reach,
         at: 0,
         tables,
+        unit: 0,
+    })
+}
+
+/// The moved forms of a byte rule into `target` (`Moves`, placed at 0): for each `d` its
+/// offset less `d` exponent units and its subnormal images moved, while that gives every
+/// code exactly its image moved (`moved`), checked on all codes; `None` when not even one
+/// binade down is exact.
+pub(super) fn fold_rule(target: ScaledFormat, rule: &ByteRule) -> Option<Moves> {
+    let unit = 1u32 << target.mant_bits();
+    let mut tables = [[0u32; 4]; DEEPEST + 1];
+    let mut reach = 0;
+    for (d, slot) in tables.iter_mut().enumerate() {
+        let Some(offset) = rule.offset.checked_sub(d as u32 * unit) else {
+            break;
+        };
+        let mut sub = [0u32; 2];
+        let subnormals: Option<()> = (0..1u32 << rule.mant).try_for_each(|m| {
+            let image = (rule.sub[(m / 4) as usize] >> (8 * (m % 4))) as u8;
+            sub[(m / 4) as usize] |= (moved(target, image, d)? as u32) << (8 * (m % 4));
+            Some(())
+        });
+        if subnormals.is_none() {
+            break;
+        }
+        let down = ByteRule {
+            offset,
+            sub,
+            ..*rule
+        };
+        let exact = (0..1u32 << rule.bits).all(|c| {
+            moved(target, rule.image(c) as u8, d).is_some_and(|m| m as u32 == down.image(c))
+        });
+        if !exact {
+            break;
+        }
+        *slot = [sub[0], sub[1], 0, 0];
+        reach = d as i64;
+    }
+    (reach > 0).then_some(Moves {
+        reach,
+        at: 0,
+        tables,
+        unit,
     })
 }
 
@@ -148,7 +199,12 @@ pub(super) fn fold_plan(kn: &Kernel, mem: &Memory) -> Option<Fold> {
         if scaled.dtype != ScaleDtype::UE8M0 || st.span != 32 || !mem.routes[x].staged {
             return None;
         }
-        let mut m = fold_tables(operand.ty, nibble_table(operand.table.as_ref()?)?)?;
+        let table = operand.table.as_ref()?;
+        let mut m = match (nibble_table(table), byte_rule(table)) {
+            (Some(nibbles), _) => fold_tables(operand.ty, nibbles)?,
+            (None, Some(rule)) if !mem.routes[x].packed => fold_rule(operand.ty, &rule)?,
+            _ => return None,
+        };
         m.at = at;
         at += m.bytes();
         *slot = Some(m);

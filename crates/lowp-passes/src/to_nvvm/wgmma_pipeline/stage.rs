@@ -100,16 +100,16 @@ pub(super) fn translate4<'c, 'a>(
 /// 0x30; E3M2 shift 1, offset 0x20.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub(super) struct ByteRule {
-    bits: u32,
-    mant: u32,
-    shift: u32,
-    offset: u32,
-    sub: [u32; 2],
+    pub(super) bits: u32,
+    pub(super) mant: u32,
+    pub(super) shift: u32,
+    pub(super) offset: u32,
+    pub(super) sub: [u32; 2],
 }
 
 impl ByteRule {
     /// The image of `code`: what `translate_bytes` computes in its byte.
-    fn image(&self, code: u32) -> u32 {
+    pub(super) fn image(&self, code: u32) -> u32 {
         let half = 1 << (self.bits - 1);
         let magnitude = code & (half - 1);
         let sign = (code & half) << (8 - self.bits);
@@ -161,23 +161,26 @@ pub(super) fn byte_rule(table: &Table) -> Option<ByteRule> {
     })
 }
 
-/// The images of the four codes in `word` (one per byte) by `rule`, image i in byte i.
+/// The images of the four codes in `word` (one per byte) by `rule`, image i in byte i, with
+/// the rule's offset (in every byte) and subnormal images given as values: `rule`'s own, or
+/// (folded scales) those of its table moved down (`Moves`).
 pub(super) fn translate_bytes<'c, 'a>(
     e: &Emitter<'c, 'a>,
     shared: Shared<'c, 'a>,
     rule: &ByteRule,
+    (offsets, sub): (Value<'c, 'a>, [Value<'c, 'a>; 2]),
     word: Value<'c, 'a>,
 ) -> Value<'c, 'a> {
     let splat = |b: u32| e.i32(b * 0x0101_0101);
     let half = 1u32 << (rule.bits - 1);
     let low = (1u32 << rule.mant) - 1;
     let magnitude = e.andi(word, splat(half - 1));
-    let normal = e.addi(e.shli(magnitude, e.i32(rule.shift)), splat(rule.offset));
+    let normal = e.addi(e.shli(magnitude, e.i32(rule.shift)), offsets);
     // Subnormal images: the mantissa bits as selectors, byte i's in nibble i.
     let m = e.andi(word, splat(low));
     let pairs = e.ori(m, e.shrui(m, e.i32(4)));
     let selectors = shared.permute(e, pairs, e.i32(0), e.i32(0x20));
-    let sub = shared.permute(e, e.i32(rule.sub[0]), e.i32(rule.sub[1]), selectors);
+    let sub = shared.permute(e, sub[0], sub[1], selectors);
     // 0xFF in the bytes of normal codes: bit 7 of exponent bits + 0x80 - 2^mant is set
     // where the exponent field is not 0, and the permute's sign mode spreads it.
     let exponent = e.andi(word, splat((half - 1) & !low));
@@ -408,21 +411,38 @@ pub(super) fn translate_stage<'c, 'a>(
                 e.andi(e.shrui(word, shift), e.i32((1 << bits) - 1))
             };
             let halves = route.codes() / 16;
-            let nibbles = nibble_table(table).map(|t| {
-                let Some(moves) = moves else {
-                    return t.map(|w| e.i32(w));
-                };
-                // The chunk's 32-block j of the row: d = max - e_j binades down.
+            // Folded: the chunk's 32-block j of the row goes d = max - e_j binades down, and
+            // its table is the 16 bytes at `moves.at + 16 d`.
+            let moved = moves.map(|moves| {
                 let st = mem.scales[x].expect("a folded operand's scales are staged");
                 let word = shared.load_words(e, st.copied(e, mem.stages, s, c.r), 1)[0];
                 let (most, _) = byte_range(e, word);
                 let j = e.divui(e.muli(c.ch, e.index(route.codes())), e.index(st.span));
                 let at = e.muli(e.index_castui(j, i32t), e.i32(8));
                 let d = e.subi(most, e.andi(e.shrui(word, at), e.i32(0xFF)));
-                // Its table: 16 bytes at `moves.at + 16 d`.
-                let d = e.index_castui(d, e.index_type());
-                let words = shared.load4(e, e.addi(e.index(moves.at), e.muli(d, e.index(16))));
-                std::array::from_fn(|i| words[i])
+                let index = e.index_castui(d, e.index_type());
+                let at = e.addi(e.index(moves.at), e.muli(index, e.index(16)));
+                (d, at, moves.unit)
+            });
+            let nibbles = nibble_table(table).map(|t| match moved {
+                Some((_, at, _)) => {
+                    let words = shared.load4(e, at);
+                    std::array::from_fn(|i| words[i])
+                }
+                None => t.map(|w| e.i32(w)),
+            });
+            // A byte rule's offset and subnormal images; moved: the offset less d exponent
+            // units in every byte, the subnormal images from the table.
+            let bytes = bytewise.map(|rule| match moved {
+                Some((d, at, unit)) => {
+                    let sub = shared.load_words(e, at, 2);
+                    let down = e.muli(d, e.i32(unit * 0x0101_0101));
+                    (
+                        e.subi(e.i32(rule.offset * 0x0101_0101), down),
+                        [sub[0], sub[1]],
+                    )
+                }
+                None => (e.i32(rule.offset * 0x0101_0101), rule.sub.map(|w| e.i32(w))),
             });
             for h in 0..halves {
                 let words: Vec<Value> = (0..4)
@@ -446,11 +466,15 @@ pub(super) fn translate_stage<'c, 'a>(
                             }
                             // 5- and 6-bit codes: 4 at a time by word arithmetic, or one by
                             // one through a select chain.
-                            None => match bytewise {
-                                Some(rule) => {
-                                    translate_bytes(e, shared, &rule, raw[(first / 4) as usize])
-                                }
-                                None => (0..4).fold(e.i32(0), |acc, b| {
+                            None => match (bytewise, bytes) {
+                                (Some(rule), Some(bytes)) => translate_bytes(
+                                    e,
+                                    shared,
+                                    &rule,
+                                    bytes,
+                                    raw[(first / 4) as usize],
+                                ),
+                                _ => (0..4).fold(e.i32(0), |acc, b| {
                                     let fp8 = translate(e, table, code(e, first + b));
                                     e.ori(acc, e.shli(fp8, e.i32(8 * b as u32)))
                                 }),
