@@ -64,9 +64,9 @@ const USAGE: &str =
   --multicast M   with --target cuda: kernel=wgmma-tma's square block sharing B's stages
                   in clusters of 2 by TMA multicast (auto, 1: off, 2: required; default
                   auto)
-  --fold-scales F with --target cuda: the wgmma square block folding FP4 operands' E8M0
-                  32-block scales into their FP8 codes where a block's scales allow (auto,
-                  off; default auto)
+  --fold-scales F with --target cuda: the wgmma square block folding FP4 / FP6 operands'
+                  E8M0 32-block scales into their FP8 codes where a block's scales allow
+                  (auto, off; default auto)
   --print-ptx     with --target cuda: print the kernel's launch and PTX, and exit (no GPU
                   needed)
   --save-kernel DIR  with --target cuda: write the compiled kernel (kernel.ptx, launch.txt)

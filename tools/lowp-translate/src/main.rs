@@ -42,8 +42,9 @@ const USAGE: &str =
               8; default auto)
   --multicast NVIDIA: wgmma-tma's square block sharing B's stages in clusters of 2 by TMA
               multicast (auto, 1: off, 2: required; default auto)
-  --fold-scales NVIDIA: the wgmma square block folding FP4 operands' E8M0 32-block scales
-              into their FP8 codes where a block's scales allow (auto, off; default auto)
+  --fold-scales NVIDIA: the wgmma square block folding FP4 / FP6 operands' E8M0 32-block
+              scales into their FP8 codes where a block's scales allow (auto, off; default
+              auto)
   --pipeline  a textual pass pipeline run first (e.g. builtin.module(lowp-cpu-pipeline));
               lowp ops left after it are lowered for a GPU --chip, and gpu.module kernels
               are compiled for it (ptx or asm)

@@ -1,20 +1,21 @@
 //! Folded scales (`fold-scales=auto`, `Fold`): per 32 of K a promotion costs each thread 64
-//! `mul` + 64 `fma`, twice the issue slots of the segment's instruction. Where every operand
-//! whose scales change along K is FP4 (4-bit codes translated through byte permutes) with
-//! E8M0 32-blocks, the square block (not with TMA) folds them into the codes instead:
-//! block j of a row's stage is translated with the table moved `max - e_j` binades down
-//! (each finite nonzero image replaced by the FP8 code of its value times `2^-(max - e_j)`,
-//! normal or subnormal: exact up to 8 binades for E2M1 into E4M3; one 16-byte table per
-//! distance, stored in shared memory before the loop and loaded per chunk), so that the
-//! stage is one partial sum of 128 scaled once by the rows' and columns' `2^(max - 127)`. Whether the data allows is a property of the
-//! scales alone: before its loop each thread scans the scales of the row it copies (every
-//! stage's 4-byte word, up to 32 at a time; warp-specialized, the producers) and
-//! `bar.red.or` gives the block one answer; the block then runs the folded loop or the
-//! per-32 one (two loops, each draining its instructions, so that no result in flight
-//! crosses the branch). A translating thread reads its chunk's row's scales from the copy
-//! ring, which another thread filled: the scales therefore travel a stage ahead of the
-//! codes (published by the barrier of the stage before, warp-specialized by a barrier of
-//! the producers at the top of each stage; the first stage's stored by the scan).
+//! `mul` + 64 `fma`, twice the issue slots of the segment's instruction. Where every
+//! operand whose scales change along K is FP4 (4-bit codes translated through byte
+//! permutes) or FP6 (word arithmetic, `ByteRule`) with E8M0 32-blocks staged through shared
+//! memory, the square block (not with TMA) folds them into the codes instead: block j of a row's stage is translated with the table moved `max - e_j` binades
+//! down (each finite nonzero image replaced by the FP8 code of its value times `2^-(max -
+//! e_j)`, normal or subnormal: exact up to 8 binades for E2M1 into E4M3; one 16-byte table
+//! per distance, stored in shared memory before the loop and loaded per chunk), so that the
+//! stage is one partial sum of 128 scaled once by the rows' and columns' `2^(max - 127)`.
+//! Whether the data allows is a property of the scales alone: before its loop each thread
+//! scans the scales of the row it copies (every stage's 4-byte word, up to 32 at a time;
+//! warp-specialized, the producers) and `bar.red.or` gives the block one answer; the block
+//! then runs the folded loop or the per-32 one (two loops, each draining its instructions,
+//! so that no result in flight crosses the branch). A translating thread reads its chunk's
+//! row's scales from the copy ring, which another thread filled: the scales therefore
+//! travel a stage ahead of the codes (published by the barrier of the stage before,
+//! warp-specialized by a barrier of the producers at the top of each stage; the first
+//! stage's stored by the scan).
 
 use lowp_formats::{ScaleDtype, ScaleLayout, ScaledFormat};
 use melior::dialect::arith::CmpiPredicate;
@@ -31,8 +32,9 @@ use crate::to_nvvm::wgmma;
 
 /// Block scales folded into the translated codes (`fold-scales`), so that a stage is one
 /// partial sum of 128 promoted once instead of four of 32 promoted each: where every
-/// operand whose scales change along K is translated 4 bits at a time (FP4, 4-bit customs)
-/// with E8M0 32-blocks staged through shared memory. Block j of a row's stage has scale
+/// operand whose scales change along K is translated four codes at a time (FP4 and 4-bit
+/// customs by byte permutes, FP6 by a `ByteRule`) with E8M0 32-blocks staged through
+/// shared memory. Block j of a row's stage has scale
 /// `2^(e_j - 127)`; with `max` the largest of the stage's four, its codes are translated
 /// with the table whose finite nonzero images are `d_j = max - e_j` binades smaller
 /// (`Moves`: one per `d` up to the operand's reach, in shared memory), and the stage's

@@ -88,7 +88,8 @@
 //! - `memory`: the dynamic shared memory's layout (`Memory`: ring, translated tiles, staged
 //!   scales, mbarriers), the 128-byte swizzle, the threads' chunks and shared-memory access;
 //! - `stage`: a stage's copies (`cp.async`, block scales with them) and the translation of
-//!   staged operands to FP8 (byte permutes, word arithmetic, select chains), scales decoded once per block;
+//!   staged operands to FP8 (byte permutes, word arithmetic, select chains), scales
+//!   decoded once per block;
 //! - `fold`: block scales folded into the translated codes (`fold-scales`), the scan that
 //!   decides it per block;
 //! - `specialized`: the warp-specialized block (`kernel=wgmma-specialized`);

@@ -2,8 +2,9 @@
 //! where block scales are staged, of its block rows' scale bytes), then the translation of
 //! a staged operand's codes to FP8 by the thread that copied them (4-bit codes four at a
 //! time with three `prmt` byte permutes, FP6 four at a time by word arithmetic, other
-//! wider codes through a select chain; folded, with the table moved by the chunk's scale), and the staged scales decoded to f32 once per
-//! block for the promotions (`staged_readers`).
+//! wider codes through a select chain; folded, with the table moved by the chunk's
+//! scale), and the staged scales decoded to f32 once per block for the promotions
+//! (`staged_readers`).
 
 use melior::dialect::arith::CmpiPredicate;
 use melior::ir::operation::OperationBuilder;
