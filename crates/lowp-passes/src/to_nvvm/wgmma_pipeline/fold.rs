@@ -221,24 +221,26 @@ pub(super) fn fold_fits<'c, 'a>(
     word: Value<'c, 'a>,
     reach: i64,
 ) -> Value<'c, 'a> {
-    let (most, least) = byte_range(e, word);
+    let bytes = bytes_of(e, word);
+    let most = bytes[1..].iter().fold(bytes[0], |m, &b| e.maxsi(m, b));
+    let least = bytes[1..].iter().fold(bytes[0], |m, &b| e.minsi(m, b));
     e.andi(
         e.cmpi(CmpiPredicate::Ule, e.subi(most, least), e.i32(reach as u32)),
         e.cmpi(CmpiPredicate::Ne, most, e.i32(0xFF)),
     )
 }
 
-/// The largest and smallest of the four bytes of `word` (`i32`s).
-pub(super) fn byte_range<'c, 'a>(
-    e: &Emitter<'c, 'a>,
-    word: Value<'c, 'a>,
-) -> (Value<'c, 'a>, Value<'c, 'a>) {
-    let bytes: Vec<Value> = (0..4)
+/// The four bytes of `word` (`i32`s).
+fn bytes_of<'c, 'a>(e: &Emitter<'c, 'a>, word: Value<'c, 'a>) -> Vec<Value<'c, 'a>> {
+    (0..4)
         .map(|i| e.andi(e.shrui(word, e.i32(8 * i)), e.i32(0xFF)))
-        .collect();
-    let most = bytes[1..].iter().fold(bytes[0], |m, &b| e.maxsi(m, b));
-    let least = bytes[1..].iter().fold(bytes[0], |m, &b| e.minsi(m, b));
-    (most, least)
+        .collect()
+}
+
+/// The largest of the four bytes of `word` (an `i32`): a row's largest scale of a stage.
+pub(super) fn byte_max<'c, 'a>(e: &Emitter<'c, 'a>, word: Value<'c, 'a>) -> Value<'c, 'a> {
+    let bytes = bytes_of(e, word);
+    bytes[1..].iter().fold(bytes[0], |m, &b| e.maxsi(m, b))
 }
 
 /// Stages whose scales a scanning thread loads at once, at most (`fold_scan`): the loads

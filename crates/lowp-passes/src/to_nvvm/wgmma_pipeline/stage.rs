@@ -10,7 +10,7 @@ use melior::dialect::arith::CmpiPredicate;
 use melior::ir::operation::OperationBuilder;
 use melior::ir::{Attribute, Identifier, Value};
 
-use super::fold::byte_range;
+use super::fold::byte_max;
 use super::memory::{each_chunk, pointer, swizzled, Memory, ScaleStage, Shared};
 use super::{Side, BK};
 use crate::expand_quantize::Scaled;
@@ -306,7 +306,7 @@ pub(super) fn decode_scales<'c, 'a>(
         let scaled = [&kn.ops.sa, &kn.ops.sb][x];
         let words = shared.load_words(e, st.copied(e, mem.stages, s, r), st.per_row() / 4);
         if fold && mem.fold.is_some_and(|f| f.moves[x].is_some()) {
-            let value = scaled.decode_stored(e, byte_range(e, words[0]).0);
+            let value = scaled.decode_stored(e, byte_max(e, words[0]));
             let at = decoded_at(e, mem, x, st, r, s, e.index(0));
             shared.store_words(e, at, &[e.bitcast(value, i32t)]);
             return;
@@ -417,7 +417,7 @@ pub(super) fn translate_stage<'c, 'a>(
             let moved = moves.map(|moves| {
                 let st = mem.scales[x].expect("a folded operand's scales are staged");
                 let word = shared.load_words(e, st.copied(e, mem.stages, s, c.r), 1)[0];
-                let (most, _) = byte_range(e, word);
+                let most = byte_max(e, word);
                 let j = e.divui(e.muli(c.ch, e.index(route.codes())), e.index(st.span));
                 let at = e.muli(e.index_castui(j, i32t), e.i32(8));
                 let d = e.subi(most, e.andi(e.shrui(word, at), e.i32(0xFF)));
