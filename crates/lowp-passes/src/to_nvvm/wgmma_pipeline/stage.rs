@@ -162,6 +162,11 @@ pub(super) fn byte_rule(table: &Table) -> Option<ByteRule> {
     })
 }
 
+/// `byte` in each of a word's four bytes.
+fn splat<'c, 'a>(e: &Emitter<'c, 'a>, byte: u32) -> Value<'c, 'a> {
+    e.i32(byte * 0x0101_0101)
+}
+
 /// The images of the four codes in `word` (one per byte) by `rule`, image i in byte i, with
 /// the rule's offset (in every byte) and subnormal images given as values: `rule`'s own, or
 /// (folded scales) those of its table moved down (`Moves`).
@@ -172,26 +177,25 @@ pub(super) fn translate_bytes<'c, 'a>(
     (offsets, sub): (Value<'c, 'a>, [Value<'c, 'a>; 2]),
     word: Value<'c, 'a>,
 ) -> Value<'c, 'a> {
-    let splat = |b: u32| e.i32(b * 0x0101_0101);
     let half = 1u32 << (rule.bits - 1);
     let low = (1u32 << rule.mant) - 1;
-    let magnitude = e.andi(word, splat(half - 1));
+    let magnitude = e.andi(word, splat(e, half - 1));
     let normal = e.addi(e.shli(magnitude, e.i32(rule.shift)), offsets);
     // Subnormal images: the mantissa bits as selectors, byte i's in nibble i.
-    let m = e.andi(word, splat(low));
+    let m = e.andi(word, splat(e, low));
     let pairs = e.ori(m, e.shrui(m, e.i32(4)));
     let selectors = shared.permute(e, pairs, e.i32(0), e.i32(0x20));
     let sub = shared.permute(e, sub[0], sub[1], selectors);
     // 0xFF in the bytes of normal codes: bit 7 of exponent bits + 0x80 - 2^mant is set
     // where the exponent field is not 0, and the permute's sign mode spreads it.
-    let exponent = e.andi(word, splat((half - 1) & !low));
-    let flag = e.addi(exponent, splat(0x80 - (1 << rule.mant)));
+    let exponent = e.andi(word, splat(e, (half - 1) & !low));
+    let flag = e.addi(exponent, splat(e, 0x80 - (1 << rule.mant)));
     let normals = shared.permute(e, flag, e.i32(0), e.i32(0xBA98));
     let body = e.ori(
         e.andi(normal, normals),
         e.andi(sub, e.xori(normals, e.i32(u32::MAX))),
     );
-    let sign = e.shli(e.andi(word, splat(half)), e.i32(8 - rule.bits));
+    let sign = e.shli(e.andi(word, splat(e, half)), e.i32(8 - rule.bits));
     e.ori(body, sign)
 }
 
@@ -437,13 +441,10 @@ pub(super) fn translate_stage<'c, 'a>(
             let bytes = bytewise.map(|rule| match moved {
                 Some((d, at, unit)) => {
                     let sub = shared.load_words(e, at, 2);
-                    let down = e.muli(d, e.i32(unit * 0x0101_0101));
-                    (
-                        e.subi(e.i32(rule.offset * 0x0101_0101), down),
-                        [sub[0], sub[1]],
-                    )
+                    let down = e.muli(d, splat(e, unit));
+                    (e.subi(splat(e, rule.offset), down), [sub[0], sub[1]])
                 }
-                None => (e.i32(rule.offset * 0x0101_0101), rule.sub.map(|w| e.i32(w))),
+                None => (splat(e, rule.offset), rule.sub.map(|w| e.i32(w))),
             });
             for h in 0..halves {
                 let words: Vec<Value> = (0..4)
