@@ -503,6 +503,97 @@ fn wgmma_pipeline_folds_block_scales() {
     run_and_check(&session, &problems[..1], Some(&off(true)));
 }
 
+/// NVFP4's 16-blocks in the cp.async pipeline: one instruction per 16-block (8 a stage),
+/// each promoted with its UE4M3 scales; the translated operand's tiles split in two halves
+/// (half h: the 16-code chunks at h of every 32, zeros in the rest, cleared once before the
+/// first stage), so that an instruction of K 32 on half h sums only its block. Packed NVFP4
+/// x NVFP4 with edge blocks in A (UE4M3 scales subnormal, a zero block, NaN, each in both
+/// halves of a 32), NVFP4 x E4M3 (A split, B as stored, K 2.5 stages), MXFP8 x NVFP4 (B
+/// split: A is not translated), the skinny block (16 rows, K split in clusters of 2; 40
+/// rows); then warp-specialized on the square ones and TMA loading the operand used as
+/// stored.
+#[test]
+fn wgmma_pipeline_splits_16_blocks() {
+    let session = Session::new();
+    let mut rng = SplitMix64::new(16);
+    let (f4, e4, e5) = (
+        ScaledFormat::F4E2M1,
+        ScaledFormat::F8E4M3,
+        ScaledFormat::F8E5M2,
+    );
+    let (nv, nvg) = (ScaleLayout::NVFP4, ScaleLayout::NVFP4_GLOBAL);
+    let (m, n, k) = (130, 72, 256);
+    let mut a: Vec<f32> = (0..m * k)
+        .map(|i| rng.normal() * (1.0 + (i % 5) as f32))
+        .collect();
+    for (rows, ks, f) in [
+        (0..4, 16..32, 2f32.powi(-12)),
+        (4..8, 48..64, 0.0),
+        (8..12, 64..80, 2f32.powi(-14)),
+        (12..16, 96..112, -0.0),
+    ] {
+        for r in rows {
+            for x in &mut a[r * k + ks.start..r * k + ks.end] {
+                *x *= f;
+            }
+        }
+    }
+    a[20 * k + 100] = f32::NAN;
+    a[21 * k + 120] = f32::NAN;
+    let edges = (
+        format!("{m}x{n}x{k} nvfp4 x nvfp4 with edge blocks"),
+        Problem {
+            a: operand_of(&a, m, k, f4, nvg, true),
+            b: operand(&mut rng, n, k, f4, nvg, true),
+            bias: Some(rng.normal_vec(n)),
+            bf16: false,
+        },
+    );
+    let per_tensor = ScaleLayout::PerTensor;
+    let problems = [
+        edges,
+        pair_problem(
+            &mut rng,
+            (72, 72, 320),
+            (f4, nv, false, e4, per_tensor, false),
+        ),
+        pair_problem(
+            &mut rng,
+            (72, 136, 256),
+            (e4, ScaleLayout::MX, false, f4, nvg, true),
+        ),
+        pair_problem(&mut rng, (16, 72, 1024), (f4, nvg, true, f4, nvg, true)),
+        pair_problem(
+            &mut rng,
+            (40, 72, 256),
+            (f4, nv, false, e5, ScaleLayout::PerChannel, false),
+        ),
+    ];
+    let text = lowered(&session, &problems, "sm_90a", "auto");
+    assert_eq!(
+        text.matches("gpu.dynamic_shared_memory").count(),
+        problems.len(),
+        "every op takes the pipelined kernel"
+    );
+    // Per op, the loop's two stages of 8 instructions, one per 16-block.
+    assert_eq!(
+        text.matches("nvvm.wgmma.mma_async").count(),
+        2 * 8 * problems.len()
+    );
+    run_and_check(&session, &problems, Some(&emulated("sm_90a", "wgmma")));
+    let square = &problems[..3];
+    run_and_check(
+        &session,
+        square,
+        Some(&emulated("sm_90a", "wgmma-specialized")),
+    );
+    run_and_check(
+        &session,
+        &problems[1..3],
+        Some(&emulated("sm_90a", "wgmma-tma")),
+    );
+}
+
 /// `kernel=wgmma-tma`: the warp-specialized block with the operands used as stored (E4M3 /
 /// E5M2) loaded by TMA boxes of 128 rows x 128 bytes, run through the emulation of TMA's
 /// tile mode (element by element from the box origin the kernel computes, zeros outside the

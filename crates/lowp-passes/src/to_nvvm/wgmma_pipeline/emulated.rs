@@ -10,7 +10,7 @@ use melior::ir::Value;
 
 use super::cluster::stage_range;
 use super::fold::fold_scan;
-use super::memory::{each_chunk, Memory, Shared};
+use super::memory::{clear_halves, each_chunk, Memory, Shared};
 use super::stage::{decode_scales, each_scale_row, scale_at, staged_readers, translate_stage};
 use super::tma::{box_origin, emulated_tma};
 use super::{descriptors, lane, part, segment_shape, sides, BK};
@@ -37,6 +37,12 @@ pub(super) fn emulated_block<'c, 'a>(
     let (zero, one) = (e.index(0), e.index(1));
     let (f32t, i32t) = (e.f32_type(), e.int_type(32));
     let buffer = e.alloca(i32t, mem.bytes / 4);
+    // Shared memory starts as FP8 NaNs (0x7F in E4M3 and E5M2), so that an instruction
+    // reading a byte no copy, translation or clearing wrote shows in the results.
+    e.for_loop(zero, e.index(mem.bytes / 4), one, &[], |e, w, _| {
+        e.store(e.i32(0x7F7F_7F7F), buffer, &[w]);
+        vec![]
+    });
     let shared = Shared::Cpu(buffer);
     let (computing, count) = (mem.tile.threads(), instr.accumulators() as i64);
     // The accumulators of every split (rank-major).
@@ -62,6 +68,7 @@ pub(super) fn emulated_block<'c, 'a>(
         })
     };
     clear(e, acc_m, splits * computing);
+    threads(e, mem.copiers, &|e, t| clear_halves(e, mem, shared, t));
     // The cluster's blocks one after the other, each on its range of stages.
     e.for_loop(zero, e.index(splits), one, &[], |e, rank, _| {
         let (first, last) = stage_range(e, k, rank, splits);
@@ -152,24 +159,20 @@ pub(super) fn emulated_block<'c, 'a>(
                     translate_stage(e, mem, shared, &sides, k, t, s, fold);
                     decode_scales(e, kn, mem, shared, t, s, fold);
                 });
-                for warpgroup in 0..mem.tile.warpgroups {
+                // (The warpgroups as a loop: one copy of the segments' code.)
+                let warpgroups = e.index(mem.tile.warpgroups);
+                e.for_loop(zero, warpgroups, one, &[], |e, warpgroup, _| {
                     for g in 0..BK / seg {
                         let k0 = e.addi(k0, e.index(g * seg));
                         e.if_then(e.cmpi(CmpiPredicate::Ult, k0, k), |e| {
                             clear(e, part_m, wgmma::THREADS);
                             for j in 0..per_seg {
-                                let (da, db) = descriptors(
-                                    e,
-                                    mem,
-                                    shared,
-                                    e.index(warpgroup),
-                                    s,
-                                    g * seg + 32 * j,
-                                );
+                                let (da, db) =
+                                    descriptors(e, mem, shared, warpgroup, s, g * seg + 32 * j);
                                 wgmma::emulated_wgmma(e, instr, [da, db], [buffer, buffer], part_m);
                             }
                             threads(e, wgmma::THREADS, &|e, t| {
-                                let tid = e.addi(t, e.index(warpgroup * wgmma::THREADS));
+                                let tid = e.addi(t, e.muli(warpgroup, e.index(wgmma::THREADS)));
                                 let l = lane(e, mem.tile, tid, bm, bn);
                                 let tid = e.addi(held, tid);
                                 let acc: Vec<Value> = (0..count)
@@ -189,7 +192,8 @@ pub(super) fn emulated_block<'c, 'a>(
                             });
                         });
                     }
-                }
+                    vec![]
+                });
                 vec![]
             });
         };

@@ -190,11 +190,11 @@ pub(super) fn fold_plan(kn: &Kernel, mem: &Memory) -> Option<Fold> {
     let mut at = (mem.bytes + 15) / 16 * 16;
     for (x, slot) in moves.iter_mut().enumerate() {
         let scaled = [&kn.ops.sa, &kn.ops.sb][x];
-        if !matches!(
-            scaled.layout,
-            ScaleLayout::Mx { .. } | ScaleLayout::Blockwise { .. }
-        ) {
-            continue;
+        match scaled.layout {
+            ScaleLayout::Mx { .. } | ScaleLayout::Blockwise { .. } => {}
+            // NVFP4's UE4M3 scales are no powers of two: its 16-blocks stay segments.
+            ScaleLayout::Nvfp4 { .. } => return None,
+            ScaleLayout::PerTensor | ScaleLayout::PerChannel => continue,
         }
         let st = mem.scales[x]?;
         let operand = [&kn.plan.a, &kn.plan.b][x];

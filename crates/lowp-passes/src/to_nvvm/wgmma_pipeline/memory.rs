@@ -27,14 +27,19 @@ pub(super) struct Route {
     /// Translated to FP8 between the copy and the instruction (staged), or copied as the
     /// instruction reads it (direct).
     pub(super) staged: bool,
+    /// FP8 tiles a stage's translation fills: 1, or 2 where the scales change every 16
+    /// codes (`split_operand`): half h holds the 16-code chunks at h of every 32 and zeros
+    /// in the others, so that an instruction of K 32 on it sums one 16-block.
+    pub(super) halves: i64,
 }
 
 impl Route {
-    pub(super) fn of(o: &Operand, rows: i64) -> Self {
+    pub(super) fn of(o: &Operand, rows: i64, split: bool) -> Self {
         Route {
             rows,
             packed: o.packed,
             staged: o.table.is_some(),
+            halves: if split { 2 } else { 1 },
         }
     }
 
@@ -52,9 +57,14 @@ impl Route {
         self.rows * self.row_bytes()
     }
 
-    /// Bytes of its FP8 tile of a stage.
+    /// Bytes of its FP8 tile of a stage (of each half, when split).
     pub(super) fn tile_bytes(self) -> i64 {
         self.rows * BK
+    }
+
+    /// Bytes of the FP8 tiles a stage's translation fills (both halves).
+    pub(super) fn translated_bytes(self) -> i64 {
+        self.halves * self.tile_bytes()
     }
 
     /// 16-byte chunks of a stage.
@@ -76,6 +86,53 @@ impl Route {
             16
         }
     }
+}
+
+/// The operand whose translated tiles are split in halves (`Route::halves`), where the
+/// scales change every 16 codes along K (NVFP4's blocks): the first translated one (a
+/// direct operand's tile is the copy itself). `None` where the scales allow segments of
+/// whole instructions, or where no operand is translated.
+pub(super) fn split_operand(plan: &Plan) -> Option<usize> {
+    if plan.step != 16 {
+        return None;
+    }
+    [&plan.a, &plan.b].iter().position(|o| o.table.is_some())
+}
+
+/// Zero the halves of the split operand's translated tiles that its translation never
+/// writes (in half h, the 16-code chunks of every 32 not at h), all of them (every parity
+/// or slot) once before the first stage; thread `tid` of the copiers takes every
+/// `copiers`-th 16-byte chunk. The stage's fence and barrier (or full mbarrier) that
+/// publish its translation publish these too.
+pub(super) fn clear_halves<'c, 'a>(
+    e: &Emitter<'c, 'a>,
+    mem: &Memory,
+    shared: Shared<'c, 'a>,
+    tid: Value<'c, 'a>,
+) {
+    let Some(x) = (0..2).find(|&x| mem.routes[x].halves == 2) else {
+        return;
+    };
+    let route = mem.routes[x];
+    let tiles = if mem.specialized {
+        mem.stages
+    } else {
+        PARITIES
+    };
+    // Per tile and half, each row's 4 chunks of the other half.
+    let per_half = route.rows * BK / 32;
+    let total = tiles * 2 * per_half;
+    let zeros = [e.i32(0); 4];
+    e.for_loop(tid, e.index(total), e.index(mem.copiers), &[], |e, u, _| {
+        let (half, within) = (e.divui(u, e.index(per_half)), e.remui(u, e.index(per_half)));
+        let (t, h) = (e.divui(half, e.index(2)), e.remui(half, e.index(2)));
+        let r = e.divui(within, e.index(BK / 32));
+        let other = e.subi(e.index(1), h);
+        let ch = e.addi(e.muli(e.remui(within, e.index(BK / 32)), e.index(2)), other);
+        let at = e.addi(mem.tile(e, x, t), e.muli(h, e.index(route.tile_bytes())));
+        shared.store4(e, e.addi(at, swizzled(e, r, ch)), &zeros);
+        vec![]
+    });
 }
 
 /// The dynamic shared memory: a ring of `stages` slots, each holding both operands' stage as
@@ -205,15 +262,16 @@ impl Memory {
         let specialized = feed == Feed::Specialized || (feed == Feed::Tma && !tile.swapped);
         let tma = feed == Feed::Tma;
         let limit = chip.shared_kib as i64 * 1024;
+        let split = split_operand(plan);
         let routes = [
-            Route::of(&plan.a, tile.rows[0]),
-            Route::of(&plan.b, tile.rows[1]),
+            Route::of(&plan.a, tile.rows[0], split == Some(0)),
+            Route::of(&plan.b, tile.rows[1], split == Some(1)),
         ];
         let raw = routes[0].raw_bytes() + routes[1].raw_bytes();
         let staged: i64 = routes
             .iter()
             .filter(|r| r.staged)
-            .map(|r| r.tile_bytes())
+            .map(|r| r.translated_bytes())
             .sum();
         let in_slot = [0, routes[0].raw_bytes()];
         // Operand x's staged scales of a stage (K per scale, bytes per scale): as copied,
@@ -244,8 +302,8 @@ impl Memory {
             let mut next = raw;
             let translated = routes.map(|r| {
                 r.staged.then(|| {
-                    next += r.tile_bytes();
-                    next - r.tile_bytes()
+                    next += r.translated_bytes();
+                    next - r.translated_bytes()
                 })
             });
             let entry_at = next;
@@ -313,12 +371,11 @@ impl Memory {
             (stages, ..) if stages < 4 => fit([None, None]),
             fitted => fitted,
         };
-        debug_assert!(stages >= 4, "two slots read, two ahead");
         let mut next = stages * raw;
         let translated = routes.map(|r| {
             r.staged.then(|| {
-                next += PARITIES * r.tile_bytes();
-                next - PARITIES * r.tile_bytes()
+                next += PARITIES * r.translated_bytes();
+                next - PARITIES * r.translated_bytes()
             })
         });
         let ring = next;
@@ -355,6 +412,12 @@ impl Memory {
         }
     }
 
+    /// Whether the ring has the stages its loop needs: the barrier pipeline reads two slots
+    /// and copies two ahead, the warp-specialized producer one ahead of the slot read.
+    pub(super) fn fits(&self) -> bool {
+        self.stages >= if self.specialized { 2 } else { 4 }
+    }
+
     /// What the kernel asks for: the memory (at least what split-K's gathering takes, a
     /// word per accumulator and thread) and the slack that aligns its base to 1024.
     pub(super) fn dynamic_bytes(&self) -> i64 {
@@ -381,7 +444,8 @@ impl Memory {
         e.addi(self.slot_of(e, s), e.index(self.in_slot[x]))
     }
 
-    /// Byte offset of the FP8 tile the instruction reads for operand `x` at stage `s`.
+    /// Byte offset of the FP8 tile the instruction reads for operand `x` at stage `s` (half
+    /// 0 of a split one; half 1 follows it).
     pub(super) fn tile<'c, 'a>(
         &self,
         e: &Emitter<'c, 'a>,
@@ -394,7 +458,7 @@ impl Memory {
                 e.index(at),
                 e.muli(
                     e.remui(s, e.index(PARITIES)),
-                    e.index(self.routes[x].tile_bytes()),
+                    e.index(self.routes[x].translated_bytes()),
                 ),
             ),
             None => self.copied(e, x, s),

@@ -121,7 +121,9 @@ mod tma;
 use cluster::{gather_splits, stage_range};
 use emulated::emulated_block;
 use fold::{fold_plan, fold_scan};
-use memory::{descriptor, pointer, staged_scale_blocks, Memory, Shared};
+use memory::{
+    clear_halves, descriptor, pointer, split_operand, staged_scale_blocks, Memory, Shared,
+};
 use specialized::specialized_block;
 use stage::{copy_scales, copy_stage, decode_scales, staged_readers, translate_stage};
 use tma::{acquire_tensor_map, box_bytes, load_boxes, tensor_map};
@@ -267,8 +269,14 @@ pub(super) fn plan(
     splits: Option<i64>,
 ) -> Result<(Plan, Wgmma, Tile), String> {
     let (plan, mut instr) = wgmma::plan(op)?;
-    if plan.step != 32 {
-        return Err(format!("the scales change every {} along K", plan.step));
+    // Scales that change every 16 codes: an instruction per 16-block, on the halves of a
+    // translated operand's tiles (`split_operand`).
+    if plan.step == 16 && split_operand(&plan).is_none() {
+        return Err(
+            "the scales change every 16 along K and neither operand is translated (the \
+             16-blocks go through the halves of a translated operand's tiles)"
+                .into(),
+        );
     }
     let span = plan.span.min(BK);
     if BK % span != 0 || plan.span % span != 0 {
@@ -322,6 +330,13 @@ pub(super) fn plan(
     }
     instr.swapped = tile.swapped;
     instr.n = tile.n();
+    if !Memory::new(&plan, chip, tile, Feed::Barrier, [None, None]).fits() {
+        return Err(format!(
+            "fewer than 4 stages of the ring fit the {} KiB of shared memory beside the \
+             translated tiles",
+            chip.shared_kib
+        ));
+    }
     Ok((plan, instr, tile))
 }
 
@@ -396,10 +411,11 @@ fn part<'c, 'a>(
     )
 }
 
-/// The K segments of a stage: codes per segment, instructions per segment.
+/// The K segments of a stage: codes per segment, instructions per segment (a 16-block's
+/// one reads the halves of the split operand's tiles).
 fn segment_shape(plan: &Plan) -> (i64, i64) {
     let span = plan.span.min(BK);
-    (span, span / 32)
+    (span, (span / 32).max(1))
 }
 
 /// Per-operand facts of the copies: its codes (memref), rows, tile origin, bytes per row.
@@ -640,7 +656,9 @@ fn lane<'c, 'a>(
 }
 
 /// The descriptors of warpgroup `warpgroup`'s 64 rows of the instruction's A and of its B
-/// at stage `s`, `at` codes into the stage.
+/// at stage `s`, for the instruction over the 32 codes from `at` (a multiple of 16) rounded
+/// down to 32: where `at` is the second 16 of them, the split operand's tile is its half 1
+/// (its chunks at 16 of every 32), so that the instruction sums only those.
 fn descriptors<'c, 'a>(
     e: &Emitter<'c, 'a>,
     mem: &Memory,
@@ -649,10 +667,20 @@ fn descriptors<'c, 'a>(
     s: Value<'c, 'a>,
     at: i64,
 ) -> (Value<'c, 'a>, Value<'c, 'a>) {
+    debug_assert!(at % 32 == 0 || (at % 16 == 0 && mem.routes.iter().any(|r| r.halves == 2)));
+    let tile = |x: usize| {
+        let route = mem.routes[x];
+        let half = at % 32 / 16;
+        let t = mem.tile(e, x, s);
+        match half * route.halves {
+            2 => e.addi(t, e.index(route.tile_bytes() + at / 32 * 32)),
+            _ => e.addi(t, e.index(at / 32 * 32)),
+        }
+    };
     let first = mem.tile.first();
     let rows = e.muli(warpgroup, e.index(wgmma::BM * BK));
-    let a = e.addi(e.addi(mem.tile(e, first, s), rows), e.index(at));
-    let b = e.addi(mem.tile(e, 1 - first, s), e.index(at));
+    let a = e.addi(tile(first), rows);
+    let b = tile(1 - first);
     (
         descriptor(e, shared.address(e, a)),
         descriptor(e, shared.address(e, b)),
@@ -743,6 +771,7 @@ fn hardware_block<'c, 'a>(
         });
         e.bare("nvvm.cp.async.commit.group", &[]);
     };
+    clear_halves(e, mem, shared, tid);
     let one = e.index(1);
     // Two slots are being read (the stage and the one before, whose last segment is still
     // running): the copies run `stages - 2` ahead.

@@ -13,7 +13,7 @@ use melior::ir::{Attribute, Identifier, Value};
 
 use super::cluster::{cluster_sync, release_in_cluster};
 use super::fold::fold_scan;
-use super::memory::{pointer, Memory, Shared};
+use super::memory::{clear_halves, pointer, Memory, Shared};
 use super::stage::{copy_scales, copy_stage, decode_scales, translate_stage};
 use super::tma::{acquire_tensor_map, box_bytes, load_boxes};
 use super::{
@@ -195,6 +195,7 @@ pub(super) fn specialized_block<'c, 'a>(
             return;
         }
         let globals = copy_bases(e, kn, mem);
+        clear_halves(e, mem, shared, ptid);
         // Folded scales: a translating thread reads the scales of rows other producers
         // copied, so the scales travel a stage ahead of the codes and the producers meet
         // at a barrier of their own (named barrier 1, 128 threads) at the top of each

@@ -415,7 +415,7 @@ pub(super) fn translate_stage<'c, 'a>(
                 let shift = e.i32(((n % per_word) * bits) as u32);
                 e.andi(e.shrui(word, shift), e.i32((1 << bits) - 1))
             };
-            let halves = route.codes() / 16;
+            let pieces = route.codes() / 16;
             // Folded: the chunk's 32-block j of the row goes d = max - e_j binades down, and
             // its table is the 16 bytes at `moves.at + 16 d`.
             let moved = moves.map(|moves| {
@@ -446,7 +446,7 @@ pub(super) fn translate_stage<'c, 'a>(
                 }
                 None => (splat(e, rule.offset), rule.sub.map(|w| e.i32(w))),
             });
-            for h in 0..halves {
+            for h in 0..pieces {
                 let words: Vec<Value> = (0..4)
                     .map(|w| {
                         let first = h * 16 + w * 4;
@@ -484,7 +484,15 @@ pub(super) fn translate_stage<'c, 'a>(
                         }
                     })
                     .collect();
-                let ch = e.addi(e.muli(c.ch, e.index(halves)), e.index(h));
+                let ch = e.addi(e.muli(c.ch, e.index(pieces)), e.index(h));
+                // Split: the chunk goes to the half of its place in the 32 codes.
+                let tile = match route.halves {
+                    2 => e.addi(
+                        tile,
+                        e.muli(e.remui(ch, e.index(2)), e.index(route.tile_bytes())),
+                    ),
+                    _ => tile,
+                };
                 shared.store4(e, e.addi(tile, swizzled(e, c.r, ch)), &words);
             }
         });
