@@ -106,15 +106,25 @@ fn kernels_compile_for_every_format_and_layout() {
                 "{spec:?}"
             );
             let stored = |rows: usize, packed| rows * if packed { 64 } else { 128 };
-            let translated = |rows: usize, f: ScaledFormat| {
-                if matches!(f, ScaledFormat::F8E4M3 | ScaledFormat::F8E5M2) {
-                    0
+            let is_translated = |f| !matches!(f, ScaledFormat::F8E4M3 | ScaledFormat::F8E5M2);
+            // NVFP4's 16-blocks: the first translated operand's tiles are split in two
+            // halves (one instruction per 16-block).
+            let sixteen = [spec.lhs_layout, spec.rhs_layout]
+                .iter()
+                .any(|l| matches!(l, ScaleLayout::Nvfp4 { block: 16, .. }));
+            let split = [is_translated(spec.lhs), is_translated(spec.rhs)]
+                .iter()
+                .position(|&t| t && sixteen);
+            let translated = |x: usize, rows: usize, f: ScaledFormat| {
+                let halves = if split == Some(x) { 2 } else { 1 };
+                if is_translated(f) {
+                    3 * rows * 128 * halves
                 } else {
-                    3 * rows * 128
+                    0
                 }
             };
             let ring = stored(rows_a, spec.lhs_packed) + stored(rows_b, spec.rhs_packed);
-            let tiles = translated(rows_a, spec.lhs) + translated(rows_b, spec.rhs);
+            let tiles = translated(0, rows_a, spec.lhs) + translated(1, rows_b, spec.rhs);
             // Block scales that change along K in blocks tiling the stage of 128 are staged
             // where K is whole stages: per row and stage 4, 8 or 16 bytes as stored (E8M0
             // per 32: 4 x 1; f32 per 128 / 64 / 32: 4 / 8 / 16) in a ring beside the codes,

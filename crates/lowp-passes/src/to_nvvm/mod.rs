@@ -15,13 +15,15 @@
 //!   bytes): `wgmma.mma_async` m64n128k32, two warpgroups per 128 x 128 tile, a ring of 5
 //!   stages filled by `cp.async` (dynamic shared memory), FP8 tiles in the 128-byte swizzle
 //!   (translated from the stored codes by the threads that copied them where the format
-//!   embeds in FP8), partial sums promoted at least every 128 of K; a skinny swap-AB block
+//!   embeds in FP8), partial sums promoted at least every 128 of K (NVFP4: an instruction
+//!   per 16-block, on translated tiles split in halves); a skinny swap-AB block
 //!   (split-K in clusters) for small M; warp-specialized variants with a producer
 //!   warpgroup, one of them loading the E4M3 / E5M2 operands by TMA (`wgmma-tma`; B
 //!   multicast to clusters of 2 blocks sharing it).
-//! - `wgmma.rs` (sm_90a, the other FP8-embeddable ops: NVFP4 16-blocks, dynamic K): the
-//!   same instruction, one warpgroup per 64 x 128 tile, A and B copied through registers,
-//!   the next step's codes loaded while each wgmma runs.
+//! - `wgmma.rs` (sm_90a, the other FP8-embeddable ops: dynamic K, rows that are not whole
+//!   16 bytes, NVFP4 16-blocks where no operand is translated or the split tiles leave
+//!   too few stages): the same instruction, one warpgroup per 64 x 128 tile, A and B
+//!   copied through registers, the next step's codes loaded while each wgmma runs.
 //! - `mma_sync.rs` (sm_89 and later; on the register kernel of `matrix_kernel.rs`):
 //!   `mma.sync.m16n8k32` through `llvm.call_intrinsic`, 4 warps per 64 x 64 tile.
 //! - `gpu_generic.rs`: every other format or layout (and the reason in a remark): 32 x 8

@@ -80,8 +80,17 @@
 //! slot); the promotions then read 34 f32 from shared memory (18 loads: the column pairs
 //! as one) instead of loading and decoding 34 bytes each (6 integer instructions per E8M0
 //! code, 200 per segment and thread, more issue slots than the segment's wgmma). Not
-//! where that costs a stage (the barrier pipeline keeps at least 4). NVFP4's 16-blocks, a
-//! dynamic K, rows that are not a multiple of 16 bytes or not row-major take `wgmma.rs`'s
+//! where that costs a stage (the barrier pipeline keeps at least 4).
+//!
+//! Scales that change every 16 codes (NVFP4) are a segment per 16-block, one instruction
+//! each, on a translated operand whose translated tiles are split in two halves
+//! (`split_operand`, `Route::halves`): half h holds the 16-code chunks at h of every 32 and
+//! zeros in the others (cleared once before the first stage), and the instruction of the
+//! block at 32 j + 16 h reads half h from 32 j, so that it sums that block alone (twice
+//! the tensor work of the codes, as the register-staged kernel's zeroed registers cost).
+//! The split operand's translated tiles take twice the room; where fewer than 4 stages
+//! are then left, or no operand is translated, the op takes the register-staged kernel.
+//! A dynamic K, rows that are not a multiple of 16 bytes or not row-major take `wgmma.rs`'s
 //! register-staged kernel.
 //!
 //! The pieces, one module each:

@@ -1,0 +1,48 @@
+// RUN: lowp-opt %s --pass-pipeline='builtin.module(func.func(lowp-to-nvvm{chip=sm_90a},cse))' | FileCheck %s
+
+// NVFP4's 16-blocks in the sm_90a cp.async pipeline: a K segment per 16-block, one
+// m64n128k32 each, promoted with its UE4M3 scales. The first translated operand (A) has its
+// translated tiles split in two halves of 16 KiB: half h holds the 16-code chunks at h of
+// every 32 (the translation stores chunk c into half c % 2) and zeros in the other chunks,
+// cleared once before the prologue (3 parities x 2 halves x 128 rows x 4 chunks, every
+// 256th by each thread). The instruction of the block at 32 j + 16 h reads A's half h from
+// byte 32 j and B's tile from byte 32 j, so it sums that block alone. Shared memory: 5
+// stages x 16 KiB (both packed) + A's 3 x 32 KiB + B's 3 x 16 KiB + 1 KiB = 230400 B.
+// Numerics: tests/integration/to_nvvm.rs (wgmma_pipeline_splits_16_blocks).
+
+// CHECK-LABEL: func.func @nvfp4
+// CHECK:       gpu.launch {{.*}} threads({{.*}}) in (%{{.*}} = %c256, %{{.*}} = %c1, %{{.*}} = %c1) dynamic_shared_memory_size %c230400_i32 {
+// CHECK:         %[[CHUNKS:.*]] = arith.constant 3072 : index
+// CHECK:         scf.for %{{.*}} = %{{.*}} to %[[CHUNKS]] step %c256 {
+// CHECK:           %[[ZEROS:.*]] = vector.from_elements %c0_i32, %c0_i32, %c0_i32, %c0_i32 : vector<4xi32>
+// CHECK-NEXT:      llvm.store %[[ZEROS]], %{{.*}} {alignment = 16 : i64} : vector<4xi32>, !llvm.ptr<3>
+// CHECK:         scf.for %{{.*}} = %c0 to %c3 step %c1 {
+// CHECK:         %{{.*}}:67 = scf.for
+// The block at 0: A's half 0 and B from byte 0.
+// CHECK:           nvvm.wgmma.fence.aligned
+// CHECK:           nvvm.wgmma.mma_async %{{.*}}, %[[B0:.*]], %{{.*}}, <m = 64, n = 128, k = 32>, D[<f32>, <zero>], A[<e4m3>, <one>, <row>], B[<e4m3>, <one>, <col>]
+// CHECK-NEXT:      nvvm.wgmma.commit.group.sync.aligned
+// The block at 16: A's half 1 (16384 bytes on) and the same B descriptor.
+// CHECK:           nvvm.wgmma.fence.aligned
+// CHECK-NEXT:      %{{.*}} = arith.addi %{{.*}}, %c16384 : index
+// CHECK:           nvvm.wgmma.mma_async %{{.*}}, %[[B0]], %{{.*}}, <m = 64, n = 128, k = 32>, D[<f32>, <zero>]
+// CHECK-NEXT:      nvvm.wgmma.commit.group.sync.aligned
+// CHECK:           "wgmma.wait_group.sync.aligned 1;"
+// The block at 48 (after the one at 32): half 1 from byte 32.
+// CHECK:           %c16416 = arith.constant 16416 : index
+// CHECK-NEXT:      arith.addi %{{.*}}, %c16416 : index
+// CHECK:           nvvm.wgmma.mma_async
+// 16 instructions in the loop's two stages, then none but the drain's wait.
+// CHECK-COUNT-12:  nvvm.wgmma.mma_async %{{.*}}, %{{.*}}, %{{.*}}, <m = 64, n = 128, k = 32>, D[<f32>, <zero>]
+// CHECK:           scf.yield
+// CHECK-NOT:       nvvm.wgmma.mma_async
+// CHECK:         "wgmma.wait_group.sync.aligned 0;"
+// CHECK-NOT:       nvvm.wgmma.mma_async
+// CHECK:         gpu.terminator
+func.func @nvfp4(%a: memref<256x256x!lowp.packed<f4E2M1FN>>, %sa: memref<256x32xf8E4M3FN>,
+                 %b: memref<128x256x!lowp.packed<f4E2M1FN>>, %sb: memref<128x32xf8E4M3FN>,
+                 %c: memref<256x128xf32>) {
+  lowp.scaled_matmul %a[%sa], %b[%sb] into %c layouts(#lowp.nvfp4<16>, #lowp.nvfp4<16>)
+      : memref<256x256x!lowp.packed<f4E2M1FN>>[memref<256x32xf8E4M3FN>], memref<128x256x!lowp.packed<f4E2M1FN>>[memref<128x32xf8E4M3FN>] -> memref<256x128xf32>
+  return
+}
