@@ -4,7 +4,9 @@
 //! FP4, K tails and edge values (±0, subnormals, huge values, ±inf, NaN).
 
 use lowp_formats::testing::SplitMix64;
-use lowp_formats::{quantize, QuantizeOptions, ScaleLayout, ScaleRounding, ScaledFormat};
+use lowp_formats::{
+    quantize, QuantizeOptions, ScaleDtype, ScaleLayout, ScaleRounding, ScaledFormat,
+};
 use lowp_jit::{MemRefArg, Session};
 use lowp_tests::{format_type, layout_attr, scale_type, valid_pair};
 
@@ -298,4 +300,60 @@ fn parse_errors_are_located() {
         "{text}"
     );
     assert!(text.contains("1:"), "diagnostic has a location: {text}");
+}
+
+/// Every scale byte (E8M0 of MX, UE4M3 of NVFP4, the sign bit included) dequantizes a block
+/// of ones to exactly the value `ScaleDtype::decode_byte` gives it: subnormal UE4M3
+/// scales, 2^-127, the largest ones and the NaN codes.
+#[test]
+fn every_scale_byte_decodes_as_lowp_formats() {
+    let session = Session::new();
+    for (layout, block, dtype) in [
+        ("#lowp.mx<32>", 32, ScaleDtype::UE8M0),
+        ("#lowp.nvfp4<16>", 16, ScaleDtype::UE4M3),
+    ] {
+        let k = 256 * block;
+        let st = format!(
+            "memref<1x256x{}>",
+            if block == 32 { "f8E8M0FNU" } else { "f8E4M3FN" }
+        );
+        let (qt, yt) = (
+            format!("memref<1x{k}xf4E2M1FN>"),
+            format!("memref<1x{k}xf32>"),
+        );
+        let source = format!(
+            "func.func @dq(%q: {qt}, %s: {st}, %y: {yt}) {{
+  lowp.dequantize %q[%s] layout {layout} into %y : {qt}[{st}] -> {yt}
+  return
+}}"
+        );
+        let mut module = session.parse(&source).unwrap();
+        session
+            .run_pipeline(
+                &mut module,
+                "builtin.module(func.func(lowp-expand-quantize))",
+            )
+            .unwrap();
+        let jit = session.compile_cpu(module, 2).unwrap();
+        // E2M1 code 0x2 is 1.0.
+        let mut q = vec![0x2u8; k];
+        let mut s: Vec<u8> = (0..=255).collect();
+        let mut y = vec![0f32; k];
+        let mut args = vec![
+            MemRefArg::new(&mut q, &[1, k]),
+            MemRefArg::new(&mut s, &[1, 256]),
+            MemRefArg::new(&mut y, &[1, k]),
+        ];
+        // SAFETY: matches @dq's signature.
+        unsafe { jit.call("dq", &mut args) }.unwrap();
+        drop(args);
+        for (i, v) in y.iter().enumerate() {
+            let want = dtype.decode_byte((i / block) as u8).unwrap();
+            assert!(
+                same(*v, want),
+                "{layout} byte {:#04x}: {v:e}, want {want:e}",
+                i / block
+            );
+        }
+    }
 }

@@ -1,7 +1,9 @@
 //! The numeric rules of `lowp-formats`, emitted as IR on bit patterns: element decode and
 //! encode, scale storage (E8M0, UE4M3, f32) and the block-scale rule. Every function here
 //! mirrors one function of `lowp-formats` operation for operation, so the generated code is
-//! bit-exact against the oracle (the lit `Run` tests and the JIT tests check it).
+//! bit-exact against the oracle (the lit `Run` tests and the JIT tests check it); the one
+//! exception, `ue4m3_decode`, reaches the same bits by a shorter route, checked on every
+//! byte (`every_scale_byte_decodes_as_lowp_formats`).
 //!
 //! Codes travel as `i32` holding the code in their low bits; values as `f32`.
 
@@ -161,10 +163,18 @@ pub fn e8m0_decode<'c, 'a>(e: &Emitter<'c, 'a>, code: Value<'c, '_>) -> Value<'c
     e.bitcast(bits, e.f32_type())
 }
 
-/// The value of a UE4M3 scale byte (`i32`): E4M3 of the low 7 bits.
+/// The value of a UE4M3 scale byte (`i32`): E4M3 of the low 7 bits (`ScaleDtype::decode_byte`).
+/// Not field by field as `decode`: the 7 bits moved to an f32's bits 26-20 (exponent field
+/// in its low 4 exponent bits, mantissa on top of its fraction) read as an f32 are the value
+/// times 2^-120, subnormal codes included (an f32 subnormal: m x 2^-129 for m x 2^-9), so one
+/// exact multiply by 2^120 rebiases every code; 0x7F is NaN. 6 operations instead of about
+/// 17: NVFP4's promotions decode 34 scales per 16-block and thread.
 pub fn ue4m3_decode<'c, 'a>(e: &Emitter<'c, 'a>, code: Value<'c, '_>) -> Value<'c, 'a> {
     let code = e.andi(code, e.i32(0x7F));
-    decode(e, ScaledFormat::F8E4M3, code)
+    let moved = e.bitcast(e.shli(code, e.i32(20)), e.f32_type());
+    let value = e.mulf(moved, e.f32(2f32.powi(120)));
+    let is_nan = e.cmpi(CmpiPredicate::Eq, code, e.i32(0x7F));
+    e.select(is_nan, e.f32(f32::NAN), value)
 }
 
 /// The UE4M3 byte of a scale value on the UE4M3 grid, or NaN (-> 0x7F).
