@@ -580,6 +580,16 @@ fn wgmma_pipeline_splits_16_blocks() {
         text.matches("nvvm.wgmma.mma_async").count(),
         2 * 8 * problems.len()
     );
+    // Where K is whole stages the UE4M3 scales are staged (8 bytes a row and stage, copied
+    // in the prologue and in each of the loop's two stages): both operands of the edge
+    // problem (its barrier pipeline keeps 3 stages for them) and of the 16-row one, B of
+    // MXFP8 x NVFP4 (and its A's E8M0, 4 bytes), A of the 40-row one; not at K = 320.
+    assert_eq!(
+        text.matches(", 8, cache =  ca").count(),
+        3 * (2 + 1 + 2 + 1)
+    );
+    assert_eq!(text.matches(", 4, cache =  ca").count(), 3);
+    assert!(text.contains("dynamic_shared_memory_size %c228352_i32"));
     run_and_check(&session, &problems, Some(&emulated("sm_90a", "wgmma")));
     let square = &problems[..3];
     run_and_check(

@@ -229,7 +229,7 @@ pub(super) fn staged_scale_blocks(kn: &Kernel, k: Option<i64>) -> [Option<(i64, 
     let whole = kn.plan.seg.is_some() && !kn.plan.scaled && k.is_some_and(|k| k % BK == 0);
     [&kn.ops.sa, &kn.ops.sb].map(|s| {
         let span = match s.layout {
-            ScaleLayout::Mx { block } => block as i64,
+            ScaleLayout::Mx { block } | ScaleLayout::Nvfp4 { block, .. } => block as i64,
             ScaleLayout::Blockwise { cols, .. } => cols as i64,
             _ => return None,
         };
@@ -351,7 +351,10 @@ impl Memory {
         // Staged scales: a ring of the stages' copies (an entry per slot: A's rows, then
         // B's; with TMA too, every thread still commits a copy group per stage) and the
         // ring of 3 of decoded values, after the translated tiles; not where that leaves
-        // fewer than 4 stages.
+        // fewer than 4 stages, or 3 where an operand is split: an instruction per 16-block
+        // makes a stage long enough (8 promotions) for copies issued one stage ahead, and
+        // the 34 scales each promotion decodes would cost more than the tensor cores'
+        // time (NVFP4 x NVFP4: 3 stages with the scales, 5 without).
         let fit = |blocks: [Option<(i64, i64)>; 2]| {
             let mut entry = 0;
             let in_entry = [0, 1].map(|x| {
@@ -367,8 +370,9 @@ impl Memory {
                 .min((limit - 1024 - PARITIES * staged - decoded - most * full) / (raw + entry));
             (stages, entry, in_entry, blocks)
         };
+        let least = if split.is_some() { 3 } else { 4 };
         let (stages, entry, in_entry, blocks) = match fit(scale_blocks) {
-            (stages, ..) if stages < 4 => fit([None, None]),
+            (stages, ..) if stages < least => fit([None, None]),
             fitted => fitted,
         };
         let mut next = stages * raw;
@@ -413,9 +417,16 @@ impl Memory {
     }
 
     /// Whether the ring has the stages its loop needs: the barrier pipeline reads two slots
-    /// and copies two ahead, the warp-specialized producer one ahead of the slot read.
+    /// and copies two ahead (one where an operand is split: its stages are 8 segments
+    /// long), the warp-specialized producer one ahead of the slot read.
     pub(super) fn fits(&self) -> bool {
-        self.stages >= if self.specialized { 2 } else { 4 }
+        let split = self.routes.iter().any(|r| r.halves == 2);
+        self.stages
+            >= match (self.specialized, split) {
+                (true, _) => 2,
+                (false, true) => 3,
+                (false, false) => 4,
+            }
     }
 
     /// What the kernel asks for: the memory (at least what split-K's gathering takes, a

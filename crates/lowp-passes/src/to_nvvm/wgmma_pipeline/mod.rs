@@ -88,8 +88,11 @@
 //! zeros in the others (cleared once before the first stage), and the instruction of the
 //! block at 32 j + 16 h reads half h from 32 j, so that it sums that block alone (twice
 //! the tensor work of the codes, as the register-staged kernel's zeroed registers cost).
-//! The split operand's translated tiles take twice the room; where fewer than 4 stages
-//! are then left, or no operand is translated, the op takes the register-staged kernel.
+//! The split operand's translated tiles take twice the room; the barrier pipeline then
+//! keeps 3 stages where that lets it stage the scales (a stage is 8 segments long, time
+//! enough for copies issued one stage ahead; decoding its 34 UE4M3 scales would take each
+//! promotion more issue slots than its instruction's tensor time). Where fewer than 3
+//! stages are left, or no operand is translated, the op takes the register-staged kernel.
 //! A dynamic K, rows that are not a multiple of 16 bytes or not row-major take `wgmma.rs`'s
 //! register-staged kernel.
 //!
@@ -341,8 +344,8 @@ pub(super) fn plan(
     instr.n = tile.n();
     if !Memory::new(&plan, chip, tile, Feed::Barrier, [None, None]).fits() {
         return Err(format!(
-            "fewer than 4 stages of the ring fit the {} KiB of shared memory beside the \
-             translated tiles",
+            "too few stages of the ring (4, 3 with split tiles) fit the {} KiB of shared \
+             memory beside the translated tiles",
             chip.shared_kib
         ));
     }

@@ -317,7 +317,7 @@ pub(super) fn decode_scales<'c, 'a>(
         }
         for g in 0..st.count() {
             let value = if st.size == 1 {
-                let byte = e.shrui(words[0], e.i32(8 * g as u32));
+                let byte = e.shrui(words[(g / 4) as usize], e.i32(8 * (g % 4) as u32));
                 scaled.decode_stored(e, e.andi(byte, e.i32(0xFF)))
             } else {
                 e.bitcast(words[g as usize], f32t)
