@@ -39,6 +39,8 @@ checks=(
   "--m 200 --n 136 --k 416 --lhs f4e2m1 --rhs f8e4m3 --layout mx --packed --bias"
   "--m 140 --n 72 --k 384 --lhs f8e5m2 --rhs f6e2m3 --layout per_channel --rhs-layout mx"
   "--m 256 --n 256 --k 512 --lhs f8e4m3 --rhs f8e5m2 --layout mx --bias"
+  "--m 256 --n 136 --k 512 --lhs f4e2m1 --rhs f4e2m1 --layout nvfp4+global --packed --bias"
+  "--m 16 --n 200 --k 1024 --lhs f4e2m1 --rhs f8e4m3 --layout nvfp4 --rhs-layout per_channel"
 )
 i=0
 for c in "${checks[@]}"; do
@@ -96,6 +98,13 @@ for s in 8192x8192x8192 4096x4096x4096 16x8192x8192 16x4096x8192; do
           --layout mx --kernel $kernel
       done ;;
   esac
+  # NVFP4 (E2M1 + UE4M3/16, global scales): an instruction per 16-block on split translated
+  # tiles, the scales staged where K is whole stages (the barrier pipeline with 3 stages).
+  for kernel in wgmma wgmma-specialized; do
+    [ $kernel = wgmma-specialized ] && [ "$m" = 16 ] && continue
+    save "time-$kernel-$s-nvfp4" --m $m --n $n --k $k --lhs f4e2m1 --rhs f4e2m1 \
+      --layout nvfp4+global --packed --kernel $kernel
+  done
 done
 # ---- assembled only (no Blackwell there): sm_100a's tcgen05 kinds, for ptxas -arch=sm_100a.
 sass=(
