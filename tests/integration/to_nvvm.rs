@@ -509,7 +509,7 @@ fn wgmma_pipeline_folds_block_scales() {
 /// first stage), so that an instruction of K 32 on half h sums only its block. Packed NVFP4
 /// x NVFP4 with edge blocks in A (UE4M3 scales subnormal, a zero block, NaN, each in both
 /// halves of a 32), NVFP4 x E4M3 (A split, B as stored, K 2.5 stages), MXFP8 x NVFP4 (B
-/// split: A is not translated), the skinny block (16 rows, K split in clusters of 2; 40
+/// split: A is not translated), the skinny block (16 rows, K split in clusters of 4; 40
 /// rows); then warp-specialized on the square ones and TMA loading the operand used as
 /// stored.
 #[test]
