@@ -511,7 +511,7 @@ fn wgmma_pipeline_folds_block_scales() {
 /// halves of a 32), NVFP4 x E4M3 (A split, B as stored, K 2.5 stages), MXFP8 x NVFP4 (B
 /// split: A is not translated), the skinny block (16 rows, K split in clusters of 4; 40
 /// rows); then warp-specialized on the square ones and TMA loading the operand used as
-/// stored.
+/// stored (square and skinny).
 #[test]
 fn wgmma_pipeline_splits_16_blocks() {
     let session = Session::new();
@@ -600,6 +600,12 @@ fn wgmma_pipeline_splits_16_blocks() {
     run_and_check(
         &session,
         &problems[1..3],
+        Some(&emulated("sm_90a", "wgmma-tma")),
+    );
+    // The skinny block fed by TMA (B as stored by boxes, A split and translated).
+    run_and_check(
+        &session,
+        &problems[4..],
         Some(&emulated("sm_90a", "wgmma-tma")),
     );
 }

@@ -14,7 +14,7 @@
 //! One shared-memory stage and register prefetch: the kernel of the ops the cp.async
 //! pipeline (`wgmma_pipeline/`, which shares this instruction) cannot take: a dynamic K,
 //! rows that are not a multiple of 16 bytes or not row-major, NVFP4's 16-blocks where no
-//! operand is translated or the pipeline's split tiles leave fewer than 4 stages.
+//! operand is translated or the pipeline's split tiles leave fewer than 3 stages.
 //!
 //! Shared-memory layout: K-major without swizzle, core matrices of 8 rows x 16 bytes, the
 //! one of (8-row group g, K half h) at byte `(2g + h) * 128`: a matrix descriptor with

@@ -137,8 +137,8 @@ pub(super) fn clear_halves<'c, 'a>(
 
 /// The dynamic shared memory: a ring of `stages` slots, each holding both operands' stage as
 /// stored (direct operands: the FP8 tile in the 128-byte swizzle; staged ones: rows as
-/// stored). The translated FP8 tiles of staged operands follow the ring, two per operand
-/// (stage parity), or, warp-specialized (the producer runs up to a ring ahead), sit in each
+/// stored). The translated FP8 tiles of staged operands follow the ring, three per operand
+/// (by stage % 3; each two halves where the operand is split), or, warp-specialized (the producer runs up to a ring ahead), sit in each
 /// slot; then the specialized kernel's mbarriers (a full and an empty one per slot). Every
 /// tile starts on a multiple of 1024 bytes from the base.
 #[derive(Clone, Copy)]

@@ -27,7 +27,8 @@
 //! 128 bytes, K-major in the 128-byte swizzle of the wgmma descriptors (row r's 16-byte
 //! chunk c at `r * 128 + (c ^ r % 8) * 16`, 8-row atoms of 1024 bytes, every tile on a
 //! 1024-byte boundary from the aligned base of the dynamic shared memory). The ring has
-//! `stages` slots (square: 5, 4 where 5 do not fit; skinny: 8); each holds each operand's
+//! `stages` slots (square: 5, 4 where 5 do not fit, 3 for split NVFP4 tiles beside staged
+//! scales; skinny: 8); each holds each operand's
 //! stage as copied:
 //! - direct (E4M3 / E5M2 as stored): the FP8 tile itself, the copies landing swizzled;
 //! - staged (a format translated to FP8): the rows as stored (128 or, packed, 64 bytes),
