@@ -1,4 +1,5 @@
 // RUN: lowp-opt %s --pass-pipeline='builtin.module(func.func(lowp-to-nvvm{chip=sm_90a},cse))' | FileCheck %s
+// RUN: not lowp-opt %s --pass-pipeline='builtin.module(func.func(lowp-to-nvvm{chip=sm_90a kernel=wgmma-specialized}))' 2>&1 | FileCheck %s --check-prefix=WS
 
 // NVFP4's 16-blocks in the sm_90a cp.async pipeline: a K segment per 16-block, one
 // m64n128k32 each, promoted with its UE4M3 scales. The first translated operand (A) has its
@@ -49,5 +50,19 @@ func.func @nvfp4(%a: memref<256x256x!lowp.packed<f4E2M1FN>>, %sa: memref<256x32x
                  %c: memref<256x128xf32>) {
   lowp.scaled_matmul %a[%sa], %b[%sb] into %c layouts(#lowp.nvfp4<16>, #lowp.nvfp4<16>)
       : memref<256x256x!lowp.packed<f4E2M1FN>>[memref<256x32xf8E4M3FN>], memref<128x256x!lowp.packed<f4E2M1FN>>[memref<128x32xf8E4M3FN>] -> memref<256x128xf32>
+  return
+}
+
+// 16-blocks on two operands used as stored (MXFP8 with 16-element blocks): nothing to split,
+// so `auto` takes the register-staged kernel (workgroup buffers, no dynamic shared memory)
+// and asking for a pipeline kernel is a located error that says why.
+// CHECK-LABEL: func.func @mx16_fp8
+// CHECK:       gpu.launch {{.*}} threads({{.*}}) in (%{{.*}} = %c128, %{{.*}} = %c1, %{{.*}} = %c1) workgroup(
+// CHECK-NOT:   dynamic_shared_memory_size
+// WS: wgmma-pipeline-split.mlir:[[#@LINE+3]]:3: error: lowp.scaled_matmul: no wgmma-specialized kernel for this op on sm_90a: the scales change every 16 along K and neither operand is translated
+func.func @mx16_fp8(%a: memref<128x256xf8E4M3FN>, %sa: memref<128x16xf8E8M0FNU>, %b: memref<128x256xf8E4M3FN>,
+                    %sb: memref<128x16xf8E8M0FNU>, %c: memref<128x128xf32>) {
+  lowp.scaled_matmul %a[%sa], %b[%sb] into %c layouts(#lowp.mx<16>, #lowp.mx<16>)
+      : memref<128x256xf8E4M3FN>[memref<128x16xf8E8M0FNU>], memref<128x256xf8E4M3FN>[memref<128x16xf8E8M0FNU>] -> memref<128x128xf32>
   return
 }
