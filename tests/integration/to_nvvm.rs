@@ -510,7 +510,7 @@ fn wgmma_pipeline_folds_block_scales() {
 /// x NVFP4 with edge blocks in A (UE4M3 scales subnormal, a zero block, NaN, each in both
 /// halves of a 32), NVFP4 x E4M3 (A split, B as stored, K 2.5 stages), MXFP8 x NVFP4 (B
 /// split: A is not translated), the skinny block (16 rows, K split in clusters of 4; 40
-/// rows); then warp-specialized on the square ones and TMA loading the operand used as
+/// rows), MX with 16-blocks (packed FP4 x FP6, 3 stages); then warp-specialized on the square ones and TMA loading the operand used as
 /// stored (square and skinny).
 #[test]
 fn wgmma_pipeline_splits_16_blocks() {
@@ -568,6 +568,20 @@ fn wgmma_pipeline_splits_16_blocks() {
             (40, 72, 256),
             (f4, nv, false, e5, ScaleLayout::PerChannel, false),
         ),
+        // MX with 16-blocks (E8M0), packed FP4 x FP6: both translated, 3 stages without
+        // staged scales.
+        pair_problem(
+            &mut rng,
+            (72, 72, 256),
+            (
+                f4,
+                ScaleLayout::Mx { block: 16 },
+                true,
+                ScaledFormat::F6E2M3,
+                ScaleLayout::MX,
+                false,
+            ),
+        ),
     ];
     let text = lowered(&session, &problems, "sm_90a", "auto");
     assert_eq!(
@@ -583,13 +597,15 @@ fn wgmma_pipeline_splits_16_blocks() {
     // Where K is whole stages the UE4M3 scales are staged (8 bytes a row and stage, copied
     // in the prologue and in each of the loop's two stages): both operands of the edge
     // problem (its barrier pipeline keeps 3 stages for them) and of the 16-row one, B of
-    // MXFP8 x NVFP4 (and its A's E8M0, 4 bytes), A of the 40-row one; not at K = 320.
+    // MXFP8 x NVFP4 (and its A's E8M0, 4 bytes), A of the 40-row one; not at K = 320, nor
+    // for FP4 x FP6 (3 stages only without them: 3 x 24 KiB + 3 x (32 + 16) KiB + 1 KiB).
     assert_eq!(
         text.matches(", 8, cache =  ca").count(),
         3 * (2 + 1 + 2 + 1)
     );
     assert_eq!(text.matches(", 4, cache =  ca").count(), 3);
     assert!(text.contains("dynamic_shared_memory_size %c228352_i32"));
+    assert!(text.contains("dynamic_shared_memory_size %c222208_i32"));
     run_and_check(&session, &problems, Some(&emulated("sm_90a", "wgmma")));
     let square = &problems[..3];
     run_and_check(
@@ -605,7 +621,7 @@ fn wgmma_pipeline_splits_16_blocks() {
     // The skinny block fed by TMA (B as stored by boxes, A split and translated).
     run_and_check(
         &session,
-        &problems[4..],
+        &problems[4..5],
         Some(&emulated("sm_90a", "wgmma-tma")),
     );
 }
