@@ -1,6 +1,9 @@
-//! Shared memory: square, 4 x 32 KiB for FP8 x FP8; MXFP4 x MXFP4 (packed) 4 x 16 KiB + 4 x
-//! 16 KiB of translated tiles; the most, FP6 x FP6, 4 x 32 KiB + 64 KiB. Skinny with 16 rows
-//! of A: 8 x 10 KiB for FP8, 8 x 5 KiB + 2 x 10 KiB for MXFP4. Plus 1 KiB of alignment.
+//! Shared memory, square blocks within sm_90a's 227 KiB (barrier pipeline): FP8 x FP8 5
+//! stages of 32 KiB; MXFP4 x MXFP4 (packed) 5 of 16 KiB + 3 x 32 KiB of translated tiles +
+//! staged scales; FP6 x FP6 3 of 32 KiB + 3 x 32 KiB translated + staged scales (its third
+//! stage is what stages the scales, which its fold needs); NVFP4 x NVFP4 3 of 16 KiB + 3 x 48
+//! KiB translated (A's tiles split) + staged scales. Skinny with 16 rows of A: 8 x 10 KiB
+//! for FP8, 8 x 5 KiB + 2 x 10 KiB for MXFP4. Plus 1 KiB of alignment.
 
 use lowp_formats::{ScaleDtype, ScaleLayout};
 use melior::dialect::arith::CmpiPredicate;
@@ -351,10 +354,13 @@ impl Memory {
         // Staged scales: a ring of the stages' copies (an entry per slot: A's rows, then
         // B's; with TMA too, every thread still commits a copy group per stage) and the
         // ring of 3 of decoded values, after the translated tiles; not where that leaves
-        // fewer than 4 stages, or 3 where an operand is split: an instruction per 16-block
-        // makes a stage long enough (8 promotions) for copies issued one stage ahead, and
-        // the 34 scales each promotion decodes would cost more than the tensor cores'
-        // time (NVFP4 x NVFP4: 3 stages with the scales, 5 without).
+        // fewer than 4 stages, or 3 where the stages are long enough for copies issued one
+        // stage ahead and the scales save more than a stage of lead: an operand split (an
+        // instruction and a promotion per 16-block, each promotion decoding 34 scales
+        // otherwise; NVFP4 x NVFP4: 3 stages with the scales, 5 without), or both operands
+        // translated from a byte a code (FP6 x FP6: its translation alone is several times
+        // the stage's tensor time; with the scales staged its E8M0 blocks can fold, one
+        // promotion a stage instead of four that each decode 34 scales).
         let fit = |blocks: [Option<(i64, i64)>; 2]| {
             let mut entry = 0;
             let in_entry = [0, 1].map(|x| {
@@ -370,7 +376,8 @@ impl Memory {
                 .min((limit - 1024 - PARITIES * staged - decoded - most * full) / (raw + entry));
             (stages, entry, in_entry, blocks)
         };
-        let least = if split.is_some() { 3 } else { 4 };
+        let long = split.is_some() || routes.iter().all(|r| r.staged && !r.packed);
+        let least = if long { 3 } else { 4 };
         let (stages, entry, in_entry, blocks) = match fit(scale_blocks) {
             (stages, ..) if stages < least => fit([None, None]),
             fitted => fitted,
