@@ -91,8 +91,8 @@ for s in 8192x8192x8192 4096x4096x4096 16x8192x8192 16x4096x8192; do
         save "time-$kernel-nofold-$s-f4e2m1" --m $m --n $n --k $k --lhs f4e2m1 --rhs f4e2m1 \
           --layout mx --packed --kernel $kernel --fold-scales off
       done
-      # MXFP6 (E2M3, translated by word arithmetic): the barrier pipeline (scales from
-      # global memory, per 32) and warp-specialized (scales staged and folded).
+      # MXFP6 (E2M3, translated by word arithmetic): both stage and fold the scales, the
+      # barrier pipeline with 3 stages, warp-specialized with 3 slots.
       for kernel in wgmma wgmma-specialized; do
         save "time-$kernel-$s-f6e2m3" --m $m --n $n --k $k --lhs f6e2m3 --rhs f6e2m3 \
           --layout mx --kernel $kernel
