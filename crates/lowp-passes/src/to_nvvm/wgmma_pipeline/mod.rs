@@ -683,12 +683,13 @@ fn descriptors<'c, 'a>(
     debug_assert!(at % 32 == 0 || (at % 16 == 0 && mem.routes.iter().any(|r| r.halves == 2)));
     let tile = |x: usize| {
         let route = mem.routes[x];
-        let half = at % 32 / 16;
-        let t = mem.tile(e, x, s);
-        match half * route.halves {
-            2 => e.addi(t, e.index(route.tile_bytes() + at / 32 * 32)),
-            _ => e.addi(t, e.index(at / 32 * 32)),
-        }
+        // The second 16 of the 32: the split operand's half 1.
+        let half = if at % 32 == 16 && route.halves == 2 {
+            route.tile_bytes()
+        } else {
+            0
+        };
+        e.addi(mem.tile(e, x, s), e.index(half + at / 32 * 32))
     };
     let first = mem.tile.first();
     let rows = e.muli(warpgroup, e.index(wgmma::BM * BK));
