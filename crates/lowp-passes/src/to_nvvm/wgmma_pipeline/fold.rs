@@ -2,11 +2,12 @@
 //! `mul` + 64 `fma`, twice the issue slots of the segment's instruction. Where every
 //! operand whose scales change along K is FP4 (4-bit codes translated through byte
 //! permutes) or FP6 (word arithmetic, `ByteRule`) with E8M0 32-blocks staged through shared
-//! memory, the square block (not with TMA) folds them into the codes instead: block j of a row's stage is translated with the table moved `max - e_j` binades
-//! down (each finite nonzero image replaced by the FP8 code of its value times `2^-(max -
-//! e_j)`, normal or subnormal: exact up to 8 binades for E2M1 into E4M3; one 16-byte table
-//! per distance, stored in shared memory before the loop and loaded per chunk), so that the
-//! stage is one partial sum of 128 scaled once by the rows' and columns' `2^(max - 127)`.
+//! memory, the square block (not with TMA) folds them into the codes instead: block j of a
+//! row's stage is translated with the table moved `max - e_j` binades down (each finite
+//! nonzero image replaced by the FP8 code of its value times `2^-(max - e_j)`, normal or
+//! subnormal: exact up to 8 binades for E2M1 into E4M3; one 16-byte table per distance,
+//! stored in shared memory before the loop and loaded per chunk), so that the stage is one
+//! partial sum of 128 scaled once by the rows' and columns' `2^(max - 127)`.
 //! Whether the data allows is a property of the scales alone: before its loop each thread
 //! scans the scales of the row it copies (every stage's 4-byte word, up to 32 at a time;
 //! warp-specialized, the producers) and `bar.red.or` gives the block one answer; the block

@@ -138,6 +138,20 @@ pub(super) fn clear_halves<'c, 'a>(
     });
 }
 
+/// The fewest stages a ring of these routes needs: warp-specialized 2 (the producer one
+/// ahead of the slot read); the barrier pipeline reads two slots and copies two ahead, or
+/// one where its stages are long enough for copies issued one stage ahead: an operand split
+/// (an instruction and a promotion per 16-block), or both operands translated from a byte a
+/// code (FP6: the translation alone is several times the stage's tensor time).
+fn fewest_stages(routes: &[Route; 2], specialized: bool) -> i64 {
+    let long = routes.iter().any(|r| r.halves == 2) || routes.iter().all(|r| r.staged && !r.packed);
+    match (specialized, long) {
+        (true, _) => 2,
+        (false, true) => 3,
+        (false, false) => 4,
+    }
+}
+
 /// The dynamic shared memory: a ring of `stages` slots, each holding both operands' stage as
 /// stored (direct operands: the FP8 tile in the 128-byte swizzle; staged ones: rows as
 /// stored). The translated FP8 tiles of staged operands follow the ring, three per operand
@@ -376,8 +390,7 @@ impl Memory {
                 .min((limit - 1024 - PARITIES * staged - decoded - most * full) / (raw + entry));
             (stages, entry, in_entry, blocks)
         };
-        let long = split.is_some() || routes.iter().all(|r| r.staged && !r.packed);
-        let least = if long { 3 } else { 4 };
+        let least = fewest_stages(&routes, false);
         let (stages, entry, in_entry, blocks) = match fit(scale_blocks) {
             (stages, ..) if stages < least => fit([None, None]),
             fitted => fitted,
@@ -423,17 +436,9 @@ impl Memory {
         }
     }
 
-    /// Whether the ring has the stages its loop needs: the barrier pipeline reads two slots
-    /// and copies two ahead (one where an operand is split: its stages are 8 segments
-    /// long), the warp-specialized producer one ahead of the slot read.
+    /// Whether the ring has the stages its loop needs (`fewest_stages`).
     pub(super) fn fits(&self) -> bool {
-        let split = self.routes.iter().any(|r| r.halves == 2);
-        self.stages
-            >= match (self.specialized, split) {
-                (true, _) => 2,
-                (false, true) => 3,
-                (false, false) => 4,
-            }
+        self.stages >= fewest_stages(&self.routes, self.specialized)
     }
 
     /// What the kernel asks for: the memory (at least what split-K's gathering takes, a
