@@ -14,8 +14,12 @@
 // SM100:       .target sm_100a
 // CHECK:       .visible .entry mxfp8_kernel(
 // CHECK-NOT:   .local
-// CHECK-COUNT-16: ld.global.b32
 // CHECK-COUNT-8:  mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e5m2.f32
+// CHECK-NOT:   .local
+// The step's 16 registers, loaded back to back in one branch (K inside, rows aligned).
+// CHECK:       bra
+// CHECK-COUNT-16: ld.global.b32
+// CHECK-NEXT:  bra.uni
 // CHECK-NOT:   .local
 // CHECK:       st.global.b32
 
@@ -27,5 +31,25 @@ func.func @mxfp8(%a: memref<128x256xf8E4M3FN>, %sa: memref<128x8xf8E8M0FNU>,
                  %b: memref<64x256xf8E5M2>, %sb: memref<64x8xf8E8M0FNU>, %c: memref<128x64xf32>) {
   lowp.scaled_matmul %a[%sa], %b[%sb] into %c layouts(#lowp.mx<32>, #lowp.mx<32>)
       : memref<128x256xf8E4M3FN>[memref<128x8xf8E8M0FNU>], memref<64x256xf8E5M2>[memref<64x8xf8E8M0FNU>] -> memref<128x64xf32>
+  return
+}
+
+// FP6 x packed FP4 (into E4M3): the step's 8 FP6 words and 8 packed half-words loaded back
+// to back, then translated with byte permutes and word arithmetic, no select chain.
+// SM89:        .visible .entry fp6_fp4_kernel(
+// SM89-NOT:    .local
+// SM89:        bra
+// SM89-COUNT-8: ld.global.b32
+// SM89-COUNT-8: ld.global.b16
+// SM89-NOT:    selp
+// SM89:        prmt.b32
+// SM89-NOT:    selp
+// SM89:        bra.uni
+func.func @fp6_fp4(%a: memref<64x128xf6E2M3FN>, %sa: memref<64x4xf8E8M0FNU>,
+                   %b: memref<64x64x!lowp.packed<f4E2M1FN>>, %sb: memref<64x4xf8E8M0FNU>,
+                   %c: memref<64x64xf32>) {
+  lowp.scaled_matmul %a[%sa], %b[%sb] into %c layouts(#lowp.mx<32>, #lowp.mx<32>)
+      : memref<64x128xf6E2M3FN>[memref<64x4xf8E8M0FNU>],
+        memref<64x64x!lowp.packed<f4E2M1FN>>[memref<64x4xf8E8M0FNU>] -> memref<64x64xf32>
   return
 }

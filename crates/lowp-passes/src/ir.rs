@@ -279,6 +279,42 @@ impl<'c, 'a> Emitter<'c, 'a> {
         self.val(melior::dialect::memref::dim(memref, i, self.loc))
     }
 
+    /// `memref.extract_aligned_pointer_as_index`: the address of the memref's aligned
+    /// buffer (its element 0 before the offset).
+    pub fn aligned_pointer(&self, memref: Value<'c, '_>) -> Value<'c, 'a> {
+        self.val(
+            OperationBuilder::new("memref.extract_aligned_pointer_as_index", self.loc)
+                .add_operands(&[memref])
+                .add_results(&[self.index_type()])
+                .build()
+                .expect("valid memref.extract_aligned_pointer_as_index"),
+        )
+    }
+
+    /// The offset and strides (in elements) of a memref of rank `rank`, from
+    /// `memref.extract_strided_metadata` (constants where its layout is static).
+    pub fn strided(
+        &self,
+        memref: Value<'c, '_>,
+        rank: usize,
+    ) -> (Value<'c, 'a>, Vec<Value<'c, 'a>>) {
+        let t = melior::ir::r#type::MemRefType::try_from(memref.r#type())
+            .expect("strided metadata of a memref");
+        let base = melior::ir::r#type::MemRefType::new(t.element(), &[], None, t.memory_space());
+        let index = self.index_type();
+        let mut results = vec![base.into(), index];
+        results.extend(std::iter::repeat_n(index, 2 * rank));
+        let op = self.insert(
+            OperationBuilder::new("memref.extract_strided_metadata", self.loc)
+                .add_operands(&[memref])
+                .add_results(&results)
+                .build()
+                .expect("valid memref.extract_strided_metadata"),
+        );
+        let r = |i: usize| op.result(i).expect("metadata result").into();
+        (r(1), (0..rank).map(|i| r(2 + rank + i)).collect())
+    }
+
     /// `memref.alloc` of `shape` (`None` = dynamic, taken from `dynamic` in order), aligned
     /// to `align` bytes.
     pub fn alloc(
@@ -391,17 +427,17 @@ impl<'c, 'a> Emitter<'c, 'a> {
         )
     }
 
-    /// The `i32` whose bytes, low to high, are the four elements of a `vector<4xi8>`.
-    pub fn word_of_bytes(&self, v: Value<'c, '_>) -> Value<'c, 'a> {
-        let i32t = self.int_type(32);
-        let as_word = self.val(
+    /// The `i(8 n)` whose bytes, low to high, are the `n` elements of a `vector<n x i8>`.
+    pub fn int_of_bytes(&self, v: Value<'c, '_>, n: u32) -> Value<'c, 'a> {
+        let int = self.int_type(8 * n);
+        let as_int = self.val(
             OperationBuilder::new("vector.bitcast", self.loc)
                 .add_operands(&[v])
-                .add_results(&[self.vector_type(1, i32t)])
+                .add_results(&[self.vector_type(1, int)])
                 .build()
                 .expect("valid vector.bitcast"),
         );
-        self.extract(as_word, 0, i32t)
+        self.extract(as_int, 0, int)
     }
 
     /// `vector.extract %v[position]`: one element.

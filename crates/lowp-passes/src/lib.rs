@@ -25,6 +25,7 @@
 #![deny(missing_docs)]
 
 pub mod chip;
+mod code_words;
 pub mod codes;
 pub mod docs;
 mod error;

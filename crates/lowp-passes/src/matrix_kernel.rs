@@ -9,9 +9,11 @@
 //! block computes 64 x 64 of C. K advances one instruction (`k`) per step, or 16 when the
 //! scale block is 16 (fragment registers whose K lies past 16 are zero). Fragment registers
 //! are loaded from global memory straight into registers: one aligned 32-bit load when the
-//! codes are stored as the instruction reads them and rows are 4-byte aligned, else code
-//! by code (bounds-checked at the end of K), through an embedding table when the stored
-//! format is not the instruction's.
+//! codes are stored as the instruction reads them and rows are 4-byte aligned; on NVIDIA,
+//! codes an FP8 instruction reads through an embedding table that `code_words` applies a
+//! word at a time (4-bit codes, packed or not; FP6 one per byte) are loaded the same way
+//! (2 bytes packed) and translated four at a time (byte permutes, word arithmetic); else
+//! code by code (bounds-checked at the end of K) through the table's select chain.
 //!
 //! Scales, as the oracle applies them: within a K segment where neither scale changes (the
 //! gcd of the two blocks) the instructions accumulate a partial sum from zero, added to the
@@ -33,6 +35,7 @@ use melior::ir::operation::OperationLike;
 use melior::ir::r#type::{DimSize, MemRefType, ShapedTypeLike};
 use melior::ir::{OperationRef, TypeLike, Value, ValueLike};
 
+use crate::code_words::{Permute, WordRule};
 use crate::codes;
 use crate::expand_quantize::{ceil_div, code_format, layout_attr_of, load_code, Scaled};
 use crate::ir::Emitter;
@@ -330,12 +333,23 @@ impl Plan {
     }
 }
 
+/// An operand's registers read a word at a time ([`Kernel::fragments`]).
+struct WordReads {
+    /// Stored bytes per register: 4, or 2 for 4 packed codes an FP8 instruction reads.
+    bytes: u32,
+    /// The table's word rule and the byte permute that applies it, if translated.
+    translated: Option<(WordRule, Permute)>,
+}
+
 /// The op's operands and sizes as the kernel body reads them.
 pub(crate) struct Kernel<'p, 'c, 'a> {
     pub(crate) plan: &'p Plan,
     instr: &'p dyn Instr,
     shape: Shape,
     pub(crate) ops: Operands<'c, 'a>,
+    /// How translated codes become FP8 four at a time where the table allows
+    /// (`code_words`); `None`: code by code.
+    permute: Option<Permute>,
 }
 
 /// One lane's place: its warp's (or warpgroup's) tile origin in C and its lane index.
@@ -387,7 +401,17 @@ impl<'p, 'c, 'a> Kernel<'p, 'c, 'a> {
             instr,
             shape: instr.shape(),
             ops: Operands::read(e, op)?,
+            permute: None,
         })
+    }
+
+    /// Translate codes four at a time with byte permutes of this kind (NVIDIA kernels:
+    /// `prmt` on the GPU, shifts in their emulation).
+    pub(crate) fn with_permute(self, permute: Permute) -> Self {
+        Self {
+            permute: Some(permute),
+            ..self
+        }
     }
 
     /// Blocks over C for a `bm x bn` tile: along N (x), along M (y).
@@ -472,9 +496,9 @@ impl<'p, 'c, 'a> Kernel<'p, 'c, 'a> {
         e.select(inside, code, e.i32(0))
     }
 
-    /// One register: the codes of (row, kw..) at `width` bits each, the first in the low
-    /// bits.
-    pub(crate) fn word(
+    /// One register by codes: the codes of (row, kw..) at `width` bits each, the first in
+    /// the low bits, each bounds-checked and translated on its own.
+    fn elementwise_word(
         &self,
         e: &Emitter<'c, 'a>,
         src: &Operand,
@@ -483,40 +507,88 @@ impl<'p, 'c, 'a> Kernel<'p, 'c, 'a> {
         row: Value<'c, 'a>,
         kw: Value<'c, 'a>,
     ) -> Value<'c, 'a> {
-        let i32t = e.int_type(32);
-        let per = 32 / width;
-        let elementwise = |e: &Emitter<'c, 'a>| {
-            (0..per).fold(e.i32(0), |w, s| {
-                let c = self.code(e, src, bits, row, e.addi(kw, e.index(s as i64)));
-                e.ori(w, e.shli(c, e.i32(width * s)))
-            })
-        };
-        // Stored as the instruction reads them (bytes of FP8, or nibbles of packed FP4):
-        // one 32-bit load when the register's codes are inside K and rows are 4-byte
-        // aligned (K a multiple of the codes per register).
+        (0..32 / width).fold(e.i32(0), |w, s| {
+            let c = self.code(e, src, bits, row, e.addi(kw, e.index(s as i64)));
+            e.ori(w, e.shli(c, e.i32(width * s)))
+        })
+    }
+
+    /// How an operand's registers can be read a word at a time, where they can: stored as
+    /// the instruction reads them (bytes of FP8, or nibbles of packed FP4), one 32-bit load
+    /// each; or, on NVIDIA, codes a table translates a word at a time (`code_words`), one
+    /// load of their 2 (packed) or 4 bytes, then four translated at once.
+    fn word_reads(&self, src: &Operand, width: u32) -> Option<WordReads> {
         let stored_width = if src.packed { 4 } else { 8 };
-        if src.table.is_some() || stored_width != width {
-            return elementwise(e);
+        match (&src.table, self.permute) {
+            (None, _) if stored_width == width => Some(WordReads {
+                bytes: 4,
+                translated: None,
+            }),
+            (Some(table), Some(p)) if width == 8 => {
+                WordRule::of(table, src.packed).map(|rule| WordReads {
+                    bytes: if src.packed { 2 } else { 4 },
+                    translated: Some((rule, p)),
+                })
+            }
+            _ => None,
         }
-        let per_v = e.index(per as i64);
-        let fast = e.andi(
-            e.cmpi(CmpiPredicate::Ule, e.addi(kw, per_v), self.ops.k),
-            e.cmpi(CmpiPredicate::Eq, e.remui(self.ops.k, per_v), e.index(0)),
-        );
+    }
+
+    /// Whether `bits`'s rows can be read `bytes` at a time: the base, the offset and the
+    /// row stride multiples of `bytes`, columns contiguous (an `i1`).
+    fn rows_aligned(&self, e: &Emitter<'c, 'a>, bits: Value<'c, 'a>, bytes: u32) -> Value<'c, 'a> {
+        let (b, zero) = (e.index(bytes as i64), e.index(0));
+        let (offset, strides) = e.strided(bits, 2);
+        let start = e.addi(e.aligned_pointer(bits), offset);
+        let multiple = |v| e.cmpi(CmpiPredicate::Eq, e.remui(v, b), zero);
+        let contiguous = e.cmpi(CmpiPredicate::Eq, strides[1], e.index(1));
+        e.andi(e.andi(multiple(start), multiple(strides[0])), contiguous)
+    }
+
+    /// The stored bytes of one register read at once (`rows_aligned`, its codes inside K):
+    /// `reads.bytes` from (row, code kw) as the low bits of an `i32`.
+    fn stored_word(
+        &self,
+        e: &Emitter<'c, 'a>,
+        src: &Operand,
+        bits: Value<'c, 'a>,
+        reads: &WordReads,
+        row: Value<'c, 'a>,
+        kw: Value<'c, 'a>,
+    ) -> Value<'c, 'a> {
+        let n = reads.bytes;
         let byte = if src.packed {
             e.divui(kw, e.index(2))
         } else {
             kw
         };
-        e.if_else(
-            fast,
-            &[i32t],
-            |e| vec![e.word_of_bytes(e.vload_aligned(bits, &[row, byte], 4, 4))],
-            |e| vec![elementwise(e)],
-        )[0]
+        let element = melior::ir::r#type::MemRefType::try_from(bits.r#type())
+            .expect("codes in a memref")
+            .element();
+        let stored = if element == e.int_type(8) {
+            e.int_of_bytes(e.vload_aligned(bits, &[row, byte], n as u64, n as i64), n)
+        } else {
+            // Codes narrower than a byte, one per byte (an `iN` memref): their bytes
+            // through the address.
+            let (offset, strides) = e.strided(bits, 2);
+            let start = e.addi(e.aligned_pointer(bits), offset);
+            let at = e.addi(start, e.addi(e.muli(row, strides[0]), byte));
+            let (_, p) = reads
+                .translated
+                .expect("only translated codes are narrower");
+            load_address(e, at, n, p)
+        };
+        if n == 4 {
+            stored
+        } else {
+            e.extui(stored, e.int_type(32))
+        }
     }
 
     /// All registers of one lane at K step `kk`: every A tile's, then every B tile's.
+    /// Operands read a word at a time (`word_reads`) are loaded by one branch for the whole
+    /// step, where the instruction's K is inside K and their rows are aligned: all loads
+    /// first, then the translations; else (the end of K, unaligned rows) code by code.
     pub(crate) fn fragments(
         &self,
         e: &Emitter<'c, 'a>,
@@ -525,61 +597,135 @@ impl<'p, 'c, 'a> Kernel<'p, 'c, 'a> {
     ) -> (Vec<Value<'c, 'a>>, Vec<Value<'c, 'a>>) {
         let s = self.shape;
         let step = e.index(self.plan.step);
-        let part = |e: &Emitter<'c, 'a>, k0: Value<'c, 'a>, w: Value<'c, 'a>| {
-            // Registers past a 16-step are zero.
-            if self.plan.step < s.k {
-                e.select(e.cmpi(CmpiPredicate::Ult, k0, step), w, e.i32(0))
-            } else {
-                w
-            }
-        };
-        // One operand's registers: per tile, per register, the codes of its row (column)
-        // clamped into the matrix (rows past the end are never stored) from its first K.
+        // One operand's registers: per tile, per register, the row (column) clamped into
+        // the matrix (rows past the end are never stored) and the first K.
         type RegMap<'r, 'c, 'a> =
             &'r dyn Fn(&Emitter<'c, 'a>, Value<'c, 'a>, usize) -> (Value<'c, 'a>, Value<'c, 'a>);
-        let side = |tiles: usize,
-                    words: usize,
-                    extent: i64,
-                    origin: Value<'c, 'a>,
-                    rows: Value<'c, 'a>,
-                    reg: RegMap<'_, 'c, 'a>,
-                    src: &Operand,
-                    bits: Value<'c, 'a>,
-                    width: u32| {
+        let places = |tiles: usize,
+                      words: usize,
+                      extent: i64,
+                      origin: Value<'c, 'a>,
+                      rows: Value<'c, 'a>,
+                      reg: RegMap<'_, 'c, 'a>| {
             let last = e.subi(rows, e.index(1));
             let mut out = Vec::with_capacity(tiles * words);
             for t in 0..tiles {
                 for r in 0..words {
                     let (rc, k0) = reg(e, l.lane, r);
                     let rc = e.addi(e.addi(origin, e.index(t as i64 * extent)), rc);
-                    let w = self.word(e, src, bits, width, e.minui(rc, last), e.addi(kk, k0));
-                    out.push(part(e, k0, w));
+                    out.push((e.minui(rc, last), k0));
                 }
             }
             out
         };
-        let a = side(
-            s.tiles.0,
-            s.a_words,
-            s.m,
-            l.row0,
-            self.ops.m,
-            &|e, lane, r| self.instr.a_reg(e, lane, r),
-            &self.plan.a,
-            self.ops.bits_a,
-            s.a_bits,
-        );
-        let b = side(
-            s.tiles.1,
-            s.b_words,
-            s.n,
-            l.col0,
-            self.ops.n,
-            &|e, lane, r| self.instr.b_reg(e, lane, r),
-            &self.plan.b,
-            self.ops.bits_b,
-            s.b_bits,
-        );
+        let sides = [
+            (
+                places(
+                    s.tiles.0,
+                    s.a_words,
+                    s.m,
+                    l.row0,
+                    self.ops.m,
+                    &|e, lane, r| self.instr.a_reg(e, lane, r),
+                ),
+                &self.plan.a,
+                self.ops.bits_a,
+                s.a_bits,
+            ),
+            (
+                places(
+                    s.tiles.1,
+                    s.b_words,
+                    s.n,
+                    l.col0,
+                    self.ops.n,
+                    &|e, lane, r| self.instr.b_reg(e, lane, r),
+                ),
+                &self.plan.b,
+                self.ops.bits_b,
+                s.b_bits,
+            ),
+        ];
+        let reads = sides
+            .each_ref()
+            .map(|(_, src, _, width)| self.word_reads(src, *width));
+        let by_codes = |e: &Emitter<'c, 'a>, x: usize| -> Vec<Value<'c, 'a>> {
+            let (places, src, bits, width) = &sides[x];
+            places
+                .iter()
+                .map(|&(row, k0)| self.elementwise_word(e, src, *bits, *width, row, e.addi(kk, k0)))
+                .collect()
+        };
+        let words = if reads.iter().all(Option::is_none) {
+            [by_codes(e, 0), by_codes(e, 1)]
+        } else {
+            let inside = e.cmpi(CmpiPredicate::Ule, e.addi(kk, e.index(s.k)), self.ops.k);
+            let fast = (0..2)
+                .filter_map(|x| {
+                    reads[x]
+                        .as_ref()
+                        .map(|r| self.rows_aligned(e, sides[x].2, r.bytes))
+                })
+                .fold(inside, |c, aligned| e.andi(c, aligned));
+            let loaded: Vec<usize> = (0..2).filter(|&x| reads[x].is_some()).collect();
+            let count: usize = loaded.iter().map(|&x| sides[x].0.len()).sum();
+            let mut out = e
+                .if_else(
+                    fast,
+                    &vec![e.int_type(32); count],
+                    |e| {
+                        let stored: Vec<Vec<Value<'c, 'a>>> = loaded
+                            .iter()
+                            .map(|&x| {
+                                let (places, src, bits, _) = &sides[x];
+                                let r = reads[x].as_ref().expect("read a word at a time");
+                                places
+                                    .iter()
+                                    .map(|&(row, k0)| {
+                                        self.stored_word(e, src, *bits, r, row, e.addi(kk, k0))
+                                    })
+                                    .collect()
+                            })
+                            .collect();
+                        loaded
+                            .iter()
+                            .zip(stored)
+                            .flat_map(|(&x, words)| {
+                                let r = reads[x].as_ref().expect("read a word at a time");
+                                let packed = sides[x].1.packed;
+                                words.into_iter().map(move |w| match r.translated {
+                                    Some((rule, p)) => rule.apply(e, p, packed, w),
+                                    None => w,
+                                })
+                            })
+                            .collect()
+                    },
+                    |e| loaded.iter().flat_map(|&x| by_codes(e, x)).collect(),
+                )
+                .into_iter();
+            std::array::from_fn(|x| {
+                if reads[x].is_some() {
+                    out.by_ref().take(sides[x].0.len()).collect()
+                } else {
+                    by_codes(e, x)
+                }
+            })
+        };
+        // Registers past a 16-step are zero.
+        let [a, b] = std::array::from_fn(|x| {
+            sides[x]
+                .0
+                .iter()
+                .zip(&words[x])
+                .map(|(&(_, k0), &w)| {
+                    if self.plan.step < s.k {
+                        e.select(e.cmpi(CmpiPredicate::Ult, k0, step), w, e.i32(0))
+                    } else {
+                        w
+                    }
+                })
+                .collect()
+        });
         (a, b)
     }
 
@@ -857,13 +1003,7 @@ impl<'p, 'c, 'a> Kernel<'p, 'c, 'a> {
             } else {
                 2
             };
-        let base = e.val(
-            OperationBuilder::new("memref.extract_aligned_pointer_as_index", e.loc())
-                .add_operands(&[self.ops.o.out])
-                .add_results(&[e.index_type()])
-                .build()
-                .expect("valid memref.extract_aligned_pointer_as_index"),
-        );
+        let base = e.aligned_pointer(self.ops.o.out);
         let aligned = e.cmpi(CmpiPredicate::Eq, e.remui(base, e.index(bytes)), zero);
         e.if_else(
             aligned,
@@ -916,8 +1056,12 @@ pub(crate) fn lower<'c, 'a>(
     plan: &Plan,
     instr: &dyn RegisterInstr,
     emulate: bool,
+    permute: Option<Permute>,
 ) -> Result<(), PassError> {
-    let kernel = Kernel::new(e, op, plan, instr)?;
+    let mut kernel = Kernel::new(e, op, plan, instr)?;
+    if let Some(p) = permute {
+        kernel = kernel.with_permute(p);
+    }
     let (tm, tn) = kernel.shape.block_tile();
     kernel.blocks(e, kernel.grid(e, tm, tn), |e, bm, bn| {
         if emulate {
@@ -1212,6 +1356,48 @@ fn emulated_instr<'c, 'a>(
         }
         vec![]
     });
+}
+
+/// The `n` bytes (2 or 4) at byte address `at` (an index) as an integer of `8 n` bits: a
+/// global load on the GPU (`Permute::Prmt`), a plain one in the CPU emulation.
+fn load_address<'c, 'a>(
+    e: &Emitter<'c, 'a>,
+    at: Value<'c, 'a>,
+    n: u32,
+    p: Permute,
+) -> Value<'c, 'a> {
+    let ptr = |space: u32| {
+        let text = match space {
+            0 => "!llvm.ptr".to_string(),
+            s => format!("!llvm.ptr<{s}>"),
+        };
+        melior::ir::Type::parse(e.ctx(), &text).expect("valid pointer type")
+    };
+    let cast = |name: &str, v: Value<'c, 'a>, to: u32| {
+        e.val(
+            OperationBuilder::new(name, e.loc())
+                .add_operands(&[v])
+                .add_results(&[ptr(to)])
+                .build()
+                .expect("valid pointer cast"),
+        )
+    };
+    let generic = cast("llvm.inttoptr", e.index_castui(at, e.int_type(64)), 0);
+    let pointer = match p {
+        Permute::Prmt => cast("llvm.addrspacecast", generic, 1),
+        Permute::Shifts => generic,
+    };
+    e.val(
+        OperationBuilder::new("llvm.load", e.loc())
+            .add_operands(&[pointer])
+            .add_attributes(&[(
+                melior::ir::Identifier::new(e.ctx(), "alignment"),
+                melior::ir::attribute::IntegerAttribute::new(e.int_type(64), n as i64).into(),
+            )])
+            .add_results(&[e.int_type(8 * n)])
+            .build()
+            .expect("valid llvm.load"),
+    )
 }
 
 /// Emit a remark at `op`: a lowering choice the user should know of.

@@ -13,10 +13,17 @@
 // CHECK:         scf.parallel (%[[TID:.*]]) = (%c0) to (%c128) step (%c1) {
 // CHECK:           %{{.*}}:32 = scf.for %{{.*}} = %c0 to %{{.*}} step %c1 iter_args({{.*}}) -> (f32, f32,
 // CHECK:             %{{.*}}:32 = scf.for %{{.*}} = %{{.*}} to %{{.*}} step %c32 iter_args({{.*}}) -> (f32, f32,
-// CHECK:               scf.if %{{.*}} -> (i32) {
-// CHECK-NEXT:            vector.load %[[A]][%{{.*}}, %{{.*}}] {alignment = 4 : i64} : memref<128x256xi8>, vector<4xi8>
+// One branch per K step: the step inside K and both operands' rows 4-byte aligned (base +
+// offset and row stride, read from the memrefs' metadata; columns contiguous) load all 16
+// registers as words, else code by code.
+// CHECK:               memref.extract_strided_metadata %[[A]]
+// CHECK:               memref.extract_strided_metadata %[[B]]
+// CHECK:               %{{.*}}:16 = scf.if %{{.*}} -> (i32, i32, i32, i32, i32, i32, i32, i32, i32, i32, i32, i32, i32, i32, i32, i32) {
+// CHECK:                 vector.load %[[A]][%{{.*}}, %{{.*}}] {alignment = 4 : i64} : memref<128x256xi8>, vector<4xi8>
 // CHECK-NEXT:            vector.bitcast %{{.*}} : vector<4xi8> to vector<1xi32>
 // CHECK:                 vector.load %[[B]][%{{.*}}, %{{.*}}] {alignment = 4 : i64} : memref<64x256xi8>, vector<4xi8>
+// CHECK:               } else {
+// CHECK:                 memref.load %[[A]]
 // CHECK-COUNT-8:       llvm.call_intrinsic "llvm.nvvm.mma.m16n8k32.row.col.f32.e4m3.e5m2.f32"({{.*}}) : (i32, i32, i32, i32, i32, i32, f32, f32, f32, f32) -> !llvm.struct<(f32, f32, f32, f32)>
 // CHECK:               scf.yield
 // The block scales of the segment, once per row and column of the lane, times the partial sums.
@@ -71,5 +78,42 @@ func.func @nvfp4(%a: memref<32x32x!lowp.packed<f4E2M1FN>>, %sa: memref<32x4xf8E4
       layouts(#lowp.nvfp4<16, global>, #lowp.nvfp4<16, global>)
       : memref<32x32x!lowp.packed<f4E2M1FN>>[memref<32x4xf8E4M3FN>, memref<f32>],
         memref<16x32x!lowp.packed<f4E2M1FN>>[memref<16x4xf8E4M3FN>, memref<f32>] -> memref<32x16xbf16>
+  return
+}
+
+// FP6 (E2M3, one code per byte) x packed E2M1 into E4M3: a K step's registers loaded as
+// words (A's 4 bytes through their address: an i6 memref has no byte vectors; B's 2 packed
+// bytes), then translated four codes at a time: FP6 by word arithmetic (4 prmt: subnormal
+// selectors, their images, the normal mask), E2M1 by three prmt over the 16 images.
+// CHECK-LABEL: func.func @fp6_fp4
+// CHECK-DAG:   %[[A:.*]] = lowp.storage_cast %arg0 : memref<64x128xf6E2M3FN> to memref<64x128xi6>
+// CHECK-DAG:   %[[B:.*]] = lowp.storage_cast %arg2 : memref<64x64x!lowp.packed<f4E2M1FN>> to memref<64x64xi8>
+// CHECK:       memref.extract_aligned_pointer_as_index %[[A]]
+// CHECK:       %{{.*}}:16 = scf.if %{{.*}} -> (i32, i32, i32, i32, i32, i32, i32, i32, i32, i32, i32, i32, i32, i32, i32, i32) {
+// CHECK:         llvm.addrspacecast %{{.*}} : !llvm.ptr to !llvm.ptr<1>
+// CHECK-NEXT:    llvm.load %{{.*}} {alignment = 4 : i64} : !llvm.ptr<1> -> i32
+// CHECK:         vector.load %[[B]][%{{.*}}, %{{.*}}] {alignment = 2 : i64} : memref<64x64xi8>, vector<2xi8>
+// CHECK-NEXT:    vector.bitcast %{{.*}} : vector<2xi8> to vector<1xi16>
+// CHECK-NOT:     arith.select
+// CHECK:         nvvm.prmt <default>
+// CHECK-NOT:     arith.select
+// CHECK:       } else {
+// CHECK:         arith.select
+// CHECK:       }
+// CHECK-COUNT-8: llvm.call_intrinsic "llvm.nvvm.mma.m16n8k32.row.col.f32.e4m3.e4m3.f32"
+
+// The emulation translates the same way, its byte permutes by shifts, loads through plain
+// pointers.
+// EMU-LABEL: func.func @fp6_fp4
+// EMU-NOT:   nvvm.prmt
+// EMU:       llvm.load %{{.*}} {alignment = 4 : i64} : !llvm.ptr -> i32
+// EMU-NOT:   nvvm.prmt
+// EMU:       return
+func.func @fp6_fp4(%a: memref<64x128xf6E2M3FN>, %sa: memref<64x4xf8E8M0FNU>,
+                   %b: memref<64x64x!lowp.packed<f4E2M1FN>>, %sb: memref<64x4xf8E8M0FNU>,
+                   %c: memref<64x64xf32>) {
+  lowp.scaled_matmul %a[%sa], %b[%sb] into %c layouts(#lowp.mx<32>, #lowp.mx<32>)
+      : memref<64x128xf6E2M3FN>[memref<64x4xf8E8M0FNU>],
+        memref<64x64x!lowp.packed<f4E2M1FN>>[memref<64x4xf8E8M0FNU>] -> memref<64x64xf32>
   return
 }

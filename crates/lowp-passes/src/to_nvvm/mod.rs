@@ -84,6 +84,7 @@ use melior::ir::OperationRef;
 use lowp_formats::ScaledFormat;
 
 use crate::chip::Chip;
+use crate::code_words::Permute;
 use crate::expand_quantize::{loop_dialects, unsupported};
 use crate::matrix_kernel::{Operand, Plan};
 use crate::registry::{OptionDef, OptionKind, PassDef, PassOptions};
@@ -311,7 +312,14 @@ fn run<'c, 'a>(func: OperationRef<'c, 'a>, options: &PassOptions) -> Result<(), 
             ));
         }
         match lowered {
-            Ok((plan, Fp8::MmaSync(i))) => crate::matrix_kernel::lower(e, op, &plan, &i, emulate),
+            Ok((plan, Fp8::MmaSync(i))) => crate::matrix_kernel::lower(
+                e,
+                op,
+                &plan,
+                &i,
+                emulate,
+                Some(Permute::nvidia(emulate)),
+            ),
             Ok((plan, Fp8::Wgmma(i))) => wgmma::lower(e, op, &plan, &i, emulate),
             Ok((plan, Fp8::WgmmaPipeline(i, tile, feed))) => {
                 wgmma_pipeline::lower(e, op, &plan, &i, &facts, tile, feed, fold, emulate)

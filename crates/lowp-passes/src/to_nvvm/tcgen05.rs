@@ -52,6 +52,7 @@ use super::wgmma::{
     copied_word, copy_tiles, fence_proxy_async, segment_end, smem_address, smem_shape, store_tiles,
     LBO, SBO, THREADS,
 };
+use crate::code_words::Permute;
 use crate::codes;
 use crate::expand_quantize::{ceil_div, layout_attr_of};
 use crate::ir::Emitter;
@@ -455,7 +456,7 @@ pub(super) fn lower<'c, 'a>(
     instr: &Tcgen05,
     emulate: bool,
 ) -> Result<(), PassError> {
-    let kn = Kernel::new(e, op, plan, instr)?;
+    let kn = Kernel::new(e, op, plan, instr)?.with_permute(Permute::nvidia(emulate));
     let (zero, one) = (e.index(0), e.index(1));
     let grid = kn.grid(e, BM, BN);
     if emulate {

@@ -33,6 +33,7 @@ use melior::ir::attribute::StringAttribute;
 use melior::ir::operation::OperationBuilder;
 use melior::ir::{Attribute, Identifier, OperationRef, Type, Value, ValueLike};
 
+use crate::code_words::Permute;
 use crate::codes;
 use crate::ir::Emitter;
 use crate::matrix_kernel::{Instr, Kernel, Lane, Plan, Shape};
@@ -527,7 +528,7 @@ pub(super) fn lower<'c, 'a>(
     instr: &Wgmma,
     emulate: bool,
 ) -> Result<(), PassError> {
-    let kn = Kernel::new(e, op, plan, instr)?;
+    let kn = Kernel::new(e, op, plan, instr)?.with_permute(Permute::nvidia(emulate));
     let one = e.index(1);
     let grid = kn.grid(e, BM, BN);
     if emulate {

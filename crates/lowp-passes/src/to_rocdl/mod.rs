@@ -184,7 +184,9 @@ fn run<'c, 'a>(func: OperationRef<'c, 'a>, options: &PassOptions) -> Result<(), 
             },
         };
         match choice {
-            Ok((plan, instr)) => crate::matrix_kernel::lower(e, op, &plan, instr.as_ref(), emulate),
+            Ok((plan, instr)) => {
+                crate::matrix_kernel::lower(e, op, &plan, instr.as_ref(), emulate, None)
+            }
             Err(reason) if kernel == "scaled-mfma" || kernel == "mfma" => Err(unsupported(
                 op,
                 format!("no {kernel} kernel for this op on {chip}: {reason}"),

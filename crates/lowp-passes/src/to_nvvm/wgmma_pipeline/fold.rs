@@ -24,8 +24,9 @@ use melior::ir::operation::OperationBuilder;
 use melior::ir::{Attribute, Identifier, Value};
 
 use super::memory::{alignment, pointer, Memory, ScaleStage, Shared};
-use super::stage::{byte_rule, nibble_table, scale_at, ByteRule};
+use super::stage::scale_at;
 use super::{ceil, segment_shape, static_k, Side, BK};
+use crate::code_words::{byte_rule, nibble_table, ByteRule};
 use crate::expand_quantize::ceil_div;
 use crate::ir::Emitter;
 use crate::matrix_kernel::Kernel;

@@ -16,6 +16,7 @@ use super::{
     STAGES,
 };
 use crate::chip::Chip;
+use crate::code_words::Permute;
 use crate::ir::Emitter;
 use crate::matrix_kernel::{Kernel, Operand, Plan};
 use crate::to_nvvm::wgmma;
@@ -616,42 +617,12 @@ impl<'c, 'a> Shared<'c, 'a> {
         }
     }
 
-    /// PTX `prmt.b32` (default mode): byte i of the result is byte `n & 7` of the 8 bytes of
-    /// `lo` (0-3) and `hi` (4-7), `n` nibble i of `selector`, replaced by its sign (0x00 /
-    /// 0xFF) when `n & 8`. On the GPU `nvvm.prmt`, in the emulation the same by shifts.
-    pub(super) fn permute(
-        &self,
-        e: &Emitter<'c, 'a>,
-        lo: Value<'c, 'a>,
-        hi: Value<'c, 'a>,
-        selector: Value<'c, 'a>,
-    ) -> Value<'c, 'a> {
-        if let Shared::Gpu(_) = self {
-            return e.val(
-                OperationBuilder::new("nvvm.prmt", e.loc())
-                    .add_operands(&[lo, hi, selector])
-                    .add_attributes(&[(
-                        Identifier::new(e.ctx(), "mode"),
-                        Attribute::parse(e.ctx(), "#nvvm.permute_mode<default>")
-                            .expect("valid permute mode"),
-                    )])
-                    .add_results(&[e.int_type(32)])
-                    .build()
-                    .expect("valid nvvm.prmt"),
-            );
+    /// How this kernel permutes bytes: `prmt` on the GPU, shifts in the emulation.
+    pub(super) fn permute_by(&self) -> Permute {
+        match self {
+            Shared::Gpu(_) => Permute::Prmt,
+            Shared::Cpu(_) => Permute::Shifts,
         }
-        let (i64t, i32t) = (e.int_type(64), e.int_type(32));
-        let pool = e.ori(e.extui(lo, i64t), e.shli(e.extui(hi, i64t), e.int(64, 32)));
-        (0..4).fold(e.i32(0), |acc, i| {
-            let n = e.andi(e.shrui(selector, e.i32(4 * i)), e.i32(0xF));
-            let at = e.extui(e.muli(e.andi(n, e.i32(7)), e.i32(8)), i64t);
-            let byte = e.trunci(e.andi(e.shrui(pool, at), e.int(64, 0xFF)), i32t);
-            let negative = e.cmpi(CmpiPredicate::Ne, e.andi(byte, e.i32(0x80)), e.i32(0));
-            let sign = e.select(negative, e.i32(0xFF), e.i32(0));
-            let replicate = e.cmpi(CmpiPredicate::Ne, e.andi(n, e.i32(8)), e.i32(0));
-            let byte = e.select(replicate, sign, byte);
-            e.ori(acc, e.shli(byte, e.i32(8 * i)))
-        })
     }
 
     /// The 16 bytes at `offset` (16-byte aligned) as 4 words.

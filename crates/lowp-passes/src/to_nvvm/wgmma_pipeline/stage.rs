@@ -13,9 +13,12 @@ use melior::ir::{Attribute, Identifier, Value};
 use super::fold::byte_max;
 use super::memory::{each_chunk, pointer, swizzled, Memory, ScaleStage, Shared};
 use super::{Side, BK};
+use crate::code_words::{
+    byte_nibbles, byte_rule, nibble_table, splat, translate4, translate_bytes,
+};
 use crate::expand_quantize::Scaled;
 use crate::ir::Emitter;
-use crate::matrix_kernel::{translate, Kernel, ScaleReader, Table};
+use crate::matrix_kernel::{translate, Kernel, ScaleReader};
 use crate::to_nvvm::wgmma;
 
 /// `nvvm.cp.async.shared.global` of 16 bytes from `src` to `dst`, `size` of them read (the
@@ -57,146 +60,6 @@ pub(super) fn cp_async_of<'c, 'a>(
             .build()
             .expect("valid nvvm.cp.async.shared.global"),
     );
-}
-
-/// A table of 4-bit codes (16 images) as four little-endian words, 4 images each.
-pub(super) fn nibble_table(table: &Table) -> Option<[u32; 4]> {
-    match table {
-        Table::Words(w) if w.len() == 2 => Some([
-            w[0] as u32,
-            (w[0] >> 32) as u32,
-            w[1] as u32,
-            (w[1] >> 32) as u32,
-        ]),
-        _ => None,
-    }
-}
-
-/// The images of the four 4-bit codes in the low 16 bits of `selectors` (first code lowest)
-/// as one word, image i in byte i: the images of codes 0-7 and of codes 8-15 picked by
-/// the low 3 bits (two byte permutes), then byte i from the second set where code i has
-/// bit 3 (a third permute with selector `i + 4 * bit3`).
-pub(super) fn translate4<'c, 'a>(
-    e: &Emitter<'c, 'a>,
-    shared: Shared<'c, 'a>,
-    table: &[Value<'c, 'a>; 4],
-    selectors: Value<'c, 'a>,
-) -> Value<'c, 'a> {
-    let low = e.andi(selectors, e.i32(0x7777));
-    let first = shared.permute(e, table[0], table[1], low);
-    let second = shared.permute(e, table[2], table[3], low);
-    let pick = e.ori(
-        e.andi(e.shrui(selectors, e.i32(1)), e.i32(0x4444)),
-        e.i32(0x3210),
-    );
-    shared.permute(e, first, second, pick)
-}
-
-/// A table of 5- or 6-bit codes (one per byte, the top bit the sign) that word arithmetic
-/// applies to four codes at once (`translate_bytes`) instead of a select chain per code:
-/// the sign moved to bit 7; a normal code's magnitude shifted left by `shift` (the wider
-/// mantissa) plus `offset` (the exponent field's other bias); a subnormal one's image (its
-/// exponent field 0) picked by its `mant` mantissa bits from `sub` (a byte permute over
-/// the images of the `2^mant` subnormal magnitudes). FP6 into E4M3: E2M3 shift 0, offset
-/// 0x30; E3M2 shift 1, offset 0x20.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub(super) struct ByteRule {
-    pub(super) bits: u32,
-    pub(super) mant: u32,
-    pub(super) shift: u32,
-    pub(super) offset: u32,
-    pub(super) sub: [u32; 2],
-}
-
-impl ByteRule {
-    /// The image of `code`: what `translate_bytes` computes in its byte.
-    pub(super) fn image(&self, code: u32) -> u32 {
-        let half = 1 << (self.bits - 1);
-        let magnitude = code & (half - 1);
-        let sign = (code & half) << (8 - self.bits);
-        let body = if magnitude >> self.mant != 0 {
-            (magnitude << self.shift) + self.offset
-        } else {
-            (self.sub[(magnitude / 4) as usize] >> (8 * (magnitude % 4))) & 0xFF
-        };
-        body | sign
-    }
-}
-
-/// The byte rule that gives `table`'s image for every code, where one does: each mantissa
-/// width (0-3 bits) and shift (0-3) is tried, the offset taken from the first normal code,
-/// and the rule checked on all codes (so no format's fields are trusted, only the table).
-pub(super) fn byte_rule(table: &Table) -> Option<ByteRule> {
-    let Table::Words(words) = table else {
-        return None;
-    };
-    let bits = match words.len() {
-        4 => 5,
-        8 => 6,
-        _ => return None,
-    };
-    let image = |c: u32| (words[(c / 8) as usize] >> (8 * (c % 8))) as u32 & 0xFF;
-    let half = 1u32 << (bits - 1);
-    let rules = (0..=3).flat_map(|mant| (0..=3).map(move |shift| (mant, shift)));
-    rules.into_iter().find_map(|(mant, shift)| {
-        let first = 1u32 << mant;
-        // No carry between bytes: every shifted magnitude plus the offset stays in its byte.
-        let offset = image(first).checked_sub(first << shift)?;
-        if first >= half || ((half - 1) << shift) + offset > 0xFF {
-            return None;
-        }
-        let mut sub = [0u32; 2];
-        for m in 0..first {
-            sub[(m / 4) as usize] |= image(m) << (8 * (m % 4));
-        }
-        let rule = ByteRule {
-            bits,
-            mant,
-            shift,
-            offset,
-            sub,
-        };
-        (0..2 * half)
-            .all(|c| rule.image(c) == image(c))
-            .then_some(rule)
-    })
-}
-
-/// `byte` in each of a word's four bytes.
-fn splat<'c, 'a>(e: &Emitter<'c, 'a>, byte: u32) -> Value<'c, 'a> {
-    e.i32(byte * 0x0101_0101)
-}
-
-/// The images of the four codes in `word` (one per byte) by `rule`, image i in byte i, with
-/// the rule's offset (in every byte) and subnormal images given as values: `rule`'s own, or
-/// (folded scales) those of its table moved down (`Moves`).
-pub(super) fn translate_bytes<'c, 'a>(
-    e: &Emitter<'c, 'a>,
-    shared: Shared<'c, 'a>,
-    rule: &ByteRule,
-    (offsets, sub): (Value<'c, 'a>, [Value<'c, 'a>; 2]),
-    word: Value<'c, 'a>,
-) -> Value<'c, 'a> {
-    let half = 1u32 << (rule.bits - 1);
-    let low = (1u32 << rule.mant) - 1;
-    let magnitude = e.andi(word, splat(e, half - 1));
-    let normal = e.addi(e.shli(magnitude, e.i32(rule.shift)), offsets);
-    // Subnormal images: the mantissa bits as selectors, byte i's in nibble i.
-    let m = e.andi(word, splat(e, low));
-    let pairs = e.ori(m, e.shrui(m, e.i32(4)));
-    let selectors = shared.permute(e, pairs, e.i32(0), e.i32(0x20));
-    let sub = shared.permute(e, sub[0], sub[1], selectors);
-    // 0xFF in the bytes of normal codes: bit 7 of exponent bits + 0x80 - 2^mant is set
-    // where the exponent field is not 0, and the permute's sign mode spreads it.
-    let exponent = e.andi(word, splat(e, (half - 1) & !low));
-    let flag = e.addi(exponent, splat(e, 0x80 - (1 << rule.mant)));
-    let normals = shared.permute(e, flag, e.i32(0), e.i32(0xBA98));
-    let body = e.ori(
-        e.andi(normal, normals),
-        e.andi(sub, e.xori(normals, e.i32(u32::MAX))),
-    );
-    let sign = e.shli(e.andi(word, splat(e, half)), e.i32(8 - rule.bits));
-    e.ori(body, sign)
 }
 
 /// Issue thread `tid`'s `cp.async` of the staged scales of stage `s`: the row's stage bytes
@@ -406,6 +269,7 @@ pub(super) fn translate_stage<'c, 'a>(
         let (copied, tile) = (mem.copied(e, x, s), mem.tile(e, x, s));
         let moves = mem.fold.filter(|_| fold).and_then(|f| f.moves[x]);
         let bytewise = byte_rule(table).filter(|_| !route.packed);
+        let permute = shared.permute_by();
         each_chunk(e, route, mem.copiers, tid, side, k, k0, |e, c| {
             let raw = shared.load4(e, e.addi(copied, c.offset));
             // Code `n` of the chunk (in K order).
@@ -460,18 +324,16 @@ pub(super) fn translate_stage<'c, 'a>(
                                     )
                                 } else {
                                     // One code per byte: their nibbles side by side.
-                                    let r = e.andi(raw[(first / 4) as usize], e.i32(0x0F0F_0F0F));
-                                    let pairs = e.ori(r, e.shrui(r, e.i32(4)));
-                                    shared.permute(e, pairs, e.i32(0), e.i32(0x20))
+                                    byte_nibbles(e, permute, raw[(first / 4) as usize])
                                 };
-                                translate4(e, shared, &t, selectors)
+                                translate4(e, permute, &t, selectors)
                             }
                             // 5- and 6-bit codes: 4 at a time by word arithmetic, or one by
                             // one through a select chain.
                             None => match (bytewise, bytes) {
                                 (Some(rule), Some(bytes)) => translate_bytes(
                                     e,
-                                    shared,
+                                    permute,
                                     &rule,
                                     bytes,
                                     raw[(first / 4) as usize],

@@ -1,0 +1,270 @@
+//! Codes translated to FP8 images four at a time in a 32-bit word, where the embedding's
+//! table allows, instead of one select chain per code: 4-bit codes (FP4, 4-bit customs)
+//! with three byte permutes over the 16 images (`translate4`), 5- and 6-bit codes stored
+//! one per byte (FP6) by word arithmetic that reproduces the table (`ByteRule`,
+//! `translate_bytes`). The byte permute is PTX `prmt.b32` on NVIDIA GPUs and the same by
+//! shifts in the CPU emulations (`Permute`). Shared by the wgmma pipeline's translated
+//! tiles and the register kernels' fragment loads (`matrix_kernel`).
+
+use melior::dialect::arith::CmpiPredicate;
+use melior::ir::operation::OperationBuilder;
+use melior::ir::{Attribute, Identifier, Value};
+
+use crate::ir::Emitter;
+use crate::matrix_kernel::Table;
+
+/// How a kernel permutes bytes.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) enum Permute {
+    /// `nvvm.prmt` (PTX `prmt.b32`).
+    Prmt,
+    /// Shifts and selects (the CPU emulations).
+    Shifts,
+}
+
+impl Permute {
+    /// An NVIDIA kernel's: `prmt` on the GPU, shifts in its CPU emulation.
+    pub(crate) fn nvidia(emulate: bool) -> Self {
+        if emulate {
+            Permute::Shifts
+        } else {
+            Permute::Prmt
+        }
+    }
+
+    /// PTX `prmt.b32` (default mode): byte i of the result is byte `n & 7` of the 8 bytes of
+    /// `lo` (0-3) and `hi` (4-7), `n` nibble i of `selector`, replaced by its sign (0x00 /
+    /// 0xFF) when `n & 8`.
+    pub(crate) fn apply<'c, 'a>(
+        self,
+        e: &Emitter<'c, 'a>,
+        lo: Value<'c, 'a>,
+        hi: Value<'c, 'a>,
+        selector: Value<'c, 'a>,
+    ) -> Value<'c, 'a> {
+        if self == Permute::Prmt {
+            return e.val(
+                OperationBuilder::new("nvvm.prmt", e.loc())
+                    .add_operands(&[lo, hi, selector])
+                    .add_attributes(&[(
+                        Identifier::new(e.ctx(), "mode"),
+                        Attribute::parse(e.ctx(), "#nvvm.permute_mode<default>")
+                            .expect("valid permute mode"),
+                    )])
+                    .add_results(&[e.int_type(32)])
+                    .build()
+                    .expect("valid nvvm.prmt"),
+            );
+        }
+        let (i64t, i32t) = (e.int_type(64), e.int_type(32));
+        let pool = e.ori(e.extui(lo, i64t), e.shli(e.extui(hi, i64t), e.int(64, 32)));
+        (0..4).fold(e.i32(0), |acc, i| {
+            let n = e.andi(e.shrui(selector, e.i32(4 * i)), e.i32(0xF));
+            let at = e.extui(e.muli(e.andi(n, e.i32(7)), e.i32(8)), i64t);
+            let byte = e.trunci(e.andi(e.shrui(pool, at), e.int(64, 0xFF)), i32t);
+            let negative = e.cmpi(CmpiPredicate::Ne, e.andi(byte, e.i32(0x80)), e.i32(0));
+            let sign = e.select(negative, e.i32(0xFF), e.i32(0));
+            let replicate = e.cmpi(CmpiPredicate::Ne, e.andi(n, e.i32(8)), e.i32(0));
+            let byte = e.select(replicate, sign, byte);
+            e.ori(acc, e.shli(byte, e.i32(8 * i)))
+        })
+    }
+}
+
+/// A table of 4-bit codes (16 images) as four little-endian words, 4 images each.
+pub(crate) fn nibble_table(table: &Table) -> Option<[u32; 4]> {
+    match table {
+        Table::Words(w) if w.len() == 2 => Some([
+            w[0] as u32,
+            (w[0] >> 32) as u32,
+            w[1] as u32,
+            (w[1] >> 32) as u32,
+        ]),
+        _ => None,
+    }
+}
+
+/// The images of the four 4-bit codes in the low 16 bits of `selectors` (first code lowest)
+/// as one word, image i in byte i: the images of codes 0-7 and of codes 8-15 picked by
+/// the low 3 bits (two byte permutes), then byte i from the second set where code i has
+/// bit 3 (a third permute with selector `i + 4 * bit3`).
+pub(crate) fn translate4<'c, 'a>(
+    e: &Emitter<'c, 'a>,
+    p: Permute,
+    table: &[Value<'c, 'a>; 4],
+    selectors: Value<'c, 'a>,
+) -> Value<'c, 'a> {
+    let low = e.andi(selectors, e.i32(0x7777));
+    let first = p.apply(e, table[0], table[1], low);
+    let second = p.apply(e, table[2], table[3], low);
+    let pick = e.ori(
+        e.andi(e.shrui(selectors, e.i32(1)), e.i32(0x4444)),
+        e.i32(0x3210),
+    );
+    p.apply(e, first, second, pick)
+}
+
+/// A table of 5- or 6-bit codes (one per byte, the top bit the sign) that word arithmetic
+/// applies to four codes at once (`translate_bytes`) instead of a select chain per code:
+/// the sign moved to bit 7; a normal code's magnitude shifted left by `shift` (the wider
+/// mantissa) plus `offset` (the exponent field's other bias); a subnormal one's image (its
+/// exponent field 0) picked by its `mant` mantissa bits from `sub` (a byte permute over
+/// the images of the `2^mant` subnormal magnitudes). FP6 into E4M3: E2M3 shift 0, offset
+/// 0x30; E3M2 shift 1, offset 0x20.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) struct ByteRule {
+    pub(crate) bits: u32,
+    pub(crate) mant: u32,
+    pub(crate) shift: u32,
+    pub(crate) offset: u32,
+    pub(crate) sub: [u32; 2],
+}
+
+impl ByteRule {
+    /// The image of `code`: what `translate_bytes` computes in its byte.
+    pub(crate) fn image(&self, code: u32) -> u32 {
+        let half = 1 << (self.bits - 1);
+        let magnitude = code & (half - 1);
+        let sign = (code & half) << (8 - self.bits);
+        let body = if magnitude >> self.mant != 0 {
+            (magnitude << self.shift) + self.offset
+        } else {
+            (self.sub[(magnitude / 4) as usize] >> (8 * (magnitude % 4))) & 0xFF
+        };
+        body | sign
+    }
+}
+
+/// The byte rule that gives `table`'s image for every code, where one does: each mantissa
+/// width (0-3 bits) and shift (0-3) is tried, the offset taken from the first normal code,
+/// and the rule checked on all codes (so no format's fields are trusted, only the table).
+pub(crate) fn byte_rule(table: &Table) -> Option<ByteRule> {
+    let Table::Words(words) = table else {
+        return None;
+    };
+    let bits = match words.len() {
+        4 => 5,
+        8 => 6,
+        _ => return None,
+    };
+    let image = |c: u32| (words[(c / 8) as usize] >> (8 * (c % 8))) as u32 & 0xFF;
+    let half = 1u32 << (bits - 1);
+    let rules = (0..=3).flat_map(|mant| (0..=3).map(move |shift| (mant, shift)));
+    rules.into_iter().find_map(|(mant, shift)| {
+        let first = 1u32 << mant;
+        // No carry between bytes: every shifted magnitude plus the offset stays in its byte.
+        let offset = image(first).checked_sub(first << shift)?;
+        if first >= half || ((half - 1) << shift) + offset > 0xFF {
+            return None;
+        }
+        let mut sub = [0u32; 2];
+        for m in 0..first {
+            sub[(m / 4) as usize] |= image(m) << (8 * (m % 4));
+        }
+        let rule = ByteRule {
+            bits,
+            mant,
+            shift,
+            offset,
+            sub,
+        };
+        (0..2 * half)
+            .all(|c| rule.image(c) == image(c))
+            .then_some(rule)
+    })
+}
+
+/// `byte` in each of a word's four bytes.
+pub(crate) fn splat<'c, 'a>(e: &Emitter<'c, 'a>, byte: u32) -> Value<'c, 'a> {
+    e.i32(byte * 0x0101_0101)
+}
+
+/// The images of the four codes in `word` (one per byte) by `rule`, image i in byte i, with
+/// the rule's offset (in every byte) and subnormal images given as values: `rule`'s own, or
+/// (folded scales) those of its table moved down (`Moves`).
+pub(crate) fn translate_bytes<'c, 'a>(
+    e: &Emitter<'c, 'a>,
+    p: Permute,
+    rule: &ByteRule,
+    (offsets, sub): (Value<'c, 'a>, [Value<'c, 'a>; 2]),
+    word: Value<'c, 'a>,
+) -> Value<'c, 'a> {
+    let half = 1u32 << (rule.bits - 1);
+    let low = (1u32 << rule.mant) - 1;
+    let magnitude = e.andi(word, splat(e, half - 1));
+    let normal = e.addi(e.shli(magnitude, e.i32(rule.shift)), offsets);
+    // Subnormal images: the mantissa bits as selectors, byte i's in nibble i.
+    let m = e.andi(word, splat(e, low));
+    let pairs = e.ori(m, e.shrui(m, e.i32(4)));
+    let selectors = p.apply(e, pairs, e.i32(0), e.i32(0x20));
+    let sub = p.apply(e, sub[0], sub[1], selectors);
+    // 0xFF in the bytes of normal codes: bit 7 of exponent bits + 0x80 - 2^mant is set
+    // where the exponent field is not 0, and the permute's sign mode spreads it.
+    let exponent = e.andi(word, splat(e, (half - 1) & !low));
+    let flag = e.addi(exponent, splat(e, 0x80 - (1 << rule.mant)));
+    let normals = p.apply(e, flag, e.i32(0), e.i32(0xBA98));
+    let body = e.ori(
+        e.andi(normal, normals),
+        e.andi(sub, e.xori(normals, e.i32(u32::MAX))),
+    );
+    let sign = e.shli(e.andi(word, splat(e, half)), e.i32(8 - rule.bits));
+    e.ori(body, sign)
+}
+
+/// The nibbles of four 4-bit codes stored one per byte (image i from byte i), side by side
+/// in the low 16 bits: the selectors of `translate4`.
+pub(crate) fn byte_nibbles<'c, 'a>(
+    e: &Emitter<'c, 'a>,
+    p: Permute,
+    word: Value<'c, 'a>,
+) -> Value<'c, 'a> {
+    let r = e.andi(word, e.i32(0x0F0F_0F0F));
+    let pairs = e.ori(r, e.shrui(r, e.i32(4)));
+    p.apply(e, pairs, e.i32(0), e.i32(0x20))
+}
+
+/// A table's word-at-a-time translation, where it has one.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum WordRule {
+    /// 4-bit codes: the table's four words for `translate4`.
+    Nibbles([u32; 4]),
+    /// 5- and 6-bit codes one per byte.
+    Bytes(ByteRule),
+}
+
+impl WordRule {
+    /// The rule for `table`'s codes stored `packed` (two per byte) or one per byte.
+    pub(crate) fn of(table: &Table, packed: bool) -> Option<Self> {
+        nibble_table(table)
+            .map(WordRule::Nibbles)
+            .or_else(|| byte_rule(table).filter(|_| !packed).map(WordRule::Bytes))
+    }
+
+    /// The images of four codes, image i in byte i: `stored` holds them as stored, packed
+    /// nibbles in its low 16 bits (first code lowest) or one code per byte.
+    pub(crate) fn apply<'c, 'a>(
+        &self,
+        e: &Emitter<'c, 'a>,
+        p: Permute,
+        packed: bool,
+        stored: Value<'c, 'a>,
+    ) -> Value<'c, 'a> {
+        match self {
+            WordRule::Nibbles(t) => {
+                let selectors = if packed {
+                    stored
+                } else {
+                    byte_nibbles(e, p, stored)
+                };
+                translate4(e, p, &t.map(|w| e.i32(w)), selectors)
+            }
+            WordRule::Bytes(rule) => translate_bytes(
+                e,
+                p,
+                rule,
+                (splat(e, rule.offset), rule.sub.map(|w| e.i32(w))),
+                stored,
+            ),
+        }
+    }
+}
