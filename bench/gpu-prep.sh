@@ -123,5 +123,6 @@ done
 # No kernel may touch a wgmma's accumulators before the wait that retires them (a copy
 # through a phi would read registers the tensor cores still write).
 python3 bench/ptx_inflight.py gpu-carry/bundles/*/kernel.ptx
+bash bench/ptxas_report.sh
 du -sh gpu-carry
 ls gpu-carry/bundles | wc -l

@@ -31,3 +31,12 @@ config.environment["PATH"] = os.pathsep.join([llvm_bin, config.environment.get("
 # GPU tests say `REQUIRES: cuda`; they run only where a CUDA driver is present.
 if os.path.exists("/dev/nvidiactl") or shutil.which("nvidia-smi"):
     config.available_features.add("cuda")
+
+# Tests that assemble kernels with NVIDIA's ptxas say `REQUIRES: ptxas`: PTXAS, or the one
+# scripts/ptxas.sh takes out of the nvidia-cuda-nvcc-cu12 wheel, or ptxas on PATH.
+ptxas = os.environ.get("PTXAS") or os.path.join(repo, "target", "ptxas", "bin", "ptxas")
+if not os.path.exists(ptxas):
+    ptxas = shutil.which("ptxas")
+if ptxas:
+    config.available_features.add("ptxas")
+    config.substitutions.append((r"\bptxas\b", ptxas))

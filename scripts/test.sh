@@ -4,6 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
+bash scripts/ptxas.sh
 cargo build --workspace --bins --locked
 cargo test --workspace --locked
 /usr/lib/llvm-22/bin/lit -sv lit

@@ -14,9 +14,11 @@
 // CHECK:       .visible .entry fp8_kernel(
 // CHECK:       .maxntid 256, 1, 1
 // CHECK-NOT:   .local
-// The prologue's copies, then the stages: the stage wait, fence and barrier, four
-// instructions, then the wait for the stage before (wgmma.wait_group 1: these four keep
-// running) and its promotion; after the loop the last stage's wait_group 0. The running
+// The prologue's copies, then the stages, two per loop iteration: the stage wait, fence
+// and barrier, four instructions; in the second stage, the wait for the first's
+// (wgmma.wait_group 1: these four keep running) and its promotion, then the wait for all
+// (wait_group 0) and the second's promotion, so that nothing is in flight across the back
+// edge (ptxas would serialize every wgmma: tests Target/ptxas-wgmma.test). The running
 // instructions' accumulators alternate between two register sets from stage to stage, so
 // none is copied while the tensor cores write it (no mov between an instruction and its
 // wait).
@@ -37,6 +39,7 @@
 // CHECK:       wgmma.wait_group.sync.aligned 1;
 // CHECK-NOT:   mov.b32 %r{{[0-9]+}}, %r[[D]];
 // CHECK:       wgmma.wait_group.sync.aligned 0;
+// CHECK-NOT:   wgmma.wait_group
 // CHECK:       cp.async.wait_group 0;
 // CHECK-NOT:   .local
 // The warp-specialized variant: 384 threads, mbarriers in the dynamic shared memory,
@@ -45,8 +48,8 @@
 // WS:       .extern .shared .align 16 .b8 __dynamic_shmem__0[];
 // WS:       .maxntid 384, 1, 1
 // WS-NOT:   .local
-// WS-DAG:   setmaxnreg.dec.sync.aligned.u32 40;
-// WS-DAG:   setmaxnreg.inc.sync.aligned.u32 232;
+// WS-DAG:   setmaxnreg.dec.sync.aligned.u32 72;
+// WS-DAG:   setmaxnreg.inc.sync.aligned.u32 216;
 // WS-DAG:   mbarrier.init.shared.b64
 // WS-DAG:   mbarrier.arrive.shared.b64
 // WS-DAG:   mbarrier.try_wait.parity.shared.b64
@@ -65,7 +68,8 @@ func.func @fp8(%a: memref<256x512xf8E4M3FN>, %sa: memref<1x1xf32>, %b: memref<12
 // lit/Conversion/LowpToNVVM/wgmma-pipeline-scales.mlir): each thread copies one row's 4
 // scale bytes per stage (cp.async.ca of 4 bytes), decodes them after its stage wait; a
 // promotion's 34 scale values come from shared memory (16 pairs of adjacent columns, 2
-// rows), loaded before the wait for its segment, then 64 FMAs; no local memory.
+// rows), loaded before the wait for its segment (one register set with block scales:
+// wgmma.wait_group 0), then 64 FMAs; no local memory.
 // CHECK:       .visible .entry mx_kernel(
 // CHECK-NOT:   .local
 // CHECK:       cp.async.ca.shared.global [%rd{{[0-9]+}}], [%rd{{[0-9]+}}], 4, 4;
@@ -73,7 +77,7 @@ func.func @fp8(%a: memref<256x512xf8E4M3FN>, %sa: memref<1x1xf32>, %b: memref<12
 // CHECK:       wgmma.commit_group.sync.aligned;
 // CHECK-COUNT-16: ld.shared.v2.b32
 // CHECK-NOT:   {{ld.global|fma.rn.f32}}
-// CHECK:       wgmma.wait_group.sync.aligned 1;
+// CHECK:       wgmma.wait_group.sync.aligned 0;
 // CHECK-COUNT-64: fma.rn.f32
 // CHECK-NOT:   .local
 func.func @mx(%a: memref<256x512xf8E4M3FN>, %sa: memref<256x16xf8E8M0FNU>, %b: memref<128x512xf8E4M3FN>,

@@ -47,8 +47,8 @@
 // CHECK-COUNT-4:     nvvm.wgmma.mma_async
 // CHECK-NEXT:        nvvm.wgmma.commit.group.sync.aligned
 // CHECK-NOT:         nvvm.wgmma.fence.aligned
-// CHECK:             "wgmma.wait_group.sync.aligned 1;"
-// CHECK:           "wgmma.wait_group.sync.aligned 0;"
+// CHECK:             "wgmma.wait_group.sync.aligned 0;"
+// CHECK-NOT:         "wgmma.wait_group.sync.aligned 1;"
 // CHECK:         } else {
 // CHECK:           scf.for
 // CHECK-NOT:         arith.addi %c197632
@@ -57,9 +57,9 @@
 // CHECK:             nvvm.wgmma.mma_async
 // CHECK-NOT:         nvvm.wgmma.mma_async
 // CHECK:             nvvm.wgmma.commit.group.sync.aligned
-// CHECK:             "wgmma.wait_group.sync.aligned 1;"
+// CHECK:             "wgmma.wait_group.sync.aligned 0;"
 // CHECK:             nvvm.wgmma.fence.aligned
-// CHECK:           "wgmma.wait_group.sync.aligned 0;"
+// CHECK-NOT:         "wgmma.wait_group.sync.aligned 1;"
 
 // OFF-LABEL:   func.func @mxfp4
 // OFF-NOT:       nvvm.barrier #nvvm.reduction
@@ -79,7 +79,7 @@
 // WS-LABEL:   func.func @mxfp4
 // WS:           nvvm.mbarrier.init
 // WS:           nvvm.barrier #nvvm.reduction<or> %{{.*}} -> i32
-// WS:           nvvm.setmaxregister  decrease 96
+// WS:           nvvm.setmaxregister  decrease 88
 // WS:           scf.if
 // WS:             scf.for
 // WS:               nvvm.mbarrier.try_wait.parity
@@ -91,7 +91,7 @@
 // WS:           } else {
 // WS:             scf.for
 // WS:               nvvm.barrier id = %{{.*}} number_of_threads = %c128_i32
-// WS:           nvvm.setmaxregister  increase 200
+// WS:           nvvm.setmaxregister  increase 208
 // WS:           scf.if %{{.*}} -> (f32,
 func.func @mxfp4(%a: memref<130x384x!lowp.packed<f4E2M1FN>>, %sa: memref<130x24xf8E8M0FNU>,
                  %b: memref<72x384x!lowp.packed<f4E2M1FN>>, %sb: memref<72x24xf8E8M0FNU>,

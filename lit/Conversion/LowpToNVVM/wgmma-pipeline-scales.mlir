@@ -23,7 +23,7 @@
 // CHECK-COUNT-16:  llvm.load %{{.*}} {alignment = 8 : i64} : !llvm.ptr<3> -> vector<2xi32>
 // CHECK:           llvm.inline_asm has_side_effects asm_dialect = att "", "=f,{{(=f,)+}}0,1,{{.*}},33"
 // CHECK-NEXT:      llvm.extractvalue
-// CHECK:           "wgmma.wait_group.sync.aligned 1;"
+// CHECK:           "wgmma.wait_group.sync.aligned 0;"
 func.func @mx(%a: memref<130x768xf8E4M3FN>, %sa: memref<130x24xf8E8M0FNU>, %b: memref<72x768xf8E5M2>,
               %sb: memref<72x24xf8E8M0FNU>, %c: memref<130x72xf32>) {
   lowp.scaled_matmul %a[%sa], %b[%sb] into %c layouts(#lowp.mx<32>, #lowp.mx<32>)
@@ -38,10 +38,10 @@ func.func @mx(%a: memref<130x768xf8E4M3FN>, %sa: memref<130x24xf8E8M0FNU>, %b: m
 // them after it.
 // CHECK-LABEL: func.func @ragged
 // CHECK-NOT:     cache =  ca
-// CHECK:         "wgmma.wait_group.sync.aligned 1;"
+// CHECK:         nvvm.wgmma.commit.group.sync.aligned
 // CHECK:         memref.load %{{.*}} : memref<130x13xi8>
 // CHECK:         llvm.inline_asm has_side_effects asm_dialect = att "", "=r,{{(=r,)+}}0,1,{{.*}},33"
-// CHECK:         "wgmma.wait_group.sync.aligned 1;"
+// CHECK:         "wgmma.wait_group.sync.aligned 0;"
 // CHECK:         arith.select %{{.*}}, %c4194304_i32, %{{.*}} : i32
 func.func @ragged(%a: memref<130x416xf8E4M3FN>, %sa: memref<130x13xf8E8M0FNU>, %b: memref<72x416xf8E5M2>,
                   %sb: memref<72x13xf8E8M0FNU>, %c: memref<130x72xf32>) {

@@ -22,28 +22,29 @@
 // CHECK-NEXT:      llvm.store %[[ZEROS]], %{{.*}} {alignment = 16 : i64} : vector<4xi32>, !llvm.ptr<3>
 // CHECK:         scf.for %{{.*}} = %c0 to %c1 step %c1 {
 // CHECK-COUNT-2:     nvvm.cp.async.shared.global %{{.*}}, %{{.*}}, 8, cache =  ca, %c8_i32
-// CHECK:         %{{.*}}:67 = scf.for
+// One register set of results (block scales): each segment waited for at once.
+// CHECK:         %{{.*}}:64 = scf.for
 // CHECK:           nvvm.cp.async.wait.group 0
 // The block at 0: A's half 0 and B from byte 0.
 // CHECK:           nvvm.wgmma.fence.aligned
 // CHECK:           nvvm.wgmma.mma_async %{{.*}}, %[[B0:.*]], %{{.*}}, <m = 64, n = 128, k = 32>, D[<f32>, <zero>], A[<e4m3>, <one>, <row>], B[<e4m3>, <one>, <col>]
 // CHECK-NEXT:      nvvm.wgmma.commit.group.sync.aligned
+// CHECK:           "wgmma.wait_group.sync.aligned 0;"
 // The block at 16: A's half 1 (16384 bytes on) and the same B descriptor.
 // CHECK:           nvvm.wgmma.fence.aligned
 // CHECK-NEXT:      %{{.*}} = arith.addi %{{.*}}, %c16384 : index
 // CHECK:           nvvm.wgmma.mma_async %{{.*}}, %[[B0]], %{{.*}}, <m = 64, n = 128, k = 32>, D[<f32>, <zero>]
 // CHECK-NEXT:      nvvm.wgmma.commit.group.sync.aligned
-// CHECK:           "wgmma.wait_group.sync.aligned 1;"
+// CHECK:           "wgmma.wait_group.sync.aligned 0;"
 // The block at 48 (after the one at 32): half 1 from byte 32.
 // CHECK:           %c16416 = arith.constant 16416 : index
 // CHECK-NEXT:      arith.addi %{{.*}}, %c16416 : index
 // CHECK:           nvvm.wgmma.mma_async
-// 16 instructions in the loop's two stages, then none but the drain's wait.
+// 16 instructions in the loop's two stages, then none.
 // CHECK-COUNT-12:  nvvm.wgmma.mma_async %{{.*}}, %{{.*}}, %{{.*}}, <m = 64, n = 128, k = 32>, D[<f32>, <zero>]
 // CHECK:           scf.yield
 // CHECK-NOT:       nvvm.wgmma.mma_async
-// CHECK:         "wgmma.wait_group.sync.aligned 0;"
-// CHECK-NOT:       nvvm.wgmma.mma_async
+// CHECK-NOT:       "wgmma.wait_group
 // CHECK:         gpu.terminator
 func.func @nvfp4(%a: memref<256x256x!lowp.packed<f4E2M1FN>>, %sa: memref<256x32xf8E4M3FN>,
                  %b: memref<128x256x!lowp.packed<f4E2M1FN>>, %sb: memref<128x32xf8E4M3FN>,

@@ -10,11 +10,13 @@
 // async proxy, synchronizes, issues the stage 3 ahead (into the slot of the stage 2
 // behind: the one behind may still be read), then runs its K segments: per-tensor scales
 // take one segment of 4 m64n128k32 per stage (the first with scale-d 0), MX one per 32 of
-// K. Each segment's partial sums go into the accumulators after the next segment is
-// issued (wgmma.wait_group 1), across stages too: the loop runs two stages per iteration
-// and carries the last segment (64 accumulators, the running instruction's result, its K
-// and whether to promote it: 67 values); the last is drained after the loop (wait_group
-// 0). Numerics: tests/integration/to_nvvm.rs (wgmma_pipeline_matches_the_oracle).
+// K. Per-tensor: each segment's partial sums go into the accumulators after the next
+// segment is issued (wgmma.wait_group 1: two register sets of results); the loop runs two
+// stages per iteration and drains the second's (wgmma.wait_group 0), so that it carries
+// only the 64 accumulators and no instruction is in flight across the back edge (ptxas
+// serializes every wgmma otherwise). Each promotion's results pass through an empty
+// inline assembly, so that LLVM keeps them before the next instructions. Numerics:
+// tests/integration/to_nvvm.rs (wgmma_pipeline_matches_the_oracle).
 
 // CHECK-LABEL: func.func @fp8
 // CHECK:       gpu.launch blocks({{.*}}) threads({{.*}}) in (%{{.*}} = %c256, %{{.*}} = %c1, %{{.*}} = %c1) dynamic_shared_memory_size %c164864_i32 {
@@ -23,7 +25,7 @@
 // CHECK:         scf.for %{{.*}} = %c0 to %c3 step %c1 {
 // CHECK-COUNT-8:   nvvm.cp.async.shared.global %{{.*}}, %{{.*}}, 16, cache =  cg, %{{.*}} : !llvm.ptr<3>, !llvm.ptr<1>, i32
 // CHECK:           nvvm.cp.async.commit.group
-// CHECK:         %{{.*}}:67 = scf.for %{{.*}} = %c0 to %{{.*}} step %c1 iter_args({{.*}}) -> ({{(f32, )+}}!llvm.struct<({{.*}})>, index, i1) {
+// CHECK:         %{{.*}}:64 = scf.for %{{.*}} = %c0 to %{{.*}} step %c1 iter_args({{.*}}) -> ({{(f32, )+}}f32) {
 // CHECK:           nvvm.cp.async.wait.group 2
 // CHECK-NEXT:      nvvm.fence.proxy {kind = #nvvm.proxy_kind<async.shared>, space = #nvvm.shared_space<cta>}
 // CHECK-NEXT:      gpu.barrier
@@ -33,14 +35,22 @@
 // CHECK:           nvvm.wgmma.mma_async %{{.*}}, %{{.*}}, %{{.*}}, <m = 64, n = 128, k = 32>, D[<f32>, <zero>], A[<e4m3>, <one>, <row>], B[<e4m3>, <one>, <col>]
 // CHECK-COUNT-3:   nvvm.wgmma.mma_async %{{.*}}, %{{.*}}, %{{.*}}, <m = 64, n = 128, k = 32>, D[<f32>, <one>]
 // CHECK-NEXT:      nvvm.wgmma.commit.group.sync.aligned
-// CHECK:           llvm.inline_asm has_side_effects asm_dialect = att "wgmma.wait_group.sync.aligned 1;", "=f,=f,{{.*}},0,1,2,
-// CHECK:           scf.if %{{.*}} -> (f32, f32,
+// CHECK-NOT:       wgmma.wait_group
 // CHECK:           nvvm.cp.async.wait.group 2
 // CHECK:           nvvm.wgmma.mma_async %{{.*}}, %{{.*}}, %{{.*}}, <m = 64, n = 128, k = 32>, D[<f32>, <zero>]
-// CHECK:           "wgmma.wait_group.sync.aligned 1;"
-// CHECK:           scf.yield
-// CHECK:         "wgmma.wait_group.sync.aligned 0;"
+// CHECK:           nvvm.wgmma.commit.group.sync.aligned
 // CHECK-NOT:       nvvm.wgmma.mma_async
+// CHECK:           llvm.inline_asm has_side_effects asm_dialect = att "wgmma.wait_group.sync.aligned 1;", "=f,=f,{{.*}},0,1,2,
+// CHECK:           scf.if %{{.*}} -> (f32, f32,
+// CHECK:           llvm.inline_asm has_side_effects asm_dialect = att "", "=f,=f,
+// CHECK-NOT:       nvvm.wgmma.mma_async
+// CHECK:           "wgmma.wait_group.sync.aligned 0;"
+// CHECK:           scf.if %{{.*}} -> (f32, f32,
+// CHECK:           llvm.inline_asm has_side_effects asm_dialect = att "", "=f,=f,
+// CHECK-NEXT:      llvm.extractvalue
+// CHECK:           scf.yield
+// CHECK-NOT:     nvvm.wgmma.mma_async
+// CHECK-NOT:     wgmma.wait_group
 // CHECK:         nvvm.cp.async.wait.group 0
 // The epilogue: a thread's registers 2i, 2i + 1 are one row's adjacent columns, stored as
 // one pair where C's base is 4-byte aligned (checked once), else one by one.
@@ -68,9 +78,10 @@ func.func @fp8(%a: memref<256x512xf8E4M3FN>, %sa: memref<1x1xf32>, %b: memref<12
 // full barrier; after the last stage it drains (wait_group 0) and publishes the rest. The
 // consumers wait on the full barrier and run the stage's instructions; once the stage
 // after is issued and the stage waited for (wgmma.wait_group 1), they arrive on its empty
-// barrier. Two stages per iteration, as in the barrier pipeline (4 stages: 2). No
-// block-wide barrier inside the loops. Registers move from the producer (down to
-// 40 a thread) to the consumers (up to 232): setmaxnreg, as DeepGEMM splits them.
+// barrier. Two stages per iteration, as in the barrier pipeline (4 stages: 2), each
+// iteration drained (wgmma.wait_group 0). No block-wide barrier inside the loops.
+// Registers move from the producer (down to 72 a thread: its 16 cp.async a stage spilled
+// at 40) to the consumers (up to 216): setmaxnreg.
 // WS-LABEL: func.func @fp8
 // WS:       gpu.launch {{.*}} threads({{.*}}) in (%{{.*}} = %c384, %{{.*}} = %c1, %{{.*}} = %c1) dynamic_shared_memory_size %c132160_i32 {
 // WS:         scf.for %{{.*}} = %c0 to %c4 step %c1 {
@@ -79,7 +90,7 @@ func.func @fp8(%a: memref<256x512xf8E4M3FN>, %sa: memref<1x1xf32>, %b: memref<12
 // WS:       gpu.barrier
 // WS:       arith.cmpi uge, %{{.*}}, %c256 : index
 // WS-NEXT:  scf.if
-// WS-NEXT:    nvvm.setmaxregister decrease 40
+// WS-NEXT:    nvvm.setmaxregister decrease 72
 // WS:         scf.for
 // WS:             nvvm.mbarrier.try_wait.parity
 // WS-COUNT-16:  nvvm.cp.async.shared.global
@@ -91,38 +102,43 @@ func.func @fp8(%a: memref<256x512xf8E4M3FN>, %sa: memref<1x1xf32>, %b: memref<12
 // WS:         nvvm.cp.async.wait.group 0
 // WS:       arith.cmpi ult, %{{.*}}, %c256 : index
 // WS-NEXT:  scf.if
-// WS-NEXT:    nvvm.setmaxregister increase 232
+// WS-NEXT:    nvvm.setmaxregister increase 216
 // WS-NOT:     gpu.barrier
-// WS:         %{{.*}}:67 = scf.for %{{.*}} = %c0 to %c2 step %c1 iter_args(
+// WS:         %{{.*}}:64 = scf.for %{{.*}} = %c0 to %c2 step %c1 iter_args(
 // WS:           nvvm.mbarrier.try_wait.parity
 // WS:           nvvm.wgmma.mma_async
 // WS:           nvvm.wgmma.commit.group.sync.aligned
-// WS:           "wgmma.wait_group.sync.aligned 1;"
-// WS:           nvvm.mbarrier.arrive
+// WS-NOT:       wgmma.wait_group
 // WS:           nvvm.mbarrier.try_wait.parity
 // WS:           "wgmma.wait_group.sync.aligned 1;"
 // WS:           nvvm.mbarrier.arrive
-// WS:         "wgmma.wait_group.sync.aligned 0;"
+// WS:           "wgmma.wait_group.sync.aligned 0;"
+// WS:           scf.yield
+// WS-NOT:     wgmma.wait_group
 // WS:       gpu.terminator
 
-// MX (E8M0 per 32 of K): four segments per stage, one instruction each, each promoted with
-// its scales once the next segment is issued (wgmma.wait_group 1: the tensor cores run the
-// next segment during the promotion), the last after wgmma.wait_group 0. The waits take
-// and give back the accumulators (inline assembly), so the promotion cannot move above
-// them.
+// MX (E8M0 per 32 of K): four segments per stage, one instruction each. With block scales
+// a warpgroup keeps one register set of results: each segment is waited for
+// (wgmma.wait_group 0) and promoted with its scales before the next is issued (two sets
+// and the scales spilled in ptxas); the other warpgroup's instructions run meanwhile. The
+// waits take and give back the accumulators (inline assembly), so the promotion cannot
+// move above them, and its results pass through an empty inline assembly, so that it
+// cannot sink below the next segment.
 // CHECK-LABEL: func.func @mxfp8
 // CHECK:         scf.for
 // CHECK:           nvvm.wgmma.mma_async %{{.*}}, %{{.*}}, %{{.*}}, <m = 64, n = 128, k = 32>, D[<f32>, <zero>], A[<e5m2>, <one>, <row>], B[<e4m3>, <one>, <col>]
 // CHECK-NEXT:      nvvm.wgmma.commit.group.sync.aligned
+// CHECK:           "wgmma.wait_group.sync.aligned 0;"
+// CHECK:           llvm.intr.fma
+// CHECK:           llvm.inline_asm has_side_effects asm_dialect = att "", "=f,=f,
 // CHECK:           nvvm.wgmma.mma_async %{{.*}}, %{{.*}}, %{{.*}}, <m = 64, n = 128, k = 32>, D[<f32>, <zero>]
 // CHECK-NEXT:      nvvm.wgmma.commit.group.sync.aligned
-// CHECK:           "wgmma.wait_group.sync.aligned 1;"
-// CHECK:           llvm.intr.fma
-// CHECK:           nvvm.wgmma.mma_async %{{.*}}, %{{.*}}, %{{.*}}, <m = 64, n = 128, k = 32>, D[<f32>, <zero>]
-// CHECK:           "wgmma.wait_group.sync.aligned 1;"
-// CHECK:           nvvm.wgmma.mma_async %{{.*}}, %{{.*}}, %{{.*}}, <m = 64, n = 128, k = 32>, D[<f32>, <zero>]
-// CHECK:           "wgmma.wait_group.sync.aligned 1;"
 // CHECK:           "wgmma.wait_group.sync.aligned 0;"
+// CHECK:           nvvm.wgmma.mma_async %{{.*}}, %{{.*}}, %{{.*}}, <m = 64, n = 128, k = 32>, D[<f32>, <zero>]
+// CHECK:           "wgmma.wait_group.sync.aligned 0;"
+// CHECK:           nvvm.wgmma.mma_async %{{.*}}, %{{.*}}, %{{.*}}, <m = 64, n = 128, k = 32>, D[<f32>, <zero>]
+// CHECK:           "wgmma.wait_group.sync.aligned 0;"
+// CHECK-NOT:       "wgmma.wait_group.sync.aligned 1;"
 // CHECK-NOT:       D[<f32>, <one>]
 // CHECK:         gpu.terminator
 
@@ -186,10 +202,10 @@ func.func @mxfp8(%a: memref<100x96xf8E5M2>, %sa: memref<100x3xf8E8M0FNU>,
 // CHECK:           nvvm.fence.proxy {kind = #nvvm.proxy_kind<async.shared>, space = #nvvm.shared_space<cta>}
 // CHECK-NEXT:      gpu.barrier
 // CHECK:           nvvm.wgmma.mma_async {{.*}} A[<e4m3>, <one>, <row>], B[<e4m3>, <one>, <col>]
-// Warp-specialized, the producer translates: it keeps 96 registers, the consumers get 200.
+// Warp-specialized, the producer translates: it keeps 88 registers, the consumers get 208.
 // WS-LABEL: func.func @staged
-// WS:         nvvm.setmaxregister decrease 96
-// WS:         nvvm.setmaxregister increase 200
+// WS:         nvvm.setmaxregister decrease 88
+// WS:         nvvm.setmaxregister increase 208
 func.func @staged(%a: memref<128x128x!lowp.packed<f4E2M1FN>>, %sa: memref<128x8xf8E8M0FNU>,
                   %b: memref<64x256xf6E3M2FN>, %sb: memref<64x8xf8E8M0FNU>, %c: memref<128x64xf32>) {
   lowp.scaled_matmul %a[%sa], %b[%sb] into %c layouts(#lowp.mx<32>, #lowp.mx<32>)
@@ -201,7 +217,8 @@ func.func @staged(%a: memref<128x128x!lowp.packed<f4E2M1FN>>, %sa: memref<128x8x
 // C computes C^T with m64n16k32: B's 64 rows (E4M3) are the instruction's A, A's 16 rows
 // (E5M2) its B. 8 stages of 2 + 8 KiB (+ 1 KiB to align); per stage each thread copies 1
 // chunk of A and 4 of B; the prologue issues 6 stages, each step waits for all but 5 of
-// its groups. 8 accumulators per thread. N = 8192 gives 128 blocks: K is not split.
+// its groups. 8 accumulators per thread (the loop carries them alone). N = 8192 gives 128
+// blocks: K is not split.
 // CHECK-LABEL: func.func @decode
 // CHECK-NOT:   clusters
 // CHECK:       gpu.launch blocks({{.*}}) threads({{.*}}) in (%{{.*}} = %c128{{.*}}, %{{.*}} = %c1{{.*}}, %{{.*}} = %c1{{.*}}) dynamic_shared_memory_size %c82944_i32 {
@@ -209,7 +226,7 @@ func.func @staged(%a: memref<128x128x!lowp.packed<f4E2M1FN>>, %sa: memref<128x8x
 // CHECK-COUNT-5:   nvvm.cp.async.shared.global
 // CHECK-NOT:       nvvm.cp.async.shared.global
 // CHECK:           nvvm.cp.async.commit.group
-// CHECK:         %{{.*}}:11 = scf.for %{{.*}} = %c0 to %{{.*}} step %c1 iter_args(
+// CHECK:         %{{.*}}:8 = scf.for %{{.*}} = %c0 to %{{.*}} step %c1 iter_args(
 // CHECK:           nvvm.cp.async.wait.group 5
 // CHECK:           gpu.barrier
 // CHECK-COUNT-5:   nvvm.cp.async.shared.global

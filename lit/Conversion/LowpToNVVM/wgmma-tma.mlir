@@ -33,23 +33,24 @@
 // CHECK:             nvvm.cp.async.bulk.tensor.shared.cluster.global %{{.*}}, %[[MB]], %[[FULL]], box[%{{.*}}, %{{.*}}] : !llvm.ptr<7>, !llvm.ptr
 // CHECK-NOT:       nvvm.cp.async.shared.global
 // The consumers: two stages per iteration (4 stages of K 128: 2 iterations), carrying the
-// accumulators and the running instruction's result (64 + 1 + its K and whether to
-// promote it: 67 values). Per stage: wait for the full barrier, issue, wait for all but
-// the group just issued (wgmma.wait_group 1: the stage before is done) and promote it,
-// then give the stage before's slot back (its empty barrier). The last stage drains after
-// the loop (wait_group 0).
+// 64 accumulators alone. The first stage: wait for the full barrier, issue, give the slot
+// of the stage before back (its empty barrier); the second: wait, issue, wait for all but
+// the group just issued (wgmma.wait_group 1: the first stage is done), promote it, give
+// its slot back; then the drain (wait_group 0) and the second's promotion, so that no
+// instruction is in flight across the back edge.
 // CHECK:           nvvm.setmaxregister  increase 232
-// CHECK:           %{{.*}}:67 = scf.for %{{.*}} = %c0 to %c2 step %c1 iter_args(
+// CHECK:           %{{.*}}:64 = scf.for %{{.*}} = %c0 to %c2 step %c1 iter_args(
 // CHECK:             nvvm.mbarrier.try_wait.parity
 // CHECK:             nvvm.wgmma.mma_async {{.*}} A[<e4m3>, <one>, <row>], B[<e5m2>, <one>, <col>]
-// CHECK:             "wgmma.wait_group.sync.aligned 1;"
+// CHECK-NOT:         "wgmma.wait_group
 // CHECK:             nvvm.mbarrier.arrive %{{.*}} : !llvm.ptr<3>
 // CHECK:             nvvm.mbarrier.try_wait.parity
 // CHECK:             "wgmma.wait_group.sync.aligned 1;"
 // CHECK:             nvvm.mbarrier.arrive %{{.*}} : !llvm.ptr<3>
+// CHECK:             "wgmma.wait_group.sync.aligned 0;"
 // CHECK:             scf.yield
 // CHECK-NOT:       nvvm.wgmma.mma_async
-// CHECK:           "wgmma.wait_group.sync.aligned 0;"
+// CHECK-NOT:       "wgmma.wait_group
 // CHECK:           gpu.terminator
 func.func @fp8(%a: memref<256x512xf8E4M3FN>, %sa: memref<1x1xf32>, %b: memref<128x512xf8E5M2>,
                %sb: memref<1x1xf32>, %c: memref<256x128xf32>) {
@@ -59,15 +60,16 @@ func.func @fp8(%a: memref<256x512xf8E4M3FN>, %sa: memref<1x1xf32>, %b: memref<12
 }
 
 // Three stages of K (384): one iteration of two, then the third after the loop (K is
-// static: no stage waits for a slot the producer never fills), then the drain.
+// static: no stage waits for a slot the producer never fills), then its drain.
 // CHECK-LABEL: func.func @odd
-// CHECK:         %{{.*}}:67 = scf.for %{{.*}} = %c0 to %c1 step %c1 iter_args(
-// CHECK:           scf.yield {{.*}} !llvm.struct<({{.*}})>, index, i1
+// CHECK:         %{{.*}}:64 = scf.for %{{.*}} = %c0 to %c1 step %c1 iter_args(
+// CHECK:           "wgmma.wait_group.sync.aligned 0;"
+// CHECK:           scf.yield
 // CHECK-NEXT:    }
 // CHECK-NOT:     "wgmma.wait_group
 // CHECK:         nvvm.mbarrier.try_wait.parity
 // CHECK:         nvvm.wgmma.mma_async
-// CHECK:         "wgmma.wait_group.sync.aligned 1;"
+// CHECK-NOT:     "wgmma.wait_group.sync.aligned 1;"
 // CHECK:         nvvm.mbarrier.arrive %{{.*}} : !llvm.ptr<3>
 // CHECK-NOT:     nvvm.wgmma.mma_async
 // CHECK:         "wgmma.wait_group.sync.aligned 0;"
@@ -97,7 +99,7 @@ func.func @odd(%a: memref<256x384xf8E4M3FN>, %sa: memref<1x1xf32>, %b: memref<12
 // CHECK:               nvvm.mbarrier.arrive.expect_tx %[[FULL:.*]], %c10240_i32 : !llvm.ptr<3>, i32
 // CHECK:               nvvm.cp.async.bulk.tensor.shared.cluster.global %{{.*}}, %{{.*}}, %[[FULL]], box
 // CHECK:               nvvm.cp.async.bulk.tensor.shared.cluster.global %{{.*}}, %{{.*}}, %[[FULL]], box
-// CHECK:         %{{.*}}:11 = scf.for
+// CHECK:         %{{.*}}:8 = scf.for
 // CHECK:             nvvm.mbarrier.try_wait.parity
 // CHECK-NEXT:      }
 // CHECK-NEXT:      nvvm.fence.proxy {kind = #nvvm.proxy_kind<async.shared>, space = #nvvm.shared_space<cta>}
@@ -121,7 +123,7 @@ func.func @decode(%a: memref<16x512xf8E4M3FN>, %sa: memref<1x1xf32>, %b: memref<
 // CHECK-NOT:     nvgpu.tma.create.descriptor
 // CHECK:         gpu.launch
 // CHECK:           nvvm.mbarrier.init %{{.*}}, %c128_i32 : !llvm.ptr<3>, i32
-// CHECK:           nvvm.setmaxregister  decrease 96
+// CHECK:           nvvm.setmaxregister  decrease 88
 // CHECK:           scf.for
 // CHECK:             nvvm.mbarrier.expect_tx %[[FULL:.*]], %c16384_i32 : !llvm.ptr<3>, i32
 // CHECK:             nvvm.cp.async.bulk.tensor.shared.cluster.global %{{.*}}, %{{.*}}, %[[FULL]], box

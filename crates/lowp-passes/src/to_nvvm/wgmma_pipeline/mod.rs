@@ -56,16 +56,19 @@
 //!   per K segment g of the stage (min(scale block, 128) codes):
 //!     wgmma.fence; mma (scale-d 0), mma, .. (descriptor start + 32 bytes each); commit
 //!     wait_group 1; acc += part(segment before) * (its scales)  // g runs meanwhile
-//! after the last stage: wait_group 0; acc += part(last) * (its scales)
+//! at the end of each iteration: wait_group 0; acc += part(last) * (its scales)
 //! ```
-//! The segment before stage s's first is stage s-1's last: the tensor cores run from stage
-//! to stage without a drain, and stage s-1's slot stays untouched until the barrier of
-//! stage s+1. A translated tile of stage s % 3 was last read by stage s-3's instructions,
-//! which completed (stage s-2's first wait) before stage s-1's barrier. The loop runs two
-//! stages per iteration, so that the running instruction's accumulators alternate between
-//! two register sets (carried through the back edge, one set would be copied while the
-//! tensor cores still write it); a second stage past the block's range runs on whatever
-//! its slot holds and is never promoted.
+//! The segment before the second stage's first is the first stage's last: the tensor
+//! cores run from stage to stage without a drain within an iteration; stage s-1's slot
+//! stays untouched until the barrier of stage s+1. A translated tile of stage s % 3 was
+//! last read by stage s-3's instructions, which completed (stage s-2's first wait) before
+//! stage s-1's barrier. Each iteration drains (`stage_runs`): ptxas cannot follow a
+//! `wgmma` group across a loop's back edge, and where a promotion reads results a group of
+//! the previous iteration may still write, it serializes every `wgmma` of the kernel
+//! (`ptxas -v`: C7514; the loop carried the last segment through the back edge until
+//! 2026-11-30, and every pipelined kernel was serialized). Within an iteration the running
+//! results alternate between two register sets. A second stage past the block's range runs
+//! on whatever its slot holds and is never promoted.
 //!
 //! Partial sums go into the f32 accumulators at least every 128 of K, also for per-tensor
 //! scales: Hopper's FP8 MMA accumulates with reduced precision, so (as DeepGEMM does) the
@@ -143,6 +146,10 @@ use tma::{acquire_tensor_map, box_bytes, load_boxes, tensor_map};
 
 /// K per stage.
 const BK: i64 = 128;
+
+/// Stages per iteration of the stage loops (`stage_runs`): the last segment of each but the
+/// last runs while the next stage's first is issued; the last is drained.
+const PER_ITERATION: i64 = 2;
 
 /// Warp-specialized: after the consumer warpgroups, one producer warpgroup.
 const PRODUCERS: i64 = 128;
@@ -829,26 +836,22 @@ fn hardware_block<'c, 'a>(
             issue(e, e.addi(s, e.index(lead)));
             let live = e.cmpi(CmpiPredicate::Ult, s, last);
             stage_mmas(
-                e,
-                kn,
-                mem,
-                instr,
-                shared,
-                &l,
-                warpgroup,
-                s,
-                acc,
-                Some(before),
-                live,
-                fold,
+                e, kn, mem, instr, shared, &l, warpgroup, s, acc, before, live, fold,
             )
         };
-    let pairs = ceil_div(e, e.subi(last, first), e.index(2));
+    // Two stages per loop iteration (the second past the block's range runs on what its
+    // slot holds and is never promoted), each iteration ending with a drain.
+    let iterations = ceil_div(e, e.subi(last, first), e.index(PER_ITERATION));
     let run = |e: &Emitter<'c, 'a>, fold: bool| {
-        let (acc, pending) = stage_pairs(e, instr, k, first, pairs, |e, s, acc, before| {
-            stage(e, s, acc, before, fold)
-        });
-        drain(e, kn, mem, shared, instr, &l, acc, pending)
+        stage_runs(
+            e,
+            instr,
+            first,
+            iterations,
+            PER_ITERATION,
+            |e, s, acc, before| stage(e, s, acc, before, fold),
+            |e, acc, pending| drain(e, kn, mem, shared, instr, &l, acc, pending),
+        )
     };
     // Folded scales where the block's scales allow: two loops, each draining its
     // instructions, so that no result in flight crosses the branch.
@@ -894,7 +897,7 @@ fn stage_mmas<'c, 'a>(
     before: Option<Pending<'c, 'a>>,
     live: Value<'c, 'a>,
     fold: bool,
-) -> (Vec<Value<'c, 'a>>, Pending<'c, 'a>) {
+) -> (Vec<Value<'c, 'a>>, Option<Pending<'c, 'a>>) {
     // (Folded scales: the stage is one segment.)
     let (seg, per_seg) = if fold {
         (BK, BK / 32)
@@ -913,45 +916,86 @@ fn stage_mmas<'c, 'a>(
         }
         e.bare("nvvm.wgmma.commit.group.sync.aligned", &[]);
         let inside = e.andi(live, e.cmpi(CmpiPredicate::Ult, k0, kn.ops.k));
+        if !overlaps(kn, mem) {
+            // One register set: the segment is waited for and promoted at once.
+            acc = promote_segment(e, kn, mem, shared, instr, l, acc, (d, k0, inside), 0);
+            continue;
+        }
         if let Some(before) = pending.replace((d, k0, inside)) {
             acc = promote_segment(e, kn, mem, shared, instr, l, acc, before, 1);
         }
     }
-    (acc, pending.expect("a stage has a segment"))
+    (acc, pending)
 }
 
-/// `pairs` iterations of two stages each from stage `first`, `stage` running one: carried
-/// through the loop are the accumulators and the last segment still running (at first
-/// none: an empty result, K as its K, never promoted); two stages per iteration, so that
-/// the running results alternate between two register sets (one carried through the back
-/// edge would be copied while the tensor cores write it). The accumulators and the
-/// pending segment after the loop.
-fn stage_pairs<'c, 'a>(
+/// Whether a warpgroup's promotion of a segment runs while its next segment's instructions
+/// do (two register sets of results, `wait_group 1`), or waits for it (`wait_group 0`, one
+/// set). Two sets only where the promotion holds few other values: FP8 operands used as
+/// stored and no scales along K (64 accumulators + 2 x 64 results took 236 registers of
+/// the 255 there; with block scales (34 decoded values a segment) or translations, ptxas
+/// spilled and serialized the instructions for want of registers). With one set the two
+/// warpgroups still overlap, each running its instructions while the other promotes.
+fn overlaps(kn: &Kernel, mem: &Memory) -> bool {
+    kn.plan.seg.is_none() && !mem.routes.iter().any(|r| r.staged)
+}
+
+/// Stages `first ..` in `iterations` loop iterations of `per` stages each, `stage` running
+/// one (given the segment still running, none for an iteration's first stage; it returns
+/// its own last segment, still running); each iteration ends with `finish` (the wait for
+/// every instruction, the last promotion), so that no instruction is in flight across the
+/// loop's back edge: ptxas cannot follow a `wgmma` group through it and serializes every
+/// `wgmma` of a kernel whose promotions read results a group from the previous iteration
+/// may still write (C7514). Within an iteration the running results alternate between two
+/// register sets. The accumulators after the loop.
+#[allow(clippy::too_many_arguments)]
+fn stage_runs<'c, 'a>(
     e: &Emitter<'c, 'a>,
     instr: &Wgmma,
-    k: Value<'c, 'a>,
     first: Value<'c, 'a>,
-    pairs: Value<'c, 'a>,
+    iterations: Value<'c, 'a>,
+    per: i64,
     stage: impl Fn(
         &Emitter<'c, 'a>,
         Value<'c, 'a>,
         &[Value<'c, 'a>],
-        Pending<'c, 'a>,
-    ) -> (Vec<Value<'c, 'a>>, Pending<'c, 'a>),
-) -> (Vec<Value<'c, 'a>>, Pending<'c, 'a>) {
-    let n = instr.accumulators();
-    let mut inits = vec![e.f32(0.0); n];
-    inits.extend([wgmma::pack(e, instr, &[]), k, e.int(1, 0)]);
-    let one = e.index(1);
-    let done = e.for_loop(e.index(0), pairs, one, &inits, |e, p, carried| {
-        let s = e.addi(first, e.muli(p, e.index(2)));
-        let before = (carried[n], carried[n + 1], carried[n + 2]);
-        let (acc, before) = stage(e, s, &carried[..n], before);
-        let (mut acc, (d, k0, promote)) = stage(e, e.addi(s, one), &acc, before);
-        acc.extend([d, k0, promote]);
-        acc
-    });
-    (done[..n].to_vec(), (done[n], done[n + 1], done[n + 2]))
+        Option<Pending<'c, 'a>>,
+    ) -> (Vec<Value<'c, 'a>>, Option<Pending<'c, 'a>>),
+    finish: impl Fn(&Emitter<'c, 'a>, Vec<Value<'c, 'a>>, Option<Pending<'c, 'a>>) -> Vec<Value<'c, 'a>>,
+) -> Vec<Value<'c, 'a>> {
+    let inits = vec![e.f32(0.0); instr.accumulators()];
+    e.for_loop(
+        e.index(0),
+        iterations,
+        e.index(1),
+        &inits,
+        |e, i, carried| {
+            let s = e.addi(first, e.muli(i, e.index(per)));
+            let (acc, pending) = stage_run(e, s, per, carried, &stage);
+            finish(e, acc, pending)
+        },
+    )
+}
+
+/// `count` stages from `s` in order, each given the segment the one before left running:
+/// the accumulators and the last stage's running segment.
+fn stage_run<'c, 'a>(
+    e: &Emitter<'c, 'a>,
+    s: Value<'c, 'a>,
+    count: i64,
+    acc: &[Value<'c, 'a>],
+    stage: &impl Fn(
+        &Emitter<'c, 'a>,
+        Value<'c, 'a>,
+        &[Value<'c, 'a>],
+        Option<Pending<'c, 'a>>,
+    ) -> (Vec<Value<'c, 'a>>, Option<Pending<'c, 'a>>),
+) -> (Vec<Value<'c, 'a>>, Option<Pending<'c, 'a>>) {
+    let mut acc = acc.to_vec();
+    let mut pending = None;
+    for u in 0..count {
+        (acc, pending) = stage(e, e.addi(s, e.index(u)), &acc, pending);
+    }
+    (acc, pending)
 }
 
 /// Wait for a segment (`wgmma.wait_group left`: all but the last `left` commit groups
@@ -976,15 +1020,20 @@ fn promote_segment<'c, 'a>(
     let loaded = wgmma::pinned(e, scales.loaded());
     let scales = scales.replaced(loaded);
     let d = wgmma::wait(e, instr, left, d);
-    e.if_else(
+    let acc = e.if_else(
         promote,
         &vec![e.f32_type(); instr.accumulators()],
         |e| kn.promote_loaded(e, &acc, &wgmma::unpack(e, instr, d), &scales),
         |_| acc.clone(),
-    )
+    );
+    // Done here, before the next instructions: LLVM sank the promotions of a stage's
+    // segments below the stage (they are pure), which kept every segment's results and
+    // scales live at once (ptxas: 255 registers and spills for FP6 with MX scales).
+    wgmma::pinned(e, &acc)
 }
 
-/// Wait for every issued instruction (`wgmma.wait_group 0`) and promote the pending segment.
+/// Wait for every issued instruction (`wgmma.wait_group 0`) and promote the pending segment,
+/// where one is (with one register set each segment was promoted at once).
 #[allow(clippy::too_many_arguments)]
 fn drain<'c, 'a>(
     e: &Emitter<'c, 'a>,
@@ -994,9 +1043,12 @@ fn drain<'c, 'a>(
     instr: &Wgmma,
     l: &Lane<'c, 'a>,
     acc: Vec<Value<'c, 'a>>,
-    pending: Pending<'c, 'a>,
+    pending: Option<Pending<'c, 'a>>,
 ) -> Vec<Value<'c, 'a>> {
-    promote_segment(e, kn, mem, shared, instr, l, acc, pending, 0)
+    match pending {
+        Some(pending) => promote_segment(e, kn, mem, shared, instr, l, acc, pending, 0),
+        None => acc,
+    }
 }
 
 /// Wait until the mbarrier `bar` completed the phase of parity `phase` (an i32, 0 or 1).

@@ -3,9 +3,9 @@
 //! flight per thread), the two consumer warpgroups only wait, compute and promote; a full
 //! and an empty mbarrier per slot replace the block-wide barrier, and translated tiles
 //! live in the slots (the producer runs up to a ring ahead), so a 64 KiB slot (FP6 x FP6)
-//! gets 3 stages. `setmaxnreg` moves registers from the producer (40 a thread, 96 when it
-//! translates) to the consumers (232, 200), within the 384 x 168 `.maxntid` gives the
-//! block. Not yet measured on a GPU: `auto` keeps the barrier pipeline.
+//! gets 3 stages. `setmaxnreg` moves registers from the producer (40 a thread when it
+//! only issues TMA boxes, 72 when it issues `cp.async`, 88 when it translates) to the
+//! consumers (232, 216, 208), within the 384 x 168 `.maxntid` gives the block. Not yet measured on a GPU: `auto` keeps the barrier pipeline.
 
 use melior::dialect::arith::CmpiPredicate;
 use melior::ir::operation::OperationBuilder;
@@ -17,8 +17,8 @@ use super::memory::{clear_halves, pointer, Memory, Shared};
 use super::stage::{copy_scales, copy_stage, decode_scales, translate_stage};
 use super::tma::{acquire_tensor_map, box_bytes, load_boxes};
 use super::{
-    copy_bases, drain, grouped, lane, mbarrier, sides, square_grid, stage_mmas, stage_pairs,
-    wait_parity, BK, PRODUCERS,
+    copy_bases, drain, grouped, lane, mbarrier, sides, square_grid, stage_mmas, stage_run,
+    stage_runs, wait_parity, BK, PER_ITERATION, PRODUCERS,
 };
 use crate::expand_quantize::ceil_div;
 use crate::ir::Emitter;
@@ -37,10 +37,11 @@ use crate::to_nvvm::wgmma::{self, Wgmma};
 ///   after the last stage: wait_group 0, the same for the stages still in flight
 /// consumers (256 threads), per stage s (two per loop iteration, the last one after the
 /// loop when the count is odd):
-///   wait full[s % stages]; the stage's segments (wgmma, commit; the segment before, the
-///   first time stage s-1's last, waited for with wait_group 1 and promoted meanwhile);
+///   wait full[s % stages]; the stage's segments (wgmma, commit; the segment before, in an
+///   iteration's second stage first the first stage's last, waited for with wait_group 1
+///   and promoted meanwhile);
 ///   s >= 1: arrive empty[(s-1) % stages] (stage s-1's instructions are done)
-/// after the last stage: wait_group 0, the last promotion
+/// at the end of each iteration (and of the odd stage): wait_group 0, the last promotion
 /// ```
 /// `lead` = stages - 1: up to that many stages' copies in flight per producer thread. The
 /// producer fences its writes (the copies it waited for, its translations) for the async
@@ -142,9 +143,16 @@ pub(super) fn specialized_block<'c, 'a>(
     let producer = e.cmpi(CmpiPredicate::Uge, tid, e.index(consumers));
     // Registers per thread after the split (`setmaxnreg`, per warpgroup; `.maxntid 384`
     // gives each thread 168 at entry, 384 x 168 = 64512 in all): the producer gives up what
-    // the consumers take, 2 x 232 + 40 = 504 = 3 x 168 as in DeepGEMM; a producer that
-    // translates keeps 96 for its tables and permutes (consumers 200).
-    let (keep, take) = if staged { (96, 200) } else { (40, 232) };
+    // the consumers take, 2 x take + keep = 504 = 3 x 168. As ptxas 12.9 allocates them
+    // (8192^3 kernels, the least that spilled nothing on either side): a producer that only
+    // issues TMA boxes keeps 40 (DeepGEMM's split, consumers 232); one that issues 16
+    // `cp.async` a stage spilled at 40 and keeps 72 (216); one that translates spilled at
+    // 72 and keeps 88 (208).
+    let (keep, take) = match (staged, mem.tma) {
+        (true, _) => (88, 208),
+        (false, true) => (40, 232),
+        (false, false) => (72, 216),
+    };
     debug_assert!(consumers == 2 * PRODUCERS && 2 * take + keep <= 3 * 168);
     let registers = |e: &Emitter<'c, 'a>, action: &str, count: i64| {
         e.bare(
@@ -297,29 +305,19 @@ pub(super) fn specialized_block<'c, 'a>(
         let l = lane(e, mem.tile, tid, bm, bn);
         let warpgroup = e.divui(tid, e.index(wgmma::THREADS));
         // As in the barrier pipeline, a stage's last segment is waited for and promoted
-        // after the next stage's first is issued (`stage_mmas`), and only then is the slot
-        // of the stage before given back (its instructions are done: they complete in
-        // order). Two stages per iteration, so the running results alternate between two
-        // register sets (one carried through the back edge would be copied while the
-        // tensor cores write it); K is static, so an odd stage count ends with one stage
-        // after the loop, and no stage waits for a slot the producer never fills.
+        // after the next stage's first is issued (`stage_mmas`), or at the end of the loop
+        // iteration (`stage_runs`: nothing in flight across the back edge), and the slot of
+        // the stage before is given back after the stage's first wait (its instructions
+        // are done: they complete in order). Two stages per iteration, the running results
+        // alternating between two register sets; K is static, so an odd stage count ends
+        // with one stage after the loop, and no stage waits for a slot the producer never
+        // fills.
         let every = e.int(1, 1);
         let stage =
             |e: &Emitter<'c, 'a>, s: Value<'c, 'a>, acc: &[Value<'c, 'a>], before, fold: bool| {
                 wait_parity(e, bar(e, 0, s), parity(e, e.divui(s, e.index(stages))));
                 let (acc, pending) = stage_mmas(
-                    e,
-                    kn,
-                    mem,
-                    instr,
-                    shared,
-                    &l,
-                    warpgroup,
-                    s,
-                    acc,
-                    Some(before),
-                    every,
-                    fold,
+                    e, kn, mem, instr, shared, &l, warpgroup, s, acc, before, every, fold,
                 );
                 e.if_then(e.cmpi(CmpiPredicate::Uge, s, one), |e| {
                     let empty = bar(e, 1, e.subi(s, one));
@@ -332,15 +330,24 @@ pub(super) fn specialized_block<'c, 'a>(
                 (acc, pending)
             };
         let run = |e: &Emitter<'c, 'a>, fold: bool| {
-            let pairs = e.index(k_stages / 2);
-            let (mut acc, mut pending) =
-                stage_pairs(e, instr, k, zero, pairs, |e, s, acc, before| {
-                    stage(e, s, acc, before, fold)
-                });
-            if k_stages % 2 == 1 {
-                (acc, pending) = stage(e, e.index(k_stages - 1), &acc, pending, fold);
+            let stage = |e: &Emitter<'c, 'a>, s, acc: &[Value<'c, 'a>], before| {
+                stage(e, s, acc, before, fold)
+            };
+            let finish = |e: &Emitter<'c, 'a>, acc, pending| {
+                drain(e, kn, mem, shared, instr, &l, acc, pending)
+            };
+            let whole = k_stages / PER_ITERATION;
+            let iterations = e.index(whole);
+            let acc = stage_runs(e, instr, zero, iterations, PER_ITERATION, stage, finish);
+            // The stages left over run after the loop.
+            match k_stages % PER_ITERATION {
+                0 => acc,
+                left => {
+                    let s = e.index(whole * PER_ITERATION);
+                    let (acc, pending) = stage_run(e, s, left, &acc, &stage);
+                    finish(e, acc, pending)
+                }
             }
-            drain(e, kn, mem, shared, instr, &l, acc, pending)
         };
         // (Folded scales: two loops, each draining its instructions.)
         let acc = match folds {
