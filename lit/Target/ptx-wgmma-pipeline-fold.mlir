@@ -8,8 +8,9 @@
 // all 4 stages back to back (up to 32 a round), takes each one's largest and smallest
 // byte, and `bar.red.or.pred` gives the whole block one answer;
 // then the folded loop (a stage: 4 k-steps in one commit group, one promotion of 64 fma)
-// and the per-32 one (4 groups of one, 64 fma each) are both in the kernel: 8 + 8
-// instructions for the two stages each loop runs per iteration.
+// and the per-32 one (4 groups of one, 64 fma each) are both in the kernel: 4 + 4
+// instructions for the one stage each loop runs per iteration (the operands are
+// translated: a second stage per iteration cost registers).
 // CHECK-LABEL: .entry
 // CHECK:         ld.global.b32
 // CHECK-COUNT-4: ld.global.b32
@@ -17,22 +18,22 @@
 // CHECK:         max.u32
 // CHECK:         min.u32
 // CHECK:         bar.red.or.pred
-// CHECK-COUNT-16: wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3
+// CHECK-COUNT-8: wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3
 // CHECK-NOT:     wgmma.mma_async
 // CHECK:         ret;
 
 // OFF-LABEL:   .entry
 // OFF-NOT:     bar.red
-// OFF-COUNT-8: wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3
+// OFF-COUNT-4: wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3
 // OFF-NOT:     wgmma.mma_async
 // OFF:         ret;
 // Warp-specialized: the block's `bar.red.or.pred`, then named barrier 1 of the 128
 // producers in each of their two loops (top of each stage, and before the last stages'
-// translations), 16 instructions in the consumers' two loops.
+// translations), 8 instructions in the consumers' two loops.
 // WS-LABEL:     .entry
 // WS:           bar.red.or.pred
 // WS-COUNT-4:   bar.sync {{.*}}1, 128;
-// WS-COUNT-16:  wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3
+// WS-COUNT-8:   wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3
 // WS-NOT:       wgmma.mma_async
 func.func @mxfp4(%a: memref<256x256x!lowp.packed<f4E2M1FN>>, %sa: memref<256x16xf8E8M0FNU>,
                  %b: memref<128x256x!lowp.packed<f4E2M1FN>>, %sb: memref<128x16xf8E8M0FNU>,

@@ -40,8 +40,8 @@
 // CHECK:           %c16416 = arith.constant 16416 : index
 // CHECK-NEXT:      arith.addi %{{.*}}, %c16416 : index
 // CHECK:           nvvm.wgmma.mma_async
-// 16 instructions in the loop's two stages, then none.
-// CHECK-COUNT-12:  nvvm.wgmma.mma_async %{{.*}}, %{{.*}}, %{{.*}}, <m = 64, n = 128, k = 32>, D[<f32>, <zero>]
+// 8 instructions in the loop's stage (one stage per iteration: A is translated), then none.
+// CHECK-COUNT-4:  nvvm.wgmma.mma_async %{{.*}}, %{{.*}}, %{{.*}}, <m = 64, n = 128, k = 32>, D[<f32>, <zero>]
 // CHECK:           scf.yield
 // CHECK-NOT:       nvvm.wgmma.mma_async
 // CHECK-NOT:       "wgmma.wait_group

@@ -46,7 +46,7 @@
 //!
 //! ```text
 //! prologue: stages 0 .. L-1 issued (L = stages - 2 ahead), one commit group each
-//! for each stage s (two per loop iteration):
+//! for each stage s (two per loop iteration; one where operands are translated):
 //!   cp.async.wait_group L-1           // this thread's copies of stage s landed
 //!   translate them (staged operands)  // into the FP8 tiles of stage s % 3
 //!   fence.proxy.async.shared::cta     // generic-proxy writes -> the async proxy (wgmma)
@@ -67,8 +67,10 @@
 //! the previous iteration may still write, it serializes every `wgmma` of the kernel
 //! (`ptxas -v`: C7514; the loop carried the last segment through the back edge until
 //! 2026-11-30, and every pipelined kernel was serialized). Within an iteration the running
-//! results alternate between two register sets. A second stage past the block's range runs
-//! on whatever its slot holds and is never promoted.
+//! results alternate between two register sets, where they are two (`overlaps`: FP8 used as
+//! stored, no scales along K; else each segment is waited for and promoted before the
+//! next is issued, and the promotion is pinned there: ptxas spilled otherwise). A second
+//! stage past the block's range runs on whatever its slot holds and is never promoted.
 //!
 //! Partial sums go into the f32 accumulators at least every 128 of K, also for per-tensor
 //! scales: Hopper's FP8 MMA accumulates with reduced precision, so (as DeepGEMM does) the
@@ -146,10 +148,6 @@ use tma::{acquire_tensor_map, box_bytes, load_boxes, tensor_map};
 
 /// K per stage.
 const BK: i64 = 128;
-
-/// Stages per iteration of the stage loops (`stage_runs`): the last segment of each but the
-/// last runs while the next stage's first is issued; the last is drained.
-const PER_ITERATION: i64 = 2;
 
 /// Warp-specialized: after the consumer warpgroups, one producer warpgroup.
 const PRODUCERS: i64 = 128;
@@ -839,16 +837,17 @@ fn hardware_block<'c, 'a>(
                 e, kn, mem, instr, shared, &l, warpgroup, s, acc, before, live, fold,
             )
         };
-    // Two stages per loop iteration (the second past the block's range runs on what its
-    // slot holds and is never promoted), each iteration ending with a drain.
-    let iterations = ceil_div(e, e.subi(last, first), e.index(PER_ITERATION));
+    // Stages per loop iteration (`per_iteration`; a stage past the block's range runs on
+    // what its slot holds and is never promoted), each iteration ending with a drain.
+    let per = per_iteration(kn, mem);
+    let iterations = ceil_div(e, e.subi(last, first), e.index(per));
     let run = |e: &Emitter<'c, 'a>, fold: bool| {
         stage_runs(
             e,
             instr,
             first,
             iterations,
-            PER_ITERATION,
+            per,
             |e, s, acc, before| stage(e, s, acc, before, fold),
             |e, acc, pending| drain(e, kn, mem, shared, instr, &l, acc, pending),
         )
@@ -937,6 +936,20 @@ fn stage_mmas<'c, 'a>(
 /// warpgroups still overlap, each running its instructions while the other promotes.
 fn overlaps(kn: &Kernel, mem: &Memory) -> bool {
     kn.plan.seg.is_none() && !mem.routes.iter().any(|r| r.staged)
+}
+
+/// Stages per iteration of the stage loops (`stage_runs`): two (where a stage's last segment
+/// runs while the next stage's first is issued, `overlaps`, the second drained), but one
+/// where operands are translated: each segment is drained anyway there, and a second
+/// stage's translations doubled what LLVM hoists out of the loop (ptxas 12.9, FP6 x FP6
+/// MX at 8192^3: 28 bytes spilled in the barrier pipeline, 352 warp-specialized, against
+/// 0 and 164 with one; MXFP8, not translated, spilled more with one: 16 bytes against 4).
+fn per_iteration(_kn: &Kernel, mem: &Memory) -> i64 {
+    if mem.routes.iter().any(|r| r.staged) {
+        1
+    } else {
+        2
+    }
 }
 
 /// Stages `first ..` in `iterations` loop iterations of `per` stages each, `stage` running

@@ -17,8 +17,8 @@ use super::memory::{clear_halves, pointer, Memory, Shared};
 use super::stage::{copy_scales, copy_stage, decode_scales, translate_stage};
 use super::tma::{acquire_tensor_map, box_bytes, load_boxes};
 use super::{
-    copy_bases, drain, grouped, lane, mbarrier, sides, square_grid, stage_mmas, stage_run,
-    stage_runs, wait_parity, BK, PER_ITERATION, PRODUCERS,
+    copy_bases, drain, grouped, lane, mbarrier, per_iteration, sides, square_grid, stage_mmas,
+    stage_run, stage_runs, wait_parity, BK, PRODUCERS,
 };
 use crate::expand_quantize::ceil_div;
 use crate::ir::Emitter;
@@ -336,14 +336,15 @@ pub(super) fn specialized_block<'c, 'a>(
             let finish = |e: &Emitter<'c, 'a>, acc, pending| {
                 drain(e, kn, mem, shared, instr, &l, acc, pending)
             };
-            let whole = k_stages / PER_ITERATION;
+            let per = per_iteration(kn, mem);
+            let whole = k_stages / per;
             let iterations = e.index(whole);
-            let acc = stage_runs(e, instr, zero, iterations, PER_ITERATION, stage, finish);
+            let acc = stage_runs(e, instr, zero, iterations, per, stage, finish);
             // The stages left over run after the loop.
-            match k_stages % PER_ITERATION {
+            match k_stages % per {
                 0 => acc,
                 left => {
-                    let s = e.index(whole * PER_ITERATION);
+                    let s = e.index(whole * per);
                     let (acc, pending) = stage_run(e, s, left, &acc, &stage);
                     finish(e, acc, pending)
                 }
