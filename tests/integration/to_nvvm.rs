@@ -718,7 +718,7 @@ fn wgmma_tma_matches_the_oracle() {
     // One tensor map per TMA operand (11 square, 3 skinny); B's of the three multicasting
     // problems boxes half of the block's rows. The square block's producer issues each box
     // once in its loop; the skinny block's thread 0 in the prologue and in each of the
-    // loop's two stages (3 per operand). `arrive.expect_tx` where thread 0 alone feeds the
+    // loop's stages: two (3 per operand), one where A is translated (packed E2M1: 2). `arrive.expect_tx` where thread 0 alone feeds the
     // ring; `expect_tx` where the producers also copy (packed A; MXFP8's staged scales:
     // one copy of a row's 4 scale bytes per operand). Full barriers: the square block's
     // loop inits (2 per op), the skinny block's 8 slots.
@@ -728,24 +728,25 @@ fn wgmma_tma_matches_the_oracle() {
     assert_eq!(
         text.matches("nvvm.cp.async.bulk.tensor.shared.cluster.global")
             .count(),
-        11 + 3 * 3
+        11 + 2 * 3 + 2
     );
     assert_eq!(text.matches("multicast_mask").count(), 3);
     assert_eq!(
         text.matches("nvvm.mbarrier.arrive.expect_tx").count(),
-        3 + 2 * 3
+        3 + 3 + 2
     );
     assert_eq!(text.matches("nvvm.mbarrier.expect_tx").count(), 4);
     assert_eq!(text.matches(", 4, cache =  ca").count(), 2 + 2);
     assert_eq!(text.matches("nvvm.mbarrier.init").count(), 14 + 2 * 8);
     // Both skinny problems split K in clusters, the multicasting ones share B in clusters
     // of 2, where the consumer warps release each slot on both blocks' empty barriers (in
-    // the pair loop's two stages and the one after it) and the blocks meet after the
-    // barriers' initialization and before they leave.
+    // the pair loop's two stages and the one after it; in the one-stage loop where packed
+    // A is translated) and the blocks meet after the barriers' initialization and before
+    // they leave.
     assert_eq!(text.matches("clusters(").count(), 5);
     assert_eq!(
         text.matches("{scope = #nvvm.mem_scope<cluster>}").count(),
-        3 * 3
+        2 * 3 + 1
     );
     assert_eq!(text.matches("nvvm.cluster.arrive").count(), 3 * 2 + 2 * 2);
     run_and_check(&session, &problems, Some(&emulated("sm_90a", "wgmma-tma")));
