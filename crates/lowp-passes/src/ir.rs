@@ -279,6 +279,32 @@ impl<'c, 'a> Emitter<'c, 'a> {
         self.val(melior::dialect::memref::dim(memref, i, self.loc))
     }
 
+    /// An integer address (`i64`) as an LLVM pointer in address space `space` (NVVM: 1
+    /// global, 3 shared, 6 tensor memory); a global pointer goes through the generic one
+    /// (`cvta.to.global`).
+    pub fn pointer(&self, addr: Value<'c, '_>, space: u32) -> Value<'c, 'a> {
+        let ty = |s: u32| {
+            let text = match s {
+                0 => "!llvm.ptr".to_string(),
+                s => format!("!llvm.ptr<{s}>"),
+            };
+            Type::parse(self.ctx, &text).expect("valid pointer type")
+        };
+        let cast = |name: &str, v: Value<'c, '_>, to: u32| {
+            self.val(
+                OperationBuilder::new(name, self.loc)
+                    .add_operands(&[v])
+                    .add_results(&[ty(to)])
+                    .build()
+                    .expect("valid pointer cast"),
+            )
+        };
+        match space {
+            1 => cast("llvm.addrspacecast", cast("llvm.inttoptr", addr, 0), 1),
+            s => cast("llvm.inttoptr", addr, s),
+        }
+    }
+
     /// `memref.extract_aligned_pointer_as_index`: the address of the memref's aligned
     /// buffer (its element 0 before the offset).
     pub fn aligned_pointer(&self, memref: Value<'c, '_>) -> Value<'c, 'a> {

@@ -1366,26 +1366,10 @@ fn load_address<'c, 'a>(
     n: u32,
     p: Permute,
 ) -> Value<'c, 'a> {
-    let ptr = |space: u32| {
-        let text = match space {
-            0 => "!llvm.ptr".to_string(),
-            s => format!("!llvm.ptr<{s}>"),
-        };
-        melior::ir::Type::parse(e.ctx(), &text).expect("valid pointer type")
-    };
-    let cast = |name: &str, v: Value<'c, 'a>, to: u32| {
-        e.val(
-            OperationBuilder::new(name, e.loc())
-                .add_operands(&[v])
-                .add_results(&[ptr(to)])
-                .build()
-                .expect("valid pointer cast"),
-        )
-    };
-    let generic = cast("llvm.inttoptr", e.index_castui(at, e.int_type(64)), 0);
+    let at = e.index_castui(at, e.int_type(64));
     let pointer = match p {
-        Permute::Prmt => cast("llvm.addrspacecast", generic, 1),
-        Permute::Shifts => generic,
+        Permute::Prmt => e.pointer(at, 1),
+        Permute::Shifts => e.pointer(at, 0),
     };
     e.val(
         OperationBuilder::new("llvm.load", e.loc())

@@ -401,18 +401,6 @@ fn descriptor<'c, 'a>(e: &Emitter<'c, 'a>, base: Value<'c, 'a>) -> Value<'c, 'a>
     e.ori(e.ori(e.ori(start, field(LBO, 16)), field(SBO, 32)), fixed)
 }
 
-/// An LLVM pointer in address space `space` to the integer address `v`.
-fn pointer<'c, 'a>(e: &Emitter<'c, 'a>, v: Value<'c, 'a>, space: u32) -> Value<'c, 'a> {
-    let t = Type::parse(e.ctx(), &format!("!llvm.ptr<{space}>")).expect("valid pointer type");
-    e.val(
-        OperationBuilder::new("llvm.inttoptr", e.loc())
-            .add_operands(&[v])
-            .add_results(&[t])
-            .build()
-            .expect("valid llvm.inttoptr"),
-    )
-}
-
 /// An NVVM op with operands and attributes (given as text), no results.
 fn nvvm<'c, 'a>(
     e: &Emitter<'c, 'a>,
@@ -493,14 +481,14 @@ pub(super) fn lower<'c, 'a>(
             let first_warp = e.cmpi(CmpiPredicate::Eq, warp, zero);
             let first_thread = e.cmpi(CmpiPredicate::Eq, tid, zero);
             let cols = e.i32(instr.columns() as u32);
-            let mbar_ptr = pointer(e, smem_address(e, mbar), 3);
+            let mbar_ptr = e.pointer(smem_address(e, mbar), 3);
             // Warp 0 allocates the tensor memory of D and writes its address into `slot`;
             // thread 0 sets up the mbarrier MMAs complete on.
             e.if_then(first_warp, |e| {
                 nvvm(
                     e,
                     "nvvm.tcgen05.alloc",
-                    &[pointer(e, smem_address(e, slot), 3), cols],
+                    &[e.pointer(smem_address(e, slot), 3), cols],
                     &[],
                 );
                 nvvm(e, "nvvm.tcgen05.relinquish_alloc_permit", &[], &[]);
@@ -520,10 +508,10 @@ pub(super) fn lower<'c, 'a>(
             e.bare("gpu.barrier", &[]);
             fence(e, "after");
             let taddr = e.load(slot, &[zero]);
-            let d_ptr = pointer(e, taddr, 6);
+            let d_ptr = e.pointer(taddr, 6);
             // This warp's 32 lanes of D.
             let lanes = e.shli(e.index_castui(e.muli(warp, e.index(32)), i32t), e.i32(16));
-            let warp_d = pointer(e, e.addi(taddr, lanes), 6);
+            let warp_d = e.pointer(e.addi(taddr, lanes), 6);
             let (da, db) = (
                 descriptor(e, smem_address(e, smem[0])),
                 descriptor(e, smem_address(e, smem[1])),
@@ -555,7 +543,7 @@ pub(super) fn lower<'c, 'a>(
                             let at = e.addi(taddr, e.addi(lanes, e.i32(col as u32)));
                             e.insert(
                                 OperationBuilder::new("nvvm.tcgen05.st", e.loc())
-                                    .add_operands(&[pointer(e, at, 6), e.from_elements(&w)])
+                                    .add_operands(&[e.pointer(at, 6), e.from_elements(&w)])
                                     .add_attributes(&[ldst_32x32b(e)])
                                     .build()
                                     .expect("valid nvvm.tcgen05.st"),
@@ -579,7 +567,7 @@ pub(super) fn lower<'c, 'a>(
                     if instr.kind.scaled() {
                         let (ca, cb) = scale_columns(e, instr.kind, kk);
                         let sf = |col: Value<'c, 'a>| {
-                            pointer(e, e.addi(taddr, e.index_castui(col, i32t)), 6)
+                            e.pointer(e.addi(taddr, e.index_castui(col, i32t)), 6)
                         };
                         nvvm(
                             e,

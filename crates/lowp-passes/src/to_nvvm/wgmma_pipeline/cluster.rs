@@ -7,7 +7,7 @@ use melior::dialect::arith::CmpiPredicate;
 use melior::ir::operation::OperationBuilder;
 use melior::ir::{Attribute, Identifier, Type, Value};
 
-use super::memory::{pointer, Memory, Shared};
+use super::memory::{Memory, Shared};
 use super::BK;
 use crate::expand_quantize::ceil_div;
 use crate::ir::Emitter;
@@ -60,7 +60,7 @@ pub(super) fn gather_splits<'c, 'a>(
     let zero = e.index(0);
     let f32t = e.f32_type();
     let local =
-        |e: &Emitter<'c, 'a>, x: usize| pointer(e, shared.address(e, gathered(e, mem, tid, x)), 3);
+        |e: &Emitter<'c, 'a>, x: usize| e.pointer(shared.address(e, gathered(e, mem, tid, x)), 3);
     // Every thread's instructions have completed (each waited): the ring may be reused.
     e.bare("gpu.barrier", &[]);
     e.if_then(e.cmpi(CmpiPredicate::Ne, rank, zero), |e| {

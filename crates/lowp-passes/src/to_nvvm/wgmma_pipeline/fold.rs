@@ -23,7 +23,7 @@ use melior::dialect::arith::CmpiPredicate;
 use melior::ir::operation::OperationBuilder;
 use melior::ir::{Attribute, Identifier, Value};
 
-use super::memory::{alignment, pointer, Memory, ScaleStage, Shared};
+use super::memory::{alignment, Memory, ScaleStage, Shared};
 use super::stage::scale_at;
 use super::{ceil, segment_shape, static_k, Side, BK};
 use crate::code_words::{byte_rule, nibble_table, ByteRule};
@@ -269,7 +269,7 @@ pub(super) fn scale_word<'c, 'a>(
     match shared {
         Shared::Gpu(_) => {
             let base = wgmma::smem_address(e, scaled.scales);
-            let p = pointer(e, e.addi(base, e.index_castui(at, e.int_type(64))), 1);
+            let p = e.pointer(e.addi(base, e.index_castui(at, e.int_type(64))), 1);
             e.val(
                 OperationBuilder::new("llvm.load", e.loc())
                     .add_operands(&[p])

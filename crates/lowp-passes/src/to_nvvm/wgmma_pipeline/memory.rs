@@ -8,7 +8,7 @@
 use lowp_formats::{ScaleDtype, ScaleLayout};
 use melior::dialect::arith::CmpiPredicate;
 use melior::ir::operation::OperationBuilder;
-use melior::ir::{Attribute, Identifier, Type, Value};
+use melior::ir::{Attribute, Identifier, Value};
 
 use super::fold::Fold;
 use super::{
@@ -640,7 +640,7 @@ impl<'c, 'a> Shared<'c, 'a> {
         let i32t = e.int_type(32);
         match *self {
             Shared::Gpu(_) => {
-                let p = pointer(e, self.address(e, offset), 3);
+                let p = e.pointer(self.address(e, offset), 3);
                 let t = if n == 1 {
                     i32t
                 } else {
@@ -687,7 +687,7 @@ impl<'c, 'a> Shared<'c, 'a> {
     ) {
         match *self {
             Shared::Gpu(_) => {
-                let p = pointer(e, self.address(e, offset), 3);
+                let p = e.pointer(self.address(e, offset), 3);
                 let v = if words.len() == 1 {
                     words[0]
                 } else {
@@ -725,35 +725,4 @@ pub(super) fn descriptor<'c, 'a>(e: &Emitter<'c, 'a>, addr: Value<'c, 'a>) -> Va
     let start = e.shrui(e.andi(addr, e.int(64, 0x3FFFF)), e.int(64, 4));
     let fixed = (1i64 << 16) | ((ATOM >> 4) << 32) | (1i64 << 62);
     e.ori(start, e.int(64, fixed))
-}
-
-/// An `i64` address as an LLVM pointer in `space` (1 global, 3 shared); a global pointer
-/// goes through the generic one (`cvta.to.global`).
-pub(super) fn pointer<'c, 'a>(
-    e: &Emitter<'c, 'a>,
-    addr: Value<'c, 'a>,
-    space: u32,
-) -> Value<'c, 'a> {
-    let ty = |s: u32| {
-        let text = if s == 0 {
-            "!llvm.ptr".to_string()
-        } else {
-            format!("!llvm.ptr<{s}>")
-        };
-        Type::parse(e.ctx(), &text).expect("valid pointer type")
-    };
-    let cast = |name: &str, v: Value<'c, 'a>, to: u32| {
-        e.val(
-            OperationBuilder::new(name, e.loc())
-                .add_operands(&[v])
-                .add_results(&[ty(to)])
-                .build()
-                .expect("valid pointer cast"),
-        )
-    };
-    if space == 1 {
-        cast("llvm.addrspacecast", cast("llvm.inttoptr", addr, 0), 1)
-    } else {
-        cast("llvm.inttoptr", addr, space)
-    }
 }

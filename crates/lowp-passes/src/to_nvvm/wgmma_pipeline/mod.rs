@@ -139,9 +139,7 @@ mod tma;
 use cluster::{gather_splits, stage_range};
 use emulated::emulated_block;
 use fold::{fold_plan, fold_scan};
-use memory::{
-    clear_halves, descriptor, pointer, split_operand, staged_scale_blocks, Memory, Shared,
-};
+use memory::{clear_halves, descriptor, split_operand, staged_scale_blocks, Memory, Shared};
 use specialized::specialized_block;
 use stage::{copy_scales, copy_stage, decode_scales, staged_readers, translate_stage};
 use tma::{acquire_tensor_map, box_bytes, load_boxes, tensor_map};
@@ -743,7 +741,7 @@ fn hardware_block<'c, 'a>(
     let full = |e: &Emitter<'c, 'a>, s: Value<'c, 'a>| {
         let slot = e.remui(s, e.index(stages));
         let at = e.addi(e.index(mem.barriers), e.muli(slot, e.index(8)));
-        pointer(e, shared.address(e, at), 3)
+        e.pointer(shared.address(e, at), 3)
     };
     let boxes = box_bytes(mem, maps);
     if mem.tma {

@@ -13,7 +13,7 @@ use melior::ir::{Attribute, Identifier, Value};
 
 use super::cluster::{cluster_sync, release_in_cluster};
 use super::fold::fold_scan;
-use super::memory::{clear_halves, pointer, Memory, Shared};
+use super::memory::{clear_halves, Memory, Shared};
 use super::stage::{copy_scales, copy_stage, decode_scales, translate_stage};
 use super::tma::{acquire_tensor_map, box_bytes, load_boxes};
 use super::{
@@ -71,7 +71,7 @@ pub(super) fn specialized_block<'c, 'a>(
             e.index(mem.barriers + which * stages * 8),
             e.muli(slot, e.index(8)),
         );
-        pointer(e, shared.address(e, at), 3)
+        e.pointer(shared.address(e, at), 3)
     };
     let parity =
         |e: &Emitter<'c, 'a>, use_: Value<'c, 'a>| e.andi(e.index_castui(use_, i32t), e.i32(1));

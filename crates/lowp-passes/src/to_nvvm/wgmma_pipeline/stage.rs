@@ -11,7 +11,7 @@ use melior::ir::operation::OperationBuilder;
 use melior::ir::{Attribute, Identifier, Value};
 
 use super::fold::byte_max;
-use super::memory::{each_chunk, pointer, swizzled, Memory, ScaleStage, Shared};
+use super::memory::{each_chunk, swizzled, Memory, ScaleStage, Shared};
 use super::{Side, BK};
 use crate::code_words::{
     byte_nibbles, byte_rule, nibble_table, splat, translate4, translate_bytes,
@@ -79,8 +79,8 @@ pub(super) fn copy_scales<'c, 'a>(
         let scaled = [&kn.ops.sa, &kn.ops.sb][x];
         let at = scale_at(e, scaled, st, &sides[x], r, k0);
         let base = wgmma::smem_address(e, scaled.scales);
-        let src = pointer(e, e.addi(base, e.index_castui(at, i64t)), 1);
-        let dst = pointer(e, shared.address(e, st.copied(e, mem.stages, s, r)), 3);
+        let src = e.pointer(e.addi(base, e.index_castui(at, i64t)), 1);
+        let dst = e.pointer(shared.address(e, st.copied(e, mem.stages, s, r)), 3);
         cp_async_of(e, dst, src, st.per_row(), e.i32(st.per_row() as u32));
     });
 }
@@ -107,9 +107,9 @@ pub(super) fn copy_stage<'c, 'a>(
             continue;
         }
         each_chunk(e, route, mem.copiers, tid, side, k, k0, |e, c| {
-            let dst = pointer(e, shared.address(e, e.addi(copied, c.offset)), 3);
+            let dst = e.pointer(shared.address(e, e.addi(copied, c.offset)), 3);
             let at = e.addi(e.muli(c.row, side.row_bytes), c.byte);
-            let src = pointer(e, e.addi(globals[x], e.index_castui(at, i64t)), 1);
+            let src = e.pointer(e.addi(globals[x], e.index_castui(at, i64t)), 1);
             let size = e.select(c.inside, e.i32(16), e.i32(0));
             cp_async(e, dst, src, size);
         });

@@ -33,7 +33,7 @@ use melior::dialect::arith::CmpiPredicate;
 use melior::ir::operation::OperationBuilder;
 use melior::ir::{Attribute, Identifier, Type, Value};
 
-use super::memory::{pointer, Memory, Shared};
+use super::memory::{Memory, Shared};
 use super::{part, Side, BK};
 use crate::ir::Emitter;
 
@@ -104,7 +104,7 @@ pub(super) fn tma_load<'c, 'a>(
     // The CTA's own shared memory as a shared::cluster address (`cvta`).
     let dst = e.val(
         OperationBuilder::new("llvm.addrspacecast", e.loc())
-            .add_operands(&[pointer(e, dst, 3)])
+            .add_operands(&[e.pointer(dst, 3)])
             .add_results(&[Type::parse(ctx, "!llvm.ptr<7>").expect("valid pointer type")])
             .build()
             .expect("valid addrspacecast"),
