@@ -5,7 +5,8 @@
 //! live in the slots (the producer runs up to a ring ahead), so a 64 KiB slot (FP6 x FP6)
 //! gets 3 stages. `setmaxnreg` moves registers from the producer (40 a thread when it
 //! only issues TMA boxes, 72 when it issues `cp.async`, 88 when it translates) to the
-//! consumers (232, 216, 208), within the 384 x 168 `.maxntid` gives the block. Not yet measured on a GPU: `auto` keeps the barrier pipeline.
+//! consumers (232, 216, 208), within the 384 x 168 `.maxntid` gives the block. Not yet
+//! measured on a GPU: `auto` keeps the barrier pipeline.
 
 use melior::dialect::arith::CmpiPredicate;
 use melior::ir::operation::OperationBuilder;
@@ -36,7 +37,7 @@ use crate::to_nvvm::wgmma::{self, Wgmma};
 ///              fence.proxy.async; arrive full[(s-lead+1) % stages]
 ///   after the last stage: wait_group 0, the same for the stages still in flight
 /// consumers (256 threads), per stage s (two per loop iteration, the last one after the
-/// loop when the count is odd):
+/// loop when the count is odd; one per iteration where operands are translated):
 ///   wait full[s % stages]; the stage's segments (wgmma, commit; the segment before, in an
 ///   iteration's second stage first the first stage's last, waited for with wait_group 1
 ///   and promoted meanwhile);
@@ -308,10 +309,10 @@ pub(super) fn specialized_block<'c, 'a>(
         // after the next stage's first is issued (`stage_mmas`), or at the end of the loop
         // iteration (`stage_runs`: nothing in flight across the back edge), and the slot of
         // the stage before is given back after the stage's first wait (its instructions
-        // are done: they complete in order). Two stages per iteration, the running results
-        // alternating between two register sets; K is static, so an odd stage count ends
-        // with one stage after the loop, and no stage waits for a slot the producer never
-        // fills.
+        // are done: they complete in order). Stages per iteration: `per_iteration` (two,
+        // the running results alternating between two register sets, or one); K is static,
+        // so the stages left over run after the loop, and no stage waits for a slot the
+        // producer never fills.
         let every = e.int(1, 1);
         let stage =
             |e: &Emitter<'c, 'a>, s: Value<'c, 'a>, acc: &[Value<'c, 'a>], before, fold: bool| {
