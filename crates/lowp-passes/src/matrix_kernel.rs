@@ -341,6 +341,25 @@ struct WordReads {
     translated: Option<(WordRule, Permute)>,
 }
 
+/// Where a row-major code memref's rows are (one byte an element): the address of element
+/// (0, 0) (the aligned pointer plus the offset), the row and column strides.
+struct Rows<'c, 'a> {
+    start: Value<'c, 'a>,
+    stride: Value<'c, 'a>,
+    column_stride: Value<'c, 'a>,
+}
+
+impl<'c, 'a> Rows<'c, 'a> {
+    fn of(e: &Emitter<'c, 'a>, bits: Value<'c, 'a>) -> Self {
+        let (offset, strides) = e.strided(bits, 2);
+        Rows {
+            start: e.addi(e.aligned_pointer(bits), offset),
+            stride: strides[0],
+            column_stride: strides[1],
+        }
+    }
+}
+
 /// The op's operands and sizes as the kernel body reads them.
 pub(crate) struct Kernel<'p, 'c, 'a> {
     pub(crate) plan: &'p Plan,
@@ -534,15 +553,16 @@ impl<'p, 'c, 'a> Kernel<'p, 'c, 'a> {
         }
     }
 
-    /// Whether `bits`'s rows can be read `bytes` at a time: the base, the offset and the
-    /// row stride multiples of `bytes`, columns contiguous (an `i1`).
-    fn rows_aligned(&self, e: &Emitter<'c, 'a>, bits: Value<'c, 'a>, bytes: u32) -> Value<'c, 'a> {
+    /// Whether rows can be read `bytes` at a time: the start and the row stride multiples
+    /// of `bytes`, columns contiguous (an `i1`).
+    fn rows_aligned(&self, e: &Emitter<'c, 'a>, rows: &Rows<'c, 'a>, bytes: u32) -> Value<'c, 'a> {
         let (b, zero) = (e.index(bytes as i64), e.index(0));
-        let (offset, strides) = e.strided(bits, 2);
-        let start = e.addi(e.aligned_pointer(bits), offset);
         let multiple = |v| e.cmpi(CmpiPredicate::Eq, e.remui(v, b), zero);
-        let contiguous = e.cmpi(CmpiPredicate::Eq, strides[1], e.index(1));
-        e.andi(e.andi(multiple(start), multiple(strides[0])), contiguous)
+        let contiguous = e.cmpi(CmpiPredicate::Eq, rows.column_stride, e.index(1));
+        e.andi(
+            e.andi(multiple(rows.start), multiple(rows.stride)),
+            contiguous,
+        )
     }
 
     /// The stored bytes of one register read at once (`rows_aligned`, its codes inside K):
@@ -552,6 +572,7 @@ impl<'p, 'c, 'a> Kernel<'p, 'c, 'a> {
         e: &Emitter<'c, 'a>,
         src: &Operand,
         bits: Value<'c, 'a>,
+        rows: &Rows<'c, 'a>,
         reads: &WordReads,
         row: Value<'c, 'a>,
         kw: Value<'c, 'a>,
@@ -570,9 +591,7 @@ impl<'p, 'c, 'a> Kernel<'p, 'c, 'a> {
         } else {
             // Codes narrower than a byte, one per byte (an `iN` memref): their bytes
             // through the address.
-            let (offset, strides) = e.strided(bits, 2);
-            let start = e.addi(e.aligned_pointer(bits), offset);
-            let at = e.addi(start, e.addi(e.muli(row, strides[0]), byte));
+            let at = e.addi(rows.start, e.addi(e.muli(row, rows.stride), byte));
             let (_, p) = reads
                 .translated
                 .expect("only translated codes are narrower");
@@ -660,11 +679,12 @@ impl<'p, 'c, 'a> Kernel<'p, 'c, 'a> {
             [by_codes(e, 0), by_codes(e, 1)]
         } else {
             let inside = e.cmpi(CmpiPredicate::Ule, e.addi(kk, e.index(s.k)), self.ops.k);
+            let rows: [Option<Rows<'c, 'a>>; 2] =
+                std::array::from_fn(|x| reads[x].as_ref().map(|_| Rows::of(e, sides[x].2)));
             let fast = (0..2)
                 .filter_map(|x| {
-                    reads[x]
-                        .as_ref()
-                        .map(|r| self.rows_aligned(e, sides[x].2, r.bytes))
+                    let r = reads[x].as_ref()?;
+                    Some(self.rows_aligned(e, rows[x].as_ref()?, r.bytes))
                 })
                 .fold(inside, |c, aligned| e.andi(c, aligned));
             let loaded: Vec<usize> = (0..2).filter(|&x| reads[x].is_some()).collect();
@@ -679,10 +699,12 @@ impl<'p, 'c, 'a> Kernel<'p, 'c, 'a> {
                             .map(|&x| {
                                 let (places, src, bits, _) = &sides[x];
                                 let r = reads[x].as_ref().expect("read a word at a time");
+                                let rows = rows[x].as_ref().expect("rows of a word read");
                                 places
                                     .iter()
                                     .map(|&(row, k0)| {
-                                        self.stored_word(e, src, *bits, r, row, e.addi(kk, k0))
+                                        let kw = e.addi(kk, k0);
+                                        self.stored_word(e, src, *bits, rows, r, row, kw)
                                     })
                                     .collect()
                             })

@@ -837,7 +837,7 @@ fn hardware_block<'c, 'a>(
         };
     // Stages per loop iteration (`per_iteration`; a stage past the block's range runs on
     // what its slot holds and is never promoted), each iteration ending with a drain.
-    let per = per_iteration(kn, mem);
+    let per = per_iteration(mem);
     let iterations = ceil_div(e, e.subi(last, first), e.index(per));
     let run = |e: &Emitter<'c, 'a>, fold: bool| {
         stage_runs(
@@ -942,7 +942,7 @@ fn overlaps(kn: &Kernel, mem: &Memory) -> bool {
 /// stage's translations doubled what LLVM hoists out of the loop (ptxas 12.9, FP6 x FP6
 /// MX at 8192^3: 28 bytes spilled in the barrier pipeline, 352 warp-specialized, against
 /// 0 and 164 with one; MXFP8, not translated, spilled more with one: 16 bytes against 4).
-fn per_iteration(_kn: &Kernel, mem: &Memory) -> i64 {
+fn per_iteration(mem: &Memory) -> i64 {
     if mem.routes.iter().any(|r| r.staged) {
         1
     } else {

@@ -337,7 +337,7 @@ pub(super) fn specialized_block<'c, 'a>(
             let finish = |e: &Emitter<'c, 'a>, acc, pending| {
                 drain(e, kn, mem, shared, instr, &l, acc, pending)
             };
-            let per = per_iteration(kn, mem);
+            let per = per_iteration(mem);
             let whole = k_stages / per;
             let iterations = e.index(whole);
             let acc = stage_runs(e, instr, zero, iterations, per, stage, finish);
