@@ -15,13 +15,16 @@
 // CHECK:       .maxntid 256, 1, 1
 // CHECK-NOT:   .local
 // The prologue's copies, then the stages, two per loop iteration: the stage wait, fence
-// and barrier, four instructions; in the second stage, the wait for the first's
-// (wgmma.wait_group 1: these four keep running) and its promotion, then the wait for all
-// (wait_group 0) and the second's promotion, so that nothing is in flight across the back
-// edge (ptxas would serialize every wgmma: tests Target/ptxas-wgmma.test). The running
-// instructions' accumulators alternate between two register sets from stage to stage, so
-// none is copied while the tensor cores write it (no mov between an instruction and its
-// wait).
+// and barrier, four instructions, the copies of a later stage; then the wait for the
+// stage before (wgmma.wait_group 1: these four keep running) and its promotion. Each
+// iteration ends with the wait for all (wait_group 0), so that nothing is in flight
+// across the back edge (ptxas would serialize every wgmma: tests
+// Target/ptxas-wgmma.test); the next iteration's first stage promotes that segment, and
+// the last one is promoted after the loop. LLVM places the loop's second stage first:
+// wait_group 1, 0, then the first stage's wait_group 1, then the one after the loop. The
+// running instructions' accumulators alternate between two register sets from stage to
+// stage, so none is copied while the tensor cores write it (no mov between an
+// instruction and its wait).
 // CHECK:       cvta.to.global.u64
 // CHECK:       cp.async.cg.shared.global [%rd{{[0-9]+}}], [%rd{{[0-9]+}}], 16, %r{{[0-9]+}};
 // CHECK:       cp.async.commit_group;
@@ -38,6 +41,13 @@
 // CHECK-NOT:   mov.b32 %r{{[0-9]+}}, %r[[D]];
 // CHECK:       wgmma.wait_group.sync.aligned 1;
 // CHECK-NOT:   mov.b32 %r{{[0-9]+}}, %r[[D]];
+// CHECK:       wgmma.wait_group.sync.aligned 0;
+// CHECK:       bar.sync 0;
+// CHECK:       wgmma.commit_group.sync.aligned;
+// CHECK-NOT:   wgmma.wait_group
+// CHECK:       cp.async.commit_group;
+// CHECK:       wgmma.wait_group.sync.aligned 1;
+// CHECK-NOT:   wgmma.wait_group
 // CHECK:       wgmma.wait_group.sync.aligned 0;
 // CHECK-NOT:   wgmma.wait_group
 // CHECK:       cp.async.wait_group 0;

@@ -25,30 +25,38 @@
 // CHECK:         scf.for %{{.*}} = %c0 to %c3 step %c1 {
 // CHECK-COUNT-8:   nvvm.cp.async.shared.global %{{.*}}, %{{.*}}, 16, cache =  cg, %{{.*}} : !llvm.ptr<3>, !llvm.ptr<1>, i32
 // CHECK:           nvvm.cp.async.commit.group
-// CHECK:         %{{.*}}:64 = scf.for %{{.*}} = %c0 to %{{.*}} step %c1 iter_args({{.*}}) -> ({{(f32, )+}}f32) {
+// CHECK:         %{{.*}}:67 = scf.for %{{.*}} = %c0 to %{{.*}} step %c1 iter_args({{.*}}) -> ({{(f32, )+}}f32, !llvm.struct<({{.*}})>, index, i1) {
 // CHECK:           nvvm.cp.async.wait.group 2
 // CHECK-NEXT:      nvvm.fence.proxy {kind = #nvvm.proxy_kind<async.shared>, space = #nvvm.shared_space<cta>}
 // CHECK-NEXT:      gpu.barrier
-// CHECK-COUNT-8:   nvvm.cp.async.shared.global
-// CHECK:           nvvm.cp.async.commit.group
 // CHECK:           nvvm.wgmma.fence.aligned
 // CHECK:           nvvm.wgmma.mma_async %{{.*}}, %{{.*}}, %{{.*}}, <m = 64, n = 128, k = 32>, D[<f32>, <zero>], A[<e4m3>, <one>, <row>], B[<e4m3>, <one>, <col>]
 // CHECK-COUNT-3:   nvvm.wgmma.mma_async %{{.*}}, %{{.*}}, %{{.*}}, <m = 64, n = 128, k = 32>, D[<f32>, <one>]
 // CHECK-NEXT:      nvvm.wgmma.commit.group.sync.aligned
-// CHECK-NOT:       wgmma.wait_group
+// CHECK-COUNT-8:   nvvm.cp.async.shared.global
+// CHECK:           nvvm.cp.async.commit.group
+// CHECK-NOT:       nvvm.wgmma.mma_async
+// CHECK:           "wgmma.wait_group.sync.aligned 1;"
+// CHECK-NEXT:      scf.if %arg{{[0-9]+}} -> (f32, f32,
+// CHECK:           llvm.inline_asm has_side_effects asm_dialect = att "", "=f,=f,
 // CHECK:           nvvm.cp.async.wait.group 2
+// CHECK:           gpu.barrier
 // CHECK:           nvvm.wgmma.mma_async %{{.*}}, %{{.*}}, %{{.*}}, <m = 64, n = 128, k = 32>, D[<f32>, <zero>]
 // CHECK:           nvvm.wgmma.commit.group.sync.aligned
+// CHECK-COUNT-8:   nvvm.cp.async.shared.global
+// CHECK:           nvvm.cp.async.commit.group
 // CHECK-NOT:       nvvm.wgmma.mma_async
-// CHECK:           llvm.inline_asm has_side_effects asm_dialect = att "wgmma.wait_group.sync.aligned 1;", "=f,=f,{{.*}},0,1,2,
-// CHECK:           scf.if %{{.*}} -> (f32, f32,
+// CHECK:           "wgmma.wait_group.sync.aligned 1;"
+// CHECK-NEXT:      scf.if %{{[0-9]+}} -> (f32, f32,
 // CHECK:           llvm.inline_asm has_side_effects asm_dialect = att "", "=f,=f,
 // CHECK-NOT:       nvvm.wgmma.mma_async
 // CHECK:           "wgmma.wait_group.sync.aligned 0;"
-// CHECK:           scf.if %{{.*}} -> (f32, f32,
-// CHECK:           llvm.inline_asm has_side_effects asm_dialect = att "", "=f,=f,
-// CHECK-NEXT:      llvm.extractvalue
-// CHECK:           scf.yield
+// CHECK-NEXT:      scf.yield
+// CHECK-NEXT:    }
+// CHECK-NOT:     nvvm.wgmma.mma_async
+// CHECK:         "wgmma.wait_group.sync.aligned 0;"
+// CHECK-NEXT:    scf.if %{{.*}}#66 -> (f32, f32,
+// CHECK:         llvm.inline_asm has_side_effects asm_dialect = att "", "=f,=f,
 // CHECK-NOT:     nvvm.wgmma.mma_async
 // CHECK-NOT:     wgmma.wait_group
 // CHECK:         nvvm.cp.async.wait.group 0
@@ -104,16 +112,20 @@ func.func @fp8(%a: memref<256x512xf8E4M3FN>, %sa: memref<1x1xf32>, %b: memref<12
 // WS-NEXT:  scf.if
 // WS-NEXT:    nvvm.setmaxregister increase 216
 // WS-NOT:     gpu.barrier
-// WS:         %{{.*}}:64 = scf.for %{{.*}} = %c0 to %c2 step %c1 iter_args(
+// WS:         %{{.*}}:67 = scf.for %{{.*}} = %c0 to %c2 step %c1 iter_args(
 // WS:           nvvm.mbarrier.try_wait.parity
 // WS:           nvvm.wgmma.mma_async
 // WS:           nvvm.wgmma.commit.group.sync.aligned
-// WS-NOT:       wgmma.wait_group
+// WS:           "wgmma.wait_group.sync.aligned 1;"
+// WS-NEXT:      scf.if %arg{{[0-9]+}} -> (f32, f32,
+// WS:           nvvm.mbarrier.arrive
 // WS:           nvvm.mbarrier.try_wait.parity
+// WS:           nvvm.wgmma.mma_async
 // WS:           "wgmma.wait_group.sync.aligned 1;"
 // WS:           nvvm.mbarrier.arrive
 // WS:           "wgmma.wait_group.sync.aligned 0;"
-// WS:           scf.yield
+// WS-NEXT:      scf.yield
+// WS:         "wgmma.wait_group.sync.aligned 0;"
 // WS-NOT:     wgmma.wait_group
 // WS:       gpu.terminator
 
@@ -217,8 +229,8 @@ func.func @staged(%a: memref<128x128x!lowp.packed<f4E2M1FN>>, %sa: memref<128x8x
 // C computes C^T with m64n16k32: B's 64 rows (E4M3) are the instruction's A, A's 16 rows
 // (E5M2) its B. 8 stages of 2 + 8 KiB (+ 1 KiB to align); per stage each thread copies 1
 // chunk of A and 4 of B; the prologue issues 6 stages, each step waits for all but 5 of
-// its groups. 8 accumulators per thread (the loop carries them alone). N = 8192 gives 128
-// blocks: K is not split.
+// its groups. 8 accumulators per thread, and the iteration's last segment, done and
+// promoted by the next iteration. N = 8192 gives 128 blocks: K is not split.
 // CHECK-LABEL: func.func @decode
 // CHECK-NOT:   clusters
 // CHECK:       gpu.launch blocks({{.*}}) threads({{.*}}) in (%{{.*}} = %c128{{.*}}, %{{.*}} = %c1{{.*}}, %{{.*}} = %c1{{.*}}) dynamic_shared_memory_size %c82944_i32 {
@@ -226,13 +238,14 @@ func.func @staged(%a: memref<128x128x!lowp.packed<f4E2M1FN>>, %sa: memref<128x8x
 // CHECK-COUNT-5:   nvvm.cp.async.shared.global
 // CHECK-NOT:       nvvm.cp.async.shared.global
 // CHECK:           nvvm.cp.async.commit.group
-// CHECK:         %{{.*}}:8 = scf.for %{{.*}} = %c0 to %{{.*}} step %c1 iter_args(
+// CHECK:         %{{.*}}:11 = scf.for %{{.*}} = %c0 to %{{.*}} step %c1 iter_args(
 // CHECK:           nvvm.cp.async.wait.group 5
 // CHECK:           gpu.barrier
-// CHECK-COUNT-5:   nvvm.cp.async.shared.global
 // CHECK:           nvvm.wgmma.fence.aligned
 // CHECK:           nvvm.wgmma.mma_async %{{.*}}, %{{.*}}, %{{.*}}, <m = 64, n = 16, k = 32>, D[<f32>, <zero>], A[<e4m3>, <one>, <row>], B[<e5m2>, <one>, <col>]
 // CHECK-COUNT-3:   nvvm.wgmma.mma_async %{{.*}}, %{{.*}}, %{{.*}}, <m = 64, n = 16, k = 32>, D[<f32>, <one>], A[<e4m3>, <one>, <row>], B[<e5m2>, <one>, <col>]
+// CHECK-NEXT:      nvvm.wgmma.commit.group.sync.aligned
+// CHECK-COUNT-5:   nvvm.cp.async.shared.global
 // CHECK:           "wgmma.wait_group.sync.aligned 0;"
 // CHECK:         gpu.terminator
 func.func @decode(%a: memref<16x512xf8E5M2>, %sa: memref<1x1xf32>, %b: memref<8192x512xf8E4M3FN>,

@@ -33,22 +33,28 @@
 // CHECK:             nvvm.cp.async.bulk.tensor.shared.cluster.global %{{.*}}, %[[MB]], %[[FULL]], box[%{{.*}}, %{{.*}}] : !llvm.ptr<7>, !llvm.ptr
 // CHECK-NOT:       nvvm.cp.async.shared.global
 // The consumers: two stages per iteration (4 stages of K 128: 2 iterations), carrying the
-// 64 accumulators alone. The first stage: wait for the full barrier, issue, give the slot
-// of the stage before back (its empty barrier); the second: wait, issue, wait for all but
-// the group just issued (wgmma.wait_group 1: the first stage is done), promote it, give
-// its slot back; then the drain (wait_group 0) and the second's promotion, so that no
-// instruction is in flight across the back edge.
+// 64 accumulators and the iteration's last segment (its results, first K, whether to
+// promote). The first stage: wait for the full barrier, issue, wait for all but the
+// group just issued (wgmma.wait_group 1), promote the segment the iteration before left,
+// give the slot of the stage before back (its empty barrier); the second: wait, issue,
+// wait_group 1 (the first stage is done), promote it, give its slot back; then
+// wait_group 0, so that no instruction is in flight across the back edge. The last
+// segment's promotion after the loop.
 // CHECK:           nvvm.setmaxregister  increase 232
-// CHECK:           %{{.*}}:64 = scf.for %{{.*}} = %c0 to %c2 step %c1 iter_args(
+// CHECK:           %{{.*}}:67 = scf.for %{{.*}} = %c0 to %c2 step %c1 iter_args(
 // CHECK:             nvvm.mbarrier.try_wait.parity
 // CHECK:             nvvm.wgmma.mma_async {{.*}} A[<e4m3>, <one>, <row>], B[<e5m2>, <one>, <col>]
-// CHECK-NOT:         "wgmma.wait_group
+// CHECK:             "wgmma.wait_group.sync.aligned 1;"
+// CHECK-NEXT:        scf.if %arg{{[0-9]+}} -> (f32, f32,
 // CHECK:             nvvm.mbarrier.arrive %{{.*}} : !llvm.ptr<3>
 // CHECK:             nvvm.mbarrier.try_wait.parity
 // CHECK:             "wgmma.wait_group.sync.aligned 1;"
 // CHECK:             nvvm.mbarrier.arrive %{{.*}} : !llvm.ptr<3>
 // CHECK:             "wgmma.wait_group.sync.aligned 0;"
-// CHECK:             scf.yield
+// CHECK-NEXT:        scf.yield
+// CHECK-NOT:       nvvm.wgmma.mma_async
+// CHECK:           "wgmma.wait_group.sync.aligned 0;"
+// CHECK-NEXT:      scf.if %{{.*}}#66 -> (f32, f32,
 // CHECK-NOT:       nvvm.wgmma.mma_async
 // CHECK-NOT:       "wgmma.wait_group
 // CHECK:           gpu.terminator
@@ -60,16 +66,18 @@ func.func @fp8(%a: memref<256x512xf8E4M3FN>, %sa: memref<1x1xf32>, %b: memref<12
 }
 
 // Three stages of K (384): one iteration of two, then the third after the loop (K is
-// static: no stage waits for a slot the producer never fills), then its drain.
+// static: no stage waits for a slot the producer never fills), which promotes the loop's
+// last segment once issued, then its drain.
 // CHECK-LABEL: func.func @odd
-// CHECK:         %{{.*}}:64 = scf.for %{{.*}} = %c0 to %c1 step %c1 iter_args(
+// CHECK:         %{{.*}}:67 = scf.for %{{.*}} = %c0 to %c1 step %c1 iter_args(
 // CHECK:           "wgmma.wait_group.sync.aligned 0;"
 // CHECK:           scf.yield
 // CHECK-NEXT:    }
 // CHECK-NOT:     "wgmma.wait_group
 // CHECK:         nvvm.mbarrier.try_wait.parity
 // CHECK:         nvvm.wgmma.mma_async
-// CHECK-NOT:     "wgmma.wait_group.sync.aligned 1;"
+// CHECK:         "wgmma.wait_group.sync.aligned 1;"
+// CHECK-NEXT:    scf.if %{{.*}}#66 -> (f32, f32,
 // CHECK:         nvvm.mbarrier.arrive %{{.*}} : !llvm.ptr<3>
 // CHECK-NOT:     nvvm.wgmma.mma_async
 // CHECK:         "wgmma.wait_group.sync.aligned 0;"
@@ -84,9 +92,9 @@ func.func @odd(%a: memref<256x384xf8E4M3FN>, %sa: memref<1x1xf32>, %b: memref<12
 // pipeline, its copies replaced by TMA: boxes of A's 16 rows and B's 64 rows x 128 bytes;
 // thread 0 initializes a full mbarrier per slot (8, 1 arrival each), fences them and
 // acquires the maps before a block barrier; it arms each stage with 2048 + 8192 bytes and
-// issues both boxes (in the prologue and 6 stages ahead in the loop); every thread waits
-// on the stage's barrier (phase: the slot's use) before the stage's block barrier. K (4
-// stages) is split in clusters of 2.
+// issues both boxes (in the prologue, and in the loop 6 stages ahead once the stage's
+// instructions are issued); every thread waits on the stage's barrier (phase: the slot's
+// use) before the stage's block barrier. K (4 stages) is split in clusters of 2.
 // CHECK-LABEL: func.func @decode
 // CHECK:         nvgpu.tma.create.descriptor %{{.*}} box[%c16, %c128] : memref<*xi8> -> <tensor = memref<16x128xi8, 3>
 // CHECK:         nvgpu.tma.create.descriptor %{{.*}} box[%c64, %c128] : memref<*xi8> -> <tensor = memref<64x128xi8, 3>
@@ -99,13 +107,13 @@ func.func @odd(%a: memref<256x384xf8E4M3FN>, %sa: memref<1x1xf32>, %b: memref<12
 // CHECK:               nvvm.mbarrier.arrive.expect_tx %[[FULL:.*]], %c10240_i32 : !llvm.ptr<3>, i32
 // CHECK:               nvvm.cp.async.bulk.tensor.shared.cluster.global %{{.*}}, %{{.*}}, %[[FULL]], box
 // CHECK:               nvvm.cp.async.bulk.tensor.shared.cluster.global %{{.*}}, %{{.*}}, %[[FULL]], box
-// CHECK:         %{{.*}}:8 = scf.for
+// CHECK:         %{{.*}}:11 = scf.for
 // CHECK:             nvvm.mbarrier.try_wait.parity
 // CHECK-NEXT:      }
 // CHECK-NEXT:      nvvm.fence.proxy {kind = #nvvm.proxy_kind<async.shared>, space = #nvvm.shared_space<cta>}
 // CHECK-NEXT:      gpu.barrier
-// CHECK:               nvvm.mbarrier.arrive.expect_tx
 // CHECK:           nvvm.wgmma.mma_async {{.*}} <m = 64, n = 16, k = 32>
+// CHECK:               nvvm.mbarrier.arrive.expect_tx
 // CHECK:         nvvm.mapa
 func.func @decode(%a: memref<16x512xf8E4M3FN>, %sa: memref<1x1xf32>, %b: memref<128x512xf8E4M3FN>,
                   %sb: memref<1x1xf32>, %c: memref<16x128xf32>) {

@@ -52,25 +52,29 @@
 //!   fence.proxy.async.shared::cta     // generic-proxy writes -> the async proxy (wgmma)
 //!   barrier                           // all of stage s is in its tiles; stage s-2's
 //!                                     // instructions are done (each warpgroup waited)
-//!   issue stage s+L into the slot stage s-2 used; commit
 //!   per K segment g of the stage (min(scale block, 128) codes):
 //!     wgmma.fence; mma (scale-d 0), mma, .. (descriptor start + 32 bytes each); commit
+//!     (g = 0: issue stage s+L into the slot stage s-2 used; commit)
 //!     wait_group 1; acc += part(segment before) * (its scales)  // g runs meanwhile
-//! at the end of each iteration: wait_group 0; acc += part(last) * (its scales)
+//! at the end of each iteration: wait_group 0 (its last segment: promoted by the next
+//! iteration's first, after the loop by the drain)
 //! ```
-//! The segment before the second stage's first is the first stage's last: the tensor
-//! cores run from stage to stage without a drain within an iteration; stage s-1's slot
-//! stays untouched until the barrier of stage s+1. A translated tile of stage s % 3 was
-//! last read by stage s-3's instructions, which completed (stage s-2's first wait) before
-//! stage s-1's barrier. Each iteration drains (`stage_runs`): ptxas cannot follow a
-//! `wgmma` group across a loop's back edge, and where a promotion reads results a group of
-//! the previous iteration may still write, it serializes every `wgmma` of the kernel
-//! (`ptxas -v`: C7514; the loop carried the last segment through the back edge until
-//! 2026-11-30, and every pipelined kernel was serialized). Within an iteration the running
-//! results alternate between two register sets, where they are two (`overlaps`: FP8 used as
-//! stored, no scales along K; else each segment is waited for and promoted before the
-//! next is issued, and the promotion is pinned there: ptxas spilled otherwise). A second
-//! stage past the block's range runs on whatever its slot holds and is never promoted.
+//! The segment before the second stage's first is the first stage's last, before the
+//! first stage's the last of the iteration before (done): the tensor cores wait at the
+//! back edge for the barrier and the issue, not for a promotion, and the copies of stage
+//! s+L are issued while stage s's instructions run. Stage s-1's slot stays untouched
+//! until the barrier of stage s+1. A translated tile of stage s % 3 was last read by stage
+//! s-3's instructions, which completed (stage s-2's first wait) before stage s-1's
+//! barrier. No instruction is in flight across the back edge (`stage_runs`): ptxas cannot
+//! follow a `wgmma` group through it, and where a promotion reads results a group of the
+//! previous iteration may still write, it serializes every `wgmma` of the kernel (`ptxas
+//! -v`: C7514; the loop carried the last segment running through the back edge until
+//! 2026-11-30, and every pipelined kernel was serialized); a segment carried done is not.
+//! Within an iteration the running results alternate between two register sets, where
+//! they are two (`overlaps`: FP8 used as stored, no scales along K; else each segment is
+//! waited for and promoted before the next is issued, the promotion pinned there: ptxas
+//! spilled otherwise, and each iteration ends with its last promotion). A second stage
+//! past the block's range runs on whatever its slot holds and is never promoted.
 //!
 //! Partial sums go into the f32 accumulators at least every 128 of K, also for per-tensor
 //! scales: Hopper's FP8 MMA accumulates with reduced precision, so (as DeepGEMM does) the
@@ -829,10 +833,22 @@ fn hardware_block<'c, 'a>(
             }
             wgmma::fence_proxy_async(e);
             e.bare("gpu.barrier", &[]);
-            issue(e, e.addi(s, e.index(lead)));
             let live = e.cmpi(CmpiPredicate::Ult, s, last);
+            // The copies of stage s + L once the stage's first instructions run.
             stage_mmas(
-                e, kn, mem, instr, shared, &l, warpgroup, s, acc, before, live, fold,
+                e,
+                kn,
+                mem,
+                instr,
+                shared,
+                &l,
+                warpgroup,
+                s,
+                acc,
+                before,
+                live,
+                fold,
+                |e| issue(e, e.addi(s, e.index(lead))),
             )
         };
     // Stages per loop iteration (`per_iteration`; a stage past the block's range runs on
@@ -840,15 +856,19 @@ fn hardware_block<'c, 'a>(
     let per = per_iteration(mem);
     let iterations = ceil_div(e, e.subi(last, first), e.index(per));
     let run = |e: &Emitter<'c, 'a>, fold: bool| {
-        stage_runs(
+        let finish =
+            |e: &Emitter<'c, 'a>, acc, pending| drain(e, kn, mem, shared, instr, &l, acc, pending);
+        let (acc, pending) = stage_runs(
             e,
             instr,
             first,
             iterations,
             per,
+            overlaps(kn, mem),
             |e, s, acc, before| stage(e, s, acc, before, fold),
-            |e, acc, pending| drain(e, kn, mem, shared, instr, &l, acc, pending),
-        )
+            finish,
+        );
+        finish(e, acc, pending)
     };
     // Folded scales where the block's scales allow: two loops, each draining its
     // instructions, so that no result in flight crosses the branch.
@@ -879,7 +899,9 @@ type Pending<'c, 'a> = (Value<'c, 'a>, Value<'c, 'a>, Value<'c, 'a>);
 /// segment that is `before`, the previous stage's last. The stage's last segment is left
 /// pending, for the next stage or [`drain`]. `live`: whether the stage is in the block's
 /// range (its segments inside K are promoted). `fold`: the block scales are folded into the
-/// codes (`Fold`), the stage is one segment.
+/// codes (`Fold`), the stage is one segment. `issued` runs once the first segment's
+/// instructions are committed, before any wait (the barrier pipeline issues the copies of
+/// a later stage there, while the tensor cores run).
 #[allow(clippy::too_many_arguments)]
 fn stage_mmas<'c, 'a>(
     e: &Emitter<'c, 'a>,
@@ -894,6 +916,7 @@ fn stage_mmas<'c, 'a>(
     before: Option<Pending<'c, 'a>>,
     live: Value<'c, 'a>,
     fold: bool,
+    issued: impl Fn(&Emitter<'c, 'a>),
 ) -> (Vec<Value<'c, 'a>>, Option<Pending<'c, 'a>>) {
     // (Folded scales: the stage is one segment.)
     let (seg, per_seg) = if fold {
@@ -912,6 +935,9 @@ fn stage_mmas<'c, 'a>(
             d = wgmma::mma_async(e, instr, d, da, db, j > 0);
         }
         e.bare("nvvm.wgmma.commit.group.sync.aligned", &[]);
+        if g == 0 {
+            issued(e);
+        }
         let inside = e.andi(live, e.cmpi(CmpiPredicate::Ult, k0, kn.ops.k));
         if !overlaps(kn, mem) {
             // One register set: the segment is waited for and promoted at once.
@@ -942,6 +968,7 @@ fn overlaps(kn: &Kernel, mem: &Memory) -> bool {
 /// stage's translations doubled what LLVM hoists out of the loop (ptxas 12.9, FP6 x FP6
 /// MX at 8192^3: 28 bytes spilled in the barrier pipeline, 352 warp-specialized, against
 /// 0 and 164 with one; MXFP8, not translated, spilled more with one: 16 bytes against 4).
+/// Not four: the FP8 square block then spilled 896 bytes at 255 registers (two: 248, none).
 fn per_iteration(mem: &Memory) -> i64 {
     if mem.routes.iter().any(|r| r.staged) {
         1
@@ -951,13 +978,17 @@ fn per_iteration(mem: &Memory) -> i64 {
 }
 
 /// Stages `first ..` in `iterations` loop iterations of `per` stages each, `stage` running
-/// one (given the segment still running, none for an iteration's first stage; it returns
-/// its own last segment, still running); each iteration ends with `finish` (the wait for
-/// every instruction, the last promotion), so that no instruction is in flight across the
-/// loop's back edge: ptxas cannot follow a `wgmma` group through it and serializes every
-/// `wgmma` of a kernel whose promotions read results a group from the previous iteration
-/// may still write (C7514). Within an iteration the running results alternate between two
-/// register sets. The accumulators after the loop.
+/// one (given the segment still running or still to promote; it returns its own last
+/// segment, still running). No instruction is in flight across the loop's back edge:
+/// ptxas cannot follow a `wgmma` group through it and serializes every `wgmma` of a kernel
+/// whose promotions read results a group from the previous iteration may still write
+/// (C7514). So each iteration ends with `wgmma.wait_group 0`; then, with `carry` (two
+/// register sets, `overlaps`), its last segment goes through the back edge done but not
+/// promoted, and the next iteration promotes it once its first segment's instructions are
+/// issued: the tensor cores wait for the barrier and the issue only, not for the
+/// promotion. Without, `finish` promotes it there (each segment was promoted at once
+/// anyway). Within an iteration the running results alternate between the two sets. The
+/// accumulators after the loop and, with `carry`, the last segment, to promote.
 #[allow(clippy::too_many_arguments)]
 fn stage_runs<'c, 'a>(
     e: &Emitter<'c, 'a>,
@@ -965,6 +996,7 @@ fn stage_runs<'c, 'a>(
     first: Value<'c, 'a>,
     iterations: Value<'c, 'a>,
     per: i64,
+    carry: bool,
     stage: impl Fn(
         &Emitter<'c, 'a>,
         Value<'c, 'a>,
@@ -972,28 +1004,43 @@ fn stage_runs<'c, 'a>(
         Option<Pending<'c, 'a>>,
     ) -> (Vec<Value<'c, 'a>>, Option<Pending<'c, 'a>>),
     finish: impl Fn(&Emitter<'c, 'a>, Vec<Value<'c, 'a>>, Option<Pending<'c, 'a>>) -> Vec<Value<'c, 'a>>,
-) -> Vec<Value<'c, 'a>> {
-    let inits = vec![e.f32(0.0); instr.accumulators()];
-    e.for_loop(
+) -> (Vec<Value<'c, 'a>>, Option<Pending<'c, 'a>>) {
+    let count = instr.accumulators();
+    let mut inits = vec![e.f32(0.0); count];
+    if carry {
+        // Nothing to promote before the first stage.
+        inits.extend([wgmma::pack(e, instr, &[]), e.index(0), e.int(1, 0)]);
+    }
+    let out = e.for_loop(
         e.index(0),
         iterations,
         e.index(1),
         &inits,
         |e, i, carried| {
             let s = e.addi(first, e.muli(i, e.index(per)));
-            let (acc, pending) = stage_run(e, s, per, carried, &stage);
-            finish(e, acc, pending)
+            let before = carry.then(|| (carried[count], carried[count + 1], carried[count + 2]));
+            let (acc, pending) = stage_run(e, s, per, &carried[..count], before, &stage);
+            if !carry {
+                return finish(e, acc, pending);
+            }
+            let (d, k0, inside) = pending.expect("a stage leaves its last segment running");
+            let mut out = acc;
+            out.extend([wgmma::wait(e, instr, 0, d), k0, inside]);
+            out
         },
-    )
+    );
+    let pending = carry.then(|| (out[count], out[count + 1], out[count + 2]));
+    (out[..count].to_vec(), pending)
 }
 
-/// `count` stages from `s` in order, each given the segment the one before left running:
-/// the accumulators and the last stage's running segment.
+/// `count` stages from `s` in order, each given the segment the one before left running
+/// (the first `before`): the accumulators and the last stage's running segment.
 fn stage_run<'c, 'a>(
     e: &Emitter<'c, 'a>,
     s: Value<'c, 'a>,
     count: i64,
     acc: &[Value<'c, 'a>],
+    before: Option<Pending<'c, 'a>>,
     stage: &impl Fn(
         &Emitter<'c, 'a>,
         Value<'c, 'a>,
@@ -1002,7 +1049,7 @@ fn stage_run<'c, 'a>(
     ) -> (Vec<Value<'c, 'a>>, Option<Pending<'c, 'a>>),
 ) -> (Vec<Value<'c, 'a>>, Option<Pending<'c, 'a>>) {
     let mut acc = acc.to_vec();
-    let mut pending = None;
+    let mut pending = before;
     for u in 0..count {
         (acc, pending) = stage(e, e.addi(s, e.index(u)), &acc, pending);
     }

@@ -18,8 +18,8 @@ use super::memory::{clear_halves, Memory, Shared};
 use super::stage::{copy_scales, copy_stage, decode_scales, translate_stage};
 use super::tma::{acquire_tensor_map, box_bytes, load_boxes};
 use super::{
-    copy_bases, drain, grouped, lane, mbarrier, per_iteration, sides, square_grid, stage_mmas,
-    stage_run, stage_runs, wait_parity, BK, PRODUCERS,
+    copy_bases, drain, grouped, lane, mbarrier, overlaps, per_iteration, sides, square_grid,
+    stage_mmas, stage_run, stage_runs, wait_parity, BK, PRODUCERS,
 };
 use crate::expand_quantize::ceil_div;
 use crate::ir::Emitter;
@@ -39,10 +39,11 @@ use crate::to_nvvm::wgmma::{self, Wgmma};
 /// consumers (256 threads), per stage s (two per loop iteration, the last one after the
 /// loop when the count is odd; one per iteration where operands are translated):
 ///   wait full[s % stages]; the stage's segments (wgmma, commit; the segment before, in an
-///   iteration's second stage first the first stage's last, waited for with wait_group 1
-///   and promoted meanwhile);
+///   iteration's second stage first the first stage's last, in its first the iteration
+///   before's last, waited for with wait_group 1 and promoted meanwhile);
 ///   s >= 1: arrive empty[(s-1) % stages] (stage s-1's instructions are done)
-/// at the end of each iteration (and of the odd stage): wait_group 0, the last promotion
+/// at the end of each iteration: wait_group 0 (two register sets: the last segment is
+/// promoted by the next stage; one: promoted there); after the last stage the drain
 /// ```
 /// `lead` = stages - 1: up to that many stages' copies in flight per producer thread. The
 /// producer fences its writes (the copies it waited for, its translations) for the async
@@ -318,7 +319,19 @@ pub(super) fn specialized_block<'c, 'a>(
             |e: &Emitter<'c, 'a>, s: Value<'c, 'a>, acc: &[Value<'c, 'a>], before, fold: bool| {
                 wait_parity(e, bar(e, 0, s), parity(e, e.divui(s, e.index(stages))));
                 let (acc, pending) = stage_mmas(
-                    e, kn, mem, instr, shared, &l, warpgroup, s, acc, before, every, fold,
+                    e,
+                    kn,
+                    mem,
+                    instr,
+                    shared,
+                    &l,
+                    warpgroup,
+                    s,
+                    acc,
+                    before,
+                    every,
+                    fold,
+                    |_| {},
                 );
                 e.if_then(e.cmpi(CmpiPredicate::Uge, s, one), |e| {
                     let empty = bar(e, 1, e.subi(s, one));
@@ -340,13 +353,14 @@ pub(super) fn specialized_block<'c, 'a>(
             let per = per_iteration(mem);
             let whole = k_stages / per;
             let iterations = e.index(whole);
-            let acc = stage_runs(e, instr, zero, iterations, per, stage, finish);
+            let carry = overlaps(kn, mem);
+            let (acc, pending) = stage_runs(e, instr, zero, iterations, per, carry, stage, finish);
             // The stages left over run after the loop.
             match k_stages % per {
-                0 => acc,
+                0 => finish(e, acc, pending),
                 left => {
                     let s = e.index(whole * per);
-                    let (acc, pending) = stage_run(e, s, left, &acc, &stage);
+                    let (acc, pending) = stage_run(e, s, left, &acc, pending, &stage);
                     finish(e, acc, pending)
                 }
             }
