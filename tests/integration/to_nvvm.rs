@@ -297,8 +297,8 @@ fn wgmma_pipeline_matches_the_oracle() {
 /// and 1 x 64 (8), beside translated FP4 / FP6 codes; 6 stages (the slot ring of 5 and the
 /// decoded ring of 3 both wrap), rows and columns past M and N, and the skinny block (40
 /// rows, and 16 rows with K split in clusters); then the warp-specialized block (scales in
-/// the slots) on the square problems, and the skinny block fed by TMA. K not whole stages
-/// keeps the scales read from global memory (the other pipeline tests).
+/// the slots) on the square problems, and the skinny block fed by TMA. K not whole stages:
+/// `wgmma_pipeline_stages_scale_windows`.
 #[test]
 fn wgmma_pipeline_stages_block_scales() {
     let session = Session::new();
@@ -357,6 +357,73 @@ fn wgmma_pipeline_stages_block_scales() {
     assert_eq!(text.matches("nvgpu.tma.create.descriptor").count(), 2 * 2);
     assert_eq!(text.matches(", 4, cache =  ca").count(), 2 * 3 * 2);
     run_and_check(&session, &direct, Some(&emulated("sm_90a", "wgmma-tma")));
+}
+
+/// K not whole stages of 128: the block scales are staged through windows of 4-byte words
+/// (`cp.async.ca` of 4 bytes, the word that holds a row's first stage byte and those after,
+/// one more than the stage's bytes; words past the scales copy nothing), put in place when
+/// decoded. MX rows of K / 32 = 21 and 13 bytes (no row aligned but every fourth; the last
+/// stage's bytes run past the row and, in the last row, past the scales), NVFP4's 42
+/// (split 16-blocks, 8 bytes a stage: three words), beside translated FP4 / FP6, and f32
+/// blockwise (1 x 128 beside MX; 1 x 64 x 128 x 128), which promotions keep loading from
+/// global memory there; rows and columns past M and N. Through the barrier pipeline, warp-specialized and the skinny block fed by
+/// TMA, each against the oracle (in the emulation, which copies the same windows from the
+/// scales' addresses, bytes outside the scales zeros).
+#[test]
+fn wgmma_pipeline_stages_scale_windows() {
+    let session = Session::new();
+    let mut rng = SplitMix64::new(672);
+    let (e4, e5) = (ScaledFormat::F8E4M3, ScaledFormat::F8E5M2);
+    let (f4, mx, nv) = (ScaledFormat::F4E2M1, ScaleLayout::MX, ScaleLayout::NVFP4);
+    let wise = |rows, cols| ScaleLayout::Blockwise { rows, cols };
+    let cases: [((usize, usize, usize), PipelinePair); 5] = [
+        ((130, 72, 672), (e4, mx, false, e5, mx, false)),
+        ((200, 136, 416), (f4, mx, true, e4, mx, false)),
+        ((96, 80, 672), (f4, nv, true, f4, nv, true)),
+        (
+            (300, 136, 672),
+            (ScaledFormat::F6E3M2, wise(1, 128), false, f4, mx, false),
+        ),
+        (
+            (72, 40, 672),
+            (e5, wise(1, 64), false, e4, wise(128, 128), false),
+        ),
+    ];
+    let problems: Vec<(String, Problem)> = cases
+        .iter()
+        .map(|&(shape, pair)| pair_problem(&mut rng, shape, pair))
+        .collect();
+    // Each op's window words per row (MX: 2; NVFP4: 3), in the prologue and each of the
+    // loop's stages (two; one where operands are translated: ops 1, 2 and 3); no scales
+    // folded (a window's bytes are not in place as copied).
+    let text = lowered(&session, &problems, "sm_90a", "auto");
+    assert_eq!(
+        text.matches(", 4, cache =  ca").count(),
+        3 * (2 + 2) + 2 * (2 + 2) + 2 * (3 + 3) + 2 * 2
+    );
+    assert_eq!(text.matches(", 8, cache =  ca").count(), 0);
+    assert_eq!(text.matches("nvvm.barrier #nvvm.reduction<or>").count(), 0);
+    run_and_check(&session, &problems, Some(&emulated("sm_90a", "wgmma")));
+    // Warp-specialized: the producer loop's one copy per operand.
+    let text = lowered(&session, &problems, "sm_90a", "wgmma-specialized");
+    assert_eq!(
+        text.matches(", 4, cache =  ca").count(),
+        (2 + 2) + (2 + 2) + (3 + 3) + 2
+    );
+    run_and_check(
+        &session,
+        &problems,
+        Some(&emulated("sm_90a", "wgmma-specialized")),
+    );
+    // The skinny block fed by TMA: 40 rows of MX E4M3 x E5M2.
+    let skinny = [pair_problem(
+        &mut rng,
+        (40, 72, 672),
+        (e4, mx, false, e5, mx, false),
+    )];
+    let text = lowered(&session, &skinny, "sm_90a", "wgmma-tma");
+    assert_eq!(text.matches(", 4, cache =  ca").count(), 3 * (2 + 2));
+    run_and_check(&session, &skinny, Some(&emulated("sm_90a", "wgmma-tma")));
 }
 
 /// `fold-scales` (the square block, MXFP4 x MXFP4): each block scans its

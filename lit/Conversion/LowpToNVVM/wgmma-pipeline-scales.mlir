@@ -1,7 +1,7 @@
 // RUN: lowp-opt %s --split-input-file --pass-pipeline='builtin.module(func.func(lowp-to-nvvm{chip=sm_90a},cse))' | FileCheck %s
 
-// The cp.async pipeline stages block scales through shared memory where K is whole stages
-// of 128 (here 768: 6 stages). Per stage, thread t < 128 copies A's row t's four E8M0
+// The cp.async pipeline stages block scales through shared memory (here K is whole stages
+// of 128: 768, 6 stages). Per stage, thread t < 128 copies A's row t's four E8M0
 // scales of the stage (4 bytes, cp.async.ca) and thread 128 + t B's row t's, in the stage's
 // commit group; after its wait the same thread decodes its four (E8M0: code << 23, code 0
 // -> 2^-127, 255 -> NaN) into f32 in the decoded ring entry of the stage (stage % 3), which
@@ -33,16 +33,35 @@ func.func @mx(%a: memref<130x768xf8E4M3FN>, %sa: memref<130x24xf8E8M0FNU>, %b: m
 
 // -----
 
-// K not whole stages (416): each promotion loads its 34 E8M0 bytes from global memory,
-// still before the wait (through the same empty assembly, as 32-bit words), and decodes
-// them after it.
+// K not whole stages (416: 13 E8M0 bytes a row, aligned every fourth row; the last stage's
+// run past the row): staged the same way through windows. The row's thread copies the two
+// 4-byte words that hold the stage's four bytes (from the address rounded down to 4; a
+// word past the scales copies 0 bytes) and, after its wait, shifts them down by
+// 8 x (address & 3) bits before it decodes them. No promotion loads a scale from global
+// memory.
 // CHECK-LABEL: func.func @ragged
-// CHECK-NOT:     cache =  ca
-// CHECK:         nvvm.wgmma.commit.group.sync.aligned
-// CHECK:         memref.load %{{.*}} : memref<130x13xi8>
-// CHECK:         llvm.inline_asm has_side_effects asm_dialect = att "", "=r,{{(=r,)+}}0,1,{{.*}},33"
-// CHECK:         "wgmma.wait_group.sync.aligned 0;"
-// CHECK:         arith.select %{{.*}}, %c4194304_i32, %{{.*}} : i32
+// CHECK:         gpu.launch
+// CHECK:             %[[FIRST:.*]] = arith.andi %{{.*}}, %c-4_i64 : i64
+// CHECK:             arith.minsi %{{.*}}, %c4_i64 : i64
+// CHECK:             arith.maxsi %{{.*}}, %c0_i64 : i64
+// CHECK:             nvvm.cp.async.shared.global %{{.*}}, %{{.*}}, 4, cache =  ca, %{{.*}} : !llvm.ptr<3>, !llvm.ptr<1>, i32
+// CHECK:             arith.addi %[[FIRST]], %c4_i64 : i64
+// CHECK:             nvvm.cp.async.shared.global %{{.*}}, %{{.*}}, 4, cache =  ca, %{{.*}} : !llvm.ptr<3>, !llvm.ptr<1>, i32
+// CHECK:         scf.for
+// CHECK:           nvvm.cp.async.wait.group 2
+// CHECK:             %[[W0:.*]] = llvm.load %{{.*}} {alignment = 4 : i64} : !llvm.ptr<3> -> i32
+// CHECK:             %[[W1:.*]] = llvm.load %{{.*}} {alignment = 4 : i64} : !llvm.ptr<3> -> i32
+// CHECK:             arith.andi %{{.*}}, %c3_i64 : i64
+// CHECK:             %[[HIGH:.*]] = arith.extui %[[W1]] : i32 to i64
+// CHECK:             arith.shli %[[HIGH]], %c32_i64 : i64
+// CHECK:             arith.extui %[[W0]] : i32 to i64
+// CHECK:             arith.shrui %{{.*}}, %{{.*}} : i64
+// CHECK:             arith.select %{{.*}}, %c4194304_i32, %{{.*}} : i32
+// CHECK:           gpu.barrier
+// CHECK-NOT:       memref.load %{{.*}} : memref<130x13xi8>
+// CHECK:           "wgmma.wait_group.sync.aligned 0;"
+// CHECK-NOT:     memref.load %{{.*}} : memref<130x13xi8>
+// CHECK:         gpu.terminator
 func.func @ragged(%a: memref<130x416xf8E4M3FN>, %sa: memref<130x13xf8E8M0FNU>, %b: memref<72x416xf8E5M2>,
                   %sb: memref<72x13xf8E8M0FNU>, %c: memref<130x72xf32>) {
   lowp.scaled_matmul %a[%sa], %b[%sb] into %c layouts(#lowp.mx<32>, #lowp.mx<32>)

@@ -131,17 +131,41 @@ pub(super) fn emulated_block<'c, 'a>(
                     }
                 }
                 // The staged scales' copies (the bytes as stored), as each row's thread makes
-                // them.
+                // them; a window from the word that holds the first (bytes outside the
+                // scales, which no decoded value takes: zeros).
                 threads(e, mem.copiers, &|e, t| {
                     each_scale_row(e, mem, t, |e, x, st, r| {
                         let scaled = [&kn.ops.sa, &kn.ops.sb][x];
-                        let at =
-                            e.divui(scale_at(e, scaled, st, &sides[x], r, k0), e.index(st.size));
+                        let at = scale_at(e, scaled, st, &sides[x], r, k0);
+                        let at = if st.window {
+                            let address = e.addi(
+                                wgmma::smem_address(e, scaled.scales),
+                                e.index_castui(at, e.int_type(64)),
+                            );
+                            let skip =
+                                e.index_castui(e.andi(address, e.int(64, 3)), e.index_type());
+                            e.subi(at, skip)
+                        } else {
+                            at
+                        };
+                        let at = e.divui(at, e.index(st.size));
                         let columns = e.dim(scaled.scales, 1);
-                        let (sr, sc) = (e.divui(at, columns), e.remui(at, columns));
-                        let value = |i: i64| e.load(scaled.scales, &[sr, e.addi(sc, e.index(i))]);
+                        let cells = e.muli(e.dim(scaled.scales, 0), columns);
+                        let value = |i: i64| {
+                            let cell = e.addi(at, e.index(i));
+                            let inside = e.cmpi(CmpiPredicate::Ult, cell, cells);
+                            let cell = e.minui(cell, e.subi(cells, one));
+                            let (sr, sc) = (e.divui(cell, columns), e.remui(cell, columns));
+                            let v = e.load(scaled.scales, &[sr, sc]);
+                            let zero = if st.size == 1 {
+                                e.int(8, 0)
+                            } else {
+                                e.f32(0.0)
+                            };
+                            e.select(inside, v, zero)
+                        };
                         let words: Vec<Value> = if st.size == 1 {
-                            (0..st.per_row() / 4)
+                            (0..st.row_bytes() / 4)
                                 .map(|w| {
                                     (0..4).fold(e.i32(0), |acc, b| {
                                         let byte = e.extui(value(4 * w + b), i32t);
@@ -150,14 +174,16 @@ pub(super) fn emulated_block<'c, 'a>(
                                 })
                                 .collect()
                         } else {
-                            (0..st.count()).map(|g| e.bitcast(value(g), i32t)).collect()
+                            (0..st.row_bytes() / 4)
+                                .map(|g| e.bitcast(value(g), i32t))
+                                .collect()
                         };
                         shared.store_words(e, st.copied(e, mem.stages, s, r), &words);
                     });
                 });
                 threads(e, mem.copiers, &|e, t| {
                     translate_stage(e, mem, shared, &sides, k, t, s, fold);
-                    decode_scales(e, kn, mem, shared, t, s, fold);
+                    decode_scales(e, kn, mem, shared, &sides, t, s, fold);
                 });
                 // (The warpgroups as a loop: one copy of the segments' code.)
                 let warpgroups = e.index(mem.tile.warpgroups);

@@ -200,7 +200,9 @@ pub(super) fn fold_plan(kn: &Kernel, mem: &Memory) -> Option<Fold> {
         }
         let st = mem.scales[x]?;
         let operand = [&kn.plan.a, &kn.plan.b][x];
-        if scaled.dtype != ScaleDtype::UE8M0 || st.span != 32 || !mem.routes[x].staged {
+        // (A window's bytes are put in place when decoded; the folds read them as copied.)
+        if scaled.dtype != ScaleDtype::UE8M0 || st.span != 32 || st.window || !mem.routes[x].staged
+        {
             return None;
         }
         let table = operand.table.as_ref()?;

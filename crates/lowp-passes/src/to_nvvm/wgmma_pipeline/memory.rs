@@ -201,6 +201,8 @@ pub(super) struct ScaleStage {
     pub(super) span: i64,
     /// Bytes per scale as stored (1, or 4 for f32).
     pub(super) size: i64,
+    /// Each row's stage bytes copied with the 4-byte words around them (`ScaleBlocks`).
+    pub(super) window: bool,
     /// Stage s's bytes of block row r: in a ring of `stages` entries of `entry` bytes at
     /// `ring` (after the translated tiles), `in_entry + r * per_row` into entry s % stages.
     pub(super) ring: i64,
@@ -225,7 +227,7 @@ impl ScaleStage {
     ) -> Value<'c, 'a> {
         let entry = e.muli(e.remui(s, e.index(stages)), e.index(self.entry));
         let at = e.addi(e.index(self.ring + self.in_entry), entry);
-        e.addi(at, e.muli(r, e.index(self.per_row())))
+        e.addi(at, e.muli(r, e.index(self.row_bytes())))
     }
 
     /// Scales per row and stage.
@@ -237,14 +239,39 @@ impl ScaleStage {
     pub(super) fn per_row(self) -> i64 {
         self.count() * self.size
     }
+
+    /// Bytes per row and stage in the copy ring: `per_row`, and with a window the word
+    /// after (the bytes start `(address & 3)` into the first word).
+    pub(super) fn row_bytes(self) -> i64 {
+        self.per_row() + if self.window { 4 } else { 0 }
+    }
 }
 
-/// The scale blocks along K (K per scale, bytes per scale) of the operands whose scales a
-/// pipeline may stage (`ScaleStage`): where the scales change along K in blocks that
-/// tile the stage, a stage's scales of a row are 4, 8 or 16 bytes, and K (static) is whole
-/// stages, so that each row's stage is one aligned copy inside the scales.
-pub(super) fn staged_scale_blocks(kn: &Kernel, k: Option<i64>) -> [Option<(i64, i64)>; 2] {
-    let whole = kn.plan.seg.is_some() && !kn.plan.scaled && k.is_some_and(|k| k % BK == 0);
+/// An operand's scale blocks along K, where a pipeline may stage them (`ScaleStage`).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(super) struct ScaleBlocks {
+    /// K per scale.
+    pub(super) span: i64,
+    /// Bytes per scale as stored.
+    pub(super) size: i64,
+    /// Where K is not whole stages, a row's stage bytes need not be aligned (MX: K / 32
+    /// bytes a row) and the last stage's run past the row: they are copied as the 4-byte
+    /// words that hold them (one more than `per_row / 4`; words past the scales copy 0
+    /// bytes) and put in place when decoded. A last stage's scales past K are never used
+    /// (its segments there are not promoted).
+    pub(super) window: bool,
+}
+
+/// The scale blocks along K of the operands whose scales a pipeline may stage
+/// (`ScaleStage`): where the scales change along K in blocks that tile the stage and a
+/// stage's scales of a row are 4, 8 or 16 bytes. Where K (static) is whole stages, each
+/// row's stage is one aligned copy inside the scales; else a window of words
+/// (`ScaleBlocks::window`) for byte codes (E8M0, UE4M3: each promotion would load and
+/// decode 34 of them).
+pub(super) fn staged_scale_blocks(kn: &Kernel, k: Option<i64>) -> [Option<ScaleBlocks>; 2] {
+    let Some(k) = k.filter(|_| kn.plan.seg.is_some() && !kn.plan.scaled) else {
+        return [None, None];
+    };
     [&kn.ops.sa, &kn.ops.sb].map(|s| {
         let span = match s.layout {
             ScaleLayout::Mx { block } | ScaleLayout::Nvfp4 { block, .. } => block as i64,
@@ -257,8 +284,12 @@ pub(super) fn staged_scale_blocks(kn: &Kernel, k: Option<i64>) -> [Option<(i64, 
             _ => return None,
         };
         let per_row = BK / span.max(1) * size;
-        (whole && span <= BK && BK % span == 0 && matches!(per_row, 4 | 8 | 16))
-            .then_some((span, size))
+        let window = k % BK != 0;
+        // (f32 scales, which a promotion takes as loaded, stay in global memory there: a
+        // window of 2-D blocks spilled, 244 bytes for 1 x 64 x 128 x 128 at K = 672,
+        // none as loaded.)
+        (span <= BK && BK % span == 0 && matches!(per_row, 4 | 8 | 16) && !(window && size == 4))
+            .then_some(ScaleBlocks { span, size, window })
     })
 }
 
@@ -273,7 +304,7 @@ impl Memory {
         chip: &Chip,
         tile: Tile,
         feed: Feed,
-        scale_blocks: [Option<(i64, i64)>; 2],
+        scale_blocks: [Option<ScaleBlocks>; 2],
     ) -> Self {
         // TMA feeds the square block's producer warpgroup, or the skinny block's barrier
         // pipeline (one warpgroup: no room for a producer).
@@ -294,7 +325,9 @@ impl Memory {
         let in_slot = [0, routes[0].raw_bytes()];
         // Operand x's staged scales of a stage (K per scale, bytes per scale): as copied,
         // and decoded (f32).
-        let copied_bytes = |x: usize, (span, size): (i64, i64)| tile.rows[x] * BK / span * size;
+        let copied_bytes = |x: usize, b: ScaleBlocks| {
+            tile.rows[x] * (BK / b.span * b.size + if b.window { 4 } else { 0 })
+        };
         let decoded_bytes = |x: usize, span: i64| tile.rows[x] * BK / span * 4;
         if specialized {
             let most = if tile.swapped {
@@ -306,9 +339,11 @@ impl Memory {
             // operands): in each slot after the translated tiles, the rows' stage bytes as
             // copied, then their decoded values; the slot rounded up to whole 1024-byte
             // atoms (the next slot's tiles); not where that costs a stage.
-            let fit = |blocks: [Option<(i64, i64)>; 2]| {
+            let fit = |blocks: [Option<ScaleBlocks>; 2]| {
                 let extra: i64 = (0..2)
-                    .filter_map(|x| blocks[x].map(|b| copied_bytes(x, b) + decoded_bytes(x, b.0)))
+                    .filter_map(|x| {
+                        blocks[x].map(|b| copied_bytes(x, b) + decoded_bytes(x, b.span))
+                    })
                     .sum();
                 let slot = (raw + staged + extra + ATOM - 1) / ATOM * ATOM;
                 (most.min((limit - 1024 - 2 * most * 8) / slot), slot, blocks)
@@ -332,11 +367,12 @@ impl Memory {
                 })
             });
             let scales = [0, 1].map(|x| {
-                blocks[x].map(|(span, size)| {
+                blocks[x].map(|ScaleBlocks { span, size, window }| {
                     next += decoded_bytes(x, span);
                     ScaleStage {
                         span,
                         size,
+                        window,
                         ring: entry_at,
                         entry: slot,
                         in_entry: in_entry[x].expect("a staged operand's copies"),
@@ -376,7 +412,7 @@ impl Memory {
         // translated from a byte a code (FP6 x FP6: its translation alone is several times
         // the stage's tensor time; with the scales staged its E8M0 blocks can fold, one
         // promotion a stage instead of four that each decode 34 scales).
-        let fit = |blocks: [Option<(i64, i64)>; 2]| {
+        let fit = |blocks: [Option<ScaleBlocks>; 2]| {
             let mut entry = 0;
             let in_entry = [0, 1].map(|x| {
                 blocks[x].map(|b| {
@@ -385,7 +421,7 @@ impl Memory {
                 })
             });
             let decoded: i64 = (0..2)
-                .filter_map(|x| blocks[x].map(|(span, _)| PARITIES * decoded_bytes(x, span)))
+                .filter_map(|x| blocks[x].map(|b| PARITIES * decoded_bytes(x, b.span)))
                 .sum();
             let stages = most
                 .min((limit - 1024 - PARITIES * staged - decoded - most * full) / (raw + entry));
@@ -406,11 +442,12 @@ impl Memory {
         let ring = next;
         next += stages * entry;
         let scales = [0, 1].map(|x| {
-            blocks[x].map(|(span, size)| {
+            blocks[x].map(|ScaleBlocks { span, size, window }| {
                 next += PARITIES * decoded_bytes(x, span);
                 ScaleStage {
                     span,
                     size,
+                    window,
                     ring,
                     entry,
                     in_entry: in_entry[x].expect("a staged operand's copies"),

@@ -82,15 +82,19 @@
 //! are applied in the epilogue, block scales (MX, blockwise) per segment. A segment's
 //! block scales (a thread's 2 rows and 32 columns) are loaded before the wait for its
 //! partial sums, through an empty inline assembly (`wgmma::pinned`) that keeps the loads
-//! there. Where K is whole stages, the scales are staged through shared memory
-//! (`ScaleStage`), copied by the threads that copy stages (the barrier pipeline's, the
-//! producer warpgroup's; beside TMA's boxes too): each block row's stage scales
-//! (4, 8 or 16 bytes) are copied with the stage by one thread, which decodes them to f32
-//! once after its wait (a ring of 3 after the translated tiles; warp-specialized, in the
-//! slot); the promotions then read 34 f32 from shared memory (18 loads: the column pairs
-//! as one) instead of loading and decoding 34 bytes each (6 integer instructions per E8M0
-//! code, 200 per segment and thread, more issue slots than the segment's wgmma). Not
-//! where that costs a stage (the barrier pipeline keeps at least 4).
+//! there. The scales are staged through shared memory (`ScaleStage`), copied by the
+//! threads that copy stages (the barrier pipeline's, the producer warpgroup's; beside
+//! TMA's boxes too): each block row's stage scales (4, 8 or 16 bytes) are copied with the
+//! stage by one thread, which decodes them to f32 once after its wait (a ring of 3 after
+//! the translated tiles; warp-specialized, in the slot); the promotions then read 34 f32
+//! from shared memory (18 loads: the column pairs as one) instead of loading and decoding
+//! 34 bytes each (6 integer instructions per E8M0 code, 200 per segment and thread, more
+//! issue slots than the segment's wgmma; and 32 column addresses a thread, which LLVM
+//! hoists out of the loop: 255 registers and spills). Where K is not whole stages, a
+//! row's stage bytes are neither aligned nor inside the row: byte codes are copied as the
+//! 4-byte words that hold them and shifted in place when decoded (`ScaleBlocks::window`);
+//! f32 scales there stay in global memory. Not where staging costs a stage (the barrier
+//! pipeline keeps at least 4).
 //!
 //! Scales that change every 16 codes (NVFP4) are a segment per 16-block, one instruction
 //! each, on a translated operand whose translated tiles are split in two halves
@@ -819,7 +823,7 @@ fn hardware_block<'c, 'a>(
             // And decodes the scales it copied (the stage's barrier publishes them).
             if mem.scales.iter().any(Option::is_some) {
                 e.if_then(e.cmpi(CmpiPredicate::Ult, s, last), |e| {
-                    decode_scales(e, kn, mem, shared, tid, s, fold)
+                    decode_scales(e, kn, mem, shared, &sides, tid, s, fold)
                 });
             }
             if mem.tma {

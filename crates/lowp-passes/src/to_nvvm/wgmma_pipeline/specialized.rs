@@ -229,7 +229,7 @@ pub(super) fn specialized_block<'c, 'a>(
             // Stage `s` landed (this thread's part): translate, fence, signal.
             let publish = |e: &Emitter<'c, 'a>, s: Value<'c, 'a>| {
                 translate_stage(e, mem, shared, &sides, k, ptid, s, fold);
-                decode_scales(e, kn, mem, shared, ptid, s, fold);
+                decode_scales(e, kn, mem, shared, &sides, ptid, s, fold);
                 wgmma::fence_proxy_async(e);
                 mbarrier(e, "nvvm.mbarrier.arrive", &[bar(e, 0, s)]);
             };

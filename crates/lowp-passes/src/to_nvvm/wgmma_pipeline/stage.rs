@@ -20,6 +20,7 @@ use crate::expand_quantize::Scaled;
 use crate::ir::Emitter;
 use crate::matrix_kernel::{translate, Kernel, ScaleReader};
 use crate::to_nvvm::wgmma;
+use lowp_formats::ScaleDtype;
 
 /// `nvvm.cp.async.shared.global` of 16 bytes from `src` to `dst`, `size` of them read (the
 /// rest zero).
@@ -63,7 +64,9 @@ pub(super) fn cp_async_of<'c, 'a>(
 }
 
 /// Issue thread `tid`'s `cp.async` of the staged scales of stage `s`: the row's stage bytes
-/// by the row's thread (`each_scale_row`).
+/// by the row's thread (`each_scale_row`); with a window (`ScaleBlocks::window`), the
+/// 4-byte words that hold them and the word after, each word past the scales copying 0
+/// bytes.
 pub(super) fn copy_scales<'c, 'a>(
     e: &Emitter<'c, 'a>,
     kn: &Kernel<'_, 'c, 'a>,
@@ -79,10 +82,33 @@ pub(super) fn copy_scales<'c, 'a>(
         let scaled = [&kn.ops.sa, &kn.ops.sb][x];
         let at = scale_at(e, scaled, st, &sides[x], r, k0);
         let base = wgmma::smem_address(e, scaled.scales);
-        let src = e.pointer(e.addi(base, e.index_castui(at, i64t)), 1);
-        let dst = e.pointer(shared.address(e, st.copied(e, mem.stages, s, r)), 3);
-        cp_async_of(e, dst, src, st.per_row(), e.i32(st.per_row() as u32));
+        let copied = st.copied(e, mem.stages, s, r);
+        let at = e.addi(base, e.index_castui(at, i64t));
+        if !st.window {
+            let (src, dst) = (e.pointer(at, 1), e.pointer(shared.address(e, copied), 3));
+            cp_async_of(e, dst, src, st.per_row(), e.i32(st.per_row() as u32));
+            return;
+        }
+        let end = e.addi(base, e.index_castui(scale_bytes(e, scaled), i64t));
+        let first = e.andi(at, e.int(64, !3));
+        for w in 0..st.row_bytes() / 4 {
+            let word = e.addi(first, e.int(64, 4 * w));
+            let left = e.maxsi(e.minsi(e.subi(end, word), e.int(64, 4)), e.int(64, 0));
+            let dst = shared.address(e, e.addi(copied, e.index(4 * w)));
+            let (src, dst) = (e.pointer(word, 1), e.pointer(dst, 3));
+            cp_async_of(e, dst, src, 4, e.trunci(left, e.int_type(32)));
+        }
     });
+}
+
+/// The bytes of an operand's scales as stored (rows x columns x bytes per scale).
+fn scale_bytes<'c, 'a>(e: &Emitter<'c, 'a>, scaled: &Scaled<'c, 'a>) -> Value<'c, 'a> {
+    let size = match scaled.dtype {
+        ScaleDtype::F32 => 4,
+        _ => 1,
+    };
+    let cells = e.muli(e.dim(scaled.scales, 0), e.dim(scaled.scales, 1));
+    e.muli(cells, e.index(size))
 }
 
 /// Issue thread `tid`'s 16-byte `cp.async` of stage `s` of both operands into its slot
@@ -157,13 +183,16 @@ pub(super) fn scale_at<'c, 'a>(
 
 /// The f32 values of the staged scales of stage `s` that thread `tid` copied (its copy
 /// landed), into the stage's decoded ring entry: [scale of the stage][row]. `fold`: the
-/// one scale of the stage's partial sum (`Fold`), the row's largest, as scale 0.
+/// one scale of the stage's partial sum (`Fold`), the row's largest, as scale 0. A
+/// window's words are first shifted by the stage bytes' place in the first
+/// (`ScaleBlocks::window`).
 #[allow(clippy::too_many_arguments)]
 pub(super) fn decode_scales<'c, 'a>(
     e: &Emitter<'c, 'a>,
     kn: &Kernel<'_, 'c, 'a>,
     mem: &Memory,
     shared: Shared<'c, 'a>,
+    sides: &[Side<'c, 'a>; 2],
     tid: Value<'c, 'a>,
     s: Value<'c, 'a>,
     fold: bool,
@@ -171,7 +200,26 @@ pub(super) fn decode_scales<'c, 'a>(
     let (i32t, f32t) = (e.int_type(32), e.f32_type());
     each_scale_row(e, mem, tid, |e, x, st, r| {
         let scaled = [&kn.ops.sa, &kn.ops.sb][x];
-        let words = shared.load_words(e, st.copied(e, mem.stages, s, r), st.per_row() / 4);
+        let copied = st.copied(e, mem.stages, s, r);
+        let words = if st.window {
+            // (Rows of 3 or 5 words: 4-byte aligned only.)
+            (0..st.row_bytes() / 4)
+                .map(|w| shared.load_words(e, e.addi(copied, e.index(4 * w)), 1)[0])
+                .collect()
+        } else {
+            shared.load_words(e, copied, st.per_row() / 4)
+        };
+        let words = if st.window {
+            let at = scale_at(e, scaled, st, &sides[x], r, e.muli(s, e.index(BK)));
+            let address = e.addi(
+                wgmma::smem_address(e, scaled.scales),
+                e.index_castui(at, e.int_type(64)),
+            );
+            let skip = e.trunci(e.andi(address, e.int(64, 3)), i32t);
+            realigned(e, &words, e.muli(skip, e.i32(8)))
+        } else {
+            words
+        };
         if fold && mem.fold.is_some_and(|f| f.moves[x].is_some()) {
             let value = scaled.decode_stored(e, byte_max(e, words[0]));
             let at = decoded_at(e, mem, x, st, r, s, e.index(0));
@@ -189,6 +237,25 @@ pub(super) fn decode_scales<'c, 'a>(
             shared.store_words(e, at, &[e.bitcast(value, i32t)]);
         }
     });
+}
+
+/// The words of `words` (one more than the result) shifted down by `bits` (0, 8, 16 or 24,
+/// an `i32`): word i from words i and i + 1.
+fn realigned<'c, 'a>(
+    e: &Emitter<'c, 'a>,
+    words: &[Value<'c, 'a>],
+    bits: Value<'c, 'a>,
+) -> Vec<Value<'c, 'a>> {
+    let (i32t, i64t) = (e.int_type(32), e.int_type(64));
+    let bits = e.extui(bits, i64t);
+    words
+        .windows(2)
+        .map(|pair| {
+            let high = e.shli(e.extui(pair[1], i64t), e.int(64, 32));
+            let both = e.ori(high, e.extui(pair[0], i64t));
+            e.trunci(e.shrui(both, bits), i32t)
+        })
+        .collect()
 }
 
 /// Where the decoded staged scale `g` of stage `s` of block row `r` of operand `x` is.
