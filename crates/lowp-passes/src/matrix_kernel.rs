@@ -830,8 +830,26 @@ impl<'p, 'c, 'a> Kernel<'p, 'c, 'a> {
         acc: &[Value<'c, 'a>],
         part: &[Value<'c, 'a>],
     ) -> Vec<Value<'c, 'a>> {
-        let scales = self.segment_scales(e, l, k0, acc.len(), &[None, None]);
+        let scales = self.segment_scales(e, l, k0, acc.len(), &[None, None], None);
         self.promote_loaded(e, acc, part, &scales)
+    }
+
+    /// A lane's scales that do not change along K (per-tensor, per-channel) where the
+    /// other operand's do, loaded once (before a kernel's K loop) for
+    /// [`Kernel::segment_scales`]; none where there are none. Read per segment, their 32
+    /// column addresses a thread stayed live through the loop (LLVM hoists them; the loads
+    /// it cannot): 64 registers, against 32 for the values.
+    pub(crate) fn constant_scales(
+        &self,
+        e: &Emitter<'c, 'a>,
+        l: &Lane<'c, 'a>,
+        count: usize,
+    ) -> Option<SegmentScales<'c, 'a>> {
+        let constant = [&self.ops.sa, &self.ops.sb].map(|s| !s.layout.is_k_blocked());
+        (self.plan.seg.is_some() && !self.plan.scaled && constant.iter().any(|&c| c)).then(|| {
+            // (The other operand's scales are loaded for K = 0 too, and never used.)
+            self.segment_scales(e, l, e.index(0), count, &[None, None], None)
+        })
     }
 
     /// The scales (as stored: A's, B's) of each of a lane's `count` accumulators for the
@@ -842,6 +860,8 @@ impl<'p, 'c, 'a> Kernel<'p, 'c, 'a> {
     ///
     /// `staged`: per operand, where the kernel keeps them decoded (a reader of the f32
     /// scale of a row, for A, or column, for B, of C), instead of the scales as stored.
+    /// `constant`: the scales that do not change along K, loaded before
+    /// ([`Kernel::constant_scales`]), taken from there.
     pub(crate) fn segment_scales(
         &self,
         e: &Emitter<'c, 'a>,
@@ -849,6 +869,7 @@ impl<'p, 'c, 'a> Kernel<'p, 'c, 'a> {
         k0: Value<'c, 'a>,
         count: usize,
         staged: &[Option<ScaleReader<'c, 'a, '_>>; 2],
+        constant: Option<&SegmentScales<'c, 'a>>,
     ) -> SegmentScales<'c, 'a> {
         let mut scales = SegmentScales {
             loaded: vec![],
@@ -867,6 +888,12 @@ impl<'p, 'c, 'a> Kernel<'p, 'c, 'a> {
         );
         let k0 = e.minui(k0, last_k);
         let s = self.shape;
+        // Operand x's i-th scale as loaded before, where it does not change along K.
+        let before = |x: usize, i: usize| {
+            let constant = constant?;
+            let layout = [&self.ops.sa, &self.ops.sb][x].layout;
+            (!layout.is_k_blocked()).then(|| constant.loaded[i + x * constant.rows])
+        };
         // Per row (column) key, its place in `loaded`: A's first, then B's. Staged column
         // scales of a run of adjacent columns (`Instr::column_run`) in one read.
         let (mut rows, mut cols) = (vec![], vec![]);
@@ -885,7 +912,8 @@ impl<'p, 'c, 'a> Kernel<'p, 'c, 'a> {
                 rows.push(rk);
                 scales.loaded.push(match &staged[0] {
                     Some(read) => read(e, row, 1)[0],
-                    None => self.ops.sa.block_stored(e, e.minui(row, last_row), k0),
+                    None => before(0, rows.len() - 1)
+                        .unwrap_or_else(|| self.ops.sa.block_stored(e, e.minui(row, last_row), k0)),
                 });
                 rows.len() - 1
             });
@@ -903,7 +931,9 @@ impl<'p, 'c, 'a> Kernel<'p, 'c, 'a> {
                     }
                     None => {
                         cols.push(ck);
-                        b_loads.push(self.ops.sb.block_stored(e, e.minui(col, last_col), k0));
+                        b_loads.push(before(1, cols.len() - 1).unwrap_or_else(|| {
+                            self.ops.sb.block_stored(e, e.minui(col, last_col), k0)
+                        }));
                     }
                 }
             }

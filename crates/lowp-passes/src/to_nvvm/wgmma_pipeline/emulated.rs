@@ -207,7 +207,17 @@ pub(super) fn emulated_block<'c, 'a>(
                                 let part: Vec<Value> =
                                     (0..count).map(|x| e.load(part_m, &[at(e, t, x)])).collect();
                                 let staged = staged_readers(mem, shared, k0);
-                                let scales = kn.segment_scales(e, &l, k0, count as usize, &staged);
+                                // (The scales constant along K as the GPU's consumers
+                                // take them: loaded once, here per promotion.)
+                                let constant = kn.constant_scales(e, &l, count as usize);
+                                let scales = kn.segment_scales(
+                                    e,
+                                    &l,
+                                    k0,
+                                    count as usize,
+                                    &staged,
+                                    constant.as_ref(),
+                                );
                                 for (x, v) in kn
                                     .promote_loaded(e, &acc, &part, &scales)
                                     .into_iter()

@@ -132,7 +132,7 @@ use super::wgmma::{self, Wgmma};
 use crate::chip::Chip;
 use crate::expand_quantize::{ceil_div, unsupported};
 use crate::ir::Emitter;
-use crate::matrix_kernel::{Kernel, Lane, Operand, Plan};
+use crate::matrix_kernel::{Kernel, Lane, Operand, Plan, SegmentScales};
 use crate::to_loops::matmul_operands;
 use crate::PassError;
 
@@ -737,6 +737,7 @@ fn hardware_block<'c, 'a>(
         ),
     };
     let l = lane(e, mem.tile, tid, bm, bn);
+    let consumer = Consumer::new(e, kn, instr, l);
     let warpgroup = e.divui(tid, e.index(wgmma::THREADS));
     let shared = Shared::aligned(e, memory);
     let sides = sides(e, kn, mem.tile, bm, bn);
@@ -845,7 +846,7 @@ fn hardware_block<'c, 'a>(
                 mem,
                 instr,
                 shared,
-                &l,
+                &consumer,
                 warpgroup,
                 s,
                 acc,
@@ -860,8 +861,9 @@ fn hardware_block<'c, 'a>(
     let per = per_iteration(mem);
     let iterations = ceil_div(e, e.subi(last, first), e.index(per));
     let run = |e: &Emitter<'c, 'a>, fold: bool| {
-        let finish =
-            |e: &Emitter<'c, 'a>, acc, pending| drain(e, kn, mem, shared, instr, &l, acc, pending);
+        let finish = |e: &Emitter<'c, 'a>, acc, pending| {
+            drain(e, kn, mem, shared, instr, &consumer, acc, pending)
+        };
         let (acc, pending) = stage_runs(
             e,
             instr,
@@ -892,6 +894,25 @@ fn hardware_block<'c, 'a>(
     }
 }
 
+/// A consumer lane: its place in C, and its scales that do not change along K, loaded
+/// before the stage loop where the other operand's do (`Kernel::constant_scales`).
+pub(super) struct Consumer<'c, 'a> {
+    pub(super) lane: Lane<'c, 'a>,
+    constant: Option<SegmentScales<'c, 'a>>,
+}
+
+impl<'c, 'a> Consumer<'c, 'a> {
+    pub(super) fn new(
+        e: &Emitter<'c, 'a>,
+        kn: &Kernel<'_, 'c, 'a>,
+        instr: &Wgmma,
+        lane: Lane<'c, 'a>,
+    ) -> Self {
+        let constant = kn.constant_scales(e, &lane, instr.accumulators());
+        Consumer { lane, constant }
+    }
+}
+
 /// A K segment whose instructions were issued and not yet promoted: their result, the
 /// segment's first K, and whether to promote it (it starts inside K, in the block's range).
 type Pending<'c, 'a> = (Value<'c, 'a>, Value<'c, 'a>, Value<'c, 'a>);
@@ -913,7 +934,7 @@ fn stage_mmas<'c, 'a>(
     mem: &Memory,
     instr: &Wgmma,
     shared: Shared<'c, 'a>,
-    l: &Lane<'c, 'a>,
+    l: &Consumer<'c, 'a>,
     warpgroup: Value<'c, 'a>,
     s: Value<'c, 'a>,
     acc: &[Value<'c, 'a>],
@@ -1072,13 +1093,14 @@ fn promote_segment<'c, 'a>(
     mem: &Memory,
     shared: Shared<'c, 'a>,
     instr: &Wgmma,
-    l: &Lane<'c, 'a>,
+    l: &Consumer<'c, 'a>,
     acc: Vec<Value<'c, 'a>>,
     (d, k0, promote): Pending<'c, 'a>,
     left: i64,
 ) -> Vec<Value<'c, 'a>> {
     let staged = staged_readers(mem, shared, k0);
-    let scales = kn.segment_scales(e, l, k0, instr.accumulators(), &staged);
+    let count = instr.accumulators();
+    let scales = kn.segment_scales(e, &l.lane, k0, count, &staged, l.constant.as_ref());
     let loaded = wgmma::pinned(e, scales.loaded());
     let scales = scales.replaced(loaded);
     let d = wgmma::wait(e, instr, left, d);
@@ -1103,7 +1125,7 @@ fn drain<'c, 'a>(
     mem: &Memory,
     shared: Shared<'c, 'a>,
     instr: &Wgmma,
-    l: &Lane<'c, 'a>,
+    l: &Consumer<'c, 'a>,
     acc: Vec<Value<'c, 'a>>,
     pending: Option<Pending<'c, 'a>>,
 ) -> Vec<Value<'c, 'a>> {

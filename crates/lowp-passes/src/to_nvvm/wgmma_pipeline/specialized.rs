@@ -19,7 +19,7 @@ use super::stage::{copy_scales, copy_stage, decode_scales, translate_stage};
 use super::tma::{acquire_tensor_map, box_bytes, load_boxes};
 use super::{
     copy_bases, drain, grouped, lane, mbarrier, overlaps, per_iteration, sides, square_grid,
-    stage_mmas, stage_run, stage_runs, wait_parity, BK, PRODUCERS,
+    stage_mmas, stage_run, stage_runs, wait_parity, Consumer, BK, PRODUCERS,
 };
 use crate::expand_quantize::ceil_div;
 use crate::ir::Emitter;
@@ -305,6 +305,7 @@ pub(super) fn specialized_block<'c, 'a>(
     e.if_then(e.cmpi(CmpiPredicate::Ult, tid, e.index(consumers)), |e| {
         registers(e, "increase", take);
         let l = lane(e, mem.tile, tid, bm, bn);
+        let consumer = Consumer::new(e, kn, instr, l);
         let warpgroup = e.divui(tid, e.index(wgmma::THREADS));
         // As in the barrier pipeline, a stage's last segment is waited for and promoted
         // after the next stage's first is issued (`stage_mmas`), or at the end of the loop
@@ -324,7 +325,7 @@ pub(super) fn specialized_block<'c, 'a>(
                     mem,
                     instr,
                     shared,
-                    &l,
+                    &consumer,
                     warpgroup,
                     s,
                     acc,
@@ -348,7 +349,7 @@ pub(super) fn specialized_block<'c, 'a>(
                 stage(e, s, acc, before, fold)
             };
             let finish = |e: &Emitter<'c, 'a>, acc, pending| {
-                drain(e, kn, mem, shared, instr, &l, acc, pending)
+                drain(e, kn, mem, shared, instr, &consumer, acc, pending)
             };
             let per = per_iteration(mem);
             let whole = k_stages / per;
