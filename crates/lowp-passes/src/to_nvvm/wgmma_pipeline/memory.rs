@@ -565,9 +565,22 @@ pub(super) fn chunk<'c, 'a>(
     k: Value<'c, 'a>,
     k0: Value<'c, 'a>,
 ) -> Chunk<'c, 'a> {
-    let per_row = e.index(route.row_bytes() / 16);
-    let c = e.addi(tid, e.index(copiers * i));
-    let (r, ch) = (e.divui(c, per_row), e.remui(c, per_row));
+    let chunks = route.row_bytes() / 16;
+    let per_row = e.index(chunks);
+    // Where the copiers are whole rows of chunks, the thread's chunks are one column of
+    // them, `copiers / chunks` rows apart: said so, LLVM sees every chunk's place in the
+    // slot (and its swizzle, the rows being 8 apart) as the first's plus a constant, one
+    // address a stage instead of one per chunk held through the loop.
+    let (r, ch) = if copiers % chunks == 0 {
+        let first = e.divui(tid, per_row);
+        (
+            e.addi(first, e.index(copiers / chunks * i)),
+            e.remui(tid, per_row),
+        )
+    } else {
+        let c = e.addi(tid, e.index(copiers * i));
+        (e.divui(c, per_row), e.remui(c, per_row))
+    };
     let row = e.addi(origin, r);
     let codes = e.index(route.codes());
     let kc = e.addi(k0, e.muli(ch, codes));
