@@ -11,7 +11,9 @@ use melior::ir::Value;
 use super::cluster::stage_range;
 use super::fold::fold_scan;
 use super::memory::{clear_halves, each_chunk, Memory, Shared};
-use super::stage::{decode_scales, each_scale_row, scale_at, staged_readers, translate_stage};
+use super::stage::{
+    decode_scales, each_scale_row, scale_address, scale_at, staged_readers, translate_stage,
+};
 use super::tma::{box_origin, emulated_tma};
 use super::{descriptors, lane, part, segment_shape, sides, BK};
 use crate::ir::Emitter;
@@ -138,10 +140,7 @@ pub(super) fn emulated_block<'c, 'a>(
                         let scaled = [&kn.ops.sa, &kn.ops.sb][x];
                         let at = scale_at(e, scaled, st, &sides[x], r, k0);
                         let at = if st.window {
-                            let address = e.addi(
-                                wgmma::smem_address(e, scaled.scales),
-                                e.index_castui(at, e.int_type(64)),
-                            );
+                            let address = scale_address(e, scaled, at);
                             let skip =
                                 e.index_castui(e.andi(address, e.int(64, 3)), e.index_type());
                             e.subi(at, skip)

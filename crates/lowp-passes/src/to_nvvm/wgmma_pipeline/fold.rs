@@ -24,13 +24,12 @@ use melior::ir::operation::OperationBuilder;
 use melior::ir::{Attribute, Identifier, Value};
 
 use super::memory::{alignment, Memory, ScaleStage, Shared};
-use super::stage::scale_at;
+use super::stage::{scale_address, scale_at};
 use super::{ceil, segment_shape, static_k, Side, BK};
 use crate::code_words::{byte_rule, nibble_table, ByteRule};
 use crate::expand_quantize::ceil_div;
 use crate::ir::Emitter;
 use crate::matrix_kernel::Kernel;
-use crate::to_nvvm::wgmma;
 
 /// Block scales folded into the translated codes (`fold-scales`), so that a stage is one
 /// partial sum of 128 promoted once instead of four of 32 promoted each: where every
@@ -270,8 +269,7 @@ pub(super) fn scale_word<'c, 'a>(
     let i32t = e.int_type(32);
     match shared {
         Shared::Gpu(_) => {
-            let base = wgmma::smem_address(e, scaled.scales);
-            let p = e.pointer(e.addi(base, e.index_castui(at, e.int_type(64))), 1);
+            let p = e.pointer(scale_address(e, scaled, at), 1);
             e.val(
                 OperationBuilder::new("llvm.load", e.loc())
                     .add_operands(&[p])

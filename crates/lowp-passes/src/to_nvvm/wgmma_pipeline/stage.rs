@@ -20,7 +20,6 @@ use crate::expand_quantize::Scaled;
 use crate::ir::Emitter;
 use crate::matrix_kernel::{translate, Kernel, ScaleReader};
 use crate::to_nvvm::wgmma;
-use lowp_formats::ScaleDtype;
 
 /// `nvvm.cp.async.shared.global` of 16 bytes from `src` to `dst`, `size` of them read (the
 /// rest zero).
@@ -76,20 +75,18 @@ pub(super) fn copy_scales<'c, 'a>(
     tid: Value<'c, 'a>,
     s: Value<'c, 'a>,
 ) {
-    let i64t = e.int_type(64);
     let k0 = e.muli(s, e.index(BK));
     each_scale_row(e, mem, tid, |e, x, st, r| {
         let scaled = [&kn.ops.sa, &kn.ops.sb][x];
-        let at = scale_at(e, scaled, st, &sides[x], r, k0);
-        let base = wgmma::smem_address(e, scaled.scales);
+        let at = scale_address(e, scaled, scale_at(e, scaled, st, &sides[x], r, k0));
         let copied = st.copied(e, mem.stages, s, r);
-        let at = e.addi(base, e.index_castui(at, i64t));
         if !st.window {
             let (src, dst) = (e.pointer(at, 1), e.pointer(shared.address(e, copied), 3));
             cp_async_of(e, dst, src, st.per_row(), e.i32(st.per_row() as u32));
             return;
         }
-        let end = e.addi(base, e.index_castui(scale_bytes(e, scaled), i64t));
+        let cells = e.muli(e.dim(scaled.scales, 0), e.dim(scaled.scales, 1));
+        let end = scale_address(e, scaled, e.muli(cells, e.index(st.size)));
         let first = e.andi(at, e.int(64, !3));
         for w in 0..st.row_bytes() / 4 {
             let word = e.addi(first, e.int(64, 4 * w));
@@ -101,14 +98,14 @@ pub(super) fn copy_scales<'c, 'a>(
     });
 }
 
-/// The bytes of an operand's scales as stored (rows x columns x bytes per scale).
-fn scale_bytes<'c, 'a>(e: &Emitter<'c, 'a>, scaled: &Scaled<'c, 'a>) -> Value<'c, 'a> {
-    let size = match scaled.dtype {
-        ScaleDtype::F32 => 4,
-        _ => 1,
-    };
-    let cells = e.muli(e.dim(scaled.scales, 0), e.dim(scaled.scales, 1));
-    e.muli(cells, e.index(size))
+/// The address (an `i64`) of byte `at` (an index) of an operand's scales as stored.
+pub(super) fn scale_address<'c, 'a>(
+    e: &Emitter<'c, 'a>,
+    scaled: &Scaled<'c, 'a>,
+    at: Value<'c, 'a>,
+) -> Value<'c, 'a> {
+    let base = wgmma::smem_address(e, scaled.scales);
+    e.addi(base, e.index_castui(at, e.int_type(64)))
 }
 
 /// Issue thread `tid`'s 16-byte `cp.async` of stage `s` of both operands into its slot
@@ -203,22 +200,14 @@ pub(super) fn decode_scales<'c, 'a>(
         let copied = st.copied(e, mem.stages, s, r);
         let words = if st.window {
             // (Rows of 3 or 5 words: 4-byte aligned only.)
-            (0..st.row_bytes() / 4)
+            let words: Vec<Value> = (0..st.row_bytes() / 4)
                 .map(|w| shared.load_words(e, e.addi(copied, e.index(4 * w)), 1)[0])
-                .collect()
+                .collect();
+            let at = scale_at(e, scaled, st, &sides[x], r, e.muli(s, e.index(BK)));
+            let skip = e.andi(scale_address(e, scaled, at), e.int(64, 3));
+            realigned(e, &words, e.muli(e.trunci(skip, i32t), e.i32(8)))
         } else {
             shared.load_words(e, copied, st.per_row() / 4)
-        };
-        let words = if st.window {
-            let at = scale_at(e, scaled, st, &sides[x], r, e.muli(s, e.index(BK)));
-            let address = e.addi(
-                wgmma::smem_address(e, scaled.scales),
-                e.index_castui(at, e.int_type(64)),
-            );
-            let skip = e.trunci(e.andi(address, e.int(64, 3)), i32t);
-            realigned(e, &words, e.muli(skip, e.i32(8)))
-        } else {
-            words
         };
         if fold && mem.fold.is_some_and(|f| f.moves[x].is_some()) {
             let value = scaled.decode_stored(e, byte_max(e, words[0]));
