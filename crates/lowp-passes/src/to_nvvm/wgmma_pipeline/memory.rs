@@ -243,7 +243,8 @@ impl ScaleStage {
     /// Bytes per row and stage in the copy ring: `per_row`, and with a window the word
     /// after (the bytes start `(address & 3)` into the first word).
     pub(super) fn row_bytes(self) -> i64 {
-        self.per_row() + if self.window { 4 } else { 0 }
+        let (span, size, window) = (self.span, self.size, self.window);
+        ScaleBlocks { span, size, window }.row_bytes()
     }
 }
 
@@ -260,6 +261,13 @@ pub(super) struct ScaleBlocks {
     /// bytes) and put in place when decoded. A last stage's scales past K are never used
     /// (its segments there are not promoted).
     pub(super) window: bool,
+}
+
+impl ScaleBlocks {
+    /// Bytes per row and stage as copied: the stage's, and with a window the word after.
+    pub(super) fn row_bytes(self) -> i64 {
+        BK / self.span * self.size + if self.window { 4 } else { 0 }
+    }
 }
 
 /// The scale blocks along K of the operands whose scales a pipeline may stage
@@ -325,9 +333,7 @@ impl Memory {
         let in_slot = [0, routes[0].raw_bytes()];
         // Operand x's staged scales of a stage (K per scale, bytes per scale): as copied,
         // and decoded (f32).
-        let copied_bytes = |x: usize, b: ScaleBlocks| {
-            tile.rows[x] * (BK / b.span * b.size + if b.window { 4 } else { 0 })
-        };
+        let copied_bytes = |x: usize, b: ScaleBlocks| tile.rows[x] * b.row_bytes();
         let decoded_bytes = |x: usize, span: i64| tile.rows[x] * BK / span * 4;
         if specialized {
             let most = if tile.swapped {
