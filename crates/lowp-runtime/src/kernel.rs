@@ -87,6 +87,32 @@ impl GpuKernel {
         }
     }
 
+    /// Whether each argument's device address is one the kernel may be given: present,
+    /// and 16-byte aligned. The tensor-core kernels copy operand rows and whole-K scale
+    /// rows with 16-byte `cp.async` (and read scales as words) from the memref's base, and
+    /// TMA needs it too; a misaligned one would fault on the device (and poison the
+    /// context) instead of failing here. `cuMemAlloc` gives 256.
+    pub fn address_check(&self, args: &[u64]) -> Result<(), GpuError> {
+        for p in &self.params {
+            let arg = match p {
+                KernelParam::MemRef { arg, .. } | KernelParam::TensorMap { arg, .. } => *arg,
+                _ => continue,
+            };
+            let Some(&address) = args.get(arg) else {
+                return Err(GpuError::Invalid(format!(
+                    "no device buffer for argument {arg} (given {})",
+                    args.len()
+                )));
+            };
+            if !address.is_multiple_of(16) {
+                return Err(GpuError::Invalid(format!(
+                    "argument {arg}'s device address {address:#x} is not 16-byte aligned"
+                )));
+            }
+        }
+        Ok(())
+    }
+
     /// Parameters as the kernel declares them: 3 + 2 rank per memref, 1 per scalar or
     /// tensor map.
     pub fn flat_param_count(&self) -> usize {
@@ -116,6 +142,7 @@ impl GpuKernel {
     /// them).
     pub fn bind(&self, gpu: &Gpu, args: &[u64]) -> Result<Bound, GpuError> {
         self.cluster_check()?;
+        self.address_check(args)?;
         let mut values: Vec<u64> = Vec::with_capacity(self.flat_param_count());
         let mut maps = Vec::new();
         let address = |arg: usize| {
@@ -450,6 +477,27 @@ mod tests {
             "{e}"
         );
         assert!(kernel().cluster_check().is_ok());
+    }
+
+    #[test]
+    fn misaligned_or_missing_addresses_are_refused_before_any_launch() {
+        let k = kernel();
+        assert!(k
+            .address_check(&[0x7f00_0000_0100, 0, 0x7f00_0000_0200])
+            .is_ok());
+        let e = k
+            .address_check(&[0x7f00_0000_0100, 0, 0x7f00_0000_0204])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("argument 2's device address 0x7f0000000204 is not 16-byte aligned"),
+            "{e}"
+        );
+        let e = k.address_check(&[0x100]).unwrap_err().to_string();
+        assert!(
+            e.contains("no device buffer for argument 2 (given 1)"),
+            "{e}"
+        );
     }
 
     #[test]

@@ -34,6 +34,11 @@
 //! by code on the way in. Block scales (MX, NVFP4, blockwise) are applied per K segment to
 //! f32 accumulators, per-tensor / per-channel scales in the epilogue, as the oracle does.
 //!
+//! The launch's memref arguments (operands, scales, result) must be 16-byte aligned: the
+//! pipelines copy rows of codes and of scales with 16-byte `cp.async` (or TMA) from each
+//! memref's base. `cuMemAlloc` gives 256; `lowp-runtime` refuses a misaligned address
+//! before the launch (`GpuKernel::address_check`).
+//!
 //! Before:
 //! ```mlir
 //! lowp.scaled_matmul %a[%sa], %b[%sb] into %c layouts(#lowp.mx<32>, #lowp.mx<32>)
