@@ -3,8 +3,11 @@
 
 // The sm_90a cp.async pipeline in PTX (lit/Conversion/LowpToNVVM/wgmma-pipeline.mlir has its
 // IR): 256 threads, the ring in dynamic shared memory declared as CUDA declares it
-// (lowp-extern-dynamic-shared), 16-byte cp.async.cg copies with a source size (0 past M, N
-// or K: zero fill) from global addresses (cvta.to.global), the stage wait, the proxy fence
+// (lowp-extern-dynamic-shared), 16-byte cp.async.cg copies from global addresses
+// (cvta.to.global): here the static shape (whole 128-row tiles and 128-code stages) proves
+// every chunk inside, so the source size is the constant 16 (no zero fill) and a thread's
+// chunks of an operand, 32 rows apart, are one shared and one global address plus
+// immediate offsets (32 x 128 and 32 x 512 bytes); the stage wait, the proxy fence
 // and barrier, then wgmma on 128-byte-swizzle descriptors: layout type 1 in bits 62-63,
 // stride offset 1024 >> 4 in bits 32-45, leading offset 1 (unused) in bits 16-29, i.e. the
 // address >> 4 or'ed with 0x4000004000010000 = 4611686293305360384. Per-tensor scales: 4
@@ -26,7 +29,8 @@
 // stage, so none is copied while the tensor cores write it (no mov between an
 // instruction and its wait).
 // CHECK:       cvta.to.global.u64
-// CHECK:       cp.async.cg.shared.global [%rd{{[0-9]+}}], [%rd{{[0-9]+}}], 16, %r{{[0-9]+}};
+// CHECK:       cp.async.cg.shared.global [%rd[[DST:[0-9]+]]], [%rd[[SRC:[0-9]+]]], 16, 16;
+// CHECK-NEXT:  cp.async.cg.shared.global [%rd[[DST]]+4096], [%rd[[SRC]]+16384], 16, 16;
 // CHECK:       cp.async.commit_group;
 // CHECK:       cp.async.wait_group 2;
 // CHECK-NEXT:  fence.proxy.async.shared::cta;
@@ -53,13 +57,13 @@
 // CHECK:       cp.async.wait_group 0;
 // CHECK-NOT:   .local
 // The warp-specialized variant: 384 threads, mbarriers in the dynamic shared memory,
-// registers moved from the producer warpgroup to the consumers (setmaxnreg), no local
-// memory.
+// registers moved from the producer warpgroup to the consumers (setmaxnreg: its copies
+// proved inside, the producer keeps 40), no local memory.
 // WS:       .extern .shared .align 16 .b8 __dynamic_shmem__0[];
 // WS:       .maxntid 384, 1, 1
 // WS-NOT:   .local
-// WS-DAG:   setmaxnreg.dec.sync.aligned.u32 72;
-// WS-DAG:   setmaxnreg.inc.sync.aligned.u32 216;
+// WS-DAG:   setmaxnreg.dec.sync.aligned.u32 40;
+// WS-DAG:   setmaxnreg.inc.sync.aligned.u32 232;
 // WS-DAG:   mbarrier.init.shared.b64
 // WS-DAG:   mbarrier.arrive.shared.b64
 // WS-DAG:   mbarrier.try_wait.parity.shared.b64

@@ -5,7 +5,9 @@
 // dynamic shared memory, swap AB: the instruction's A is B's 64 rows (E4M3), its B the 16
 // rows of A (E5M2), so the instruction is m64n16k32.e4m3.e5m2 with 8 accumulators, the
 // first of each stage not reading D, each stage's wait (wgmma.wait_group 1) after the next
-// stage's issue. Each step waits for all but 5 copy groups (6 stages ahead). No local
+// stage's issue. Each step waits for all but 5 copy groups (6 stages ahead). The shapes
+// are whole tiles and stages: every copy is 16 bytes (no zero fill), A's one chunk a
+// thread, then B's four, 16 rows apart, at immediate offsets from one address. No local
 // memory. (LLVM 22's NVPTX keeps f32 values in .b32 registers.)
 // CHECK:       .target sm_90a
 // CHECK:       .extern .shared .align 16 .b8 __dynamic_shmem__0[];
@@ -13,7 +15,9 @@
 // CHECK:       .maxntid 128, 1, 1
 // CHECK-NOT:   .reqnctapercluster
 // CHECK-NOT:   .local
-// CHECK:       cp.async.cg.shared.global [%rd{{[0-9]+}}], [%rd{{[0-9]+}}], 16, %r{{[0-9]+}};
+// CHECK:       cp.async.cg.shared.global [%rd{{[0-9]+}}], [%rd{{[0-9]+}}], 16, 16;
+// CHECK:       cp.async.cg.shared.global [%rd[[DST:[0-9]+]]+2048], [%rd[[SRC:[0-9]+]]], 16, 16;
+// CHECK-NEXT:  cp.async.cg.shared.global [%rd[[DST]]+4096], [%rd[[SRC]]+8192], 16, 16;
 // CHECK:       cp.async.wait_group 5;
 // CHECK-NEXT:  fence.proxy.async.shared::cta;
 // CHECK-NEXT:  bar.sync 0;

@@ -305,6 +305,35 @@ impl<'c, 'a> Emitter<'c, 'a> {
         }
     }
 
+    /// Pointer `p` advanced by `bytes` (`llvm.getelementptr` over `i8` with a constant
+    /// index): the form the NVPTX backend folds into the instruction's address
+    /// (`[%rd+2048]`), where an integer `base + constant` beside a loop-invariant base
+    /// would be hoisted out of the loop by LLVM as one more register.
+    pub fn offset_pointer(&self, p: Value<'c, 'a>, bytes: i64) -> Value<'c, 'a> {
+        if bytes == 0 {
+            return p;
+        }
+        let bytes = i32::try_from(bytes).expect("a constant pointer offset within i32");
+        self.val(
+            OperationBuilder::new("llvm.getelementptr", self.loc)
+                .add_operands(&[p])
+                .add_attributes(&[
+                    (
+                        melior::ir::Identifier::new(self.ctx, "rawConstantIndices"),
+                        melior::ir::attribute::DenseI32ArrayAttribute::new(self.ctx, &[bytes])
+                            .into(),
+                    ),
+                    (
+                        melior::ir::Identifier::new(self.ctx, "elem_type"),
+                        melior::ir::attribute::TypeAttribute::new(self.int_type(8)).into(),
+                    ),
+                ])
+                .add_results(&[p.r#type()])
+                .build()
+                .expect("valid llvm.getelementptr"),
+        )
+    }
+
     /// `memref.extract_aligned_pointer_as_index`: the address of the memref's aligned
     /// buffer (its element 0 before the offset).
     pub fn aligned_pointer(&self, memref: Value<'c, '_>) -> Value<'c, 'a> {

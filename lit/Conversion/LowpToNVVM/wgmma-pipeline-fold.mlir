@@ -79,7 +79,7 @@
 // WS-LABEL:   func.func @mxfp4
 // WS:           nvvm.mbarrier.init
 // WS:           nvvm.barrier #nvvm.reduction<or> %{{.*}} -> i32
-// WS:           nvvm.setmaxregister  decrease 88
+// WS:           nvvm.setmaxregister  decrease 72
 // WS:           scf.if
 // WS:             scf.for
 // WS:               nvvm.mbarrier.try_wait.parity
@@ -91,7 +91,7 @@
 // WS:           } else {
 // WS:             scf.for
 // WS:               nvvm.barrier id = %{{.*}} number_of_threads = %c128_i32
-// WS:           nvvm.setmaxregister  increase 208
+// WS:           nvvm.setmaxregister  increase 216
 // WS:           scf.if %{{.*}} -> (f32,
 func.func @mxfp4(%a: memref<130x384x!lowp.packed<f4E2M1FN>>, %sa: memref<130x24xf8E8M0FNU>,
                  %b: memref<72x384x!lowp.packed<f4E2M1FN>>, %sb: memref<72x24xf8E8M0FNU>,

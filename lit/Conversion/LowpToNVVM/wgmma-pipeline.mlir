@@ -88,8 +88,9 @@ func.func @fp8(%a: memref<256x512xf8E4M3FN>, %sa: memref<1x1xf32>, %b: memref<12
 // after is issued and the stage waited for (wgmma.wait_group 1), they arrive on its empty
 // barrier. Two stages per iteration, as in the barrier pipeline (4 stages: 2), each
 // iteration drained (wgmma.wait_group 0). No block-wide barrier inside the loops.
-// Registers move from the producer (down to 72 a thread: its 16 cp.async a stage spilled
-// at 40) to the consumers (up to 216): setmaxnreg.
+// Registers move from the producer to the consumers (setmaxnreg): whole tiles and stages,
+// so the producer holds one address a stage for its 16 cp.async (constant sizes and
+// offsets) and keeps 40 a thread; the consumers get 232.
 // WS-LABEL: func.func @fp8
 // WS:       gpu.launch {{.*}} threads({{.*}}) in (%{{.*}} = %c384, %{{.*}} = %c1, %{{.*}} = %c1) dynamic_shared_memory_size %c132160_i32 {
 // WS:         scf.for %{{.*}} = %c0 to %c4 step %c1 {
@@ -98,7 +99,7 @@ func.func @fp8(%a: memref<256x512xf8E4M3FN>, %sa: memref<1x1xf32>, %b: memref<12
 // WS:       gpu.barrier
 // WS:       arith.cmpi uge, %{{.*}}, %c256 : index
 // WS-NEXT:  scf.if
-// WS-NEXT:    nvvm.setmaxregister decrease 72
+// WS-NEXT:    nvvm.setmaxregister decrease 40
 // WS:         scf.for
 // WS:             nvvm.mbarrier.try_wait.parity
 // WS-COUNT-16:  nvvm.cp.async.shared.global
@@ -110,7 +111,7 @@ func.func @fp8(%a: memref<256x512xf8E4M3FN>, %sa: memref<1x1xf32>, %b: memref<12
 // WS:         nvvm.cp.async.wait.group 0
 // WS:       arith.cmpi ult, %{{.*}}, %c256 : index
 // WS-NEXT:  scf.if
-// WS-NEXT:    nvvm.setmaxregister increase 216
+// WS-NEXT:    nvvm.setmaxregister increase 232
 // WS-NOT:     gpu.barrier
 // WS:         %{{.*}}:67 = scf.for %{{.*}} = %c0 to %c2 step %c1 iter_args(
 // WS:           nvvm.mbarrier.try_wait.parity
@@ -214,10 +215,11 @@ func.func @mxfp8(%a: memref<100x96xf8E5M2>, %sa: memref<100x3xf8E8M0FNU>,
 // CHECK:           nvvm.fence.proxy {kind = #nvvm.proxy_kind<async.shared>, space = #nvvm.shared_space<cta>}
 // CHECK-NEXT:      gpu.barrier
 // CHECK:           nvvm.wgmma.mma_async {{.*}} A[<e4m3>, <one>, <row>], B[<e4m3>, <one>, <col>]
-// Warp-specialized, the producer translates: it keeps 88 registers, the consumers get 208.
+// Warp-specialized, the producer translates, B's 64 rows clamped in the 128-row tile: it
+// keeps 72 registers, the consumers get 216.
 // WS-LABEL: func.func @staged
-// WS:         nvvm.setmaxregister decrease 88
-// WS:         nvvm.setmaxregister increase 208
+// WS:         nvvm.setmaxregister decrease 72
+// WS:         nvvm.setmaxregister increase 216
 func.func @staged(%a: memref<128x128x!lowp.packed<f4E2M1FN>>, %sa: memref<128x8xf8E8M0FNU>,
                   %b: memref<64x256xf6E3M2FN>, %sb: memref<64x8xf8E8M0FNU>, %c: memref<128x64xf32>) {
   lowp.scaled_matmul %a[%sa], %b[%sb] into %c layouts(#lowp.mx<32>, #lowp.mx<32>)

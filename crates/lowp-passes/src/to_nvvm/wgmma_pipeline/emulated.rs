@@ -92,17 +92,21 @@ pub(super) fn emulated_block<'c, 'a>(
                             continue;
                         }
                         each_chunk(e, route, mem.copiers, t, side, k, k0, |e, c| {
+                            // From the byte the GPU's copy reads (`Chunk::lead` and all).
+                            let from = c.source_byte(e);
+                            let row = e.divui(from, side.row_bytes);
+                            let first = e.remui(from, side.row_bytes);
                             let words: Vec<Value> = (0..4)
                                 .map(|w| {
                                     let word = (0..4).fold(e.i32(0), |acc, b| {
-                                        let at = e.addi(c.byte, e.index(4 * w + b));
-                                        let byte = e.load(side.bits, &[c.row, at]);
+                                        let at = e.addi(first, e.index(4 * w + b));
+                                        let byte = e.load(side.bits, &[row, at]);
                                         e.ori(acc, e.shli(e.extui(byte, i32t), e.i32(8 * b as u32)))
                                     });
                                     e.select(c.inside, word, e.i32(0))
                                 })
                                 .collect();
-                            shared.store4(e, e.addi(copied, c.offset), &words);
+                            shared.store4(e, e.addi(copied, c.slot_offset(e)), &words);
                         });
                     }
                 });

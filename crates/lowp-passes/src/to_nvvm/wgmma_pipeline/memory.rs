@@ -17,7 +17,7 @@ use super::{
 };
 use crate::chip::Chip;
 use crate::code_words::Permute;
-use crate::ir::Emitter;
+use crate::ir::{constant_int, Emitter};
 use crate::matrix_kernel::{Kernel, Operand, Plan};
 use crate::to_nvvm::wgmma;
 
@@ -547,74 +547,116 @@ pub(super) fn swizzled<'c, 'a>(
 }
 
 /// Thread `tid`'s chunk `i` of an operand's stage at K `k0`: whether it holds codes (row
-/// inside the operand, chunk inside K), its tile row and chunk, its row and first byte in
-/// the operand clamped inside it (a valid source either way), and where it is copied (from
-/// the operand's place in the slot).
+/// inside the operand, chunk inside K), its tile row and chunk, the byte of the operand it
+/// is copied from (`source` + `lead[0]`: its row · bytes per row + its first byte, both
+/// clamped inside the operand, a valid source either way) and where it is copied to
+/// (`offset` + `lead[1]`, from the operand's place in the slot). `lead`: the constant
+/// part, to be added to the pointers (`Emitter::offset_pointer`).
 pub(super) struct Chunk<'c, 'a> {
     pub(super) inside: Value<'c, 'a>,
     pub(super) r: Value<'c, 'a>,
     pub(super) ch: Value<'c, 'a>,
-    pub(super) row: Value<'c, 'a>,
-    pub(super) byte: Value<'c, 'a>,
+    pub(super) source: Value<'c, 'a>,
     pub(super) offset: Value<'c, 'a>,
+    pub(super) lead: [i64; 2],
 }
 
-#[allow(clippy::too_many_arguments)]
+impl<'c, 'a> Chunk<'c, 'a> {
+    /// The byte of the operand the chunk is copied from.
+    pub(super) fn source_byte(&self, e: &Emitter<'c, 'a>) -> Value<'c, 'a> {
+        e.addi(self.source, e.index(self.lead[0]))
+    }
+
+    /// Where the chunk is copied to, from the operand's place in the slot.
+    pub(super) fn slot_offset(&self, e: &Emitter<'c, 'a>) -> Value<'c, 'a> {
+        e.addi(self.offset, e.index(self.lead[1]))
+    }
+}
+
 pub(super) fn chunk<'c, 'a>(
     e: &Emitter<'c, 'a>,
     route: Route,
     copiers: i64,
     tid: Value<'c, 'a>,
     i: i64,
-    origin: Value<'c, 'a>,
-    rows: Value<'c, 'a>,
+    side: &Side<'c, 'a>,
     k: Value<'c, 'a>,
     k0: Value<'c, 'a>,
 ) -> Chunk<'c, 'a> {
     let chunks = route.row_bytes() / 16;
     let per_row = e.index(chunks);
+    let codes = e.index(route.codes());
     // Where the copiers are whole rows of chunks, the thread's chunks are one column of
-    // them, `copiers / chunks` rows apart: said so, LLVM sees every chunk's place in the
-    // slot (and its swizzle, the rows being 8 apart) as the first's plus a constant, one
-    // address a stage instead of one per chunk held through the loop.
-    let (r, ch) = if copiers % chunks == 0 {
-        let first = e.divui(tid, per_row);
+    // them, `copiers / chunks` rows apart: said so, as the first chunk's place plus a
+    // constant `lead` (in the slot; in the operand too where its rows are whole tiles, no
+    // row being clamped), LLVM keeps one address of each a stage and immediate offsets
+    // instead of one address per chunk held through the loop.
+    let (first, ch, lead) = if copiers % chunks == 0 {
         (
-            e.addi(first, e.index(copiers / chunks * i)),
+            e.divui(tid, per_row),
             e.remui(tid, per_row),
+            copiers / chunks * i,
         )
     } else {
         let c = e.addi(tid, e.index(copiers * i));
-        (e.divui(c, per_row), e.remui(c, per_row))
+        (e.divui(c, per_row), e.remui(c, per_row), 0)
     };
-    let row = e.addi(origin, r);
-    let codes = e.index(route.codes());
+    let r = if lead == 0 {
+        first
+    } else {
+        e.addi(first, e.index(lead))
+    };
+    // The chunk's first code, clamped inside K unless the stages are whole.
     let kc = e.addi(k0, e.muli(ch, codes));
-    let inside = e.andi(
-        e.cmpi(CmpiPredicate::Ult, row, rows),
-        e.cmpi(CmpiPredicate::Ult, kc, k),
-    );
-    let kc = e.minui(kc, e.subi(k, codes));
+    let (inside_k, kc) = if side.whole_k {
+        (None, kc)
+    } else {
+        (
+            Some(e.cmpi(CmpiPredicate::Ult, kc, k)),
+            e.minui(kc, e.subi(k, codes)),
+        )
+    };
     let byte = if route.packed {
         e.divui(kc, e.index(2))
     } else {
         kc
     };
-    let offset = if route.staged {
-        e.addi(
-            e.muli(r, e.index(route.row_bytes())),
-            e.muli(ch, e.index(16)),
+    let (offset, lead_slot) = if route.staged {
+        let row_bytes = route.row_bytes();
+        (
+            e.addi(e.muli(first, e.index(row_bytes)), e.muli(ch, e.index(16))),
+            lead * row_bytes,
         )
+    } else if lead % 8 == 0 {
+        // The 128-byte swizzle repeats every 8 rows of 128 bytes.
+        (swizzled(e, first, ch), lead * BK)
     } else {
-        swizzled(e, r, ch)
+        (swizzled(e, r, ch), 0)
+    };
+    // Its row in the operand, clamped inside it unless the rows are whole tiles.
+    let (row, lead_source, inside_rows) = match (side.whole_rows, constant_int(side.row_bytes)) {
+        (true, Some(row_bytes)) => {
+            let row = e.addi(side.origin, first);
+            (row, lead * row_bytes, None)
+        }
+        (true, None) => (e.addi(side.origin, r), 0, None),
+        (false, _) => {
+            let row = e.addi(side.origin, r);
+            let inside = e.cmpi(CmpiPredicate::Ult, row, side.rows);
+            (e.minui(row, e.subi(side.rows, e.index(1))), 0, Some(inside))
+        }
     };
     Chunk {
-        inside,
+        inside: match (inside_rows, inside_k) {
+            (Some(a), Some(b)) => e.andi(a, b),
+            (Some(x), None) | (None, Some(x)) => x,
+            (None, None) => e.bool(true),
+        },
         r,
         ch,
-        row: e.minui(row, e.subi(rows, e.index(1))),
-        byte,
+        source: e.addi(e.muli(row, side.row_bytes), byte),
         offset,
+        lead: [lead_source, lead_slot],
     }
 }
 
@@ -633,12 +675,7 @@ pub(super) fn each_chunk<'c, 'a>(
     body: impl Fn(&Emitter<'c, 'a>, Chunk<'c, 'a>),
 ) {
     for i in 0..route.chunks(copiers) {
-        let run = |e: &Emitter<'c, 'a>| {
-            body(
-                e,
-                chunk(e, route, copiers, tid, i, side.origin, side.rows, k, k0),
-            )
-        };
+        let run = |e: &Emitter<'c, 'a>| body(e, chunk(e, route, copiers, tid, i, side, k, k0));
         if (i + 1) * copiers <= route.total() {
             run(e);
         } else {

@@ -4,9 +4,9 @@
 //! and an empty mbarrier per slot replace the block-wide barrier, and translated tiles
 //! live in the slots (the producer runs up to a ring ahead), so a 64 KiB slot (FP6 x FP6)
 //! gets 3 stages. `setmaxnreg` moves registers from the producer (40 a thread when it
-//! only issues TMA boxes, 72 when it issues `cp.async`, 88 when it translates) to the
-//! consumers (232, 216, 208), within the 384 x 168 `.maxntid` gives the block. Not yet
-//! measured on a GPU: `auto` keeps the barrier pipeline.
+//! only issues copies, 56 to 88 when it translates, by what the shape proves in bounds)
+//! to the consumers (232 to 208), within the 384 x 168 `.maxntid` gives the block. Not
+//! yet measured on a GPU: `auto` keeps the barrier pipeline.
 
 use melior::dialect::arith::CmpiPredicate;
 use melior::ir::operation::OperationBuilder;
@@ -145,15 +145,24 @@ pub(super) fn specialized_block<'c, 'a>(
     let producer = e.cmpi(CmpiPredicate::Uge, tid, e.index(consumers));
     // Registers per thread after the split (`setmaxnreg`, per warpgroup; `.maxntid 384`
     // gives each thread 168 at entry, 384 x 168 = 64512 in all): the producer gives up what
-    // the consumers take, 2 x take + keep = 504 = 3 x 168. As ptxas 12.9 allocates them
-    // (8192^3 kernels, the least that spilled nothing on either side): a producer that only
-    // issues TMA boxes keeps 40 (DeepGEMM's split, consumers 232); one that issues 16
-    // `cp.async` a stage spilled at 40 and keeps 72 (216); one that translates spilled at
-    // 72 and keeps 88 (208).
-    let (keep, take) = match (staged, mem.tma) {
-        (true, _) => (88, 208),
-        (false, true) => (40, 232),
-        (false, false) => (72, 216),
+    // the consumers take, 2 x take + keep = 504 = 3 x 168. What the producer holds through
+    // its loop decides (ptxas 12.9 over the bench bundles and odd shapes, `bench/NOTES.md`):
+    // issuing TMA boxes alone, or `cp.async` where the static shape proves every chunk
+    // inside (one address a stage plus constants, `Chunk::lead`), 40 (DeepGEMM's split,
+    // consumers 232); translating those, 56 (224); with rows clamped (a row and size held
+    // per chunk), 72 (216); with K not whole stages (chunk columns clamped, scale
+    // windows), 88 (208). Below those the producer spills, above them the consumers do.
+    // (The rows of an operand loaded by TMA cost the producer nothing.)
+    let whole_rows = sides
+        .iter()
+        .zip(mem.routes)
+        .all(|(s, r)| s.whole_rows || (mem.tma && !r.staged));
+    let cp_async = copies || !mem.tma;
+    let (keep, take) = match (cp_async, sides[0].whole_k, whole_rows, staged) {
+        (false, ..) | (true, true, true, false) => (40, 232),
+        (true, true, true, true) => (56, 224),
+        (true, true, false, _) => (72, 216),
+        (true, false, ..) => (88, 208),
     };
     debug_assert!(consumers == 2 * PRODUCERS && 2 * take + keep <= 3 * 168);
     let registers = |e: &Emitter<'c, 'a>, action: &str, count: i64| {

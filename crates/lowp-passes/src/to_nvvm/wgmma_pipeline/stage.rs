@@ -131,8 +131,9 @@ pub(super) fn copy_stage<'c, 'a>(
         }
         each_chunk(e, route, mem.copiers, tid, side, k, k0, |e, c| {
             let dst = e.pointer(shared.address(e, e.addi(copied, c.offset)), 3);
-            let at = e.addi(e.muli(c.row, side.row_bytes), c.byte);
-            let src = e.pointer(e.addi(globals[x], e.index_castui(at, i64t)), 1);
+            let dst = e.offset_pointer(dst, c.lead[1]);
+            let src = e.pointer(e.addi(globals[x], e.index_castui(c.source, i64t)), 1);
+            let src = e.offset_pointer(src, c.lead[0]);
             let size = e.select(c.inside, e.i32(16), e.i32(0));
             cp_async(e, dst, src, size);
         });
@@ -327,7 +328,7 @@ pub(super) fn translate_stage<'c, 'a>(
         let bytewise = byte_rule(table).filter(|_| !route.packed);
         let permute = shared.permute_by();
         each_chunk(e, route, mem.copiers, tid, side, k, k0, |e, c| {
-            let raw = shared.load4(e, e.addi(copied, c.offset));
+            let raw = shared.load4(e, e.addi(copied, c.slot_offset(e)));
             // Code `n` of the chunk (in K order).
             let code = |e: &Emitter<'c, 'a>, n: i64| {
                 let (bits, per_word) = if route.packed { (4, 8) } else { (8, 4) };
