@@ -947,7 +947,7 @@ fn stage_mmas<'c, 'a>(
     mem: &Memory,
     instr: &Wgmma,
     shared: Shared<'c, 'a>,
-    l: &Consumer<'c, 'a>,
+    consumer: &Consumer<'c, 'a>,
     warpgroup: Value<'c, 'a>,
     s: Value<'c, 'a>,
     acc: &[Value<'c, 'a>],
@@ -979,11 +979,11 @@ fn stage_mmas<'c, 'a>(
         let inside = e.andi(live, e.cmpi(CmpiPredicate::Ult, k0, kn.ops.k));
         if !overlaps(kn, mem) {
             // One register set: the segment is waited for and promoted at once.
-            acc = promote_segment(e, kn, mem, shared, instr, l, acc, (d, k0, inside), 0);
+            acc = promote_segment(e, kn, mem, shared, instr, consumer, acc, (d, k0, inside), 0);
             continue;
         }
         if let Some(before) = pending.replace((d, k0, inside)) {
-            acc = promote_segment(e, kn, mem, shared, instr, l, acc, before, 1);
+            acc = promote_segment(e, kn, mem, shared, instr, consumer, acc, before, 1);
         }
     }
     (acc, pending)
@@ -1106,14 +1106,21 @@ fn promote_segment<'c, 'a>(
     mem: &Memory,
     shared: Shared<'c, 'a>,
     instr: &Wgmma,
-    l: &Consumer<'c, 'a>,
+    consumer: &Consumer<'c, 'a>,
     acc: Vec<Value<'c, 'a>>,
     (d, k0, promote): Pending<'c, 'a>,
     left: i64,
 ) -> Vec<Value<'c, 'a>> {
     let staged = staged_readers(mem, shared, k0);
     let count = instr.accumulators();
-    let scales = kn.segment_scales(e, &l.lane, k0, count, &staged, l.constant.as_ref());
+    let scales = kn.segment_scales(
+        e,
+        &consumer.lane,
+        k0,
+        count,
+        &staged,
+        consumer.constant.as_ref(),
+    );
     let loaded = wgmma::pinned(e, scales.loaded());
     let scales = scales.replaced(loaded);
     let d = wgmma::wait(e, instr, left, d);
@@ -1138,12 +1145,12 @@ fn drain<'c, 'a>(
     mem: &Memory,
     shared: Shared<'c, 'a>,
     instr: &Wgmma,
-    l: &Consumer<'c, 'a>,
+    consumer: &Consumer<'c, 'a>,
     acc: Vec<Value<'c, 'a>>,
     pending: Option<Pending<'c, 'a>>,
 ) -> Vec<Value<'c, 'a>> {
     match pending {
-        Some(pending) => promote_segment(e, kn, mem, shared, instr, l, acc, pending, 0),
+        Some(pending) => promote_segment(e, kn, mem, shared, instr, consumer, acc, pending, 0),
         None => acc,
     }
 }
