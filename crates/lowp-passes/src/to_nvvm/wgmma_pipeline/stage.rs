@@ -164,7 +164,8 @@ pub(super) fn each_scale_row<'c, 'a>(
 }
 
 /// The byte offset in operand `side`'s scales (as stored) of its block row `r`'s first
-/// scale of the stage at `k0`: rows past the operand read the last one (never used).
+/// scale of the stage at `k0`: rows past the operand read the last one (never used; none
+/// are where the rows are whole tiles).
 pub(super) fn scale_at<'c, 'a>(
     e: &Emitter<'c, 'a>,
     scaled: &Scaled<'c, 'a>,
@@ -173,7 +174,12 @@ pub(super) fn scale_at<'c, 'a>(
     r: Value<'c, 'a>,
     k0: Value<'c, 'a>,
 ) -> Value<'c, 'a> {
-    let row = e.minui(e.addi(side.origin, r), e.subi(side.rows, e.index(1)));
+    let row = e.addi(side.origin, r);
+    let row = if side.whole_rows {
+        row
+    } else {
+        e.minui(row, e.subi(side.rows, e.index(1)))
+    };
     let [sr, sc] = scaled.scale_index(e, row, k0);
     let columns = e.dim(scaled.scales, 1);
     e.muli(e.addi(e.muli(sr, columns), sc), e.index(st.size))
