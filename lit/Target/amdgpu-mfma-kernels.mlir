@@ -9,14 +9,16 @@
 // lowp IR straight to AMD code: lowp-translate lowers lowp.scaled_matmul with
 // lowp-to-rocdl for the chip. MXFP4 x MXFP8 on gfx950: the block-scaled MFMA, FP4 in A
 // (cbsz 4), E4M3 in B (blgp 0), the lanes' E8M0 scales in VGPRs; on gfx942, FP4 as E4M3
-// FNUZ and FNUZ FP8 MFMAs. --emit=hsaco links the kernel into a code object whose notes
-// carry the kernel's metadata.
+// FNUZ (four codes at a time by three v_perm_b32 over the 16 images) and FNUZ FP8 MFMAs.
+// --emit=hsaco links the kernel into a code object whose notes carry the kernel's
+// metadata.
 // GFX950:       ; gpu.binary @mx_kernel
 // GFX950:       .amdgcn_target "amdgcn-amd-amdhsa--gfx950"
 // GFX950-COUNT-4: v_mfma_scale_f32_16x16x128_f8f6f4 {{.*}} cbsz:4
 // GFX950:       .amdhsa_kernel mx_kernel
 // GFX942:       .amdgcn_target "amdgcn-amd-amdhsa--gfx942"
-// GFX942:       v_mfma_f32_16x16x32_fp8_fp8
+// GFX942-DAG:   v_perm_b32
+// GFX942-DAG:   v_mfma_f32_16x16x32_fp8_fp8
 // GFX942-NOT:   v_mfma_scale
 // NOTES-DAG:    amdhsa.target: amdgcn-amd-amdhsa--gfx950
 // NOTES-DAG:    .name: mx_kernel

@@ -2,9 +2,10 @@
 //! table allows, instead of one select chain per code: 4-bit codes (FP4, 4-bit customs)
 //! with three byte permutes over the 16 images (`translate4`), 5- and 6-bit codes stored
 //! one per byte (FP6) by word arithmetic that reproduces the table (`ByteRule`,
-//! `translate_bytes`). The byte permute is PTX `prmt.b32` on NVIDIA GPUs and the same by
-//! shifts in the CPU emulations (`Permute`). Shared by the wgmma pipeline's translated
-//! tiles and the register kernels' fragment loads (`matrix_kernel`).
+//! `translate_bytes`). The byte permute is PTX `prmt.b32` on NVIDIA GPUs, `v_perm_b32` on
+//! AMD ones, and the same by shifts in the CPU emulations (`Permute`). Shared by the wgmma
+//! pipeline's translated tiles and the register kernels' fragment loads (`matrix_kernel`,
+//! NVIDIA's mma.sync and AMD's MFMA).
 
 use melior::dialect::arith::CmpiPredicate;
 use melior::ir::operation::OperationBuilder;
@@ -13,13 +14,19 @@ use melior::ir::{Attribute, Identifier, Value};
 use crate::ir::Emitter;
 use crate::matrix_kernel::Table;
 
-/// How a kernel permutes bytes.
+/// How a kernel permutes bytes. Its selectors have the instruction's form: 4-bit nibbles
+/// (PTX `prmt.b32`: low 16 bits, nibble i for byte i) or bytes (AMD `v_perm_b32`: byte i
+/// for byte i); `selectors_of_nibbles` / `selectors_of_bytes` make them.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub(crate) enum Permute {
     /// `nvvm.prmt` (PTX `prmt.b32`).
     Prmt,
-    /// Shifts and selects (the CPU emulations).
+    /// `prmt.b32` by shifts and selects (the NVIDIA kernels' CPU emulations).
     Shifts,
+    /// `llvm.amdgcn.perm` (`v_perm_b32`, gfx9 and later).
+    Perm,
+    /// `v_perm_b32` by shifts and selects (the AMD kernels' CPU emulations).
+    PermShifts,
 }
 
 impl Permute {
@@ -32,16 +39,95 @@ impl Permute {
         }
     }
 
+    /// An AMD kernel's: `v_perm_b32` on the GPU, shifts in its CPU emulation.
+    pub(crate) fn amd(emulate: bool) -> Self {
+        if emulate {
+            Permute::PermShifts
+        } else {
+            Permute::Perm
+        }
+    }
+
+    /// Whether the kernel runs on a GPU (its loads through global pointers), not emulated.
+    pub(crate) fn on_gpu(self) -> bool {
+        matches!(self, Permute::Prmt | Permute::Perm)
+    }
+
+    /// Whether selectors are nibbles (`prmt`), not bytes (`v_perm`).
+    fn nibbles(self) -> bool {
+        matches!(self, Permute::Prmt | Permute::Shifts)
+    }
+
+    /// Selectors from four 4-bit indices in the low 16 bits of `packed` (index i in nibble
+    /// i): as they are for `prmt`; spread one per byte for `v_perm`.
+    pub(crate) fn selectors_of_nibbles<'c, 'a>(
+        self,
+        e: &Emitter<'c, 'a>,
+        packed: Value<'c, 'a>,
+    ) -> Value<'c, 'a> {
+        if self.nibbles() {
+            return packed;
+        }
+        (0..4).fold(e.i32(0), |acc, i| {
+            let nibble = e.andi(packed, e.i32(0xF << (4 * i)));
+            e.ori(acc, e.shli(nibble, e.i32(4 * i)))
+        })
+    }
+
+    /// Selectors from four indices below 16, one per byte of `bytes` (index i in byte i):
+    /// as they are for `v_perm`; gathered into the low 16 bits for `prmt` (each byte or'ed
+    /// with the next one's nibble, then bytes 0 and 2 picked).
+    pub(crate) fn selectors_of_bytes<'c, 'a>(
+        self,
+        e: &Emitter<'c, 'a>,
+        bytes: Value<'c, 'a>,
+    ) -> Value<'c, 'a> {
+        if !self.nibbles() {
+            return bytes;
+        }
+        let pairs = e.ori(bytes, e.shrui(bytes, e.i32(4)));
+        self.prmt(e, pairs, e.i32(0), e.i32(0x20))
+    }
+
+    /// Byte i of the result: byte `n` of the 8 bytes of `lo` (0-3) and `hi` (4-7), `n`
+    /// (0-7) selector i.
+    pub(crate) fn lookup<'c, 'a>(
+        self,
+        e: &Emitter<'c, 'a>,
+        lo: Value<'c, 'a>,
+        hi: Value<'c, 'a>,
+        selectors: Value<'c, 'a>,
+    ) -> Value<'c, 'a> {
+        if self.nibbles() {
+            self.prmt(e, lo, hi, selectors)
+        } else {
+            self.perm(e, hi, lo, selectors)
+        }
+    }
+
+    /// 0xFF in each byte of `word` whose bit 7 is set, else 0: `prmt`'s sign mode on bytes
+    /// 0-3 (selector 0xBA98); `v_perm`'s (signs of bytes 1, 3, 5, 7 only) on `word` above
+    /// `word << 8`, whose bytes 1 and 3 hold `word`'s bytes 0 and 2.
+    pub(crate) fn signs<'c, 'a>(self, e: &Emitter<'c, 'a>, word: Value<'c, 'a>) -> Value<'c, 'a> {
+        if self.nibbles() {
+            self.prmt(e, word, e.i32(0), e.i32(0xBA98))
+        } else {
+            let below = e.shli(word, e.i32(8));
+            self.perm(e, word, below, e.i32(0x0B09_0A08))
+        }
+    }
+
     /// PTX `prmt.b32` (default mode): byte i of the result is byte `n & 7` of the 8 bytes of
     /// `lo` (0-3) and `hi` (4-7), `n` nibble i of `selector`, replaced by its sign (0x00 /
     /// 0xFF) when `n & 8`.
-    pub(crate) fn apply<'c, 'a>(
+    fn prmt<'c, 'a>(
         self,
         e: &Emitter<'c, 'a>,
         lo: Value<'c, 'a>,
         hi: Value<'c, 'a>,
         selector: Value<'c, 'a>,
     ) -> Value<'c, 'a> {
+        debug_assert!(self.nibbles());
         if self == Permute::Prmt {
             return e.val(
                 OperationBuilder::new("nvvm.prmt", e.loc())
@@ -56,12 +142,10 @@ impl Permute {
                     .expect("valid nvvm.prmt"),
             );
         }
-        let (i64t, i32t) = (e.int_type(64), e.int_type(32));
-        let pool = e.ori(e.extui(lo, i64t), e.shli(e.extui(hi, i64t), e.int(64, 32)));
+        let pool = pool(e, lo, hi);
         (0..4).fold(e.i32(0), |acc, i| {
             let n = e.andi(e.shrui(selector, e.i32(4 * i)), e.i32(0xF));
-            let at = e.extui(e.muli(e.andi(n, e.i32(7)), e.i32(8)), i64t);
-            let byte = e.trunci(e.andi(e.shrui(pool, at), e.int(64, 0xFF)), i32t);
+            let byte = byte_of(e, pool, e.andi(n, e.i32(7)));
             let negative = e.cmpi(CmpiPredicate::Ne, e.andi(byte, e.i32(0x80)), e.i32(0));
             let sign = e.select(negative, e.i32(0xFF), e.i32(0));
             let replicate = e.cmpi(CmpiPredicate::Ne, e.andi(n, e.i32(8)), e.i32(0));
@@ -69,6 +153,59 @@ impl Permute {
             e.ori(acc, e.shli(byte, e.i32(8 * i)))
         })
     }
+
+    /// AMD `v_perm_b32 d, s0, s1, selector`: byte i of the result by byte `n` of
+    /// `selector` over the 8 bytes of `s1` (0-3) and `s0` (4-7): byte `n` for `n` < 8; the
+    /// sign (0x00 / 0xFF) of byte 1, 3, 5, 7 for 8, 9, 10, 11; 0x00 for 12; 0xFF above (as
+    /// LLVM folds `llvm.amdgcn.perm`).
+    fn perm<'c, 'a>(
+        self,
+        e: &Emitter<'c, 'a>,
+        s0: Value<'c, 'a>,
+        s1: Value<'c, 'a>,
+        selector: Value<'c, 'a>,
+    ) -> Value<'c, 'a> {
+        debug_assert!(!self.nibbles());
+        let i32t = e.int_type(32);
+        if self == Permute::Perm {
+            return e.call_intrinsic("llvm.amdgcn.perm", &[s0, s1, selector], i32t);
+        }
+        let pool = pool(e, s1, s0);
+        (0..4).fold(e.i32(0), |acc, i| {
+            let n = e.andi(e.shrui(selector, e.i32(8 * i)), e.i32(0xFF));
+            let below = |v: u32| e.cmpi(CmpiPredicate::Ult, n, e.i32(v));
+            // The sign of byte 2 (n - 8) + 1.
+            let signed = byte_of(
+                e,
+                pool,
+                e.addi(e.muli(e.subi(n, e.i32(8)), e.i32(2)), e.i32(1)),
+            );
+            let negative = e.cmpi(CmpiPredicate::Ne, e.andi(signed, e.i32(0x80)), e.i32(0));
+            let byte = e.select(
+                below(8),
+                byte_of(e, pool, e.andi(n, e.i32(7))),
+                e.select(
+                    below(12),
+                    e.select(negative, e.i32(0xFF), e.i32(0)),
+                    e.select(below(13), e.i32(0), e.i32(0xFF)),
+                ),
+            );
+            e.ori(acc, e.shli(byte, e.i32(8 * i)))
+        })
+    }
+}
+
+/// The 8 bytes of `lo` (0-3) and `hi` (4-7) as an `i64`.
+fn pool<'c, 'a>(e: &Emitter<'c, 'a>, lo: Value<'c, 'a>, hi: Value<'c, 'a>) -> Value<'c, 'a> {
+    let i64t = e.int_type(64);
+    e.ori(e.extui(lo, i64t), e.shli(e.extui(hi, i64t), e.int(64, 32)))
+}
+
+/// Byte `n` (an `i32`; its low 3 bits) of `pool` (`pool`), as an `i32`.
+fn byte_of<'c, 'a>(e: &Emitter<'c, 'a>, pool: Value<'c, 'a>, n: Value<'c, 'a>) -> Value<'c, 'a> {
+    let (i64t, i32t) = (e.int_type(64), e.int_type(32));
+    let at = e.extui(e.muli(e.andi(n, e.i32(7)), e.i32(8)), i64t);
+    e.trunci(e.andi(e.shrui(pool, at), e.int(64, 0xFF)), i32t)
 }
 
 /// A table of 4-bit codes (16 images) as four little-endian words, 4 images each.
@@ -84,24 +221,31 @@ pub(crate) fn nibble_table(table: &Table) -> Option<[u32; 4]> {
     }
 }
 
-/// The images of the four 4-bit codes in the low 16 bits of `selectors` (first code lowest)
-/// as one word, image i in byte i: the images of codes 0-7 and of codes 8-15 picked by
-/// the low 3 bits (two byte permutes), then byte i from the second set where code i has
-/// bit 3 (a third permute with selector `i + 4 * bit3`).
+/// The images of four 4-bit codes given as `p`'s selectors (`Permute::selectors_of_nibbles`
+/// / `selectors_of_bytes`) as one word, image i in byte i: the images of codes 0-7 and of
+/// codes 8-15 picked by the low 3 bits (two byte permutes), then byte i from the second
+/// set where code i has bit 3 (a third permute with selector `i + 4 * bit3`).
 pub(crate) fn translate4<'c, 'a>(
     e: &Emitter<'c, 'a>,
     p: Permute,
     table: &[Value<'c, 'a>; 4],
     selectors: Value<'c, 'a>,
 ) -> Value<'c, 'a> {
-    let low = e.andi(selectors, e.i32(0x7777));
-    let first = p.apply(e, table[0], table[1], low);
-    let second = p.apply(e, table[2], table[3], low);
+    // Each selector's low 3 bits, its bit 3 moved to bit 2, and the identity, per nibble or
+    // per byte.
+    let (low, bit3, identity) = if p.nibbles() {
+        (0x7777, 0x4444, 0x3210)
+    } else {
+        (0x0707_0707, 0x0404_0404, 0x0302_0100)
+    };
+    let low = e.andi(selectors, e.i32(low));
+    let first = p.lookup(e, table[0], table[1], low);
+    let second = p.lookup(e, table[2], table[3], low);
     let pick = e.ori(
-        e.andi(e.shrui(selectors, e.i32(1)), e.i32(0x4444)),
-        e.i32(0x3210),
+        e.andi(e.shrui(selectors, e.i32(1)), e.i32(bit3)),
+        e.i32(identity),
     );
-    p.apply(e, first, second, pick)
+    p.lookup(e, first, second, pick)
 }
 
 /// A table of 5- or 6-bit codes (one per byte, the top bit the sign) that word arithmetic
@@ -193,16 +337,14 @@ pub(crate) fn translate_bytes<'c, 'a>(
     let low = (1u32 << rule.mant) - 1;
     let magnitude = e.andi(word, splat(e, half - 1));
     let normal = e.addi(e.shli(magnitude, e.i32(rule.shift)), offsets);
-    // Subnormal images: the mantissa bits as selectors, byte i's in nibble i.
+    // Subnormal images: the mantissa bits as selectors.
     let m = e.andi(word, splat(e, low));
-    let pairs = e.ori(m, e.shrui(m, e.i32(4)));
-    let selectors = p.apply(e, pairs, e.i32(0), e.i32(0x20));
-    let sub = p.apply(e, sub[0], sub[1], selectors);
+    let sub = p.lookup(e, sub[0], sub[1], p.selectors_of_bytes(e, m));
     // 0xFF in the bytes of normal codes: bit 7 of exponent bits + 0x80 - 2^mant is set
     // where the exponent field is not 0, and the permute's sign mode spreads it.
     let exponent = e.andi(word, splat(e, (half - 1) & !low));
     let flag = e.addi(exponent, splat(e, 0x80 - (1 << rule.mant)));
-    let normals = p.apply(e, flag, e.i32(0), e.i32(0xBA98));
+    let normals = p.signs(e, flag);
     let body = e.ori(
         e.andi(normal, normals),
         e.andi(sub, e.xori(normals, e.i32(u32::MAX))),
@@ -211,16 +353,14 @@ pub(crate) fn translate_bytes<'c, 'a>(
     e.ori(body, sign)
 }
 
-/// The nibbles of four 4-bit codes stored one per byte (image i from byte i), side by side
-/// in the low 16 bits: the selectors of `translate4`.
+/// The selectors of `translate4` (in `p`'s form) for four 4-bit codes stored one per byte
+/// (image i from byte i).
 pub(crate) fn byte_nibbles<'c, 'a>(
     e: &Emitter<'c, 'a>,
     p: Permute,
     word: Value<'c, 'a>,
 ) -> Value<'c, 'a> {
-    let r = e.andi(word, e.i32(0x0F0F_0F0F));
-    let pairs = e.ori(r, e.shrui(r, e.i32(4)));
-    p.apply(e, pairs, e.i32(0), e.i32(0x20))
+    p.selectors_of_bytes(e, e.andi(word, e.i32(0x0F0F_0F0F)))
 }
 
 /// A table's word-at-a-time translation, where it has one.
@@ -252,7 +392,7 @@ impl WordRule {
         match self {
             WordRule::Nibbles(t) => {
                 let selectors = if packed {
-                    stored
+                    p.selectors_of_nibbles(e, stored)
                 } else {
                     byte_nibbles(e, p, stored)
                 };

@@ -424,8 +424,8 @@ impl<'p, 'c, 'a> Kernel<'p, 'c, 'a> {
         })
     }
 
-    /// Translate codes four at a time with byte permutes of this kind (NVIDIA kernels:
-    /// `prmt` on the GPU, shifts in their emulation).
+    /// Translate codes four at a time with byte permutes of this kind (`prmt` on NVIDIA
+    /// GPUs, `v_perm_b32` on AMD ones, shifts in their emulations).
     pub(crate) fn with_permute(self, permute: Permute) -> Self {
         Self {
             permute: Some(permute),
@@ -534,7 +534,7 @@ impl<'p, 'c, 'a> Kernel<'p, 'c, 'a> {
 
     /// How an operand's registers can be read a word at a time, where they can: stored as
     /// the instruction reads them (bytes of FP8, or nibbles of packed FP4), one 32-bit load
-    /// each; or, on NVIDIA, codes a table translates a word at a time (`code_words`), one
+    /// each; or, on GPUs, codes a table translates a word at a time (`code_words`), one
     /// load of their 2 (packed) or 4 bytes, then four translated at once.
     fn word_reads(&self, src: &Operand, width: u32) -> Option<WordReads> {
         let stored_width = if src.packed { 4 } else { 8 };
@@ -1411,7 +1411,7 @@ fn emulated_instr<'c, 'a>(
 }
 
 /// The `n` bytes (2 or 4) at byte address `at` (an index) as an integer of `8 n` bits: a
-/// global load on the GPU (`Permute::Prmt`), a plain one in the CPU emulation.
+/// global load on the GPU, a plain one in the CPU emulation.
 fn load_address<'c, 'a>(
     e: &Emitter<'c, 'a>,
     at: Value<'c, 'a>,
@@ -1419,10 +1419,7 @@ fn load_address<'c, 'a>(
     p: Permute,
 ) -> Value<'c, 'a> {
     let at = e.index_castui(at, e.int_type(64));
-    let pointer = match p {
-        Permute::Prmt => e.pointer(at, 1),
-        Permute::Shifts => e.pointer(at, 0),
-    };
+    let pointer = e.pointer(at, if p.on_gpu() { 1 } else { 0 });
     e.val(
         OperationBuilder::new("llvm.load", e.loc())
             .add_operands(&[pointer])

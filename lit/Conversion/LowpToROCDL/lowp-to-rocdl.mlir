@@ -32,9 +32,16 @@ func.func @fnuz(%a: memref<96x128xf8E4M3FNUZ>, %sa: memref<1x1xf32>, %b: memref<
 // MXFP4 on gfx950: the block-scaled 16x16x128 MFMA with FP4 operands (type 4, four
 // registers of 8 codes: vector<4xi32>) and each lane's E8M0 scale. On gfx942: FP4 embeds
 // in E4M3 FNUZ (a 16-entry table), the 16x16x32 MFMA, the MX scales on the accumulators
-// per 32 of K.
+// per 32 of K. The FP4 codes are translated four at a time (a register's 2 bytes, their
+// nibbles spread one per byte as v_perm_b32 selectors): the images of codes 0-7 and of
+// codes 8-15 picked by the low 3 bits, then byte i from the second where code i has bit 3.
 // GFX942-LABEL: func.func @mxfp4
 // GFX942:         scf.for %{{.*}} step %c32 iter_args(
+// GFX942:           %[[LOW:.*]] = arith.andi %{{.*}}, %c117901063_i32 : i32
+// GFX942:           %[[FIRST:.*]] = llvm.call_intrinsic "llvm.amdgcn.perm"(%{{.*}}, %{{.*}}, %[[LOW]]) : (i32, i32, i32) -> i32
+// GFX942:           %[[SECOND:.*]] = llvm.call_intrinsic "llvm.amdgcn.perm"(%{{.*}}, %{{.*}}, %[[LOW]]) : (i32, i32, i32) -> i32
+// GFX942:           %[[PICK:.*]] = arith.ori %{{.*}}, %c50462976_i32 : i32
+// GFX942:           llvm.call_intrinsic "llvm.amdgcn.perm"(%[[SECOND]], %[[FIRST]], %[[PICK]]) : (i32, i32, i32) -> i32
 // GFX942-COUNT-4:   rocdl.mfma.f32.16x16x32.fp8.fp8
 // GFX942:         memref.load %{{.*}} : memref<64x4xi8>
 // GFX950-LABEL: func.func @mxfp4

@@ -12,6 +12,9 @@
 //!   per K segment on the accumulators, per-tensor / per-channel in the epilogue. OCP E4M3
 //!   on gfx942 is fed as E4M3 FNUZ with the same bits (half the value: FNUZ's bias is 8),
 //!   the result doubled: a remark says so. OCP E5M2 has infinities FNUZ lacks: generic.
+//!   Embedded codes are translated a register (four codes) at a time where the table
+//!   allows (`code_words`: FP4 by three `v_perm_b32` over the 16 images, FP6 by word
+//!   arithmetic), `llvm.amdgcn.perm` on the GPU, its semantics by shifts when emulated.
 //! - anything else: the generic decode kernel (`gpu_generic.rs`).
 //!
 //! Before:
@@ -47,6 +50,7 @@ use lowp_formats::{ScaleLayout, ScaledFormat};
 use melior::dialect::DialectHandle;
 use melior::ir::OperationRef;
 
+use crate::code_words::Permute;
 use crate::expand_quantize::{layout_attr_of, loop_dialects, unsupported};
 use crate::matrix_kernel::{remark, Operand, Plan, RegisterInstr};
 use crate::registry::{OptionDef, OptionKind, PassDef, PassOptions};
@@ -184,9 +188,14 @@ fn run<'c, 'a>(func: OperationRef<'c, 'a>, options: &PassOptions) -> Result<(), 
             },
         };
         match choice {
-            Ok((plan, instr)) => {
-                crate::matrix_kernel::lower(e, op, &plan, instr.as_ref(), emulate, None)
-            }
+            Ok((plan, instr)) => crate::matrix_kernel::lower(
+                e,
+                op,
+                &plan,
+                instr.as_ref(),
+                emulate,
+                Some(Permute::amd(emulate)),
+            ),
             Err(reason) if kernel == "scaled-mfma" || kernel == "mfma" => Err(unsupported(
                 op,
                 format!("no {kernel} kernel for this op on {chip}: {reason}"),
