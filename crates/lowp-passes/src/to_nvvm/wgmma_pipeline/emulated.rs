@@ -94,8 +94,9 @@ pub(super) fn emulated_block<'c, 'a>(
                         each_chunk(e, route, mem.copiers, t, side, k, k0, |e, c| {
                             // From the byte the GPU's copy reads (`Chunk::lead` and all).
                             let from = c.source_byte(e);
-                            let row = e.divui(from, side.row_bytes);
-                            let first = e.remui(from, side.row_bytes);
+                            let row_bytes = e.index(side.row_bytes);
+                            let row = e.divui(from, row_bytes);
+                            let first = e.remui(from, row_bytes);
                             let words: Vec<Value> = (0..4)
                                 .map(|w| {
                                     let word = (0..4).fold(e.i32(0), |acc, b| {

@@ -17,7 +17,7 @@ use super::{
 };
 use crate::chip::Chip;
 use crate::code_words::Permute;
-use crate::ir::{constant_int, Emitter};
+use crate::ir::Emitter;
 use crate::matrix_kernel::{Kernel, Operand, Plan};
 use crate::to_nvvm::wgmma;
 
@@ -634,17 +634,12 @@ pub(super) fn chunk<'c, 'a>(
         (swizzled(e, r, ch), 0)
     };
     // Its row in the operand, clamped inside it unless the rows are whole tiles.
-    let (row, lead_source, inside_rows) = match (side.whole_rows, constant_int(side.row_bytes)) {
-        (true, Some(row_bytes)) => {
-            let row = e.addi(side.origin, first);
-            (row, lead * row_bytes, None)
-        }
-        (true, None) => (e.addi(side.origin, r), 0, None),
-        (false, _) => {
-            let row = e.addi(side.origin, r);
-            let inside = e.cmpi(CmpiPredicate::Ult, row, side.rows);
-            (e.minui(row, e.subi(side.rows, e.index(1))), 0, Some(inside))
-        }
+    let (row, lead_source, inside_rows) = if side.whole_rows {
+        (e.addi(side.origin, first), lead * side.row_bytes, None)
+    } else {
+        let row = e.addi(side.origin, r);
+        let inside = e.cmpi(CmpiPredicate::Ult, row, side.rows);
+        (e.minui(row, e.subi(side.rows, e.index(1))), 0, Some(inside))
     };
     Chunk {
         inside: match (inside_rows, inside_k) {
@@ -654,7 +649,7 @@ pub(super) fn chunk<'c, 'a>(
         },
         r,
         ch,
-        source: e.addi(e.muli(row, side.row_bytes), byte),
+        source: e.addi(e.muli(row, e.index(side.row_bytes)), byte),
         offset,
         lead: [lead_source, lead_slot],
     }

@@ -442,15 +442,15 @@ fn segment_shape(plan: &Plan) -> (i64, i64) {
     (span, (span / 32).max(1))
 }
 
-/// Per-operand facts of the copies: its codes (memref), rows, tile origin, bytes per row,
-/// and what the static shape proves about the bounds: `whole_rows` (its rows are static
+/// Per-operand facts of the copies: its codes (memref), rows, tile origin, bytes per row
+/// (static: the plan takes static rows of codes), and what the static shape proves about the bounds: `whole_rows` (its rows are static
 /// and whole tiles of the block: every row a block copies is inside), `whole_k` (K is
 /// static and whole stages: every chunk of a stage is inside).
 struct Side<'c, 'a> {
     bits: Value<'c, 'a>,
     rows: Value<'c, 'a>,
     origin: Value<'c, 'a>,
-    row_bytes: Value<'c, 'a>,
+    row_bytes: i64,
     whole_rows: bool,
     whole_k: bool,
     operand: &'a Operand,
@@ -463,15 +463,9 @@ fn sides<'c, 'a, 'p: 'a>(
     bm: Value<'c, 'a>,
     bn: Value<'c, 'a>,
 ) -> [Side<'c, 'a>; 2] {
-    let k = kn.ops.k;
-    // Bytes per row: a constant where K is static (the pipeline's K is), so that a chunk's
-    // place in the operand is another's plus a constant (`Chunk::lead`).
-    let row_bytes = |o: &Operand| match (static_k(kn), o.packed) {
-        (Some(k), packed) => e.index(if packed { k / 2 } else { k }),
-        (None, true) => e.divui(k, e.index(2)),
-        (None, false) => k,
-    };
-    let whole_k = static_k(kn).is_some_and(|k| k % BK == 0);
+    let k = static_k(kn).expect("the pipeline's plan takes static rows of codes");
+    let row_bytes = |o: &Operand| if o.packed { k / 2 } else { k };
+    let whole_k = k % BK == 0;
     let whole_rows = |codes: Value<'c, 'a>, x: usize| {
         static_rows(codes).is_some_and(|rows| rows % tile.rows[x] == 0)
     };

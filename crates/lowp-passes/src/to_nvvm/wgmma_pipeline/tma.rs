@@ -205,9 +205,9 @@ pub(super) fn emulated_tma<'c, 'a>(
                 .map(|w| {
                     (0..4).fold(e.i32(0), |acc, b| {
                         let x = e.addi(x0, e.index(16 * ch + 4 * w + b));
-                        let inside =
-                            e.andi(row_inside, e.cmpi(CmpiPredicate::Ult, x, side.row_bytes));
-                        let x = e.minui(x, e.subi(side.row_bytes, one));
+                        let row_bytes = e.index(side.row_bytes);
+                        let inside = e.andi(row_inside, e.cmpi(CmpiPredicate::Ult, x, row_bytes));
+                        let x = e.minui(x, e.subi(row_bytes, one));
                         let byte = e.extui(e.load(side.bits, &[y, x]), i32t);
                         let byte = e.select(inside, byte, e.i32(0));
                         e.ori(acc, e.shli(byte, e.i32(8 * b as u32)))
