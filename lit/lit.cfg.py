@@ -40,3 +40,12 @@ if not os.path.exists(ptxas):
 if ptxas:
     config.available_features.add("ptxas")
     config.substitutions.append((r"\bptxas\b", ptxas))
+
+# Tests that read the SASS ptxas made say `REQUIRES: nvdisasm`: NVDISASM, or the one
+# scripts/ptxas.sh takes out of the nvidia-cuda-nvdisasm wheel, or nvdisasm on PATH.
+nvdisasm = os.environ.get("NVDISASM") or os.path.join(repo, "target", "ptxas", "bin", "nvdisasm")
+if not os.path.exists(nvdisasm):
+    nvdisasm = shutil.which("nvdisasm")
+if nvdisasm:
+    config.available_features.add("nvdisasm")
+    config.substitutions.append((r"\bnvdisasm\b", nvdisasm))

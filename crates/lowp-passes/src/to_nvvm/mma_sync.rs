@@ -5,6 +5,11 @@
 //! `llvm.call_intrinsic "llvm.nvvm.mma.m16n8k32.row.col.f32.<a>.<b>.f32"` (MLIR 22's
 //! `nvvm.mma.sync` rejects the FP8 shapes; the intrinsic call translates).
 //!
+//! In SASS (ptxas 12.9, `lit/Target/sass-tensor-cores.test`): on sm_89 each instruction is
+//! one `QMMA.16832` of the operands' own types; sm_90a has no QMMA, and ptxas unpacks the
+//! codes to F16 (`F2FP.F16.E4M3.UNPACK_B`) and runs two `HMMA.16816.F32`, at F16 rate: on
+//! Hopper this kernel is the fallback, the wgmma pipelines the path.
+//!
 //! Fragment layout (PTX ISA, "Matrix Fragments for mma.m16n8k32" with .e4m3 / .e5m2), with
 //! `g = lane / 4`, `t = lane % 4`: A register r (4 codes, the first in the low byte) holds
 //! row `g + 8 * (r % 2)`, K `4t + 16 * (r / 2) + 0..4`; B register r holds column `g`,
