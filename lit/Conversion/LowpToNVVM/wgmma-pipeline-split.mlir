@@ -30,15 +30,17 @@
 // CHECK:           nvvm.wgmma.mma_async %{{.*}}, %[[B0:.*]], %{{.*}}, <m = 64, n = 128, k = 32>, D[<f32>, <zero>], A[<e4m3>, <one>, <row>], B[<e4m3>, <one>, <col>]
 // CHECK-NEXT:      nvvm.wgmma.commit.group.sync.aligned
 // CHECK:           "wgmma.wait_group.sync.aligned 0;"
-// The block at 16: A's half 1 (16384 bytes on) and the same B descriptor.
+// The block at 16: A's half 1 (16384 bytes on: its descriptor's low word plus 16384 >> 4)
+// and the same B descriptor.
 // CHECK:           nvvm.wgmma.fence.aligned
-// CHECK-NEXT:      %{{.*}} = arith.addi %{{.*}}, %c16384 : index
+// CHECK-NEXT:      %c1024_i32 = arith.constant 1024 : i32
+// CHECK-NEXT:      %{{.*}} = arith.addi %{{.*}}, %c1024_i32 : i32
 // CHECK:           nvvm.wgmma.mma_async %{{.*}}, %[[B0]], %{{.*}}, <m = 64, n = 128, k = 32>, D[<f32>, <zero>]
 // CHECK-NEXT:      nvvm.wgmma.commit.group.sync.aligned
 // CHECK:           "wgmma.wait_group.sync.aligned 0;"
 // The block at 48 (after the one at 32): half 1 from byte 32.
-// CHECK:           %c16416 = arith.constant 16416 : index
-// CHECK-NEXT:      arith.addi %{{.*}}, %c16416 : index
+// CHECK:           %c1026_i32 = arith.constant 1026 : i32
+// CHECK-NEXT:      arith.addi %{{.*}}, %c1026_i32 : i32
 // CHECK:           nvvm.wgmma.mma_async
 // 8 instructions in the loop's stage (one stage per iteration: A is translated), then none.
 // CHECK-COUNT-4:  nvvm.wgmma.mma_async %{{.*}}, %{{.*}}, %{{.*}}, <m = 64, n = 128, k = 32>, D[<f32>, <zero>]

@@ -15,7 +15,7 @@ use super::stage::{
     decode_scales, each_scale_row, scale_address, scale_at, staged_readers, translate_stage,
 };
 use super::tma::{box_origin, emulated_tma};
-use super::{descriptors, lane, part, segment_shape, sides, BK};
+use super::{descriptors_at, lane, part, segment_shape, sides, stage_descriptors, BK};
 use crate::ir::Emitter;
 use crate::matrix_kernel::Kernel;
 use crate::to_nvvm::wgmma::{self, Wgmma};
@@ -192,13 +192,13 @@ pub(super) fn emulated_block<'c, 'a>(
                 // (The warpgroups as a loop: one copy of the segments' code.)
                 let warpgroups = e.index(mem.tile.warpgroups);
                 e.for_loop(zero, warpgroups, one, &[], |e, warpgroup, _| {
+                    let tiles = stage_descriptors(e, mem, shared, warpgroup, s);
                     for g in 0..BK / seg {
                         let k0 = e.addi(k0, e.index(g * seg));
                         e.if_then(e.cmpi(CmpiPredicate::Ult, k0, k), |e| {
                             clear(e, part_m, wgmma::THREADS);
                             for j in 0..per_seg {
-                                let (da, db) =
-                                    descriptors(e, mem, shared, warpgroup, s, g * seg + 32 * j);
+                                let (da, db) = descriptors_at(e, mem, &tiles, g * seg + 32 * j);
                                 wgmma::emulated_wgmma(e, instr, [da, db], [buffer, buffer], part_m);
                             }
                             threads(e, wgmma::THREADS, &|e, t| {

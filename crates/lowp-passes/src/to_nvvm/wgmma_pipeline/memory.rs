@@ -806,11 +806,55 @@ pub(super) fn alignment<'c>(e: &Emitter<'c, '_>, bytes: i64) -> (Identifier<'c>,
     )
 }
 
-/// The wgmma descriptor of a K-major tile in the 128-byte swizzle at shared-memory byte
-/// address `addr` (an `i64`, its atom 1024-byte aligned): start >> 4, leading offset 1
-/// (unused), stride offset 1024 >> 4, layout type 1 (128-byte swizzle) in bits 62-63.
-pub(super) fn descriptor<'c, 'a>(e: &Emitter<'c, 'a>, addr: Value<'c, 'a>) -> Value<'c, 'a> {
-    let start = e.shrui(e.andi(addr, e.int(64, 0x3FFFF)), e.int(64, 4));
-    let fixed = (1i64 << 16) | ((ATOM >> 4) << 32) | (1i64 << 62);
-    e.ori(start, e.int(64, fixed))
+/// The wgmma descriptors of a stage's two tiles for one warpgroup, from which every
+/// instruction's are a constant apart: each kept as its low word (start address >> 4 in
+/// bits 0-13, leading offset 1 (unused) at bit 16), the high word being the same for all
+/// (stride offset 1024 >> 4, layout type 1: the 128-byte swizzle). A shared-memory address
+/// is below 2^18 (228 KiB), so the start field of `addr + c` is the field of `addr` plus
+/// `c >> 4` with no carry out of it: an instruction's descriptor is one 32-bit add and the
+/// constant high word, where computing it from its address took an add, mask, shift and
+/// or on 64 bits each (about 19 SASS instructions a wgmma in the FP8 consumer's loop).
+#[derive(Clone, Copy)]
+pub(super) struct TileDescriptors<'c, 'a> {
+    low: [Value<'c, 'a>; 2],
+}
+
+/// The high word of every descriptor of a K-major tile in the 128-byte swizzle.
+const DESCRIPTOR_HIGH: i64 = (ATOM >> 4) | (1 << 30);
+
+impl<'c, 'a> TileDescriptors<'c, 'a> {
+    /// The descriptors of the tiles at shared-memory byte addresses `a` and `b` (`i64`s,
+    /// their atoms 1024-byte aligned).
+    pub(super) fn at(e: &Emitter<'c, 'a>, a: Value<'c, 'a>, b: Value<'c, 'a>) -> Self {
+        let i32t = e.int_type(32);
+        let low = |addr: Value<'c, 'a>| {
+            let start = e.shrui(
+                e.andi(e.trunci(addr, i32t), e.int(32, 0x3FFFF)),
+                e.int(32, 4),
+            );
+            e.ori(start, e.int(32, 1 << 16))
+        };
+        TileDescriptors {
+            low: [low(a), low(b)],
+        }
+    }
+
+    /// The descriptors (`i64`) of the tiles `offsets` bytes (multiples of 16) past these.
+    pub(super) fn offset(
+        &self,
+        e: &Emitter<'c, 'a>,
+        offsets: [i64; 2],
+    ) -> (Value<'c, 'a>, Value<'c, 'a>) {
+        let i64t = e.int_type(64);
+        let full = |x: usize| {
+            debug_assert!(offsets[x] % 16 == 0);
+            let low = if offsets[x] == 0 {
+                self.low[x]
+            } else {
+                e.addi(self.low[x], e.int(32, offsets[x] >> 4))
+            };
+            e.ori(e.extui(low, i64t), e.int(64, DESCRIPTOR_HIGH << 32))
+        };
+        (full(0), full(1))
+    }
 }

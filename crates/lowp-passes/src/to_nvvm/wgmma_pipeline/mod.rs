@@ -147,7 +147,7 @@ mod tma;
 use cluster::{gather_splits, stage_range};
 use emulated::emulated_block;
 use fold::{fold_plan, fold_scan};
-use memory::{clear_halves, descriptor, split_operand, staged_scale_blocks, Memory, Shared};
+use memory::{clear_halves, split_operand, staged_scale_blocks, Memory, Shared, TileDescriptors};
 use specialized::specialized_block;
 use stage::{copy_scales, copy_stage, decode_scales, staged_readers, translate_stage};
 use tma::{acquire_tensor_map, box_bytes, load_boxes, tensor_map};
@@ -687,36 +687,43 @@ fn lane<'c, 'a>(
 }
 
 /// The descriptors of warpgroup `warpgroup`'s 64 rows of the instruction's A and of its B
-/// at stage `s`, for the instruction over the 32 codes from `at` (a multiple of 16) rounded
-/// down to 32: where `at` is the second 16 of them, the split operand's tile is its half 1
-/// (its chunks at 16 of every 32), so that the instruction sums only those.
-fn descriptors<'c, 'a>(
+/// at stage `s` (`TileDescriptors`, at K 0; `descriptors_at` offsets them per instruction).
+fn stage_descriptors<'c, 'a>(
     e: &Emitter<'c, 'a>,
     mem: &Memory,
     shared: Shared<'c, 'a>,
     warpgroup: Value<'c, 'a>,
     s: Value<'c, 'a>,
+) -> TileDescriptors<'c, 'a> {
+    let first = mem.tile.first();
+    let rows = e.muli(warpgroup, e.index(wgmma::BM * BK));
+    let a = e.addi(mem.tile(e, first, s), rows);
+    let b = mem.tile(e, 1 - first, s);
+    TileDescriptors::at(e, shared.address(e, a), shared.address(e, b))
+}
+
+/// The descriptors of the instruction over the 32 codes from `at` (a multiple of 16)
+/// rounded down to 32, from its stage's: where `at` is the second 16 of them, the split
+/// operand's tile is its half 1 (its chunks at 16 of every 32), so that the instruction
+/// sums only those.
+fn descriptors_at<'c, 'a>(
+    e: &Emitter<'c, 'a>,
+    mem: &Memory,
+    stage: &TileDescriptors<'c, 'a>,
     at: i64,
 ) -> (Value<'c, 'a>, Value<'c, 'a>) {
     debug_assert!(at % 32 == 0 || (at % 16 == 0 && mem.routes.iter().any(|r| r.halves == 2)));
-    let tile = |x: usize| {
+    let offset = |x: usize| {
         let route = mem.routes[x];
-        // The second 16 of the 32: the split operand's half 1.
         let half = if at % 32 == 16 && route.halves == 2 {
             route.tile_bytes()
         } else {
             0
         };
-        e.addi(mem.tile(e, x, s), e.index(half + at / 32 * 32))
+        half + at / 32 * 32
     };
     let first = mem.tile.first();
-    let rows = e.muli(warpgroup, e.index(wgmma::BM * BK));
-    let a = e.addi(tile(first), rows);
-    let b = tile(1 - first);
-    (
-        descriptor(e, shared.address(e, a)),
-        descriptor(e, shared.address(e, b)),
-    )
+    stage.offset(e, [offset(first), offset(1 - first)])
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -958,12 +965,13 @@ fn stage_mmas<'c, 'a>(
     };
     let mut acc = acc.to_vec();
     let mut pending = before;
+    let tiles = stage_descriptors(e, mem, shared, warpgroup, s);
     for g in 0..BK / seg {
         let k0 = e.addi(e.muli(s, e.index(BK)), e.index(g * seg));
         e.bare("nvvm.wgmma.fence.aligned", &[]);
         let mut d = wgmma::pack(e, instr, &[]);
         for j in 0..per_seg {
-            let (da, db) = descriptors(e, mem, shared, warpgroup, s, g * seg + 32 * j);
+            let (da, db) = descriptors_at(e, mem, &tiles, g * seg + 32 * j);
             d = wgmma::mma_async(e, instr, d, da, db, j > 0);
         }
         e.bare("nvvm.wgmma.commit.group.sync.aligned", &[]);

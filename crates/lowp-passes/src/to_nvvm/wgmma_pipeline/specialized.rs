@@ -4,8 +4,8 @@
 //! and an empty mbarrier per slot replace the block-wide barrier, and translated tiles
 //! live in the slots (the producer runs up to a ring ahead), so a 64 KiB slot (FP6 x FP6)
 //! gets 3 stages. `setmaxnreg` moves registers from the producer (40 a thread when its
-//! copies are proved inside the operands, 56 when it also translates, 72 or 88 where rows
-//! or K are clamped) to the consumers (232 to 208), within the 384 x 168 `.maxntid` gives
+//! copies are proved inside the operands, 56 when it also translates into split halves,
+//! 72 or 88 where rows or K are clamped) to the consumers (232 to 208), within the 384 x 168 `.maxntid` gives
 //! the block. Not yet measured on a GPU: `auto` keeps the barrier pipeline.
 
 use melior::dialect::arith::CmpiPredicate;
@@ -149,16 +149,18 @@ pub(super) fn specialized_block<'c, 'a>(
     // its loop decides (ptxas 12.9 over the bench bundles and odd shapes, `bench/NOTES.md`):
     // issuing TMA boxes alone, or `cp.async` where the static shape proves every chunk
     // inside (one address a stage plus constants, `Chunk::lead`), 40 (DeepGEMM's split,
-    // consumers 232); translating those, 56 (224); with rows clamped (a row and size held
-    // per chunk), 72 (216); with K not whole stages (chunk columns clamped, scale
-    // windows), 88 (208). Below those the producer spills, above them the consumers do.
-    // (The rows of an operand loaded by TMA cost the producer nothing.)
+    // consumers 232), also translating those; but 56 (224) translating into split halves
+    // (NVFP4's 16-blocks: the halves' stores and the UE4M3 scale rows); with rows clamped
+    // (a row and size held per chunk), 72 (216); with K not whole stages (chunk columns
+    // clamped, scale windows), 88 (208). Below those the producer spills, above them the
+    // consumers do. (The rows of an operand loaded by TMA cost the producer nothing.)
     let whole_rows = sides
         .iter()
         .zip(mem.routes)
         .all(|(s, r)| s.whole_rows || (mem.tma && !r.staged));
     let cp_async = copies || !mem.tma;
-    let (keep, take) = match (cp_async, sides[0].whole_k, whole_rows, staged) {
+    let halves = mem.routes.iter().any(|r| r.halves == 2);
+    let (keep, take) = match (cp_async, sides[0].whole_k, whole_rows, halves) {
         (false, ..) | (true, true, true, false) => (40, 232),
         (true, true, true, true) => (56, 224),
         (true, true, false, _) => (72, 216),
