@@ -117,6 +117,25 @@ impl Permute {
         }
     }
 
+    /// 0xFF in byte i of the result where selector i (below 16, in this permute's form) has
+    /// bit 3, else 0: `signs` of the selectors moved up 4 bits, where bit 3 of selector i
+    /// becomes bit 7 of byte i (`v_perm`'s form); `prmt`'s holds the selectors as nibbles,
+    /// so bit 3 of selectors 0 and 2 is bit 7 of bytes 0 and 1 of `selectors << 4`, that of
+    /// 1 and 3 bit 7 of bytes 0 and 1 of `selectors`: one `prmt` in sign mode over both
+    /// (selector 0xD9C8).
+    pub(crate) fn code_signs<'c, 'a>(
+        self,
+        e: &Emitter<'c, 'a>,
+        selectors: Value<'c, 'a>,
+    ) -> Value<'c, 'a> {
+        let up = e.shli(selectors, e.i32(4));
+        if self.nibbles() {
+            self.prmt(e, up, selectors, e.i32(0xD9C8))
+        } else {
+            self.signs(e, up)
+        }
+    }
+
     /// PTX `prmt.b32` (default mode): byte i of the result is byte `n & 7` of the 8 bytes of
     /// `lo` (0-3) and `hi` (4-7), `n` nibble i of `selector`, replaced by its sign (0x00 /
     /// 0xFF) when `n & 8`.
@@ -221,14 +240,25 @@ pub(crate) fn nibble_table(table: &Table) -> Option<[u32; 4]> {
     }
 }
 
+/// Whether a 4-bit table (`nibble_table`'s words) is symmetric in the sign: codes 8-15 are
+/// codes 0-7 with the sign, and theirs have none (E2M1 into E4M3 or E5M2; not into FNUZ,
+/// which has no -0).
+pub(crate) fn symmetric(table: &[u32; 4]) -> bool {
+    let byte = |i: usize| (table[i / 4] >> (8 * (i % 4))) as u8;
+    (0..8).all(|i| byte(i) & 0x80 == 0 && byte(i + 8) == byte(i) | 0x80)
+}
+
 /// The images of four 4-bit codes given as `p`'s selectors (`Permute::selectors_of_nibbles`
-/// / `selectors_of_bytes`) as one word, image i in byte i: the images of codes 0-7 and of
-/// codes 8-15 picked by the low 3 bits (two byte permutes), then byte i from the second
-/// set where code i has bit 3 (a third permute with selector `i + 4 * bit3`).
+/// / `selectors_of_bytes`) as one word, image i in byte i. A `symmetric` table: the images
+/// of the low 3 bits (one byte permute) with each code's bit 3 as the sign (a second, in
+/// sign mode, `Permute::code_signs`). Else the images of codes 0-7 and of codes 8-15
+/// picked by the low 3 bits (two byte permutes), then byte i from the second set where
+/// code i has bit 3 (a third permute with selector `i + 4 * bit3`).
 pub(crate) fn translate4<'c, 'a>(
     e: &Emitter<'c, 'a>,
     p: Permute,
     table: &[Value<'c, 'a>; 4],
+    symmetric: bool,
     selectors: Value<'c, 'a>,
 ) -> Value<'c, 'a> {
     // Each selector's low 3 bits, its bit 3 moved to bit 2, and the identity, per nibble or
@@ -240,6 +270,10 @@ pub(crate) fn translate4<'c, 'a>(
     };
     let low = e.andi(selectors, e.i32(low));
     let first = p.lookup(e, table[0], table[1], low);
+    if symmetric {
+        let signs = e.andi(p.code_signs(e, selectors), e.i32(0x8080_8080));
+        return e.ori(first, signs);
+    }
     let second = p.lookup(e, table[2], table[3], low);
     let pick = e.ori(
         e.andi(e.shrui(selectors, e.i32(1)), e.i32(bit3)),
@@ -396,7 +430,7 @@ impl WordRule {
                 } else {
                     byte_nibbles(e, p, stored)
                 };
-                translate4(e, p, &t.map(|w| e.i32(w)), selectors)
+                translate4(e, p, &t.map(|w| e.i32(w)), symmetric(t), selectors)
             }
             WordRule::Bytes(rule) => translate_bytes(
                 e,

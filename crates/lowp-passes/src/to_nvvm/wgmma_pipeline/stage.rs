@@ -14,7 +14,7 @@ use super::fold::byte_max;
 use super::memory::{each_chunk, swizzled, Memory, ScaleStage, Shared};
 use super::{Side, BK};
 use crate::code_words::{
-    byte_nibbles, byte_rule, nibble_table, splat, translate4, translate_bytes,
+    byte_nibbles, byte_rule, nibble_table, splat, symmetric, translate4, translate_bytes,
 };
 use crate::expand_quantize::Scaled;
 use crate::ir::Emitter;
@@ -356,6 +356,9 @@ pub(super) fn translate_stage<'c, 'a>(
                 let at = e.addi(e.index(moves.at), e.muli(index, e.index(16)));
                 (d, at, moves.unit)
             });
+            // A sign-symmetric table (and so each of its moved ones): one permute fewer.
+            let signed = nibble_table(table).is_some_and(|t| symmetric(&t))
+                && moves.is_none_or(|m| m.tables[..=m.reach as usize].iter().all(symmetric));
             let nibbles = nibble_table(table).map(|t| match moved {
                 Some((_, at, _)) => {
                     let words = shared.load4(e, at);
@@ -389,7 +392,7 @@ pub(super) fn translate_stage<'c, 'a>(
                                     // One code per byte: their nibbles side by side.
                                     byte_nibbles(e, permute, raw[(first / 4) as usize])
                                 };
-                                translate4(e, permute, &t, selectors)
+                                translate4(e, permute, &t, signed, selectors)
                             }
                             // 5- and 6-bit codes: 4 at a time by word arithmetic, or one by
                             // one through a select chain.
