@@ -54,7 +54,7 @@ impl Permute {
     }
 
     /// Whether selectors are nibbles (`prmt`), not bytes (`v_perm`).
-    fn nibbles(self) -> bool {
+    pub(crate) fn nibbles(self) -> bool {
         matches!(self, Permute::Prmt | Permute::Shifts)
     }
 
@@ -280,6 +280,28 @@ pub(crate) fn translate4<'c, 'a>(
         e.i32(identity),
     );
     p.lookup(e, first, second, pick)
+}
+
+/// The images of the eight 4-bit codes packed in `word` (code i in nibble i) through a
+/// `symmetric` table, by `prmt` (`p` in nibble form): codes 0-3 and 4-7, image i in byte
+/// i of each. `translate4`'s symmetric path for a whole word, sharing its work: one mask
+/// of the low 3 bits (the high half's selectors that, shifted down), and `word << 4` for
+/// both halves' signs (bit 3 of codes 4 and 6 is bit 7 of its bytes 2 and 3, of 5 and 7
+/// of `word`'s: selector 0xFBEA).
+pub(crate) fn translate8<'c, 'a>(
+    e: &Emitter<'c, 'a>,
+    p: Permute,
+    table: &[Value<'c, 'a>; 4],
+    word: Value<'c, 'a>,
+) -> [Value<'c, 'a>; 2] {
+    debug_assert!(p.nibbles());
+    let low = e.andi(word, e.i32(0x7777_7777));
+    let up = e.shli(word, e.i32(4));
+    let half = |selectors: Value<'c, 'a>, signs: u32| {
+        let signs = e.andi(p.prmt(e, up, word, e.i32(signs)), e.i32(0x8080_8080));
+        e.ori(p.lookup(e, table[0], table[1], selectors), signs)
+    };
+    [half(low, 0xD9C8), half(e.shrui(low, e.i32(16)), 0xFBEA)]
 }
 
 /// A table of 5- or 6-bit codes (one per byte, the top bit the sign) that word arithmetic

@@ -14,7 +14,8 @@ use super::fold::byte_max;
 use super::memory::{each_chunk, swizzled, Memory, ScaleStage, Shared};
 use super::{Side, BK};
 use crate::code_words::{
-    byte_nibbles, byte_rule, nibble_table, splat, symmetric, translate4, translate_bytes,
+    byte_nibbles, byte_rule, nibble_table, splat, symmetric, translate4, translate8,
+    translate_bytes,
 };
 use crate::expand_quantize::Scaled;
 use crate::ir::Emitter;
@@ -377,9 +378,20 @@ pub(super) fn translate_stage<'c, 'a>(
                 None => (splat(e, rule.offset), rule.sub.map(|w| e.i32(w))),
             });
             for h in 0..pieces {
+                // Packed codes through a symmetric table: a stored word's eight at once.
+                let eights: Option<Vec<[Value; 2]>> = nibbles
+                    .filter(|_| route.packed && signed && permute.nibbles())
+                    .map(|t| {
+                        (0..2)
+                            .map(|r| translate8(e, permute, &t, raw[(2 * h + r) as usize]))
+                            .collect()
+                    });
                 let words: Vec<Value> = (0..4)
                     .map(|w| {
                         let first = h * 16 + w * 4;
+                        if let Some(eights) = &eights {
+                            return eights[(w / 2) as usize][(w % 2) as usize];
+                        }
                         match nibbles {
                             // 4-bit codes: 4 at a time through byte permutes.
                             Some(t) => {
