@@ -32,20 +32,14 @@ config.environment["PATH"] = os.pathsep.join([llvm_bin, config.environment.get("
 if os.path.exists("/dev/nvidiactl") or shutil.which("nvidia-smi"):
     config.available_features.add("cuda")
 
-# Tests that assemble kernels with NVIDIA's ptxas say `REQUIRES: ptxas`: PTXAS, or the one
-# scripts/ptxas.sh takes out of the nvidia-cuda-nvcc-cu12 wheel, or ptxas on PATH.
-ptxas = os.environ.get("PTXAS") or os.path.join(repo, "target", "ptxas", "bin", "ptxas")
-if not os.path.exists(ptxas):
-    ptxas = shutil.which("ptxas")
-if ptxas:
-    config.available_features.add("ptxas")
-    config.substitutions.append((r"\bptxas\b", ptxas))
-
-# Tests that read the SASS ptxas made say `REQUIRES: nvdisasm`: NVDISASM, or the one
-# scripts/ptxas.sh takes out of the nvidia-cuda-nvdisasm wheel, or nvdisasm on PATH.
-nvdisasm = os.environ.get("NVDISASM") or os.path.join(repo, "target", "ptxas", "bin", "nvdisasm")
-if not os.path.exists(nvdisasm):
-    nvdisasm = shutil.which("nvdisasm")
-if nvdisasm:
-    config.available_features.add("nvdisasm")
-    config.substitutions.append((r"\bnvdisasm\b", nvdisasm))
+# Tests that assemble kernels with NVIDIA's ptxas say `REQUIRES: ptxas`, those that read the
+# SASS it made `REQUIRES: nvdisasm`: the tool named by PTXAS / NVDISASM, or the one
+# scripts/ptxas.sh takes out of its wheel (nvidia-cuda-nvcc-cu12, nvidia-cuda-nvdisasm),
+# or the one on PATH.
+for tool in ("ptxas", "nvdisasm"):
+    path = os.environ.get(tool.upper()) or os.path.join(repo, "target", "ptxas", "bin", tool)
+    if not os.path.exists(path):
+        path = shutil.which(tool)
+    if path:
+        config.available_features.add(tool)
+        config.substitutions.append((r"\b%s\b" % tool, path))
