@@ -4,9 +4,10 @@
 //! and an empty mbarrier per slot replace the block-wide barrier, and translated tiles
 //! live in the slots (the producer runs up to a ring ahead), so a 64 KiB slot (FP6 x FP6)
 //! gets 3 stages. `setmaxnreg` moves registers from the producer (40 a thread when its
-//! copies are proved inside the operands, 56 when it also translates into split halves,
-//! 72 or 88 where rows or K are clamped) to the consumers (232 to 208), within the 384 x 168 `.maxntid` gives
-//! the block. Not yet measured on a GPU: `auto` keeps the barrier pipeline.
+//! copies are proved inside the operands, 56 when it translates into split halves, 72 or
+//! 88 where rows or K are clamped) to the consumers (232 to 208), within the 384 x 168
+//! `.maxntid` gives the block. Not yet measured on a GPU: `auto` keeps the barrier
+//! pipeline.
 
 use melior::dialect::arith::CmpiPredicate;
 use melior::ir::operation::OperationBuilder;

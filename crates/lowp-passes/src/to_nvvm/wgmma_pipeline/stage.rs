@@ -357,10 +357,11 @@ pub(super) fn translate_stage<'c, 'a>(
                 let at = e.addi(e.index(moves.at), e.muli(index, e.index(16)));
                 (d, at, moves.unit)
             });
+            let base = nibble_table(table);
             // A sign-symmetric table (and so each of its moved ones): one permute fewer.
-            let signed = nibble_table(table).is_some_and(|t| symmetric(&t))
+            let signed = base.is_some_and(|t| symmetric(&t))
                 && moves.is_none_or(|m| m.tables[..=m.reach as usize].iter().all(symmetric));
-            let nibbles = nibble_table(table).map(|t| match moved {
+            let nibbles = base.map(|t| match moved {
                 Some((_, at, _)) => {
                     let words = shared.load4(e, at);
                     std::array::from_fn(|i| words[i])
