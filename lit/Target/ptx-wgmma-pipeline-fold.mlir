@@ -1,4 +1,6 @@
-// RUN: lowp-translate %s --emit=ptx --chip=sm_90a | FileCheck %s
+// RUN: lowp-translate %s --emit=ptx --chip=sm_90a > %t
+// RUN: FileCheck %s < %t
+// RUN: FileCheck %s --check-prefix=B8 < %t
 // RUN: lowp-translate %s --emit=ptx --chip=sm_90a --fold-scales=off | FileCheck %s --check-prefix=OFF
 // RUN: lowp-translate %s --emit=ptx --chip=sm_90a --kernel=wgmma-specialized | FileCheck %s --check-prefix=WS
 
@@ -6,21 +8,28 @@
 // scales allow (lit/Conversion/LowpToNVVM/wgmma-pipeline-fold.mlir has the IR): each
 // thread stores its row's first scale word (4 E8M0) into the copy ring, loads the words of
 // all 4 stages back to back (up to 32 a round), takes each one's largest and smallest
-// byte, and `bar.red.or.pred` gives the whole block one answer;
-// then the folded loop (a stage: 4 k-steps in one commit group, one promotion of 64 fma)
-// and the per-32 one (4 groups of one, 64 fma each) are both in the kernel: 4 + 4
-// instructions for the one stage each loop runs per iteration (the operands are
-// translated: a second stage per iteration cost registers).
+// byte; each warp of B's rows reduces their largest and smallest (`redux.sync`), and
+// `bar.red.or.pred` gives the whole block one answer and publishes the warps' ranges;
+// then the folded loops, B anchored (its chunks' distance from the block's largest code:
+// a byte load each, `ld.shared.b8`, 2 chunks of B a thread) and by rows (a stage: 4
+// k-steps in one commit group, one promotion of 64 fma), and the per-32 one (4 groups of
+// one, 64 fma each) are all in the kernel: 4 + 4 + 4 instructions for the one stage each
+// loop runs per iteration (the operands are translated: a second stage per iteration cost
+// registers).
 // CHECK-LABEL: .entry
 // CHECK:         ld.global.b32
 // CHECK-COUNT-4: ld.global.b32
 // CHECK-NOT:     ld.global
 // CHECK:         max.u32
 // CHECK:         min.u32
+// CHECK:         redux.sync.max.u32
+// CHECK-NEXT:    redux.sync.min.u32
 // CHECK:         bar.red.or.pred
-// CHECK-COUNT-8: wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3
+// CHECK-COUNT-12: wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3
 // CHECK-NOT:     wgmma.mma_async
 // CHECK:         ret;
+// B8-COUNT-2:    ld.shared.b8
+// B8-NOT:        ld.shared.b8
 
 // OFF-LABEL:   .entry
 // OFF-NOT:     bar.red
@@ -28,12 +37,13 @@
 // OFF-NOT:     wgmma.mma_async
 // OFF:         ret;
 // Warp-specialized: the block's `bar.red.or.pred`, then named barrier 1 of the 128
-// producers in each of their two loops (top of each stage, and before the last stages'
-// translations), 8 instructions in the consumers' two loops.
+// producers in each of their three loops (top of each stage, and before the last stages'
+// translations), 12 instructions in the consumers' three loops.
 // WS-LABEL:     .entry
+// WS:           redux.sync.max.u32
 // WS:           bar.red.or.pred
-// WS-COUNT-4:   bar.sync {{.*}}1, 128;
-// WS-COUNT-8:   wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3
+// WS-COUNT-6:   bar.sync {{.*}}1, 128;
+// WS-COUNT-12:  wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3
 // WS-NOT:       wgmma.mma_async
 func.func @mxfp4(%a: memref<256x256x!lowp.packed<f4E2M1FN>>, %sa: memref<256x16xf8E8M0FNU>,
                  %b: memref<128x256x!lowp.packed<f4E2M1FN>>, %sb: memref<128x16xf8E8M0FNU>,

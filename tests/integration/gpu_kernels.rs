@@ -161,7 +161,8 @@ fn kernels_compile_for_every_format_and_layout() {
                 stages * ring + tiles + 1024
             };
             // Blocks that fold their E8M0 scales (`bar.red.or` decides it) keep 16 bytes a
-            // binade of reach per folding operand after the rest: E2M1 8, E2M3 6, E3M2 4.
+            // binade of reach per folding operand after the rest: E2M1 8, E2M3 6, E3M2 4;
+            // then, where B folds, 32 bytes for the scan's warps' ranges of B's codes.
             let tables = if kernel.ptx.contains("bar.red.or.pred") {
                 let reach = |f, l| match (f, l) {
                     (_, ScaleLayout::Mx { block: 32 }) => match f {
@@ -172,7 +173,12 @@ fn kernels_compile_for_every_format_and_layout() {
                     },
                     _ => 0,
                 };
-                reach(spec.lhs, spec.lhs_layout) + reach(spec.rhs, spec.rhs_layout)
+                let scratch = if reach(spec.rhs, spec.rhs_layout) > 0 {
+                    32
+                } else {
+                    0
+                };
+                reach(spec.lhs, spec.lhs_layout) + reach(spec.rhs, spec.rhs_layout) + scratch
             } else {
                 0
             };

@@ -324,22 +324,22 @@ fn wgmma_pipeline_stages_block_scales() {
     // stages (two, one where operands are translated): 4 bytes a row (E8M0 x 4, f32 per
     // 128) but for 1 x 32 (16 bytes, `.cg` like the codes) and 1 x 64 (8 bytes) blockwise.
     // The square MXFP4 op folds its scales where they allow
-    // (`wgmma_pipeline_folds_block_scales`): two loops, one more copy per operand. Of the 7
-    // ops with 4-byte rows, 4 are not translated (3 copies per operand), 3 are (2; the
-    // square MXFP4 one 3).
+    // (`wgmma_pipeline_folds_block_scales`): three loops (B anchored, by rows, per 32), two
+    // more copies per operand. Of the 7 ops with 4-byte rows, 4 are not translated (3
+    // copies per operand), 3 are (2; the square MXFP4 one 4).
     assert_eq!(
         text.matches(", 4, cache =  ca").count(),
-        2 * 3 * 4 + 2 * 2 * 3 + 2
+        2 * 3 * 4 + 2 * 2 * 3 + 2 * 2
     );
     assert_eq!(text.matches(", 8, cache =  ca").count(), 3);
     run_and_check(&session, &problems, Some(&emulated("sm_90a", "wgmma")));
     // Warp-specialized: the producer thread of a row copies and decodes its scales into
     // the slot before it arrives (the producer loop's one copy per operand), but for FP6 x
     // FP4, whose 56 KiB slots (both translated) would drop from 4 stages to 3; the MXFP4
-    // op's producers have two loops (folded scales or not).
+    // op's producers have three loops (B anchored, by rows, per 32).
     let square = &problems[..pairs.len()];
     let text = lowered(&session, square, "sm_90a", "wgmma-specialized");
-    assert_eq!(text.matches(", 4, cache =  ca").count(), 2 * 3 + 2);
+    assert_eq!(text.matches(", 4, cache =  ca").count(), 2 * 2 + 2 * 3);
     assert_eq!(text.matches(", 8, cache =  ca").count(), 1);
     run_and_check(
         &session,
@@ -432,12 +432,17 @@ fn wgmma_pipeline_stages_scale_windows() {
 /// none is NaN, translates the codes with the scales folded in (the table moved down, read
 /// from shared memory) and promotes once a stage; the others run per 32. Run
 /// through the emulation, which takes the same branch per block:
-/// - smooth data (every block folds, the distances 0-2 binades);
+/// - smooth data (every block folds, the distances 0-2 binades; B anchored: all of a
+///   block's B scales within reach of their largest, so its codes move from that one code
+///   and a promotion reads no column scale);
 /// - rows whose blocks' maxima are equal (5.0) but for one block 2^-8 smaller (the edge of
 ///   reach: tile (0, 0) folds, E2M1's 0.5 landing on E4M3's smallest subnormal, the
-///   block's images subnormal but 4's and 6's), one 2^-9 smaller (A's tile row 1 runs per
-///   32) and a NaN in B's row 200 (a NaN scale: tile column 1 runs per 32, its row of C
-///   NaN);
+///   block's images subnormal but 4's and 6's; B anchored at the edge of reach), one 2^-9
+///   smaller (A's tile row 1 runs per 32) and a NaN in B's row 200 (a NaN scale: tile
+///   column 1 runs per 32, its row of C NaN);
+/// - B's stages each within reach but not B's block: rows 0-7's first stage 2^-6 and rows
+///   8-15's third 2^5 from the rest (11 binades): tile column 0 folds by rows, not
+///   anchored;
 /// - MXFP4 A x E4M3 B per channel (B's scales do not change along K: A's alone fold);
 /// - packed `f4e3m0` x `f4e3m0` MX (another table: 2^-2 .. 2^4 into E4M3, reach 7);
 /// - FP6 E2M3 x E3M2 MX (translated by `ByteRule`s: their offsets move down, subnormal
@@ -448,9 +453,11 @@ fn wgmma_pipeline_stages_scale_windows() {
 /// - packed MXFP4 x MXFP6 E3M2 (smooth): the barrier pipeline stages both scales and folds
 ///   both (warp-specialized, staging them would cost a stage: per 32);
 /// - `fold-scales=off`: no scan (the IR), and the smooth problem per 32.
-/// In the IR: one `bar.red.or` per op (`nvvm.barrier` with the `or` reduction) and the
-/// stage's codes copied with the next stage's scales (the scale copies' count). Then the
-/// same through `kernel=wgmma-specialized`, whose producers scan and translate.
+/// In the IR: one `bar.red.or` per op (`nvvm.barrier` with the `or` reduction), B's range
+/// reduced per warp where B is folded (`redux.sync`, its largest and smallest code), and
+/// the stage's codes copied with the next stage's scales (the scale copies' count: one
+/// per loop, three loops where B is folded). Then the same through
+/// `kernel=wgmma-specialized`, whose producers scan and translate.
 #[test]
 fn wgmma_pipeline_folds_block_scales() {
     let session = Session::new();
@@ -481,6 +488,19 @@ fn wgmma_pipeline_folds_block_scales() {
     b[200 * k + 40] = f32::NAN;
     let edges = (
         format!("{m}x{n}x{k} mxfp4 folds at the edge of reach"),
+        Problem {
+            a: operand_of(&a, m, k, f4, mx, true),
+            b: operand_of(&b, n, k, f4, mx, true),
+            bias: None,
+            bf16: false,
+        },
+    );
+    // B's stages within reach, its block not: folded by rows.
+    let (mut a, mut b) = (data(m), data(n));
+    scale(&mut b, 0..8, 0..128, 2f32.powi(-6));
+    scale(&mut b, 8..16, 256..384, 2f32.powi(5));
+    let rows = (
+        format!("{m}x{n}x{k} mxfp4 folds by rows"),
         Problem {
             a: operand_of(&a, m, k, f4, mx, true),
             b: operand_of(&b, n, k, f4, mx, true),
@@ -530,14 +550,16 @@ fn wgmma_pipeline_folds_block_scales() {
     );
     // Packed MXFP4 x MXFP6 E3M2: the barrier pipeline stages both scales and folds both.
     let mixed = pair_problem(&mut rng, (128, 136, 256), (f4, mx, true, e3m2, mx, false));
-    let problems = [smooth, edges, one_side, custom, fp6, mixed];
+    let problems = [smooth, edges, rows, one_side, custom, fp6, mixed];
     let text = lowered(&session, &problems, "sm_90a", "wgmma");
-    assert_eq!(text.matches("nvvm.barrier #nvvm.reduction<or>").count(), 6);
-    // Per op and operand with block scales: the prologue's copy, and one in each of the two
-    // loops (folded, per 32; one stage per iteration: the operands are translated).
+    assert_eq!(text.matches("nvvm.barrier #nvvm.reduction<or>").count(), 7);
+    // B folded (all but `one_side`): its range's two reductions.
+    assert_eq!(text.matches("nvvm.redux.sync").count(), 6 * 2);
+    // Per op and operand with block scales: the prologue's copy, and one in each loop
+    // (anchored, by rows, per 32; one stage per iteration: the operands are translated).
     assert_eq!(
         text.matches(", 4, cache =  ca").count(),
-        (2 + 2 + 1 + 2 + 2 + 2) * 3
+        2 * 4 + 2 * 4 + 2 * 4 + 3 + 2 * 4 + 2 * 4 + 2 * 4
     );
     run_and_check(&session, &problems, Some(&emulated("sm_90a", "wgmma")));
     // Warp-specialized: the producers scan (the consumers join the `bar.red.or`) and meet
@@ -547,11 +569,15 @@ fn wgmma_pipeline_folds_block_scales() {
     let text = lowered(&session, &problems, "sm_90a", "wgmma-specialized");
     // (MXFP4 x MXFP6: its slots keep 4 stages only without the scales, so it reads them
     // from global memory and runs per 32.)
-    assert_eq!(text.matches("nvvm.barrier #nvvm.reduction<or>").count(), 5);
-    assert_eq!(text.matches("number_of_threads = ").count(), 5 * 2 * 2);
+    assert_eq!(text.matches("nvvm.barrier #nvvm.reduction<or>").count(), 6);
+    assert_eq!(text.matches("nvvm.redux.sync").count(), 5 * 2);
+    assert_eq!(
+        text.matches("number_of_threads = ").count(),
+        (5 * 3 + 2) * 2
+    );
     assert_eq!(
         text.matches(", 4, cache =  ca").count(),
-        (2 + 2 + 1 + 2 + 2) * 2
+        (2 + 2 + 2 + 2 + 2) * 3 + 2
     );
     run_and_check(
         &session,
@@ -568,7 +594,7 @@ fn wgmma_pipeline_folds_block_scales() {
     assert_eq!(text.matches("nvvm.barrier #nvvm.reduction<or>").count(), 0);
     assert_eq!(
         text.matches(", 4, cache =  ca").count(),
-        (2 + 2 + 1 + 2 + 2 + 2) * 2
+        (2 + 2 + 2 + 1 + 2 + 2 + 2) * 2
     );
     // (The per-32 loop's numerics: the blocks above that do not fold, and here the smooth
     // problem through the kernel without the scan.)

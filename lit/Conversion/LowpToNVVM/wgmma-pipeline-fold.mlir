@@ -6,19 +6,27 @@
 // (768: 6). Threads 0 and 32 store A's and B's E2M1 -> E4M3 table moved down d = 0..8
 // binades (9 x 16 bytes each, after the 197632 bytes of the ring, translated tiles and
 // scales: codes 0-3 are 0x3C383000 at d = 0, 0x03020100 at d = 8, where 0.5 x 2^-8 is
-// E4M3's smallest subnormal). Each thread scans its row's E8M0 scales of every stage (one
-// 32-bit word a stage, all 6 in one round: up to 32), stores the first stage's word into
-// the copy ring, and the block's `bar.red.or` of "some stage's four scales are more than 8
-// binades apart (or NaN)" picks one of two loops, each ending in its own wait for every
+// E4M3's smallest subnormal), then 32 bytes of scratch (197920). Each thread scans its
+// row's E8M0 scales of every stage (one 32-bit word a stage, all 6 in one round: up to
+// 32), stores the first stage's word into the copy ring; B's rows also carry their
+// largest and smallest code, which each of B's 4 warps reduces (`redux.sync` umax, umin)
+// and its lane 0 stores into the scratch. The block's `bar.red.or` of "some stage's four
+// scales are more than 8 binades apart (or NaN)" publishes them; every thread reads the
+// 4 warps' ranges back, and B is anchored where its largest and smallest code are within
+// 8 binades. That picks one of three loops, each ending in its own wait for every
 // instruction:
-// - folded: a chunk of 32 codes (one 32-block) is translated with the table of d = max -
-//   e_j (loaded from 197632 + 16 d), the stage is one segment of four k-steps and one
-//   wait, promoted once with the rows' and columns' 2^(max - 127);
+// - anchored: A's chunk of 32 codes (one 32-block) translated with the table of d = max -
+//   e_j (its row's stage word's largest), B's with d = top - e_j (the block's largest,
+//   e_j one byte load); the stage one segment of four k-steps and one wait, promoted
+//   once with A's rows' 2^(max - 127) x 2^(top - 127), B's columns' scale 1: one fma an
+//   accumulator, no column scale read (two values through the pin, A's rows);
+// - by rows: both operands' chunks by their rows' stage maxima (a word load each), the
+//   promotion with the rows' and columns' 2^(max - 127) (34 values through the pin);
 // - per 32: four segments of one k-step each, a wait and a promotion each.
 // The stage's codes travel with the next stage's scales: 2 copies of 4 bytes in the
 // prologue's first group (A's and B's stage 1), then one per operand and stage.
 // CHECK-LABEL: func.func @mxfp4
-// CHECK:         gpu.launch {{.*}} dynamic_shared_memory_size %c198944_i32
+// CHECK:         gpu.launch {{.*}} dynamic_shared_memory_size %c198976_i32
 // CHECK-COUNT-2:   nvvm.cp.async.shared.global %{{.*}}, %{{.*}}, 4, cache =  ca, %c4_i32
 // CHECK:         scf.if %{{.*}} {
 // CHECK-NEXT:      %c1010315264_i32 = arith.constant 1010315264 : i32
@@ -34,21 +42,45 @@
 // CHECK-COUNT-6:     llvm.load %{{.*}} {alignment = 4 : i64} : !llvm.ptr<1> -> i32
 // CHECK-NOT:         llvm.load
 // CHECK:             arith.maxsi
+// CHECK:         scf.if %{{.*}} -> (i1, i32, i32) {
+// CHECK:           scf.for {{.*}} -> (i1, i32, i32) {
+// CHECK-COUNT-6:     llvm.load %{{.*}} {alignment = 4 : i64} : !llvm.ptr<1> -> i32
+// CHECK:         %[[TOP:.*]] = nvvm.redux.sync  umax
+// CHECK-NEXT:    %[[BOTTOM:.*]] = nvvm.redux.sync  umin
+// CHECK:           %c197920{{.*}} = arith.constant 197920 : index
+// CHECK:           vector.from_elements %[[TOP]], %[[BOTTOM]] : vector<2xi32>
 // CHECK:         nvvm.barrier #nvvm.reduction<or> %{{.*}} -> i32
+// CHECK-COUNT-2: llvm.load %{{.*}} {alignment = 16 : i64} : !llvm.ptr<3> -> vector<4xi32>
+// CHECK:         arith.cmpi ule, %{{.*}}, %c8_i32 : i32
 // CHECK:         scf.if %{{.*}} -> (f32,
-// CHECK:           scf.for
-// CHECK:             %[[D:.*]] = arith.index_castui %{{.*}} : i32 to index
-// CHECK:             %[[AT:.*]] = arith.muli %[[D]], %{{.*}} : index
-// CHECK-NEXT:        %[[T:.*]] = arith.addi %c197632, %[[AT]] : index
-// CHECK:             llvm.load %{{.*}} {alignment = 16 : i64} : !llvm.ptr<3> -> vector<4xi32>
-// CHECK:             nvvm.prmt
-// CHECK:             gpu.barrier
-// CHECK:             nvvm.wgmma.fence.aligned
-// CHECK-COUNT-4:     nvvm.wgmma.mma_async
-// CHECK-NEXT:        nvvm.wgmma.commit.group.sync.aligned
-// CHECK-NOT:         nvvm.wgmma.fence.aligned
-// CHECK:             "wgmma.wait_group.sync.aligned 0;"
-// CHECK-NOT:         "wgmma.wait_group.sync.aligned 1;"
+// CHECK-NEXT:      scf.if %{{.*}} -> (f32,
+// CHECK:             scf.for
+// CHECK:               arith.addi %c197632, %{{.*}} : index
+// CHECK:               llvm.load %{{.*}} : !llvm.ptr<3> -> i8
+// CHECK:               arith.addi %c197776, %{{.*}} : index
+// CHECK:               gpu.barrier
+// CHECK:               nvvm.wgmma.fence.aligned
+// CHECK-COUNT-4:       nvvm.wgmma.mma_async
+// CHECK-NEXT:          nvvm.wgmma.commit.group.sync.aligned
+// CHECK-NOT:           nvvm.wgmma.fence.aligned
+// CHECK:               llvm.inline_asm has_side_effects asm_dialect = att "", "=f,=f,0,1"
+// CHECK:               "wgmma.wait_group.sync.aligned 0;"
+// CHECK-NOT:           "wgmma.wait_group.sync.aligned 1;"
+// CHECK:           } else {
+// CHECK:             scf.for
+// CHECK:               %[[D:.*]] = arith.index_castui %{{.*}} : i32 to index
+// CHECK:               %[[AT:.*]] = arith.muli %[[D]], %{{.*}} : index
+// CHECK-NEXT:          %[[T:.*]] = arith.addi %c197632, %[[AT]] : index
+// CHECK:               llvm.load %{{.*}} {alignment = 16 : i64} : !llvm.ptr<3> -> vector<4xi32>
+// CHECK:               nvvm.prmt
+// CHECK:               gpu.barrier
+// CHECK:               nvvm.wgmma.fence.aligned
+// CHECK-COUNT-4:       nvvm.wgmma.mma_async
+// CHECK-NEXT:          nvvm.wgmma.commit.group.sync.aligned
+// CHECK-NOT:           nvvm.wgmma.fence.aligned
+// CHECK:               llvm.inline_asm has_side_effects asm_dialect = att "", "=f,=f,=f,=f,=f,=f,=f,=f,=f,=f,=f,=f,=f,=f,=f,=f,=f,=f,=f,=f,=f,=f,=f,=f,=f,=f,=f,=f,=f,=f,=f,=f,=f,=f,0,
+// CHECK:               "wgmma.wait_group.sync.aligned 0;"
+// CHECK-NOT:           "wgmma.wait_group.sync.aligned 1;"
 // CHECK:         } else {
 // CHECK:           scf.for
 // CHECK-NOT:         arith.addi %c197632
@@ -72,22 +104,30 @@
 // OFF-NOT:       nvvm.barrier #nvvm.reduction
 // Warp-specialized: the producers scan (the consumers join the block's `bar.red.or`,
 // which is also the barrier after the mbarriers' initialization); each of the producers'
-// two loops (folded or not) meets at named barrier 1 of the 128 producer threads at the
-// top of each stage (the scales of the stage it publishes landed in every producer's
-// copies; the entry it copies into was read) and before the last stages' translations;
-// the consumers take the same branch. The tables follow the mbarriers (217152).
+// three loops (anchored, by rows, per 32) meets at named barrier 1 of the 128 producer
+// threads at the top of each stage (the scales of the stage it publishes landed in every
+// producer's copies; the entry it copies into was read) and before the last stages'
+// translations; the consumers take the same branch. The tables follow the mbarriers
+// (217152).
 // WS-LABEL:   func.func @mxfp4
 // WS:           nvvm.mbarrier.init
 // WS:           nvvm.barrier #nvvm.reduction<or> %{{.*}} -> i32
 // WS:           nvvm.setmaxregister  decrease 72
 // WS:           scf.if
-// WS:             scf.for
-// WS:               nvvm.mbarrier.try_wait.parity
+// WS-NEXT:        scf.if
+// WS-NEXT:          scf.for
+// WS:                 nvvm.mbarrier.try_wait.parity
+// WS:                 nvvm.barrier id = %{{.*}} number_of_threads = %c128_i32
+// WS:                 arith.addi %c217152, %{{.*}} : index
+// WS:                 llvm.load %{{.*}} : !llvm.ptr<3> -> i8
+// WS:               nvvm.cp.async.wait.group 0
+// WS-NOT:           } else {
 // WS:               nvvm.barrier id = %{{.*}} number_of_threads = %c128_i32
-// WS:               arith.addi %c217152, %{{.*}} : index
-// WS:             nvvm.cp.async.wait.group 0
-// WS-NOT:         } else {
-// WS:             nvvm.barrier id = %{{.*}} number_of_threads = %c128_i32
+// WS:             } else {
+// WS-NEXT:          scf.for
+// WS:                 nvvm.barrier id = %{{.*}} number_of_threads = %c128_i32
+// WS:                 arith.addi %c217152, %{{.*}} : index
+// WS:               nvvm.cp.async.wait.group 0
 // WS:           } else {
 // WS:             scf.for
 // WS:               nvvm.barrier id = %{{.*}} number_of_threads = %c128_i32

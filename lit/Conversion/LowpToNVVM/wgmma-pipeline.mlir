@@ -179,14 +179,15 @@ func.func @mxfp8(%a: memref<100x96xf8E5M2>, %sa: memref<100x3xf8E8M0FNU>,
 // set where not 0, spread over the byte by the permute's sign mode, selector 0xBA98).
 // Both operands' E8M0 32-blocks are staged and both translations can move, so the block
 // folds its scales where they allow (Conversion/LowpToNVVM/wgmma-pipeline-fold.mlir): the
-// tables (E2M1 9 x 16 bytes, E3M2's subnormal images 5 x 16) follow the rest, and the
-// folded loop moves E3M2's offset down d exponent units (0x20202020 - d x 0x08080808);
-// the per-32 loop after it uses the rule as it is. K is whole stages, so the E8M0 scales are staged too
+// tables (E2M1 9 x 16 bytes, E3M2's subnormal images 5 x 16) and the scan's 32 bytes of
+// B's ranges follow the rest, and both folded loops (B anchored, by rows) move E3M2's
+// offset down d exponent units (0x20202020 - d x 0x08080808); the per-32 loop after them
+// uses the rule as it is. K is whole stages, so the E8M0 scales are staged too
 // (lit/Conversion/LowpToNVVM/wgmma-pipeline-scales.mlir), which leaves room for 4 stages
 // (copies 2 ahead: each step waits for all but 1 of its groups): 4 x 24 KiB + 3 x 2 x 16
 // KiB + 4 x 1 KiB of scales as copied + 3 x 4 KiB decoded + 1 KiB.
 // CHECK-LABEL: func.func @staged
-// CHECK:       gpu.launch {{.*}} dynamic_shared_memory_size %c214240_i32 {
+// CHECK:       gpu.launch {{.*}} dynamic_shared_memory_size %c214272_i32 {
 // CHECK:         scf.for
 // CHECK-COUNT-6:   nvvm.cp.async.shared.global
 // CHECK:         nvvm.barrier #nvvm.reduction<or>
@@ -194,6 +195,11 @@ func.func @mxfp8(%a: memref<100x96xf8E5M2>, %sa: memref<100x3xf8E8M0FNU>,
 // CHECK:           nvvm.cp.async.wait.group 1
 // CHECK:           %[[DOWN:.*]] = arith.muli %{{.*}}, %c134744072_i32 : i32
 // CHECK:           arith.subi %c538976288_i32, %[[DOWN]] : i32
+// CHECK:         "wgmma.wait_group.sync.aligned 0;"
+// CHECK:         scf.for
+// CHECK:           nvvm.cp.async.wait.group 1
+// CHECK:           %[[DOWN2:.*]] = arith.muli %{{.*}}, %c134744072_i32{{[_0-9]*}} : i32
+// CHECK:           arith.subi %c538976288_i32{{[_0-9]*}}, %[[DOWN2]] : i32
 // CHECK:         "wgmma.wait_group.sync.aligned 0;"
 // CHECK:         scf.for
 // CHECK:           nvvm.cp.async.wait.group 1

@@ -166,7 +166,9 @@ pub const PASS: PassDef = PassDef {
                           and E8M0 32-blocks staged through shared memory: auto (each block \
                           whose rows' four scales of a stage are within the translation's \
                           reach of their largest folds them into the FP8 codes and promotes \
-                          once per 128 of K, the others per 32), or off (per 32 always)",
+                          once per 128 of K, with one fma per accumulator where all of the \
+                          block's B scales are within reach of their largest, the others \
+                          per 32), or off (per 32 always)",
             kind: OptionKind::Choice(&["auto", "off"]),
         },
         OptionDef {

@@ -9,7 +9,7 @@ use melior::dialect::arith::CmpiPredicate;
 use melior::ir::Value;
 
 use super::cluster::stage_range;
-use super::fold::fold_scan;
+use super::fold::{fold_scan, Folded};
 use super::memory::{clear_halves, each_chunk, Memory, Shared};
 use super::stage::{
     decode_scales, each_scale_row, scale_address, scale_at, staged_readers, translate_stage,
@@ -76,8 +76,8 @@ pub(super) fn emulated_block<'c, 'a>(
         let (first, last) = stage_range(e, k, rank, splits);
         let held = e.muli(rank, e.index(computing));
         // The stages, with the block scales folded into the codes or not (`Fold`).
-        let stages = |e: &Emitter<'c, 'a>, fold: bool| {
-            let (seg, per_seg) = if fold {
+        let stages = |e: &Emitter<'c, 'a>, fold: Folded| {
+            let (seg, per_seg) = if fold.folds() {
                 (BK, BK / 32)
             } else {
                 segment_shape(kn.plan)
@@ -210,7 +210,7 @@ pub(super) fn emulated_block<'c, 'a>(
                                     .collect();
                                 let part: Vec<Value> =
                                     (0..count).map(|x| e.load(part_m, &[at(e, t, x)])).collect();
-                                let staged = staged_readers(mem, shared, k0);
+                                let staged = staged_readers(kn, mem, shared, k0, fold);
                                 // (The scales constant along K as the GPU's consumers
                                 // take them: loaded once, here per promotion.)
                                 let constant = kn.constant_scales(e, &l, count as usize);
@@ -239,21 +239,13 @@ pub(super) fn emulated_block<'c, 'a>(
         };
         match mem.fold {
             Some(fold) => {
-                let folds = fold_scan(e, kn, mem, &fold, shared, &sides, zero, first, last);
-                e.if_else(
-                    folds,
-                    &[],
-                    |e| {
-                        stages(e, true);
-                        vec![]
-                    },
-                    |e| {
-                        stages(e, false);
-                        vec![]
-                    },
-                );
+                let scan = fold_scan(e, kn, mem, &fold, shared, &sides, zero, first, last);
+                scan.branches(e, &[], |e, fold| {
+                    stages(e, fold);
+                    vec![]
+                });
             }
-            None => stages(e, false),
+            None => stages(e, Folded::No),
         }
         vec![]
     });

@@ -7,12 +7,18 @@
 //! nonzero image replaced by the FP8 code of its value times `2^-(max - e_j)`, normal or
 //! subnormal: exact up to 8 binades for E2M1 into E4M3; one 16-byte table per distance,
 //! stored in shared memory before the loop and loaded per chunk), so that the stage is one
-//! partial sum of 128 scaled once by the rows' and columns' `2^(max - 127)`.
+//! partial sum of 128 scaled once by the rows' and columns' `2^(max - 127)` (a `mul` and an
+//! `fma` per accumulator: the rows and columns differ per element). Where all of B's
+//! scales of the block are within reach of their largest, `top`, B is anchored (`Anchor`):
+//! its blocks move `top - e_j` binades, so B's scale is one value for the whole block,
+//! which goes into A's decoded row scales, and a promotion is one `fma` per accumulator
+//! (MXFP4 at 8192^3, ptxas 12.9: the consumers' 225 instructions a stage become 144).
 //! Whether the data allows is a property of the scales alone: before its loop each thread
 //! scans the scales of the row it copies (every stage's 4-byte word, up to 32 at a time;
-//! warp-specialized, the producers) and `bar.red.or` gives the block one answer; the block
-//! then runs the folded loop or the per-32 one (two loops, each draining its instructions,
-//! so that no result in flight crosses the branch). A translating thread reads its chunk's
+//! warp-specialized, the producers), B's rows' warps reduce their codes' range, and
+//! `bar.red.or` gives the block one answer; the block then runs the anchored loop, the one
+//! by rows or the per-32 one (`Folded`: three loops, each draining its instructions, so
+//! that no result in flight crosses the branch). A translating thread reads its chunk's
 //! row's scales from the copy ring, which another thread filled: the scales therefore
 //! travel a stage ahead of the codes (published by the barrier of the stage before,
 //! warp-specialized by a barrier of the producers at the top of each stage; the first
@@ -21,7 +27,7 @@
 use lowp_formats::{ScaleDtype, ScaleLayout, ScaledFormat};
 use melior::dialect::arith::CmpiPredicate;
 use melior::ir::operation::OperationBuilder;
-use melior::ir::{Attribute, Identifier, Value};
+use melior::ir::{Attribute, Identifier, Type, Value};
 
 use super::memory::{alignment, Memory, ScaleStage, Shared};
 use super::stage::{scale_address, scale_at};
@@ -50,7 +56,14 @@ use crate::matrix_kernel::Kernel;
 pub(super) struct Fold {
     /// Per operand whose scales change along K: its moved tables.
     pub(super) moves: [Option<Moves>; 2],
+    /// Where the scan's warps leave the largest and smallest E8M0 code of B's rows
+    /// (`Anchor`: two words per warp of B's rows), after the tables, where B is folded.
+    pub(super) scratch: i64,
 }
+
+/// Bytes of the scan's scratch (`Fold::scratch`): two words for each of the (at most 4)
+/// warps that scan B's 128 rows.
+const SCRATCH: i64 = 32;
 
 /// The most binades a table is moved down (`Moves`): 2^15 between a row's blocks in one
 /// stage of 128.
@@ -81,14 +94,83 @@ impl Moves {
 }
 
 impl Fold {
-    /// The first byte after the tables.
+    /// The first byte after the tables and, where B is folded, the scratch.
     pub(super) fn end(&self) -> i64 {
-        self.moves
-            .iter()
-            .flatten()
-            .map(|m| m.at + m.bytes())
-            .max()
-            .unwrap_or(0)
+        self.scratch + if self.moves[1].is_some() { SCRATCH } else { 0 }
+    }
+}
+
+/// How a stage loop takes the block scales (`Fold`), which the block's scan chose: per
+/// segment of 32 (`No`), folded with each row's stage moved from the largest of its four
+/// scales (`Rows`: the partial sums scaled per row of A and per column of B, a `mul` and
+/// an `fma` per accumulator), or folded with B's codes moved from one code for the whole
+/// block (`Anchored`: A's rows as in `Rows`).
+#[derive(Clone, Copy)]
+pub(super) enum Folded<'c, 'a> {
+    No,
+    Rows,
+    Anchored(Anchor<'c, 'a>),
+}
+
+/// B's scales of a block all within reach of their largest (`top`, an `i32` E8M0 code):
+/// every row's stage is translated with its tables moved `top - e_j` binades down, so every
+/// partial sum of the block has B's scale `2^(top - 127)`. Where A is folded too, that
+/// value goes into A's decoded row scales (`decode_scales`), and a promotion is one `fma`
+/// per accumulator with its row's scale (64 a thread, not 64 `mul` and 64 `fma`), reading
+/// no column scale; else the promotions multiply by it. The scan proves it from the scales
+/// alone, over the whole of K: weights' scales (B, N x K) rarely span more than
+/// E2M1-into-E4M3's 8 binades in a block's 128 rows.
+#[derive(Clone, Copy)]
+pub(super) struct Anchor<'c, 'a> {
+    pub(super) top: Value<'c, 'a>,
+}
+
+impl<'c, 'a> Folded<'c, 'a> {
+    /// Whether the scales are folded (a stage is one segment).
+    pub(super) fn folds(self) -> bool {
+        !matches!(self, Folded::No)
+    }
+
+    /// The code operand `x`'s rows are moved from where it is one for the block.
+    pub(super) fn top(self, x: usize) -> Option<Value<'c, 'a>> {
+        match self {
+            Folded::Anchored(a) if x == 1 => Some(a.top),
+            _ => None,
+        }
+    }
+}
+
+/// What a block's scan found (`fold_scan`): whether it folds (an `i1`, the same in every
+/// thread) and, where B is folded, whether B's scales are all within reach of their
+/// largest (an `i1`) with that largest code (`Anchor`).
+pub(super) struct Scan<'c, 'a> {
+    pub(super) folds: Value<'c, 'a>,
+    pub(super) anchor: Option<(Value<'c, 'a>, Anchor<'c, 'a>)>,
+}
+
+impl<'c, 'a> Scan<'c, 'a> {
+    /// `body` once per way the scan may choose (`Folded`), the one chosen run: folded,
+    /// anchored where it found B anchored, else by rows; or per 32. Each yields `types`.
+    pub(super) fn branches(
+        &self,
+        e: &Emitter<'c, 'a>,
+        types: &[Type<'c>],
+        body: impl Fn(&Emitter<'c, 'a>, Folded<'c, 'a>) -> Vec<Value<'c, 'a>>,
+    ) -> Vec<Value<'c, 'a>> {
+        e.if_else(
+            self.folds,
+            types,
+            |e| match self.anchor {
+                Some((anchored, anchor)) => e.if_else(
+                    anchored,
+                    types,
+                    |e| body(e, Folded::Anchored(anchor)),
+                    |e| body(e, Folded::Rows),
+                ),
+                None => body(e, Folded::Rows),
+            },
+            |e| body(e, Folded::No),
+        )
     }
 }
 
@@ -214,19 +296,20 @@ pub(super) fn fold_plan(kn: &Kernel, mem: &Memory) -> Option<Fold> {
         at += m.bytes();
         *slot = Some(m);
     }
-    moves.iter().any(Option::is_some).then_some(Fold { moves })
+    moves
+        .iter()
+        .any(Option::is_some)
+        .then_some(Fold { moves, scratch: at })
 }
 
-/// Whether the four E8M0 scales in `word` (a row's stage) fold within `reach` binades of
-/// their maximum (none NaN), as an `i1`.
-pub(super) fn fold_fits<'c, 'a>(
+/// Whether E8M0 codes from `least` to `most` (`i32`s: a row's four of a stage, or all of
+/// an operand's in the block) fold within `reach` binades of `most` (none NaN), as an `i1`.
+fn within<'c, 'a>(
     e: &Emitter<'c, 'a>,
-    word: Value<'c, 'a>,
+    most: Value<'c, 'a>,
+    least: Value<'c, 'a>,
     reach: i64,
 ) -> Value<'c, 'a> {
-    let bytes = bytes_of(e, word);
-    let most = bytes[1..].iter().fold(bytes[0], |m, &b| e.maxsi(m, b));
-    let least = bytes[1..].iter().fold(bytes[0], |m, &b| e.minsi(m, b));
     e.andi(
         e.cmpi(CmpiPredicate::Ule, e.subi(most, least), e.i32(reach as u32)),
         e.cmpi(CmpiPredicate::Ne, most, e.i32(0xFF)),
@@ -242,8 +325,16 @@ fn bytes_of<'c, 'a>(e: &Emitter<'c, 'a>, word: Value<'c, 'a>) -> Vec<Value<'c, '
 
 /// The largest of the four bytes of `word` (an `i32`): a row's largest scale of a stage.
 pub(super) fn byte_max<'c, 'a>(e: &Emitter<'c, 'a>, word: Value<'c, 'a>) -> Value<'c, 'a> {
+    byte_range(e, word).0
+}
+
+/// The largest and the smallest of the four bytes of `word` (`i32`s).
+fn byte_range<'c, 'a>(e: &Emitter<'c, 'a>, word: Value<'c, 'a>) -> (Value<'c, 'a>, Value<'c, 'a>) {
     let bytes = bytes_of(e, word);
-    bytes[1..].iter().fold(bytes[0], |m, &b| e.maxsi(m, b))
+    (
+        bytes[1..].iter().fold(bytes[0], |m, &b| e.maxsi(m, b)),
+        bytes[1..].iter().fold(bytes[0], |m, &b| e.minsi(m, b)),
+    )
 }
 
 /// Stages whose scales a scanning thread loads at once, at most (`fold_scan`): the loads
@@ -290,14 +381,50 @@ pub(super) fn scale_word<'c, 'a>(
     }
 }
 
-/// Whether the block folds its scales (`Fold`), an `i1` the same for every thread: each
-/// row of a folded operand has every stage of `[first, last)` within reach
-/// (`fold_fits`). On the GPU thread `tid` scans the row whose scales it copies
-/// (`each_scale_row`), up to `SCAN` stages a round, and stores the first stage's word into the
-/// copy ring (later stages' come by `cp.async` a stage ahead); `bar.red.or` publishes it
-/// and gives every thread the block's answer. In the emulation, every row in turn. Before
-/// that, the folded operands' moved tables (`Moves`) are stored where the translations read
-/// them (operand x's by thread 32 x), which the same barrier publishes.
+/// Whether B's scales may be anchored (`Anchor`) in `mem`'s block: B is folded and its
+/// rows' scanning threads are whole warps (each warp reduces its rows' codes at once).
+fn anchors(mem: &Memory, fold: &Fold) -> bool {
+    let rows = mem.tile.rows[1];
+    fold.moves[1].is_some() && rows % 32 == 0 && (mem.copiers - rows) % 32 == 0 && rows <= 128
+}
+
+/// What a scan found before any scale: no miss and, `ranged`, the empty range of codes
+/// (largest 0, smallest 255).
+fn unscanned<'c, 'a>(e: &Emitter<'c, 'a>, ranged: bool) -> Vec<Value<'c, 'a>> {
+    let mut found = vec![e.bool(false)];
+    if ranged {
+        found.extend([e.i32(0), e.i32(0xFF)]);
+    }
+    found
+}
+
+/// `redux.sync` of `value` (an `i32`) over the warp, by `kind` (`umax`, `umin`).
+fn warp_reduce<'c, 'a>(e: &Emitter<'c, 'a>, kind: &str, value: Value<'c, 'a>) -> Value<'c, 'a> {
+    let ctx = e.ctx();
+    e.val(
+        OperationBuilder::new("nvvm.redux.sync", e.loc())
+            .add_operands(&[value, e.i32(u32::MAX)])
+            .add_attributes(&[(
+                Identifier::new(ctx, "kind"),
+                Attribute::parse(ctx, &format!("#nvvm<redux_kind {kind}>")).expect("valid kind"),
+            )])
+            .add_results(&[e.int_type(32)])
+            .build()
+            .expect("valid nvvm.redux.sync"),
+    )
+}
+
+/// The block's scan of its scales (`Scan`): whether it folds (`Fold`), the same for every
+/// thread: each row of a folded operand has every stage of `[first, last)` within reach
+/// (`within`); and, where B is folded, whether all of B's scales of the block are within
+/// reach of their largest, and that code (`Anchor`). On the GPU thread `tid` scans the row
+/// whose scales it copies (`each_scale_row`), up to `SCAN` stages a round, and stores the
+/// first stage's word into the copy ring (later stages' come by `cp.async` a stage ahead);
+/// each warp of B's rows reduces their largest and smallest codes (`redux.sync`) into the
+/// scratch, and `bar.red.or` publishes the words and gives every thread the block's
+/// answer; then every thread reads the scratch. In the emulation, every row in turn.
+/// Before that, the folded operands' moved tables (`Moves`) are stored where the
+/// translations read them (operand x's by thread 32 x), which the same barrier publishes.
 #[allow(clippy::too_many_arguments)]
 pub(super) fn fold_scan<'c, 'a>(
     e: &Emitter<'c, 'a>,
@@ -309,27 +436,32 @@ pub(super) fn fold_scan<'c, 'a>(
     tid: Value<'c, 'a>,
     first: Value<'c, 'a>,
     last: Value<'c, 'a>,
-) -> Value<'c, 'a> {
-    let (zero, one, i1) = (e.index(0), e.index(1), e.int_type(1));
+) -> Scan<'c, 'a> {
+    let (zero, one, i1, i32t) = (e.index(0), e.index(1), e.int_type(1), e.int_type(32));
     let gpu = matches!(shared, Shared::Gpu(_));
     let end = e.subi(last, one);
-    // Whether a row misses, in rounds of `SCAN` stages, or of K's stages where fewer (the
-    // last round's past the end read the last stage again).
+    // Whether a row misses, and the largest and smallest code of its scales (for an
+    // anchored operand), in rounds of `SCAN` stages, or of K's stages where fewer (the last
+    // round's past the end read the last stage again).
     let per_round = static_k(kn).map_or(SCAN, |k| SCAN.min(ceil(k, BK)));
-    let misses = |e: &Emitter<'c, 'a>, x: usize, st: ScaleStage, reach: i64, r| {
+    let anchored = anchors(mem, fold);
+    let scan_row = |e: &Emitter<'c, 'a>, x: usize, st: ScaleStage, reach: i64, r| {
+        let ranged = anchored && x == 1;
         let rounds = ceil_div(e, e.subi(last, first), e.index(per_round));
-        e.for_loop(zero, rounds, one, &[e.bool(false)], |e, i, carried| {
+        e.for_loop(zero, rounds, one, &unscanned(e, ranged), |e, i, carried| {
             let s0 = e.addi(first, e.muli(i, e.index(per_round)));
-            let words: Vec<Value> = (0..per_round)
-                .map(|j| {
-                    let s = e.minui(e.addi(s0, e.index(j)), end);
-                    scale_word(e, kn, shared, x, st, &sides[x], r, s)
-                })
-                .collect();
-            vec![words.into_iter().fold(carried[0], |missed, w| {
-                e.ori(missed, e.xori(fold_fits(e, w, reach), e.bool(true)))
-            })]
-        })[0]
+            (0..per_round).fold(carried.to_vec(), |mut acc, j| {
+                let s = e.minui(e.addi(s0, e.index(j)), end);
+                let word = scale_word(e, kn, shared, x, st, &sides[x], r, s);
+                let (most, least) = byte_range(e, word);
+                acc[0] = e.ori(acc[0], e.xori(within(e, most, least, reach), e.bool(true)));
+                if ranged {
+                    acc[1] = e.maxsi(acc[1], most);
+                    acc[2] = e.minsi(acc[2], least);
+                }
+                acc
+            })
+        })
     };
     for (x, moves) in fold.moves.iter().enumerate() {
         let Some(moves) = moves else { continue };
@@ -349,59 +481,102 @@ pub(super) fn fold_scan<'c, 'a>(
         }
     }
     let mut missed = e.bool(false);
+    // B's largest and smallest code over the block (the emulation's), or the scratch's
+    // per warp (the GPU's).
+    let mut range = None;
     for x in 0..2 {
         let (Some(st), Some(Moves { reach, .. })) = (mem.scales[x], fold.moves[x]) else {
             continue;
         };
         let rows = mem.tile.rows[x];
-        let row_missed = if gpu {
+        let ranged = anchored && x == 1;
+        let scanned = if gpu {
             let from = if x == 0 { 0 } else { mem.copiers - rows };
             let mine = e.andi(
                 e.cmpi(CmpiPredicate::Uge, tid, e.index(from)),
                 e.cmpi(CmpiPredicate::Ult, tid, e.index(from + rows)),
             );
-            e.if_else(
+            let types = if ranged {
+                vec![i1, i32t, i32t]
+            } else {
+                vec![i1]
+            };
+            let scanned = e.if_else(
                 mine,
-                &[i1],
+                &types,
                 |e| {
                     let r = e.subi(tid, e.index(from));
                     let word = scale_word(e, kn, shared, x, st, &sides[x], r, first);
                     shared.store_words(e, st.copied(e, mem.stages, first, r), &[word]);
-                    vec![misses(e, x, st, reach, r)]
+                    scan_row(e, x, st, reach, r)
                 },
-                |e| vec![e.bool(false)],
-            )[0]
+                |e| unscanned(e, ranged),
+            );
+            if ranged {
+                // Every thread of the block's warps (B's rows are whole warps): lane 0 of
+                // each of B's leaves its warp's range.
+                let top = warp_reduce(e, "umax", scanned[1]);
+                let bottom = warp_reduce(e, "umin", scanned[2]);
+                let lane0 = e.cmpi(CmpiPredicate::Eq, e.remui(tid, e.index(32)), zero);
+                e.if_then(e.andi(mine, lane0), |e| {
+                    let warp = e.divui(e.subi(tid, e.index(from)), e.index(32));
+                    let at = e.addi(e.index(fold.scratch), e.muli(warp, e.index(8)));
+                    shared.store_words(e, at, &[top, bottom]);
+                });
+            }
+            scanned[0]
         } else {
-            e.for_loop(
-                zero,
-                e.index(rows),
-                one,
-                &[e.bool(false)],
-                |e, r, carried| vec![e.ori(carried[0], misses(e, x, st, reach, r))],
-            )[0]
+            let inits = unscanned(e, ranged);
+            let scanned = e.for_loop(zero, e.index(rows), one, &inits, |e, r, carried| {
+                let row = scan_row(e, x, st, reach, r);
+                let mut acc = vec![e.ori(carried[0], row[0])];
+                if ranged {
+                    acc.extend([e.maxsi(carried[1], row[1]), e.minsi(carried[2], row[2])]);
+                }
+                acc
+            });
+            if ranged {
+                range = Some((scanned[1], scanned[2]));
+            }
+            scanned[0]
         };
-        missed = e.ori(missed, row_missed);
+        missed = e.ori(missed, scanned);
     }
-    if !gpu {
-        return e.xori(missed, e.bool(true));
-    }
-    let i32t = e.int_type(32);
-    let any = e.val(
-        OperationBuilder::new("nvvm.barrier", e.loc())
-            .add_operands(&[e.extui(missed, i32t)])
-            .add_attributes(&[
-                (
-                    Identifier::new(e.ctx(), "reductionOp"),
-                    Attribute::parse(e.ctx(), "#nvvm.reduction<or>").expect("valid reduction"),
-                ),
-                (
-                    Identifier::new(e.ctx(), "operandSegmentSizes"),
-                    Attribute::parse(e.ctx(), "array<i32: 0, 0, 1>").expect("valid segments"),
-                ),
-            ])
-            .add_results(&[i32t])
-            .build()
-            .expect("valid nvvm.barrier"),
-    );
-    e.cmpi(CmpiPredicate::Eq, any, e.i32(0))
+    let folds = if gpu {
+        let any = e.val(
+            OperationBuilder::new("nvvm.barrier", e.loc())
+                .add_operands(&[e.extui(missed, i32t)])
+                .add_attributes(&[
+                    (
+                        Identifier::new(e.ctx(), "reductionOp"),
+                        Attribute::parse(e.ctx(), "#nvvm.reduction<or>").expect("valid reduction"),
+                    ),
+                    (
+                        Identifier::new(e.ctx(), "operandSegmentSizes"),
+                        Attribute::parse(e.ctx(), "array<i32: 0, 0, 1>").expect("valid segments"),
+                    ),
+                ])
+                .add_results(&[i32t])
+                .build()
+                .expect("valid nvvm.barrier"),
+        );
+        if anchored {
+            // The warps' ranges, published by the barrier.
+            let warps = mem.tile.rows[1] / 32;
+            let words: Vec<Value> = (0..(2 * warps + 3) / 4)
+                .flat_map(|q| shared.load4(e, e.index(fold.scratch + 16 * q)))
+                .collect();
+            let top = (1..warps as usize).fold(words[0], |m, w| e.maxsi(m, words[2 * w]));
+            let bottom = (1..warps as usize).fold(words[1], |m, w| e.minsi(m, words[2 * w + 1]));
+            range = Some((top, bottom));
+        }
+        e.cmpi(CmpiPredicate::Eq, any, e.i32(0))
+    } else {
+        e.xori(missed, e.bool(true))
+    };
+    let anchor = range.map(|(top, bottom)| {
+        let reach = fold.moves[1].expect("an anchored operand is folded").reach;
+        (within(e, top, bottom, reach), Anchor { top })
+    });
+    Scan { folds, anchor }
 }

@@ -756,6 +756,29 @@ impl<'c, 'a> Shared<'c, 'a> {
         }
     }
 
+    /// The byte at `offset`, as an `i32`.
+    pub(super) fn load_byte(&self, e: &Emitter<'c, 'a>, offset: Value<'c, 'a>) -> Value<'c, 'a> {
+        let i32t = e.int_type(32);
+        match *self {
+            Shared::Gpu(_) => {
+                let p = e.pointer(self.address(e, offset), 3);
+                let byte = e.val(
+                    OperationBuilder::new("llvm.load", e.loc())
+                        .add_operands(&[p])
+                        .add_results(&[e.int_type(8)])
+                        .build()
+                        .expect("valid llvm.load"),
+                );
+                e.extui(byte, i32t)
+            }
+            Shared::Cpu(buffer) => {
+                let word = e.load(buffer, &[e.divui(offset, e.index(4))]);
+                let at = e.index_castui(e.remui(offset, e.index(4)), i32t);
+                e.andi(e.shrui(word, e.muli(at, e.i32(8))), e.i32(0xFF))
+            }
+        }
+    }
+
     /// Store 4 words at `offset` (16-byte aligned).
     pub(super) fn store4(
         &self,

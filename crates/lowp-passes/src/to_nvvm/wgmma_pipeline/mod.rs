@@ -125,6 +125,7 @@
 
 use melior::dialect::arith::CmpiPredicate;
 use melior::ir::operation::OperationBuilder;
+use melior::ir::operation::{OperationLike, OperationResult};
 use melior::ir::r#type::{DimSize, MemRefType, ShapedTypeLike};
 use melior::ir::{Attribute, Identifier, OperationRef, TypeLike, Value, ValueLike};
 
@@ -146,7 +147,7 @@ mod tma;
 
 use cluster::{gather_splits, stage_range};
 use emulated::emulated_block;
-use fold::{fold_plan, fold_scan};
+use fold::{fold_plan, fold_scan, Folded};
 use memory::{clear_halves, split_operand, staged_scale_blocks, Memory, Shared, TileDescriptors};
 use specialized::specialized_block;
 use stage::{copy_scales, copy_stage, decode_scales, staged_readers, translate_stage};
@@ -453,12 +454,12 @@ struct Side<'c, 'a> {
     row_bytes: i64,
     whole_rows: bool,
     whole_k: bool,
-    operand: &'a Operand,
+    operand: Operand,
 }
 
-fn sides<'c, 'a, 'p: 'a>(
+fn sides<'c, 'a>(
     e: &Emitter<'c, 'a>,
-    kn: &Kernel<'p, 'c, 'a>,
+    kn: &Kernel<'_, 'c, 'a>,
     tile: Tile,
     bm: Value<'c, 'a>,
     bn: Value<'c, 'a>,
@@ -477,7 +478,7 @@ fn sides<'c, 'a, 'p: 'a>(
             row_bytes: row_bytes(&kn.plan.a),
             whole_rows: whole_rows(kn.ops.o.lhs, 0),
             whole_k,
-            operand: &kn.plan.a,
+            operand: kn.plan.a.clone(),
         },
         Side {
             bits: kn.ops.bits_b,
@@ -486,7 +487,7 @@ fn sides<'c, 'a, 'p: 'a>(
             row_bytes: row_bytes(&kn.plan.b),
             whole_rows: whole_rows(kn.ops.o.rhs, 1),
             whole_k,
-            operand: &kn.plan.b,
+            operand: kn.plan.b.clone(),
         },
     ]
 }
@@ -825,58 +826,61 @@ fn hardware_block<'c, 'a>(
         vec![]
     });
     let staged = mem.routes.iter().any(|r| r.staged);
-    let stage =
-        |e: &Emitter<'c, 'a>, s: Value<'c, 'a>, acc: &[Value<'c, 'a>], before, fold: bool| {
-            e.bare(
-                "nvvm.cp.async.wait.group",
-                &[("n", &format!("{} : i32", lead - 1))],
-            );
-            if staged {
-                // The thread's own copies landed: it translates them.
-                translate_stage(e, mem, shared, &sides, k, tid, s, fold);
-            }
-            // And decodes the scales it copied (the stage's barrier publishes them).
-            if mem.scales.iter().any(Option::is_some) {
-                e.if_then(e.cmpi(CmpiPredicate::Ult, s, last), |e| {
-                    decode_scales(e, kn, mem, shared, &sides, tid, s, fold)
-                });
-            }
-            if mem.tma {
-                // The stage's boxes landed (the slot's use (s - first) / stages completed; a
-                // stage past the range issued none).
-                e.if_then(e.cmpi(CmpiPredicate::Ult, s, last), |e| {
-                    let use_ = e.divui(e.subi(s, first), e.index(stages));
-                    let phase = e.andi(e.index_castui(use_, e.int_type(32)), e.i32(1));
-                    wait_parity(e, full(e, s), phase);
-                });
-            }
-            wgmma::fence_proxy_async(e);
-            e.bare("gpu.barrier", &[]);
-            let live = e.cmpi(CmpiPredicate::Ult, s, last);
-            // The copies of stage s + L once the stage's first instructions run.
-            stage_mmas(
-                e,
-                kn,
-                mem,
-                instr,
-                shared,
-                &consumer,
-                warpgroup,
-                s,
-                acc,
-                before,
-                live,
-                fold,
-                |e| issue(e, e.addi(s, e.index(lead))),
-            )
-        };
+    let stage = |e: &Emitter<'c, 'a>,
+                 s: Value<'c, 'a>,
+                 acc: &[Value<'c, 'a>],
+                 before,
+                 fold: Folded<'c, 'a>| {
+        e.bare(
+            "nvvm.cp.async.wait.group",
+            &[("n", &format!("{} : i32", lead - 1))],
+        );
+        if staged {
+            // The thread's own copies landed: it translates them.
+            translate_stage(e, mem, shared, &sides, k, tid, s, fold);
+        }
+        // And decodes the scales it copied (the stage's barrier publishes them).
+        if mem.scales.iter().any(Option::is_some) {
+            e.if_then(e.cmpi(CmpiPredicate::Ult, s, last), |e| {
+                decode_scales(e, kn, mem, shared, &sides, tid, s, fold)
+            });
+        }
+        if mem.tma {
+            // The stage's boxes landed (the slot's use (s - first) / stages completed; a
+            // stage past the range issued none).
+            e.if_then(e.cmpi(CmpiPredicate::Ult, s, last), |e| {
+                let use_ = e.divui(e.subi(s, first), e.index(stages));
+                let phase = e.andi(e.index_castui(use_, e.int_type(32)), e.i32(1));
+                wait_parity(e, full(e, s), phase);
+            });
+        }
+        wgmma::fence_proxy_async(e);
+        e.bare("gpu.barrier", &[]);
+        let live = e.cmpi(CmpiPredicate::Ult, s, last);
+        // The copies of stage s + L once the stage's first instructions run.
+        stage_mmas(
+            e,
+            kn,
+            mem,
+            instr,
+            shared,
+            &consumer,
+            warpgroup,
+            s,
+            acc,
+            before,
+            live,
+            fold,
+            |e| issue(e, e.addi(s, e.index(lead))),
+        )
+    };
     // Stages per loop iteration (`per_iteration`; a stage past the block's range runs on
     // what its slot holds and is never promoted), each iteration ending with a drain.
     let per = per_iteration(mem);
     let iterations = ceil_div(e, e.subi(last, first), e.index(per));
-    let run = |e: &Emitter<'c, 'a>, fold: bool| {
+    let run = |e: &Emitter<'c, 'a>, fold: Folded<'c, 'a>| {
         let finish = |e: &Emitter<'c, 'a>, acc, pending| {
-            drain(e, kn, mem, shared, instr, &consumer, acc, pending)
+            drain(e, kn, mem, shared, instr, &consumer, acc, pending, fold)
         };
         let (acc, pending) = stage_runs(
             e,
@@ -890,15 +894,15 @@ fn hardware_block<'c, 'a>(
         );
         finish(e, acc, pending)
     };
-    // Folded scales where the block's scales allow: two loops, each draining its
-    // instructions, so that no result in flight crosses the branch.
+    // Folded scales where the block's scales allow (B anchored where its allow): a loop
+    // each, each draining its instructions, so that no result in flight crosses the branch.
     let done = match mem.fold {
         Some(fold) => {
-            let folds = fold_scan(e, kn, mem, &fold, shared, &sides, tid, first, last);
+            let scan = fold_scan(e, kn, mem, &fold, shared, &sides, tid, first, last);
             let types = vec![e.f32_type(); instr.accumulators()];
-            e.if_else(folds, &types, |e| run(e, true), |e| run(e, false))
+            scan.branches(e, &types, run)
         }
-        None => run(e, false),
+        None => run(e, Folded::No),
     };
     e.bare("nvvm.cp.async.wait.group", &[("n", "0 : i32")]);
     if mem.tile.splits > 1 {
@@ -937,8 +941,8 @@ type Pending<'c, 'a> = (Value<'c, 'a>, Value<'c, 'a>, Value<'c, 'a>);
 /// tensor cores busy) and its promotion into `acc` (`promote_segment`); before the first
 /// segment that is `before`, the previous stage's last. The stage's last segment is left
 /// pending, for the next stage or [`drain`]. `live`: whether the stage is in the block's
-/// range (its segments inside K are promoted). `fold`: the block scales are folded into the
-/// codes (`Fold`), the stage is one segment. `issued` runs once the first segment's
+/// range (its segments inside K are promoted). `fold`: how the block scales are taken
+/// (`Folded`; folded into the codes, the stage is one segment). `issued` runs once the first segment's
 /// instructions are committed, before any wait (the barrier pipeline issues the copies of
 /// a later stage there, while the tensor cores run).
 #[allow(clippy::too_many_arguments)]
@@ -954,11 +958,11 @@ fn stage_mmas<'c, 'a>(
     acc: &[Value<'c, 'a>],
     before: Option<Pending<'c, 'a>>,
     live: Value<'c, 'a>,
-    fold: bool,
+    fold: Folded<'c, 'a>,
     issued: impl Fn(&Emitter<'c, 'a>),
 ) -> (Vec<Value<'c, 'a>>, Option<Pending<'c, 'a>>) {
     // (Folded scales: the stage is one segment.)
-    let (seg, per_seg) = if fold {
+    let (seg, per_seg) = if fold.folds() {
         (BK, BK / 32)
     } else {
         segment_shape(kn.plan)
@@ -981,11 +985,12 @@ fn stage_mmas<'c, 'a>(
         let inside = e.andi(live, e.cmpi(CmpiPredicate::Ult, k0, kn.ops.k));
         if !overlaps(kn, mem) {
             // One register set: the segment is waited for and promoted at once.
-            acc = promote_segment(e, kn, mem, shared, instr, consumer, acc, (d, k0, inside), 0);
+            let segment = (d, k0, inside);
+            acc = promote_segment(e, kn, mem, shared, instr, consumer, acc, segment, 0, fold);
             continue;
         }
         if let Some(before) = pending.replace((d, k0, inside)) {
-            acc = promote_segment(e, kn, mem, shared, instr, consumer, acc, before, 1);
+            acc = promote_segment(e, kn, mem, shared, instr, consumer, acc, before, 1, fold);
         }
     }
     (acc, pending)
@@ -1100,7 +1105,9 @@ fn stage_run<'c, 'a>(
 /// done) and add its partial sums into `acc` with its scales, where it is to be promoted
 /// (past K its tiles are zero-filled, so it added nothing; past the block's range it ran
 /// on stale tiles). Its block scales are loaded before the wait (in bounds either way), so
-/// that their latency passes while the tensor cores still run.
+/// that their latency passes while the tensor cores still run; each value once (B
+/// anchored: its one value for every column, so that its products with A's rows are 2,
+/// not 64).
 #[allow(clippy::too_many_arguments)]
 fn promote_segment<'c, 'a>(
     e: &Emitter<'c, 'a>,
@@ -1112,8 +1119,9 @@ fn promote_segment<'c, 'a>(
     acc: Vec<Value<'c, 'a>>,
     (d, k0, promote): Pending<'c, 'a>,
     left: i64,
+    fold: Folded<'c, 'a>,
 ) -> Vec<Value<'c, 'a>> {
-    let staged = staged_readers(mem, shared, k0);
+    let staged = staged_readers(kn, mem, shared, k0, fold);
     let count = instr.accumulators();
     let scales = kn.segment_scales(
         e,
@@ -1123,7 +1131,20 @@ fn promote_segment<'c, 'a>(
         &staged,
         consumer.constant.as_ref(),
     );
-    let loaded = wgmma::pinned(e, scales.loaded());
+    // (Constants stay constants: B anchored reads 1, which the products then drop.)
+    let mut distinct: Vec<Value> = vec![];
+    for &v in scales.loaded() {
+        if !distinct.contains(&v) && !is_constant(v) {
+            distinct.push(v);
+        }
+    }
+    let pinned = wgmma::pinned(e, &distinct);
+    let loaded = (scales.loaded().iter())
+        .map(|&v| match distinct.iter().position(|&d| d == v) {
+            Some(i) => pinned[i],
+            None => v,
+        })
+        .collect();
     let scales = scales.replaced(loaded);
     let d = wgmma::wait(e, instr, left, d);
     let acc = e.if_else(
@@ -1138,6 +1159,12 @@ fn promote_segment<'c, 'a>(
     wgmma::pinned(e, &acc)
 }
 
+/// Whether `v` is an `arith.constant`'s result.
+fn is_constant(v: Value) -> bool {
+    OperationResult::try_from(v)
+        .is_ok_and(|r| r.owner().name().as_string_ref().as_str() == Ok("arith.constant"))
+}
+
 /// Wait for every issued instruction (`wgmma.wait_group 0`) and promote the pending segment,
 /// where one is (with one register set each segment was promoted at once).
 #[allow(clippy::too_many_arguments)]
@@ -1150,9 +1177,12 @@ fn drain<'c, 'a>(
     consumer: &Consumer<'c, 'a>,
     acc: Vec<Value<'c, 'a>>,
     pending: Option<Pending<'c, 'a>>,
+    fold: Folded<'c, 'a>,
 ) -> Vec<Value<'c, 'a>> {
     match pending {
-        Some(pending) => promote_segment(e, kn, mem, shared, instr, consumer, acc, pending, 0),
+        Some(pending) => {
+            promote_segment(e, kn, mem, shared, instr, consumer, acc, pending, 0, fold)
+        }
         None => acc,
     }
 }

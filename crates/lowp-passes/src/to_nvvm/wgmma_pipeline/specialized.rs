@@ -14,7 +14,7 @@ use melior::ir::operation::OperationBuilder;
 use melior::ir::{Attribute, Identifier, Value};
 
 use super::cluster::{cluster_sync, release_in_cluster};
-use super::fold::fold_scan;
+use super::fold::{fold_scan, Folded};
 use super::memory::{clear_halves, Memory, Shared};
 use super::stage::{copy_scales, copy_stage, decode_scales, translate_stage};
 use super::tma::{acquire_tensor_map, box_bytes, load_boxes};
@@ -127,7 +127,7 @@ pub(super) fn specialized_block<'c, 'a>(
     // other blocks of the cluster write into this block or arrive on its barriers. Folded
     // scales: the producers' scan of their rows' scales, whose `bar.red.or` is that
     // barrier (the consumers add nothing).
-    let folds = match mem.fold {
+    let scan = match mem.fold {
         Some(fold) => {
             let ptid = e.subi(tid, e.index(consumers));
             Some(fold_scan(
@@ -151,7 +151,9 @@ pub(super) fn specialized_block<'c, 'a>(
     // issuing TMA boxes alone, or `cp.async` where the static shape proves every chunk
     // inside (one address a stage plus constants, `Chunk::lead`), 40 (DeepGEMM's split,
     // consumers 232), also translating those; but 56 (224) translating into split halves
-    // (NVFP4's 16-blocks: the halves' stores and the UE4M3 scale rows); with rows clamped
+    // (NVFP4's 16-blocks: the halves' stores and the UE4M3 scale rows) or with block scales
+    // folded (a chunk's scale word and byte, B's anchor: MXFP4 8192^3 spilled 12 bytes at
+    // 40, inside its folded loops); with rows clamped
     // (a row and size held per chunk), 72 (216); with K not whole stages (chunk columns
     // clamped, scale windows), 88 (208). Below those the producer spills, above them the
     // consumers do. (The rows of an operand loaded by TMA cost the producer nothing.)
@@ -161,11 +163,13 @@ pub(super) fn specialized_block<'c, 'a>(
         .all(|(s, r)| s.whole_rows || (mem.tma && !r.staged));
     let cp_async = copies || !mem.tma;
     let halves = mem.routes.iter().any(|r| r.halves == 2);
-    let (keep, take) = match (cp_async, sides[0].whole_k, whole_rows, halves) {
-        (false, ..) | (true, true, true, false) => (40, 232),
-        (true, true, true, true) => (56, 224),
-        (true, true, false, _) => (72, 216),
-        (true, false, ..) => (88, 208),
+    let folds = mem.fold.is_some();
+    let (keep, take) = match (cp_async, sides[0].whole_k, whole_rows) {
+        (false, ..) => (40, 232),
+        (true, true, true) if halves || folds => (56, 224),
+        (true, true, true) => (40, 232),
+        (true, true, false) => (72, 216),
+        (true, false, _) => (88, 208),
     };
     debug_assert!(consumers == 2 * PRODUCERS && 2 * take + keep <= 3 * 168);
     let registers = |e: &Emitter<'c, 'a>, action: &str, count: i64| {
@@ -237,7 +241,7 @@ pub(super) fn specialized_block<'c, 'a>(
                     .expect("valid nvvm.barrier"),
             );
         };
-        let produce = |e: &Emitter<'c, 'a>, fold: bool| {
+        let produce = |e: &Emitter<'c, 'a>, fold: Folded<'c, 'a>| {
             // Stage `s` landed (this thread's part): translate, fence, signal.
             let publish = |e: &Emitter<'c, 'a>, s: Value<'c, 'a>| {
                 translate_stage(e, mem, shared, &sides, k, ptid, s, fold);
@@ -296,22 +300,14 @@ pub(super) fn specialized_block<'c, 'a>(
                 vec![]
             });
         };
-        match folds {
-            Some(folds) => {
-                e.if_else(
-                    folds,
-                    &[],
-                    |e| {
-                        produce(e, true);
-                        vec![]
-                    },
-                    |e| {
-                        produce(e, false);
-                        vec![]
-                    },
-                );
+        match &scan {
+            Some(scan) => {
+                scan.branches(e, &[], |e, fold| {
+                    produce(e, fold);
+                    vec![]
+                });
             }
-            None => produce(e, false),
+            None => produce(e, Folded::No),
         }
     });
     e.if_then(e.cmpi(CmpiPredicate::Ult, tid, e.index(consumers)), |e| {
@@ -328,40 +324,43 @@ pub(super) fn specialized_block<'c, 'a>(
         // so the stages left over run after the loop, and no stage waits for a slot the
         // producer never fills.
         let every = e.int(1, 1);
-        let stage =
-            |e: &Emitter<'c, 'a>, s: Value<'c, 'a>, acc: &[Value<'c, 'a>], before, fold: bool| {
-                wait_parity(e, bar(e, 0, s), parity(e, e.divui(s, e.index(stages))));
-                let (acc, pending) = stage_mmas(
-                    e,
-                    kn,
-                    mem,
-                    instr,
-                    shared,
-                    &consumer,
-                    warpgroup,
-                    s,
-                    acc,
-                    before,
-                    every,
-                    fold,
-                    |_| {},
-                );
-                e.if_then(e.cmpi(CmpiPredicate::Uge, s, one), |e| {
-                    let empty = bar(e, 1, e.subi(s, one));
-                    if cluster > 1 {
-                        release_in_cluster(e, empty, tid, cluster);
-                    } else {
-                        mbarrier(e, "nvvm.mbarrier.arrive", &[empty]);
-                    }
-                });
-                (acc, pending)
-            };
-        let run = |e: &Emitter<'c, 'a>, fold: bool| {
+        let stage = |e: &Emitter<'c, 'a>,
+                     s: Value<'c, 'a>,
+                     acc: &[Value<'c, 'a>],
+                     before,
+                     fold: Folded<'c, 'a>| {
+            wait_parity(e, bar(e, 0, s), parity(e, e.divui(s, e.index(stages))));
+            let (acc, pending) = stage_mmas(
+                e,
+                kn,
+                mem,
+                instr,
+                shared,
+                &consumer,
+                warpgroup,
+                s,
+                acc,
+                before,
+                every,
+                fold,
+                |_| {},
+            );
+            e.if_then(e.cmpi(CmpiPredicate::Uge, s, one), |e| {
+                let empty = bar(e, 1, e.subi(s, one));
+                if cluster > 1 {
+                    release_in_cluster(e, empty, tid, cluster);
+                } else {
+                    mbarrier(e, "nvvm.mbarrier.arrive", &[empty]);
+                }
+            });
+            (acc, pending)
+        };
+        let run = |e: &Emitter<'c, 'a>, fold: Folded<'c, 'a>| {
             let stage = |e: &Emitter<'c, 'a>, s, acc: &[Value<'c, 'a>], before| {
                 stage(e, s, acc, before, fold)
             };
             let finish = |e: &Emitter<'c, 'a>, acc, pending| {
-                drain(e, kn, mem, shared, instr, &consumer, acc, pending)
+                drain(e, kn, mem, shared, instr, &consumer, acc, pending, fold)
             };
             let per = per_iteration(mem);
             let whole = k_stages / per;
@@ -378,13 +377,14 @@ pub(super) fn specialized_block<'c, 'a>(
                 }
             }
         };
-        // (Folded scales: two loops, each draining its instructions.)
-        let acc = match folds {
-            Some(folds) => {
+        // (Folded scales: a loop per way the scan may choose, each draining its
+        // instructions.)
+        let acc = match &scan {
+            Some(scan) => {
                 let types = vec![e.f32_type(); instr.accumulators()];
-                e.if_else(folds, &types, |e| run(e, true), |e| run(e, false))
+                scan.branches(e, &types, run)
             }
-            None => run(e, false),
+            None => run(e, Folded::No),
         };
         kn.epilogue(e, &l, &acc);
     });

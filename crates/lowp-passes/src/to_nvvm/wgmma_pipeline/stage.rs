@@ -10,7 +10,7 @@ use melior::dialect::arith::CmpiPredicate;
 use melior::ir::operation::OperationBuilder;
 use melior::ir::{Attribute, Identifier, Value};
 
-use super::fold::byte_max;
+use super::fold::{byte_max, Folded};
 use super::memory::{each_chunk, swizzled, Memory, ScaleStage, Shared};
 use super::{Side, BK};
 use crate::code_words::{
@@ -187,10 +187,10 @@ pub(super) fn scale_at<'c, 'a>(
 }
 
 /// The f32 values of the staged scales of stage `s` that thread `tid` copied (its copy
-/// landed), into the stage's decoded ring entry: [scale of the stage][row]. `fold`: the
-/// one scale of the stage's partial sum (`Fold`), the row's largest, as scale 0. A
-/// window's words are first shifted by the stage bytes' place in the first
-/// (`ScaleBlocks::window`).
+/// landed), into the stage's decoded ring entry: [scale of the stage][row]. Folded
+/// (`Folded`): the one scale of the stage's partial sum, the row's largest, as scale 0;
+/// with B anchored (`Anchor`), A's times B's one scale, and none of B's. A window's words
+/// are first shifted by the stage bytes' place in the first (`ScaleBlocks::window`).
 #[allow(clippy::too_many_arguments)]
 pub(super) fn decode_scales<'c, 'a>(
     e: &Emitter<'c, 'a>,
@@ -200,10 +200,14 @@ pub(super) fn decode_scales<'c, 'a>(
     sides: &[Side<'c, 'a>; 2],
     tid: Value<'c, 'a>,
     s: Value<'c, 'a>,
-    fold: bool,
+    fold: Folded<'c, 'a>,
 ) {
     let (i32t, f32t) = (e.int_type(32), e.f32_type());
     each_scale_row(e, mem, tid, |e, x, st, r| {
+        let folded = fold.folds() && mem.fold.is_some_and(|f| f.moves[x].is_some());
+        if folded && fold.top(x).is_some() {
+            return;
+        }
         let scaled = [&kn.ops.sa, &kn.ops.sb][x];
         let copied = st.copied(e, mem.stages, s, r);
         let words = if st.window {
@@ -217,8 +221,12 @@ pub(super) fn decode_scales<'c, 'a>(
         } else {
             shared.load_words(e, copied, st.per_row() / 4)
         };
-        if fold && mem.fold.is_some_and(|f| f.moves[x].is_some()) {
+        if folded {
             let value = scaled.decode_stored(e, byte_max(e, words[0]));
+            let value = match fold.top(1) {
+                Some(top) => e.mulf(value, kn.ops.sb.decode_stored(e, top)),
+                None => value,
+            };
             let at = decoded_at(e, mem, x, st, r, s, e.index(0));
             shared.store_words(e, at, &[e.bitcast(value, i32t)]);
             return;
@@ -277,18 +285,33 @@ pub(super) fn decoded_at<'c, 'a>(
 }
 
 /// The readers of the staged scales for the segment starting at `k0`, per operand: the f32
-/// scale of a row (A) or column (B) of C, which is the block's row `% rows`.
+/// scale of a row (A) or column (B) of C, which is the block's row `% rows`; B anchored
+/// (`Anchor`), one value for every column: 1 where A's decoded scales carry it, else
+/// `2^(top - 127)`.
 pub(super) fn staged_readers<'c, 'a, 'm>(
+    kn: &'m Kernel<'_, 'c, 'a>,
     mem: &'m Memory,
     shared: Shared<'c, 'a>,
     k0: Value<'c, 'a>,
+    fold: Folded<'c, 'a>,
 ) -> [Option<ScaleReader<'c, 'a, 'm>>; 2]
 where
     'c: 'm,
     'a: 'm,
 {
+    let a_folded = mem.fold.is_some_and(|f| f.moves[0].is_some());
     [0, 1].map(|x| {
         mem.scales[x].map(|st| {
+            if let (1, Some(top)) = (x, fold.top(1)) {
+                return Box::new(move |e: &Emitter<'c, 'a>, _: Value<'c, 'a>, n: usize| {
+                    let value = if a_folded {
+                        e.f32(1.0)
+                    } else {
+                        kn.ops.sb.decode_stored(e, top)
+                    };
+                    vec![value; n]
+                }) as ScaleReader<'c, 'a, 'm>;
+            }
             // (Decoded values of rows r, r + 1 with r even are 8-aligned: every offset and
             // stride of the decoded rings is.)
             debug_assert!(st.decoded % 8 == 0 && st.decoded_stride % 8 == 0);
@@ -309,9 +332,9 @@ where
 
 /// Translate thread `tid`'s chunks of the staged operands' stage `s` (as it copied them)
 /// into the FP8 tiles of that stage, in the 128-byte swizzle: per stored byte one code, or
-/// two (low nibble first) when packed. `fold`: with the block scales folded in (`Fold`:
-/// a chunk's table moved down by its block's distance to the row's stage maximum, read
-/// from the stage's copied scales).
+/// two (low nibble first) when packed. Folded (`Folded`): a chunk's table moved down by its
+/// block's distance to the row's stage maximum, or for B anchored to the block's `top`
+/// (`Anchor`), the block's code read from the stage's copied scales.
 #[allow(clippy::too_many_arguments)]
 pub(super) fn translate_stage<'c, 'a>(
     e: &Emitter<'c, 'a>,
@@ -321,17 +344,16 @@ pub(super) fn translate_stage<'c, 'a>(
     k: Value<'c, 'a>,
     tid: Value<'c, 'a>,
     s: Value<'c, 'a>,
-    fold: bool,
+    fold: Folded<'c, 'a>,
 ) {
     let k0 = e.muli(s, e.index(BK));
-    let i32t = e.int_type(32);
     for (x, side) in sides.iter().enumerate() {
         let route = mem.routes[x];
         let Some(table) = side.operand.table.as_ref().filter(|_| route.staged) else {
             continue;
         };
         let (copied, tile) = (mem.copied(e, x, s), mem.tile(e, x, s));
-        let moves = mem.fold.filter(|_| fold).and_then(|f| f.moves[x]);
+        let moves = mem.fold.filter(|_| fold.folds()).and_then(|f| f.moves[x]);
         let bytewise = byte_rule(table).filter(|_| !route.packed);
         let permute = shared.permute_by();
         each_chunk(e, route, mem.copiers, tid, side, k, k0, |e, c| {
@@ -344,15 +366,23 @@ pub(super) fn translate_stage<'c, 'a>(
                 e.andi(e.shrui(word, shift), e.i32((1 << bits) - 1))
             };
             let pieces = route.codes() / 16;
-            // Folded: the chunk's 32-block j of the row goes d = max - e_j binades down, and
-            // its table is the 16 bytes at `moves.at + 16 d`.
+            // Folded: the chunk's 32-block j of the row goes d = max - e_j binades down (max:
+            // the row's stage's largest, or the anchor), and its table is the 16 bytes at
+            // `moves.at + 16 d`.
+            // (Anchored, e_j is a byte load: the row's word is not needed.)
             let moved = moves.map(|moves| {
                 let st = mem.scales[x].expect("a folded operand's scales are staged");
-                let word = shared.load_words(e, st.copied(e, mem.stages, s, c.r), 1)[0];
-                let most = byte_max(e, word);
+                let copied = st.copied(e, mem.stages, s, c.r);
                 let j = e.divui(e.muli(c.ch, e.index(route.codes())), e.index(st.span));
-                let at = e.muli(e.index_castui(j, i32t), e.i32(8));
-                let d = e.subi(most, e.andi(e.shrui(word, at), e.i32(0xFF)));
+                let (most, e_j) = match fold.top(x) {
+                    Some(top) => (top, shared.load_byte(e, e.addi(copied, j))),
+                    None => {
+                        let word = shared.load_words(e, copied, 1)[0];
+                        let at = e.muli(e.index_castui(j, e.int_type(32)), e.i32(8));
+                        (byte_max(e, word), e.andi(e.shrui(word, at), e.i32(0xFF)))
+                    }
+                };
+                let d = e.subi(most, e_j);
                 let index = e.index_castui(d, e.index_type());
                 let at = e.addi(e.index(moves.at), e.muli(index, e.index(16)));
                 (d, at, moves.unit)
