@@ -1,8 +1,10 @@
 #!/usr/bin/env python3
 """The loops of a kernel's SASS (no GPU needed): for each loop (a backward branch; an
-outer one counts its inner ones' instructions once), its instructions, the wgmma (QGMMA / HGMMA) among them and
-the most frequent opcodes. What a warp issues per pipeline stage, against the tensor time
-of the stage's instructions, says whether a kernel can be issue-bound before any timing.
+outer one counts its inner ones' instructions once), its instructions, the wgmma (QGMMA /
+HGMMA) among them, those that issue to the integer pipe (`ALU`, half rate) and the most
+frequent opcodes. What a warp issues per pipeline stage, against the tensor time of the
+stage's instructions, says whether a kernel can be issue-bound (or integer-pipe-bound)
+before any timing.
 
     bash scripts/ptxas.sh
     python3 bench/sass_loops.py gpu-carry/bundles/time-wgmma-8192x8192x8192-f4e2m1 [...]
@@ -75,6 +77,12 @@ def loops(code, labels):
     return found
 
 
+# Integer-pipe (ALU) opcodes: 64 results a clock an SM on sm_90 (16 lanes an SMSP), so a
+# warp's instruction holds its SMSP's pipe 2 clocks (IMAD runs on the FMA pipe instead).
+ALU = {"IADD3", "LOP3", "SHF", "PRMT", "ISETP", "SEL", "VIMNMX", "VIMNMX3", "LEA", "SGXT",
+       "IMNMX", "IABS", "FLO", "POPC", "BMSK", "PLOP3", "BREV"}
+
+
 def report(path):
     code, labels = parse(sass_of(path))
     print(f"{os.path.basename(path.rstrip('/'))}:")
@@ -84,9 +92,10 @@ def report(path):
         mma = sum(v for k, v in ops.items() if k.endswith("GMMA"))
         if len(body) < 16 and not mma:
             continue  # spin-waits, small copies
+        alu = sum(v for k, v in ops.items() if k in ALU)
         top = ", ".join(f"{k} {v}" for k, v in ops.most_common(8))
         print(f"  {code[a][0]:#07x}-{code[b][0]:#07x}: {len(body):5d} instructions,"
-              f" {mma} wgmma | {top}")
+              f" {mma} wgmma, {alu} integer-pipe | {top}")
 
 
 if __name__ == "__main__":

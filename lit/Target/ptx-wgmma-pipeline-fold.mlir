@@ -1,6 +1,7 @@
 // RUN: lowp-translate %s --emit=ptx --chip=sm_90a > %t
 // RUN: FileCheck %s < %t
 // RUN: FileCheck %s --check-prefix=B8 < %t
+// RUN: FileCheck %s --check-prefix=HI < %t
 // RUN: lowp-translate %s --emit=ptx --chip=sm_90a --fold-scales=off | FileCheck %s --check-prefix=OFF
 // RUN: lowp-translate %s --emit=ptx --chip=sm_90a --kernel=wgmma-specialized | FileCheck %s --check-prefix=WS
 
@@ -30,6 +31,12 @@
 // CHECK:         ret;
 // B8-COUNT-2:    ld.shared.b8
 // B8-NOT:        ld.shared.b8
+// A packed word's high four selectors come down by `mul.hi.u32` by 2^16 (an IMAD.HI on
+// the FMA pipe, not a shift on the integer pipe the permutes fill): 4 words of 2 chunks of
+// each operand a thread, in each of the three loops, and no `shr.u32` by 16.
+// HI-COUNT-48:   mul.hi.u32
+// HI-NOT:        mul.hi.u32
+// HI-NOT:        shr.u32 {{.*}}, 16;
 
 // OFF-LABEL:   .entry
 // OFF-NOT:     bar.red

@@ -53,6 +53,19 @@ impl Permute {
         matches!(self, Permute::Prmt | Permute::Perm)
     }
 
+    /// `v >> 16` (an `i32`): with `prmt`, `mul.hi.u32 v, 0x10000`, which ptxas keeps as an
+    /// `IMAD.HI` on the FMA pipe, beside the translations' permutes, masks and shifts that
+    /// all issue to the integer pipe (16 lanes an SMSP on sm_90: a warp's instruction holds
+    /// it 2 clocks).
+    pub(crate) fn high_half<'c, 'a>(self, e: &Emitter<'c, 'a>, v: Value<'c, 'a>) -> Value<'c, 'a> {
+        match self {
+            Permute::Prmt => {
+                e.call_intrinsic("llvm.nvvm.mulhi.ui", &[v, e.i32(0x1_0000)], e.int_type(32))
+            }
+            _ => e.shrui(v, e.i32(16)),
+        }
+    }
+
     /// Whether selectors are nibbles (`prmt`), not bytes (`v_perm`).
     pub(crate) fn nibbles(self) -> bool {
         matches!(self, Permute::Prmt | Permute::Shifts)
@@ -285,7 +298,7 @@ pub(crate) fn translate4<'c, 'a>(
 /// The images of the eight 4-bit codes packed in `word` (code i in nibble i) through a
 /// `symmetric` table, by `prmt` (`p` in nibble form): codes 0-3 and 4-7, image i in byte
 /// i of each. `translate4`'s symmetric path for a whole word, sharing its work: one mask
-/// of the low 3 bits (the high half's selectors that, shifted down), and `word << 4` for
+/// of the low 3 bits (the high half's selectors that, shifted down: `high_half`), and `word << 4` for
 /// both halves' signs (bit 3 of codes 4 and 6 is bit 7 of its bytes 2 and 3, of 5 and 7
 /// of `word`'s: selector 0xFBEA).
 pub(crate) fn translate8<'c, 'a>(
@@ -301,7 +314,7 @@ pub(crate) fn translate8<'c, 'a>(
         let signs = e.andi(p.prmt(e, up, word, e.i32(signs)), e.i32(0x8080_8080));
         e.ori(p.lookup(e, table[0], table[1], selectors), signs)
     };
-    [half(low, 0xD9C8), half(e.shrui(low, e.i32(16)), 0xFBEA)]
+    [half(low, 0xD9C8), half(p.high_half(e, low), 0xFBEA)]
 }
 
 /// A table of 5- or 6-bit codes (one per byte, the top bit the sign) that word arithmetic
