@@ -58,11 +58,14 @@ for c in "${checks[@]}"; do
 done
 printf '%s\n' "${checks[@]}" > gpu-carry/bundles/checks.txt
 # The square MXFP4 block folds its E8M0 scales into the translated codes where a block's
-# scales allow (the generated ones do): the per-32 loop, which blocks whose scales do not
-# allow still run, checked on its own.
+# scales allow, with B anchored to one code where all of its block's allow (the generated
+# ones do): the loop by rows and the per-32 one, which blocks whose scales do not allow
+# still run, checked on their own.
 for kernel in wgmma wgmma-specialized; do
   # shellcheck disable=SC2086
   save "check-$kernel-nofold-6" ${checks[6]} --kernel $kernel --fold-scales off
+  # shellcheck disable=SC2086
+  save "check-$kernel-rows-6" ${checks[6]} --kernel $kernel --fold-scales rows
 done
 
 # ---- timing: FP8 per-tensor and MXFP4 at the anchors' shapes, each NVIDIA kernel (wgmma
@@ -86,10 +89,13 @@ for s in 8192x8192x8192 4096x4096x4096 16x8192x8192 16x4096x8192; do
     8192x8192x8192 | 4096x4096x4096)
       save "time-wgmma-tma-unicast-$s-f8e4m3" --m $m --n $n --k $k --lhs f8e4m3 --rhs f8e4m3 \
         --layout per_tensor --kernel wgmma-tma --multicast 1
-      # MXFP4's square block without folding its scales: what promoting once a stage buys.
+      # MXFP4's square block without folding its scales (what promoting once a stage buys)
+      # and folded by rows only (what anchoring B buys).
       for kernel in wgmma wgmma-specialized; do
         save "time-$kernel-nofold-$s-f4e2m1" --m $m --n $n --k $k --lhs f4e2m1 --rhs f4e2m1 \
           --layout mx --packed --kernel $kernel --fold-scales off
+        save "time-$kernel-rows-$s-f4e2m1" --m $m --n $n --k $k --lhs f4e2m1 --rhs f4e2m1 \
+          --layout mx --packed --kernel $kernel --fold-scales rows
       done
       # MXFP6 (E2M3, translated by word arithmetic): both stage and fold the scales, the
       # barrier pipeline with 3 stages, warp-specialized with 3 slots.

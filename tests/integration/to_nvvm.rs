@@ -452,6 +452,8 @@ fn wgmma_pipeline_stages_scale_windows() {
 ///   scales);
 /// - packed MXFP4 x MXFP6 E3M2 (smooth): the barrier pipeline stages both scales and folds
 ///   both (warp-specialized, staging them would cost a stage: per 32);
+/// - `fold-scales=rows`: the scan without B's range (the IR), and the smooth problem by
+///   rows;
 /// - `fold-scales=off`: no scan (the IR), and the smooth problem per 32.
 /// In the IR: one `bar.red.or` per op (`nvvm.barrier` with the `or` reduction), B's range
 /// reduced per warp where B is folded (`redux.sync`, its largest and smallest code), and
@@ -584,12 +586,23 @@ fn wgmma_pipeline_folds_block_scales() {
         &problems,
         Some(&emulated("sm_90a", "wgmma-specialized")),
     );
-    let off = |emulate| {
+    let with = |fold, emulate| {
         format!(
-            "builtin.module(func.func(lowp-to-nvvm{{chip=sm_90a kernel=wgmma fold-scales=off \
+            "builtin.module(func.func(lowp-to-nvvm{{chip=sm_90a kernel=wgmma fold-scales={fold} \
              emulate={emulate}}}))"
         )
     };
+    // `rows`: folded, never anchored: no reduction of B's range, two loops per op; the
+    // smooth problem (anchored above) by rows.
+    let text = lowered_with(&session, &problems, &with("rows", false));
+    assert_eq!(text.matches("nvvm.barrier #nvvm.reduction<or>").count(), 7);
+    assert_eq!(text.matches("nvvm.redux.sync").count(), 0);
+    assert_eq!(
+        text.matches(", 4, cache =  ca").count(),
+        (2 + 2 + 2 + 1 + 2 + 2 + 2) * 3
+    );
+    run_and_check(&session, &problems[..1], Some(&with("rows", true)));
+    let off = |emulate| with("off", emulate);
     let text = lowered_with(&session, &problems, &off(false));
     assert_eq!(text.matches("nvvm.barrier #nvvm.reduction<or>").count(), 0);
     assert_eq!(

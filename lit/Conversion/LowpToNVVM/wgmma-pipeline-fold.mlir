@@ -1,6 +1,7 @@
 // RUN: lowp-opt %s --pass-pipeline='builtin.module(func.func(lowp-to-nvvm{chip=sm_90a},cse))' | FileCheck %s
 // RUN: lowp-opt %s --pass-pipeline='builtin.module(func.func(lowp-to-nvvm{chip=sm_90a fold-scales=off},cse))' | FileCheck %s --check-prefix=OFF
 // RUN: lowp-opt %s --pass-pipeline='builtin.module(func.func(lowp-to-nvvm{chip=sm_90a kernel=wgmma-specialized},cse))' | FileCheck %s --check-prefix=WS
+// RUN: lowp-opt %s --pass-pipeline='builtin.module(func.func(lowp-to-nvvm{chip=sm_90a fold-scales=rows},cse))' | FileCheck %s --check-prefix=ROWS
 
 // fold-scales (auto): MXFP4 x MXFP4 in the barrier pipeline's square block, K whole stages
 // (768: 6). Threads 0 and 32 store A's and B's E2M1 -> E4M3 table moved down d = 0..8
@@ -92,6 +93,16 @@
 // CHECK:             "wgmma.wait_group.sync.aligned 0;"
 // CHECK:             nvvm.wgmma.fence.aligned
 // CHECK-NOT:         "wgmma.wait_group.sync.aligned 1;"
+
+// fold-scales=rows: the scan without B's range (no reduction, no scratch: 198944 bytes),
+// folded by rows or per 32, no chunk's code read as a byte.
+// ROWS-LABEL:  func.func @mxfp4
+// ROWS:          gpu.launch {{.*}} dynamic_shared_memory_size %c198944_i32
+// ROWS-NOT:      nvvm.redux.sync
+// ROWS:          nvvm.barrier #nvvm.reduction<or>
+// ROWS-NOT:      nvvm.redux.sync
+// ROWS-NOT:      !llvm.ptr<3> -> i8
+// ROWS:          return
 
 // OFF-LABEL:   func.func @mxfp4
 // OFF-NOT:       nvvm.barrier #nvvm.reduction

@@ -66,7 +66,8 @@ const USAGE: &str =
                   auto)
   --fold-scales F with --target cuda: the wgmma square block folding FP4 / FP6 operands'
                   E8M0 32-block scales into their FP8 codes where a block's scales allow
-                  (auto, off; default auto)
+                  (auto; rows: B never anchored to one code for the block; off; default
+                  auto)
   --print-ptx     with --target cuda: print the kernel's launch and PTX, and exit (no GPU
                   needed)
   --save-kernel DIR  with --target cuda: write the compiled kernel (kernel.ptx, launch.txt)

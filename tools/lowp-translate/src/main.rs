@@ -43,8 +43,8 @@ const USAGE: &str =
   --multicast NVIDIA: wgmma-tma's square block sharing B's stages in clusters of 2 by TMA
               multicast (auto, 1: off, 2: required; default auto)
   --fold-scales NVIDIA: the wgmma square block folding FP4 / FP6 operands' E8M0 32-block
-              scales into their FP8 codes where a block's scales allow (auto, off; default
-              auto)
+              scales into their FP8 codes where a block's scales allow (auto; rows: B
+              never anchored to one code for the block; off; default auto)
   --pipeline  a textual pass pipeline run first (e.g. builtin.module(lowp-cpu-pipeline));
               lowp ops left after it are lowered for a GPU --chip, and gpu.module kernels
               are compiled for it (ptx or asm)

@@ -168,8 +168,9 @@ pub const PASS: PassDef = PassDef {
                           reach of their largest folds them into the FP8 codes and promotes \
                           once per 128 of K, with one fma per accumulator where all of the \
                           block's B scales are within reach of their largest, the others \
-                          per 32), or off (per 32 always)",
-            kind: OptionKind::Choice(&["auto", "off"]),
+                          per 32), rows (the same, B never anchored to one code: what that \
+                          buys, measured), or off (per 32 always)",
+            kind: OptionKind::Choice(&["auto", "rows", "off"]),
         },
         OptionDef {
             name: "emulate",
@@ -230,7 +231,11 @@ fn run<'c, 'a>(func: OperationRef<'c, 'a>, options: &PassOptions) -> Result<(), 
     let emulate = options.flag("emulate");
     let splits = options.choice("split-k").parse::<i64>().ok();
     let multicast = options.choice("multicast").parse::<i64>().ok();
-    let fold = options.choice("fold-scales") == "auto";
+    let fold = match options.choice("fold-scales") {
+        "auto" => wgmma_pipeline::FoldScales::Auto,
+        "rows" => wgmma_pipeline::FoldScales::Rows,
+        _ => wgmma_pipeline::FoldScales::Off,
+    };
     lower_lowp_ops(func, |e, op| {
         // The strongest kernel first: tcgen05 on sm_100a, wgmma on sm_90a only (Blackwell
         // dropped it), FP8 mma.sync from sm_89 on.

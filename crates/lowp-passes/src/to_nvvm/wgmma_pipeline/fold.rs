@@ -57,8 +57,10 @@ pub(super) struct Fold {
     /// Per operand whose scales change along K: its moved tables.
     pub(super) moves: [Option<Moves>; 2],
     /// Where the scan's warps leave the largest and smallest E8M0 code of B's rows
-    /// (`Anchor`: two words per warp of B's rows), after the tables, where B is folded.
+    /// (`Anchor`: two words per warp of B's rows), after the tables, where B is anchored.
     pub(super) scratch: i64,
+    /// Whether B may be anchored (`fold-scales=auto`; `rows`: folded by rows only).
+    pub(super) anchor: bool,
 }
 
 /// Bytes of the scan's scratch (`Fold::scratch`): two words for each of the (at most 4)
@@ -94,9 +96,10 @@ impl Moves {
 }
 
 impl Fold {
-    /// The first byte after the tables and, where B is folded, the scratch.
+    /// The first byte after the tables and, where B may be anchored, the scratch.
     pub(super) fn end(&self) -> i64 {
-        self.scratch + if self.moves[1].is_some() { SCRATCH } else { 0 }
+        let anchored = self.anchor && self.moves[1].is_some();
+        self.scratch + if anchored { SCRATCH } else { 0 }
     }
 }
 
@@ -260,8 +263,8 @@ pub(super) fn fold_rule(target: ScaledFormat, rule: &ByteRule) -> Option<Moves> 
 }
 
 /// The fold of `kn`'s scales in `mem`'s block (`Fold`), where it applies, with its tables
-/// placed after `mem`'s bytes.
-pub(super) fn fold_plan(kn: &Kernel, mem: &Memory) -> Option<Fold> {
+/// placed after `mem`'s bytes; `anchor`: B may be anchored (`Anchor`).
+pub(super) fn fold_plan(kn: &Kernel, mem: &Memory, anchor: bool) -> Option<Fold> {
     let tile = mem.tile;
     if mem.tma || tile.swapped || tile.splits > 1 {
         return None;
@@ -296,10 +299,11 @@ pub(super) fn fold_plan(kn: &Kernel, mem: &Memory) -> Option<Fold> {
         at += m.bytes();
         *slot = Some(m);
     }
-    moves
-        .iter()
-        .any(Option::is_some)
-        .then_some(Fold { moves, scratch: at })
+    moves.iter().any(Option::is_some).then_some(Fold {
+        moves,
+        scratch: at,
+        anchor,
+    })
 }
 
 /// Whether E8M0 codes from `least` to `most` (`i32`s: a row's four of a stage, or all of
@@ -381,11 +385,13 @@ pub(super) fn scale_word<'c, 'a>(
     }
 }
 
-/// Whether B's scales may be anchored (`Anchor`) in `mem`'s block: B is folded and its
-/// rows' scanning threads are whole warps (each warp reduces its rows' codes at once).
+/// Whether B's scales may be anchored (`Anchor`) in `mem`'s block: the fold may, B is
+/// folded and its rows' scanning threads are whole warps (each warp reduces its rows'
+/// codes at once).
 fn anchors(mem: &Memory, fold: &Fold) -> bool {
     let rows = mem.tile.rows[1];
-    fold.moves[1].is_some() && rows % 32 == 0 && (mem.copiers - rows) % 32 == 0 && rows <= 128
+    let warps = rows % 32 == 0 && (mem.copiers - rows) % 32 == 0 && rows <= 128;
+    fold.anchor && fold.moves[1].is_some() && warps
 }
 
 /// What a scan found before any scale: no miss and, `ranged`, the empty range of codes

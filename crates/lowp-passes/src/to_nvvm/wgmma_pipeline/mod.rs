@@ -492,9 +492,20 @@ fn sides<'c, 'a>(
     ]
 }
 
+/// Which folds of block scales a lowering may take (`fold-scales`, `Fold`).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(super) enum FoldScales {
+    /// Folded where the block's scales allow, B anchored where its allow (`Anchor`).
+    Auto,
+    /// Folded where they allow, by rows only.
+    Rows,
+    /// Per 32 always.
+    Off,
+}
+
 /// Lower `op` with the pipelined kernel: a `gpu.launch` with dynamic shared memory
-/// (`emulate = false`) or its CPU emulation. `fold`: fold the block scales into the
-/// translated codes where that applies (`Fold`).
+/// (`emulate = false`) or its CPU emulation. `fold`: which folds of the block scales into
+/// the translated codes it may take where they apply (`Fold`).
 #[allow(clippy::too_many_arguments)]
 pub(super) fn lower<'c, 'a>(
     e: &Emitter<'c, 'a>,
@@ -504,7 +515,7 @@ pub(super) fn lower<'c, 'a>(
     chip: &Chip,
     tile: Tile,
     feed: Feed,
-    fold: bool,
+    fold: FoldScales,
     emulate: bool,
 ) -> Result<(), PassError> {
     let kn = Kernel::new(e, op, plan, instr)?;
@@ -515,10 +526,10 @@ pub(super) fn lower<'c, 'a>(
         feed,
         staged_scale_blocks(&kn, static_k(&kn)),
     );
-    if fold && static_k(&kn).is_some_and(|k| k >= BK) {
+    if fold != FoldScales::Off && static_k(&kn).is_some_and(|k| k >= BK) {
         // Its tables after the rest, where they fit (with the base's alignment slack).
         let limit = chip.shared_kib as i64 * 1024 - 1024;
-        mem.fold = fold_plan(&kn, &mem).filter(|f| f.end() <= limit);
+        mem.fold = fold_plan(&kn, &mem, fold == FoldScales::Auto).filter(|f| f.end() <= limit);
         if let Some(f) = mem.fold {
             mem.bytes = f.end();
         }
