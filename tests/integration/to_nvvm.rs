@@ -488,28 +488,24 @@ fn wgmma_pipeline_folds_block_scales() {
     scale(&mut b, 0..8, 256..288, 2f32.powi(-8));
     scale(&mut a, 128..136, 416..448, 2f32.powi(-9));
     b[200 * k + 40] = f32::NAN;
-    let edges = (
-        format!("{m}x{n}x{k} mxfp4 folds at the edge of reach"),
-        Problem {
-            a: operand_of(&a, m, k, f4, mx, true),
-            b: operand_of(&b, n, k, f4, mx, true),
-            bias: None,
-            bf16: false,
-        },
-    );
+    // A packed MXFP4 x MXFP4 problem of the data `a`, `b`.
+    let mxfp4 = |what: &str, a: &[f32], b: &[f32]| {
+        (
+            format!("{m}x{n}x{k} mxfp4 {what}"),
+            Problem {
+                a: operand_of(a, m, k, f4, mx, true),
+                b: operand_of(b, n, k, f4, mx, true),
+                bias: None,
+                bf16: false,
+            },
+        )
+    };
+    let edges = mxfp4("folds at the edge of reach", &a, &b);
     // B's stages within reach, its block not: folded by rows.
-    let (mut a, mut b) = (data(m), data(n));
+    let (a, mut b) = (data(m), data(n));
     scale(&mut b, 0..8, 0..128, 2f32.powi(-6));
     scale(&mut b, 8..16, 256..384, 2f32.powi(5));
-    let rows = (
-        format!("{m}x{n}x{k} mxfp4 folds by rows"),
-        Problem {
-            a: operand_of(&a, m, k, f4, mx, true),
-            b: operand_of(&b, n, k, f4, mx, true),
-            bias: None,
-            bf16: false,
-        },
-    );
+    let rows = mxfp4("folds by rows", &a, &b);
     // Only A's scales change along K (B per channel, E4M3 as stored): A's alone fold.
     let (e4, channel) = (ScaledFormat::F8E4M3, ScaleLayout::PerChannel);
     let one_side = pair_problem(

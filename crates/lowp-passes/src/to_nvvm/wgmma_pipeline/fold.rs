@@ -59,7 +59,9 @@ pub(super) struct Fold {
     /// Where the scan's warps leave the largest and smallest E8M0 code of B's rows
     /// (`Anchor`: two words per warp of B's rows), after the tables, where B is anchored.
     pub(super) scratch: i64,
-    /// Whether B may be anchored (`fold-scales=auto`; `rows`: folded by rows only).
+    /// Whether B may be anchored (`Anchor`): `fold-scales=auto` (`rows`: folded by rows
+    /// only), B is folded and its rows' scanning threads are whole warps (each warp
+    /// reduces its rows' codes at once), at most the scratch's 4.
     pub(super) anchor: bool,
 }
 
@@ -98,8 +100,7 @@ impl Moves {
 impl Fold {
     /// The first byte after the tables and, where B may be anchored, the scratch.
     pub(super) fn end(&self) -> i64 {
-        let anchored = self.anchor && self.moves[1].is_some();
-        self.scratch + if anchored { SCRATCH } else { 0 }
+        self.scratch + if self.anchor { SCRATCH } else { 0 }
     }
 }
 
@@ -263,7 +264,8 @@ pub(super) fn fold_rule(target: ScaledFormat, rule: &ByteRule) -> Option<Moves> 
 }
 
 /// The fold of `kn`'s scales in `mem`'s block (`Fold`), where it applies, with its tables
-/// placed after `mem`'s bytes; `anchor`: B may be anchored (`Anchor`).
+/// placed after `mem`'s bytes; `anchor`: B may be anchored where the block allows
+/// (`Fold::anchor`).
 pub(super) fn fold_plan(kn: &Kernel, mem: &Memory, anchor: bool) -> Option<Fold> {
     let tile = mem.tile;
     if mem.tma || tile.swapped || tile.splits > 1 {
@@ -299,10 +301,12 @@ pub(super) fn fold_plan(kn: &Kernel, mem: &Memory, anchor: bool) -> Option<Fold>
         at += m.bytes();
         *slot = Some(m);
     }
+    let rows = mem.tile.rows[1];
+    let warps = rows % 32 == 0 && (mem.copiers - rows) % 32 == 0 && rows / 32 * 8 <= SCRATCH;
     moves.iter().any(Option::is_some).then_some(Fold {
         moves,
         scratch: at,
-        anchor,
+        anchor: anchor && moves[1].is_some() && warps,
     })
 }
 
@@ -385,15 +389,6 @@ pub(super) fn scale_word<'c, 'a>(
     }
 }
 
-/// Whether B's scales may be anchored (`Anchor`) in `mem`'s block: the fold may, B is
-/// folded and its rows' scanning threads are whole warps (each warp reduces its rows'
-/// codes at once).
-fn anchors(mem: &Memory, fold: &Fold) -> bool {
-    let rows = mem.tile.rows[1];
-    let warps = rows % 32 == 0 && (mem.copiers - rows) % 32 == 0 && rows <= 128;
-    fold.anchor && fold.moves[1].is_some() && warps
-}
-
 /// What a scan found before any scale: no miss and, `ranged`, the empty range of codes
 /// (largest 0, smallest 255).
 fn unscanned<'c, 'a>(e: &Emitter<'c, 'a>, ranged: bool) -> Vec<Value<'c, 'a>> {
@@ -450,7 +445,7 @@ pub(super) fn fold_scan<'c, 'a>(
     // anchored operand), in rounds of `SCAN` stages, or of K's stages where fewer (the last
     // round's past the end read the last stage again).
     let per_round = static_k(kn).map_or(SCAN, |k| SCAN.min(ceil(k, BK)));
-    let anchored = anchors(mem, fold);
+    let anchored = fold.anchor;
     let scan_row = |e: &Emitter<'c, 'a>, x: usize, st: ScaleStage, reach: i64, r| {
         let ranged = anchored && x == 1;
         let rounds = ceil_div(e, e.subi(last, first), e.index(per_round));
