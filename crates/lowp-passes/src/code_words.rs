@@ -53,16 +53,24 @@ impl Permute {
         matches!(self, Permute::Prmt | Permute::Perm)
     }
 
-    /// `v >> 16` (an `i32`): with `prmt`, `mul.hi.u32 v, 0x10000`, which ptxas keeps as an
-    /// `IMAD.HI` on the FMA pipe, beside the translations' permutes, masks and shifts that
-    /// all issue to the integer pipe (16 lanes an SMSP on sm_90: a warp's instruction holds
-    /// it 2 clocks).
-    pub(crate) fn high_half<'c, 'a>(self, e: &Emitter<'c, 'a>, v: Value<'c, 'a>) -> Value<'c, 'a> {
+    /// `v >> n` (an `i32`, `n` in 1..32): with `prmt`, `mul.hi.u32 v, 2^(32 - n)`, which
+    /// ptxas keeps as an `IMAD.HI` on the FMA pipe, beside the translations' permutes,
+    /// masks and shifts that all issue to the integer pipe (16 lanes an SMSP on sm_90: a
+    /// warp's instruction holds it 2 clocks).
+    pub(crate) fn shift_down<'c, 'a>(
+        self,
+        e: &Emitter<'c, 'a>,
+        v: Value<'c, 'a>,
+        n: u32,
+    ) -> Value<'c, 'a> {
+        debug_assert!((1..32).contains(&n));
         match self {
-            Permute::Prmt => {
-                e.call_intrinsic("llvm.nvvm.mulhi.ui", &[v, e.i32(0x1_0000)], e.int_type(32))
-            }
-            _ => e.shrui(v, e.i32(16)),
+            Permute::Prmt => e.call_intrinsic(
+                "llvm.nvvm.mulhi.ui",
+                &[v, e.i32(1 << (32 - n))],
+                e.int_type(32),
+            ),
+            _ => e.shrui(v, e.i32(n)),
         }
     }
 
@@ -298,9 +306,9 @@ pub(crate) fn translate4<'c, 'a>(
 /// The images of the eight 4-bit codes packed in `word` (code i in nibble i) through a
 /// `symmetric` table, by `prmt` (`p` in nibble form): codes 0-3 and 4-7, image i in byte
 /// i of each. `translate4`'s symmetric path for a whole word, sharing its work: one mask
-/// of the low 3 bits (the high half's selectors that, shifted down: `high_half`), and `word << 4` for
-/// both halves' signs (bit 3 of codes 4 and 6 is bit 7 of its bytes 2 and 3, of 5 and 7
-/// of `word`'s: selector 0xFBEA).
+/// of the low 3 bits (the high half's selectors that, shifted down: `shift_down`), and
+/// `word << 4` for both halves' signs (bit 3 of codes 4 and 6 is bit 7 of its bytes 2 and
+/// 3, of 5 and 7 of `word`'s: selector 0xFBEA).
 pub(crate) fn translate8<'c, 'a>(
     e: &Emitter<'c, 'a>,
     p: Permute,
@@ -314,7 +322,7 @@ pub(crate) fn translate8<'c, 'a>(
         let signs = e.andi(p.prmt(e, up, word, e.i32(signs)), e.i32(0x8080_8080));
         e.ori(p.lookup(e, table[0], table[1], selectors), signs)
     };
-    [half(low, 0xD9C8), half(p.high_half(e, low), 0xFBEA)]
+    [half(low, 0xD9C8), half(p.shift_down(e, low, 16), 0xFBEA)]
 }
 
 /// A table of 5- or 6-bit codes (one per byte, the top bit the sign) that word arithmetic
@@ -323,7 +331,8 @@ pub(crate) fn translate8<'c, 'a>(
 /// mantissa) plus `offset` (the exponent field's other bias); a subnormal one's image (its
 /// exponent field 0) picked by its `mant` mantissa bits from `sub` (a byte permute over
 /// the images of the `2^mant` subnormal magnitudes). FP6 into E4M3: E2M3 shift 0, offset
-/// 0x30; E3M2 shift 1, offset 0x20.
+/// 0x30; E3M2 shift 1, offset 0x20. Where the rule allows (`ByteRule::corrected`), a
+/// nibble permute (`prmt`) takes the shorter form of `corrections`.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub(crate) struct ByteRule {
     pub(crate) bits: u32,
@@ -331,9 +340,35 @@ pub(crate) struct ByteRule {
     pub(crate) shift: u32,
     pub(crate) offset: u32,
     pub(crate) sub: [u32; 2],
+    /// What a code's shifted bits plus `offset` exceed its image by, indexed by its low 3
+    /// bits where none of its magnitude's bits above them is set (`ByteRule::corrections`),
+    /// where that gives every code its image.
+    pub(crate) corrections: Option<[u32; 2]>,
 }
 
 impl ByteRule {
+    /// The rule with its `corrections`, where they give every code its image.
+    fn new(bits: u32, mant: u32, shift: u32, offset: u32, sub: [u32; 2]) -> Self {
+        let rule = ByteRule {
+            bits,
+            mant,
+            shift,
+            offset,
+            sub,
+            corrections: None,
+        };
+        ByteRule {
+            corrections: rule.corrections(),
+            ..rule
+        }
+    }
+
+    /// The rule moved to `offset` with the subnormal images `sub` (`Moves`), its
+    /// corrections recomputed.
+    pub(crate) fn moved(&self, offset: u32, sub: [u32; 2]) -> Self {
+        ByteRule::new(self.bits, self.mant, self.shift, offset, sub)
+    }
+
     /// The image of `code`: what `translate_bytes` computes in its byte.
     pub(crate) fn image(&self, code: u32) -> u32 {
         let half = 1 << (self.bits - 1);
@@ -345,6 +380,67 @@ impl ByteRule {
             (self.sub[(magnitude / 4) as usize] >> (8 * (magnitude % 4))) & 0xFF
         };
         body | sign
+    }
+
+    /// Whether `translate_bytes` takes the corrections' form with permute `p`: nibble
+    /// selectors (`prmt`, whose sign mode gives the 0 of codes that need none).
+    pub(crate) fn corrected(&self, p: Permute) -> bool {
+        p.nibbles() && self.corrections.is_some()
+    }
+
+    /// The two words `translate_bytes` looks up with `p`: the corrections
+    /// (`ByteRule::corrected`) or the subnormal images.
+    pub(crate) fn words(&self, p: Permute) -> [u32; 2] {
+        match self.corrections {
+            Some(c) if self.corrected(p) => c,
+            _ => self.sub,
+        }
+    }
+
+    /// What multiplies a code's sign bit (`code & half`, in place) to move its shifted
+    /// value to bit 7: `(0x80 - (half << shift)) / half` (0 for a 6-bit code shifted 2).
+    fn sign_factor(&self) -> i64 {
+        let half = 1i64 << (self.bits - 1);
+        (0x80 - (half << self.shift)) / half
+    }
+
+    /// Whether a magnitude bit above the low 3 of `code` is set (bits 3-4 of a 6-bit code,
+    /// bit 3 of a 5-bit one): an exponent bit (a mantissa is at most 3 bits wide), so the
+    /// code is normal and takes no correction. Normal codes whose exponent bits are all
+    /// below bit 3 index corrections of 0.
+    fn high(&self, code: u32) -> bool {
+        let half = 1u32 << (self.bits - 1);
+        code & (half - 1) & !7 != 0
+    }
+
+    /// The corrections' form of the rule: per byte, `(code << shift) + offset - c +
+    /// (code & half) * sign_factor`, with `c` byte `code & 7` of the corrections where no
+    /// magnitude bit above the low 3 is set (`high`), else 0 (`prmt`'s sign mode over a
+    /// byte whose bit 7 is clear). `None` where some correction is not within 0..=0x7F or
+    /// some code's sum is not its image: every code is checked, and the sum holds in the
+    /// word (each byte's sum is its image, so whatever carries and borrows pass between
+    /// the terms, the word's total is the four images side by side).
+    fn corrections(&self) -> Option<[u32; 2]> {
+        let half = 1u32 << (self.bits - 1);
+        let mut words = [0u32; 2];
+        for low in 0..8u32 {
+            let excess = i64::from((low << self.shift) + self.offset) - i64::from(self.image(low));
+            let c = u32::try_from(excess).ok().filter(|&c| c < 0x80)?;
+            words[(low / 4) as usize] |= c << (8 * (low % 4));
+        }
+        let sum = |code: u32| {
+            let low = code & 7;
+            let c = if self.high(code) {
+                0
+            } else {
+                (words[(low / 4) as usize] >> (8 * (low % 4))) & 0xFF
+            };
+            i64::from(code << self.shift) + i64::from(self.offset) - i64::from(c)
+                + self.sign_factor() * i64::from(code & half)
+        };
+        (0..2 * half)
+            .all(|code| sum(code) == i64::from(self.image(code)))
+            .then_some(words)
     }
 }
 
@@ -374,13 +470,7 @@ pub(crate) fn byte_rule(table: &Table) -> Option<ByteRule> {
         for m in 0..first {
             sub[(m / 4) as usize] |= image(m) << (8 * (m % 4));
         }
-        let rule = ByteRule {
-            bits,
-            mant,
-            shift,
-            offset,
-            sub,
-        };
+        let rule = ByteRule::new(bits, mant, shift, offset, sub);
         (0..2 * half)
             .all(|c| rule.image(c) == image(c))
             .then_some(rule)
@@ -393,22 +483,60 @@ pub(crate) fn splat<'c, 'a>(e: &Emitter<'c, 'a>, byte: u32) -> Value<'c, 'a> {
 }
 
 /// The images of the four codes in `word` (one per byte) by `rule`, image i in byte i, with
-/// the rule's offset (in every byte) and subnormal images given as values: `rule`'s own, or
-/// (folded scales) those of its table moved down (`Moves`).
+/// the rule's offset (in every byte) and its two words for `p` (`ByteRule::words`) given as
+/// values: `rule`'s own, or (folded scales) those of its table moved down (`Moves`).
+/// Corrected (`ByteRule::corrected`, `prmt`): the shifted codes plus the offsets, less each
+/// code's correction (one permute over selectors of its low 3 bits and, in bit 3, whether
+/// a magnitude bit above them is set), plus the signs times `sign_factor`; bits above a
+/// code's are ignored, as by `decode`. Else the normal images and the subnormal ones (a
+/// permute over their mantissa bits), each code's picked by whether its exponent field is
+/// 0 (a third permute, in sign mode), then the sign. E2M3 into E4M3 in ptxas 12.9's SASS,
+/// per 4 codes: corrected 11 instructions, 8 on the integer pipe (LOP3 x 5, PRMT x 2,
+/// IADD3; the two shifts down are `IMAD.HI`), else 13: 9 on the integer pipe and a VIADD.
 pub(crate) fn translate_bytes<'c, 'a>(
     e: &Emitter<'c, 'a>,
     p: Permute,
     rule: &ByteRule,
-    (offsets, sub): (Value<'c, 'a>, [Value<'c, 'a>; 2]),
+    (offsets, words): (Value<'c, 'a>, [Value<'c, 'a>; 2]),
     word: Value<'c, 'a>,
 ) -> Value<'c, 'a> {
     let half = 1u32 << (rule.bits - 1);
+    if rule.corrected(p) {
+        // Bit 3 of each byte: whether a magnitude bit above the low 3 is set (bit 4 of a
+        // 6-bit code moved down one, or'ed in); bits 4-7 are not read.
+        let flagged = if rule.bits == 6 {
+            e.ori(word, e.andi(p.shift_down(e, word, 1), splat(e, 0x08)))
+        } else {
+            word
+        };
+        // Each byte's low nibble as nibble i of the low 16 bits: bytes 0 and 2 of the low
+        // nibbles with the next byte's above them.
+        let pairs = e.ori(
+            e.andi(flagged, splat(e, 0x0F)),
+            e.andi(p.shift_down(e, flagged, 4), splat(e, 0xF0)),
+        );
+        let selectors = p.prmt(e, pairs, e.i32(0), e.i32(0x20));
+        let corrections = p.lookup(e, words[0], words[1], selectors);
+        let codes = e.andi(word, splat(e, 2 * half - 1));
+        let shifted = match rule.shift {
+            0 => codes,
+            s => e.shli(codes, e.i32(s)),
+        };
+        let body = e.subi(e.addi(shifted, offsets), corrections);
+        return match rule.sign_factor() {
+            0 => body,
+            f => {
+                let signs = e.andi(word, splat(e, half));
+                e.addi(body, e.muli(signs, e.i32(f as i32 as u32)))
+            }
+        };
+    }
     let low = (1u32 << rule.mant) - 1;
     let magnitude = e.andi(word, splat(e, half - 1));
     let normal = e.addi(e.shli(magnitude, e.i32(rule.shift)), offsets);
     // Subnormal images: the mantissa bits as selectors.
     let m = e.andi(word, splat(e, low));
-    let sub = p.lookup(e, sub[0], sub[1], p.selectors_of_bytes(e, m));
+    let sub = p.lookup(e, words[0], words[1], p.selectors_of_bytes(e, m));
     // 0xFF in the bytes of normal codes: bit 7 of exponent bits + 0x80 - 2^mant is set
     // where the exponent field is not 0, and the permute's sign mode spreads it.
     let exponent = e.andi(word, splat(e, (half - 1) & !low));
@@ -471,7 +599,7 @@ impl WordRule {
                 e,
                 p,
                 rule,
-                (splat(e, rule.offset), rule.sub.map(|w| e.i32(w))),
+                (splat(e, rule.offset), rule.words(p).map(|w| e.i32(w))),
                 stored,
             ),
         }

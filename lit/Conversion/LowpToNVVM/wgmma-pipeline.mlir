@@ -173,10 +173,10 @@ func.func @mxfp8(%a: memref<100x96xf8E5M2>, %sa: memref<100x3xf8E8M0FNU>,
 // per stage into the slot (8 KiB + 16 KiB), then, after its wait, translates them into the
 // FP8 tiles of stage % 3 after the ring: E2M1 -> E4M3 four codes at a time by byte
 // permutes of the table's images; E3M2 -> E4M3 four codes (one per byte) at a time by
-// word arithmetic, no select chain: normal codes (magnitude & 0x1F1F1F1F) << 1 plus
-// 0x20202020, subnormal ones the permute of their images 0x24201800 by the mantissa bits
-// (& 0x03030303), the choice by the exponent bits (& 0x1C1C1C1C, + 0x7C7C7C7C: bit 7
-// set where not 0, spread over the byte by the permute's sign mode, selector 0xBA98).
+// word arithmetic, no select chain: the codes (& 0x3F3F3F3F) << 1 plus 0x20202020, less
+// each code's correction (what that exceeds a subnormal code's image by: 0x02040A20, a
+// permute whose selectors are the codes' low 3 bits and, in bit 3, bit 3 or 4: the sign
+// mode's 0 for codes with either set), plus the signs (& 0x20202020) times 2.
 // Both operands' E8M0 32-blocks are staged and both translations can move, so the block
 // folds its scales where they allow (Conversion/LowpToNVVM/wgmma-pipeline-fold.mlir): the
 // tables (E2M1 9 x 16 bytes, E3M2's subnormal images 5 x 16) and the scan's 32 bytes of
@@ -207,15 +207,18 @@ func.func @mxfp8(%a: memref<100x96xf8E5M2>, %sa: memref<100x3xf8E8M0FNU>,
 // CHECK-NOT:       arith.select %{{.*}} : i64
 // CHECK:           nvvm.prmt <default> %{{.*}}, %c1010315264_i32, %c1279804480_i32 : i32
 // CHECK-NOT:       arith.select %{{.*}} : i64
-// CHECK:           %[[MAG:.*]] = arith.andi %[[W:.*]], %c522133279_i32 : i32
-// CHECK:           %[[SH:.*]] = arith.shli %[[MAG]], %c1_i32 : i32
-// CHECK:           %[[NORMAL:.*]] = arith.addi %[[SH]], %c538976288_i32 : i32
+// CHECK:           %[[DOWN1:.*]] = llvm.call_intrinsic "llvm.nvvm.mulhi.ui"(%[[W:.*]], %c-2147483648_i32)
+// CHECK:           %[[BIT4:.*]] = arith.andi %[[DOWN1]], %c134744072_i32 : i32
+// CHECK:           %[[FLAGGED:.*]] = arith.ori %[[W]], %[[BIT4]] : i32
+// CHECK:           llvm.call_intrinsic "llvm.nvvm.mulhi.ui"(%[[FLAGGED]], %c268435456_i32)
 // CHECK:           %[[SEL:.*]] = nvvm.prmt <default> %c32_i32, %{{.*}}, %c0_i32 : i32
-// CHECK:           %[[SUB:.*]] = nvvm.prmt <default> %[[SEL]], %c606083072_i32, %c0_i32 : i32
-// CHECK:           %[[EXP:.*]] = arith.andi %[[W]], %c471604252_i32 : i32
-// CHECK:           %[[FLAG:.*]] = arith.addi %[[EXP]], %c2088533116_i32 : i32
-// CHECK:           %[[NORMALS:.*]] = nvvm.prmt <default> %c47768_i32, %[[FLAG]], %c0_i32 : i32
-// CHECK:           arith.andi %[[NORMAL]], %[[NORMALS]] : i32
+// CHECK:           %[[CORR:.*]] = nvvm.prmt <default> %[[SEL]], %c33819168_i32, %c0_i32 : i32
+// CHECK:           %[[CODES:.*]] = arith.andi %[[W]], %c1061109567_i32 : i32
+// CHECK:           %[[SH:.*]] = arith.shli %[[CODES]], %c1_i32 : i32
+// CHECK:           %[[SUM:.*]] = arith.addi %[[SH]], %c538976288_i32 : i32
+// CHECK:           arith.subi %[[SUM]], %[[CORR]] : i32
+// CHECK:           %[[SIGNS:.*]] = arith.andi %[[W]], %c538976288_i32 : i32
+// CHECK:           arith.muli %[[SIGNS]], %c2_i32 : i32
 // CHECK-NOT:       arith.select %{{.*}} : i64
 // CHECK:           llvm.store %{{.*}}, %{{.*}} {alignment = 16 : i64} : vector<4xi32>, !llvm.ptr<3>
 // CHECK:           nvvm.fence.proxy {kind = #nvvm.proxy_kind<async.shared>, space = #nvvm.shared_space<cta>}

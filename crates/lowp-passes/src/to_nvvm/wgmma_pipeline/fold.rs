@@ -79,9 +79,10 @@ const DEEPEST: usize = 15;
 /// `reach` is the largest `d` before some image has no exact code: 8 for E2M1 into E4M3
 /// (0.5 x 2^-8 is E4M3's smallest subnormal). The tables live in shared memory at `at`, 16
 /// bytes each, and a chunk's translation loads its `d`'s: 4-bit codes, `nibble_table`'s
-/// four words; codes a `ByteRule` translates (FP6), the rule's subnormal images (two words),
-/// its normal images moving by `unit` (the target's exponent LSB) a binade, which keeps
-/// them exact while they stay normal: E2M3 into E4M3 reaches 6, E3M2 4.
+/// four words; codes a `ByteRule` translates (FP6), the rule's subnormal images or its
+/// corrections (two words of the four, `ByteRule::words`), its normal images moving by
+/// `unit` (the target's exponent LSB) a binade, which keeps them exact while they stay
+/// normal: E2M3 into E4M3 reaches 6, E3M2 4.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub(super) struct Moves {
     pub(super) reach: i64,
@@ -222,8 +223,10 @@ pub(super) fn fold_tables(target: ScaledFormat, table: [u32; 4]) -> Option<Moves
 
 /// The moved forms of a byte rule into `target` (`Moves`, placed at 0): for each `d` its
 /// offset less `d` exponent units and its subnormal images moved, while that gives every
-/// code exactly its image moved (`moved`), checked on all codes; `None` when not even one
-/// binade down is exact.
+/// code exactly its image moved (`moved`), checked on all codes, and, where the rule has
+/// corrections (`ByteRule::corrected`), the moved rule has too: each table holds the
+/// subnormal images (words 0 and 1) and the corrections (2 and 3). `None` when not even
+/// one binade down is exact.
 pub(super) fn fold_rule(target: ScaledFormat, rule: &ByteRule) -> Option<Moves> {
     let unit = 1u32 << target.mant_bits();
     let mut tables = [[0u32; 4]; DEEPEST + 1];
@@ -241,18 +244,15 @@ pub(super) fn fold_rule(target: ScaledFormat, rule: &ByteRule) -> Option<Moves> 
         if subnormals.is_none() {
             break;
         }
-        let down = ByteRule {
-            offset,
-            sub,
-            ..*rule
-        };
+        let down = rule.moved(offset, sub);
         let exact = (0..1u32 << rule.bits).all(|c| {
             moved(target, rule.image(c) as u8, d).is_some_and(|m| m as u32 == down.image(c))
         });
-        if !exact {
+        if !exact || rule.corrections.is_some() != down.corrections.is_some() {
             break;
         }
-        *slot = [sub[0], sub[1], 0, 0];
+        let corrections = down.corrections.unwrap_or_default();
+        *slot = [sub[0], sub[1], corrections[0], corrections[1]];
         reach = d as i64;
     }
     (reach > 0).then_some(Moves {

@@ -398,15 +398,17 @@ pub(super) fn translate_stage<'c, 'a>(
                 }
                 None => t.map(|w| e.i32(w)),
             });
-            // A byte rule's offset and subnormal images; moved: the offset less d exponent
-            // units in every byte, the subnormal images from the table.
+            // A byte rule's offset and its two words (`ByteRule::words`: the corrections or
+            // the subnormal images); moved: the offset less d exponent units in every byte,
+            // the words from the table's last two or first two.
             let bytes = bytewise.map(|rule| match moved {
                 Some((d, at, unit)) => {
-                    let sub = shared.load_words(e, at, 2);
+                    let from = if rule.corrected(permute) { 8 } else { 0 };
+                    let words = shared.load_words(e, e.addi(at, e.index(from)), 2);
                     let down = e.muli(d, splat(e, unit));
-                    (e.subi(splat(e, rule.offset), down), [sub[0], sub[1]])
+                    (e.subi(splat(e, rule.offset), down), [words[0], words[1]])
                 }
-                None => (splat(e, rule.offset), rule.sub.map(|w| e.i32(w))),
+                None => (splat(e, rule.offset), rule.words(permute).map(|w| e.i32(w))),
             });
             for h in 0..pieces {
                 // Packed codes through a symmetric table: a stored word's eight at once.
