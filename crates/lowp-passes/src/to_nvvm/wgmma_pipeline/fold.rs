@@ -423,7 +423,8 @@ fn warp_reduce<'c, 'a>(e: &Emitter<'c, 'a>, kind: &str, value: Value<'c, 'a>) ->
 /// first stage's word into the copy ring (later stages' come by `cp.async` a stage ahead);
 /// each warp of B's rows reduces their largest and smallest codes (`redux.sync`) into the
 /// scratch, and `bar.red.or` publishes the words and gives every thread the block's
-/// answer; then every thread reads the scratch. In the emulation, every row in turn.
+/// answer; then every thread reads the scratch. In the emulation, every row in turn, B's
+/// anchored ones a warp at a time into the same scratch, read the same way.
 /// Before that, the folded operands' moved tables (`Moves`) are stored where the
 /// translations read them (operand x's by thread 32 x), which the same barrier publishes.
 #[allow(clippy::too_many_arguments)]
@@ -482,9 +483,6 @@ pub(super) fn fold_scan<'c, 'a>(
         }
     }
     let mut missed = e.bool(false);
-    // B's largest and smallest code over the block (the emulation's), or the scratch's
-    // per warp (the GPU's).
-    let mut range = None;
     for x in 0..2 {
         let (Some(st), Some(Moves { reach, .. })) = (mem.scales[x], fold.moves[x]) else {
             continue;
@@ -527,19 +525,28 @@ pub(super) fn fold_scan<'c, 'a>(
             }
             scanned[0]
         } else {
-            let inits = unscanned(e, ranged);
-            let scanned = e.for_loop(zero, e.index(rows), one, &inits, |e, r, carried| {
-                let row = scan_row(e, x, st, reach, r);
-                let mut acc = vec![e.ori(carried[0], row[0])];
+            // Row by row; B's anchored rows a warp's 32 at a time, each warp's range left in
+            // the scratch as on the GPU.
+            let warp = if ranged { 32 } else { rows };
+            let groups = e.index(rows / warp);
+            e.for_loop(zero, groups, one, &[e.bool(false)], |e, w, carried| {
+                let from = e.muli(w, e.index(warp));
+                let inits = unscanned(e, ranged);
+                let rows = e.addi(from, e.index(warp));
+                let scanned = e.for_loop(from, rows, one, &inits, |e, r, carried| {
+                    let row = scan_row(e, x, st, reach, r);
+                    let mut acc = vec![e.ori(carried[0], row[0])];
+                    if ranged {
+                        acc.extend([e.maxsi(carried[1], row[1]), e.minsi(carried[2], row[2])]);
+                    }
+                    acc
+                });
                 if ranged {
-                    acc.extend([e.maxsi(carried[1], row[1]), e.minsi(carried[2], row[2])]);
+                    let at = e.addi(e.index(fold.scratch), e.muli(w, e.index(8)));
+                    shared.store_words(e, at, &[scanned[1], scanned[2]]);
                 }
-                acc
-            });
-            if ranged {
-                range = Some((scanned[1], scanned[2]));
-            }
-            scanned[0]
+                vec![e.ori(carried[0], scanned[0])]
+            })[0]
         };
         missed = e.ori(missed, scanned);
     }
@@ -561,20 +568,20 @@ pub(super) fn fold_scan<'c, 'a>(
                 .build()
                 .expect("valid nvvm.barrier"),
         );
-        if anchored {
-            // The warps' ranges, published by the barrier.
-            let warps = mem.tile.rows[1] / 32;
-            let words: Vec<Value> = (0..(2 * warps + 3) / 4)
-                .flat_map(|q| shared.load4(e, e.index(fold.scratch + 16 * q)))
-                .collect();
-            let top = (1..warps as usize).fold(words[0], |m, w| e.maxsi(m, words[2 * w]));
-            let bottom = (1..warps as usize).fold(words[1], |m, w| e.minsi(m, words[2 * w + 1]));
-            range = Some((top, bottom));
-        }
         e.cmpi(CmpiPredicate::Eq, any, e.i32(0))
     } else {
         e.xori(missed, e.bool(true))
     };
+    // The warps' ranges of B's rows (on the GPU published by the barrier).
+    let range = anchored.then(|| {
+        let warps = mem.tile.rows[1] / 32;
+        let words: Vec<Value> = (0..(2 * warps + 3) / 4)
+            .flat_map(|q| shared.load4(e, e.index(fold.scratch + 16 * q)))
+            .collect();
+        let top = (1..warps as usize).fold(words[0], |m, w| e.maxsi(m, words[2 * w]));
+        let bottom = (1..warps as usize).fold(words[1], |m, w| e.minsi(m, words[2 * w + 1]));
+        (top, bottom)
+    });
     let anchor = range.map(|(top, bottom)| {
         let reach = fold.moves[1].expect("an anchored operand is folded").reach;
         (within(e, top, bottom, reach), Anchor { top })
