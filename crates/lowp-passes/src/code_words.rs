@@ -486,13 +486,14 @@ pub(crate) fn splat<'c, 'a>(e: &Emitter<'c, 'a>, byte: u32) -> Value<'c, 'a> {
 /// the rule's offset (in every byte) and its two words for `p` (`ByteRule::words`) given as
 /// values: `rule`'s own, or (folded scales) those of its table moved down (`Moves`).
 /// Corrected (`ByteRule::corrected`, `prmt`): the shifted codes plus the offsets, less each
-/// code's correction (one permute over selectors of its low 3 bits and, in bit 3, whether
-/// a magnitude bit above them is set), plus the signs times `sign_factor`; bits above a
+/// code's correction (looked up by selectors of its low 3 bits and, in bit 3, whether a
+/// magnitude bit above them is set), plus the signs times `sign_factor`; bits above a
 /// code's are ignored, as by `decode`. Else the normal images and the subnormal ones (a
 /// permute over their mantissa bits), each code's picked by whether its exponent field is
 /// 0 (a third permute, in sign mode), then the sign. E2M3 into E4M3 in ptxas 12.9's SASS,
-/// per 4 codes: corrected 11 instructions, 8 on the integer pipe (LOP3 x 5, PRMT x 2,
-/// IADD3; the two shifts down are `IMAD.HI`), else 13: 9 on the integer pipe and a VIADD.
+/// per 4 codes: corrected 10 instructions, 7 on the integer pipe (LOP3 x 3, PRMT x 3,
+/// IADD3; the two shifts down and the signs' multiply-add are `IMAD`s), else 13: 9 on the
+/// integer pipe and a VIADD.
 pub(crate) fn translate_bytes<'c, 'a>(
     e: &Emitter<'c, 'a>,
     p: Permute,
@@ -509,14 +510,12 @@ pub(crate) fn translate_bytes<'c, 'a>(
         } else {
             word
         };
-        // Each byte's low nibble as nibble i of the low 16 bits: bytes 0 and 2 of the low
-        // nibbles with the next byte's above them.
-        let pairs = e.ori(
-            e.andi(flagged, splat(e, 0x0F)),
-            e.andi(p.shift_down(e, flagged, 4), splat(e, 0xF0)),
-        );
-        let selectors = p.prmt(e, pairs, e.i32(0), e.i32(0x20));
-        let corrections = p.lookup(e, words[0], words[1], selectors);
+        // The selectors are the bytes' low nibbles, which are nibbles 0 and 2 of each half
+        // word: the low half's look up codes 0 and 1 into bytes 0 and 2, the high half's
+        // (shifted down) codes 2 and 3, and a third permute puts those four bytes in order.
+        let first = p.lookup(e, words[0], words[1], flagged);
+        let second = p.lookup(e, words[0], words[1], p.shift_down(e, flagged, 16));
+        let corrections = p.prmt(e, first, second, e.i32(0x6420));
         let codes = e.andi(word, splat(e, 2 * half - 1));
         let shifted = match rule.shift {
             0 => codes,

@@ -83,8 +83,8 @@ func.func @nvfp4(%a: memref<32x32x!lowp.packed<f4E2M1FN>>, %sa: memref<32x4xf8E4
 
 // FP6 (E2M3, one code per byte) x packed E2M1 into E4M3: a K step's registers loaded as
 // words (A's 4 bytes through their address: an i6 memref has no byte vectors; B's 2 packed
-// bytes), then translated four codes at a time: FP6 by word arithmetic (2 prmt: the
-// selectors gathered, the codes' corrections), E2M1 by three prmt over the 16 images.
+// bytes), then translated four codes at a time: FP6 by word arithmetic (3 prmt: the
+// corrections of codes 0-1 and 2-3, put in order), E2M1 by three prmt over the 16 images.
 // CHECK-LABEL: func.func @fp6_fp4
 // CHECK-DAG:   %[[A:.*]] = lowp.storage_cast %arg0 : memref<64x128xf6E2M3FN> to memref<64x128xi6>
 // CHECK-DAG:   %[[B:.*]] = lowp.storage_cast %arg2 : memref<64x64x!lowp.packed<f4E2M1FN>> to memref<64x64xi8>

@@ -174,9 +174,10 @@ func.func @mxfp8(%a: memref<100x96xf8E5M2>, %sa: memref<100x3xf8E8M0FNU>,
 // FP8 tiles of stage % 3 after the ring: E2M1 -> E4M3 four codes at a time by byte
 // permutes of the table's images; E3M2 -> E4M3 four codes (one per byte) at a time by
 // word arithmetic, no select chain: the codes (& 0x3F3F3F3F) << 1 plus 0x20202020, less
-// each code's correction (what that exceeds a subnormal code's image by: 0x02040A20, a
-// permute whose selectors are the codes' low 3 bits and, in bit 3, bit 3 or 4: the sign
-// mode's 0 for codes with either set), plus the signs (& 0x20202020) times 2.
+// each code's correction (what that exceeds a subnormal code's image by: 0x02040A20,
+// permutes whose selectors are the codes' low 3 bits and, in bit 3, bit 3 or 4: the sign
+// mode's 0 for codes with either set; the half words' nibbles 0 and 2, put in order by a
+// third permute, 0x6420), plus the signs (& 0x20202020) times 2.
 // Both operands' E8M0 32-blocks are staged and both translations can move, so the block
 // folds its scales where they allow (Conversion/LowpToNVVM/wgmma-pipeline-fold.mlir): the
 // tables (E2M1 9 x 16 bytes, E3M2's subnormal images 5 x 16) and the scan's 32 bytes of
@@ -210,9 +211,10 @@ func.func @mxfp8(%a: memref<100x96xf8E5M2>, %sa: memref<100x3xf8E8M0FNU>,
 // CHECK:           %[[DOWN1:.*]] = llvm.call_intrinsic "llvm.nvvm.mulhi.ui"(%[[W:.*]], %c-2147483648_i32)
 // CHECK:           %[[BIT4:.*]] = arith.andi %[[DOWN1]], %c134744072_i32 : i32
 // CHECK:           %[[FLAGGED:.*]] = arith.ori %[[W]], %[[BIT4]] : i32
-// CHECK:           llvm.call_intrinsic "llvm.nvvm.mulhi.ui"(%[[FLAGGED]], %c268435456_i32)
-// CHECK:           %[[SEL:.*]] = nvvm.prmt <default> %c32_i32, %{{.*}}, %c0_i32 : i32
-// CHECK:           %[[CORR:.*]] = nvvm.prmt <default> %[[SEL]], %c33819168_i32, %c0_i32 : i32
+// CHECK:           %[[FIRST:.*]] = nvvm.prmt <default> %[[FLAGGED]], %c33819168_i32, %c0_i32 : i32
+// CHECK:           %[[HALF:.*]] = llvm.call_intrinsic "llvm.nvvm.mulhi.ui"(%[[FLAGGED]], %c65536_i32)
+// CHECK:           %[[SECOND:.*]] = nvvm.prmt <default> %[[HALF]], %c33819168_i32, %c0_i32 : i32
+// CHECK:           %[[CORR:.*]] = nvvm.prmt <default> %c25632_i32, %[[FIRST]], %[[SECOND]] : i32
 // CHECK:           %[[CODES:.*]] = arith.andi %[[W]], %c1061109567_i32 : i32
 // CHECK:           %[[SH:.*]] = arith.shli %[[CODES]], %c1_i32 : i32
 // CHECK:           %[[SUM:.*]] = arith.addi %[[SH]], %c538976288_i32 : i32
