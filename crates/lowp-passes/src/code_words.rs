@@ -549,14 +549,30 @@ pub(crate) fn translate_bytes<'c, 'a>(
     e.ori(body, sign)
 }
 
-/// The selectors of `translate4` (in `p`'s form) for four 4-bit codes stored one per byte
-/// (image i from byte i).
-pub(crate) fn byte_nibbles<'c, 'a>(
+/// The images of four 4-bit codes stored one per byte in `word` (image i from byte i;
+/// bits 4-7 of each ignored), through `table` as in `translate4`. With `prmt` and a
+/// `symmetric` table, the bytes' low 3 bits are the selectors as they lie: a half word's
+/// nibbles 0 and 2 are its two bytes' low nibbles, so a lookup over the word and one over
+/// its high half give codes 0-1 and 2-3 in bytes 0 and 2, a third permute (0x6420) puts
+/// them in order, and bit 3 of each byte moved up 4 is its sign. Else the bytes' nibbles
+/// gathered into `translate4`'s selectors.
+pub(crate) fn translate4_bytes<'c, 'a>(
     e: &Emitter<'c, 'a>,
     p: Permute,
+    table: &[Value<'c, 'a>; 4],
+    symmetric: bool,
     word: Value<'c, 'a>,
 ) -> Value<'c, 'a> {
-    p.selectors_of_bytes(e, e.andi(word, e.i32(0x0F0F_0F0F)))
+    if symmetric && p.nibbles() {
+        let low = e.andi(word, splat(e, 0x07));
+        let first = p.lookup(e, table[0], table[1], low);
+        let second = p.lookup(e, table[0], table[1], p.shift_down(e, low, 16));
+        let magnitudes = p.prmt(e, first, second, e.i32(0x6420));
+        let signs = e.andi(e.shli(word, e.i32(4)), splat(e, 0x80));
+        return e.ori(magnitudes, signs);
+    }
+    let selectors = p.selectors_of_bytes(e, e.andi(word, splat(e, 0x0F)));
+    translate4(e, p, table, symmetric, selectors)
 }
 
 /// A table's word-at-a-time translation, where it has one.
@@ -587,12 +603,13 @@ impl WordRule {
     ) -> Value<'c, 'a> {
         match self {
             WordRule::Nibbles(t) => {
-                let selectors = if packed {
-                    p.selectors_of_nibbles(e, stored)
+                let table = t.map(|w| e.i32(w));
+                if packed {
+                    let selectors = p.selectors_of_nibbles(e, stored);
+                    translate4(e, p, &table, symmetric(t), selectors)
                 } else {
-                    byte_nibbles(e, p, stored)
-                };
-                translate4(e, p, &t.map(|w| e.i32(w)), symmetric(t), selectors)
+                    translate4_bytes(e, p, &table, symmetric(t), stored)
+                }
             }
             WordRule::Bytes(rule) => translate_bytes(
                 e,

@@ -14,7 +14,7 @@ use super::fold::{byte_max, Folded};
 use super::memory::{each_chunk, swizzled, Memory, ScaleStage, Shared};
 use super::{Side, BK};
 use crate::code_words::{
-    byte_nibbles, byte_rule, nibble_table, splat, symmetric, translate4, translate8,
+    byte_rule, nibble_table, splat, symmetric, translate4, translate4_bytes, translate8,
     translate_bytes,
 };
 use crate::expand_quantize::Scaled;
@@ -427,17 +427,16 @@ pub(super) fn translate_stage<'c, 'a>(
                         }
                         match nibbles {
                             // 4-bit codes: 4 at a time through byte permutes.
-                            Some(t) => {
-                                let selectors = if route.packed {
-                                    e.shrui(
-                                        raw[(first / 8) as usize],
-                                        e.i32((first % 8 * 4) as u32),
-                                    )
-                                } else {
-                                    // One code per byte: their nibbles side by side.
-                                    byte_nibbles(e, permute, raw[(first / 4) as usize])
-                                };
+                            Some(t) if route.packed => {
+                                let selectors = e.shrui(
+                                    raw[(first / 8) as usize],
+                                    e.i32((first % 8 * 4) as u32),
+                                );
                                 translate4(e, permute, &t, signed, selectors)
+                            }
+                            // One code per byte.
+                            Some(t) => {
+                                translate4_bytes(e, permute, &t, signed, raw[(first / 4) as usize])
                             }
                             // 5- and 6-bit codes: 4 at a time by word arithmetic, or one by
                             // one through a select chain.
