@@ -445,8 +445,9 @@ fn wgmma_pipeline_stages_scale_windows() {
 ///   anchored;
 /// - MXFP4 A x E4M3 B per channel (B's scales do not change along K: A's alone fold);
 /// - packed `f4e3m0` x `f4e3m0` MX (another table: 2^-2 .. 2^4 into E4M3, reach 7);
-/// - FP6 E2M3 x E3M2 MX (translated by `ByteRule`s: their offsets move down, subnormal
-///   images from the moved tables; reach 6 and 4), every block's largest 5.0 but one
+/// - FP6 E2M3 x E3M2 MX (translated by `ByteRule`s: their offsets move down, the
+///   subnormal codes' corrections from the moved tables; reach 6 and 4), every block's
+///   largest 5.0 but one
 ///   block of A's rows 0-7 2^-6 and one of B's 2^-4 smaller (the edges of both reaches):
 ///   folds in both kernels (the barrier pipeline keeps 3 stages to stage FP6 x FP6's
 ///   scales);
