@@ -447,8 +447,8 @@ fn wgmma_pipeline_stages_scale_windows() {
 /// - packed `f4e3m0` x `f4e3m0` MX (another table: 2^-2 .. 2^4 into E4M3, reach 7);
 /// - FP6 E2M3 x E3M2 MX (translated by `ByteRule`s: their offsets move down, the
 ///   subnormal codes' corrections from the moved tables; reach 6 and 4), every block's
-///   largest 5.0 but one
-///   block of A's rows 0-7 2^-6 and one of B's 2^-4 smaller (the edges of both reaches):
+///   largest 5.0 but one block of A's rows 0-7 2^-6 and one of B's 2^-4 smaller (the
+///   edges of both reaches):
 ///   folds in both kernels (the barrier pipeline keeps 3 stages to stage FP6 x FP6's
 ///   scales);
 /// - packed MXFP4 x MXFP6 E3M2 (smooth): the barrier pipeline stages both scales and folds
