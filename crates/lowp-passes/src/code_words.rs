@@ -80,7 +80,9 @@ impl Permute {
     }
 
     /// Selectors from four 4-bit indices in the low 16 bits of `packed` (index i in nibble
-    /// i): as they are for `prmt`; spread one per byte for `v_perm`.
+    /// i): as they are for `prmt`; spread one per byte for `v_perm`: the low nibbles of
+    /// bytes 0 and 1 (indices 0 and 2) and their high ones (1 and 3) interleaved by one
+    /// permute (selector 0x05010400).
     pub(crate) fn selectors_of_nibbles<'c, 'a>(
         self,
         e: &Emitter<'c, 'a>,
@@ -89,10 +91,9 @@ impl Permute {
         if self.nibbles() {
             return packed;
         }
-        (0..4).fold(e.i32(0), |acc, i| {
-            let nibble = e.andi(packed, e.i32(0xF << (4 * i)));
-            e.ori(acc, e.shli(nibble, e.i32(4 * i)))
-        })
+        let low = e.andi(packed, e.i32(0x0F0F));
+        let high = e.andi(e.shrui(packed, e.i32(4)), e.i32(0x0F0F));
+        self.perm(e, high, low, e.i32(0x0501_0400))
     }
 
     /// Selectors from four indices below 16, one per byte of `bytes` (index i in byte i):
