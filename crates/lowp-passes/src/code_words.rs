@@ -127,6 +127,24 @@ impl Permute {
         }
     }
 
+    /// Byte i of the result: `lookup`'s by the low nibble of byte i of `bytes` (nibble
+    /// form; bits 4-7 of each byte not read): a half word's nibbles 0 and 2 are its two
+    /// bytes' low nibbles, so a lookup over `bytes` and one over its high half give bytes
+    /// 0-1 and 2-3 in bytes 0 and 2 of each, and a third permute (0x6420) puts them in
+    /// order. No nibbles gathered (a shift, masks, a permute).
+    pub(crate) fn lookup_bytes<'c, 'a>(
+        self,
+        e: &Emitter<'c, 'a>,
+        lo: Value<'c, 'a>,
+        hi: Value<'c, 'a>,
+        bytes: Value<'c, 'a>,
+    ) -> Value<'c, 'a> {
+        debug_assert!(self.nibbles());
+        let first = self.lookup(e, lo, hi, bytes);
+        let second = self.lookup(e, lo, hi, self.shift_down(e, bytes, 16));
+        self.prmt(e, first, second, e.i32(0x6420))
+    }
+
     /// 0xFF in each byte of `word` whose bit 7 is set, else 0: `prmt`'s sign mode on bytes
     /// 0-3 (selector 0xBA98); `v_perm`'s (signs of bytes 1, 3, 5, 7 only) on `word` above
     /// `word << 8`, whose bytes 1 and 3 hold `word`'s bytes 0 and 2.
@@ -487,7 +505,7 @@ pub(crate) fn splat<'c, 'a>(e: &Emitter<'c, 'a>, byte: u32) -> Value<'c, 'a> {
 /// the rule's offset (in every byte) and its two words for `p` (`ByteRule::words`) given as
 /// values: `rule`'s own, or (folded scales) those of its table moved down (`Moves`).
 /// Corrected (`ByteRule::corrected`, `prmt`): the shifted codes plus the offsets, less each
-/// code's correction (looked up by selectors of its low 3 bits and, in bit 3, whether a
+/// code's correction (`Permute::lookup_bytes` by its low 3 bits and, in bit 3, whether a
 /// magnitude bit above them is set), plus the signs times `sign_factor`; bits above a
 /// code's are ignored, as by `decode`. Else the normal images and the subnormal ones (a
 /// permute over their mantissa bits), each code's picked by whether its exponent field is
@@ -511,12 +529,7 @@ pub(crate) fn translate_bytes<'c, 'a>(
         } else {
             word
         };
-        // The selectors are the bytes' low nibbles, which are nibbles 0 and 2 of each half
-        // word: the low half's look up codes 0 and 1 into bytes 0 and 2, the high half's
-        // (shifted down) codes 2 and 3, and a third permute puts those four bytes in order.
-        let first = p.lookup(e, words[0], words[1], flagged);
-        let second = p.lookup(e, words[0], words[1], p.shift_down(e, flagged, 16));
-        let corrections = p.prmt(e, first, second, e.i32(0x6420));
+        let corrections = p.lookup_bytes(e, words[0], words[1], flagged);
         let codes = e.andi(word, splat(e, 2 * half - 1));
         let shifted = match rule.shift {
             0 => codes,
@@ -552,11 +565,9 @@ pub(crate) fn translate_bytes<'c, 'a>(
 
 /// The images of four 4-bit codes stored one per byte in `word` (image i from byte i;
 /// bits 4-7 of each ignored), through `table` as in `translate4`. With `prmt` and a
-/// `symmetric` table, the bytes' low 3 bits are the selectors as they lie: a half word's
-/// nibbles 0 and 2 are its two bytes' low nibbles, so a lookup over the word and one over
-/// its high half give codes 0-1 and 2-3 in bytes 0 and 2, a third permute (0x6420) puts
-/// them in order, and bit 3 of each byte moved up 4 is its sign. Else the bytes' nibbles
-/// gathered into `translate4`'s selectors.
+/// `symmetric` table, the images of the bytes' low 3 bits (`Permute::lookup_bytes`), and
+/// bit 3 of each byte moved up 4 as its sign. Else the bytes' nibbles gathered into
+/// `translate4`'s selectors.
 pub(crate) fn translate4_bytes<'c, 'a>(
     e: &Emitter<'c, 'a>,
     p: Permute,
@@ -566,9 +577,7 @@ pub(crate) fn translate4_bytes<'c, 'a>(
 ) -> Value<'c, 'a> {
     if symmetric && p.nibbles() {
         let low = e.andi(word, splat(e, 0x07));
-        let first = p.lookup(e, table[0], table[1], low);
-        let second = p.lookup(e, table[0], table[1], p.shift_down(e, low, 16));
-        let magnitudes = p.prmt(e, first, second, e.i32(0x6420));
+        let magnitudes = p.lookup_bytes(e, table[0], table[1], low);
         let signs = e.andi(e.shli(word, e.i32(4)), splat(e, 0x80));
         return e.ori(magnitudes, signs);
     }
