@@ -35,14 +35,17 @@ func.func @mxfp8(%a: memref<128x256xf8E4M3FN>, %sa: memref<128x8xf8E8M0FNU>,
 }
 
 // FP6 x packed FP4 (into E4M3): the step's 8 FP6 words and 8 packed half-words loaded back
-// to back, then translated with byte permutes and word arithmetic, no select chain.
+// to back, then translated with byte permutes and word arithmetic, no select chain: FP6's
+// corrections looked up over each half word (the high one by mul.hi) and put in order by a
+// third permute (0x6420).
 // SM89:        .visible .entry fp6_fp4_kernel(
 // SM89-NOT:    .local
 // SM89:        bra
 // SM89-COUNT-8: ld.global.b32
 // SM89-COUNT-8: ld.global.b16
 // SM89-NOT:    selp
-// SM89:        prmt.b32
+// SM89:        mul.hi.u32
+// SM89:        prmt.b32 {{.*}}, 0x6420U;
 // SM89-NOT:    selp
 // SM89:        bra.uni
 func.func @fp6_fp4(%a: memref<64x128xf6E2M3FN>, %sa: memref<64x4xf8E8M0FNU>,
