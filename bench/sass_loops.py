@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """The loops of a kernel's SASS (no GPU needed): for each loop (a backward branch; an
 outer one counts its inner ones' instructions once), its instructions, the wgmma (QGMMA /
-HGMMA) among them, those that issue to the integer pipe (`ALU`, half rate) and the most
-frequent opcodes. What a warp issues per pipeline stage, against the tensor time of the
+HGMMA) among them, those that issue to the integer pipe (`ALU`, half rate), the IMADs (FMA
+pipe) and the most frequent opcodes. What a warp issues per pipeline stage, against the tensor time of the
 stage's instructions, says whether a kernel can be issue-bound (or integer-pipe-bound)
 before any timing.
 
@@ -78,7 +78,10 @@ def loops(code, labels):
 
 
 # Integer-pipe (ALU) opcodes: 64 results a clock an SM on sm_90 (16 lanes an SMSP), so a
-# warp's instruction holds its SMSP's pipe 2 clocks (IMAD runs on the FMA pipe instead).
+# warp's instruction holds its SMSP's pipe 2 clocks. IMAD (every form: .HI, .SHL, .IADD,
+# .MOV, .X, .WIDE) runs on the FMA pipe instead, counted apart: the translations move
+# shifts and adds there (`mul.hi`, `IMAD.SHL`), and whether IMAD too holds its pipe 2
+# clocks is for the device to show.
 ALU = {"IADD3", "LOP3", "SHF", "PRMT", "ISETP", "SEL", "VIMNMX", "VIMNMX3", "LEA", "SGXT",
        "IMNMX", "IABS", "FLO", "POPC", "BMSK", "PLOP3", "BREV"}
 
@@ -95,7 +98,7 @@ def report(path):
         alu = sum(v for k, v in ops.items() if k in ALU)
         top = ", ".join(f"{k} {v}" for k, v in ops.most_common(8))
         print(f"  {code[a][0]:#07x}-{code[b][0]:#07x}: {len(body):5d} instructions,"
-              f" {mma} wgmma, {alu} integer-pipe | {top}")
+              f" {mma} wgmma, {alu} integer-pipe, {ops['IMAD']} IMAD | {top}")
 
 
 if __name__ == "__main__":
