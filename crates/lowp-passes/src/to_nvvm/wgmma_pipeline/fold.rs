@@ -532,8 +532,8 @@ pub(super) fn fold_scan<'c, 'a>(
             e.for_loop(zero, groups, one, &[e.bool(false)], |e, w, carried| {
                 let from = e.muli(w, e.index(warp));
                 let inits = unscanned(e, ranged);
-                let rows = e.addi(from, e.index(warp));
-                let scanned = e.for_loop(from, rows, one, &inits, |e, r, carried| {
+                let end = e.addi(from, e.index(warp));
+                let scanned = e.for_loop(from, end, one, &inits, |e, r, carried| {
                     let row = scan_row(e, x, st, reach, r);
                     let mut acc = vec![e.ori(carried[0], row[0])];
                     if ranged {

@@ -953,9 +953,9 @@ type Pending<'c, 'a> = (Value<'c, 'a>, Value<'c, 'a>, Value<'c, 'a>);
 /// segment that is `before`, the previous stage's last. The stage's last segment is left
 /// pending, for the next stage or [`drain`]. `live`: whether the stage is in the block's
 /// range (its segments inside K are promoted). `fold`: how the block scales are taken
-/// (`Folded`; folded into the codes, the stage is one segment). `issued` runs once the first segment's
-/// instructions are committed, before any wait (the barrier pipeline issues the copies of
-/// a later stage there, while the tensor cores run).
+/// (`Folded`; folded into the codes, the stage is one segment). `issued` runs once the
+/// first segment's instructions are committed, before any wait (the barrier pipeline
+/// issues the copies of a later stage there, while the tensor cores run).
 #[allow(clippy::too_many_arguments)]
 fn stage_mmas<'c, 'a>(
     e: &Emitter<'c, 'a>,

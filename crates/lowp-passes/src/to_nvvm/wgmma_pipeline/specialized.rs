@@ -153,10 +153,10 @@ pub(super) fn specialized_block<'c, 'a>(
     // consumers 232), also translating those; but 56 (224) translating into split halves
     // (NVFP4's 16-blocks: the halves' stores and the UE4M3 scale rows) or with block scales
     // folded (a chunk's scale word and byte, B's anchor: MXFP4 8192^3 spilled 12 bytes at
-    // 40, inside its folded loops); with rows clamped
-    // (a row and size held per chunk), 72 (216); with K not whole stages (chunk columns
-    // clamped, scale windows), 88 (208). Below those the producer spills, above them the
-    // consumers do. (The rows of an operand loaded by TMA cost the producer nothing.)
+    // 40, inside its folded loops); with rows clamped (a row and size held per chunk), 72
+    // (216); with K not whole stages (chunk columns clamped, scale windows), 88 (208).
+    // Below those the producer spills, above them the consumers do. (The rows of an
+    // operand loaded by TMA cost the producer nothing.)
     let whole_rows = sides
         .iter()
         .zip(mem.routes)
