@@ -24,7 +24,7 @@
 //! the kernel multiplies its result by `2^shift` again, exactly. It is decided by checking
 //! every code (at most 256), not by a field rule.
 
-use crate::ScaledFormat;
+use crate::{ScaleDtype, ScaledFormat};
 
 impl ScaledFormat {
     /// True when every value of `self` is exactly a value of `target` (see the module docs
@@ -117,5 +117,37 @@ impl ScaledFormat {
             table[c] = table[c % n];
         }
         Some(table)
+    }
+
+    /// True when every product of a value of `self` and a finite value of the one-byte
+    /// scale dtype `scale` (UE8M0, UE4M3) is exactly an IEEE f16 value: a block's codes
+    /// times its scale can then go to an f16 tensor-core instruction with no rounding, the
+    /// scale applied on the way in (NVFP4 on Hopper: E2M1 x UE4M3 has at most 6
+    /// significant bits and lies within 2^-10 .. 2688). Formats with NaN or inf codes are
+    /// not taken (their products need no f16 counterpart checked here); a NaN scale gives
+    /// NaN products either way. Decided over every pair of codes (at most 256 x 255).
+    pub fn scaled_embeds_in_f16(self, scale: ScaleDtype) -> bool {
+        if self.has_nan() || self.has_inf() {
+            return false;
+        }
+        let grid = ScaleDtype::F16.f32_grid();
+        let scales: Vec<f64> = (0..=255u8)
+            .filter_map(|b| scale.decode_byte(b))
+            .filter(|s| s.is_finite())
+            .map(f64::from)
+            .collect();
+        if scales.is_empty() {
+            return false;
+        }
+        (0..self.code_count()).all(|c| {
+            let v = f64::from(self.decode(c as u8)).abs();
+            scales.iter().all(|&s| {
+                let p = v * s;
+                // Exact in f32 first (f64 holds the product of two narrow values exactly),
+                // then on f16's grid.
+                let f = p as f32;
+                f64::from(f) == p && grid.contains(f)
+            })
+        })
     }
 }
