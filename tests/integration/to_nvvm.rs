@@ -736,6 +736,97 @@ fn wgmma_pipeline_splits_16_blocks() {
     );
 }
 
+/// `nvfp4=f16`: NVFP4's 16-blocks as f16 codes times their UE4M3 scales (exact: every
+/// product of E2M1 and UE4M3 is an f16 value) into `m64n128k16.f32.f16.f16`, stages of 64
+/// codes, each chunk's scale word copied with it. The edge problem's blocks (below the
+/// smallest UE4M3 step, zeros, -0, large, NaN scales; 130 rows: the last tile's rows
+/// clamped) and B's global scale, K of 5 stages, unpacked E2M1 (a code a byte: a
+/// block a chunk) against packed, in the barrier pipeline and warp-specialized. Ops the route does
+/// not take keep the split one: B used as stored (E4M3), K not whole stages of 64, and
+/// the skinny block (16 rows).
+#[test]
+fn wgmma_pipeline_f16_route() {
+    let session = Session::new();
+    let mut rng = SplitMix64::new(1616);
+    let (f4, e4) = (ScaledFormat::F4E2M1, ScaledFormat::F8E4M3);
+    let (nv, nvg) = (ScaleLayout::NVFP4, ScaleLayout::NVFP4_GLOBAL);
+    let (m, n, k) = (130, 72, 256);
+    let mut a: Vec<f32> = (0..m * k)
+        .map(|i| rng.normal() * (1.0 + (i % 7) as f32))
+        .collect();
+    for (rows, ks, f) in [
+        (0..4, 16..32, 2f32.powi(-12)),
+        (4..8, 48..64, 0.0),
+        (8..12, 64..80, 2f32.powi(-14)),
+        (12..16, 96..112, -0.0),
+        (16..20, 128..144, 2f32.powi(10)),
+    ] {
+        for r in rows {
+            for x in &mut a[r * k + ks.start..r * k + ks.end] {
+                *x *= f;
+            }
+        }
+    }
+    a[20 * k + 100] = f32::NAN;
+    a[129 * k + 200] = f32::NAN;
+    let edges = (
+        format!("{m}x{n}x{k} nvfp4 x nvfp4 with edge blocks"),
+        Problem {
+            a: operand_of(&a, m, k, f4, nv, true),
+            b: operand(&mut rng, n, k, f4, nvg, true),
+            bias: Some(rng.normal_vec(n)),
+            bf16: false,
+        },
+    );
+    // A without a global scale: its NaNs make their blocks' scales NaN (two rows of C),
+    // where a global would be NaN and every output with it.
+    assert!(edges.1.a.q.scales.global.is_none());
+    assert!(edges.1.b.q.scales.global.is_some_and(f32::is_finite));
+    let taken = [
+        edges,
+        pair_problem(&mut rng, (72, 136, 320), (f4, nv, true, f4, nvg, true)),
+        pair_problem(&mut rng, (136, 72, 192), (f4, nv, false, f4, nv, true)),
+    ];
+    let kept = [
+        pair_problem(
+            &mut rng,
+            (72, 72, 256),
+            (f4, nv, true, e4, ScaleLayout::PerTensor, false),
+        ),
+        pair_problem(&mut rng, (72, 72, 224), (f4, nvg, true, f4, nvg, true)),
+        pair_problem(&mut rng, (16, 72, 256), (f4, nvg, true, f4, nvg, true)),
+    ];
+    let f16 = |kernel: &str, emulate: bool| {
+        format!(
+            "builtin.module(func.func(lowp-to-nvvm{{chip=sm_90a kernel={kernel} nvfp4=f16 \
+             emulate={emulate}}}))"
+        )
+    };
+    let text = lowered_with(&session, &taken, &f16("wgmma", false));
+    // Per op one stage a loop iteration: 4 instructions of K 16, no split halves.
+    assert_eq!(
+        text.matches("nvvm.wgmma.mma_async").count(),
+        4 * taken.len()
+    );
+    assert_eq!(text.matches("k = 16>").count(), 4 * taken.len());
+    assert_eq!(
+        text.matches("A[<f16>, <one>, <row>], B[<f16>, <one>, <col>]")
+            .count(),
+        4 * taken.len()
+    );
+    // A scale word with each chunk a thread copies (packed: one of A and one of B, the
+    // unpacked A two), in the prologue and in the loop; no staged scale rows (8 bytes).
+    assert!(text.contains("nvvm.convert.f8x2.to.f16x2"));
+    assert!(!text.contains(", 8, cache =  ca"));
+    assert_eq!(text.matches(", 4, cache =  ca").count(), 2 * (2 + 2 + 3));
+    let text = lowered_with(&session, &kept, &f16("auto", false));
+    assert!(!text.contains("k = 16>"), "the split route keeps these");
+    assert_eq!(text.matches("k = 32>").count(), 8 * kept.len());
+    run_and_check(&session, &taken, Some(&f16("wgmma", true)));
+    run_and_check(&session, &taken, Some(&f16("wgmma-specialized", true)));
+    run_and_check(&session, &kept, Some(&f16("auto", true)));
+}
+
 /// `kernel=wgmma-tma`: the warp-specialized block with the operands used as stored (E4M3 /
 /// E5M2) loaded by TMA boxes of 128 rows x 128 bytes, run through the emulation of TMA's
 /// tile mode (element by element from the box origin the kernel computes, zeros outside the

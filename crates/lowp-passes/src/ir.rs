@@ -93,6 +93,11 @@ impl<'c, 'a> Emitter<'c, 'a> {
         Type::float32(self.ctx)
     }
 
+    /// `f16`.
+    pub fn f16_type(&self) -> Type<'c> {
+        Type::float16(self.ctx)
+    }
+
     /// `index`.
     pub fn index_type(&self) -> Type<'c> {
         Type::index(self.ctx)
@@ -241,6 +246,10 @@ impl<'c, 'a> Emitter<'c, 'a> {
     /// `arith.truncf` (round to nearest even).
     pub fn truncf(&self, v: Value<'c, '_>, t: Type<'c>) -> Value<'c, 'a> {
         self.val(arith::truncf(v, t, self.loc))
+    }
+    /// `arith.extf` (exact).
+    pub fn extf(&self, v: Value<'c, '_>, t: Type<'c>) -> Value<'c, 'a> {
+        self.val(arith::extf(v, t, self.loc))
     }
     /// `arith.uitofp`.
     pub fn uitofp(&self, v: Value<'c, '_>, t: Type<'c>) -> Value<'c, 'a> {
@@ -508,6 +517,40 @@ impl<'c, 'a> Emitter<'c, 'a> {
                 .add_results(&[element])
                 .build()
                 .expect("valid vector.extract"),
+        )
+    }
+
+    /// `vector.shuffle %a, %b [mask]`: element i is element `mask[i]` of `a` then `b`
+    /// (vectors of `element`).
+    pub fn shuffle(
+        &self,
+        a: Value<'c, '_>,
+        b: Value<'c, '_>,
+        element: Type<'c>,
+        mask: &[i64],
+    ) -> Value<'c, 'a> {
+        self.val(
+            OperationBuilder::new("vector.shuffle", self.loc)
+                .add_operands(&[a, b])
+                .add_attributes(&[(
+                    melior::ir::Identifier::new(self.ctx, "mask"),
+                    melior::ir::attribute::DenseI64ArrayAttribute::new(self.ctx, mask).into(),
+                )])
+                .add_results(&[self.vector_type(mask.len() as u64, element)])
+                .build()
+                .expect("valid vector.shuffle"),
+        )
+    }
+
+    /// `llvm.bitcast`: the same bits as another type of their width, scalar and vector
+    /// alike (`arith.bitcast` keeps the shape).
+    pub fn llvm_bitcast(&self, v: Value<'c, '_>, t: Type<'c>) -> Value<'c, 'a> {
+        self.val(
+            OperationBuilder::new("llvm.bitcast", self.loc)
+                .add_operands(&[v])
+                .add_results(&[t])
+                .build()
+                .expect("valid llvm.bitcast"),
         )
     }
 

@@ -280,6 +280,11 @@ pub(crate) struct Plan {
     pub(crate) step: i64,
     /// K per partial sum.
     pub(crate) span: i64,
+    /// The block scales are applied to the codes on their way to the instruction (the f16
+    /// route of `lowp-to-nvvm`'s wgmma pipeline: each code times its block's scale, exact in
+    /// f16), so partial sums are added as they are and only the per-tensor globals remain
+    /// for the epilogue.
+    pub(crate) in_codes: bool,
 }
 
 impl Plan {
@@ -317,6 +322,7 @@ impl Plan {
             scaled,
             step,
             span,
+            in_codes: false,
         })
     }
 
@@ -846,7 +852,8 @@ impl<'p, 'c, 'a> Kernel<'p, 'c, 'a> {
         count: usize,
     ) -> Option<SegmentScales<'c, 'a>> {
         let constant = [&self.ops.sa, &self.ops.sb].map(|s| !s.layout.is_k_blocked());
-        (self.plan.seg.is_some() && !self.plan.scaled && constant.iter().any(|&c| c)).then(|| {
+        let along_k = self.plan.seg.is_some() && !self.plan.scaled && !self.plan.in_codes;
+        (along_k && constant.iter().any(|&c| c)).then(|| {
             // (The other operand's scales are loaded for K = 0 too, and never used.)
             self.segment_scales(e, l, e.index(0), count, &[None, None], None)
         })
@@ -877,7 +884,7 @@ impl<'p, 'c, 'a> Kernel<'p, 'c, 'a> {
             of: vec![],
             decoded: [staged[0].is_some(), staged[1].is_some()],
         };
-        if self.plan.seg.is_none() || self.plan.scaled {
+        if self.plan.seg.is_none() || self.plan.scaled || self.plan.in_codes {
             return scales;
         }
         let one = e.index(1);

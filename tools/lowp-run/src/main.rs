@@ -68,6 +68,10 @@ const USAGE: &str =
                   E8M0 32-block scales into their FP8 codes where a block's scales allow
                   (auto; rows: B never anchored to one code for the block; off; default
                   auto)
+  --nvfp4 R       with --target cuda: the wgmma square block's route for NVFP4's
+                  16-blocks (split: an FP8 instruction per block on split tiles; f16:
+                  codes times their scales as f16 into k16 f16 instructions; default
+                  split)
   --print-ptx     with --target cuda: print the kernel's launch and PTX, and exit (no GPU
                   needed)
   --save-kernel DIR  with --target cuda: write the compiled kernel (kernel.ptx, launch.txt)
@@ -106,7 +110,8 @@ struct Args {
     cuda: bool,
     chip: Option<String>,
     kernel: Option<String>,
-    /// lowp-to-nvvm's tuning options (`--split-k`, `--multicast`, `--fold-scales`).
+    /// lowp-to-nvvm's tuning options (`--split-k`, `--multicast`, `--fold-scales`,
+    /// `--nvfp4`).
     tuning: Vec<(&'static str, String)>,
     print_ptx: bool,
     save_kernel: Option<String>,
@@ -247,10 +252,11 @@ fn parse_args(raw: Vec<String>) -> Result<Args, Usage> {
                 }
                 a.kernel = Some(k);
             }
-            "--split-k" | "--multicast" | "--fold-scales" => {
+            "--split-k" | "--multicast" | "--fold-scales" | "--nvfp4" => {
                 let name = match flag.as_str() {
                     "--split-k" => "split-k",
                     "--multicast" => "multicast",
+                    "--nvfp4" => "nvfp4",
                     _ => "fold-scales",
                 };
                 let v = value().ok_or_else(|| Usage(format!("{flag} needs a value (auto)")))?;
@@ -272,8 +278,8 @@ fn parse_args(raw: Vec<String>) -> Result<Args, Usage> {
     let nvidia = a.chip.is_some() || a.kernel.is_some() || !a.tuning.is_empty();
     if (nvidia || a.print_ptx || a.save_kernel.is_some()) && !a.cuda {
         return Err(Usage(
-            "--chip, --kernel, --split-k, --multicast, --fold-scales, --print-ptx and \
-             --save-kernel go with --target cuda"
+            "--chip, --kernel, --split-k, --multicast, --fold-scales, --nvfp4, --print-ptx \
+             and --save-kernel go with --target cuda"
                 .into(),
         ));
     }

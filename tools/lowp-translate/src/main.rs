@@ -4,7 +4,7 @@
 //! ```text
 //! lowp-translate FILE.mlir|- --emit=llvm|ptx|asm|obj|hsaco
 //!                [--chip=sm_90a|sm_89|sm_100a|gfx942|gfx950|host] [--kernel=K]
-//!                [--split-k=S] [--multicast=M] [--fold-scales=F]
+//!                [--split-k=S] [--multicast=M] [--fold-scales=F] [--nvfp4=R]
 //!                [--pipeline='builtin.module(...)'] [-o OUT]
 //! ```
 //! lowp ops left in the module (after `--pipeline`, if any) are lowered for a GPU chip
@@ -27,7 +27,7 @@ use lowp_jit::Session;
 
 const USAGE: &str =
     "usage: lowp-translate FILE.mlir --emit=llvm|ptx|asm|obj|hsaco [--chip=CHIP] [--kernel=K]
-                      [--split-k=S] [--multicast=M] [--fold-scales=F]
+                      [--split-k=S] [--multicast=M] [--fold-scales=F] [--nvfp4=R]
                       [--pipeline=P] [-o OUT]
   --emit      llvm: LLVM IR; ptx: PTX (NVIDIA chips); asm: target assembly; obj: ELF object;
               hsaco: an AMD kernel linked into a code object (ld.lld; needs -o)
@@ -45,6 +45,9 @@ const USAGE: &str =
   --fold-scales NVIDIA: the wgmma square block folding FP4 / FP6 operands' E8M0 32-block
               scales into their FP8 codes where a block's scales allow (auto; rows: B
               never anchored to one code for the block; off; default auto)
+  --nvfp4     NVIDIA: the wgmma square block's route for NVFP4's 16-blocks (split: an FP8
+              instruction per block on split tiles; f16: codes times their scales as f16
+              into k16 f16 instructions; default split)
   --pipeline  a textual pass pipeline run first (e.g. builtin.module(lowp-cpu-pipeline));
               lowp ops left after it are lowered for a GPU --chip, and gpu.module kernels
               are compiled for it (ptx or asm)
@@ -56,7 +59,8 @@ struct Args {
     chip: Chip,
     pipeline: Option<String>,
     kernel: Option<String>,
-    /// lowp-to-nvvm's tuning options (`--split-k`, `--multicast`, `--fold-scales`).
+    /// lowp-to-nvvm's tuning options (`--split-k`, `--multicast`, `--fold-scales`,
+    /// `--nvfp4`).
     tuning: Vec<(&'static str, String)>,
     hsaco: bool,
     out: Option<String>,
@@ -87,6 +91,7 @@ fn parse(raw: Vec<String>) -> Result<Args, String> {
             "--split-k" => tuning.push(("split-k", value()?)),
             "--multicast" => tuning.push(("multicast", value()?)),
             "--fold-scales" => tuning.push(("fold-scales", value()?)),
+            "--nvfp4" => tuning.push(("nvfp4", value()?)),
             "-o" => out = Some(value()?),
             f if f.starts_with('-') && f != "-" => {
                 return Err(format!("unknown option '{f}'\n{USAGE}"))
@@ -137,7 +142,7 @@ fn parse(raw: Vec<String>) -> Result<Args, String> {
     }
     if !tuning.is_empty() && chip.vendor != Vendor::Nvidia {
         return Err(format!(
-            "--split-k, --multicast and --fold-scales tune lowp-to-nvvm: give an NVIDIA \
+            "--split-k, --multicast, --fold-scales and --nvfp4 tune lowp-to-nvvm: give an NVIDIA \
              --chip, not {chip}"
         ));
     }

@@ -173,6 +173,19 @@ pub const PASS: PassDef = PassDef {
             kind: OptionKind::Choice(&["auto", "rows", "off"]),
         },
         OptionDef {
+            name: "nvfp4",
+            default: "split",
+            description: "How the wgmma pipeline's square block (sm_90a) takes scales that \
+                          change every 16 codes (NVFP4) on two translated operands: split \
+                          (an FP8 instruction per 16-block on tiles split in halves, each \
+                          block's partial sums promoted with both UE4M3 scales) or f16 (each \
+                          code times its block's scale written as f16, exact where the \
+                          formats allow (E2M1 x UE4M3), into m64n128k16.f32.f16.f16 \
+                          instructions summing whole stages; K static, a multiple of 64). \
+                          Ops the f16 route does not take keep the split one",
+            kind: OptionKind::Choice(&["split", "f16"]),
+        },
+        OptionDef {
             name: "emulate",
             default: "false",
             description: "Run the same kernel on the CPU, each tensor-core instruction \
@@ -231,6 +244,7 @@ fn run<'c, 'a>(func: OperationRef<'c, 'a>, options: &PassOptions) -> Result<(), 
     let emulate = options.flag("emulate");
     let splits = options.choice("split-k").parse::<i64>().ok();
     let multicast = options.choice("multicast").parse::<i64>().ok();
+    let f16 = options.choice("nvfp4") == "f16";
     let fold = match options.choice("fold-scales") {
         "auto" => wgmma_pipeline::FoldScales::Auto,
         "rows" => wgmma_pipeline::FoldScales::Rows,
@@ -243,7 +257,7 @@ fn run<'c, 'a>(func: OperationRef<'c, 'a>, options: &PassOptions) -> Result<(), 
         // register-staged kernel.
         let pipeline = |blocks, feed| {
             if sm == 90 {
-                wgmma_pipeline::plan(op, &facts, blocks, splits).and_then(|(plan, i, tile)| {
+                wgmma_pipeline::plan(op, &facts, blocks, splits, f16).and_then(|(plan, i, tile)| {
                     if feed == Feed::Tma && plan.a.table.is_some() && plan.b.table.is_some() {
                         return Err("TMA loads the operands used as stored (E4M3 / E5M2); \
                                     both are translated (kernel=wgmma-specialized copies \

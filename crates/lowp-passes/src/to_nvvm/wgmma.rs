@@ -53,7 +53,9 @@ const A_WORDS: i64 = BM * 32 / 4;
 const B_WORDS: i64 = BN * 32 / 4;
 
 /// `wgmma.mma_async.sync.aligned.m64n<n>k32.f32.<a>.<b>`; its "registers" are the words each
-/// thread copies into shared memory. `a` and `b` are the FP8 types of the op's A and B.
+/// thread copies into shared memory. `a` and `b` are the FP8 types of the op's A and B (as
+/// stored or embedded), or, with `f16`, the types the codes pass through on their way to
+/// `m64n<n>k16.f32.f16.f16` (the pipeline's f16 route: each code times its block's scale).
 pub(super) struct Wgmma {
     pub(super) a: ScaledFormat,
     pub(super) b: ScaledFormat,
@@ -63,12 +65,23 @@ pub(super) struct Wgmma {
     /// The instruction computes C^T: its A is the op's B (64 columns of C), its B the op's
     /// A (`n` rows of C), so row i of its D fragment is column i of C.
     pub(super) swapped: bool,
+    /// Both operands' tiles hold f16 values (2 bytes a code): `k16.f32.f16.f16`.
+    pub(super) f16: bool,
 }
 
 impl Wgmma {
     /// f32 accumulators per thread.
     pub(super) fn accumulators(&self) -> usize {
         (self.n / 2) as usize
+    }
+
+    /// K per instruction: 32 bytes of each tile row, 32 FP8 codes or 16 f16 values.
+    pub(super) fn k(&self) -> i64 {
+        if self.f16 {
+            16
+        } else {
+            32
+        }
     }
 
     /// The instruction's operand types, its A first.
@@ -91,6 +104,7 @@ pub(super) fn plan(op: OperationRef) -> Result<(Plan, Wgmma), String> {
             b,
             n: BN,
             swapped: false,
+            f16: false,
         },
     ))
 }
@@ -341,6 +355,11 @@ pub(super) fn mma_async<'c, 'a>(
     let attr = |s: &str| Attribute::parse(ctx, s).expect("valid wgmma attribute");
     let scale_d = if accumulate { "one" } else { "zero" };
     let (ta, tb) = instr.types();
+    let (ta, tb, k) = if instr.f16 {
+        ("f16", "f16", 16)
+    } else {
+        (wgmma_type(ta), wgmma_type(tb), 32)
+    };
     let attrs = [
         ("layoutA", "#nvvm.mma_layout<row>".to_string()),
         ("layoutB", "#nvvm.mma_layout<col>".to_string()),
@@ -349,10 +368,10 @@ pub(super) fn mma_async<'c, 'a>(
         ("scaleD", format!("#nvvm.wgmma_scale_out<{scale_d}>")),
         (
             "shape",
-            format!("#nvvm.shape<m = {BM}, n = {}, k = 32>", instr.n),
+            format!("#nvvm.shape<m = {BM}, n = {}, k = {k}>", instr.n),
         ),
-        ("typeA", format!("#nvvm.wgmma_type<{}>", wgmma_type(ta))),
-        ("typeB", format!("#nvvm.wgmma_type<{}>", wgmma_type(tb))),
+        ("typeA", format!("#nvvm.wgmma_type<{ta}>")),
+        ("typeB", format!("#nvvm.wgmma_type<{tb}>")),
         ("typeD", "#nvvm.wgmma_type<f32>".to_string()),
     ];
     let attrs: Vec<_> = attrs
@@ -709,16 +728,25 @@ pub(super) fn emulated_wgmma<'c, 'a>(
         let addr = e.select(swizzle, e.xori(line, chunk_xor), plain);
         let word = e.load(smem[which], &[e.divui(addr, e.index(4))]);
         let shift = e.index_castui(e.muli(e.remui(addr, e.index(4)), c8), e.int_type(32));
-        e.andi(e.shrui(word, shift), e.i32(0xFF))
+        let mask = if instr.f16 { 0xFFFF } else { 0xFF };
+        e.andi(e.shrui(word, shift), e.i32(mask))
     };
+    // Element k of a row: an FP8 code at byte k, or an f16 value at bytes 2k, 2k + 1.
     let (ta, tb) = instr.types();
+    let value = |e: &Emitter<'c, 'a>, which: usize, ty, rc, k: Value<'c, 'a>| {
+        if !instr.f16 {
+            return codes::decode(e, ty, code(e, which, rc, k));
+        }
+        let bits = e.trunci(code(e, which, rc, e.muli(k, e.index(2))), e.int_type(16));
+        e.extf(e.bitcast(bits, e.f16_type()), e.f32_type())
+    };
     let acc = instr.accumulators() as i64;
     e.for_loop(zero, e.index(THREADS), one, &[], |e, t, _| {
         for j in 0..acc as usize {
             let (row, col) = fragment(e, t, j);
-            let sum = e.for_loop(zero, e.index(32), one, &[e.f32(0.0)], |e, k, s| {
-                let x = codes::decode(e, ta, code(e, 0, row, k));
-                let y = codes::decode(e, tb, code(e, 1, col, k));
+            let sum = e.for_loop(zero, e.index(instr.k()), one, &[e.f32(0.0)], |e, k, s| {
+                let x = value(e, 0, ta, row, k);
+                let y = value(e, 1, tb, col, k);
                 vec![e.addf(s[0], e.mulf(x, y))]
             })[0];
             let at = e.addi(e.muli(t, e.index(acc)), e.index(j as i64));

@@ -8,20 +8,20 @@ use melior::ir::operation::OperationBuilder;
 use melior::ir::{Attribute, Identifier, Type, Value};
 
 use super::memory::{Memory, Shared};
-use super::BK;
 use crate::expand_quantize::ceil_div;
 use crate::ir::Emitter;
 use crate::matrix_kernel::{Kernel, Lane};
 
-/// The stages `[first, last)` of K that split `rank` of `splits` sums: `ceil(stages /
-/// splits)` each, the last ones possibly fewer or none.
+/// The stages (of `bk` codes) `[first, last)` of K that split `rank` of `splits` sums:
+/// `ceil(stages / splits)` each, the last ones possibly fewer or none.
 pub(super) fn stage_range<'c, 'a>(
     e: &Emitter<'c, 'a>,
     k: Value<'c, 'a>,
+    bk: i64,
     rank: Value<'c, 'a>,
     splits: i64,
 ) -> (Value<'c, 'a>, Value<'c, 'a>) {
-    let stages = ceil_div(e, k, e.index(BK));
+    let stages = ceil_div(e, k, e.index(bk));
     if splits == 1 {
         return (e.index(0), stages);
     }

@@ -12,7 +12,8 @@ use super::cluster::stage_range;
 use super::fold::{fold_scan, Folded};
 use super::memory::{clear_halves, each_chunk, Memory, Shared};
 use super::stage::{
-    decode_scales, each_scale_row, scale_address, scale_at, staged_readers, translate_stage,
+    chunk_scale_at, decode_scales, each_scale_row, scale_address, scale_at, staged_readers,
+    translate_stage,
 };
 use super::tma::{box_origin, emulated_tma};
 use super::{descriptors_at, lane, part, segment_shape, sides, stage_descriptors, BK};
@@ -51,7 +52,7 @@ pub(super) fn emulated_block<'c, 'a>(
     let splits = mem.tile.splits;
     let acc_m = e.alloca(f32t, splits * computing * count);
     let part_m = e.alloca(f32t, wgmma::THREADS * count);
-    let sides = sides(e, kn, mem.tile, bm, bn);
+    let sides = sides(e, kn, mem, bm, bn);
     let k = kn.ops.k;
     let at = |e: &Emitter<'c, 'a>, t: Value<'c, 'a>, x: i64| {
         e.addi(e.muli(t, e.index(count)), e.index(x))
@@ -73,7 +74,7 @@ pub(super) fn emulated_block<'c, 'a>(
     threads(e, mem.copiers, &|e, t| clear_halves(e, mem, shared, t));
     // The cluster's blocks one after the other, each on its range of stages.
     e.for_loop(zero, e.index(splits), one, &[], |e, rank, _| {
-        let (first, last) = stage_range(e, k, rank, splits);
+        let (first, last) = stage_range(e, k, mem.bk, rank, splits);
         let held = e.muli(rank, e.index(computing));
         // The stages, with the block scales folded into the codes or not (`Fold`).
         let stages = |e: &Emitter<'c, 'a>, fold: Folded| {
@@ -83,7 +84,7 @@ pub(super) fn emulated_block<'c, 'a>(
                 segment_shape(kn.plan)
             };
             e.for_loop(first, last, one, &[], |e, s, _| {
-                let k0 = e.muli(s, e.index(BK));
+                let k0 = e.muli(s, e.index(mem.bk));
                 // The copies: 16 bytes each, zeros where the chunk is outside.
                 threads(e, mem.copiers, &|e, t| {
                     for (x, side) in sides.iter().enumerate() {
@@ -108,6 +109,21 @@ pub(super) fn emulated_block<'c, 'a>(
                                 })
                                 .collect();
                             shared.store4(e, e.addi(copied, c.slot_offset(e)), &words);
+                            if route.f16 {
+                                // The chunk's scale word, from the bytes the GPU's copies.
+                                let scaled = [&kn.ops.sa, &kn.ops.sb][x];
+                                let at = chunk_scale_at(e, scaled, side, c.r, k0);
+                                let columns = e.dim(scaled.scales, 1);
+                                let (sr, sc) = (e.divui(at, columns), e.remui(at, columns));
+                                let word = (0..4).fold(e.i32(0), |acc, b| {
+                                    let at = e.addi(sc, e.index(b));
+                                    let byte = e.extui(e.load(scaled.scales, &[sr, at]), i32t);
+                                    e.ori(acc, e.shli(byte, e.i32(8 * b as u32)))
+                                });
+                                let word = e.select(c.inside, word, e.i32(0));
+                                let to = mem.chunk_scales(e, x, s, c.slot_offset(e));
+                                shared.store_words(e, to, &[word]);
+                            }
                         });
                     }
                 });
@@ -119,7 +135,7 @@ pub(super) fn emulated_block<'c, 'a>(
                         }
                         if x == 1 && !cluster.is_empty() {
                             for (r, &(pm, pn)) in cluster.iter().enumerate() {
-                                let theirs = &self::sides(e, kn, mem.tile, pm, pn)[1];
+                                let theirs = &self::sides(e, kn, mem, pm, pn)[1];
                                 let box_ = box_origin(e, theirs, s);
                                 let (dst, origin) = part(e, mem, copied, box_, e.index(r as i64));
                                 let rows = route.rows / mem.tile.multicast;
@@ -193,18 +209,42 @@ pub(super) fn emulated_block<'c, 'a>(
                 let warpgroups = e.index(mem.tile.warpgroups);
                 e.for_loop(zero, warpgroups, one, &[], |e, warpgroup, _| {
                     let tiles = stage_descriptors(e, mem, shared, warpgroup, s);
-                    for g in 0..BK / seg {
+                    for g in 0..mem.bk / seg {
                         let k0 = e.addi(k0, e.index(g * seg));
+                        // (The f16 route's instructions sum into the accumulators.)
+                        let into = kn.plan.in_codes;
+                        let held_by = |e: &Emitter<'c, 'a>, t| {
+                            let tid = e.addi(t, e.muli(warpgroup, e.index(wgmma::THREADS)));
+                            (tid, e.addi(held, tid))
+                        };
                         e.if_then(e.cmpi(CmpiPredicate::Ult, k0, k), |e| {
-                            clear(e, part_m, wgmma::THREADS);
+                            if into {
+                                threads(e, wgmma::THREADS, &|e, t| {
+                                    let held = held_by(e, t).1;
+                                    for x in 0..count {
+                                        let v = e.load(acc_m, &[at(e, held, x)]);
+                                        e.store(v, part_m, &[at(e, t, x)]);
+                                    }
+                                });
+                            } else {
+                                clear(e, part_m, wgmma::THREADS);
+                            }
                             for j in 0..per_seg {
-                                let (da, db) = descriptors_at(e, mem, &tiles, g * seg + 32 * j);
+                                let at = g * seg + instr.k() * j;
+                                let (da, db) = descriptors_at(e, mem, &tiles, at);
                                 wgmma::emulated_wgmma(e, instr, [da, db], [buffer, buffer], part_m);
                             }
                             threads(e, wgmma::THREADS, &|e, t| {
-                                let tid = e.addi(t, e.muli(warpgroup, e.index(wgmma::THREADS)));
+                                let (tid, held) = held_by(e, t);
                                 let l = lane(e, mem.tile, tid, bm, bn);
-                                let tid = e.addi(held, tid);
+                                let tid = held;
+                                if into {
+                                    for x in 0..count {
+                                        let v = e.load(part_m, &[at(e, t, x)]);
+                                        e.store(v, acc_m, &[at(e, tid, x)]);
+                                    }
+                                    return;
+                                }
                                 let acc: Vec<Value> = (0..count)
                                     .map(|x| e.load(acc_m, &[at(e, tid, x)]))
                                     .collect();

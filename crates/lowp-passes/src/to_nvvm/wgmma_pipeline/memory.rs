@@ -12,7 +12,7 @@ use melior::ir::{Attribute, Identifier, Value};
 
 use super::fold::Fold;
 use super::{
-    ceil, Feed, Side, Tile, ATOM, BK, PARITIES, PRODUCERS, SKINNY_STAGES, SPECIALIZED_STAGES,
+    ceil, Feed, Side, Tile, ATOM, BK, PARITIES, PRODUCERS, ROW, SKINNY_STAGES, SPECIALIZED_STAGES,
     STAGES,
 };
 use crate::chip::Chip;
@@ -35,24 +35,43 @@ pub(super) struct Route {
     /// codes (`split_operand`): half h holds the 16-code chunks at h of every 32 and zeros
     /// in the others, so that an instruction of K 32 on it sums one 16-block.
     pub(super) halves: i64,
+    /// The f16 route (`Plan::in_codes`): the translation writes each code times its block's
+    /// scale as f16, 64 codes a stage (a tile row stays 128 bytes), and each copied chunk
+    /// brings its row's scale word of the stage (`chunk_scales`).
+    pub(super) f16: bool,
 }
 
 impl Route {
-    pub(super) fn of(o: &Operand, rows: i64, split: bool) -> Self {
+    pub(super) fn of(o: &Operand, rows: i64, split: bool, f16: bool) -> Self {
         Route {
             rows,
             packed: o.packed,
             staged: o.table.is_some(),
             halves: if split { 2 } else { 1 },
+            f16,
+        }
+    }
+
+    /// Codes of a row per stage: as many as fill a 128-byte tile row.
+    pub(super) fn stage_codes(self) -> i64 {
+        ROW / self.code_bytes()
+    }
+
+    /// Bytes of a code in the instruction's tile: 1 (FP8) or 2 (f16).
+    pub(super) fn code_bytes(self) -> i64 {
+        if self.f16 {
+            2
+        } else {
+            1
         }
     }
 
     /// Bytes of a stage's row as stored.
     pub(super) fn row_bytes(self) -> i64 {
         if self.packed {
-            BK / 2
+            self.stage_codes() / 2
         } else {
-            BK
+            self.stage_codes()
         }
     }
 
@@ -61,12 +80,18 @@ impl Route {
         self.rows * self.row_bytes()
     }
 
-    /// Bytes of its FP8 tile of a stage (of each half, when split).
-    pub(super) fn tile_bytes(self) -> i64 {
-        self.rows * BK
+    /// Bytes of a stage's copies in its slot: the codes as stored and, on the f16 route, a
+    /// scale word per chunk (`chunk_scales`).
+    pub(super) fn slot_bytes(self) -> i64 {
+        self.raw_bytes() + if self.f16 { 4 * self.total() } else { 0 }
     }
 
-    /// Bytes of the FP8 tiles a stage's translation fills (both halves).
+    /// Bytes of its tile of a stage (of each half, when split): 128 a row.
+    pub(super) fn tile_bytes(self) -> i64 {
+        self.rows * ROW
+    }
+
+    /// Bytes of the tiles a stage's translation fills (both halves).
     pub(super) fn translated_bytes(self) -> i64 {
         self.halves * self.tile_bytes()
     }
@@ -95,9 +120,10 @@ impl Route {
 /// The operand whose translated tiles are split in halves (`Route::halves`), where the
 /// scales change every 16 codes along K (NVFP4's blocks): the first translated one (a
 /// direct operand's tile is the copy itself). `None` where the scales allow segments of
-/// whole instructions, or where no operand is translated.
+/// whole instructions, where no operand is translated, or on the f16 route (the scales are
+/// in the codes: `Plan::in_codes`).
 pub(super) fn split_operand(plan: &Plan) -> Option<usize> {
-    if plan.step != 16 {
+    if plan.step != 16 || plan.in_codes {
         return None;
     }
     [&plan.a, &plan.b].iter().position(|o| o.table.is_some())
@@ -163,6 +189,8 @@ fn fewest_stages(routes: &[Route; 2], specialized: bool) -> i64 {
 pub(super) struct Memory {
     pub(super) tile: Tile,
     pub(super) routes: [Route; 2],
+    /// Codes of K per stage: 128, or 64 on the f16 route (`Route::f16`).
+    pub(super) bk: i64,
     /// A producer warpgroup copies, two consumer warpgroups compute.
     pub(super) specialized: bool,
     /// Direct operands come by TMA (`cp.async.bulk.tensor`, one thread per stage), staged
@@ -277,7 +305,9 @@ impl ScaleBlocks {
 /// (`ScaleBlocks::window`) for byte codes (E8M0, UE4M3: each promotion would load and
 /// decode 34 of them).
 pub(super) fn staged_scale_blocks(kn: &Kernel, k: Option<i64>) -> [Option<ScaleBlocks>; 2] {
-    let Some(k) = k.filter(|_| kn.plan.seg.is_some() && !kn.plan.scaled) else {
+    // (The f16 route's chunks bring their rows' scales themselves: `Memory::chunk_scales`.)
+    let along_k = kn.plan.seg.is_some() && !kn.plan.scaled && !kn.plan.in_codes;
+    let Some(k) = k.filter(|_| along_k) else {
         return [None, None];
     };
     [&kn.ops.sa, &kn.ops.sb].map(|s| {
@@ -321,16 +351,16 @@ impl Memory {
         let limit = chip.shared_kib as i64 * 1024;
         let split = split_operand(plan);
         let routes = [
-            Route::of(&plan.a, tile.rows[0], split == Some(0)),
-            Route::of(&plan.b, tile.rows[1], split == Some(1)),
+            Route::of(&plan.a, tile.rows[0], split == Some(0), plan.in_codes),
+            Route::of(&plan.b, tile.rows[1], split == Some(1), plan.in_codes),
         ];
-        let raw = routes[0].raw_bytes() + routes[1].raw_bytes();
+        let raw = routes[0].slot_bytes() + routes[1].slot_bytes();
         let staged: i64 = routes
             .iter()
             .filter(|r| r.staged)
             .map(|r| r.translated_bytes())
             .sum();
-        let in_slot = [0, routes[0].raw_bytes()];
+        let in_slot = [0, routes[0].slot_bytes()];
         // Operand x's staged scales of a stage (K per scale, bytes per scale): as copied,
         // and decoded (f32).
         let copied_bytes = |x: usize, b: ScaleBlocks| tile.rows[x] * b.row_bytes();
@@ -392,6 +422,7 @@ impl Memory {
             return Memory {
                 tile,
                 routes,
+                bk: routes[0].stage_codes(),
                 specialized,
                 tma,
                 copiers: PRODUCERS,
@@ -466,6 +497,7 @@ impl Memory {
         Memory {
             tile,
             routes,
+            bk: routes[0].stage_codes(),
             specialized,
             tma,
             copiers: tile.threads(),
@@ -509,6 +541,22 @@ impl Memory {
         s: Value<'c, 'a>,
     ) -> Value<'c, 'a> {
         e.addi(self.slot_of(e, s), e.index(self.in_slot[x]))
+    }
+
+    /// Byte offset of the scale word that the f16 route's chunk at `slot_offset` (its place
+    /// among operand `x`'s stage copies, `Chunk::slot_offset`) brings at stage `s`: the
+    /// word of its row's block scales of the stage, one a chunk after the codes, so that the
+    /// thread that copied the chunk translates it from its own copies alone.
+    pub(super) fn chunk_scales<'c, 'a>(
+        &self,
+        e: &Emitter<'c, 'a>,
+        x: usize,
+        s: Value<'c, 'a>,
+        slot_offset: Value<'c, 'a>,
+    ) -> Value<'c, 'a> {
+        let words = e.index(self.routes[x].raw_bytes());
+        let at = e.addi(self.copied(e, x, s), words);
+        e.addi(at, e.divui(slot_offset, e.index(4)))
     }
 
     /// Byte offset of the FP8 tile the instruction reads for operand `x` at stage `s` (half

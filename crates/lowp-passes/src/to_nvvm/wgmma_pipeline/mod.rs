@@ -130,8 +130,10 @@ use melior::ir::r#type::{DimSize, MemRefType, ShapedTypeLike};
 use melior::ir::{Attribute, Identifier, OperationRef, TypeLike, Value, ValueLike};
 
 use super::wgmma::{self, Wgmma};
+use lowp_formats::{ScaleLayout, ScaledFormat};
+
 use crate::chip::Chip;
-use crate::expand_quantize::{ceil_div, unsupported};
+use crate::expand_quantize::{ceil_div, layout_attr_of, unsupported};
 use crate::ir::Emitter;
 use crate::matrix_kernel::{Kernel, Lane, Operand, Plan, SegmentScales};
 use crate::to_loops::matmul_operands;
@@ -153,8 +155,11 @@ use specialized::specialized_block;
 use stage::{copy_scales, copy_stage, decode_scales, staged_readers, translate_stage};
 use tma::{acquire_tensor_map, box_bytes, load_boxes, tensor_map};
 
-/// K per stage.
+/// K per stage of FP8 codes (the f16 route's stages are 64: `Memory::bk`).
 const BK: i64 = 128;
+
+/// Bytes of a tile row: the 128-byte swizzle's line.
+const ROW: i64 = 128;
 
 /// Warp-specialized: after the consumer warpgroups, one producer warpgroup.
 const PRODUCERS: i64 = 128;
@@ -287,13 +292,15 @@ fn ceil(a: i64, b: i64) -> i64 {
 
 /// The plan, instruction and block for `op`, or why it needs the register-staged kernel.
 /// `splits`: the skinny block's split-K (`None`: by shape, where the shape is static).
+/// `f16`: NVFP4's 16-blocks take the f16 route where they can (`f16_route`).
 pub(super) fn plan(
     op: OperationRef,
     chip: &Chip,
     blocks: Blocks,
     splits: Option<i64>,
+    f16: bool,
 ) -> Result<(Plan, Wgmma, Tile), String> {
-    let (plan, mut instr) = wgmma::plan(op)?;
+    let (mut plan, mut instr) = wgmma::plan(op)?;
     // Scales that change every 16 codes: an instruction per 16-block, on the halves of a
     // translated operand's tiles (`split_operand`).
     if plan.step == 16 && split_operand(&plan).is_none() {
@@ -355,6 +362,10 @@ pub(super) fn plan(
     }
     instr.swapped = tile.swapped;
     instr.n = tile.n();
+    if f16 && f16_route(op, &plan, tile, k) {
+        plan.in_codes = true;
+        instr.f16 = true;
+    }
     if !Memory::new(&plan, chip, tile, Feed::Barrier, [None, None]).fits() {
         return Err(format!(
             "too few stages of the ring (4, 3 with split tiles) fit the {} KiB of shared \
@@ -363,6 +374,33 @@ pub(super) fn plan(
         ));
     }
     Ok((plan, instr, tile))
+}
+
+/// Whether `op` (planned as `plan`, in `tile`, K static where `k`) takes the f16 route
+/// (`Plan::in_codes`): its scales change every 16 codes (NVFP4), both operands are
+/// translated and every product of a code and a block scale is an f16 value
+/// (`ScaledFormat::scaled_embeds_in_f16`: E2M1 x UE4M3 is), in the square block, with K
+/// static and whole stages of 64 (each row's 4 scales of a stage one aligned word). Each
+/// code reaches an `m64n128k16.f32.f16.f16` instruction as f16 times its block's scale:
+/// no promotion per 16-block and no split halves (the split route's instructions sum
+/// zeros for half their tensor time, and each 16-block's promotion takes 128 FMUL / FFMA
+/// a thread), at the f16 rate (half FP8's), the global scales in the epilogue.
+fn f16_route(op: OperationRef, plan: &Plan, tile: Tile, k: Option<i64>) -> bool {
+    let formats = Plan::formats(op);
+    let layouts = ["lhs_layout", "rhs_layout"].map(|n| layout_attr_of(op, n).ok());
+    let (Ok(((fa, _), (fb, _))), [Some(la), Some(lb)]) = (formats, layouts) else {
+        return false;
+    };
+    let exact = |f: ScaledFormat, l: ScaleLayout| {
+        matches!(l, ScaleLayout::Nvfp4 { block: 16, .. }) && f.scaled_embeds_in_f16(l.scale_dtype())
+    };
+    plan.step == 16
+        && plan.a.table.is_some()
+        && plan.b.table.is_some()
+        && exact(fa, la)
+        && exact(fb, lb)
+        && !tile.swapped
+        && k.is_some_and(|k| k % (ROW / 2) == 0)
 }
 
 /// The TMA square block's B multicast for `op` (`requested`: 1 or 2 blocks per cluster,
@@ -437,8 +475,12 @@ fn part<'c, 'a>(
 }
 
 /// The K segments of a stage: codes per segment, instructions per segment (a 16-block's
-/// one reads the halves of the split operand's tiles).
+/// one reads the halves of the split operand's tiles; the f16 route's stage of 64 is one
+/// segment of 4 instructions of K 16).
 fn segment_shape(plan: &Plan) -> (i64, i64) {
+    if plan.in_codes {
+        return (ROW / 2, ROW / 2 / 16);
+    }
     let span = plan.span.min(BK);
     (span, (span / 32).max(1))
 }
@@ -460,13 +502,14 @@ struct Side<'c, 'a> {
 fn sides<'c, 'a>(
     e: &Emitter<'c, 'a>,
     kn: &Kernel<'_, 'c, 'a>,
-    tile: Tile,
+    mem: &Memory,
     bm: Value<'c, 'a>,
     bn: Value<'c, 'a>,
 ) -> [Side<'c, 'a>; 2] {
+    let tile = mem.tile;
     let k = static_k(kn).expect("the pipeline's plan takes static rows of codes");
     let row_bytes = |o: &Operand| if o.packed { k / 2 } else { k };
-    let whole_k = k % BK == 0;
+    let whole_k = k % mem.bk == 0;
     let whole_rows = |codes: Value<'c, 'a>, x: usize| {
         static_rows(codes).is_some_and(|rows| rows % tile.rows[x] == 0)
     };
@@ -562,7 +605,7 @@ pub(super) fn lower<'c, 'a>(
     };
     // Stages of K (static: `plan` takes static rows).
     let k = static_k(&kn).ok_or_else(|| unsupported(op, "the wgmma pipeline takes a static K"))?;
-    let k_stages = ceil(k, BK);
+    let k_stages = ceil(k, mem.bk);
     // The tensor maps of the operands TMA loads, made on the host.
     let bits = [kn.ops.bits_a, kn.ops.bits_b];
     // (B multicast: each box is a block's part of the stage.)
@@ -708,23 +751,25 @@ fn stage_descriptors<'c, 'a>(
     s: Value<'c, 'a>,
 ) -> TileDescriptors<'c, 'a> {
     let first = mem.tile.first();
-    let rows = e.muli(warpgroup, e.index(wgmma::BM * BK));
+    let rows = e.muli(warpgroup, e.index(wgmma::BM * ROW));
     let a = e.addi(mem.tile(e, first, s), rows);
     let b = mem.tile(e, 1 - first, s);
     TileDescriptors::at(e, shared.address(e, a), shared.address(e, b))
 }
 
-/// The descriptors of the instruction over the 32 codes from `at` (a multiple of 16)
-/// rounded down to 32, from its stage's: where `at` is the second 16 of them, the split
-/// operand's tile is its half 1 (its chunks at 16 of every 32), so that the instruction
-/// sums only those.
+/// The descriptors of the instruction over the 32 bytes of each tile row from code `at` (a
+/// multiple of 16; FP8: rounded down to 32), from its stage's: where `at` is the second 16
+/// of 32 FP8 codes, the split operand's tile is its half 1 (its chunks at 16 of every 32),
+/// so that the instruction sums only those; on the f16 route, 16 codes are the 32 bytes.
 fn descriptors_at<'c, 'a>(
     e: &Emitter<'c, 'a>,
     mem: &Memory,
     stage: &TileDescriptors<'c, 'a>,
     at: i64,
 ) -> (Value<'c, 'a>, Value<'c, 'a>) {
-    debug_assert!(at % 32 == 0 || (at % 16 == 0 && mem.routes.iter().any(|r| r.halves == 2)));
+    debug_assert!(
+        at % 32 == 0 || (at % 16 == 0 && mem.routes.iter().any(|r| r.halves == 2 || r.f16))
+    );
     let offset = |x: usize| {
         let route = mem.routes[x];
         let half = if at % 32 == 16 && route.halves == 2 {
@@ -732,7 +777,7 @@ fn descriptors_at<'c, 'a>(
         } else {
             0
         };
-        half + at / 32 * 32
+        half + at * route.code_bytes() / 32 * 32
     };
     let first = mem.tile.first();
     stage.offset(e, [offset(first), offset(1 - first)])
@@ -766,10 +811,10 @@ fn hardware_block<'c, 'a>(
     let consumer = Consumer::new(e, kn, instr, l);
     let warpgroup = e.divui(tid, e.index(wgmma::THREADS));
     let shared = Shared::aligned(e, memory);
-    let sides = sides(e, kn, mem.tile, bm, bn);
+    let sides = sides(e, kn, mem, bm, bn);
     let globals = copy_bases(e, kn, mem);
     let k = kn.ops.k;
-    let (first, last) = stage_range(e, k, rank, mem.tile.splits);
+    let (first, last) = stage_range(e, k, mem.bk, rank, mem.tile.splits);
     let (stages, first_thread) = (mem.stages, e.cmpi(CmpiPredicate::Eq, tid, e.index(0)));
     // TMA: a full mbarrier per slot, which thread 0 arms with the boxes' bytes before it
     // issues them (1 arrival); every thread waits on it before the stage's barrier.
@@ -807,7 +852,7 @@ fn hardware_block<'c, 'a>(
                     load_boxes(e, mem, shared, maps, &sides, full(e, s), s, rank);
                 });
             }
-            copy_stage(e, mem, shared, &sides, globals, k, tid, s);
+            copy_stage(e, kn, mem, shared, &sides, globals, k, tid, s);
             match mem.fold {
                 None => copy_scales(e, kn, mem, shared, &sides, tid, s),
                 // Folded scales: the next stage's travel with this stage's codes, since
@@ -981,13 +1026,21 @@ fn stage_mmas<'c, 'a>(
     let mut acc = acc.to_vec();
     let mut pending = before;
     let tiles = stage_descriptors(e, mem, shared, warpgroup, s);
-    for g in 0..BK / seg {
-        let k0 = e.addi(e.muli(s, e.index(BK)), e.index(g * seg));
+    for g in 0..mem.bk / seg {
+        let k0 = e.addi(e.muli(s, e.index(mem.bk)), e.index(g * seg));
+        // The f16 route sums into the accumulators themselves (`promote_segment`): they are
+        // pinned before the fence, so that no compiler moves what sets them (the zeros
+        // before the first stage) past it (ptxas then inserts a `warpgroup.arrive` and,
+        // warp-specialized, serializes the instructions: C7520).
+        let into = kn.plan.in_codes;
+        if into {
+            acc = wgmma::pinned(e, &acc);
+        }
         e.bare("nvvm.wgmma.fence.aligned", &[]);
-        let mut d = wgmma::pack(e, instr, &[]);
+        let mut d = wgmma::pack(e, instr, if into { &acc } else { &[] });
         for j in 0..per_seg {
-            let (da, db) = descriptors_at(e, mem, &tiles, g * seg + 32 * j);
-            d = wgmma::mma_async(e, instr, d, da, db, j > 0);
+            let (da, db) = descriptors_at(e, mem, &tiles, g * seg + instr.k() * j);
+            d = wgmma::mma_async(e, instr, d, da, db, j > 0 || into);
         }
         e.bare("nvvm.wgmma.commit.group.sync.aligned", &[]);
         if g == 0 {
@@ -1113,7 +1166,10 @@ fn stage_run<'c, 'a>(
 }
 
 /// Wait for a segment (`wgmma.wait_group left`: all but the last `left` commit groups
-/// done) and add its partial sums into `acc` with its scales, where it is to be promoted
+/// done) and add its partial sums into `acc` with its scales, where it is to be promoted;
+/// on the f16 route (`Plan::in_codes`: no scale left to apply, and the f16 instructions'
+/// f32 sums are not FP8's reduced-precision ones) its instructions summed into `acc`
+/// already, which the result then is
 /// (past K its tiles are zero-filled, so it added nothing; past the block's range it ran
 /// on stale tiles). Its block scales are loaded before the wait (in bounds either way), so
 /// that their latency passes while the tensor cores still run; each value once (B
@@ -1158,6 +1214,12 @@ fn promote_segment<'c, 'a>(
         .collect();
     let scales = scales.replaced(loaded);
     let d = wgmma::wait(e, instr, left, d);
+    if kn.plan.in_codes {
+        // (Every stage of the f16 route's square block is in its range and inside K: its
+        // sums are taken as they are, with no branch, which ptxas would meet with a
+        // `warpgroup.arrive` of its own and serialized instructions, C7520.)
+        return wgmma::unpack(e, instr, d);
+    }
     let acc = e.if_else(
         promote,
         &vec![e.f32_type(); instr.accumulators()],

@@ -20,7 +20,7 @@ use super::stage::{copy_scales, copy_stage, decode_scales, translate_stage};
 use super::tma::{acquire_tensor_map, box_bytes, load_boxes};
 use super::{
     copy_bases, drain, grouped, lane, mbarrier, overlaps, per_iteration, sides, square_grid,
-    stage_mmas, stage_run, stage_runs, wait_parity, Consumer, BK, PRODUCERS,
+    stage_mmas, stage_run, stage_runs, wait_parity, Consumer, PRODUCERS,
 };
 use crate::expand_quantize::ceil_div;
 use crate::ir::Emitter;
@@ -120,9 +120,9 @@ pub(super) fn specialized_block<'c, 'a>(
             wgmma::fence_proxy_async(e);
         }
     });
-    let sides = sides(e, kn, mem.tile, bm, bn);
+    let sides = sides(e, kn, mem, bm, bn);
     let k = kn.ops.k;
-    let count = ceil_div(e, k, e.index(BK));
+    let count = ceil_div(e, k, e.index(mem.bk));
     // The barriers initialized before any thread uses them; with multicast, before the
     // other blocks of the cluster write into this block or arrive on its barriers. Folded
     // scales: the producers' scan of their rows' scales, whose `bar.red.or` is that
@@ -151,7 +151,8 @@ pub(super) fn specialized_block<'c, 'a>(
     // issuing TMA boxes alone, or `cp.async` where the static shape proves every chunk
     // inside (one address a stage plus constants, `Chunk::lead`), 40 (DeepGEMM's split,
     // consumers 232), also translating those; but 56 (224) translating into split halves
-    // (NVFP4's 16-blocks: the halves' stores and the UE4M3 scale rows) or with block scales
+    // (NVFP4's 16-blocks: the halves' stores and the UE4M3 scale rows), on the f16 route
+    // (its chunks' scale words and f16 halves: 12 bytes spilled at 40) or with block scales
     // folded (a chunk's scale word and byte, B's anchor: MXFP4 8192^3 spilled 12 bytes at
     // 40, inside its folded loops); with rows clamped (a row and size held per chunk), 72
     // (216); with K not whole stages (chunk columns clamped, scale windows), 88 (208).
@@ -164,9 +165,10 @@ pub(super) fn specialized_block<'c, 'a>(
     let cp_async = copies || !mem.tma;
     let halves = mem.routes.iter().any(|r| r.halves == 2);
     let folds = mem.fold.is_some();
+    let f16 = mem.routes.iter().any(|r| r.f16);
     let (keep, take) = match (cp_async, sides[0].whole_k, whole_rows) {
         (false, ..) => (40, 232),
-        (true, true, true) if halves || folds => (56, 224),
+        (true, true, true) if halves || folds || f16 => (56, 224),
         (true, true, true) => (40, 232),
         (true, true, false) => (72, 216),
         (true, false, _) => (88, 208),
@@ -274,7 +276,7 @@ pub(super) fn specialized_block<'c, 'a>(
                 } else {
                     copy_scales(e, kn, mem, shared, &sides, ptid, s);
                 }
-                copy_stage(e, mem, shared, &sides, globals, k, ptid, s);
+                copy_stage(e, kn, mem, shared, &sides, globals, k, ptid, s);
                 e.bare("nvvm.cp.async.commit.group", &[]);
                 e.if_then(e.cmpi(CmpiPredicate::Uge, s, e.index(lead - 1)), |e| {
                     e.bare(

@@ -17,6 +17,9 @@ use crate::code_words::{
     byte_rule, nibble_table, splat, symmetric, translate4, translate4_bytes, translate8,
     translate_bytes,
 };
+use lowp_formats::ScaledFormat;
+
+use crate::codes;
 use crate::expand_quantize::Scaled;
 use crate::ir::Emitter;
 use crate::matrix_kernel::{translate, Kernel, ScaleReader};
@@ -111,10 +114,12 @@ pub(super) fn scale_address<'c, 'a>(
 
 /// Issue thread `tid`'s 16-byte `cp.async` of stage `s` of both operands into its slot
 /// (from the operands' base addresses `globals`; chunks outside copy 0 bytes); with TMA,
-/// of the staged operands only. (The staged scales: `copy_scales`.)
+/// of the staged operands only; on the f16 route, each chunk's scale word with it
+/// (`chunk_scale_at`, `Memory::chunk_scales`). (The staged scales: `copy_scales`.)
 #[allow(clippy::too_many_arguments)]
 pub(super) fn copy_stage<'c, 'a>(
     e: &Emitter<'c, 'a>,
+    kn: &Kernel<'_, 'c, 'a>,
     mem: &Memory,
     shared: Shared<'c, 'a>,
     sides: &[Side<'c, 'a>; 2],
@@ -124,12 +129,13 @@ pub(super) fn copy_stage<'c, 'a>(
     s: Value<'c, 'a>,
 ) {
     let i64t = e.int_type(64);
-    let k0 = e.muli(s, e.index(BK));
+    let k0 = e.muli(s, e.index(mem.bk));
     for (x, side) in sides.iter().enumerate() {
         let (route, copied) = (mem.routes[x], mem.copied(e, x, s));
         if mem.tma && !route.staged {
             continue;
         }
+        let scaled = [&kn.ops.sa, &kn.ops.sb][x];
         each_chunk(e, route, mem.copiers, tid, side, k, k0, |e, c| {
             let dst = e.pointer(shared.address(e, e.addi(copied, c.offset)), 3);
             let dst = e.offset_pointer(dst, c.lead[1]);
@@ -137,8 +143,35 @@ pub(super) fn copy_stage<'c, 'a>(
             let src = e.offset_pointer(src, c.lead[0]);
             let size = e.select(c.inside, e.i32(16), e.i32(0));
             cp_async(e, dst, src, size);
+            if route.f16 {
+                let at = scale_address(e, scaled, chunk_scale_at(e, scaled, side, c.r, k0));
+                let dst = shared.address(e, mem.chunk_scales(e, x, s, c.slot_offset(e)));
+                let size = e.select(c.inside, e.i32(4), e.i32(0));
+                cp_async_of(e, e.pointer(dst, 3), e.pointer(at, 1), 4, size);
+            }
         });
     }
+}
+
+/// The byte offset in an operand's scales (as stored, one byte each) of the word of its
+/// tile row `r`'s 4 block scales of the f16 route's stage at `k0` (64 codes of 16-blocks;
+/// K is whole stages, so the word is aligned and inside the row): rows past the operand
+/// read the last row's (their codes are zeros).
+pub(super) fn chunk_scale_at<'c, 'a>(
+    e: &Emitter<'c, 'a>,
+    scaled: &Scaled<'c, 'a>,
+    side: &Side<'c, 'a>,
+    r: Value<'c, 'a>,
+    k0: Value<'c, 'a>,
+) -> Value<'c, 'a> {
+    let row = e.addi(side.origin, r);
+    let row = if side.whole_rows {
+        row
+    } else {
+        e.minui(row, e.subi(side.rows, e.index(1)))
+    };
+    let [sr, sc] = scaled.scale_index(e, row, k0);
+    e.addi(e.muli(sr, e.dim(scaled.scales, 1)), sc)
 }
 
 /// Run `body` (operand, its `ScaleStage`, row of the block) for the row whose staged scales
@@ -244,6 +277,52 @@ pub(super) fn decode_scales<'c, 'a>(
     });
 }
 
+/// The two FP8 codes (of type `ty`, E4M3 or E5M2) in the low 16 bits of `pair` (an `i32`)
+/// as f16 (`vector<2xf16>`, the first in element 0), exactly (every FP8 value is an f16
+/// one): `cvt.rn.f16x2.e4m3x2` / `.e5m2x2` on the GPU, decoded in the emulation.
+fn f16x2<'c, 'a>(
+    e: &Emitter<'c, 'a>,
+    shared: Shared<'c, 'a>,
+    ty: ScaledFormat,
+    pair: Value<'c, 'a>,
+) -> Value<'c, 'a> {
+    let f16x2 = e.vector_type(2, e.f16_type());
+    match shared {
+        Shared::Gpu(_) => {
+            let bytes = e.trunci(pair, e.int_type(16));
+            let bytes = e.llvm_bitcast(bytes, e.vector_type(2, e.int_type(8)));
+            let src = if ty == ScaledFormat::F8E4M3 {
+                "f8E4M3FN"
+            } else {
+                "f8E5M2"
+            };
+            let ctx = e.ctx();
+            e.val(
+                OperationBuilder::new("nvvm.convert.f8x2.to.f16x2", e.loc())
+                    .add_operands(&[bytes])
+                    .add_attributes(&[
+                        (
+                            Identifier::new(ctx, "srcType"),
+                            Attribute::parse(ctx, src).expect("valid FP8 type"),
+                        ),
+                        (
+                            Identifier::new(ctx, "relu"),
+                            Attribute::parse(ctx, "false").unwrap(),
+                        ),
+                    ])
+                    .add_results(&[f16x2])
+                    .build()
+                    .expect("valid nvvm.convert.f8x2.to.f16x2"),
+            )
+        }
+        Shared::Cpu(_) => {
+            let code = |at: u32| e.andi(e.shrui(pair, e.i32(at)), e.i32(0xFF));
+            let half = |at| e.truncf(codes::decode(e, ty, code(at)), e.f16_type());
+            e.from_elements(&[half(0), half(8)])
+        }
+    }
+}
+
 /// The words of `words` (one more than the result) shifted down by `bits` (0, 8, 16 or 24,
 /// an `i32`): word i from words i and i + 1.
 fn realigned<'c, 'a>(
@@ -346,7 +425,7 @@ pub(super) fn translate_stage<'c, 'a>(
     s: Value<'c, 'a>,
     fold: Folded<'c, 'a>,
 ) {
-    let k0 = e.muli(s, e.index(BK));
+    let k0 = e.muli(s, e.index(mem.bk));
     for (x, side) in sides.iter().enumerate() {
         let route = mem.routes[x];
         let Some(table) = side.operand.table.as_ref().filter(|_| route.staged) else {
@@ -358,6 +437,14 @@ pub(super) fn translate_stage<'c, 'a>(
         let permute = shared.permute_by();
         each_chunk(e, route, mem.copiers, tid, side, k, k0, |e, c| {
             let raw = shared.load4(e, e.addi(copied, c.slot_offset(e)));
+            // The f16 route: the chunk's blocks' scales as f16 (its first two blocks of the
+            // row's stage word, one a 16-code piece).
+            let scales = route.f16.then(|| {
+                let word = shared.load_words(e, mem.chunk_scales(e, x, s, c.slot_offset(e)), 1);
+                let first = e.muli(c.ch, e.index(route.codes() / 16));
+                let bits = e.muli(e.index_castui(first, e.int_type(32)), e.i32(8));
+                f16x2(e, shared, ScaledFormat::F8E4M3, e.shrui(word[0], bits))
+            });
             // Code `n` of the chunk (in K order).
             let code = |e: &Emitter<'c, 'a>, n: i64| {
                 let (bits, per_word) = if route.packed { (4, 8) } else { (8, 4) };
@@ -457,6 +544,23 @@ pub(super) fn translate_stage<'c, 'a>(
                     })
                     .collect();
                 let ch = e.addi(e.muli(c.ch, e.index(pieces)), e.index(h));
+                if let Some(scales) = scales {
+                    // 16 codes times their block's scale: 32 bytes, two chunks of the row.
+                    let scale = e.shuffle(scales, scales, e.f16_type(), &[h, h]);
+                    let halves: Vec<Value> = words
+                        .iter()
+                        .flat_map(|&w| [w, e.shrui(w, e.i32(16))])
+                        .map(|pair| {
+                            let v = e.mulf(f16x2(e, shared, side.operand.ty, pair), scale);
+                            e.llvm_bitcast(v, e.int_type(32))
+                        })
+                        .collect();
+                    for (i, four) in halves.chunks(4).enumerate() {
+                        let at = e.addi(e.muli(ch, e.index(2)), e.index(i as i64));
+                        shared.store4(e, e.addi(tile, swizzled(e, c.r, at)), four);
+                    }
+                    continue;
+                }
                 // Split: the chunk goes to the half of its place in the 32 codes.
                 let tile = match route.halves {
                     2 => e.addi(
