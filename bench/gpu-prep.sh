@@ -66,6 +66,10 @@ for kernel in wgmma wgmma-specialized; do
   save "check-$kernel-nofold-6" ${checks[6]} --kernel $kernel --fold-scales off
   # shellcheck disable=SC2086
   save "check-$kernel-rows-6" ${checks[6]} --kernel $kernel --fold-scales rows
+  # NVFP4 x NVFP4 on the f16 route (codes times their UE4M3 scales as f16, k16 f16
+  # instructions), 136 rows of B: the last tile's rows clamped.
+  # shellcheck disable=SC2086
+  save "check-$kernel-f16-18" ${checks[18]} --kernel $kernel --nvfp4 f16
 done
 
 # ---- timing: FP8 per-tensor and MXFP4 at the anchors' shapes, each NVIDIA kernel (wgmma
@@ -106,10 +110,15 @@ for s in 8192x8192x8192 4096x4096x4096 16x8192x8192 16x4096x8192; do
   esac
   # NVFP4 (E2M1 + UE4M3/16, global scales): an instruction per 16-block on split translated
   # tiles, the scales staged where K is whole stages (the barrier pipeline with 3 stages).
+  # And the f16 route (nvfp4=f16: each code times its block's scale as f16 into k16 f16
+  # instructions summing whole stages), square blocks only.
   for kernel in wgmma wgmma-specialized; do
     [ $kernel = wgmma-specialized ] && [ "$m" = 16 ] && continue
     save "time-$kernel-$s-nvfp4" --m $m --n $n --k $k --lhs f4e2m1 --rhs f4e2m1 \
       --layout nvfp4+global --packed --kernel $kernel
+    [ "$m" = 16 ] && continue
+    save "time-$kernel-f16-$s-nvfp4" --m $m --n $n --k $k --lhs f4e2m1 --rhs f4e2m1 \
+      --layout nvfp4+global --packed --kernel $kernel --nvfp4 f16
   done
 done
 # ---- assembled only (no Blackwell there): sm_100a's tcgen05 kinds, for ptxas -arch=sm_100a.

@@ -16,7 +16,8 @@
 //!   stages filled by `cp.async` (dynamic shared memory), FP8 tiles in the 128-byte swizzle
 //!   (translated from the stored codes by the threads that copied them where the format
 //!   embeds in FP8), partial sums promoted at least every 128 of K (NVFP4: an instruction
-//!   per 16-block, on translated tiles split in halves); a skinny swap-AB block
+//!   per 16-block, on translated tiles split in halves; or, `nvfp4=f16`, each code times
+//!   its block's scale as f16 into `m64n128k16.f32.f16.f16`); a skinny swap-AB block
 //!   (split-K in clusters) for small M; warp-specialized variants with a producer
 //!   warpgroup, one of them loading the E4M3 / E5M2 operands by TMA (`wgmma-tma`; B
 //!   multicast to clusters of 2 blocks sharing it).
@@ -70,6 +71,8 @@
 //! ```
 //!
 //! Options: `chip` (sm_89, sm_90a, sm_100a: the chip facts decide which kernels exist),
+//! `nvfp4` (the pipeline's route for NVFP4's 16-blocks: `split`, the default until the
+//! H200 times both, or `f16`),
 //! `kernel` (`auto` picks per op; `tcgen05` / `wgmma` / `mma-sync` make an op that cannot
 //! use that kernel an error; `generic` forces the decode kernel), `emulate` (`true` runs
 //! the same kernel on the CPU: each instruction computed as the PTX ISA defines it from the

@@ -2,8 +2,9 @@
 //! stages of 32 KiB; MXFP4 x MXFP4 (packed) 5 of 16 KiB + 3 x 32 KiB of translated tiles +
 //! staged scales; FP6 x FP6 3 of 32 KiB + 3 x 32 KiB translated + staged scales (its third
 //! stage is what stages the scales, which its fold needs); NVFP4 x NVFP4 3 of 16 KiB + 3 x 48
-//! KiB translated (A's tiles split) + staged scales. Skinny with 16 rows of A: 8 x 10 KiB
-//! for FP8, 8 x 5 KiB + 2 x 10 KiB for MXFP4. Plus 1 KiB of alignment.
+//! KiB translated (A's tiles split) + staged scales; on the f16 route (stages of 64 codes)
+//! 5 of 8 KiB + 2 KiB of chunk scale words + 3 x 32 KiB of f16 tiles. Skinny with 16 rows
+//! of A: 8 x 10 KiB for FP8, 8 x 5 KiB + 2 x 10 KiB for MXFP4. Plus 1 KiB of alignment.
 
 use lowp_formats::{ScaleDtype, ScaleLayout};
 use melior::dialect::arith::CmpiPredicate;

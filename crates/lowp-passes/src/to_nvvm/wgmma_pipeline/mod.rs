@@ -110,6 +110,19 @@
 //! A dynamic K, rows that are not a multiple of 16 bytes or not row-major take `wgmma.rs`'s
 //! register-staged kernel.
 //!
+//! The f16 route (`nvfp4=f16`, `f16_route`; `Plan::in_codes`): where both operands of
+//! NVFP4's 16-blocks are translated and every product of a code and a block scale is an
+//! f16 value (E2M1 x UE4M3, proved per op by `ScaledFormat::scaled_embeds_in_f16`), the
+//! square block applies the block scales on the way in: a stage is 64 codes (a tile row
+//! stays 128 bytes, now of f16), each copied chunk brings its row's 4-byte word of the
+//! stage's scales (`Memory::chunk_scales`), and the thread that copied it translates its
+//! codes to FP8, widens each pair to f16 (`cvt.rn.f16x2.e4m3x2`) and multiplies it by its
+//! block's scale. The stage's 4 `m64n128k16.f32.f16.f16` instructions sum into the
+//! accumulators themselves (no promotion, no split halves); the global scales stay in the
+//! epilogue. Half FP8's tensor rate, but none of it on zeros and no per-block promotion:
+//! by the SASS counts (`bench/NOTES.md`) the split route is bound by its promotions near
+//! 16% of the FP8 peak, this one near the f16 peak (~47% of FP8's).
+//!
 //! The pieces, one module each:
 //! - `memory`: the dynamic shared memory's layout (`Memory`: ring, translated tiles, staged
 //!   scales, mbarriers), the 128-byte swizzle, the threads' chunks and shared-memory access;
