@@ -176,6 +176,20 @@ impl Permute {
         }
     }
 
+    /// Bytes `half * 2` and `half * 2 + 1` of `word` as the high bytes of the two halves of
+    /// a word, the low bytes zero (`prmt` 0x1404 / 0x3424 over the word and 0): E5M2 codes
+    /// become the f16 values they are (an f16's high byte is an E5M2 code of the same
+    /// value; E5M2 is f16 with 8 mantissa bits fewer).
+    pub(crate) fn widen_pair<'c, 'a>(
+        self,
+        e: &Emitter<'c, 'a>,
+        word: Value<'c, 'a>,
+        half: u32,
+    ) -> Value<'c, 'a> {
+        let selector = if half == 0 { 0x1404 } else { 0x3424 };
+        self.prmt(e, word, e.i32(0), e.i32(selector))
+    }
+
     /// PTX `prmt.b32` (default mode): byte i of the result is byte `n & 7` of the 8 bytes of
     /// `lo` (0-3) and `hi` (4-7), `n` nibble i of `selector`, replaced by its sign (0x00 /
     /// 0xFF) when `n & 8`.

@@ -5,9 +5,11 @@
 // of an E2M1 code and a UE4M3 scale is an f16 value (lowp-formats:
 // ScaledFormat::scaled_embeds_in_f16), so each copying thread brings, with each 16-byte
 // chunk of codes (32 of a row), the 4-byte word of that row's 4 scales of the stage
-// (cp.async.ca of 4), translates the codes to E4M3 as before, widens each pair to f16x2
-// (cvt.rn.f16x2.e4m3x2) and multiplies it by its block's scale (widened the same way,
-// one lane per block). A stage is 64 codes (a tile row stays 128 bytes of the swizzle):
+// (cp.async.ca of 4), translates the codes to E5M2 (an f16's high byte is the E5M2 code
+// of the same value: E2M1's images 0x00 0x38 0x3C 0x3E 0x40 0x42 0x44 0x46 are the f16
+// values' high bytes), widens each pair to f16x2 by a byte permute (prmt 0x1404 / 0x3424:
+// the codes as high bytes, zero low bytes) and multiplies it by its block's scale (the
+// UE4M3 pair widened by cvt.rn.f16x2.e4m3x2, one lane per block). A stage is 64 codes (a tile row stays 128 bytes of the swizzle):
 // 4 instructions m64n128k16.f32.f16.f16 on descriptors 32 bytes apart (the low word + 2),
 // summing into the accumulators themselves (D read: scale-d one; no promotion, no halves);
 // the accumulators pass an empty asm before the fence. Shared memory: 5 stages x (2 x 4 KiB
@@ -25,12 +27,16 @@
 // CHECK:         nvvm.cp.async.commit.group
 // CHECK:         %{{.*}}:64 = scf.for
 // CHECK:           nvvm.cp.async.wait.group 2
-// The chunk's two block scales, then each pair of codes times its block's.
+// The chunk's two block scales; the E5M2 table (its sign-symmetric half: 0x3E3C3800,
+// 0x46444240); each pair of codes as f16 times its block's scale.
 // CHECK:           %[[SCALES:.*]] = nvvm.convert.f8x2.to.f16x2 %{{.*}} : vector<2xi8>(f8E4M3FN) -> vector<2xf16>
+// CHECK:           nvvm.prmt <default> %{{.*}}, %c1044133888_i32, %c1178878528_i32 : i32
 // CHECK:           %[[FIRST:.*]] = vector.shuffle %[[SCALES]], %[[SCALES]] [0, 0] : vector<2xf16>, vector<2xf16>
-// CHECK:           %[[PAIR:.*]] = nvvm.convert.f8x2.to.f16x2 %{{.*}} : vector<2xi8>(f8E4M3FN) -> vector<2xf16>
+// CHECK:           %[[LOW:.*]] = nvvm.prmt <default> %c5124_i32, %{{.*}}, %c0_i32 : i32
+// CHECK-NEXT:      %[[PAIR:.*]] = llvm.bitcast %[[LOW]] : i32 to vector<2xf16>
 // CHECK-NEXT:      %[[PRODUCT:.*]] = arith.mulf %[[PAIR]], %[[FIRST]] : vector<2xf16>
 // CHECK-NEXT:      llvm.bitcast %[[PRODUCT]] : vector<2xf16> to i32
+// CHECK:           nvvm.prmt <default> %c13348_i32, %{{.*}}, %c0_i32 : i32
 // CHECK:           llvm.store %{{.*}}, %{{.*}} {alignment = 16 : i64} : vector<4xi32>, !llvm.ptr<3>
 // CHECK:           %[[SECOND:.*]] = vector.shuffle %[[SCALES]], %[[SCALES]] [1, 1] : vector<2xf16>, vector<2xf16>
 // CHECK:           arith.mulf %{{.*}}, %[[SECOND]] : vector<2xf16>

@@ -116,8 +116,10 @@
 //! square block applies the block scales on the way in: a stage is 64 codes (a tile row
 //! stays 128 bytes, now of f16), each copied chunk brings its row's 4-byte word of the
 //! stage's scales (`Memory::chunk_scales`), and the thread that copied it translates its
-//! codes to FP8, widens each pair to f16 (`cvt.rn.f16x2.e4m3x2`) and multiplies it by its
-//! block's scale. The stage's 4 `m64n128k16.f32.f16.f16` instructions sum into the
+//! codes to E5M2 (an f16's high byte is the E5M2 code of the same value, so a byte
+//! permute widens each pair to f16x2; formats that embed only in E4M3 take
+//! `cvt.rn.f16x2.e4m3x2`, at the conversion units' rate) and multiplies each pair by its
+//! block's scale (the UE4M3 codes widened by `cvt`, one a chunk). The stage's 4 `m64n128k16.f32.f16.f16` instructions sum into the
 //! accumulators themselves (no promotion, no split halves); the global scales stay in the
 //! epilogue. Half FP8's tensor rate, but none of it on zeros and no per-block promotion:
 //! by the SASS counts (`bench/NOTES.md`) the split route is bound by its promotions near
@@ -376,6 +378,13 @@ pub(super) fn plan(
     instr.swapped = tile.swapped;
     instr.n = tile.n();
     if f16 && f16_route(op, &plan, tile, k) {
+        // An f16's high byte is the E5M2 code of the same value: codes translated to E5M2
+        // become f16 by a byte permute, E4M3 ones need a conversion (`cvt`), so E5M2 first.
+        let ((fa, pa), (fb, pb)) = Plan::formats(op)?;
+        let types = [ScaledFormat::F8E5M2, ScaledFormat::F8E4M3];
+        plan.a = Operand::new(fa, pa, &types, &[0])?;
+        plan.b = Operand::new(fb, pb, &types, &[0])?;
+        (instr.a, instr.b) = (plan.a.ty, plan.b.ty);
         plan.in_codes = true;
         instr.f16 = true;
     }

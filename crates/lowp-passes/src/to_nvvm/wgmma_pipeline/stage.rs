@@ -546,13 +546,22 @@ pub(super) fn translate_stage<'c, 'a>(
                 let ch = e.addi(e.muli(c.ch, e.index(pieces)), e.index(h));
                 if let Some(scales) = scales {
                     // 16 codes times their block's scale: 32 bytes, two chunks of the row.
+                    // E5M2 codes are the high bytes of their f16 values (one `prmt` a
+                    // pair); E4M3 ones are widened by `cvt`.
                     let scale = e.shuffle(scales, scales, e.f16_type(), &[h, h]);
+                    let f16x2t = e.vector_type(2, e.f16_type());
                     let halves: Vec<Value> = words
                         .iter()
-                        .flat_map(|&w| [w, e.shrui(w, e.i32(16))])
-                        .map(|pair| {
-                            let v = e.mulf(f16x2(e, shared, side.operand.ty, pair), scale);
-                            e.llvm_bitcast(v, e.int_type(32))
+                        .flat_map(|&w| [(w, 0), (w, 1)])
+                        .map(|(w, half)| {
+                            let pair = if side.operand.ty == ScaledFormat::F8E5M2 {
+                                let bits = permute.widen_pair(e, w, half);
+                                e.llvm_bitcast(bits, f16x2t)
+                            } else {
+                                let w = if half == 0 { w } else { e.shrui(w, e.i32(16)) };
+                                f16x2(e, shared, side.operand.ty, w)
+                            };
+                            e.llvm_bitcast(e.mulf(pair, scale), e.int_type(32))
                         })
                         .collect();
                     for (i, four) in halves.chunks(4).enumerate() {
