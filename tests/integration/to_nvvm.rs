@@ -611,6 +611,32 @@ fn wgmma_pipeline_folds_block_scales() {
     run_and_check(&session, &problems[..1], Some(&off(true)));
 }
 
+/// `m x k` values for NVFP4 (16-blocks) with edge blocks: four rows each of a block
+/// below the smallest UE4M3 step (2^-12, 2^-14 times the values), of zeros, of -0 and of
+/// large values (2^10), and NaNs at `nans` (row, column), whose blocks' scales are NaN.
+fn edge_blocks(rng: &mut SplitMix64, m: usize, k: usize, nans: &[(usize, usize)]) -> Vec<f32> {
+    let mut a: Vec<f32> = (0..m * k)
+        .map(|i| rng.normal() * (1.0 + (i % 5) as f32))
+        .collect();
+    for (rows, ks, f) in [
+        (0..4, 16..32, 2f32.powi(-12)),
+        (4..8, 48..64, 0.0),
+        (8..12, 64..80, 2f32.powi(-14)),
+        (12..16, 96..112, -0.0),
+        (16..20, 128..144, 2f32.powi(10)),
+    ] {
+        for r in rows {
+            for x in &mut a[r * k + ks.start..r * k + ks.end] {
+                *x *= f;
+            }
+        }
+    }
+    for &(r, c) in nans {
+        a[r * k + c] = f32::NAN;
+    }
+    a
+}
+
 /// NVFP4's 16-blocks in the cp.async pipeline: one instruction per 16-block (8 a stage),
 /// each promoted with its UE4M3 scales; the translated operand's tiles split in two halves
 /// (half h: the 16-code chunks at h of every 32, zeros in the rest, cleared once before the
@@ -631,27 +657,12 @@ fn wgmma_pipeline_splits_16_blocks() {
     );
     let (nv, nvg) = (ScaleLayout::NVFP4, ScaleLayout::NVFP4_GLOBAL);
     let (m, n, k) = (130, 72, 256);
-    let mut a: Vec<f32> = (0..m * k)
-        .map(|i| rng.normal() * (1.0 + (i % 5) as f32))
-        .collect();
-    for (rows, ks, f) in [
-        (0..4, 16..32, 2f32.powi(-12)),
-        (4..8, 48..64, 0.0),
-        (8..12, 64..80, 2f32.powi(-14)),
-        (12..16, 96..112, -0.0),
-    ] {
-        for r in rows {
-            for x in &mut a[r * k + ks.start..r * k + ks.end] {
-                *x *= f;
-            }
-        }
-    }
-    a[20 * k + 100] = f32::NAN;
-    a[21 * k + 120] = f32::NAN;
+    let a = edge_blocks(&mut rng, m, k, &[(20, 100), (21, 120)]);
+    // (A without a global scale: a NaN would make it NaN, and every output with it.)
     let edges = (
         format!("{m}x{n}x{k} nvfp4 x nvfp4 with edge blocks"),
         Problem {
-            a: operand_of(&a, m, k, f4, nvg, true),
+            a: operand_of(&a, m, k, f4, nv, true),
             b: operand(&mut rng, n, k, f4, nvg, true),
             bias: Some(rng.normal_vec(n)),
             bf16: false,
@@ -751,24 +762,7 @@ fn wgmma_pipeline_f16_route() {
     let (f4, e4) = (ScaledFormat::F4E2M1, ScaledFormat::F8E4M3);
     let (nv, nvg) = (ScaleLayout::NVFP4, ScaleLayout::NVFP4_GLOBAL);
     let (m, n, k) = (130, 72, 256);
-    let mut a: Vec<f32> = (0..m * k)
-        .map(|i| rng.normal() * (1.0 + (i % 7) as f32))
-        .collect();
-    for (rows, ks, f) in [
-        (0..4, 16..32, 2f32.powi(-12)),
-        (4..8, 48..64, 0.0),
-        (8..12, 64..80, 2f32.powi(-14)),
-        (12..16, 96..112, -0.0),
-        (16..20, 128..144, 2f32.powi(10)),
-    ] {
-        for r in rows {
-            for x in &mut a[r * k + ks.start..r * k + ks.end] {
-                *x *= f;
-            }
-        }
-    }
-    a[20 * k + 100] = f32::NAN;
-    a[129 * k + 200] = f32::NAN;
+    let a = edge_blocks(&mut rng, m, k, &[(20, 100), (129, 200)]);
     let edges = (
         format!("{m}x{n}x{k} nvfp4 x nvfp4 with edge blocks"),
         Problem {

@@ -12,7 +12,7 @@ use super::cluster::stage_range;
 use super::fold::{fold_scan, Folded};
 use super::memory::{clear_halves, each_chunk, Memory, Shared};
 use super::stage::{
-    chunk_scale_at, decode_scales, each_scale_row, scale_address, scale_at, staged_readers,
+    decode_scales, each_scale_row, scale_address, scale_at, scale_cell, staged_readers,
     translate_stage,
 };
 use super::tma::{box_origin, emulated_tma};
@@ -112,7 +112,7 @@ pub(super) fn emulated_block<'c, 'a>(
                             if route.f16 {
                                 // The chunk's scale word, from the bytes the GPU's copies.
                                 let scaled = [&kn.ops.sa, &kn.ops.sb][x];
-                                let at = chunk_scale_at(e, scaled, side, c.r, k0);
+                                let at = scale_cell(e, scaled, side, c.r, k0);
                                 let columns = e.dim(scaled.scales, 1);
                                 let (sr, sc) = (e.divui(at, columns), e.remui(at, columns));
                                 let word = (0..4).fold(e.i32(0), |acc, b| {

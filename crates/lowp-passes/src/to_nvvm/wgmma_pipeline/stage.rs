@@ -115,7 +115,7 @@ pub(super) fn scale_address<'c, 'a>(
 /// Issue thread `tid`'s 16-byte `cp.async` of stage `s` of both operands into its slot
 /// (from the operands' base addresses `globals`; chunks outside copy 0 bytes); with TMA,
 /// of the staged operands only; on the f16 route, each chunk's scale word with it
-/// (`chunk_scale_at`, `Memory::chunk_scales`). (The staged scales: `copy_scales`.)
+/// (`scale_cell`, `Memory::chunk_scales`). (The staged scales: `copy_scales`.)
 #[allow(clippy::too_many_arguments)]
 pub(super) fn copy_stage<'c, 'a>(
     e: &Emitter<'c, 'a>,
@@ -144,7 +144,7 @@ pub(super) fn copy_stage<'c, 'a>(
             let size = e.select(c.inside, e.i32(16), e.i32(0));
             cp_async(e, dst, src, size);
             if route.f16 {
-                let at = scale_address(e, scaled, chunk_scale_at(e, scaled, side, c.r, k0));
+                let at = scale_address(e, scaled, scale_cell(e, scaled, side, c.r, k0));
                 let dst = shared.address(e, mem.chunk_scales(e, x, s, c.slot_offset(e)));
                 let size = e.select(c.inside, e.i32(4), e.i32(0));
                 cp_async_of(e, e.pointer(dst, 3), e.pointer(at, 1), 4, size);
@@ -153,11 +153,12 @@ pub(super) fn copy_stage<'c, 'a>(
     }
 }
 
-/// The byte offset in an operand's scales (as stored, one byte each) of the word of its
-/// tile row `r`'s 4 block scales of the f16 route's stage at `k0` (64 codes of 16-blocks;
-/// K is whole stages, so the word is aligned and inside the row): rows past the operand
-/// read the last row's (their codes are zeros).
-pub(super) fn chunk_scale_at<'c, 'a>(
+/// The cell (row-major index) of operand `side`'s scales holding its tile row `r`'s scale
+/// of K `k0`: rows past the operand read the last row's (their codes are zeros, or they
+/// are never used; none are where the rows are whole tiles). On the f16 route (one byte a
+/// scale, stages of 64 codes, K whole stages) it is also the byte offset of the row's
+/// aligned word of the stage's 4 scales.
+pub(super) fn scale_cell<'c, 'a>(
     e: &Emitter<'c, 'a>,
     scaled: &Scaled<'c, 'a>,
     side: &Side<'c, 'a>,
@@ -198,8 +199,7 @@ pub(super) fn each_scale_row<'c, 'a>(
 }
 
 /// The byte offset in operand `side`'s scales (as stored) of its block row `r`'s first
-/// scale of the stage at `k0`: rows past the operand read the last one (never used; none
-/// are where the rows are whole tiles).
+/// scale of the stage at `k0` (`scale_cell`).
 pub(super) fn scale_at<'c, 'a>(
     e: &Emitter<'c, 'a>,
     scaled: &Scaled<'c, 'a>,
@@ -208,15 +208,7 @@ pub(super) fn scale_at<'c, 'a>(
     r: Value<'c, 'a>,
     k0: Value<'c, 'a>,
 ) -> Value<'c, 'a> {
-    let row = e.addi(side.origin, r);
-    let row = if side.whole_rows {
-        row
-    } else {
-        e.minui(row, e.subi(side.rows, e.index(1)))
-    };
-    let [sr, sc] = scaled.scale_index(e, row, k0);
-    let columns = e.dim(scaled.scales, 1);
-    e.muli(e.addi(e.muli(sr, columns), sc), e.index(st.size))
+    e.muli(scale_cell(e, scaled, side, r, k0), e.index(st.size))
 }
 
 /// The f32 values of the staged scales of stage `s` that thread `tid` copied (its copy
