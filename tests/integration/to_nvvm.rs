@@ -611,10 +611,13 @@ fn wgmma_pipeline_folds_block_scales() {
     run_and_check(&session, &problems[..1], Some(&off(true)));
 }
 
-/// `m x k` values for NVFP4 (16-blocks) with edge blocks: four rows each of a block
-/// below the smallest UE4M3 step (2^-12, 2^-14 times the values), of zeros, of -0 and of
-/// large values (2^10), and NaNs at `nans` (row, column), whose blocks' scales are NaN.
-fn edge_blocks(rng: &mut SplitMix64, m: usize, k: usize, nans: &[(usize, usize)]) -> Vec<f32> {
+/// 130 x 72 x 256 NVFP4 x NVFP4 (packed) with a bias, A's values with edge blocks: four
+/// rows each of a block below the smallest UE4M3 step (2^-12, 2^-14 times the values), of
+/// zeros, of -0 and of large values (2^10), and NaNs at `nans` (row, column), whose
+/// blocks' scales are NaN. A has no global scale (a NaN would make it NaN, and every output
+/// with it), B has one.
+fn nvfp4_edges(rng: &mut SplitMix64, nans: &[(usize, usize)]) -> (String, Problem) {
+    let (m, n, k) = (130, 72, 256);
     let mut a: Vec<f32> = (0..m * k)
         .map(|i| rng.normal() * (1.0 + (i % 5) as f32))
         .collect();
@@ -634,7 +637,16 @@ fn edge_blocks(rng: &mut SplitMix64, m: usize, k: usize, nans: &[(usize, usize)]
     for &(r, c) in nans {
         a[r * k + c] = f32::NAN;
     }
-    a
+    let f4 = ScaledFormat::F4E2M1;
+    let edges = Problem {
+        a: operand_of(&a, m, k, f4, ScaleLayout::NVFP4, true),
+        b: operand(rng, n, k, f4, ScaleLayout::NVFP4_GLOBAL, true),
+        bias: Some(rng.normal_vec(n)),
+        bf16: false,
+    };
+    assert!(edges.a.q.scales.global.is_none());
+    assert!(edges.b.q.scales.global.is_some_and(f32::is_finite));
+    (format!("{m}x{n}x{k} nvfp4 x nvfp4 with edge blocks"), edges)
 }
 
 /// NVFP4's 16-blocks in the cp.async pipeline: one instruction per 16-block (8 a stage),
@@ -656,18 +668,7 @@ fn wgmma_pipeline_splits_16_blocks() {
         ScaledFormat::F8E5M2,
     );
     let (nv, nvg) = (ScaleLayout::NVFP4, ScaleLayout::NVFP4_GLOBAL);
-    let (m, n, k) = (130, 72, 256);
-    let a = edge_blocks(&mut rng, m, k, &[(20, 100), (21, 120)]);
-    // (A without a global scale: a NaN would make it NaN, and every output with it.)
-    let edges = (
-        format!("{m}x{n}x{k} nvfp4 x nvfp4 with edge blocks"),
-        Problem {
-            a: operand_of(&a, m, k, f4, nv, true),
-            b: operand(&mut rng, n, k, f4, nvg, true),
-            bias: Some(rng.normal_vec(n)),
-            bf16: false,
-        },
-    );
+    let edges = nvfp4_edges(&mut rng, &[(20, 100), (21, 120)]);
     let per_tensor = ScaleLayout::PerTensor;
     let problems = [
         edges,
@@ -761,21 +762,7 @@ fn wgmma_pipeline_f16_route() {
     let mut rng = SplitMix64::new(1616);
     let (f4, e4) = (ScaledFormat::F4E2M1, ScaledFormat::F8E4M3);
     let (nv, nvg) = (ScaleLayout::NVFP4, ScaleLayout::NVFP4_GLOBAL);
-    let (m, n, k) = (130, 72, 256);
-    let a = edge_blocks(&mut rng, m, k, &[(20, 100), (129, 200)]);
-    let edges = (
-        format!("{m}x{n}x{k} nvfp4 x nvfp4 with edge blocks"),
-        Problem {
-            a: operand_of(&a, m, k, f4, nv, true),
-            b: operand(&mut rng, n, k, f4, nvg, true),
-            bias: Some(rng.normal_vec(n)),
-            bf16: false,
-        },
-    );
-    // A without a global scale: its NaNs make their blocks' scales NaN (two rows of C),
-    // where a global would be NaN and every output with it.
-    assert!(edges.1.a.q.scales.global.is_none());
-    assert!(edges.1.b.q.scales.global.is_some_and(f32::is_finite));
+    let edges = nvfp4_edges(&mut rng, &[(20, 100), (129, 200)]);
     let taken = [
         edges,
         pair_problem(&mut rng, (72, 136, 320), (f4, nv, true, f4, nvg, true)),
