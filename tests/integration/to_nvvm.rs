@@ -753,9 +753,10 @@ fn wgmma_pipeline_splits_16_blocks() {
 /// codes, each chunk's scale word copied with it. The edge problem's blocks (below the
 /// smallest UE4M3 step, zeros, -0, large, NaN scales; 130 rows: the last tile's rows
 /// clamped) and B's global scale, K of 5 stages, unpacked E2M1 (a code a byte: a
-/// block a chunk) against packed, in the barrier pipeline and warp-specialized. Ops the route does
-/// not take keep the split one: B used as stored (E4M3), K not whole stages of 64, and
-/// the skinny block (16 rows).
+/// block a chunk) against packed, a custom E3M0, in the barrier pipeline and
+/// warp-specialized. Ops the route does not take keep the split one: B used as stored
+/// (E4M3), K not whole stages of 64, the skinny block (16 rows), and E3M0 with bias -2
+/// (its largest value 512, times a UE4M3 scale, overflows f16).
 #[test]
 fn wgmma_pipeline_f16_route() {
     let session = Session::new();
@@ -767,6 +768,12 @@ fn wgmma_pipeline_f16_route() {
         edges,
         pair_problem(&mut rng, (72, 136, 320), (f4, nv, true, f4, nvg, true)),
         pair_problem(&mut rng, (136, 72, 192), (f4, nv, false, f4, nv, true)),
+        // A custom format the fields prove: E3M0 (0.25 .. 16) times UE4M3.
+        pair_problem(
+            &mut rng,
+            (72, 72, 128),
+            (ScaledFormat::custom(3, 0), nv, true, f4, nvg, true),
+        ),
     ];
     let kept = [
         pair_problem(
@@ -776,6 +783,19 @@ fn wgmma_pipeline_f16_route() {
         ),
         pair_problem(&mut rng, (72, 72, 224), (f4, nvg, true, f4, nvg, true)),
         pair_problem(&mut rng, (16, 72, 256), (f4, nvg, true, f4, nvg, true)),
+        // E3M0 with bias -2 reaches 512: times 448 past f16's largest value.
+        pair_problem(
+            &mut rng,
+            (72, 72, 256),
+            (
+                ScaledFormat::try_custom_with_bias(3, 0, -2).unwrap(),
+                nv,
+                true,
+                f4,
+                nv,
+                true,
+            ),
+        ),
     ];
     let f16 = |kernel: &str, emulate: bool| {
         format!(
@@ -799,7 +819,10 @@ fn wgmma_pipeline_f16_route() {
     // unpacked A two), in the prologue and in the loop; no staged scale rows (8 bytes).
     assert!(text.contains("nvvm.convert.f8x2.to.f16x2"));
     assert!(!text.contains(", 8, cache =  ca"));
-    assert_eq!(text.matches(", 4, cache =  ca").count(), 2 * (2 + 2 + 3));
+    assert_eq!(
+        text.matches(", 4, cache =  ca").count(),
+        2 * (2 + 2 + 3 + 2)
+    );
     let text = lowered_with(&session, &kept, &f16("auto", false));
     assert!(!text.contains("k = 16>"), "the split route keeps these");
     assert_eq!(text.matches("k = 32>").count(), 8 * kept.len());

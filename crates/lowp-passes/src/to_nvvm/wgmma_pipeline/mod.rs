@@ -117,9 +117,9 @@
 //! stays 128 bytes, now of f16), each copied chunk brings its row's 4-byte word of the
 //! stage's scales (`Memory::chunk_scales`), and the thread that copied it translates its
 //! codes to E5M2 (an f16's high byte is the E5M2 code of the same value, so a byte
-//! permute widens each pair to f16x2; formats that embed only in E4M3 take
-//! `cvt.rn.f16x2.e4m3x2`, at the conversion units' rate) and multiplies each pair by its
-//! block's scale (the UE4M3 codes widened by `cvt`, one a chunk). The stage's 4 `m64n128k16.f32.f16.f16` instructions sum into the
+//! permute widens each pair to f16x2; every 4-bit format that embeds in FP8 embeds in
+//! E5M2) and multiplies each pair by its block's scale (the chunk's UE4M3 codes widened
+//! by `cvt.rn.f16x2.e4m3x2`). The stage's 4 `m64n128k16.f32.f16.f16` instructions sum into the
 //! accumulators themselves (no promotion, no split halves); the global scales stay in the
 //! epilogue. Half FP8's tensor rate, but none of it on zeros and no per-block promotion:
 //! by the SASS counts (`bench/NOTES.md`) the split route is bound by its promotions near
@@ -377,13 +377,8 @@ pub(super) fn plan(
     }
     instr.swapped = tile.swapped;
     instr.n = tile.n();
-    if f16 && f16_route(op, &plan, tile, k) {
-        // An f16's high byte is the E5M2 code of the same value: codes translated to E5M2
-        // become f16 by a byte permute, E4M3 ones need a conversion (`cvt`), so E5M2 first.
-        let ((fa, pa), (fb, pb)) = Plan::formats(op)?;
-        let types = [ScaledFormat::F8E5M2, ScaledFormat::F8E4M3];
-        plan.a = Operand::new(fa, pa, &types, &[0])?;
-        plan.b = Operand::new(fb, pb, &types, &[0])?;
+    if let Some([a, b]) = f16.then(|| f16_route(op, &plan, tile, k)).flatten() {
+        (plan.a, plan.b) = (a, b);
         (instr.a, instr.b) = (plan.a.ty, plan.b.ty);
         plan.in_codes = true;
         instr.f16 = true;
@@ -398,31 +393,36 @@ pub(super) fn plan(
     Ok((plan, instr, tile))
 }
 
-/// Whether `op` (planned as `plan`, in `tile`, K static where `k`) takes the f16 route
-/// (`Plan::in_codes`): its scales change every 16 codes (NVFP4), both operands are
-/// translated and every product of a code and a block scale is an f16 value
+/// The operands of `op` (planned as `plan`, in `tile`, K static where `k`) on the f16 route
+/// (`Plan::in_codes`), where it takes it: its scales change every 16 codes (NVFP4), both
+/// operands are translated, and every product of a code and a block scale is an f16 value
 /// (`ScaledFormat::scaled_embeds_in_f16`: E2M1 x UE4M3 is), in the square block, with K
 /// static and whole stages of 64 (each row's 4 scales of a stage one aligned word). Each
 /// code reaches an `m64n128k16.f32.f16.f16` instruction as f16 times its block's scale:
 /// no promotion per 16-block and no split halves (the split route's instructions sum
 /// zeros for half their tensor time, and each 16-block's promotion takes 128 FMUL / FFMA
-/// a thread), at the f16 rate (half FP8's), the global scales in the epilogue.
-fn f16_route(op: OperationRef, plan: &Plan, tile: Tile, k: Option<i64>) -> bool {
-    let formats = Plan::formats(op);
+/// a thread), at the f16 rate (half FP8's), the global scales in the epilogue. The codes
+/// are translated to E5M2, an f16's high byte (a byte permute then widens them): every
+/// 4-bit format that embeds in E4M3 also does in E5M2 (no more mantissa bits than 2, a
+/// coarser smallest step, a smaller largest value).
+fn f16_route(op: OperationRef, plan: &Plan, tile: Tile, k: Option<i64>) -> Option<[Operand; 2]> {
+    let ((fa, pa), (fb, pb)) = Plan::formats(op).ok()?;
     let layouts = ["lhs_layout", "rhs_layout"].map(|n| layout_attr_of(op, n).ok());
-    let (Ok(((fa, _), (fb, _))), [Some(la), Some(lb)]) = (formats, layouts) else {
-        return false;
+    let [Some(la), Some(lb)] = layouts else {
+        return None;
     };
-    let exact = |f: ScaledFormat, l: ScaleLayout| {
-        matches!(l, ScaleLayout::Nvfp4 { block: 16, .. }) && f.scaled_embeds_in_f16(l.scale_dtype())
+    let f16 = |f: ScaledFormat, packed: bool, l: ScaleLayout| {
+        let exact = matches!(l, ScaleLayout::Nvfp4 { block: 16, .. })
+            && f.scaled_embeds_in_f16(l.scale_dtype());
+        let operand = Operand::new(f, packed, &[ScaledFormat::F8E5M2], &[0]).ok()?;
+        (exact && operand.table.is_some()).then_some(operand)
     };
-    plan.step == 16
+    let taken = plan.step == 16
         && plan.a.table.is_some()
         && plan.b.table.is_some()
-        && exact(fa, la)
-        && exact(fb, lb)
         && !tile.swapped
-        && k.is_some_and(|k| k % (ROW / 2) == 0)
+        && k.is_some_and(|k| k % (ROW / 2) == 0);
+    Some([f16(fa, pa, la)?, f16(fb, pb, lb)?]).filter(|_| taken)
 }
 
 /// The TMA square block's B multicast for `op` (`requested`: 1 or 2 blocks per cluster,

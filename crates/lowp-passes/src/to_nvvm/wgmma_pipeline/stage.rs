@@ -269,25 +269,19 @@ pub(super) fn decode_scales<'c, 'a>(
     });
 }
 
-/// The two FP8 codes (of type `ty`, E4M3 or E5M2) in the low 16 bits of `pair` (an `i32`)
-/// as f16 (`vector<2xf16>`, the first in element 0), exactly (every FP8 value is an f16
-/// one): `cvt.rn.f16x2.e4m3x2` / `.e5m2x2` on the GPU, decoded in the emulation.
-fn f16x2<'c, 'a>(
+/// The two UE4M3 scale codes in the low 16 bits of `pair` (an `i32`) as f16 (`vector<2xf16>`,
+/// the first in element 0), exactly (every UE4M3 value is an f16 one; 0x7F, NaN, stays NaN):
+/// `cvt.rn.f16x2.e4m3x2` on the GPU (their sign bits are 0), decoded in the emulation.
+fn ue4m3_pair<'c, 'a>(
     e: &Emitter<'c, 'a>,
     shared: Shared<'c, 'a>,
-    ty: ScaledFormat,
     pair: Value<'c, 'a>,
 ) -> Value<'c, 'a> {
-    let f16x2 = e.vector_type(2, e.f16_type());
+    let e4m3 = ScaledFormat::F8E4M3;
     match shared {
         Shared::Gpu(_) => {
             let bytes = e.trunci(pair, e.int_type(16));
             let bytes = e.llvm_bitcast(bytes, e.vector_type(2, e.int_type(8)));
-            let src = if ty == ScaledFormat::F8E4M3 {
-                "f8E4M3FN"
-            } else {
-                "f8E5M2"
-            };
             let ctx = e.ctx();
             e.val(
                 OperationBuilder::new("nvvm.convert.f8x2.to.f16x2", e.loc())
@@ -295,21 +289,21 @@ fn f16x2<'c, 'a>(
                     .add_attributes(&[
                         (
                             Identifier::new(ctx, "srcType"),
-                            Attribute::parse(ctx, src).expect("valid FP8 type"),
+                            Attribute::parse(ctx, "f8E4M3FN").expect("valid FP8 type"),
                         ),
                         (
                             Identifier::new(ctx, "relu"),
-                            Attribute::parse(ctx, "false").unwrap(),
+                            Attribute::parse(ctx, "false").expect("valid flag"),
                         ),
                     ])
-                    .add_results(&[f16x2])
+                    .add_results(&[e.vector_type(2, e.f16_type())])
                     .build()
                     .expect("valid nvvm.convert.f8x2.to.f16x2"),
             )
         }
         Shared::Cpu(_) => {
             let code = |at: u32| e.andi(e.shrui(pair, e.i32(at)), e.i32(0xFF));
-            let half = |at| e.truncf(codes::decode(e, ty, code(at)), e.f16_type());
+            let half = |at| e.truncf(codes::decode(e, e4m3, code(at)), e.f16_type());
             e.from_elements(&[half(0), half(8)])
         }
     }
@@ -435,7 +429,7 @@ pub(super) fn translate_stage<'c, 'a>(
                 let word = shared.load_words(e, mem.chunk_scales(e, x, s, c.slot_offset(e)), 1);
                 let first = e.muli(c.ch, e.index(route.codes() / 16));
                 let bits = e.muli(e.index_castui(first, e.int_type(32)), e.i32(8));
-                f16x2(e, shared, ScaledFormat::F8E4M3, e.shrui(word[0], bits))
+                ue4m3_pair(e, shared, e.shrui(word[0], bits))
             });
             // Code `n` of the chunk (in K order).
             let code = |e: &Emitter<'c, 'a>, n: i64| {
@@ -538,21 +532,16 @@ pub(super) fn translate_stage<'c, 'a>(
                 let ch = e.addi(e.muli(c.ch, e.index(pieces)), e.index(h));
                 if let Some(scales) = scales {
                     // 16 codes times their block's scale: 32 bytes, two chunks of the row.
-                    // E5M2 codes are the high bytes of their f16 values (one `prmt` a
-                    // pair); E4M3 ones are widened by `cvt`.
+                    // The E5M2 codes are the high bytes of their f16 values (`f16_route`):
+                    // one `prmt` a pair.
+                    debug_assert!(side.operand.ty == ScaledFormat::F8E5M2);
                     let scale = e.shuffle(scales, scales, e.f16_type(), &[h, h]);
                     let f16x2t = e.vector_type(2, e.f16_type());
                     let halves: Vec<Value> = words
                         .iter()
                         .flat_map(|&w| [(w, 0), (w, 1)])
                         .map(|(w, half)| {
-                            let pair = if side.operand.ty == ScaledFormat::F8E5M2 {
-                                let bits = permute.widen_pair(e, w, half);
-                                e.llvm_bitcast(bits, f16x2t)
-                            } else {
-                                let w = if half == 0 { w } else { e.shrui(w, e.i32(16)) };
-                                f16x2(e, shared, side.operand.ty, w)
-                            };
+                            let pair = e.llvm_bitcast(permute.widen_pair(e, w, half), f16x2t);
                             e.llvm_bitcast(e.mulf(pair, scale), e.int_type(32))
                         })
                         .collect();
