@@ -71,6 +71,9 @@ for kernel in wgmma wgmma-specialized; do
   # shellcheck disable=SC2086
   save "check-$kernel-f16-18" ${checks[18]} --kernel $kernel --nvfp4 f16
 done
+# The skinny block on the f16 route, split among a cluster (16 x 200: 4 blocks).
+save "check-wgmma-f16-split-k" --m 16 --n 200 --k 1024 --lhs f4e2m1 --rhs f4e2m1 \
+  --layout nvfp4 --rhs-layout nvfp4+global --packed --bias --kernel wgmma --nvfp4 f16
 
 # ---- timing: FP8 per-tensor and MXFP4 at the anchors' shapes, each NVIDIA kernel (wgmma
 # takes the skinny block at 16x8192x8192, split-K in clusters of 2 at 16x4096x8192;
@@ -111,12 +114,11 @@ for s in 8192x8192x8192 4096x4096x4096 16x8192x8192 16x4096x8192; do
   # NVFP4 (E2M1 + UE4M3/16, global scales): an instruction per 16-block on split translated
   # tiles, the scales staged where K is whole stages (the barrier pipeline with 3 stages).
   # And the f16 route (nvfp4=f16: each code times its block's scale as f16 into k16 f16
-  # instructions summing whole stages), square blocks only.
+  # instructions summing whole stages; the skinny block too, split-K at 16x4096x8192).
   for kernel in wgmma wgmma-specialized; do
     [ $kernel = wgmma-specialized ] && [ "$m" = 16 ] && continue
     save "time-$kernel-$s-nvfp4" --m $m --n $n --k $k --lhs f4e2m1 --rhs f4e2m1 \
       --layout nvfp4+global --packed --kernel $kernel
-    [ "$m" = 16 ] && continue
     save "time-$kernel-f16-$s-nvfp4" --m $m --n $n --k $k --lhs f4e2m1 --rhs f4e2m1 \
       --layout nvfp4+global --packed --kernel $kernel --nvfp4 f16
   done

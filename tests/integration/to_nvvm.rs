@@ -754,9 +754,10 @@ fn wgmma_pipeline_splits_16_blocks() {
 /// smallest UE4M3 step, zeros, -0, large, NaN scales; 130 rows: the last tile's rows
 /// clamped) and B's global scale, K of 5 stages, unpacked E2M1 (a code a byte: a
 /// block a chunk) against packed, a custom E3M0, in the barrier pipeline and
-/// warp-specialized. Ops the route does not take keep the split one: B used as stored
-/// (E4M3), K not whole stages of 64, the skinny block (16 rows), and E3M0 with bias -2
-/// (its largest value 512, times a UE4M3 scale, overflows f16).
+/// warp-specialized; the skinny block (16 rows), also split among a cluster. Ops the
+/// route does not take keep the split one: B used as stored (E4M3), K not whole stages of
+/// 64, and E3M0 with bias -2 (its largest value 512, times a UE4M3 scale, overflows
+/// f16).
 #[test]
 fn wgmma_pipeline_f16_route() {
     let session = Session::new();
@@ -768,6 +769,10 @@ fn wgmma_pipeline_f16_route() {
         edges,
         pair_problem(&mut rng, (72, 136, 320), (f4, nv, true, f4, nvg, true)),
         pair_problem(&mut rng, (136, 72, 192), (f4, nv, false, f4, nv, true)),
+        // The skinny block (swap AB, 16 rows: half the copiers bring A's chunks), and
+        // split-K (a cluster of 4 at 16 x 200 x 1024, its splits' sums gathered).
+        pair_problem(&mut rng, (16, 72, 256), (f4, nvg, true, f4, nvg, true)),
+        pair_problem(&mut rng, (16, 200, 1024), (f4, nv, true, f4, nvg, true)),
         // A custom format the fields prove: E3M0 (0.25 .. 16) times UE4M3.
         pair_problem(
             &mut rng,
@@ -782,7 +787,6 @@ fn wgmma_pipeline_f16_route() {
             (f4, nv, true, e4, ScaleLayout::PerTensor, false),
         ),
         pair_problem(&mut rng, (72, 72, 224), (f4, nvg, true, f4, nvg, true)),
-        pair_problem(&mut rng, (16, 72, 256), (f4, nvg, true, f4, nvg, true)),
         // E3M0 with bias -2 reaches 512: times 448 past f16's largest value.
         pair_problem(
             &mut rng,
@@ -816,12 +820,13 @@ fn wgmma_pipeline_f16_route() {
         4 * taken.len()
     );
     // A scale word with each chunk a thread copies (packed: one of A and one of B, the
-    // unpacked A two), in the prologue and in the loop; no staged scale rows (8 bytes).
+    // unpacked A two; skinny: one of B, one of A's 32 chunks by the first 32 threads), in
+    // the prologue and in the loop; no staged scale rows (8 bytes).
     assert!(text.contains("nvvm.convert.f8x2.to.f16x2"));
     assert!(!text.contains(", 8, cache =  ca"));
     assert_eq!(
         text.matches(", 4, cache =  ca").count(),
-        2 * (2 + 2 + 3 + 2)
+        2 * (2 + 2 + 3 + 2 + 2 + 2)
     );
     let text = lowered_with(&session, &kept, &f16("auto", false));
     assert!(!text.contains("k = 16>"), "the split route keeps these");

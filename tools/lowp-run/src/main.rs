@@ -68,7 +68,7 @@ const USAGE: &str =
                   E8M0 32-block scales into their FP8 codes where a block's scales allow
                   (auto; rows: B never anchored to one code for the block; off; default
                   auto)
-  --nvfp4 R       with --target cuda: the wgmma square block's route for NVFP4's
+  --nvfp4 R       with --target cuda: the wgmma pipeline's route for NVFP4's
                   16-blocks (split: an FP8 instruction per block on split tiles; f16:
                   codes times their scales as f16 into k16 f16 instructions; default
                   split)

@@ -45,7 +45,7 @@ const USAGE: &str =
   --fold-scales NVIDIA: the wgmma square block folding FP4 / FP6 operands' E8M0 32-block
               scales into their FP8 codes where a block's scales allow (auto; rows: B
               never anchored to one code for the block; off; default auto)
-  --nvfp4     NVIDIA: the wgmma square block's route for NVFP4's 16-blocks (split: an FP8
+  --nvfp4     NVIDIA: the wgmma pipeline's route for NVFP4's 16-blocks (split: an FP8
               instruction per block on split tiles; f16: codes times their scales as f16
               into k16 f16 instructions; default split)
   --pipeline  a textual pass pipeline run first (e.g. builtin.module(lowp-cpu-pipeline));

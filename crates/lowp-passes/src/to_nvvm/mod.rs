@@ -17,7 +17,7 @@
 //!   (translated from the stored codes by the threads that copied them where the format
 //!   embeds in FP8), partial sums promoted at least every 128 of K (NVFP4: an instruction
 //!   per 16-block, on translated tiles split in halves; or, `nvfp4=f16`, each code times
-//!   its block's scale as f16 into `m64n128k16.f32.f16.f16`); a skinny swap-AB block
+//!   its block's scale as f16 into `m64nNk16.f32.f16.f16`); a skinny swap-AB block
 //!   (split-K in clusters) for small M; warp-specialized variants with a producer
 //!   warpgroup, one of them loading the E4M3 / E5M2 operands by TMA (`wgmma-tma`; B
 //!   multicast to clusters of 2 blocks sharing it).
@@ -178,12 +178,12 @@ pub const PASS: PassDef = PassDef {
         OptionDef {
             name: "nvfp4",
             default: "split",
-            description: "How the wgmma pipeline's square block (sm_90a) takes scales that \
-                          change every 16 codes (NVFP4) on two translated operands: split \
+            description: "How the wgmma pipeline (sm_90a) takes scales that change every 16 \
+                          codes (NVFP4) on two translated operands: split \
                           (an FP8 instruction per 16-block on tiles split in halves, each \
                           block's partial sums promoted with both UE4M3 scales) or f16 (each \
                           code times its block's scale written as f16, exact where the \
-                          formats allow (E2M1 x UE4M3), into m64n128k16.f32.f16.f16 \
+                          formats allow (E2M1 x UE4M3), into m64nNk16.f32.f16.f16 \
                           instructions summing whole stages; K static, a multiple of 64). \
                           Ops the f16 route does not take keep the split one",
             kind: OptionKind::Choice(&["split", "f16"]),

@@ -437,7 +437,13 @@ impl Memory {
                 fold: None,
             };
         }
-        let most = if tile.swapped { SKINNY_STAGES } else { STAGES };
+        // (The skinny block, memory-bound, keeps as many bytes in flight with the f16
+        // route's stages of 64 codes: twice the stages.)
+        let most = if tile.swapped {
+            SKINNY_STAGES * BK / routes[0].stage_codes()
+        } else {
+            STAGES
+        };
         // With TMA, a full mbarrier per slot after the translated tiles.
         let full = if tma { 8 } else { 0 };
         // Staged scales: a ring of the stages' copies (an entry per slot: A's rows, then

@@ -113,18 +113,20 @@
 //! The f16 route (`nvfp4=f16`, `f16_route`; `Plan::in_codes`): where both operands of
 //! NVFP4's 16-blocks are translated and every product of a code and a block scale is an
 //! f16 value (E2M1 x UE4M3, proved per op by `ScaledFormat::scaled_embeds_in_f16`), the
-//! square block applies the block scales on the way in: a stage is 64 codes (a tile row
-//! stays 128 bytes, now of f16), each copied chunk brings its row's 4-byte word of the
-//! stage's scales (`Memory::chunk_scales`), and the thread that copied it translates its
-//! codes to E5M2 (an f16's high byte is the E5M2 code of the same value, so a byte
-//! permute widens each pair to f16x2; every 4-bit format that embeds in FP8 embeds in
-//! E5M2) and multiplies each pair by its block's scale (the chunk's UE4M3 codes widened
-//! by `cvt.rn.f16x2.e4m3x2`). The stage's 4 `m64n128k16.f32.f16.f16` instructions sum into the
-//! accumulators themselves (no promotion, no split halves); the global scales stay in the
-//! epilogue. Half FP8's tensor rate, but none of it on zeros and no per-block promotion:
-//! by the SASS counts (`bench/NOTES.md`) the split route is bound by its promotions near
-//! 16% of the FP8 peak, this one near the f16 peak (~47% of FP8's).
-//!
+//! blocks apply the block scales on the way in: a stage is 64 codes (a tile row stays 128
+//! bytes, now of f16; the skinny block keeps twice the stages, as many bytes in flight),
+//! each copied chunk brings its row's 4-byte word of the stage's scales
+//! (`Memory::chunk_scales`), and the thread that copied it translates its codes to E5M2
+//! (an f16's high byte is the E5M2 code of the same value, so a byte permute widens each
+//! pair to f16x2; every 4-bit format that embeds in FP8 embeds in E5M2) and multiplies
+//! each pair by its block's scale (the chunk's UE4M3 codes widened by
+//! `cvt.rn.f16x2.e4m3x2`). The stage's 4 `m64n<n>k16.f32.f16.f16` instructions sum into
+//! the accumulators themselves (no promotion, no split halves); the global scales stay in
+//! the epilogue. Half FP8's tensor rate, but none of it on zeros and no per-block
+//! promotion: by the SASS counts (`bench/NOTES.md`) the square block's split route is
+//! bound by its promotions near 16% of the FP8 peak, this one near the f16 peak (~47% of
+//! FP8's).
+
 //! The pieces, one module each:
 //! - `memory`: the dynamic shared memory's layout (`Memory`: ring, translated tiles, staged
 //!   scales, mbarriers), the 128-byte swizzle, the threads' chunks and shared-memory access;
@@ -377,7 +379,7 @@ pub(super) fn plan(
     }
     instr.swapped = tile.swapped;
     instr.n = tile.n();
-    if let Some([a, b]) = f16.then(|| f16_route(op, &plan, tile, k)).flatten() {
+    if let Some([a, b]) = f16.then(|| f16_route(op, &plan, k)).flatten() {
         (plan.a, plan.b) = (a, b);
         (instr.a, instr.b) = (plan.a.ty, plan.b.ty);
         plan.in_codes = true;
@@ -396,8 +398,8 @@ pub(super) fn plan(
 /// The operands of `op` (planned as `plan`, in `tile`, K static where `k`) on the f16 route
 /// (`Plan::in_codes`), where it takes it: its scales change every 16 codes (NVFP4), both
 /// operands are translated, and every product of a code and a block scale is an f16 value
-/// (`ScaledFormat::scaled_embeds_in_f16`: E2M1 x UE4M3 is), in the square block, with K
-/// static and whole stages of 64 (each row's 4 scales of a stage one aligned word). Each
+/// (`ScaledFormat::scaled_embeds_in_f16`: E2M1 x UE4M3 is), with K static and whole
+/// stages of 64 (each row's 4 scales of a stage one aligned word). Each
 /// code reaches an `m64n128k16.f32.f16.f16` instruction as f16 times its block's scale:
 /// no promotion per 16-block and no split halves (the split route's instructions sum
 /// zeros for half their tensor time, and each 16-block's promotion takes 128 FMUL / FFMA
@@ -405,7 +407,7 @@ pub(super) fn plan(
 /// are translated to E5M2, an f16's high byte (a byte permute then widens them): every
 /// 4-bit format that embeds in E4M3 also does in E5M2 (no more mantissa bits than 2, a
 /// coarser smallest step, a smaller largest value).
-fn f16_route(op: OperationRef, plan: &Plan, tile: Tile, k: Option<i64>) -> Option<[Operand; 2]> {
+fn f16_route(op: OperationRef, plan: &Plan, k: Option<i64>) -> Option<[Operand; 2]> {
     let ((fa, pa), (fb, pb)) = Plan::formats(op).ok()?;
     let layouts = ["lhs_layout", "rhs_layout"].map(|n| layout_attr_of(op, n).ok());
     let [Some(la), Some(lb)] = layouts else {
@@ -420,7 +422,6 @@ fn f16_route(op: OperationRef, plan: &Plan, tile: Tile, k: Option<i64>) -> Optio
     let taken = plan.step == 16
         && plan.a.table.is_some()
         && plan.b.table.is_some()
-        && !tile.swapped
         && k.is_some_and(|k| k % (ROW / 2) == 0);
     Some([f16(fa, pa, la)?, f16(fb, pb, lb)?]).filter(|_| taken)
 }
@@ -1237,8 +1238,9 @@ fn promote_segment<'c, 'a>(
     let scales = scales.replaced(loaded);
     let d = wgmma::wait(e, instr, left, d);
     if kn.plan.in_codes {
-        // (Every stage of the f16 route's square block is in its range and inside K: its
-        // sums are taken as they are, with no branch, which ptxas would meet with a
+        // (Every stage the f16 route runs is in its block's range, one a loop iteration
+        // (its operands are translated), and inside K (whole stages): its sums are taken
+        // as they are, with no branch, which ptxas would meet with a
         // `warpgroup.arrive` of its own and serialized instructions, C7520.)
         return wgmma::unpack(e, instr, d);
     }
