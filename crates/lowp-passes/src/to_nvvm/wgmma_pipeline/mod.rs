@@ -126,7 +126,7 @@
 //! promotion: by the SASS counts (`bench/NOTES.md`) the square block's split route is
 //! bound by its promotions near 16% of the FP8 peak, this one near the f16 peak (~47% of
 //! FP8's).
-
+//!
 //! The pieces, one module each:
 //! - `memory`: the dynamic shared memory's layout (`Memory`: ring, translated tiles, staged
 //!   scales, mbarriers), the 128-byte swizzle, the threads' chunks and shared-memory access;
@@ -140,6 +140,7 @@
 //! - `cluster`: cluster barriers, distributed shared memory, split-K's gather;
 //! - `emulated`: the whole block run on the CPU (`emulate=true`).
 
+use lowp_formats::{ScaleLayout, ScaledFormat};
 use melior::dialect::arith::CmpiPredicate;
 use melior::ir::operation::OperationBuilder;
 use melior::ir::operation::{OperationLike, OperationResult};
@@ -147,8 +148,6 @@ use melior::ir::r#type::{DimSize, MemRefType, ShapedTypeLike};
 use melior::ir::{Attribute, Identifier, OperationRef, TypeLike, Value, ValueLike};
 
 use super::wgmma::{self, Wgmma};
-use lowp_formats::{ScaleLayout, ScaledFormat};
-
 use crate::chip::Chip;
 use crate::expand_quantize::{ceil_div, layout_attr_of, unsupported};
 use crate::ir::Emitter;
@@ -395,13 +394,13 @@ pub(super) fn plan(
     Ok((plan, instr, tile))
 }
 
-/// The operands of `op` (planned as `plan`, in `tile`, K static where `k`) on the f16 route
+/// The operands of `op` (planned as `plan`, K static where `k`) on the f16 route
 /// (`Plan::in_codes`), where it takes it: its scales change every 16 codes (NVFP4), both
 /// operands are translated, and every product of a code and a block scale is an f16 value
 /// (`ScaledFormat::scaled_embeds_in_f16`: E2M1 x UE4M3 is), with K static and whole
-/// stages of 64 (each row's 4 scales of a stage one aligned word). Each
-/// code reaches an `m64n128k16.f32.f16.f16` instruction as f16 times its block's scale:
-/// no promotion per 16-block and no split halves (the split route's instructions sum
+/// stages of 64 (each row's 4 scales of a stage one aligned word). Each code reaches an
+/// `m64nNk16.f32.f16.f16` instruction as f16 times its block's scale: no promotion per
+/// 16-block and no split halves (the split route's instructions sum
 /// zeros for half their tensor time, and each 16-block's promotion takes 128 FMUL / FFMA
 /// a thread), at the f16 rate (half FP8's), the global scales in the epilogue. The codes
 /// are translated to E5M2, an f16's high byte (a byte permute then widens them): every

@@ -3,8 +3,9 @@
 //! a staged operand's codes to FP8 by the thread that copied them (4-bit codes four at a
 //! time with three `prmt` byte permutes, FP6 four at a time by word arithmetic, other
 //! wider codes through a select chain; folded, with the table moved by the chunk's
-//! scale), and the staged scales decoded to f32 once per block for the promotions
-//! (`staged_readers`).
+//! scale; on the f16 route, to E5M2 then f16 times the block's scale, each chunk's scale
+//! word copied with it), and the staged scales decoded to f32 once per block for the
+//! promotions (`staged_readers`).
 
 use melior::dialect::arith::CmpiPredicate;
 use melior::ir::operation::OperationBuilder;
