@@ -12,8 +12,8 @@ use super::cluster::stage_range;
 use super::fold::{fold_scan, Folded};
 use super::memory::{clear_halves, each_chunk, Memory, Shared};
 use super::stage::{
-    decode_scales, each_scale_row, scale_address, scale_at, scale_cell, staged_readers,
-    translate_stage,
+    decode_scales, each_scale_row, emulated_scale_word, scale_address, scale_at, scale_cell,
+    staged_readers, translate_stage,
 };
 use super::tma::{box_origin, emulated_tma};
 use super::{descriptors_at, lane, part, segment_shape, sides, stage_descriptors, BK};
@@ -74,7 +74,7 @@ pub(super) fn emulated_block<'c, 'a>(
     threads(e, mem.copiers, &|e, t| clear_halves(e, mem, shared, t));
     // The cluster's blocks one after the other, each on its range of stages.
     e.for_loop(zero, e.index(splits), one, &[], |e, rank, _| {
-        let (first, last) = stage_range(e, k, mem.bk, rank, splits);
+        let (first, last) = stage_range(e, k, mem.bk(), rank, splits);
         let held = e.muli(rank, e.index(computing));
         // The stages, with the block scales folded into the codes or not (`Fold`).
         let stages = |e: &Emitter<'c, 'a>, fold: Folded| {
@@ -84,7 +84,7 @@ pub(super) fn emulated_block<'c, 'a>(
                 segment_shape(kn.plan)
             };
             e.for_loop(first, last, one, &[], |e, s, _| {
-                let k0 = e.muli(s, e.index(mem.bk));
+                let k0 = e.muli(s, e.index(mem.bk()));
                 // The copies: 16 bytes each, zeros where the chunk is outside.
                 threads(e, mem.copiers, &|e, t| {
                     for (x, side) in sides.iter().enumerate() {
@@ -113,13 +113,7 @@ pub(super) fn emulated_block<'c, 'a>(
                                 // The chunk's scale word, from the bytes the GPU's copy reads.
                                 let scaled = [&kn.ops.sa, &kn.ops.sb][x];
                                 let at = scale_cell(e, scaled, side, c.r, k0);
-                                let columns = e.dim(scaled.scales, 1);
-                                let (sr, sc) = (e.divui(at, columns), e.remui(at, columns));
-                                let word = (0..4).fold(e.i32(0), |acc, b| {
-                                    let at = e.addi(sc, e.index(b));
-                                    let byte = e.extui(e.load(scaled.scales, &[sr, at]), i32t);
-                                    e.ori(acc, e.shli(byte, e.i32(8 * b as u32)))
-                                });
+                                let word = emulated_scale_word(e, scaled, at);
                                 let word = e.select(c.inside, word, e.i32(0));
                                 let to = mem.chunk_scales(e, x, s, c.slot_offset(e));
                                 shared.store_words(e, to, &[word]);
@@ -209,7 +203,7 @@ pub(super) fn emulated_block<'c, 'a>(
                 let warpgroups = e.index(mem.tile.warpgroups);
                 e.for_loop(zero, warpgroups, one, &[], |e, warpgroup, _| {
                     let tiles = stage_descriptors(e, mem, shared, warpgroup, s);
-                    for g in 0..mem.bk / seg {
+                    for g in 0..mem.bk() / seg {
                         let k0 = e.addi(k0, e.index(g * seg));
                         // (The f16 route's instructions sum into the accumulators.)
                         let into = kn.plan.in_codes;

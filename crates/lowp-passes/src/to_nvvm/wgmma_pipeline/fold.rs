@@ -30,7 +30,7 @@ use melior::ir::operation::OperationBuilder;
 use melior::ir::{Attribute, Identifier, Type, Value};
 
 use super::memory::{alignment, Memory, ScaleStage, Shared};
-use super::stage::{scale_address, scale_at};
+use super::stage::{emulated_scale_word, scale_address, scale_at};
 use super::{ceil, segment_shape, static_k, Side, BK};
 use crate::code_words::{byte_rule, nibble_table, ByteRule};
 use crate::expand_quantize::ceil_div;
@@ -378,14 +378,7 @@ pub(super) fn scale_word<'c, 'a>(
                     .expect("valid llvm.load"),
             )
         }
-        Shared::Cpu(_) => {
-            let columns = e.dim(scaled.scales, 1);
-            let (sr, sc) = (e.divui(at, columns), e.remui(at, columns));
-            (0..4).fold(e.i32(0), |acc, b| {
-                let byte = e.extui(e.load(scaled.scales, &[sr, e.addi(sc, e.index(b))]), i32t);
-                e.ori(acc, e.shli(byte, e.i32(8 * b as u32)))
-            })
-        }
+        Shared::Cpu(_) => emulated_scale_word(e, scaled, at),
     }
 }
 

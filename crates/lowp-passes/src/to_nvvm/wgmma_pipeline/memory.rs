@@ -190,8 +190,6 @@ fn fewest_stages(routes: &[Route; 2], specialized: bool) -> i64 {
 pub(super) struct Memory {
     pub(super) tile: Tile,
     pub(super) routes: [Route; 2],
-    /// Codes of K per stage: 128, or 64 on the f16 route (`Route::f16`).
-    pub(super) bk: i64,
     /// A producer warpgroup copies, two consumer warpgroups compute.
     pub(super) specialized: bool,
     /// Direct operands come by TMA (`cp.async.bulk.tensor`, one thread per stage), staged
@@ -423,7 +421,6 @@ impl Memory {
             return Memory {
                 tile,
                 routes,
-                bk: routes[0].stage_codes(),
                 specialized,
                 tma,
                 copiers: PRODUCERS,
@@ -504,7 +501,6 @@ impl Memory {
         Memory {
             tile,
             routes,
-            bk: routes[0].stage_codes(),
             specialized,
             tma,
             copiers: tile.threads(),
@@ -517,6 +513,12 @@ impl Memory {
             scales,
             fold: None,
         }
+    }
+
+    /// Codes of K per stage: 128, or 64 on the f16 route (`Route::f16`; both operands take
+    /// it or neither).
+    pub(super) fn bk(&self) -> i64 {
+        self.routes[0].stage_codes()
     }
 
     /// Whether the ring has the stages its loop needs (`fewest_stages`).

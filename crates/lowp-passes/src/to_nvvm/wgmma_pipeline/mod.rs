@@ -531,7 +531,7 @@ fn sides<'c, 'a>(
     let tile = mem.tile;
     let k = static_k(kn).expect("the pipeline's plan takes static rows of codes");
     let row_bytes = |o: &Operand| if o.packed { k / 2 } else { k };
-    let whole_k = k % mem.bk == 0;
+    let whole_k = k % mem.bk() == 0;
     let whole_rows = |codes: Value<'c, 'a>, x: usize| {
         static_rows(codes).is_some_and(|rows| rows % tile.rows[x] == 0)
     };
@@ -627,7 +627,7 @@ pub(super) fn lower<'c, 'a>(
     };
     // Stages of K (static: `plan` takes static rows).
     let k = static_k(&kn).ok_or_else(|| unsupported(op, "the wgmma pipeline takes a static K"))?;
-    let k_stages = ceil(k, mem.bk);
+    let k_stages = ceil(k, mem.bk());
     // The tensor maps of the operands TMA loads, made on the host.
     let bits = [kn.ops.bits_a, kn.ops.bits_b];
     // (B multicast: each box is a block's part of the stage.)
@@ -836,7 +836,7 @@ fn hardware_block<'c, 'a>(
     let sides = sides(e, kn, mem, bm, bn);
     let globals = copy_bases(e, kn, mem);
     let k = kn.ops.k;
-    let (first, last) = stage_range(e, k, mem.bk, rank, mem.tile.splits);
+    let (first, last) = stage_range(e, k, mem.bk(), rank, mem.tile.splits);
     let (stages, first_thread) = (mem.stages, e.cmpi(CmpiPredicate::Eq, tid, e.index(0)));
     // TMA: a full mbarrier per slot, which thread 0 arms with the boxes' bytes before it
     // issues them (1 arrival); every thread waits on it before the stage's barrier.
@@ -1048,8 +1048,8 @@ fn stage_mmas<'c, 'a>(
     let mut acc = acc.to_vec();
     let mut pending = before;
     let tiles = stage_descriptors(e, mem, shared, warpgroup, s);
-    for g in 0..mem.bk / seg {
-        let k0 = e.addi(e.muli(s, e.index(mem.bk)), e.index(g * seg));
+    for g in 0..mem.bk() / seg {
+        let k0 = e.addi(e.muli(s, e.index(mem.bk())), e.index(g * seg));
         // The f16 route sums into the accumulators themselves (`promote_segment`): they are
         // pinned before the fence, so that no compiler moves what sets them (the zeros
         // before the first stage) past it (ptxas then inserts a `warpgroup.arrive` and,

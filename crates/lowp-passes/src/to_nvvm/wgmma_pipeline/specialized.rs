@@ -122,7 +122,7 @@ pub(super) fn specialized_block<'c, 'a>(
     });
     let sides = sides(e, kn, mem, bm, bn);
     let k = kn.ops.k;
-    let count = ceil_div(e, k, e.index(mem.bk));
+    let count = ceil_div(e, k, e.index(mem.bk()));
     // The barriers initialized before any thread uses them; with multicast, before the
     // other blocks of the cluster write into this block or arrive on its barriers. Folded
     // scales: the producers' scan of their rows' scales, whose `bar.red.or` is that

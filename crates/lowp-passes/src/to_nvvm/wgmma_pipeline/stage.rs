@@ -130,7 +130,7 @@ pub(super) fn copy_stage<'c, 'a>(
     s: Value<'c, 'a>,
 ) {
     let i64t = e.int_type(64);
-    let k0 = e.muli(s, e.index(mem.bk));
+    let k0 = e.muli(s, e.index(mem.bk()));
     for (x, side) in sides.iter().enumerate() {
         let (route, copied) = (mem.routes[x], mem.copied(e, x, s));
         if mem.tma && !route.staged {
@@ -197,6 +197,22 @@ pub(super) fn each_scale_row<'c, 'a>(
         );
         e.if_then(mine, |e| body(e, x, st, e.subi(tid, e.index(first))));
     }
+}
+
+/// The 4-byte word of one-byte scales at byte offset `at` (aligned, inside a row), byte by
+/// byte: what the GPU's 4-byte load or copy of it reads (for the emulations).
+pub(super) fn emulated_scale_word<'c, 'a>(
+    e: &Emitter<'c, 'a>,
+    scaled: &Scaled<'c, 'a>,
+    at: Value<'c, 'a>,
+) -> Value<'c, 'a> {
+    let columns = e.dim(scaled.scales, 1);
+    let (sr, sc) = (e.divui(at, columns), e.remui(at, columns));
+    (0..4).fold(e.i32(0), |acc, b| {
+        let byte = e.load(scaled.scales, &[sr, e.addi(sc, e.index(b))]);
+        let byte = e.extui(byte, e.int_type(32));
+        e.ori(acc, e.shli(byte, e.i32(8 * b as u32)))
+    })
 }
 
 /// The byte offset in operand `side`'s scales (as stored) of its block row `r`'s first
@@ -412,7 +428,7 @@ pub(super) fn translate_stage<'c, 'a>(
     s: Value<'c, 'a>,
     fold: Folded<'c, 'a>,
 ) {
-    let k0 = e.muli(s, e.index(mem.bk));
+    let k0 = e.muli(s, e.index(mem.bk()));
     for (x, side) in sides.iter().enumerate() {
         let route = mem.routes[x];
         let Some(table) = side.operand.table.as_ref().filter(|_| route.staged) else {
