@@ -12,7 +12,7 @@ use lowp_jit::Session;
 
 use super::to_loops::{
     format_layout_cases, mixed_cases, operand, operand_of, problems_module, run_and_check, source,
-    Problem,
+    Operand, Problem,
 };
 
 fn emulated(chip: &str, kernel: &str) -> String {
@@ -754,17 +754,56 @@ fn wgmma_pipeline_splits_16_blocks() {
 /// smallest UE4M3 step, zeros, -0, large, NaN scales; 130 rows: the last tile's rows
 /// clamped) and B's global scale, K of 5 stages, unpacked E2M1 (a code a byte: a
 /// block a chunk) against packed, a custom E3M0, in the barrier pipeline and
-/// warp-specialized; the skinny block (16 rows), also split among a cluster. Ops the
-/// route does not take keep the split one: B used as stored (E4M3), K not whole stages of
-/// 64, and E3M0 with bias -2 (its largest value 512, times a UE4M3 scale, overflows
-/// f16).
+/// warp-specialized; the skinny block (16 rows), also split among a cluster. FP8 beside
+/// NVFP4 (its scales per tensor or per channel, applied in the epilogue) is widened to f16
+/// as stored: E4M3 and E5M2 with edge values (`fp8_edges`), as B, as A, and as the skinny
+/// block's A. Ops the route does not take keep the split one: FP8 whose scales change along
+/// K (MXFP8), K not whole stages of 64, and E3M0 with bias -2 (its largest value 512, times
+/// a UE4M3 scale, overflows f16).
 #[test]
 fn wgmma_pipeline_f16_route() {
     let session = Session::new();
     let mut rng = SplitMix64::new(1616);
-    let (f4, e4) = (ScaledFormat::F4E2M1, ScaledFormat::F8E4M3);
+    let (f4, e4, e5) = (
+        ScaledFormat::F4E2M1,
+        ScaledFormat::F8E4M3,
+        ScaledFormat::F8E5M2,
+    );
     let (nv, nvg) = (ScaleLayout::NVFP4, ScaleLayout::NVFP4_GLOBAL);
+    let (tensor, channel) = (ScaleLayout::PerTensor, ScaleLayout::PerChannel);
     let edges = nvfp4_edges(&mut rng, &[(20, 100), (129, 200)]);
+    // FP8 beside NVFP4: B E4M3 per tensor, A E5M2 per channel (a NaN row), the skinny
+    // block's A E4M3 per channel.
+    let fp8 = |rng: &mut SplitMix64, (m, n, k), a: Option<ScaledFormat>, b, layout| {
+        let (nvfp4, other) = (
+            if a.is_some() { n } else { m },
+            if a.is_some() { m } else { n },
+        );
+        let f = a.unwrap_or(b);
+        let codes = fp8_edges(rng, other, k, f, layout);
+        let packed = operand(rng, nvfp4, k, f4, nvg, true);
+        let (a, b) = if a.is_some() {
+            (codes, packed)
+        } else {
+            (packed, codes)
+        };
+        let name = format!("{m}x{n}x{k} {} x {}", a.q.format, b.q.format);
+        let bias = Some(rng.normal_vec(n));
+        (
+            name,
+            Problem {
+                a,
+                b,
+                bias,
+                bf16: false,
+            },
+        )
+    };
+    let widened = [
+        fp8(&mut rng, (72, 72, 256), None, e4, tensor),
+        fp8(&mut rng, (136, 72, 192), Some(e5), e4, channel),
+        fp8(&mut rng, (16, 72, 256), Some(e4), e4, channel),
+    ];
     let taken = [
         edges,
         pair_problem(&mut rng, (72, 136, 320), (f4, nv, true, f4, nvg, true)),
@@ -784,7 +823,7 @@ fn wgmma_pipeline_f16_route() {
         pair_problem(
             &mut rng,
             (72, 72, 256),
-            (f4, nv, true, e4, ScaleLayout::PerTensor, false),
+            (f4, nv, true, e4, ScaleLayout::MX, false),
         ),
         pair_problem(&mut rng, (72, 72, 224), (f4, nvg, true, f4, nvg, true)),
         // E3M0 with bias -2 reaches 512: times 448 past f16's largest value.
@@ -828,12 +867,57 @@ fn wgmma_pipeline_f16_route() {
         text.matches(", 4, cache =  ca").count(),
         2 * (2 + 2 + 3 + 2 + 2 + 2)
     );
+    // FP8 widened: as stored, no scale word copied with it (the NVFP4 operand's one a
+    // chunk: square, one of 256 a thread; skinny, one of B's), E4M3 by `cvt` a pair, E5M2
+    // by byte permutes only.
+    let text = lowered_with(&session, &widened, &f16("auto", false));
+    assert_eq!(text.matches("k = 16>").count(), 4 * widened.len());
+    assert_eq!(text.matches(", 4, cache =  ca").count(), 2 * widened.len());
+    let text = lowered_with(&session, &widened[1..2], &f16("auto", false));
+    assert!(text.contains("nvvm.convert.f8x2.to.f16x2"), "B's scales");
     let text = lowered_with(&session, &kept, &f16("auto", false));
     assert!(!text.contains("k = 16>"), "the split route keeps these");
     assert_eq!(text.matches("k = 32>").count(), 8 * kept.len());
     run_and_check(&session, &taken, Some(&f16("wgmma", true)));
     run_and_check(&session, &taken, Some(&f16("wgmma-specialized", true)));
+    run_and_check(&session, &widened, Some(&f16("auto", true)));
+    run_and_check(
+        &session,
+        &widened[..2],
+        Some(&f16("wgmma-specialized", true)),
+    );
     run_and_check(&session, &kept, Some(&f16("auto", true)));
+}
+
+/// An FP8 operand (`rows x k`, scales per tensor or per channel) whose codes reach the
+/// edges: runs of zeros and -0, values that quantize to subnormals (E4M3's below 2^-6,
+/// E5M2's below 2^-14, relative to its largest) and to nothing, and, per channel, a NaN in
+/// row 3 (its scale NaN: one row of C NaN, the others checked).
+fn fp8_edges(
+    rng: &mut SplitMix64,
+    rows: usize,
+    k: usize,
+    f: ScaledFormat,
+    layout: ScaleLayout,
+) -> Operand {
+    let mut data: Vec<f32> = (0..rows * k)
+        .map(|i| rng.normal() * (1.0 + (i % 7) as f32))
+        .collect();
+    for (r, ks, factor) in [
+        (0, 0..64, 0.0),
+        (1, 16..48, -0.0),
+        (2, 0..k, 2f32.powi(-17)),
+        (4, 32..96, 2f32.powi(-31)),
+        (5, 64..128, 2f32.powi(-40)),
+    ] {
+        for x in &mut data[r * k + ks.start..r * k + ks.end] {
+            *x *= factor;
+        }
+    }
+    if layout == ScaleLayout::PerChannel {
+        data[3 * k + 5] = f32::NAN;
+    }
+    operand_of(&data, rows, k, f, layout, false)
 }
 
 /// `kernel=wgmma-tma`: the warp-specialized block with the operands used as stored (E4M3 /

@@ -997,8 +997,10 @@ impl<'p, 'c, 'a> Kernel<'p, 'c, 'a> {
     }
 
     /// Store a lane's accumulators (with the per-tensor / per-channel scales when no scale
-    /// changes along K, `2^shift`, the globals, the bias), those inside C. What does not
-    /// depend on the element (a per-tensor scale, the globals) is read once per lane.
+    /// changes along K, or, where the block scales are in the codes (`Plan::in_codes`), those
+    /// of an operand whose scales do not change along K; `2^shift`, the globals, the bias),
+    /// those inside C. What does not depend on the element (a per-tensor scale, the
+    /// globals) is read once per lane.
     ///
     /// Where the instruction's accumulators come in runs of adjacent columns
     /// ([`Instr::column_run`]), N is static and a multiple of the run and C row-major, a run
@@ -1008,8 +1010,10 @@ impl<'p, 'c, 'a> Kernel<'p, 'c, 'a> {
     pub(crate) fn epilogue(&self, e: &Emitter<'c, 'a>, l: &Lane<'c, 'a>, acc: &[Value<'c, 'a>]) {
         let zero = e.index(0);
         let whole = self.plan.seg.is_none() && !self.plan.scaled;
+        // Whether an operand's scales are applied here.
+        let here = |s: &Scaled<'c, 'a>| whole || (self.plan.in_codes && !s.layout.is_k_blocked());
         let once = |s: &Scaled<'c, 'a>| {
-            (whole && s.layout == lowp_formats::ScaleLayout::PerTensor)
+            (here(s) && s.layout == lowp_formats::ScaleLayout::PerTensor)
                 .then(|| s.block_value(e, zero, zero))
         };
         let (ta, tb) = (once(&self.ops.sa), once(&self.ops.sb));
@@ -1017,10 +1021,17 @@ impl<'p, 'c, 'a> Kernel<'p, 'c, 'a> {
         // Accumulator `v` at (row, col) as stored.
         let result = |e: &Emitter<'c, 'a>, v: Value<'c, 'a>, row, col| {
             let mut v = v;
-            if whole {
-                let sa = ta.unwrap_or_else(|| self.ops.sa.block_value(e, row, zero));
-                let sb = tb.unwrap_or_else(|| self.ops.sb.block_value(e, col, zero));
-                v = e.mulf(e.mulf(v, sa), sb);
+            if here(&self.ops.sa) {
+                v = e.mulf(
+                    v,
+                    ta.unwrap_or_else(|| self.ops.sa.block_value(e, row, zero)),
+                );
+            }
+            if here(&self.ops.sb) {
+                v = e.mulf(
+                    v,
+                    tb.unwrap_or_else(|| self.ops.sb.block_value(e, col, zero)),
+                );
             }
             let shift = self.plan.a.shift + self.plan.b.shift;
             if shift != 0 {

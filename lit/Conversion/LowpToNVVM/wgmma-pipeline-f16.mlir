@@ -85,3 +85,40 @@ func.func @ragged_k(%a: memref<256x112x!lowp.packed<f4E2M1FN>>, %sa: memref<256x
       : memref<256x112x!lowp.packed<f4E2M1FN>>[memref<256x14xf8E4M3FN>], memref<128x112x!lowp.packed<f4E2M1FN>>[memref<128x14xf8E4M3FN>] -> memref<256x128xf32>
   return
 }
+
+// FP8 beside NVFP4 (E4M3 A per tensor, NVFP4 B): A's codes reach the f16 tiles as stored,
+// a pair per cvt.rn.f16x2.e4m3x2 (every E4M3 value is an f16 one) and no block scale, so
+// no scale word is copied with A's chunks; A's scale is applied in the epilogue. Shared
+// memory: 5 stages x (8 KiB of A + 4 KiB of B + 1 KiB of B's scale words) + 3 parities x
+// 2 x 16 KiB + 1 KiB = 165888 B. The default keeps the split route (B split, A as stored).
+// CHECK-LABEL: func.func @w4a8
+// CHECK:       dynamic_shared_memory_size %c165888_i32 {
+// CHECK:         scf.for %{{.*}} = %c0 to %c3 step %c1 {
+// CHECK-COUNT-3:   nvvm.cp.async.shared.global %{{.*}}, %{{.*}}, 16, cache =  cg
+// CHECK-NOT:       nvvm.cp.async.commit.group
+// CHECK:           nvvm.cp.async.shared.global %{{.*}}, %{{.*}}, 4, cache =  ca
+// CHECK-NEXT:    }
+// CHECK-NEXT:    nvvm.cp.async.commit.group
+// CHECK:         %{{.*}}:64 = scf.for
+// CHECK:           nvvm.cp.async.wait.group 2
+// CHECK:           %[[PAIR:.*]] = nvvm.convert.f8x2.to.f16x2 %{{.*}} : vector<2xi8>(f8E4M3FN) -> vector<2xf16>
+// CHECK-NEXT:      llvm.bitcast %[[PAIR]] : vector<2xf16> to i32
+// CHECK-COUNT-7:   nvvm.convert.f8x2.to.f16x2
+// CHECK-NOT:       arith.mulf
+// CHECK:           llvm.store %{{.*}}, %{{.*}} {alignment = 16 : i64} : vector<4xi32>, !llvm.ptr<3>
+// CHECK:           nvvm.wgmma.mma_async %{{.*}}, %{{.*}}, %{{.*}}, <m = 64, n = 128, k = 16>, D[<f32>, <one>], A[<f16>, <one>, <row>], B[<f16>, <one>, <col>]
+// CHECK:         nvvm.cp.async.wait.group 0
+// CHECK-NEXT:    %[[SA:.*]] = memref.load %{{.*}}[%c0, %c0] : memref<1x1xf32>
+// CHECK:         arith.mulf %{{.*}}, %[[SA]] : f32
+// CHECK:         gpu.terminator
+
+// SPLIT-LABEL: func.func @w4a8
+// SPLIT-NOT:   k = 16>
+// SPLIT:       <m = 64, n = 128, k = 32>, D[<f32>, <zero>], A[<e4m3>, <one>, <row>], B[<e4m3>, <one>, <col>]
+func.func @w4a8(%a: memref<256x128xf8E4M3FN>, %sa: memref<1x1xf32>,
+                %b: memref<128x64x!lowp.packed<f4E2M1FN>>, %sb: memref<128x8xf8E4M3FN>,
+                %c: memref<256x128xf32>) {
+  lowp.scaled_matmul %a[%sa], %b[%sb] into %c layouts(#lowp.per_tensor, #lowp.nvfp4<16>)
+      : memref<256x128xf8E4M3FN>[memref<1x1xf32>], memref<128x64x!lowp.packed<f4E2M1FN>>[memref<128x8xf8E4M3FN>] -> memref<256x128xf32>
+  return
+}

@@ -17,10 +17,10 @@
 //!   (translated from the stored codes by the threads that copied them where the format
 //!   embeds in FP8), partial sums promoted at least every 128 of K (NVFP4: an instruction
 //!   per 16-block, on translated tiles split in halves; or, `nvfp4=f16`, each code times
-//!   its block's scale as f16 into `m64nNk16.f32.f16.f16`); a skinny swap-AB block
-//!   (split-K in clusters) for small M; warp-specialized variants with a producer
-//!   warpgroup, one of them loading the E4M3 / E5M2 operands by TMA (`wgmma-tma`; B
-//!   multicast to clusters of 2 blocks sharing it).
+//!   its block's scale as f16 into `m64nNk16.f32.f16.f16`, FP8 beside it widened); a
+//!   skinny swap-AB block (split-K in clusters) for small M; warp-specialized variants
+//!   with a producer warpgroup, one of them loading the E4M3 / E5M2 operands by TMA
+//!   (`wgmma-tma`; B multicast to clusters of 2 blocks sharing it; not on the f16 route).
 //! - `wgmma.rs` (sm_90a, the other FP8-embeddable ops: dynamic K, rows that are not whole
 //!   16 bytes, NVFP4 16-blocks where no operand is translated or the split tiles leave
 //!   too few stages): the same instruction, one warpgroup per 64 x 128 tile, A and B
@@ -179,13 +179,14 @@ pub const PASS: PassDef = PassDef {
             name: "nvfp4",
             default: "split",
             description: "How the wgmma pipeline (sm_90a) takes scales that change every 16 \
-                          codes (NVFP4) on two translated operands: split \
+                          codes (NVFP4) on translated operands: split \
                           (an FP8 instruction per 16-block on tiles split in halves, each \
-                          block's partial sums promoted with both UE4M3 scales) or f16 (each \
+                          block's partial sums promoted with its UE4M3 scales) or f16 (each \
                           code times its block's scale written as f16, exact where the \
                           formats allow (E2M1 x UE4M3), into m64nNk16.f32.f16.f16 \
-                          instructions summing whole stages; K static, a multiple of 64). \
-                          Ops the f16 route does not take keep the split one",
+                          instructions summing whole stages; beside it E4M3 / E5M2 whose \
+                          scales do not change along K, widened as stored; K static, a \
+                          multiple of 64). Ops the f16 route does not take keep the split one",
             kind: OptionKind::Choice(&["split", "f16"]),
         },
         OptionDef {
@@ -259,6 +260,8 @@ fn run<'c, 'a>(func: OperationRef<'c, 'a>, options: &PassOptions) -> Result<(), 
         // The cp.async pipeline where the codes go to shared memory as stored, else the
         // register-staged kernel.
         let pipeline = |blocks, feed| {
+            // (TMA loads FP8 as stored, which the f16 route would widen.)
+            let f16 = f16 && feed != Feed::Tma;
             if sm == 90 {
                 wgmma_pipeline::plan(op, &facts, blocks, splits, f16).and_then(|(plan, i, tile)| {
                     if feed == Feed::Tma && plan.a.table.is_some() && plan.b.table.is_some() {

@@ -109,7 +109,7 @@ pub(super) fn emulated_block<'c, 'a>(
                                 })
                                 .collect();
                             shared.store4(e, e.addi(copied, c.slot_offset(e)), &words);
-                            if route.f16 {
+                            if route.block_scaled {
                                 // The chunk's scale word, from the bytes the GPU's copy reads.
                                 let scaled = [&kn.ops.sa, &kn.ops.sb][x];
                                 let at = scale_cell(e, scaled, side, c.r, k0);

@@ -3,7 +3,8 @@
 //! staged scales; FP6 x FP6 3 of 32 KiB + 3 x 32 KiB translated + staged scales (its third
 //! stage is what stages the scales, which its fold needs); NVFP4 x NVFP4 3 of 16 KiB + 3 x 48
 //! KiB translated (A's tiles split) + staged scales; on the f16 route (stages of 64 codes)
-//! 5 of 8 KiB + 2 KiB of chunk scale words + 3 x 32 KiB of f16 tiles. Skinny with 16 rows
+//! 5 of 8 KiB + 2 KiB of chunk scale words + 3 x 32 KiB of f16 tiles (E4M3 x NVFP4: 5 of
+//! 12 KiB + 1 KiB). Skinny with 16 rows
 //! of A: 8 x 10 KiB for FP8, 8 x 5 KiB + 2 x 10 KiB for MXFP4. Plus 1 KiB of alignment.
 
 use lowp_formats::{ScaleDtype, ScaleLayout};
@@ -36,10 +37,13 @@ pub(super) struct Route {
     /// codes (`split_operand`): half h holds the 16-code chunks at h of every 32 and zeros
     /// in the others, so that an instruction of K 32 on it sums one 16-block.
     pub(super) halves: i64,
-    /// The f16 route (`Plan::in_codes`): the translation writes each code times its block's
-    /// scale as f16, 64 codes a stage (a tile row stays 128 bytes), and each copied chunk
-    /// brings its row's scale word of the stage (`chunk_scales`).
+    /// The f16 route (`Plan::in_codes`): the translation writes each code as f16, 64 codes a
+    /// stage (a tile row stays 128 bytes); every operand is staged (FP8 as stored widened).
     pub(super) f16: bool,
+    /// On the f16 route, an operand of 16-blocks (translated through its table): its codes
+    /// are multiplied by their block's scale, and each copied chunk brings its row's scale
+    /// word of the stage (`chunk_scales`).
+    pub(super) block_scaled: bool,
 }
 
 impl Route {
@@ -47,9 +51,10 @@ impl Route {
         Route {
             rows,
             packed: o.packed,
-            staged: o.table.is_some(),
+            staged: o.table.is_some() || f16,
             halves: if split { 2 } else { 1 },
             f16,
+            block_scaled: f16 && o.table.is_some(),
         }
     }
 
@@ -81,10 +86,15 @@ impl Route {
         self.rows * self.row_bytes()
     }
 
-    /// Bytes of a stage's copies in its slot: the codes as stored and, on the f16 route, a
-    /// scale word per chunk (`chunk_scales`).
+    /// Bytes of a stage's copies in its slot: the codes as stored and, block-scaled on the
+    /// f16 route, a scale word per chunk (`chunk_scales`).
     pub(super) fn slot_bytes(self) -> i64 {
-        self.raw_bytes() + if self.f16 { 4 * self.total() } else { 0 }
+        self.raw_bytes()
+            + if self.block_scaled {
+                4 * self.total()
+            } else {
+                0
+            }
     }
 
     /// Bytes of its tile of a stage (of each half, when split): 128 a row.

@@ -110,7 +110,7 @@
 //! A dynamic K, rows that are not a multiple of 16 bytes or not row-major take `wgmma.rs`'s
 //! register-staged kernel.
 //!
-//! The f16 route (`nvfp4=f16`, `f16_route`; `Plan::in_codes`): where both operands of
+//! The f16 route (`nvfp4=f16`, `f16_route`; `Plan::in_codes`): where the operands of
 //! NVFP4's 16-blocks are translated and every product of a code and a block scale is an
 //! f16 value (E2M1 x UE4M3, proved per op by `ScaledFormat::scaled_embeds_in_f16`), the
 //! blocks apply the block scales on the way in: a stage is 64 codes (a tile row stays 128
@@ -125,7 +125,10 @@
 //! the epilogue. Half FP8's tensor rate, but none of it on zeros and no per-block
 //! promotion: by the SASS counts (`bench/NOTES.md`) the square block's split route is
 //! bound by its promotions near 16% of the FP8 peak, this one near the f16 peak (~47% of
-//! FP8's).
+//! FP8's). An E4M3 / E5M2 operand beside the NVFP4 one (its scales per tensor or per
+//! channel: FP8 activations, NVFP4 weights) takes the route too: staged as stored and
+//! widened to f16 by its copier (E5M2 by the byte permute, E4M3 by `cvt.rn.f16x2.e4m3x2`,
+//! both exact), its scales applied in the epilogue (`Kernel::epilogue`).
 //!
 //! The pieces, one module each:
 //! - `memory`: the dynamic shared memory's layout (`Memory`: ring, translated tiles, staged
@@ -395,17 +398,23 @@ pub(super) fn plan(
 }
 
 /// The operands of `op` (planned as `plan`, K static where `k`) on the f16 route
-/// (`Plan::in_codes`), where it takes it: its scales change every 16 codes (NVFP4), both
-/// operands are translated, and every product of a code and a block scale is an f16 value
-/// (`ScaledFormat::scaled_embeds_in_f16`: E2M1 x UE4M3 is), with K static and whole
-/// stages of 64 (each row's 4 scales of a stage one aligned word). Each code reaches an
-/// `m64nNk16.f32.f16.f16` instruction as f16 times its block's scale: no promotion per
-/// 16-block and no split halves (the split route's instructions sum
-/// zeros for half their tensor time, and each 16-block's promotion takes 128 FMUL / FFMA
-/// a thread), at the f16 rate (half FP8's), the global scales in the epilogue. The codes
-/// are translated to E5M2, an f16's high byte (a byte permute then widens them): every
-/// 4-bit format that embeds in E4M3 also does in E5M2 (no more mantissa bits than 2, a
-/// coarser smallest step, a smaller largest value).
+/// (`Plan::in_codes`), where it takes it: its scales change every 16 codes (NVFP4), K is
+/// static and whole stages of 64 (each row's 4 scales of a stage one aligned word), and
+/// each operand is either
+/// - of NVFP4's 16-blocks, translated, every product of a code and a block scale an f16
+///   value (`ScaledFormat::scaled_embeds_in_f16`: E2M1 x UE4M3 is): its codes are
+///   translated to E5M2, an f16's high byte (a byte permute then widens them; every 4-bit
+///   format that embeds in E4M3 also does in E5M2: no more mantissa bits than 2, a coarser
+///   smallest step, a smaller largest value), and multiplied by their block's scale;
+/// - or E4M3 / E5M2 whose scales do not change along K (per-tensor, per-channel: NVFP4
+///   weights beside FP8 activations): widened as stored (every FP8 value is an f16 one),
+///   its scales applied in the epilogue.
+///
+/// Each code reaches an `m64nNk16.f32.f16.f16` instruction as f16 (the product of two is
+/// exact in f32): no promotion per 16-block and no split halves (the split route's
+/// instructions sum zeros for half their tensor time, and each 16-block's promotion takes
+/// 128 FMUL / FFMA a thread), at the f16 rate (half FP8's), the global scales in the
+/// epilogue.
 fn f16_route(op: OperationRef, plan: &Plan, k: Option<i64>) -> Option<[Operand; 2]> {
     let ((fa, pa), (fb, pb)) = Plan::formats(op).ok()?;
     let layouts = ["lhs_layout", "rhs_layout"].map(|n| layout_attr_of(op, n).ok());
@@ -413,15 +422,17 @@ fn f16_route(op: OperationRef, plan: &Plan, k: Option<i64>) -> Option<[Operand; 
         return None;
     };
     let f16 = |f: ScaledFormat, packed: bool, l: ScaleLayout| {
-        let exact = matches!(l, ScaleLayout::Nvfp4 { block: 16, .. })
-            && f.scaled_embeds_in_f16(l.scale_dtype());
-        let operand = Operand::new(f, packed, &[ScaledFormat::F8E5M2], &[0]).ok()?;
-        (exact && operand.table.is_some()).then_some(operand)
+        if matches!(l, ScaleLayout::Nvfp4 { block: 16, .. }) {
+            let operand = Operand::new(f, packed, &[ScaledFormat::F8E5M2], &[0]).ok()?;
+            let exact = f.scaled_embeds_in_f16(l.scale_dtype());
+            return (exact && operand.table.is_some()).then_some(operand);
+        }
+        let fp8 = matches!(f, ScaledFormat::F8E4M3 | ScaledFormat::F8E5M2);
+        (fp8 && !l.is_k_blocked())
+            .then(|| Operand::new(f, packed, &[f], &[0]).ok())
+            .flatten()
     };
-    let taken = plan.step == 16
-        && plan.a.table.is_some()
-        && plan.b.table.is_some()
-        && k.is_some_and(|k| k % (ROW / 2) == 0);
+    let taken = plan.step == 16 && k.is_some_and(|k| k % (ROW / 2) == 0);
     Some([f16(fa, pa, la)?, f16(fb, pb, lb)?]).filter(|_| taken)
 }
 

@@ -4,7 +4,7 @@
 //! time with three `prmt` byte permutes, FP6 four at a time by word arithmetic, other
 //! wider codes through a select chain; folded, with the table moved by the chunk's
 //! scale; on the f16 route, to E5M2 then f16 times the block's scale, each chunk's scale
-//! word copied with it), and the staged scales decoded to f32 once per block for the
+//! word copied with it, or FP8 as stored widened to f16), and the staged scales decoded to f32 once per block for the
 //! promotions (`staged_readers`).
 
 use melior::dialect::arith::CmpiPredicate;
@@ -115,8 +115,8 @@ pub(super) fn scale_address<'c, 'a>(
 
 /// Issue thread `tid`'s 16-byte `cp.async` of stage `s` of both operands into its slot
 /// (from the operands' base addresses `globals`; chunks outside copy 0 bytes); with TMA,
-/// of the staged operands only; on the f16 route, each chunk's scale word with it
-/// (`scale_cell`, `Memory::chunk_scales`). (The staged scales: `copy_scales`.)
+/// of the staged operands only; block-scaled on the f16 route, each chunk's scale word with
+/// it (`scale_cell`, `Memory::chunk_scales`). (The staged scales: `copy_scales`.)
 #[allow(clippy::too_many_arguments)]
 pub(super) fn copy_stage<'c, 'a>(
     e: &Emitter<'c, 'a>,
@@ -144,7 +144,7 @@ pub(super) fn copy_stage<'c, 'a>(
             let src = e.offset_pointer(src, c.lead[0]);
             let size = e.select(c.inside, e.i32(16), e.i32(0));
             cp_async(e, dst, src, size);
-            if route.f16 {
+            if route.block_scaled {
                 let at = scale_address(e, scaled, scale_cell(e, scaled, side, c.r, k0));
                 let dst = shared.address(e, mem.chunk_scales(e, x, s, c.slot_offset(e)));
                 let size = e.select(c.inside, e.i32(4), e.i32(0));
@@ -286,10 +286,11 @@ pub(super) fn decode_scales<'c, 'a>(
     });
 }
 
-/// The two UE4M3 scale codes in the low 16 bits of `pair` (an `i32`) as f16 (`vector<2xf16>`,
-/// the first in element 0), exactly (every UE4M3 value is an f16 one; 0x7F, NaN, stays NaN):
-/// `cvt.rn.f16x2.e4m3x2` on the GPU (their sign bits are 0), decoded in the emulation.
-fn ue4m3_pair<'c, 'a>(
+/// The two E4M3 codes in the low 16 bits of `pair` (an `i32`) as f16 (`vector<2xf16>`, the
+/// first in element 0), exactly (every E4M3 value is an f16 one; NaN stays NaN): FP8 codes
+/// as stored, or UE4M3 scale codes (their sign bits are 0). `cvt.rn.f16x2.e4m3x2` on the
+/// GPU, decoded in the emulation.
+fn e4m3_pair<'c, 'a>(
     e: &Emitter<'c, 'a>,
     shared: Shared<'c, 'a>,
     pair: Value<'c, 'a>,
@@ -416,7 +417,8 @@ where
 /// into the FP8 tiles of that stage, in the 128-byte swizzle: per stored byte one code, or
 /// two (low nibble first) when packed. Folded (`Folded`): a chunk's table moved down by its
 /// block's distance to the row's stage maximum, or for B anchored to the block's `top`
-/// (`Anchor`), the block's code read from the stage's copied scales.
+/// (`Anchor`), the block's code read from the stage's copied scales. On the f16 route, into
+/// f16 tiles: 16-blocks' codes times their scales, FP8 operands (no table) as stored.
 #[allow(clippy::too_many_arguments)]
 pub(super) fn translate_stage<'c, 'a>(
     e: &Emitter<'c, 'a>,
@@ -431,22 +433,24 @@ pub(super) fn translate_stage<'c, 'a>(
     let k0 = e.muli(s, e.index(mem.bk()));
     for (x, side) in sides.iter().enumerate() {
         let route = mem.routes[x];
-        let Some(table) = side.operand.table.as_ref().filter(|_| route.staged) else {
+        if !route.staged {
             continue;
-        };
+        }
+        // (None: FP8 as stored, widened on the f16 route.)
+        let table = side.operand.table.as_ref();
         let (copied, tile) = (mem.copied(e, x, s), mem.tile(e, x, s));
         let moves = mem.fold.filter(|_| fold.folds()).and_then(|f| f.moves[x]);
-        let bytewise = byte_rule(table).filter(|_| !route.packed);
+        let bytewise = table.and_then(byte_rule).filter(|_| !route.packed);
         let permute = shared.permute_by();
         each_chunk(e, route, mem.copiers, tid, side, k, k0, |e, c| {
             let raw = shared.load4(e, e.addi(copied, c.slot_offset(e)));
             // The f16 route: the chunk's blocks' scales as f16 (its first two blocks of the
             // row's stage word, one a 16-code piece).
-            let scales = route.f16.then(|| {
+            let scales = route.block_scaled.then(|| {
                 let word = shared.load_words(e, mem.chunk_scales(e, x, s, c.slot_offset(e)), 1);
                 let first = e.muli(c.ch, e.index(route.codes() / 16));
                 let bits = e.muli(e.index_castui(first, e.int_type(32)), e.i32(8));
-                ue4m3_pair(e, shared, e.shrui(word[0], bits))
+                e4m3_pair(e, shared, e.shrui(word[0], bits))
             });
             // Code `n` of the chunk (in K order).
             let code = |e: &Emitter<'c, 'a>, n: i64| {
@@ -477,7 +481,7 @@ pub(super) fn translate_stage<'c, 'a>(
                 let at = e.addi(e.index(moves.at), e.muli(index, e.index(16)));
                 (d, at, moves.unit)
             });
-            let base = nibble_table(table);
+            let base = table.and_then(nibble_table);
             // A sign-symmetric table (and so each of its moved ones): one permute fewer.
             let signed = base.is_some_and(|t| symmetric(&t))
                 && moves.is_none_or(|m| m.tables[..=m.reach as usize].iter().all(symmetric));
@@ -538,28 +542,44 @@ pub(super) fn translate_stage<'c, 'a>(
                                     bytes,
                                     raw[(first / 4) as usize],
                                 ),
-                                _ => (0..4).fold(e.i32(0), |acc, b| {
-                                    let fp8 = translate(e, table, code(e, first + b));
-                                    e.ori(acc, e.shli(fp8, e.i32(8 * b as u32)))
-                                }),
+                                _ => match table {
+                                    Some(table) => (0..4).fold(e.i32(0), |acc, b| {
+                                        let fp8 = translate(e, table, code(e, first + b));
+                                        e.ori(acc, e.shli(fp8, e.i32(8 * b as u32)))
+                                    }),
+                                    // FP8 as stored (the f16 route).
+                                    None => raw[(first / 4) as usize],
+                                },
                             },
                         }
                     })
                     .collect();
                 let ch = e.addi(e.muli(c.ch, e.index(pieces)), e.index(h));
-                if let Some(scales) = scales {
-                    // 16 codes times their block's scale: 32 bytes, two chunks of the row.
-                    // The E5M2 codes are the high bytes of their f16 values (`f16_route`):
-                    // one `prmt` a pair.
-                    debug_assert!(side.operand.ty == ScaledFormat::F8E5M2);
-                    let scale = e.shuffle(scales, scales, e.f16_type(), &[h, h]);
+                if route.f16 {
+                    // 16 codes as f16 (times their block's scale, block-scaled): 32 bytes,
+                    // two chunks of the row. E5M2 codes are the high bytes of their f16
+                    // values (`f16_route`): one `prmt` a pair; E4M3 ones (FP8 as stored) are
+                    // converted, a pair at a time.
+                    let scale = scales.map(|s| e.shuffle(s, s, e.f16_type(), &[h, h]));
                     let f16x2t = e.vector_type(2, e.f16_type());
                     let halves: Vec<Value> = words
                         .iter()
                         .flat_map(|&w| [(w, 0), (w, 1)])
                         .map(|(w, half)| {
-                            let pair = e.llvm_bitcast(permute.widen_pair(e, w, half), f16x2t);
-                            e.llvm_bitcast(e.mulf(pair, scale), e.int_type(32))
+                            let pair = match side.operand.ty {
+                                ScaledFormat::F8E5M2 => {
+                                    e.llvm_bitcast(permute.widen_pair(e, w, half), f16x2t)
+                                }
+                                ty => {
+                                    debug_assert_eq!(ty, ScaledFormat::F8E4M3);
+                                    e4m3_pair(e, shared, e.shrui(w, e.i32(16 * half)))
+                                }
+                            };
+                            let pair = match scale {
+                                Some(scale) => e.mulf(pair, scale),
+                                None => pair,
+                            };
+                            e.llvm_bitcast(pair, e.int_type(32))
                         })
                         .collect();
                     for (i, four) in halves.chunks(4).enumerate() {
