@@ -70,10 +70,17 @@ for kernel in wgmma wgmma-specialized; do
   # instructions), 136 rows of B: the last tile's rows clamped.
   # shellcheck disable=SC2086
   save "check-$kernel-f16-18" ${checks[18]} --kernel $kernel --nvfp4 f16
+  # E4M3 (per channel) beside NVFP4 on the f16 route: widened as stored, its scales in the
+  # epilogue.
+  save "check-$kernel-f16-w4a8" --m 256 --n 136 --k 512 --lhs f8e4m3 --rhs f4e2m1 \
+    --layout per_channel --rhs-layout nvfp4+global --packed --bias --kernel $kernel --nvfp4 f16
 done
-# The skinny block on the f16 route, split among a cluster (16 x 200: 4 blocks).
+# The skinny block on the f16 route, split among a cluster (16 x 200: 4 blocks); and with
+# NVFP4 A beside E4M3 B (check 19).
 save "check-wgmma-f16-split-k" --m 16 --n 200 --k 1024 --lhs f4e2m1 --rhs f4e2m1 \
   --layout nvfp4 --rhs-layout nvfp4+global --packed --bias --kernel wgmma --nvfp4 f16
+# shellcheck disable=SC2086
+save "check-wgmma-f16-19" ${checks[19]} --kernel wgmma --nvfp4 f16
 
 # ---- timing: FP8 per-tensor and MXFP4 at the anchors' shapes, each NVIDIA kernel (wgmma
 # takes the skinny block at 16x8192x8192, split-K in clusters of 2 at 16x4096x8192;
@@ -121,6 +128,14 @@ for s in 8192x8192x8192 4096x4096x4096 16x8192x8192 16x4096x8192; do
       --layout nvfp4+global --packed --kernel $kernel
     save "time-$kernel-f16-$s-nvfp4" --m $m --n $n --k $k --lhs f4e2m1 --rhs f4e2m1 \
       --layout nvfp4+global --packed --kernel $kernel --nvfp4 f16
+    # E4M3 activations (per tensor) beside NVFP4 weights, both routes.
+    case $s in
+      8192x8192x8192 | 16x8192x8192)
+        for route in split f16; do
+          save "time-$kernel-$route-$s-w4a8" --m $m --n $n --k $k --lhs f8e4m3 --rhs f4e2m1 \
+            --layout per_tensor --rhs-layout nvfp4+global --packed --kernel $kernel --nvfp4 $route
+        done ;;
+    esac
   done
 done
 # ---- assembled only (no Blackwell there): sm_100a's tcgen05 kinds, for ptxas -arch=sm_100a.
