@@ -4,7 +4,8 @@
 // lit/Target/sass-tensor-cores.test its SASS): per stage and chunk a 16-byte cp.async.cg
 // of codes and a 4-byte cp.async.ca of the row's scale word; after the stage wait, the
 // chunk's scale pair widened by cvt.rn.f16x2.e4m3x2, the codes looked up as E5M2 bytes
-// (E2M1's images 0x3E3C3800 0x46444240 = 1044133888 1178878528, their signs by the
+// (E2M1's images 0x3E3C3800 0x46444240 = 1044133888 1178878528, the low word held in a
+// register by an or with (%dynamic_smem_size >> 24) * %laneid, zero; their signs by the
 // sign-mode permutes 0xd9c8 / 0xfbea), widened by prmt 0x1404 / 0x3424 and multiplied by
 // their block's scale (mul.rn.f16x2), stored as 16-byte rows of the f16 tile; then the
 // proxy fence and barrier, and four m64n128k16.f32.f16.f16 instructions that read and
@@ -22,9 +23,11 @@
 // CHECK:       wgmma.wait_group.sync.aligned 0;
 // CHECK:       cp.async.wait_group 2;
 // CHECK:       cvt.rn.f16x2.e4m3x2 [[SCALES:%r[0-9]+]], %rs{{[0-9]+}};
+// CHECK:       mov.b32 [[C:%r[0-9]+]], 1044133888;
+// CHECK:       { .reg .u32 t, l; mov.u32 t, %dynamic_smem_size; shr.u32 t, t, 24; mov.u32 l, %laneid; mul.lo.u32 t, t, l; or.b32 [[LO:%r[0-9]+]], [[C]], t; }
 // CHECK:       prmt.b32 {{%r[0-9]+}}, {{%r[0-9]+}}, {{%r[0-9]+}}, 0xd9c8U;
 // CHECK-NEXT:  and.b32
-// CHECK-NEXT:  prmt.b32 {{%r[0-9]+}}, 1044133888, 1178878528, {{%r[0-9]+}};
+// CHECK-NEXT:  prmt.b32 {{%r[0-9]+}}, [[LO]], 1178878528, {{%r[0-9]+}};
 // CHECK:       prmt.b32 [[PAIR:%r[0-9]+]], {{%r[0-9]+}}, 0, 0x1404U;
 // CHECK-NEXT:  mul.rn.f16x2 {{%r[0-9]+}}, {{%r[0-9]+}}, [[PAIR]];
 // CHECK-NEXT:  prmt.b32 [[PAIR2:%r[0-9]+]], {{%r[0-9]+}}, 0, 0x3424U;

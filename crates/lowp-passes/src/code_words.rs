@@ -8,6 +8,7 @@
 //! NVIDIA's mma.sync and AMD's MFMA).
 
 use melior::dialect::arith::CmpiPredicate;
+use melior::ir::attribute::StringAttribute;
 use melior::ir::operation::OperationBuilder;
 use melior::ir::{Attribute, Identifier, Value};
 
@@ -72,6 +73,45 @@ impl Permute {
             ),
             _ => e.shrui(v, e.i32(n)),
         }
+    }
+
+    /// `word` (an `i32` constant a kernel permutes from: a table's word) where ptxas holds it
+    /// in a register. A constant that is warp-uniform stays in a uniform register, and
+    /// `prmt` takes its first operand from a vector register only: ptxas copies it into one
+    /// before each permute (`IMAD.U32 R, RZ, RZ, UR`; 34 of the 426 instructions a stage of
+    /// the f16 route's producer). With `prmt`, `word` is or-ed with `(%dynamic_smem_size >>
+    /// 24) * %laneid` (inline assembly without side effects, which LLVM hoists out of the
+    /// loops): zero, as shared memory is below 16 MiB, but not known to ptxas, and not
+    /// uniform. Elsewhere `word` as it is.
+    pub(crate) fn held<'c, 'a>(self, e: &Emitter<'c, 'a>, word: Value<'c, 'a>) -> Value<'c, 'a> {
+        if self != Permute::Prmt {
+            return word;
+        }
+        let ctx = e.ctx();
+        let text = "{ .reg .u32 t, l; mov.u32 t, %dynamic_smem_size; shr.u32 t, t, 24; \
+                    mov.u32 l, %laneid; mul.lo.u32 t, t, l; or.b32 $0, $1, t; }";
+        e.val(
+            OperationBuilder::new("llvm.inline_asm", e.loc())
+                .add_operands(&[word])
+                .add_attributes(&[
+                    (
+                        Identifier::new(ctx, "asm_string"),
+                        StringAttribute::new(ctx, text).into(),
+                    ),
+                    (
+                        Identifier::new(ctx, "constraints"),
+                        StringAttribute::new(ctx, "=r,r").into(),
+                    ),
+                    // AT&T (0), the dialect NVPTX inline assembly is written in.
+                    (
+                        Identifier::new(ctx, "asm_dialect"),
+                        Attribute::parse(ctx, "0 : i64").expect("valid asm dialect"),
+                    ),
+                ])
+                .add_results(&[e.int_type(32)])
+                .build()
+                .expect("valid llvm.inline_asm"),
+        )
     }
 
     /// Whether selectors are nibbles (`prmt`), not bytes (`v_perm`).

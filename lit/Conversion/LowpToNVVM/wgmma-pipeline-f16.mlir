@@ -30,7 +30,10 @@
 // The chunk's two block scales; the E5M2 table (its sign-symmetric half: 0x3E3C3800,
 // 0x46444240); each pair of codes as f16 times its block's scale.
 // CHECK:           %[[SCALES:.*]] = nvvm.convert.f8x2.to.f16x2 %{{.*}} : vector<2xi8>(f8E4M3FN) -> vector<2xf16>
-// CHECK:           nvvm.prmt <default> %{{.*}}, %c1044133888_i32, %c1178878528_i32 : i32
+// (The table's low word, which prmt takes from a vector register, held in one: or-ed with
+// a zero ptxas cannot see, Permute::held.)
+// CHECK:           %[[LO:.*]] = llvm.inline_asm asm_dialect = att "{ .reg .u32 t, l; mov.u32 t, %dynamic_smem_size; shr.u32 t, t, 24; mov.u32 l, %laneid; mul.lo.u32 t, t, l; or.b32 $0, $1, t; }", "=r,r" %c1044133888_i32 : (i32) -> i32
+// CHECK:           nvvm.prmt <default> %{{.*}}, %[[LO]], %c1178878528_i32 : i32
 // CHECK:           %[[FIRST:.*]] = vector.shuffle %[[SCALES]], %[[SCALES]] [0, 0] : vector<2xf16>, vector<2xf16>
 // CHECK:           %[[LOW:.*]] = nvvm.prmt <default> %c5124_i32, %{{.*}}, %c0_i32 : i32
 // CHECK-NEXT:      %[[PAIR:.*]] = llvm.bitcast %[[LOW]] : i32 to vector<2xf16>

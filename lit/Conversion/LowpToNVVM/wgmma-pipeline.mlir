@@ -177,7 +177,8 @@ func.func @mxfp8(%a: memref<100x96xf8E5M2>, %sa: memref<100x3xf8E8M0FNU>,
 // each code's correction (what that exceeds a subnormal code's image by: 0x02040A20,
 // permutes whose selectors are the codes' low 3 bits and, in bit 3, bit 3 or 4: the sign
 // mode's 0 for codes with either set; the half words' nibbles 0 and 2, put in order by a
-// third permute, 0x6420), plus the signs (& 0x20202020) times 2.
+// third permute, 0x6420; the corrections word held in a register, Permute::held), plus
+// the signs (& 0x20202020) times 2.
 // Both operands' E8M0 32-blocks are staged and both translations can move, so the block
 // folds its scales where they allow (Conversion/LowpToNVVM/wgmma-pipeline-fold.mlir): the
 // tables (E2M1 9 x 16 bytes, E3M2's subnormal images 5 x 16) and the scan's 32 bytes of
@@ -206,14 +207,18 @@ func.func @mxfp8(%a: memref<100x96xf8E5M2>, %sa: memref<100x3xf8E8M0FNU>,
 // CHECK:           nvvm.cp.async.wait.group 1
 // CHECK:           llvm.load %{{.*}} {alignment = 16 : i64} : !llvm.ptr<3> -> vector<4xi32>
 // CHECK-NOT:       arith.select %{{.*}} : i64
-// CHECK:           nvvm.prmt <default> %{{.*}}, %c1010315264_i32, %c1279804480_i32 : i32
+// The per-32 loop's table (not moved) is constant: its low word, which prmt takes from a
+// vector register, is held in one (or-ed with a zero ptxas cannot see: Permute::held).
+// CHECK:           %[[LO:.*]] = llvm.inline_asm {{.*}}%dynamic_smem_size{{.*}}, "=r,r" %c1010315264_i32 : (i32) -> i32
+// CHECK:           nvvm.prmt <default> %{{.*}}, %[[LO]], %c1279804480_i32 : i32
 // CHECK-NOT:       arith.select %{{.*}} : i64
+// CHECK:           %[[CW:.*]] = llvm.inline_asm {{.*}}%dynamic_smem_size{{.*}}, "=r,r" %c33819168_i32 : (i32) -> i32
 // CHECK:           %[[DOWN1:.*]] = llvm.call_intrinsic "llvm.nvvm.mulhi.ui"(%[[W:.*]], %c-2147483648_i32)
 // CHECK:           %[[BIT4:.*]] = arith.andi %[[DOWN1]], %c134744072_i32 : i32
 // CHECK:           %[[FLAGGED:.*]] = arith.ori %[[W]], %[[BIT4]] : i32
-// CHECK:           %[[FIRST:.*]] = nvvm.prmt <default> %[[FLAGGED]], %c33819168_i32, %c0_i32 : i32
+// CHECK:           %[[FIRST:.*]] = nvvm.prmt <default> %[[FLAGGED]], %[[CW]], %c0_i32 : i32
 // CHECK:           %[[HALF:.*]] = llvm.call_intrinsic "llvm.nvvm.mulhi.ui"(%[[FLAGGED]], %c65536_i32)
-// CHECK:           %[[SECOND:.*]] = nvvm.prmt <default> %[[HALF]], %c33819168_i32, %c0_i32 : i32
+// CHECK:           %[[SECOND:.*]] = nvvm.prmt <default> %[[HALF]], %[[CW]], %c0_i32 : i32
 // CHECK:           %[[CORR:.*]] = nvvm.prmt <default> %c25632_i32, %[[FIRST]], %[[SECOND]] : i32
 // CHECK:           %[[CODES:.*]] = arith.andi %[[W]], %c1061109567_i32 : i32
 // CHECK:           %[[SH:.*]] = arith.shli %[[CODES]], %c1_i32 : i32

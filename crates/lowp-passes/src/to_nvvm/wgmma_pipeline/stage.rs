@@ -490,7 +490,11 @@ pub(super) fn translate_stage<'c, 'a>(
                     let words = shared.load4(e, at);
                     std::array::from_fn(|i| words[i])
                 }
-                None => t.map(|w| e.i32(w)),
+                // (The words a `prmt` takes first, held in registers.)
+                None => std::array::from_fn(|i| match i % 2 {
+                    0 => permute.held(e, e.i32(t[i])),
+                    _ => e.i32(t[i]),
+                }),
             });
             // A byte rule's offset and its two words (`ByteRule::words`: the corrections or
             // the subnormal images); moved: the offset less d exponent units in every byte,
@@ -502,7 +506,13 @@ pub(super) fn translate_stage<'c, 'a>(
                     let down = e.muli(d, splat(e, unit));
                     (e.subi(splat(e, rule.offset), down), [words[0], words[1]])
                 }
-                None => (splat(e, rule.offset), rule.words(permute).map(|w| e.i32(w))),
+                None => {
+                    let [lo, hi] = rule.words(permute);
+                    (
+                        splat(e, rule.offset),
+                        [permute.held(e, e.i32(lo)), e.i32(hi)],
+                    )
+                }
             });
             for h in 0..pieces {
                 // Packed codes through a symmetric table: a stored word's eight at once.
