@@ -80,9 +80,9 @@ impl Permute {
     /// `prmt` takes its first operand from a vector register only: ptxas copies it into one
     /// before each permute (`IMAD.U32 R, RZ, RZ, UR`; 34 of the 426 instructions a stage of
     /// the f16 route's producer). With `prmt`, `word` is or-ed with `(%dynamic_smem_size >>
-    /// 24) * %laneid` (inline assembly without side effects, which LLVM hoists out of the
-    /// loops): zero, as shared memory is below 16 MiB, but not known to ptxas, and not
-    /// uniform. Elsewhere `word` as it is.
+    /// 24) * %laneid` (inline assembly without side effects, which LLVM may hoist out of a
+    /// loop; where it stays, it costs a few instructions a stage): zero, as shared memory
+    /// is below 16 MiB, but not known to ptxas, and not uniform. Elsewhere `word` as it is.
     pub(crate) fn held<'c, 'a>(self, e: &Emitter<'c, 'a>, word: Value<'c, 'a>) -> Value<'c, 'a> {
         if self != Permute::Prmt {
             return word;

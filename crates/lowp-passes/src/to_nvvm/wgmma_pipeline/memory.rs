@@ -30,8 +30,8 @@ pub(super) struct Route {
     pub(super) rows: i64,
     /// Two codes per stored byte.
     pub(super) packed: bool,
-    /// Translated to FP8 between the copy and the instruction (staged), or copied as the
-    /// instruction reads it (direct).
+    /// Translated between the copy and the instruction (staged: to FP8, or on the f16 route
+    /// to f16, FP8 as stored widened), or copied as the instruction reads it (direct).
     pub(super) staged: bool,
     /// FP8 tiles a stage's translation fills: 1, or 2 where the scales change every 16
     /// codes (`split_operand`): half h holds the 16-code chunks at h of every 32 and zeros

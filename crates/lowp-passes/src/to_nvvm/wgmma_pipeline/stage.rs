@@ -4,8 +4,8 @@
 //! time with three `prmt` byte permutes, FP6 four at a time by word arithmetic, other
 //! wider codes through a select chain; folded, with the table moved by the chunk's
 //! scale; on the f16 route, to E5M2 then f16 times the block's scale, each chunk's scale
-//! word copied with it, or FP8 as stored widened to f16), and the staged scales decoded to f32 once per block for the
-//! promotions (`staged_readers`).
+//! word copied with it, or FP8 as stored widened to f16), and the staged scales decoded to
+//! f32 once per block for the promotions (`staged_readers`).
 
 use melior::dialect::arith::CmpiPredicate;
 use melior::ir::operation::OperationBuilder;
