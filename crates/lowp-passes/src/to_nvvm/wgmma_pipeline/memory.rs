@@ -383,7 +383,10 @@ impl Memory {
             // Staged scales (copied by the producer warpgroup, also where TMA loads both
             // operands): in each slot after the translated tiles, the rows' stage bytes as
             // copied, then their decoded values; the slot rounded up to whole 1024-byte
-            // atoms (the next slot's tiles); not where that costs a stage.
+            // atoms (the next slot's tiles); not where that costs a stage, unless an operand
+            // is split and 3 stages are left (a promotion per 16-block, which would
+            // otherwise load and decode 34 scales from global memory: E4M3 x NVFP4 at
+            // 8192^3, 2776 instructions a consumer stage and 508 bytes spilled).
             let fit = |blocks: [Option<ScaleBlocks>; 2]| {
                 let extra: i64 = (0..2)
                     .filter_map(|x| {
@@ -393,8 +396,9 @@ impl Memory {
                 let slot = (raw + staged + extra + ATOM - 1) / ATOM * ATOM;
                 (most.min((limit - 1024 - 2 * most * 8) / slot), slot, blocks)
             };
+            let split = routes.iter().any(|r| r.halves == 2);
             let (stages, slot, blocks) = match (fit(scale_blocks), fit([None, None])) {
-                (with, without) if with.0 < without.0 => without,
+                (with, without) if with.0 < without.0 && !(split && with.0 >= 3) => without,
                 (with, _) => with,
             };
             let mut next = raw;
