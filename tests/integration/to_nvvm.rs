@@ -772,37 +772,31 @@ fn wgmma_pipeline_f16_route() {
     let (nv, nvg) = (ScaleLayout::NVFP4, ScaleLayout::NVFP4_GLOBAL);
     let (tensor, channel) = (ScaleLayout::PerTensor, ScaleLayout::PerChannel);
     let edges = nvfp4_edges(&mut rng, &[(20, 100), (129, 200)]);
-    // FP8 beside NVFP4: B E4M3 per tensor, A E5M2 per channel (a NaN row), the skinny
-    // block's A E4M3 per channel.
-    let fp8 = |rng: &mut SplitMix64, (m, n, k), a: Option<ScaledFormat>, b, layout| {
-        let (nvfp4, other) = (
-            if a.is_some() { n } else { m },
-            if a.is_some() { m } else { n },
-        );
-        let f = a.unwrap_or(b);
-        let codes = fp8_edges(rng, other, k, f, layout);
-        let packed = operand(rng, nvfp4, k, f4, nvg, true);
-        let (a, b) = if a.is_some() {
+    // FP8 beside NVFP4 (`fp8` x: the FP8 operand, 0 for A): B E4M3 per tensor, A E5M2 per
+    // channel (a NaN row), the skinny block's A E4M3 per channel.
+    let fp8 = |rng: &mut SplitMix64, (m, n, k), x: usize, f, layout| {
+        let rows = [m, n];
+        let codes = fp8_edges(rng, rows[x], k, f, layout);
+        let packed = operand(rng, rows[1 - x], k, f4, nvg, true);
+        let (a, b) = if x == 0 {
             (codes, packed)
         } else {
             (packed, codes)
         };
         let name = format!("{m}x{n}x{k} {} x {}", a.q.format, b.q.format);
         let bias = Some(rng.normal_vec(n));
-        (
-            name,
-            Problem {
-                a,
-                b,
-                bias,
-                bf16: false,
-            },
-        )
+        let problem = Problem {
+            a,
+            b,
+            bias,
+            bf16: false,
+        };
+        (name, problem)
     };
     let widened = [
-        fp8(&mut rng, (72, 72, 256), None, e4, tensor),
-        fp8(&mut rng, (136, 72, 192), Some(e5), e4, channel),
-        fp8(&mut rng, (16, 72, 256), Some(e4), e4, channel),
+        fp8(&mut rng, (72, 72, 256), 1, e4, tensor),
+        fp8(&mut rng, (136, 72, 192), 0, e5, channel),
+        fp8(&mut rng, (16, 72, 256), 0, e4, channel),
     ];
     let taken = [
         edges,
@@ -891,8 +885,8 @@ fn wgmma_pipeline_f16_route() {
 
 /// An FP8 operand (`rows x k`, scales per tensor or per channel) whose codes reach the
 /// edges: runs of zeros and -0, values that quantize to subnormals (E4M3's below 2^-6,
-/// E5M2's below 2^-14, relative to its largest) and to nothing, and, per channel, a NaN in
-/// row 3 (its scale NaN: one row of C NaN, the others checked).
+/// E5M2's below 2^-14: a whole row per tensor, parts of rows per channel) and to nothing,
+/// and, per channel, a NaN in row 3 (its scale NaN: one row of C NaN, the others checked).
 fn fp8_edges(
     rng: &mut SplitMix64,
     rows: usize,
@@ -909,6 +903,7 @@ fn fp8_edges(
         (2, 0..k, 2f32.powi(-17)),
         (4, 32..96, 2f32.powi(-31)),
         (5, 64..128, 2f32.powi(-40)),
+        (6, 0..32, 2f32.powi(-14)),
     ] {
         for x in &mut data[r * k + ks.start..r * k + ks.end] {
             *x *= factor;
@@ -917,7 +912,13 @@ fn fp8_edges(
     if layout == ScaleLayout::PerChannel {
         data[3 * k + 5] = f32::NAN;
     }
-    operand_of(&data, rows, k, f, layout, false)
+    let operand = operand_of(&data, rows, k, f, layout, false);
+    // The edges are there: subnormal codes, +0 and -0.
+    let values: Vec<f32> = operand.q.codes.iter().map(|&c| f.decode(c)).collect();
+    let subnormal = |v: &f32| v.is_finite() && *v != 0.0 && v.abs() < f.min_normal();
+    assert!(values.iter().any(subnormal), "{f}: no subnormal code");
+    assert!(operand.q.codes.contains(&0) && operand.q.codes.contains(&f.sign_mask()));
+    operand
 }
 
 /// `kernel=wgmma-tma`: the warp-specialized block with the operands used as stored (E4M3 /
