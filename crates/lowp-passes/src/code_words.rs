@@ -8,7 +8,6 @@
 //! NVIDIA's mma.sync and AMD's MFMA).
 
 use melior::dialect::arith::CmpiPredicate;
-use melior::ir::attribute::StringAttribute;
 use melior::ir::operation::OperationBuilder;
 use melior::ir::{Attribute, Identifier, Value};
 
@@ -87,31 +86,9 @@ impl Permute {
         if self != Permute::Prmt {
             return word;
         }
-        let ctx = e.ctx();
         let text = "{ .reg .u32 t, l; mov.u32 t, %dynamic_smem_size; shr.u32 t, t, 24; \
                     mov.u32 l, %laneid; mul.lo.u32 t, t, l; or.b32 $0, $1, t; }";
-        e.val(
-            OperationBuilder::new("llvm.inline_asm", e.loc())
-                .add_operands(&[word])
-                .add_attributes(&[
-                    (
-                        Identifier::new(ctx, "asm_string"),
-                        StringAttribute::new(ctx, text).into(),
-                    ),
-                    (
-                        Identifier::new(ctx, "constraints"),
-                        StringAttribute::new(ctx, "=r,r").into(),
-                    ),
-                    // AT&T (0), the dialect NVPTX inline assembly is written in.
-                    (
-                        Identifier::new(ctx, "asm_dialect"),
-                        Attribute::parse(ctx, "0 : i64").expect("valid asm dialect"),
-                    ),
-                ])
-                .add_results(&[e.int_type(32)])
-                .build()
-                .expect("valid llvm.inline_asm"),
-        )
+        e.inline_asm(text, &[word], "=r,r", e.int_type(32), false)
     }
 
     /// Whether selectors are nibbles (`prmt`), not bytes (`v_perm`).

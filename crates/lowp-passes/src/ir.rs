@@ -520,6 +520,47 @@ impl<'c, 'a> Emitter<'c, 'a> {
         )
     }
 
+    /// `llvm.inline_asm` (AT&T dialect, NVPTX's) of `text` over `operands` with LLVM
+    /// `constraints`, giving `result`; with `side_effects`, kept in order with the other
+    /// such assembly (else LLVM may move, hoist or merge it like any pure value).
+    pub fn inline_asm(
+        &self,
+        text: &str,
+        operands: &[Value<'c, '_>],
+        constraints: &str,
+        result: Type<'c>,
+        side_effects: bool,
+    ) -> Value<'c, 'a> {
+        let ctx = self.ctx;
+        let id = |n: &str| melior::ir::Identifier::new(ctx, n);
+        let mut attributes = vec![
+            (
+                id("asm_string"),
+                melior::ir::attribute::StringAttribute::new(ctx, text).into(),
+            ),
+            (
+                id("constraints"),
+                melior::ir::attribute::StringAttribute::new(ctx, constraints).into(),
+            ),
+            // AT&T (0), the dialect NVPTX inline assembly is written in.
+            (
+                id("asm_dialect"),
+                Attribute::parse(ctx, "0 : i64").expect("valid asm dialect"),
+            ),
+        ];
+        if side_effects {
+            attributes.push((id("has_side_effects"), Attribute::unit(ctx)));
+        }
+        self.val(
+            OperationBuilder::new("llvm.inline_asm", self.loc)
+                .add_operands(operands)
+                .add_attributes(&attributes)
+                .add_results(&[result])
+                .build()
+                .expect("valid llvm.inline_asm"),
+        )
+    }
+
     /// `vector.shuffle %a, %b [mask]`: element i is element `mask[i]` of `a` then `b`
     /// (vectors of `element`).
     pub fn shuffle(

@@ -142,8 +142,8 @@ fn parse(raw: Vec<String>) -> Result<Args, String> {
     }
     if !tuning.is_empty() && chip.vendor != Vendor::Nvidia {
         return Err(format!(
-            "--split-k, --multicast, --fold-scales and --nvfp4 tune lowp-to-nvvm: give an NVIDIA \
-             --chip, not {chip}"
+            "--split-k, --multicast, --fold-scales and --nvfp4 tune lowp-to-nvvm: give an \
+             NVIDIA --chip, not {chip}"
         ));
     }
     if hsaco && chip.vendor != Vendor::Amd {

@@ -29,7 +29,6 @@
 
 use lowp_formats::ScaledFormat;
 use melior::dialect::arith::CmpiPredicate;
-use melior::ir::attribute::StringAttribute;
 use melior::ir::operation::OperationBuilder;
 use melior::ir::{Attribute, Identifier, OperationRef, Type, Value, ValueLike};
 
@@ -433,38 +432,12 @@ fn tied_asm<'c, 'a>(
     kinds: &[&str],
     result: Type<'c>,
 ) -> Value<'c, 'a> {
-    let ctx = e.ctx();
     let constraints: Vec<String> = kinds
         .iter()
         .map(|k| k.to_string())
         .chain((0..operands.len()).map(|i| i.to_string()))
         .collect();
-    e.val(
-        OperationBuilder::new("llvm.inline_asm", e.loc())
-            .add_operands(operands)
-            .add_attributes(&[
-                (
-                    Identifier::new(ctx, "asm_string"),
-                    StringAttribute::new(ctx, text).into(),
-                ),
-                (
-                    Identifier::new(ctx, "constraints"),
-                    StringAttribute::new(ctx, &constraints.join(",")).into(),
-                ),
-                (
-                    Identifier::new(ctx, "has_side_effects"),
-                    Attribute::unit(ctx),
-                ),
-                // AT&T (0), the dialect NVPTX inline assembly is written in.
-                (
-                    Identifier::new(ctx, "asm_dialect"),
-                    Attribute::parse(ctx, "0 : i64").expect("valid asm dialect"),
-                ),
-            ])
-            .add_results(&[result])
-            .build()
-            .expect("valid llvm.inline_asm"),
-    )
+    e.inline_asm(text, operands, &constraints.join(","), result, true)
 }
 
 /// `values` (i8 / i32 / f32 scalars) through an empty inline assembly with side effects,

@@ -4,8 +4,8 @@
 //! stage is what stages the scales, which its fold needs); NVFP4 x NVFP4 3 of 16 KiB + 3 x 48
 //! KiB translated (A's tiles split) + staged scales; on the f16 route (stages of 64 codes)
 //! 5 of 8 KiB + 2 KiB of chunk scale words + 3 x 32 KiB of f16 tiles (E4M3 x NVFP4: 5 of
-//! 12 KiB + 1 KiB). Skinny with 16 rows
-//! of A: 8 x 10 KiB for FP8, 8 x 5 KiB + 2 x 10 KiB for MXFP4. Plus 1 KiB of alignment.
+//! 12 KiB + 1 KiB). Skinny with 16 rows of A: 8 x 10 KiB for FP8, 8 x 5 KiB + 2 x 10 KiB
+//! for MXFP4. Plus 1 KiB of alignment.
 
 use lowp_formats::{ScaleDtype, ScaleLayout};
 use melior::dialect::arith::CmpiPredicate;
@@ -396,9 +396,10 @@ impl Memory {
                 let slot = (raw + staged + extra + ATOM - 1) / ATOM * ATOM;
                 (most.min((limit - 1024 - 2 * most * 8) / slot), slot, blocks)
             };
-            let split = routes.iter().any(|r| r.halves == 2);
             let (stages, slot, blocks) = match (fit(scale_blocks), fit([None, None])) {
-                (with, without) if with.0 < without.0 && !(split && with.0 >= 3) => without,
+                (with, without) if with.0 < without.0 && !(split.is_some() && with.0 >= 3) => {
+                    without
+                }
                 (with, _) => with,
             };
             let mut next = raw;

@@ -7,6 +7,7 @@
 //! word copied with it, or FP8 as stored widened to f16), and the staged scales decoded to
 //! f32 once per block for the promotions (`staged_readers`).
 
+use lowp_formats::ScaledFormat;
 use melior::dialect::arith::CmpiPredicate;
 use melior::ir::operation::OperationBuilder;
 use melior::ir::{Attribute, Identifier, Value};
@@ -18,8 +19,6 @@ use crate::code_words::{
     byte_rule, nibble_table, splat, symmetric, translate4, translate4_bytes, translate8,
     translate_bytes,
 };
-use lowp_formats::ScaledFormat;
-
 use crate::codes;
 use crate::expand_quantize::Scaled;
 use crate::ir::Emitter;
