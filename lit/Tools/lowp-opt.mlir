@@ -17,6 +17,18 @@
 // RUN: not lowp-opt %s --pass-pipeline='builtin.module(lowp-no-such-pass)' 2>&1 | FileCheck %s --check-prefix=NOPASS
 // NOPASS: 'lowp-no-such-pass' does not refer to a registered pass or pass pipeline
 
+// lowp's pipelines run on the module and take no options; asked otherwise they fail with
+// the reason (they used to print MLIR's "did you intend to nest?" and exit 0).
+// RUN: not lowp-opt %s --pass-pipeline='builtin.module(func.func(lowp-cpu-pipeline))' 2>&1 | FileCheck %s --check-prefix=NESTED
+// NESTED: 'lowp-cpu-pipeline' runs on builtin.module, not nested under 'func.func'
+// RUN: not lowp-opt %s --lowp-gpu-generic-pipeline=tile=8 2>&1 | FileCheck %s --check-prefix=OPTIONS
+// OPTIONS: 'lowp-gpu-generic-pipeline' takes no options (given 'tile=8')
+
+// An upstream pipeline nested under the wrong op hits LLVM's fatal-error path: one line
+// and status 1, not "LLVM ERROR" and an abort.
+// RUN: not lowp-opt %s --pass-pipeline='builtin.module(func.func(gpu-lower-to-nvvm-pipeline))' 2>&1 | FileCheck %s --check-prefix=FATAL
+// FATAL: lowp-opt: error: LLVM stopped: Can't add pass 'GpuKernelOutliningPass'
+
 func.func @empty() {
   return
 }

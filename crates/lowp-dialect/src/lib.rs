@@ -82,6 +82,35 @@ pub fn register_all_upstream_passes() {
     ONCE.call_once(|| unsafe { ffi::lowpRegisterAllUpstreamPasses() });
 }
 
+/// Make LLVM's fatal errors (`report_fatal_error`: an instruction the backend cannot
+/// select, a pass nested under the wrong op by an upstream pipeline) end the process with
+/// `TOOL: error: ...` and exit status 1, instead of `LLVM ERROR: ...` and an abort. LLVM
+/// cannot go on after one, so the handler exits. Call once at the start of a tool.
+pub fn exit_on_llvm_fatal_error(tool: &'static str) {
+    static TOOL: std::sync::OnceLock<&'static str> = std::sync::OnceLock::new();
+    unsafe extern "C" {
+        fn LLVMInstallFatalErrorHandler(handler: extern "C" fn(*const std::ffi::c_char));
+        fn _exit(status: i32) -> !;
+    }
+    extern "C" fn handler(reason: *const std::ffi::c_char) {
+        let reason = if reason.is_null() {
+            "(no reason given)".into()
+        } else {
+            // SAFETY: LLVM passes a NUL-terminated string alive for the call.
+            unsafe { std::ffi::CStr::from_ptr(reason) }.to_string_lossy()
+        };
+        let tool = TOOL.get().copied().unwrap_or("lowp");
+        eprintln!("{tool}: error: LLVM stopped: {reason}");
+        // SAFETY: LLVM's state is not to be used again (it would abort after this handler
+        // returns); _exit skips destructors that could touch it.
+        unsafe { _exit(1) }
+    }
+    if TOOL.set(tool).is_ok() {
+        // SAFETY: the handler lives for the whole program and never returns.
+        unsafe { LLVMInstallFatalErrorHandler(handler) }
+    }
+}
+
 /// A context with every upstream dialect and lowp registered and loaded.
 pub fn new_context() -> Context {
     let registry = DialectRegistry::new();

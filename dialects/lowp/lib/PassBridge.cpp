@@ -193,10 +193,28 @@ bool lowpRegisterPassPipeline(const char *argument, const char *description,
       return say(std::string(argument) + ": " + error);
   }
   const std::string &text = keep(passes);
-  mlir::PassPipelineRegistration<>(
-      keep(argument), keep(description), [&text](mlir::OpPassManager &pm) {
-        // Parsed successfully at registration; the same text parses again.
-        (void)mlir::parsePassPipeline(text, pm, llvm::errs());
-      });
+  const std::string &name = keep(argument);
+  // The builder fails, with a reason, where the pipeline cannot be what was asked for:
+  // options (it takes none), or a pass manager not on builtin.module (its passes are
+  // written for the module; nested under func.func they would not be added, and the tool
+  // would go on with the module unchanged).
+  mlir::registerPassPipeline(
+      name, keep(description),
+      [&text, &name](mlir::OpPassManager &pm, llvm::StringRef options,
+                     llvm::function_ref<mlir::LogicalResult(const llvm::Twine &)>
+                         errorHandler) -> mlir::LogicalResult {
+        if (!options.trim().empty())
+          return errorHandler("'" + name + "' takes no options (given '" + options +
+                              "')");
+        if (pm.getOpAnchorName() != "builtin.module")
+          return errorHandler("'" + name + "' runs on builtin.module, not nested under '" +
+                              pm.getOpAnchorName() + "'");
+        std::string error;
+        llvm::raw_string_ostream os(error);
+        if (mlir::failed(mlir::parsePassPipeline(text, pm, os)))
+          return errorHandler("'" + name + "': " + error);
+        return mlir::success();
+      },
+      [](llvm::function_ref<void(const mlir::detail::PassOptions &)>) {});
   return true;
 }

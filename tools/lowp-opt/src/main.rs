@@ -7,6 +7,7 @@ use std::ffi::{c_char, CString};
 use std::os::unix::ffi::OsStrExt;
 
 fn main() {
+    lowp_dialect::exit_on_llvm_fatal_error("lowp-opt");
     lowp_passes::register_passes();
     let args: Vec<CString> = std::env::args_os()
         .map(|a| CString::new(a.as_bytes()).unwrap_or_else(|_| CString::new("?").unwrap()))

@@ -663,6 +663,7 @@ fn run_generic(
 }
 
 fn main() -> ExitCode {
+    lowp_jit::exit_on_llvm_fatal_error("lowp-run");
     let args = match parse_args(std::env::args().skip(1).collect()) {
         Ok(a) => a,
         Err(Usage(msg)) => {

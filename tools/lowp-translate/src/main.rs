@@ -197,6 +197,7 @@ fn run(a: Args) -> Result<(), String> {
         }
     }
     let bytes = if has_op(&module, |name| name == "gpu.module") {
+        foreign_ops(&session, &module, a.chip)?;
         gpu_kernels(&session, &mut module, &a)?
     } else {
         lowp_codegen::emit(&module, a.chip, a.emit, &|| session.take_diagnostics())
@@ -226,6 +227,58 @@ fn has_op(module: &melior::ir::Module, test: impl Fn(&str) -> bool) -> bool {
         WalkResult::Advance
     });
     found
+}
+
+/// Refuse, at its location, the first op the chip has no instruction for: the other
+/// vendor's intrinsics (NVVM on an AMD chip, ROCDL on an NVIDIA one, as ops or as
+/// `llvm.call_intrinsic`), or gfx950's scaled MFMA and scaled conversions on another AMD
+/// chip. LLVM's backend would stop at them with a fatal error naming only the intrinsic.
+fn foreign_ops(session: &Session, module: &melior::ir::Module, chip: Chip) -> Result<(), String> {
+    use melior::ir::operation::{OperationLike, WalkOrder, WalkResult};
+    use melior::ir::attribute::StringAttribute;
+    let why = |name: &str| -> Option<&'static str> {
+        let (nvvm, rocdl) = (name.starts_with("nvvm."), name.starts_with("rocdl."));
+        let gfx950 = ["rocdl.mfma.scale.", "rocdl.cvt.scalef32."]
+            .iter()
+            .any(|p| name.starts_with(p));
+        match chip.vendor {
+            Vendor::Nvidia if rocdl => Some("an AMD (ROCDL) operation"),
+            Vendor::Amd if nvvm => Some("an NVIDIA (NVVM) operation"),
+            Vendor::Amd if gfx950 && chip.cpu != "gfx950" => Some("a gfx950 operation"),
+            _ => None,
+        }
+    };
+    let mut found = None;
+    module.as_operation().walk(WalkOrder::PreOrder, |op| {
+        let mut name = op.name().as_string_ref().as_str().unwrap_or("").to_string();
+        if name == "llvm.call_intrinsic" {
+            // `llvm.nvvm.mma...` reads as the op `nvvm.mma...` would.
+            if let Some(intrin) = op
+                .attribute("intrin")
+                .ok()
+                .and_then(|a| StringAttribute::try_from(a).ok())
+            {
+                name = intrin.value().trim_start_matches("llvm.").replace("amdgcn.", "rocdl.");
+            }
+        }
+        match why(&name) {
+            Some(what) => {
+                found = Some((op.location().to_raw(), name, what));
+                WalkResult::Interrupt
+            }
+            None => WalkResult::Advance,
+        }
+    });
+    let Some((location, name, what)) = found else {
+        return Ok(());
+    };
+    let message = format!("'{name}' is {what}, which {chip} does not have (give --chip the kernel's target)");
+    let c = std::ffi::CString::new(message.clone()).unwrap_or_default();
+    // SAFETY: a live location of the session's context; the diagnostic is collected by
+    // the session's handler, which formats it with the location.
+    unsafe { mlir_sys::mlirEmitError(location, c.as_ptr()) };
+    let located = session.take_diagnostics();
+    Err(if located.is_empty() { message } else { located })
 }
 
 /// Compile the module's GPU kernels for the chip; their PTX / ISA, each after a comment line
@@ -332,6 +385,7 @@ fn lld_toolkit() -> Result<Toolkit, String> {
 }
 
 fn main() -> ExitCode {
+    lowp_jit::exit_on_llvm_fatal_error("lowp-translate");
     let args = match parse(std::env::args().skip(1).collect()) {
         Ok(a) => a,
         Err(msg) => {
