@@ -357,7 +357,7 @@ impl MatmulSpec {
     /// kernel's decoded operands and f32 workspace, the result and the f64 oracle.
     pub fn bytes_needed(&self) -> u64 {
         let (m, n, k) = (self.m as u64, self.n as u64, self.k as u64);
-        let operands = (m + n).saturating_mul(k);
+        let operands = m.saturating_add(n).saturating_mul(k);
         operands
             .saturating_mul(4 + 1 + 4)
             .saturating_add(m.saturating_mul(n).saturating_mul(4 + 4 + 16))

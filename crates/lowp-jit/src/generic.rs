@@ -114,6 +114,8 @@ pub fn entry_signature(module: &Module, entry: &str) -> Result<Vec<ArgSpec>, Str
                 if !mlir_sys::mlirTypeIsAMemRef(raw) || !mlir_sys::mlirShapedTypeHasStaticShape(raw) {
                     return Err(format!("argument #{i} of @{entry} is {t}: lowp-run fills statically shaped memrefs"));
                 }
+                crate::memref::dense_row_major(t)
+                    .map_err(|why| format!("argument #{i} of @{entry}: {why}"))?;
                 let shape = (0..mlir_sys::mlirShapedTypeGetRank(raw))
                     .map(|d| mlir_sys::mlirShapedTypeGetDimSize(raw, d as isize) as usize)
                     .collect();

@@ -220,8 +220,19 @@ impl MatmulIr for MatmulSpec {
                 body.argument(a)
                     .is_ok_and(|b| melior::ir::Value::from(b) == v)
             });
+            crate::memref::dense_row_major(v.r#type())
+                .map_err(|why| format!("operand {role:?} of @{entry}'s lowp.scaled_matmul: {why}"))?;
             match position {
-                Some(a) => roles[a] = Some(role),
+                Some(a) => {
+                    if let Some(first) = roles[a] {
+                        return Err(format!(
+                            "argument #{a} of @{entry} is both {first:?} and {role:?} of its \
+                             lowp.scaled_matmul; lowp-run gives each operand its own inputs \
+                             (pass two arguments)"
+                        ));
+                    }
+                    roles[a] = Some(role)
+                }
                 None => {
                     return Err(format!(
                     "operand {role:?} of @{entry}'s lowp.scaled_matmul is not a function argument"

@@ -90,3 +90,60 @@ impl<'a> MemRefArg<'a> {
         self.words.as_mut_ptr()
     }
 }
+
+/// Whether memref type `t` is laid out as [`MemRefArg::new`] describes a buffer: dense
+/// row-major, offset 0, in the default memory space. Anything else would be read and
+/// written past (or before) the buffer allocated for its shape; `Err` says how it differs.
+pub(crate) fn dense_row_major(t: melior::ir::Type) -> Result<(), String> {
+    use melior::ir::TypeLike;
+    let raw = t.to_raw();
+    // SAFETY: queries on a live memref type; `strides` has one slot per dimension.
+    unsafe {
+        if !mlir_sys::mlirTypeIsAMemRef(raw) {
+            return Err(format!("{t} is not a memref"));
+        }
+        if !mlir_sys::mlirMemRefTypeGetMemorySpace(raw).ptr.is_null() {
+            return Err(format!(
+                "{t} is in a memory space other than the default; lowp-run allocates host memory"
+            ));
+        }
+        let rank = mlir_sys::mlirShapedTypeGetRank(raw) as usize;
+        let shape: Vec<i64> = (0..rank)
+            .map(|d| mlir_sys::mlirShapedTypeGetDimSize(raw, d as isize))
+            .collect();
+        let mut strides = vec![0i64; rank];
+        let mut offset = 0i64;
+        let strided = mlir_sys::mlirMemRefTypeGetStridesAndOffset(
+            raw,
+            strides.as_mut_ptr(),
+            &mut offset,
+        );
+        if strided.value == 0 {
+            return Err(format!(
+                "{t} has a layout that is not strided; lowp-run allocates dense row-major memrefs"
+            ));
+        }
+        let mut dense = vec![1i64; rank];
+        for d in (0..rank.saturating_sub(1)).rev() {
+            dense[d] = dense[d + 1].saturating_mul(shape[d + 1]);
+        }
+        // A dimension of one element has no step to check.
+        let same = (0..rank).all(|d| shape[d] == 1 || strides[d] == dense[d]);
+        if offset != 0 || !same {
+            let show = |v: &[i64]| {
+                v.iter()
+                    .map(|&s| if s == i64::MIN { "?".to_string() } else { s.to_string() })
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            };
+            let offset = if offset == i64::MIN { "?".to_string() } else { offset.to_string() };
+            return Err(format!(
+                "{t} is not dense row-major (offset {offset}, strides [{}]; lowp-run allocates \
+                 each argument densely: offset 0, strides [{}])",
+                show(&strides),
+                show(&dense)
+            ));
+        }
+    }
+    Ok(())
+}
