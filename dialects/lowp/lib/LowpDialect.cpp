@@ -119,9 +119,10 @@ MinifloatType::verify(function_ref<InFlightDiagnostic()> emitError,
   if (expBits == 0)
     return emitError() << "minifloat needs at least one exponent bit, found e"
                        << expBits << "m" << mantBits;
-  if (1 + expBits + mantBits > 8)
+  // Each field first: their sum in 32 bits could wrap to a small width.
+  if (expBits > 7 || mantBits > 7 || 1 + expBits + mantBits > 8)
     return emitError() << "minifloat e" << expBits << "m" << mantBits
-                       << " needs " << 1 + expBits + mantBits
+                       << " needs " << 1 + uint64_t(expBits) + mantBits
                        << " bits, at most 8 fit a code";
   if (bias < -128 || bias > 127)
     return emitError() << "bias must be in -128..127, found " << bias;
@@ -155,6 +156,26 @@ LogicalResult PackedType::verify(function_ref<InFlightDiagnostic()> emitError,
 // Scale layouts
 //===----------------------------------------------------------------------===//
 
+// The parameterless layouts: the name alone, anything after it refused.
+template <typename Attr>
+static Attribute parseBare(AsmParser &parser, StringRef name) {
+  SMLoc loc = parser.getCurrentLocation();
+  if (succeeded(parser.parseOptionalLess())) {
+    parser.emitError(loc, "#lowp.") << name << " takes no parameters";
+    return {};
+  }
+  return Attr::get(parser.getContext());
+}
+
+Attribute PerTensorAttr::parse(AsmParser &parser, Type) {
+  return parseBare<PerTensorAttr>(parser, "per_tensor");
+}
+void PerTensorAttr::print(AsmPrinter &) const {}
+Attribute PerChannelAttr::parse(AsmParser &parser, Type) {
+  return parseBare<PerChannelAttr>(parser, "per_channel");
+}
+void PerChannelAttr::print(AsmPrinter &) const {}
+
 int64_t PerTensorAttr::getKBlock() const { return 0; }
 int64_t PerTensorAttr::getRowBlock() const { return 0; }
 Type PerTensorAttr::getScaleElementType(MLIRContext *ctx) const {
@@ -173,6 +194,10 @@ LogicalResult MxAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                              unsigned block) {
   if (block == 0)
     return emitError() << "#lowp.mx block size must be at least 1, found 0";
+  // A negative size in the source reads as a huge unsigned one.
+  if (block > INT32_MAX)
+    return emitError() << "#lowp.mx block size must be at most " << INT32_MAX
+                       << ", found " << block;
   return success();
 }
 int64_t MxAttr::getKBlock() const { return getBlock(); }
@@ -210,6 +235,10 @@ LogicalResult Nvfp4Attr::verify(function_ref<InFlightDiagnostic()> emitError,
                                 unsigned block, bool) {
   if (block == 0)
     return emitError() << "#lowp.nvfp4 block size must be at least 1, found 0";
+  // A negative size in the source reads as a huge unsigned one.
+  if (block > INT32_MAX)
+    return emitError() << "#lowp.nvfp4 block size must be at most " << INT32_MAX
+                       << ", found " << block;
   return success();
 }
 int64_t Nvfp4Attr::getKBlock() const { return getBlock(); }
@@ -250,6 +279,9 @@ BlockwiseAttr::verify(function_ref<InFlightDiagnostic()> emitError,
   if (tileRows == 0 || tileCols == 0)
     return emitError() << "#lowp.blockwise tile must be at least 1x1, found "
                        << tileRows << "x" << tileCols;
+  if (tileRows > INT32_MAX || tileCols > INT32_MAX)
+    return emitError() << "#lowp.blockwise tile dimensions must be at most "
+                       << INT32_MAX << ", found " << tileRows << "x" << tileCols;
   return success();
 }
 int64_t BlockwiseAttr::getKBlock() const { return getTileCols(); }

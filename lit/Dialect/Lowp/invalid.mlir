@@ -12,6 +12,12 @@ func.func private @too_wide(memref<4x!lowp.mf<e5m3>>)
 
 // -----
 
+// The fields are checked one by one: 1 + 3 + 4294967295 wraps to 3 in 32 bits.
+// expected-error @below {{minifloat e3m4294967295 needs 4294967299 bits, at most 8 fit a code}}
+func.func private @wraps(memref<4x!lowp.mf<e3m4294967295>>)
+
+// -----
+
 // expected-error @below {{minifloat e7m0 with bias -1 reaches 2^128, beyond f32 (at most 2^127)}}
 func.func private @too_large(memref<4x!lowp.mf<e7m0, bias = -1>>)
 
@@ -49,6 +55,22 @@ func.func private @mx_zero() attributes {l = #lowp.mx<0>}
 
 // expected-error @below {{#lowp.nvfp4 block size must be at least 1, found 0}}
 func.func private @nvfp4_zero() attributes {l = #lowp.nvfp4<0>}
+
+// -----
+
+// A negative size reads as a huge unsigned one.
+// expected-error @below {{#lowp.mx block size must be at most 2147483647, found 4294967295}}
+func.func private @mx_negative() attributes {l = #lowp.mx<-1>}
+
+// -----
+
+// expected-error @below {{#lowp.per_tensor takes no parameters}}
+func.func private @per_tensor_parameters() attributes {l = #lowp.per_tensor<foo bar>}
+
+// -----
+
+// expected-error @below {{#lowp.per_channel takes no parameters}}
+func.func private @per_channel_parameters() attributes {l = #lowp.per_channel<1>}
 
 // -----
 

@@ -25,6 +25,9 @@ def Lowp_PerTensorAttr : Lowp_LayoutAttr<"PerTensor", "per_tensor"> {
     #lowp.per_tensor
     ```
   }];
+  // Parsed by hand: MLIR hands a dialect attribute its whole body, and the generated
+  // parser of a parameterless attribute would leave `<...>` after the name unread.
+  let hasCustomAssemblyFormat = 1;
 }
 
 def Lowp_PerChannelAttr : Lowp_LayoutAttr<"PerChannel", "per_channel"> {
@@ -38,6 +41,9 @@ def Lowp_PerChannelAttr : Lowp_LayoutAttr<"PerChannel", "per_channel"> {
     #lowp.per_channel
     ```
   }];
+  // Parsed by hand: MLIR hands a dialect attribute its whole body, and the generated
+  // parser of a parameterless attribute would leave `<...>` after the name unread.
+  let hasCustomAssemblyFormat = 1;
 }
 
 def Lowp_MxAttr : Lowp_LayoutAttr<"Mx", "mx"> {
