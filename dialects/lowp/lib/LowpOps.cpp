@@ -140,7 +140,32 @@ static void printLayout(OpAsmPrinter &printer, Operation *,
   printer.printAttribute(layout);
 }
 
+// Every memref operand in a form the lowerings address: a strided layout whose last
+// dimension is contiguous (rows are read and written as runs of elements), in the default
+// or a numbered memory space. A permuted affine_map layout, or a named memory space, has
+// no strided form; the passes would fail on it deep inside upstream conversions.
+static LogicalResult verifyMemRefForms(Operation *op) {
+  for (auto [i, v] : llvm::enumerate(op->getOperands())) {
+    auto t = dyn_cast<MemRefType>(v.getType());
+    if (!t)
+      continue;
+    if (!t.isStrided())
+      return op->emitOpError() << "operand #" << i << " (" << t
+                               << ") has a layout with no strided form";
+    if (t.getRank() > 0 && !t.isLastDimUnitStride())
+      return op->emitOpError() << "operand #" << i << " (" << t
+                               << ") must be contiguous along its last dimension";
+    if (Attribute space = t.getMemorySpace(); space && !isa<IntegerAttr>(space))
+      return op->emitOpError() << "operand #" << i << " (" << t
+                               << ") is in memory space " << space
+                               << "; the default or a numbered one is expected";
+  }
+  return success();
+}
+
 LogicalResult ComputeScalesOp::verify() {
+  if (failed(verifyMemRefForms(*this)))
+    return failure();
   Type format = getFormat();
   if (isa<PackedType>(format))
     return emitOpError() << "format must be an element format, found packed "
@@ -154,6 +179,8 @@ LogicalResult ComputeScalesOp::verify() {
 }
 
 LogicalResult QuantizeOp::verify() {
+  if (failed(verifyMemRefForms(*this)))
+    return failure();
   auto input = getInput().getType();
   auto [rows, k] = logicalShape(getOutput().getType());
   if (failed(verifySameShape(*this, "input", input.getDimSize(0),
@@ -167,6 +194,8 @@ LogicalResult QuantizeOp::verify() {
 }
 
 LogicalResult DequantizeOp::verify() {
+  if (failed(verifyMemRefForms(*this)))
+    return failure();
   auto output = getOutput().getType();
   auto [rows, k] = logicalShape(getCodes().getType());
   if (failed(verifySameShape(*this, "codes", rows, k, "output",
@@ -180,6 +209,8 @@ LogicalResult DequantizeOp::verify() {
 }
 
 LogicalResult ScaledMatmulOp::verify() {
+  if (failed(verifyMemRefForms(*this)))
+    return failure();
   auto [m, ka] = logicalShape(getLhs().getType());
   auto [n, kb] = logicalShape(getRhs().getType());
   if (isStatic(ka) && isStatic(kb) && ka != kb)

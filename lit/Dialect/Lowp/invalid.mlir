@@ -264,3 +264,31 @@ func.func @not_a_layout_generic(%x: memref<4x64xf32>, %s: memref<1x1xf32>, %q: m
   "lowp.quantize"(%x, %s, %q) <{layout = #lowp.rounding<ocp_mx>}> : (memref<4x64xf32>, memref<1x1xf32>, memref<4x64xf8E4M3FN>) -> ()
   return
 }
+
+// -----
+
+#transposed = affine_map<(d0, d1) -> (d1, d0)>
+func.func @permuted_layout(%a: memref<16x64xf8E4M3FN, #transposed>, %sa: memref<1x1xf32>, %b: memref<16x64xf8E4M3FN>, %sb: memref<1x1xf32>, %c: memref<16x16xf32>) {
+  // expected-error @below {{'lowp.scaled_matmul' op operand #0 ('memref<16x64xf8E4M3FN, affine_map<(d0, d1) -> (d1, d0)>>') has a layout with no strided form}}
+  lowp.scaled_matmul %a[%sa], %b[%sb] into %c layouts(#lowp.per_tensor, #lowp.per_tensor)
+      : memref<16x64xf8E4M3FN, #transposed>[memref<1x1xf32>], memref<16x64xf8E4M3FN>[memref<1x1xf32>] -> memref<16x16xf32>
+  return
+}
+
+// -----
+
+func.func @strided_rows(%x: memref<4x64xf32, strided<[128, 2]>>, %s: memref<4x2xf8E8M0FNU>, %q: memref<4x64xf4E2M1FN>) {
+  // expected-error @below {{'lowp.quantize' op operand #0 ('memref<4x64xf32, strided<[128, 2]>>') must be contiguous along its last dimension}}
+  lowp.quantize %x[%s] layout #lowp.mx<32> into %q
+      : memref<4x64xf32, strided<[128, 2]>>[memref<4x2xf8E8M0FNU>] -> memref<4x64xf4E2M1FN>
+  return
+}
+
+// -----
+
+func.func @named_space(%x: memref<4x64xf32>, %s: memref<4x2xf8E8M0FNU, #gpu.address_space<workgroup>>) {
+  // expected-error @below {{'lowp.compute_scales' op operand #1 ('memref<4x2xf8E8M0FNU, #gpu.address_space<workgroup>>') is in memory space #gpu.address_space<workgroup>; the default or a numbered one is expected}}
+  lowp.compute_scales %x into %s layout #lowp.mx<32> format f4E2M1FN
+      : memref<4x64xf32> -> memref<4x2xf8E8M0FNU, #gpu.address_space<workgroup>>
+  return
+}
