@@ -43,6 +43,8 @@ const DICTIONARY: &[&str] = &[
     "memref<?x?xf32>",
     "memref<f32>",
     "memref<0x0xf32>",
+    "strided<[1, 64], offset: 3>",
+    "affine_map<(d0, d1) -> (d1, d0)>",
     "lowp.quantize",
     "lowp.dequantize",
     "lowp.compute_scales",

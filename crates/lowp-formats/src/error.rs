@@ -34,6 +34,17 @@ pub enum FormatError {
         /// The format.
         format: ScaledFormat,
     },
+    /// Products of two operands' codes, or a scale block's sum of them, that f32 partial
+    /// sums (the contract's accumulation) cannot hold: above f32's largest value or below
+    /// its smallest subnormal.
+    F32Products {
+        /// Format of A.
+        a: ScaledFormat,
+        /// Format of B.
+        b: ScaledFormat,
+        /// Products summed per scale block.
+        block: usize,
+    },
     /// An NVFP4 global scale is missing, or given to a layout without one.
     GlobalScale {
         /// The layout.
@@ -60,6 +71,21 @@ impl fmt::Display for FormatError {
                 "packing two codes per byte needs a 4-bit format, found {format} ({} bits)",
                 format.bit_width()
             ),
+            Self::F32Products { a, b, block } => {
+                let log2 = |x: f64| x.log2().round() as i64;
+                let (top, step) = crate::matmul::product_range(*a, *b);
+                write!(f, "products of {a} and {b} codes ")?;
+                if step < crate::matmul::F32_MIN_SUBNORMAL {
+                    write!(f, "go down to 2^{}, below f32's smallest 2^-149", log2(step))?;
+                } else {
+                    write!(f, "reach 2^{}", log2(top))?;
+                    if *block > 1 {
+                        write!(f, " (a sum of {block}, one scale block: 2^{})", log2(top * *block as f64))?;
+                    }
+                    write!(f, ", above f32's largest (2^128 - 2^104)")?;
+                }
+                write!(f, ": the f32 partial sums of the contract cannot hold them")
+            }
             Self::GlobalScale { layout, given } => {
                 if *given {
                     write!(f, "layout {layout} has no global scale, but one was given")

@@ -130,6 +130,46 @@ pub fn scale_segments(a: ScaleLayout, b: ScaleLayout, k: usize) -> Vec<(usize, u
     segs
 }
 
+/// f32's smallest subnormal, 2^-149.
+pub(crate) const F32_MIN_SUBNORMAL: f64 = 1.401298464324817e-45;
+
+/// The largest and the smallest nonzero magnitude of a product of an `a` code and a `b`
+/// code (exact in f64).
+pub(crate) fn product_range(a: ScaledFormat, b: ScaledFormat) -> (f64, f64) {
+    (
+        a.max_finite() as f64 * b.max_finite() as f64,
+        a.min_positive() as f64 * b.min_positive() as f64,
+    )
+}
+
+/// Whether f32 partial sums (the contract: one per scale block of `block` codes, of
+/// products of decoded codes, scaled once per block) hold every product of an `a` code and
+/// a `b` code and every sum of `block` of them: none above f32's largest value, none below
+/// its smallest subnormal (where the product would be lost). Every pair of named formats
+/// passes at any realistic K; custom formats with wide exponent ranges (`f8e7m0`, a large
+/// or negative bias) can fail, and kernels would then return inf or 0 where the exact
+/// result is finite.
+pub fn check_f32_products(
+    a: ScaledFormat,
+    b: ScaledFormat,
+    block: usize,
+) -> Result<(), FormatError> {
+    let (top, step) = product_range(a, b);
+    if top * block.max(1) as f64 > f32::MAX as f64 || step < F32_MIN_SUBNORMAL {
+        return Err(FormatError::F32Products { a, b, block });
+    }
+    Ok(())
+}
+
+/// The longest run of K that one scale of each operand covers (one partial sum).
+pub fn partial_sum_len(a: ScaleLayout, b: ScaleLayout, k: usize) -> usize {
+    scale_segments(a, b, k)
+        .iter()
+        .map(|&(s, e)| e - s)
+        .max()
+        .unwrap_or(0)
+}
+
 fn validate_pair(
     a: &MatmulOperand,
     b: &MatmulOperand,

@@ -337,6 +337,8 @@ impl MatmulSpec {
                 self.m, self.n, self.k
             ));
         }
+        let block = crate::partial_sum_len(self.lhs_layout, self.rhs_layout, self.k);
+        crate::check_f32_products(self.lhs, self.rhs, block).map_err(|e| e.to_string())?;
         let need = self.bytes_needed();
         let available = available_memory();
         if need > available {

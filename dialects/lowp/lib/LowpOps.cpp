@@ -18,6 +18,11 @@
 //  6. compute_scales' `format` is an element format, not packed storage.
 //  7. storage_cast keeps shape and layout and yields the storage integer of its
 //     codes (or of f8E8M0FNU scales).
+//  8. scaled_matmul's f32 partial sums (one per scale block) hold every product
+//     of two codes and a block's sum of them (lowp-formats' check_f32_products):
+//     custom formats with wide exponent ranges can fail it.
+//  9. Memref operands have a strided layout with contiguous rows, in the
+//     default or a numbered memory space.
 //
 // Dynamic dimensions are checked at run time by the lowering, not here.
 //
@@ -27,6 +32,9 @@
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/Diagnostics.h"
+#include "llvm/ADT/APFloat.h"
+
+#include <cmath>
 
 using namespace mlir;
 using namespace mlir::lowp;
@@ -98,6 +106,44 @@ LogicalResult verifyScales(Operation *op, StringRef what, int64_t rows,
   if (!layout.hasGlobalScale() && global)
     return op->emitOpError() << what << ": " << layout
                              << " has no global scale, but one is given";
+  return success();
+}
+
+/// The largest and the smallest positive magnitude of a format's codes.
+std::pair<double, double> codeRange(Type format) {
+  if (auto mf = dyn_cast<MinifloatType>(format)) {
+    // All finite: the all-ones exponent field is a binade like any other.
+    int m = mf.getMantBits(), top = (1 << mf.getExpBits()) - 1 - mf.getBias();
+    return {std::ldexp(2.0 - std::ldexp(1.0, -m), top),
+            std::ldexp(1.0, 1 - mf.getBias() - m)};
+  }
+  const llvm::fltSemantics &sem = cast<FloatType>(format).getFloatSemantics();
+  return {llvm::APFloat::getLargest(sem).convertToDouble(),
+          llvm::APFloat::getSmallest(sem).convertToDouble()};
+}
+
+/// Rule 8: products of `a` and `b` codes, and sums of `block` of them, within f32.
+LogicalResult verifyF32Products(Operation *op, Type a, Type b, int64_t block) {
+  auto [topA, stepA] = codeRange(a);
+  auto [topB, stepB] = codeRange(b);
+  double top = topA * topB, step = stepA * stepB;
+  double f32Max = llvm::APFloat::getLargest(llvm::APFloat::IEEEsingle())
+                      .convertToDouble();
+  auto log2 = [](double x) { return std::lround(std::log2(x)); };
+  if (step < std::ldexp(1.0, -149))
+    return op->emitOpError()
+           << "products of " << a << " and " << b << " codes go down to 2^"
+           << log2(step)
+           << ", below f32's smallest 2^-149: the f32 partial sums cannot hold them";
+  if (top * double(block) > f32Max) {
+    auto diag = op->emitOpError() << "products of " << a << " and " << b
+                                  << " codes reach 2^" << log2(top);
+    if (block > 1)
+      diag << " (a sum of " << block << ", one scale block: 2^"
+           << log2(top * double(block)) << ")";
+    return diag << ", above f32's largest (2^128 - 2^104): the f32 partial "
+                   "sums cannot hold them";
+  }
   return success();
 }
 
@@ -234,8 +280,20 @@ LogicalResult ScaledMatmulOp::verify() {
       failed(verifyScales(*this, "lhs", m, ka, getLhsLayout(), getLhsScales(),
                           getLhsGlobal())))
     return failure();
-  return verifyScales(*this, "rhs", n, kb, getRhsLayout(), getRhsScales(),
-                      getRhsGlobal());
+  if (failed(verifyScales(*this, "rhs", n, kb, getRhsLayout(), getRhsScales(),
+                          getRhsGlobal())))
+    return failure();
+  // One partial sum covers the shorter of the two scale blocks (all of K for
+  // per-tensor and per-channel scales); with neither known, one product.
+  int64_t block = 0;
+  for (int64_t b : {getLhsLayout().getKBlock(), getRhsLayout().getKBlock(),
+                    isStatic(ka) ? ka : int64_t(0)})
+    if (b > 0)
+      block = block == 0 ? b : std::min(block, b);
+  return verifyF32Products(*this,
+                           getElementFormat(getLhs().getType().getElementType()),
+                           getElementFormat(getRhs().getType().getElementType()),
+                           std::max<int64_t>(block, 1));
 }
 
 LogicalResult StorageCastOp::verify() {

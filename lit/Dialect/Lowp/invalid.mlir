@@ -292,3 +292,21 @@ func.func @named_space(%x: memref<4x64xf32>, %s: memref<4x2xf8E8M0FNU, #gpu.addr
       : memref<4x64xf32> -> memref<4x2xf8E8M0FNU, #gpu.address_space<workgroup>>
   return
 }
+
+// -----
+
+func.func @products_overflow(%a: memref<16x64x!lowp.mf<e7m0, bias = 0>>, %sa: memref<1x1xf32>, %b: memref<16x64xf8E4M3FN>, %sb: memref<1x1xf32>, %c: memref<16x16xf32>) {
+  // expected-error @below {{'lowp.scaled_matmul' op products of '!lowp.mf<e7m0, bias = 0>' and 'f8E4M3FN' codes reach 2^136 (a sum of 64, one scale block: 2^142), above f32's largest (2^128 - 2^104): the f32 partial sums cannot hold them}}
+  lowp.scaled_matmul %a[%sa], %b[%sb] into %c layouts(#lowp.per_tensor, #lowp.per_tensor)
+      : memref<16x64x!lowp.mf<e7m0, bias = 0>>[memref<1x1xf32>], memref<16x64xf8E4M3FN>[memref<1x1xf32>] -> memref<16x16xf32>
+  return
+}
+
+// -----
+
+func.func @products_underflow(%a: memref<16x64x!lowp.mf<e1m6, bias = 127>>, %sa: memref<16x2xf8E8M0FNU>, %b: memref<16x64x!lowp.mf<e1m6, bias = 127>>, %sb: memref<16x2xf8E8M0FNU>, %c: memref<16x16xf32>) {
+  // expected-error @below {{'lowp.scaled_matmul' op products of '!lowp.mf<e1m6, bias = 127>' and '!lowp.mf<e1m6, bias = 127>' codes go down to 2^-264, below f32's smallest 2^-149: the f32 partial sums cannot hold them}}
+  lowp.scaled_matmul %a[%sa], %b[%sb] into %c layouts(#lowp.mx<32>, #lowp.mx<32>)
+      : memref<16x64x!lowp.mf<e1m6, bias = 127>>[memref<16x2xf8E8M0FNU>], memref<16x64x!lowp.mf<e1m6, bias = 127>>[memref<16x2xf8E8M0FNU>] -> memref<16x16xf32>
+  return
+}
