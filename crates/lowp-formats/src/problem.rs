@@ -303,8 +303,16 @@ pub struct CheckReport {
 }
 
 impl MatmulSpec {
-    /// Check that the dialect accepts this problem; the error says why not.
+    /// Check that the dialect accepts this problem and that this machine has the memory to
+    /// run it; the error says why not.
     pub fn validate(&self) -> Result<(), String> {
+        self.validate_problem()?;
+        self.check_memory()
+    }
+
+    /// Check that the dialect accepts this problem (formats, layouts, sizes); what only
+    /// compiles it (printing IR or a kernel) needs no more.
+    pub fn validate_problem(&self) -> Result<(), String> {
         for (what, f, l, packed) in [
             ("lhs", self.lhs, self.lhs_layout, self.lhs_packed),
             ("rhs", self.rhs, self.rhs_layout, self.rhs_packed),
@@ -338,7 +346,11 @@ impl MatmulSpec {
             ));
         }
         let block = crate::partial_sum_len(self.lhs_layout, self.rhs_layout, self.k);
-        crate::check_f32_products(self.lhs, self.rhs, block).map_err(|e| e.to_string())?;
+        crate::check_f32_products(self.lhs, self.rhs, block).map_err(|e| e.to_string())
+    }
+
+    /// Check that this machine has the memory one run takes ([`Self::bytes_needed`]).
+    pub fn check_memory(&self) -> Result<(), String> {
         let need = self.bytes_needed();
         let available = available_memory();
         if need > available {

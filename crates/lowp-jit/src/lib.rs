@@ -73,8 +73,8 @@ pub enum JitError {
         /// MLIR's diagnostics, if any.
         diagnostics: String,
     },
-    /// The entry cannot be run as a GPU kernel launch.
-    #[error("GPU launch: {reason}")]
+    /// The entry cannot be compiled into, or run as, a GPU kernel launch.
+    #[error("GPU kernel: {reason}")]
     Launch {
         /// Why.
         reason: String,

@@ -98,34 +98,52 @@ pub struct PassDef {
     pub run: for<'c, 'a> fn(OperationRef<'c, 'a>, &PassOptions) -> Result<(), PassError>,
 }
 
+impl OptionDef {
+    /// Whether `value` is one this option accepts; `Err` says what it accepts.
+    pub fn check(&self, value: &str) -> Result<(), String> {
+        let ok = match self.kind {
+            OptionKind::Bool => matches!(value, "true" | "false" | "1" | "0"),
+            OptionKind::Choice(words) => words.contains(&value),
+            OptionKind::UInt { min, max } => {
+                value.parse::<u64>().is_ok_and(|v| (min..=max).contains(&v))
+            }
+        };
+        if ok {
+            return Ok(());
+        }
+        let accepted = match self.kind {
+            OptionKind::Bool => "true or false".to_string(),
+            OptionKind::Choice(words) => words.join(", "),
+            OptionKind::UInt { min, max } => format!("an integer in {min}..={max}"),
+        };
+        Err(format!("'{value}' is not accepted; expected {accepted}"))
+    }
+}
+
 impl PassDef {
     /// Check and parse option values (in declaration order).
     pub fn parse_options(&self, values: &[String]) -> Result<PassOptions, PassError> {
         let mut parsed = Vec::with_capacity(self.options.len());
         for (def, value) in self.options.iter().zip(values) {
-            let ok = match def.kind {
-                OptionKind::Bool => matches!(value.as_str(), "true" | "false" | "1" | "0"),
-                OptionKind::Choice(words) => words.contains(&value.as_str()),
-                OptionKind::UInt { min, max } => {
-                    value.parse::<u64>().is_ok_and(|v| (min..=max).contains(&v))
-                }
-            };
-            if !ok {
-                let accepted = match def.kind {
-                    OptionKind::Bool => "true or false".to_string(),
-                    OptionKind::Choice(words) => words.join(", "),
-                    OptionKind::UInt { min, max } => format!("an integer in {min}..={max}"),
-                };
-                return Err(PassError::BadOption {
-                    pass: self.argument,
-                    option: def.name,
-                    reason: format!("'{value}' is not accepted; expected {accepted}"),
-                });
-            }
+            def.check(value).map_err(|reason| PassError::BadOption {
+                pass: self.argument,
+                option: def.name,
+                reason,
+            })?;
             parsed.push((def.name, value.clone()));
         }
         Ok(PassOptions { values: parsed })
     }
+
+    /// The option called `name`.
+    pub fn option(&self, name: &str) -> Option<&'static OptionDef> {
+        self.options.iter().find(|o| o.name == name)
+    }
+}
+
+/// The lowp pass whose argument is `argument`.
+pub fn pass(argument: &str) -> Option<&'static PassDef> {
+    all_passes().iter().find(|p| p.argument == argument)
 }
 
 /// Every lowp pass.

@@ -234,14 +234,17 @@ fn parse_args(raw: Vec<String>) -> Result<Args, Usage> {
             }
             "--chip" => {
                 let c = value().ok_or_else(|| Usage("--chip needs a value (sm_90a)".into()))?;
-                match c.parse::<lowp_codegen::Chip>() {
-                    Ok(chip) if chip.vendor == lowp_codegen::Vendor::Nvidia => {}
-                    Ok(_) => {
-                        return Err(Usage(format!(
-                            "--chip: '{c}' is not an NVIDIA chip; expected sm_89, sm_90a or sm_100a"
-                        )))
-                    }
-                    Err(e) => return Err(Usage(format!("--chip: {e}"))),
+                // --target cuda runs NVIDIA chips only: the others are not offered.
+                let nvidia: Vec<&str> = lowp_codegen::CHIPS
+                    .iter()
+                    .filter(|c| c.vendor == lowp_codegen::Vendor::Nvidia)
+                    .map(|c| c.name)
+                    .collect();
+                if !nvidia.contains(&c.as_str()) {
+                    return Err(Usage(format!(
+                        "--chip: '{c}' is not an NVIDIA chip lowp-run targets; expected {}",
+                        nvidia.join(", ")
+                    )));
                 }
                 a.chip = Some(c);
             }
@@ -263,12 +266,19 @@ fn parse_args(raw: Vec<String>) -> Result<Args, Usage> {
                     _ => "fold-scales",
                 };
                 let v = value().ok_or_else(|| Usage(format!("{flag} needs a value (auto)")))?;
+                lowp_passes::registry::pass("lowp-to-nvvm")
+                    .and_then(|p| p.option(name))
+                    .map_or(Ok(()), |o| o.check(&v))
+                    .map_err(|why| Usage(format!("{flag}: {why}")))?;
                 a.tuning.push((name, v));
             }
             "--print-ptx" => a.print_ptx = true,
             "--save-kernel" => {
-                a.save_kernel =
-                    Some(value().ok_or_else(|| Usage("--save-kernel needs a directory".into()))?)
+                a.save_kernel = Some(
+                    value()
+                        .filter(|d| !d.is_empty())
+                        .ok_or_else(|| Usage("--save-kernel needs a directory".into()))?,
+                )
             }
             f if f.starts_with('-') => return Err(Usage(format!("unknown option '{f}'\n{USAGE}"))),
             _ => {
@@ -329,7 +339,7 @@ fn gen_spec(a: &Args) -> Result<MatmulSpec, Usage> {
         bias: a.bias,
         bf16: a.bf16,
     };
-    spec.validate().map_err(Usage)?;
+    spec.validate_problem().map_err(Usage)?;
     if a.packed && !spec.lhs_packed && !spec.rhs_packed {
         return Err(Usage(format!(
             "--packed needs a 4-bit format, found {lhs} and {rhs}"
@@ -393,7 +403,7 @@ fn run(a: Args) -> Result<bool, String> {
         let module = session.parse_file(&file).map_err(|e| e.to_string())?;
         match MatmulSpec::from_entry(&module, &entry) {
             Ok((spec, roles)) => {
-                spec.validate()?;
+                spec.validate_problem()?;
                 (spec, roles, module)
             }
             // Entries without a scaled_matmul run with random inputs per operand type;
@@ -428,6 +438,19 @@ fn run(a: Args) -> Result<bool, String> {
             session.lanes()
         );
     }
+    if a.cuda && (a.print_ptx || a.save_kernel.is_some()) {
+        // Compiling only: no inputs, no GPU, and no memory for a run is needed.
+        let kernel = compile_cuda(&session, &mut module, &entry, &a)?;
+        if a.print_ptx {
+            say!("{}", kernel.ptx);
+        }
+        if let Some(dir) = &a.save_kernel {
+            save_bundle(std::path::Path::new(dir), &kernel, &spec, &roles)?;
+            say!("saved: {dir} (kernel.ptx, launch.txt, problem.txt)");
+        }
+        return Ok(true);
+    }
+    spec.check_memory()?;
     let mut inputs = match &a.inputs {
         Some(dir) => lowp_jit::MatmulInputs::load(&spec, std::path::Path::new(dir))?,
         None => spec.inputs(a.seed),
@@ -439,10 +462,8 @@ fn run(a: Args) -> Result<bool, String> {
         inputs.save(std::path::Path::new(dir))?;
     }
     if a.cuda {
-        return match run_cuda(&session, &mut module, &entry, &spec, &roles, &inputs, &a)? {
-            Some((got, bench)) => report(&a, &spec, &inputs, &got, bench),
-            None => Ok(true),
-        };
+        let (got, bench) = run_cuda(&session, &mut module, &entry, &spec, &roles, &inputs, &a)?;
+        return report(&a, &spec, &inputs, &got, bench);
     }
     let t0 = Instant::now();
     session.lower_cpu(&mut module).map_err(|e| e.to_string())?;
@@ -507,9 +528,8 @@ fn report(
     Ok(passed)
 }
 
-/// Compile the entry to an NVIDIA kernel (lowp-to-nvvm), then (unless --print-ptx) run it on GPU 0:
-/// the result and, with --bench, (median ms, GFLOP/s, runs) from CUDA events; `None` after
-/// --print-ptx.
+/// Compile the entry to an NVIDIA kernel (lowp-to-nvvm) and run it on GPU 0: the result
+/// and, with --bench, (median ms, GFLOP/s, runs) from CUDA events.
 #[allow(clippy::type_complexity)]
 fn run_cuda(
     session: &Session,
@@ -519,7 +539,26 @@ fn run_cuda(
     roles: &[lowp_jit::Role],
     inputs: &lowp_jit::MatmulInputs,
     a: &Args,
-) -> Result<Option<(Vec<f32>, Option<(f64, f64, usize)>)>, String> {
+) -> Result<(Vec<f32>, Option<(f64, f64, usize)>), String> {
+    let kernel = compile_cuda(session, module, entry, a)?;
+    let gpu = lowp_runtime::Gpu::open(0).map_err(|e| e.to_string())?;
+    say!("device: {}", gpu.describe().map_err(|e| e.to_string())?);
+    let r = lowp_runtime::matmul::run(&gpu, &kernel, spec, roles, inputs, a.bench)
+        .map_err(|e| e.to_string())?;
+    let bench = r
+        .median_ms
+        .map(|(ms, runs)| (ms, spec.flops() / (ms * 1e6), runs));
+    Ok((r.result, bench))
+}
+
+/// Compile the entry to an NVIDIA kernel (lowp-to-nvvm), with the lowering's remarks and
+/// a line saying what it is.
+fn compile_cuda(
+    session: &Session,
+    module: &mut melior::ir::Module,
+    entry: &str,
+    a: &Args,
+) -> Result<lowp_jit::gpu::GpuKernel, String> {
     let chip = a.chip.as_deref().unwrap_or("sm_90a");
     let choice = a.kernel.as_deref().unwrap_or("auto");
     let t0 = Instant::now();
@@ -553,23 +592,7 @@ fn run_cuda(
         kernel.flat_param_count(),
         t0.elapsed().as_secs_f64() * 1e3
     );
-    if a.print_ptx {
-        say!("{}", kernel.ptx);
-        return Ok(None);
-    }
-    if let Some(dir) = &a.save_kernel {
-        save_bundle(std::path::Path::new(dir), &kernel, spec, roles)?;
-        say!("saved: {dir} (kernel.ptx, launch.txt, problem.txt)");
-        return Ok(None);
-    }
-    let gpu = lowp_runtime::Gpu::open(0).map_err(|e| e.to_string())?;
-    say!("device: {}", gpu.describe().map_err(|e| e.to_string())?);
-    let r = lowp_runtime::matmul::run(&gpu, &kernel, spec, roles, inputs, a.bench)
-        .map_err(|e| e.to_string())?;
-    let bench = r
-        .median_ms
-        .map(|(ms, runs)| (ms, spec.flops() / (ms * 1e6), runs));
-    Ok(Some((r.result, bench)))
+    Ok(kernel)
 }
 
 /// A compiled kernel and its problem, as `lowp-gpu-run` reads them.
