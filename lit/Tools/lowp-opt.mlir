@@ -24,6 +24,13 @@
 // RUN: not lowp-opt %s --lowp-gpu-generic-pipeline=tile=8 2>&1 | FileCheck %s --check-prefix=OPTIONS
 // OPTIONS: 'lowp-gpu-generic-pipeline' takes no options (given 'tile=8')
 
+// A flag named alone is set (as upstream's bool options); another option named alone is
+// refused, saying it takes a value.
+// RUN: lowp-opt %s --pass-pipeline='builtin.module(func.func(lowp-to-nvvm{emulate}))' | FileCheck %s --check-prefix=FLAG
+// FLAG: func.func @empty
+// RUN: not lowp-opt %s --pass-pipeline='builtin.module(func.func(lowp-to-nvvm{chip}))' 2>&1 | FileCheck %s --check-prefix=BARE
+// BARE: options 'chip' of lowp-to-nvvm: every option but a flag takes a value (name=value)
+
 // An upstream pipeline nested under the wrong op hits LLVM's fatal-error path: one line
 // and status 1, not "LLVM ERROR" and an abort.
 // RUN: not lowp-opt %s --pass-pipeline='builtin.module(func.func(gpu-lower-to-nvvm-pipeline))' 2>&1 | FileCheck %s --check-prefix=FATAL

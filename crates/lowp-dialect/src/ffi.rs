@@ -15,6 +15,7 @@ pub struct LowpPassOption {
     pub name: *const c_char,
     pub default_value: *const c_char,
     pub description: *const c_char,
+    pub is_flag: c_int,
 }
 
 pub type LowpPassRunFn =

@@ -66,7 +66,8 @@ impl PassOptions {
 
     /// A `Bool` option.
     pub fn flag(&self, name: &str) -> bool {
-        matches!(self.value(name), "true" | "1")
+        // Named alone (`{emulate}`), a flag is set, as upstream's bool options are.
+        matches!(self.value(name), "true" | "1" | "")
     }
 
     /// A `Choice` option.
@@ -102,7 +103,7 @@ impl OptionDef {
     /// Whether `value` is one this option accepts; `Err` says what it accepts.
     pub fn check(&self, value: &str) -> Result<(), String> {
         let ok = match self.kind {
-            OptionKind::Bool => matches!(value, "true" | "false" | "1" | "0"),
+            OptionKind::Bool => matches!(value, "true" | "false" | "1" | "0" | ""),
             OptionKind::Choice(words) => words.contains(&value),
             OptionKind::UInt { min, max } => {
                 value.parse::<u64>().is_ok_and(|v| (min..=max).contains(&v))
@@ -267,6 +268,7 @@ pub fn register_passes() {
                     name: leak(o.name),
                     default_value: leak(o.default),
                     description: leak(o.description),
+                    is_flag: matches!(o.kind, OptionKind::Bool) as i32,
                 })
                 .collect();
             let dialects: Vec<mlir_sys::MlirDialectHandle> = (def.dependent_dialects)()

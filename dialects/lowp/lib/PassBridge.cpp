@@ -37,6 +37,7 @@ struct RustPassInfo {
   bool anyOp;
   struct Opt {
     std::string name, defaultValue, description;
+    bool isFlag;
   };
   std::vector<Opt> options;
   std::vector<MlirDialectHandle> dependentDialects;
@@ -64,9 +65,13 @@ public:
                                      : std::optional<StringRef>(info.opName)),
         info(info) {
     for (const RustPassInfo::Opt &o : info.options)
+      // A flag's value is optional: named alone it is set, as upstream's bool
+      // options are (the command-line parser would otherwise print an
+      // unlocated "requires a value!" and fail with an empty error).
       options.push_back(std::make_unique<Option<std::string>>(
           *this, o.name, llvm::cl::desc(o.description),
-          llvm::cl::init(o.defaultValue)));
+          llvm::cl::init(o.defaultValue),
+          o.isFlag ? llvm::cl::ValueOptional : llvm::cl::ValueRequired));
   }
   RustPass(const RustPass &other) : RustPass(other.info) {}
 
@@ -82,7 +87,16 @@ public:
   LogicalResult initializeOptions(
       StringRef text,
       function_ref<LogicalResult(const Twine &)> errorHandler) override {
-    if (failed(Pass::initializeOptions(text, errorHandler)))
+    // The command-line parser reports some failures ("requires a value!") on
+    // stderr only, leaving the error it hands on empty: say what was refused.
+    auto said = [&](const Twine &message) {
+      std::string m = message.str();
+      if (m.empty())
+        m = "options '" + text.str() + "' of " + info.argument +
+            ": every option but a flag takes a value (name=value)";
+      return errorHandler(m);
+    };
+    if (failed(Pass::initializeOptions(text, said)))
       return failure();
     if (!info.validate)
       return success();
@@ -153,7 +167,8 @@ bool lowpRegisterRustPass(const LowpPassSpec *spec) {
   for (size_t i = 0; i < spec->numOptions; ++i)
     info->options.push_back({spec->options[i].name,
                              spec->options[i].defaultValue,
-                             spec->options[i].description});
+                             spec->options[i].description,
+                             spec->options[i].isFlag != 0});
   info->dependentDialects.assign(spec->dependentDialects,
                                  spec->dependentDialects +
                                      spec->numDependentDialects);

@@ -68,6 +68,8 @@ typedef struct {
   const char *name;
   const char *defaultValue;
   const char *description;
+  /* Non-zero for a flag: named alone (`{emulate}`) it is set. */
+  int isFlag;
 } LowpPassOption;
 
 /* Called once per operation the pass runs on, with the option values in the
