@@ -395,7 +395,9 @@ impl ScaledFormat {
 
 impl fmt::Display for ScaledFormat {
     /// `f8e4m3`, `f8e5m2fnuz`, `f4e2m1`, ...; custom formats `f4e3m0`, with `b<bias>` appended
-    /// when the bias is not the IEEE one (`f4e3m0b5`).
+    /// when the bias is not the IEEE one (`f4e3m0b5`), or when the name alone is a named
+    /// format's (`f8e4m3b7`, all finite, is not OCP's `f8e4m3`): every name parses back to
+    /// its format.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let name = match self {
             Self::F8E4M3 => "f8e4m3",
@@ -411,8 +413,11 @@ impl fmt::Display for ScaledFormat {
                 bias,
             } => {
                 let n = 1 + exp_bits + mant_bits;
-                write!(f, "f{n}e{exp_bits}m{mant_bits}")?;
-                if *bias as i32 != Self::ieee_bias(*exp_bits as u32) {
+                let short = format!("f{n}e{exp_bits}m{mant_bits}");
+                f.write_str(&short)?;
+                if *bias as i32 != Self::ieee_bias(*exp_bits as u32)
+                    || Self::NAMED.iter().any(|named| named.to_string() == short)
+                {
                     write!(f, "b{bias}")?;
                 }
                 return Ok(());

@@ -140,6 +140,21 @@ impl ScaleLayout {
             Ok(())
         }
     }
+
+    /// Whether this layout scales codes of `format` (the dialect's rule): NVFP4's UE4M3
+    /// 16-blocks scale 4-bit formats, and MX / NVFP4 scale OCP formats, not the FNUZ ones.
+    pub fn check_format(self, format: crate::ScaledFormat) -> Result<(), String> {
+        if matches!(self, Self::Nvfp4 { .. }) && format.bit_width() != 4 {
+            return Err(format!(
+                "layout {self} scales 4-bit formats, {format} has {} bits",
+                format.bit_width()
+            ));
+        }
+        if matches!(self, Self::Mx { .. } | Self::Nvfp4 { .. }) && format.is_fnuz() {
+            return Err(format!("layout {self} scales OCP formats, {format} is FNUZ"));
+        }
+        Ok(())
+    }
 }
 
 impl fmt::Display for ScaleLayout {

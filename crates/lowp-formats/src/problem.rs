@@ -318,17 +318,7 @@ impl MatmulSpec {
             ("rhs", self.rhs, self.rhs_layout, self.rhs_packed),
         ] {
             l.validate().map_err(|e| format!("{what}: {e}"))?;
-            if matches!(l, ScaleLayout::Nvfp4 { .. }) && f.bit_width() != 4 {
-                return Err(format!(
-                    "{what}: layout {l} scales 4-bit formats, {f} has {} bits",
-                    f.bit_width()
-                ));
-            }
-            if matches!(l, ScaleLayout::Mx { .. } | ScaleLayout::Nvfp4 { .. }) && f.is_fnuz() {
-                return Err(format!(
-                    "{what}: layout {l} scales OCP formats, {f} is FNUZ"
-                ));
-            }
+            l.check_format(f).map_err(|e| format!("{what}: {e}"))?;
             if packed && f.bit_width() != 4 {
                 return Err(format!(
                     "{what}: --packed needs a 4-bit format, {f} has {} bits",

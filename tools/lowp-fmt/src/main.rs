@@ -272,6 +272,7 @@ fn demo(args: &[String], out: &mut impl Write) -> Result<()> {
         Some(s) => parse_format(s)?,
         None => ScaledFormat::F4E2M1,
     };
+    layout.check_format(format).map_err(UsageError)?;
     let _ = demo_body(layout, format, out);
     Ok(())
 }
