@@ -37,6 +37,19 @@ func.func @alloc() {
 
 // -----
 
+// A gpu.func's signature follows its arguments, as a func.func's does.
+// CHECK-LABEL: gpu.func @kernel
+// CHECK-SAME:  (%{{.*}}: memref<16x64xi8>, %{{.*}}: memref<16x32xi8>) kernel
+module attributes {gpu.container_module} {
+  gpu.module @kernels {
+    gpu.func @kernel(%a: memref<16x64xf8E4M3FN>, %b: memref<16x32x!lowp.packed<f4E2M1FN>>) kernel {
+      gpu.return
+    }
+  }
+}
+
+// -----
+
 // An op that still computes on codes cannot be retyped.
 // expected-error @below {{code-typed values are still computed on after retyping their memrefs to storage integers; lower the lowp ops first}}
 module {

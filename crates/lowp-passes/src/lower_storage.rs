@@ -96,7 +96,9 @@ fn run<'c, 'a>(module: OperationRef<'c, 'a>, _: &PassOptions) -> Result<(), Pass
         }
         match op.name().as_string_ref().as_str() {
             Ok("lowp.storage_cast") => casts.push(op.to_raw()),
-            Ok("func.func") => funcs.push(op.to_raw()),
+            // Functions of any dialect with a builtin signature (func.func, gpu.func):
+            // their type follows their retyped arguments.
+            _ if op.has_attribute("function_type") => funcs.push(op.to_raw()),
             _ => {}
         }
         WalkResult::Advance
@@ -123,7 +125,7 @@ fn run<'c, 'a>(module: OperationRef<'c, 'a>, _: &PassOptions) -> Result<(), Pass
         }
     }
     for raw in funcs {
-        // SAFETY: a live func.func collected above.
+        // SAFETY: a live function op collected above.
         let mut func = unsafe { melior::ir::operation::OperationRefMut::from_raw(raw) };
         let Ok(attr) = func.attribute("function_type") else {
             continue;
