@@ -108,7 +108,13 @@ impl MatmulIr for MatmulSpec {
     /// A module with `func.func @<name>` holding one `lowp.scaled_matmul`, built with the
     /// dialect's op builders.
     fn build_module<'c>(&self, ctx: &'c Context, name: &str) -> Module<'c> {
-        let loc = Location::unknown(ctx);
+        // Diagnostics on the generated ops name the problem instead of `loc(unknown)`.
+        let loc = Location::new(
+            ctx,
+            &format!("<generated {}x{}x{} {} x {}>", self.m, self.n, self.k, self.lhs, self.rhs),
+            1,
+            1,
+        );
         let f32t = Type::float32(ctx);
         let scalar: Type = MemRefType::new(f32t, &[], None, None).into();
         let out_el = if self.bf16 { Type::bfloat16(ctx) } else { f32t };
