@@ -76,11 +76,19 @@ impl fmt::Display for FormatError {
                 let (top, step) = crate::matmul::product_range(*a, *b);
                 write!(f, "products of {a} and {b} codes ")?;
                 if step < crate::matmul::F32_MIN_SUBNORMAL {
-                    write!(f, "go down to 2^{}, below f32's smallest 2^-149", log2(step))?;
+                    write!(
+                        f,
+                        "go down to 2^{}, below f32's smallest 2^-149",
+                        log2(step)
+                    )?;
                 } else {
                     write!(f, "reach 2^{}", log2(top))?;
                     if *block > 1 {
-                        write!(f, " (a sum of {block}, one scale block: 2^{})", log2(top * *block as f64))?;
+                        write!(
+                            f,
+                            " (a sum of {block}, one scale block: 2^{})",
+                            log2(top * *block as f64)
+                        )?;
                     }
                     write!(f, ", above f32's largest (2^128 - 2^104)")?;
                 }

@@ -151,7 +151,9 @@ impl ScaleLayout {
             ));
         }
         if matches!(self, Self::Mx { .. } | Self::Nvfp4 { .. }) && format.is_fnuz() {
-            return Err(format!("layout {self} scales OCP formats, {format} is FNUZ"));
+            return Err(format!(
+                "layout {self} scales OCP formats, {format} is FNUZ"
+            ));
         }
         Ok(())
     }

@@ -377,13 +377,30 @@ fn f32_partial_sums_bound_the_formats_of_a_matmul() {
     // A block's sum: f8e6m1b0's largest product fits (2.25 x 2^126), 64 of them do not.
     assert!(check_f32_products(f("f8e6m1b0"), f("f8e6m1b0"), 1).is_ok());
     let e = check_f32_products(f("f8e6m1b0"), f("f8e6m1b0"), 64).unwrap_err();
-    assert!(e.to_string().contains("a sum of 64, one scale block: 2^133"), "{e}");
+    assert!(
+        e.to_string()
+            .contains("a sum of 64, one scale block: 2^133"),
+        "{e}"
+    );
     // Below f32's smallest subnormal the product of the smallest codes is lost.
     let e = check_f32_products(f("f2e1m0b127"), f("f2e1m0b127"), 1).unwrap_err();
     assert!(e.to_string().contains("go down to 2^-252"), "{e}");
     // The block is the shorter of the two layouts' (all of K without blocks).
     let mx = ScaleLayout::Mx { block: 32 };
     assert_eq!(partial_sum_len(ScaleLayout::PerTensor, mx, 100), 32);
-    assert_eq!(partial_sum_len(ScaleLayout::PerTensor, ScaleLayout::PerChannel, 100), 100);
-    assert_eq!(partial_sum_len(mx, ScaleLayout::Nvfp4 { block: 16, global: false }, 100), 16);
+    assert_eq!(
+        partial_sum_len(ScaleLayout::PerTensor, ScaleLayout::PerChannel, 100),
+        100
+    );
+    assert_eq!(
+        partial_sum_len(
+            mx,
+            ScaleLayout::Nvfp4 {
+                block: 16,
+                global: false
+            },
+            100
+        ),
+        16
+    );
 }

@@ -22,9 +22,9 @@ use melior::ir::Module;
 use melior::pass::PassManager;
 use melior::Context;
 
+pub use lowp_dialect::exit_on_llvm_fatal_error;
 pub use matmul::{BenchReport, CheckReport, MatmulInputs, MatmulIr, MatmulSpec, Role};
 pub use memref::MemRefArg;
-pub use lowp_dialect::exit_on_llvm_fatal_error;
 
 /// f32 lanes per vector register of this CPU: 16 with AVX-512F, else 8 (AVX2; other
 /// targets' LLVM backends split or widen the 8-lane vectors as they need).

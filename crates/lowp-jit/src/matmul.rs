@@ -111,7 +111,10 @@ impl MatmulIr for MatmulSpec {
         // Diagnostics on the generated ops name the problem instead of `loc(unknown)`.
         let loc = Location::new(
             ctx,
-            &format!("<generated {}x{}x{} {} x {}>", self.m, self.n, self.k, self.lhs, self.rhs),
+            &format!(
+                "<generated {}x{}x{} {} x {}>",
+                self.m, self.n, self.k, self.lhs, self.rhs
+            ),
             1,
             1,
         );
@@ -226,8 +229,9 @@ impl MatmulIr for MatmulSpec {
                 body.argument(a)
                     .is_ok_and(|b| melior::ir::Value::from(b) == v)
             });
-            crate::memref::dense_row_major(v.r#type())
-                .map_err(|why| format!("operand {role:?} of @{entry}'s lowp.scaled_matmul: {why}"))?;
+            crate::memref::dense_row_major(v.r#type()).map_err(|why| {
+                format!("operand {role:?} of @{entry}'s lowp.scaled_matmul: {why}")
+            })?;
             match position {
                 Some(a) => {
                     if let Some(first) = roles[a] {

@@ -113,11 +113,8 @@ pub(crate) fn dense_row_major(t: melior::ir::Type) -> Result<(), String> {
             .collect();
         let mut strides = vec![0i64; rank];
         let mut offset = 0i64;
-        let strided = mlir_sys::mlirMemRefTypeGetStridesAndOffset(
-            raw,
-            strides.as_mut_ptr(),
-            &mut offset,
-        );
+        let strided =
+            mlir_sys::mlirMemRefTypeGetStridesAndOffset(raw, strides.as_mut_ptr(), &mut offset);
         if strided.value == 0 {
             return Err(format!(
                 "{t} has a layout that is not strided; lowp-run allocates dense row-major memrefs"
@@ -132,11 +129,21 @@ pub(crate) fn dense_row_major(t: melior::ir::Type) -> Result<(), String> {
         if offset != 0 || !same {
             let show = |v: &[i64]| {
                 v.iter()
-                    .map(|&s| if s == i64::MIN { "?".to_string() } else { s.to_string() })
+                    .map(|&s| {
+                        if s == i64::MIN {
+                            "?".to_string()
+                        } else {
+                            s.to_string()
+                        }
+                    })
                     .collect::<Vec<_>>()
                     .join(", ")
             };
-            let offset = if offset == i64::MIN { "?".to_string() } else { offset.to_string() };
+            let offset = if offset == i64::MIN {
+                "?".to_string()
+            } else {
+                offset.to_string()
+            };
             return Err(format!(
                 "{t} is not dense row-major (offset {offset}, strides [{}]; lowp-run allocates \
                  each argument densely: offset 0, strides [{}])",

@@ -5,6 +5,7 @@
 //! kernels through here.
 
 use lowp_formats::problem::{MatmulInputs, MatmulSpec, Role};
+use lowp_formats::{ScaleDtype, ScaleLayout};
 
 use crate::kernel::GpuKernel;
 use crate::{Gpu, GpuError};
@@ -28,10 +29,11 @@ pub fn run(
     inputs: &MatmulInputs,
     bench: Option<usize>,
 ) -> Result<GpuRun, GpuError> {
+    let arguments: Vec<Vec<u8>> = roles.iter().map(|&r| spec.role_bytes(r, inputs)).collect();
+    fits(kernel, spec, roles, &arguments)?;
     let module = gpu.load_ptx(&kernel.ptx)?;
     let mut buffers = Vec::with_capacity(roles.len());
-    for &role in roles {
-        let bytes = spec.role_bytes(role, inputs);
+    for bytes in arguments {
         // A zero-length buffer cannot be allocated; one byte stands in (never read).
         let bytes = if bytes.is_empty() { vec![0] } else { bytes };
         buffers.push(gpu.upload(&bytes)?);
@@ -56,4 +58,149 @@ pub fn run(
         None => None,
     };
     Ok(GpuRun { result, median_ms })
+}
+
+/// Bytes of one element of `role`'s argument as the kernel addresses it (codes and 8-bit
+/// scales one byte, packed codes one byte per pair: the memref's last dimension counts
+/// bytes).
+fn element_bytes(spec: &MatmulSpec, role: Role) -> usize {
+    let scale = |l: ScaleLayout| match l.scale_dtype() {
+        ScaleDtype::UE8M0 | ScaleDtype::UE4M3 => 1,
+        ScaleDtype::F16 | ScaleDtype::BF16 => 2,
+        ScaleDtype::F32 => 4,
+    };
+    match role {
+        Role::Lhs | Role::Rhs => 1,
+        Role::LhsScales => scale(spec.lhs_layout),
+        Role::RhsScales => scale(spec.rhs_layout),
+        Role::Out if spec.bf16 => 2,
+        _ => 4,
+    }
+}
+
+/// Whether every memref and tensor-map parameter of `kernel` stays within the argument it
+/// is given (a bundle whose launch manifest disagrees with its problem would otherwise
+/// read or write past a device buffer).
+fn fits(
+    kernel: &GpuKernel,
+    spec: &MatmulSpec,
+    roles: &[Role],
+    arguments: &[Vec<u8>],
+) -> Result<(), GpuError> {
+    for p in &kernel.params {
+        let (arg, shape) = match p {
+            crate::kernel::KernelParam::MemRef { arg, shape }
+            | crate::kernel::KernelParam::TensorMap { arg, shape, .. } => (*arg, shape),
+            _ => continue,
+        };
+        let (Some(&role), Some(bytes)) = (roles.get(arg), arguments.get(arg)) else {
+            return Err(GpuError::Invalid(format!(
+                "a kernel parameter reads argument {arg}; the entry has {}",
+                roles.len()
+            )));
+        };
+        let elements = shape
+            .iter()
+            .try_fold(1u64, |n, &d| n.checked_mul(u64::try_from(d).ok()?));
+        let need = elements.and_then(|n| n.checked_mul(element_bytes(spec, role) as u64));
+        if need.is_none_or(|need| need > bytes.len() as u64) {
+            return Err(GpuError::Invalid(format!(
+                "the kernel addresses argument {arg} ({role:?}) as {shape:?}, beyond its {} bytes",
+                bytes.len()
+            )));
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kernel::KernelParam;
+    use lowp_formats::ScaledFormat;
+
+    #[test]
+    fn parameters_past_their_argument_are_refused_before_any_launch() {
+        let spec = MatmulSpec {
+            m: 16,
+            n: 8,
+            k: 64,
+            lhs: ScaledFormat::F4E2M1,
+            rhs: ScaledFormat::F8E4M3,
+            lhs_layout: ScaleLayout::MX,
+            rhs_layout: ScaleLayout::PerTensor,
+            lhs_packed: true,
+            rhs_packed: false,
+            bias: false,
+            bf16: false,
+        };
+        let roles = spec.roles();
+        let inputs = spec.inputs(1);
+        let arguments: Vec<Vec<u8>> = roles.iter().map(|&r| spec.role_bytes(r, &inputs)).collect();
+        let at = |role: Role| roles.iter().position(|&r| r == role).unwrap();
+        let kernel = |params: Vec<KernelParam>| GpuKernel {
+            name: "k".into(),
+            chip: "sm_90a".into(),
+            ptx: String::new(),
+            grid: (1, 1, 1),
+            block: (128, 1, 1),
+            shared_bytes: 0,
+            cluster: (1, 1, 1),
+            params,
+        };
+        // As lowered: packed A is 16 x 32 bytes, its E8M0 scales 16 x 2, C 16 x 8 f32.
+        let exact = vec![
+            KernelParam::MemRef {
+                arg: at(Role::Lhs),
+                shape: vec![16, 32],
+            },
+            KernelParam::MemRef {
+                arg: at(Role::LhsScales),
+                shape: vec![16, 2],
+            },
+            KernelParam::MemRef {
+                arg: at(Role::Out),
+                shape: vec![16, 8],
+            },
+        ];
+        assert!(fits(&kernel(exact), &spec, &roles, &arguments).is_ok());
+        for (param, what) in [
+            (
+                KernelParam::MemRef {
+                    arg: at(Role::Lhs),
+                    shape: vec![16, 64],
+                },
+                "Lhs",
+            ),
+            // C's f32 elements: 16 x 9 of them is 576 bytes, 512 are there.
+            (
+                KernelParam::MemRef {
+                    arg: at(Role::Out),
+                    shape: vec![16, 9],
+                },
+                "Out",
+            ),
+            (
+                KernelParam::MemRef {
+                    arg: 0,
+                    shape: vec![i64::MAX, 4],
+                },
+                "Lhs",
+            ),
+        ] {
+            let e = fits(&kernel(vec![param]), &spec, &roles, &arguments).unwrap_err();
+            assert!(e.to_string().contains(what), "{e}");
+        }
+        let e = fits(
+            &kernel(vec![KernelParam::MemRef {
+                arg: 9,
+                shape: vec![1],
+            }]),
+            &spec,
+            &roles,
+            &arguments,
+        )
+        .unwrap_err();
+        assert!(e.to_string().contains("argument 9"), "{e}");
+    }
 }

@@ -83,7 +83,9 @@ fn parse(raw: Vec<String>) -> Result<Args, String> {
                     v.parse()
                         .ok()
                         .filter(|&n: &usize| n > 0 && n <= 1_000_000)
-                        .ok_or(format!("--bench: '{v}' is not a number of runs from 1 to 1000000"))?,
+                        .ok_or(format!(
+                            "--bench: '{v}' is not a number of runs from 1 to 1000000"
+                        ))?,
                 );
             }
             f if f.starts_with('-') => return Err(format!("unknown option '{f}'\n{USAGE}")),

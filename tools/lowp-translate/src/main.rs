@@ -241,8 +241,8 @@ fn has_op(module: &melior::ir::Module, test: impl Fn(&str) -> bool) -> bool {
 /// `llvm.call_intrinsic`), or gfx950's scaled MFMA and scaled conversions on another AMD
 /// chip. LLVM's backend would stop at them with a fatal error naming only the intrinsic.
 fn foreign_ops(session: &Session, module: &melior::ir::Module, chip: Chip) -> Result<(), String> {
-    use melior::ir::operation::{OperationLike, WalkOrder, WalkResult};
     use melior::ir::attribute::StringAttribute;
+    use melior::ir::operation::{OperationLike, WalkOrder, WalkResult};
     let why = |name: &str| -> Option<&'static str> {
         let (nvvm, rocdl) = (name.starts_with("nvvm."), name.starts_with("rocdl."));
         let gfx950 = ["rocdl.mfma.scale.", "rocdl.cvt.scalef32."]
@@ -265,7 +265,10 @@ fn foreign_ops(session: &Session, module: &melior::ir::Module, chip: Chip) -> Re
                 .ok()
                 .and_then(|a| StringAttribute::try_from(a).ok())
             {
-                name = intrin.value().trim_start_matches("llvm.").replace("amdgcn.", "rocdl.");
+                name = intrin
+                    .value()
+                    .trim_start_matches("llvm.")
+                    .replace("amdgcn.", "rocdl.");
             }
         }
         match why(&name) {
@@ -279,7 +282,8 @@ fn foreign_ops(session: &Session, module: &melior::ir::Module, chip: Chip) -> Re
     let Some((location, name, what)) = found else {
         return Ok(());
     };
-    let message = format!("'{name}' is {what}, which {chip} does not have (give --chip the kernel's target)");
+    let message =
+        format!("'{name}' is {what}, which {chip} does not have (give --chip the kernel's target)");
     let c = std::ffi::CString::new(message.clone()).unwrap_or_default();
     // SAFETY: a live location of the session's context; the diagnostic is collected by
     // the session's handler, which formats it with the location.
