@@ -72,6 +72,9 @@ const USAGE: &str =
                   16-blocks (split: an FP8 instruction per block on split tiles; f16:
                   codes times their scales as f16 into k16 f16 instructions; default
                   split)
+  --emulate       with --target cuda: run the same kernel on the CPU instead, each
+                  tensor-core instruction computed as the PTX ISA defines it (with --check:
+                  a GPU kernel's numerics without a GPU; LLVM -O0 unless --opt-level)
   --print-ptx     with --target cuda: print the kernel's launch and PTX, and exit (no GPU
                   needed)
   --save-kernel DIR  with --target cuda: write the compiled kernel (kernel.ptx, launch.txt)
@@ -115,6 +118,10 @@ struct Args {
     tuning: Vec<(&'static str, String)>,
     print_ptx: bool,
     save_kernel: Option<String>,
+    /// `--emulate`: the NVIDIA kernel run on the CPU (`lowp-to-nvvm{emulate=true}`).
+    emulate: bool,
+    /// Whether `--opt-level` was given (an emulated kernel defaults to 0).
+    opt_level_set: bool,
     specials: bool,
     inputs: Option<String>,
     save_inputs: Option<String>,
@@ -212,6 +219,7 @@ fn parse_args(raw: Vec<String>) -> Result<Args, Usage> {
             }
             "--opt-level" => {
                 a.opt_level = number(&flag, value(), "0, 1, 2 or 3")?;
+                a.opt_level_set = true;
                 if a.opt_level > 3 {
                     return Err(Usage(format!(
                         "--opt-level: '{}' is not 0, 1, 2 or 3",
@@ -273,6 +281,7 @@ fn parse_args(raw: Vec<String>) -> Result<Args, Usage> {
                 a.tuning.push((name, v));
             }
             "--print-ptx" => a.print_ptx = true,
+            "--emulate" => a.emulate = true,
             "--save-kernel" => {
                 a.save_kernel = Some(
                     value()
@@ -288,12 +297,17 @@ fn parse_args(raw: Vec<String>) -> Result<Args, Usage> {
             }
         }
     }
-    let nvidia = a.chip.is_some() || a.kernel.is_some() || !a.tuning.is_empty();
+    let nvidia = a.chip.is_some() || a.kernel.is_some() || !a.tuning.is_empty() || a.emulate;
     if (nvidia || a.print_ptx || a.save_kernel.is_some()) && !a.cuda {
         return Err(Usage(
-            "--chip, --kernel, --split-k, --multicast, --fold-scales, --nvfp4, --print-ptx \
-             and --save-kernel go with --target cuda"
+            "--chip, --kernel, --split-k, --multicast, --fold-scales, --nvfp4, --emulate, \
+             --print-ptx and --save-kernel go with --target cuda"
                 .into(),
+        ));
+    }
+    if a.emulate && a.bench.is_some() {
+        return Err(Usage(
+            "--bench times the GPU; an emulated kernel's CPU time says nothing of it".into(),
         ));
     }
     if a.bench.is_some_and(|n| n == 0 || n > MAX_RUNS) {
@@ -348,7 +362,7 @@ fn gen_spec(a: &Args) -> Result<MatmulSpec, Usage> {
     Ok(spec)
 }
 
-fn describe(spec: &MatmulSpec, cuda: bool) -> String {
+fn describe(spec: &MatmulSpec, target: &str) -> String {
     let side = |f: ScaledFormat, l: ScaleLayout, packed: bool| {
         format!("{f}[{l}{}]", if packed { ",packed" } else { "" })
     };
@@ -361,7 +375,7 @@ fn describe(spec: &MatmulSpec, cuda: bool) -> String {
         side(spec.rhs, spec.rhs_layout, spec.rhs_packed),
         if spec.bf16 { "bf16" } else { "f32" },
         if spec.bias { " +bias" } else { "" },
-        if cuda { "cuda" } else { "cpu" },
+        target,
     )
 }
 
@@ -425,11 +439,12 @@ fn run(a: Args) -> Result<bool, String> {
         return Ok(true);
     }
     if a.cuda {
-        say!("lowp-run: {}", describe(&spec, true));
+        let target = if a.emulate { "cuda, emulated on the cpu" } else { "cuda" };
+        say!("lowp-run: {}", describe(&spec, target));
     } else {
         say!(
             "lowp-run: {} {} lanes={}",
-            describe(&spec, false),
+            describe(&spec, "cpu"),
             if threaded {
                 "threads=openmp"
             } else {
@@ -461,15 +476,35 @@ fn run(a: Args) -> Result<bool, String> {
     if let Some(dir) = &a.save_inputs {
         inputs.save(std::path::Path::new(dir))?;
     }
-    if a.cuda {
+    if a.cuda && !a.emulate {
         let (got, bench) = run_cuda(&session, &mut module, &entry, &spec, &roles, &inputs, &a)?;
         return report(&a, &spec, &inputs, &got, bench);
     }
+    if a.emulate {
+        // The kernel lowp-to-nvvm makes for the chip, run on the CPU: the same blocks,
+        // warps and shared memory, each tensor-core instruction computed as the PTX ISA
+        // defines it (what checks a GPU kernel's numerics on a machine without one).
+        let tuning: String = a.tuning.iter().map(|(n, v)| format!(" {n}={v}")).collect();
+        let pre = format!(
+            "builtin.module(func.func(lowp-to-nvvm{{chip={} kernel={}{tuning} emulate=true}}))",
+            a.chip.as_deref().unwrap_or("sm_90a"),
+            a.kernel.as_deref().unwrap_or("auto")
+        );
+        session
+            .run_pipeline(&mut module, &pre)
+            .map_err(|e| e.to_string())?;
+        for line in session.take_diagnostics().lines() {
+            eprintln!("lowp-run: {line}");
+        }
+    }
+    // An emulated kernel's logic is what is checked, not the host code LLVM makes of it;
+    // its unrolled blocks take LLVM -O2 minutes, -O0 seconds.
+    let opt_level = if a.emulate && !a.opt_level_set { 0 } else { a.opt_level };
     let t0 = Instant::now();
     session.lower_cpu(&mut module).map_err(|e| e.to_string())?;
     let t1 = Instant::now();
     let jit = session
-        .jit(&module, a.opt_level)
+        .jit(&module, opt_level)
         .map_err(|e| e.to_string())?;
     let t2 = Instant::now();
     say!(
