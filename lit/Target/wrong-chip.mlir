@@ -15,7 +15,7 @@
 // An intrinsic called through llvm.call_intrinsic (as mma.sync's fp8 shapes are) reads as
 // the op.
 // RUN: not lowp-translate %S/Inputs/nvvm-call-intrinsic.mlir --emit=asm --chip=gfx942 2>&1 | FileCheck %s --check-prefix=CALL
-// CALL: nvvm-call-intrinsic.mlir:5:12: error: 'nvvm.read.ptx.sreg.laneid' is an NVIDIA (NVVM) operation, which gfx942 does not have
+// CALL: nvvm-call-intrinsic.mlir:5:12: error: 'llvm.nvvm.read.ptx.sreg.laneid' is an NVIDIA (NVVM) operation, which gfx942 does not have
 
 // RUN: not lowp-translate %s --pipeline='builtin.module(func.func(gpu-lower-to-nvvm-pipeline))' --emit=ptx --chip=sm_90a 2>&1 | FileCheck %s --check-prefix=FATAL
 // FATAL: lowp-translate: error: LLVM stopped: Can't add pass 'GpuKernelOutliningPass'

@@ -439,7 +439,11 @@ fn run(a: Args) -> Result<bool, String> {
         return Ok(true);
     }
     if a.cuda {
-        let target = if a.emulate { "cuda, emulated on the cpu" } else { "cuda" };
+        let target = if a.emulate {
+            "cuda, emulated on the cpu"
+        } else {
+            "cuda"
+        };
         say!("lowp-run: {}", describe(&spec, target));
     } else {
         say!(
@@ -499,13 +503,15 @@ fn run(a: Args) -> Result<bool, String> {
     }
     // An emulated kernel's logic is what is checked, not the host code LLVM makes of it;
     // its unrolled blocks take LLVM -O2 minutes, -O0 seconds.
-    let opt_level = if a.emulate && !a.opt_level_set { 0 } else { a.opt_level };
+    let opt_level = if a.emulate && !a.opt_level_set {
+        0
+    } else {
+        a.opt_level
+    };
     let t0 = Instant::now();
     session.lower_cpu(&mut module).map_err(|e| e.to_string())?;
     let t1 = Instant::now();
-    let jit = session
-        .jit(&module, opt_level)
-        .map_err(|e| e.to_string())?;
+    let jit = session.jit(&module, opt_level).map_err(|e| e.to_string())?;
     let t2 = Instant::now();
     say!(
         "compile: pipeline_ms={:.1} jit_ms={:.1}",

@@ -258,20 +258,24 @@ fn foreign_ops(session: &Session, module: &melior::ir::Module, chip: Chip) -> Re
     let mut found = None;
     module.as_operation().walk(WalkOrder::PreOrder, |op| {
         let mut name = op.name().as_string_ref().as_str().unwrap_or("").to_string();
+        let mut class = name.clone();
         if name == "llvm.call_intrinsic" {
-            // `llvm.nvvm.mma...` reads as the op `nvvm.mma...` would.
+            // The intrinsic `llvm.nvvm.mma...` is classed as the op `nvvm.mma...` would be,
+            // `llvm.amdgcn.*` as `rocdl.*`.
             if let Some(intrin) = op
                 .attribute("intrin")
                 .ok()
                 .and_then(|a| StringAttribute::try_from(a).ok())
             {
-                name = intrin
-                    .value()
-                    .trim_start_matches("llvm.")
-                    .replace("amdgcn.", "rocdl.");
+                name = intrin.value().to_string();
+                let bare = name.strip_prefix("llvm.").unwrap_or(&name);
+                class = match bare.strip_prefix("amdgcn.") {
+                    Some(rest) => format!("rocdl.{rest}"),
+                    None => bare.to_string(),
+                };
             }
         }
-        match why(&name) {
+        match why(&class) {
             Some(what) => {
                 found = Some((op.location().to_raw(), name, what));
                 WalkResult::Interrupt
