@@ -163,6 +163,13 @@ def Lowp_ScaledMatmulOp : Lowp_Op<"scaled_matmul", [AttrSizedOperandSegments]> {
     follow its own layout, so mixed layouts (e.g. blockwise 1x128 activations
     with 128x128 weights) are expressed directly.
 
+    The f32 partial sums must hold what they sum: the verifier refuses format
+    pairs whose largest code product times the segment length exceeds f32's
+    largest value, or whose smallest nonzero product is below f32's smallest
+    subnormal (custom formats with wide exponent ranges, e.g.
+    `!lowp.mf<e7m0, bias = 0>`). Operands are strided memrefs with contiguous
+    rows in the default or a numbered memory space.
+
     ```mlir
     lowp.scaled_matmul %a[%sa], %b[%sb] into %c
         layouts(#lowp.mx<32>, #lowp.mx<32>)
