@@ -381,11 +381,21 @@ pub(super) fn plan(
     }
     instr.swapped = tile.swapped;
     instr.n = tile.n();
-    if let Some([a, b]) = f16.then(|| f16_route(op, &plan, k)).flatten() {
-        (plan.a, plan.b) = (a, b);
-        (instr.a, instr.b) = (plan.a.ty, plan.b.ty);
-        plan.in_codes = true;
-        instr.f16 = true;
+    // Asked for (`nvfp4=f16`) where the scales change every 16 codes: the f16 route, or a
+    // remark saying why the split route stays.
+    if f16 && plan.step == 16 {
+        match f16_route(op, &plan, k) {
+            Ok([a, b]) => {
+                (plan.a, plan.b) = (a, b);
+                (instr.a, instr.b) = (plan.a.ty, plan.b.ty);
+                plan.in_codes = true;
+                instr.f16 = true;
+            }
+            Err(why) => crate::matrix_kernel::remark(
+                op,
+                &format!("nvfp4=f16 not taken, the split route instead: {why}"),
+            ),
+        }
     }
     if !Memory::new(&plan, chip, tile, Feed::Barrier, [None, None]).fits() {
         return Err(format!(
@@ -415,11 +425,19 @@ pub(super) fn plan(
 /// instructions sum zeros for half their tensor time, and each 16-block's promotion takes
 /// 128 FMUL / FFMA a thread), at the f16 rate (half FP8's), the global scales in the
 /// epilogue.
-fn f16_route(op: OperationRef, plan: &Plan, k: Option<i64>) -> Option<[Operand; 2]> {
-    let ((fa, pa), (fb, pb)) = Plan::formats(op).ok()?;
+fn f16_route(op: OperationRef, plan: &Plan, k: Option<i64>) -> Result<[Operand; 2], String> {
+    match k {
+        None => return Err("K is not static".into()),
+        Some(k) if k % (ROW / 2) != 0 => {
+            return Err(format!("K = {k} is not whole stages of {}", ROW / 2))
+        }
+        _ if plan.step != 16 => return Err("no scales change every 16 codes".into()),
+        _ => {}
+    }
+    let ((fa, pa), (fb, pb)) = Plan::formats(op)?;
     let layouts = ["lhs_layout", "rhs_layout"].map(|n| layout_attr_of(op, n).ok());
     let [Some(la), Some(lb)] = layouts else {
-        return None;
+        return Err("a scale layout is not lowp's".into());
     };
     let f16 = |f: ScaledFormat, packed: bool, l: ScaleLayout| {
         if matches!(l, ScaleLayout::Nvfp4 { block: 16, .. }) {
@@ -432,8 +450,15 @@ fn f16_route(op: OperationRef, plan: &Plan, k: Option<i64>) -> Option<[Operand; 
             .then(|| Operand::new(f, packed, &[f], &[0]).ok())
             .flatten()
     };
-    let taken = plan.step == 16 && k.is_some_and(|k| k % (ROW / 2) == 0);
-    Some([f16(fa, pa, la)?, f16(fb, pb, lb)?]).filter(|_| taken)
+    let side = |f: ScaledFormat, packed: bool, l: ScaleLayout| {
+        f16(f, packed, l).ok_or_else(|| {
+            format!(
+                "{f} with {l} is neither NVFP4 whose block products are f16 values nor \
+                 E4M3 / E5M2 with scales constant along K"
+            )
+        })
+    };
+    Ok([side(fa, pa, la)?, side(fb, pb, lb)?])
 }
 
 /// The TMA square block's B multicast for `op` (`requested`: 1 or 2 blocks per cluster,
