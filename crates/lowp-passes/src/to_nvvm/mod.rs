@@ -319,12 +319,17 @@ fn run<'c, 'a>(func: OperationRef<'c, 'a>, options: &PassOptions) -> Result<(), 
         };
         let split = matches!(&lowered, Ok((_, Fp8::WgmmaPipeline(_, tile, _))) if tile.is_skinny());
         if let (Some(s @ 2..), false) = (splits, split) {
+            // Where no kernel took the op at all, that reason comes first.
+            let why = match &lowered {
+                Err(why) if !why.is_empty() => format!(": {why}"),
+                _ => String::new(),
+            };
             return Err(unsupported(
                 op,
                 format!(
                     "split-k={s} splits the wgmma skinny block (sm_90a, M static and at most \
                      64, or kernel=wgmma-skinny), which this op does not take on {chip} with \
-                     kernel={kernel}"
+                     kernel={kernel}{why}"
                 ),
             ));
         }
