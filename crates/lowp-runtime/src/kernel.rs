@@ -289,7 +289,22 @@ impl GpuKernel {
         for (line, key, value) in lowp_formats::problem::manifest_entries(text)? {
             let value = value.as_str();
             match key.as_str() {
+                "name" if value.is_empty() => {
+                    return Err(format!("line {line}: name: the kernel's entry is empty"))
+                }
                 "name" => name = Some(value.to_string()),
+                // The driver loads PTX for NVIDIA chips; lowp's are sm_89 and later.
+                "chip"
+                    if !value
+                        .strip_prefix("sm_")
+                        .and_then(|v| v.trim_end_matches('a').parse::<u32>().ok())
+                        .is_some_and(|v| v >= 89) =>
+                {
+                    return Err(format!(
+                        "line {line}: chip: expected an NVIDIA chip lowp targets (sm_89, \
+                         sm_90a, sm_100a), found '{value}'"
+                    ))
+                }
                 "chip" => chip = Some(value.to_string()),
                 "grid" => grid = Some(triple(value, "grid")?),
                 "block" => block = Some(triple(value, "block")?),
@@ -444,6 +459,18 @@ mod tests {
                 "line 5: shared: expected a byte count",
             ),
             (k.replace("name = mm_kernel\n", ""), "no 'name'"),
+            (
+                k.replace("name = mm_kernel", "name ="),
+                "name: the kernel's entry is empty",
+            ),
+            (
+                k.replace("chip = sm_90a", "chip = sm_70"),
+                "chip: expected an NVIDIA chip lowp targets",
+            ),
+            (
+                k.replace("chip = sm_90a", "chip = gfx942"),
+                "found 'gfx942'",
+            ),
             (
                 format!("{k}cluster = 2 0 1\n"),
                 "cluster: expected three positive",
