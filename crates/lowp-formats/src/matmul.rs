@@ -299,8 +299,12 @@ impl Reference {
             let g = g as f64;
             if !w.is_finite() || !g.is_finite() {
                 let same = (w.is_nan() && g.is_nan()) || w == g;
-                // A reference so large that f32 overflows is allowed to read inf.
-                let overflow = w.is_finite() && g.is_infinite() && w.abs() >= f32::MAX as f64;
+                // A reference so large that f32 overflows is allowed to read inf. Where the
+                // terms' magnitudes sum past f32's largest value, the contract's f32 partial
+                // sums and scaled partials may overflow on the way (legal E8M0 scales reach
+                // 2^127): any infinity, or the NaN of inf - inf, is then what f32 gives.
+                let overflow = w.is_finite()
+                    && ((g.is_infinite() && w.abs() >= f32::MAX as f64) || mag > f32::MAX as f64);
                 if !same && !overflow {
                     st.nonfinite_mismatches += 1;
                 }
@@ -328,15 +332,24 @@ pub fn scaled_matmul_f64(
     let (m, n, k) = (a.rows, b.rows, a.k);
     let (da, db) = (a.decode_all(), b.decode_all());
     let global = a.global.unwrap_or(1.0) as f64 * b.global.unwrap_or(1.0) as f64;
+    let segs = scale_segments(a.layout, b.layout, k);
     let mut pairs = vec![(0.0f64, 0.0f64); m * n];
     par_rows(m, n, &mut pairs, |i, row| {
         for (j, o) in row.iter_mut().enumerate() {
             let (mut v, mut mag) = (0.0f64, 0.0f64);
-            for kk in 0..k {
-                let x = da[i * k + kk] as f64 * a.scale(i, kk) as f64;
-                let y = db[j * k + kk] as f64 * b.scale(j, kk) as f64;
-                v += x * y;
-                mag += (x * y).abs();
+            // Per scale segment, as the contract groups it: the codes' products summed,
+            // then scaled once (exact in f64 for finite values either way; an infinite
+            // scale then gives inf times the sum, not inf times each zero code's NaN).
+            for &(s0, s1) in &segs {
+                let (mut partial, mut partial_mag) = (0.0f64, 0.0f64);
+                for kk in s0..s1 {
+                    let p = da[i * k + kk] as f64 * db[j * k + kk] as f64;
+                    partial += p;
+                    partial_mag += p.abs();
+                }
+                let scale = a.scale(i, s0) as f64 * b.scale(j, s0) as f64;
+                v += partial * scale;
+                mag += partial_mag * scale.abs();
             }
             v *= global;
             mag *= global.abs();

@@ -404,3 +404,37 @@ fn f32_partial_sums_bound_the_formats_of_a_matmul() {
         16
     );
 }
+
+#[test]
+fn overflow_on_the_way_may_read_inf_or_nan() {
+    let reference = |value: f64, magnitude: f64| Reference {
+        m: 1,
+        n: 1,
+        k: 4,
+        values: vec![value],
+        magnitude: vec![magnitude],
+    };
+    // Terms summing past f32's largest value: the f32 partial sums may overflow, to either
+    // infinity or (inf - inf) NaN, though the exact result is small.
+    let big = 1e39;
+    for got in [f32::INFINITY, f32::NEG_INFINITY, f32::NAN] {
+        assert_eq!(
+            reference(1.0, big).check(&[got], 1.0).nonfinite_mismatches,
+            0
+        );
+    }
+    // Within f32's range there is no excuse.
+    for got in [f32::INFINITY, f32::NAN] {
+        assert_eq!(
+            reference(1.0, 2.0).check(&[got], 1.0).nonfinite_mismatches,
+            1
+        );
+    }
+    // A NaN reference (NaN inputs) still wants NaN.
+    assert_eq!(
+        reference(f64::NAN, big)
+            .check(&[f32::INFINITY], 1.0)
+            .nonfinite_mismatches,
+        1
+    );
+}

@@ -18,7 +18,7 @@ use std::rc::Rc;
 
 use melior::ir::attribute::{Attribute, AttributeLike};
 use melior::ir::operation::{OperationLike, WalkOrder, WalkResult};
-use melior::ir::Module;
+use melior::ir::{Module, RegionLike};
 use melior::pass::PassManager;
 use melior::Context;
 
@@ -219,7 +219,13 @@ impl Session {
     pub fn lower_cpu(&self, module: &mut Module) -> Result<(), JitError> {
         let mut funcs = Vec::new();
         module.as_operation().walk(WalkOrder::PreOrder, |op| {
-            if op.name().as_string_ref().as_str() == Ok("func.func") {
+            // Definitions only: a declaration's C interface is an external symbol nothing
+            // defines, which the JIT fails to resolve when it compiles without optimization.
+            // (The name first: melior's `region` error prints the op.)
+            if op.name().as_string_ref().as_str() == Ok("func.func")
+                && op.region_count() == 1
+                && op.region(0).is_ok_and(|r| r.first_block().is_some())
+            {
                 funcs.push(op.to_raw());
             }
             WalkResult::Advance
