@@ -57,5 +57,23 @@ module attributes {gpu.container_module} {
   }
 }
 
+// -----
+
+// A constant cluster size of 0: refused (it would become a bare .explicitcluster in PTX).
+module attributes {gpu.container_module} {
+  func.func @host() {
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    // expected-error @+1 {{kernel @k::@k is launched in clusters of [0, 1, 1]; each cluster dimension is at least 1}}
+    gpu.launch_func @k::@k clusters in (%c0, %c1, %c1) blocks in (%c1, %c1, %c1) threads in (%c1, %c1, %c1)
+    return
+  }
+  gpu.module @k {
+    gpu.func @k() kernel {
+      gpu.return
+    }
+  }
+}
+
 // In PTX: lit/Target/ptx-wgmma-split-k.mlir (the pass runs first in
 // lowp_passes::pipelines::nvvm_kernel_passes).

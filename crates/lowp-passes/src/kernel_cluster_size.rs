@@ -104,6 +104,17 @@ fn run<'c, 'a>(module: OperationRef<'c, 'a>, _: &PassOptions) -> Result<(), Pass
             return WalkResult::Advance;
         };
         let size = [size[0], size[1], size[2]];
+        if size.iter().any(|&s| s < 1) {
+            conflict = Some((
+                op.to_raw(),
+                format!(
+                    "kernel @{}::@{} is launched in clusters of {size:?}; each cluster \
+                     dimension is at least 1",
+                    kernel.0, kernel.1
+                ),
+            ));
+            return WalkResult::Interrupt;
+        }
         if let Some(other) = sizes.insert(kernel.clone(), size) {
             if other != size {
                 conflict = Some((

@@ -142,6 +142,17 @@ impl GpuKernel {
     /// them).
     pub fn bind(&self, gpu: &Gpu, args: &[u64]) -> Result<Bound, GpuError> {
         self.cluster_check()?;
+        let (g, b) = (self.grid, self.block);
+        if g.0 > i32::MAX as u32 || g.1 > 65535 || g.2 > 65535 {
+            return Err(GpuError::Invalid(format!(
+                "grid {g:?} is beyond CUDA's limits (x < 2^31, y and z <= 65535)"
+            )));
+        }
+        if b.0 as u64 * b.1 as u64 * b.2 as u64 > 1024 {
+            return Err(GpuError::Invalid(format!(
+                "block {b:?} is more than CUDA's 1024 threads"
+            )));
+        }
         self.address_check(args)?;
         let mut values: Vec<u64> = Vec::with_capacity(self.flat_param_count());
         let mut maps = Vec::new();
@@ -306,8 +317,26 @@ impl GpuKernel {
                     ))
                 }
                 "chip" => chip = Some(value.to_string()),
-                "grid" => grid = Some(triple(value, "grid")?),
-                "block" => block = Some(triple(value, "block")?),
+                "grid" => {
+                    let g = triple(value, "grid")?;
+                    // CUDA's limits: x below 2^31, y and z at most 65535.
+                    if g.0 > i32::MAX as u32 || g.1 > 65535 || g.2 > 65535 {
+                        return Err(format!(
+                            "line {line}: grid: {value} is beyond CUDA's limits \
+                             (x < 2^31, y and z <= 65535)"
+                        ));
+                    }
+                    grid = Some(g)
+                }
+                "block" => {
+                    let b = triple(value, "block")?;
+                    if b.0 as u64 * b.1 as u64 * b.2 as u64 > 1024 {
+                        return Err(format!(
+                            "line {line}: block: {value} is more than CUDA's 1024 threads"
+                        ));
+                    }
+                    block = Some(b)
+                }
                 "cluster" => cluster = triple(value, "cluster")?,
                 "shared" => {
                     shared_bytes = value.parse::<u32>().map_err(|_| {
@@ -470,6 +499,14 @@ mod tests {
             (
                 k.replace("chip = sm_90a", "chip = gfx942"),
                 "found 'gfx942'",
+            ),
+            (
+                k.replace("grid = 3 2 1", "grid = 3 78125 1"),
+                "grid: 3 78125 1 is beyond CUDA's limits",
+            ),
+            (
+                k.replace("block = 128 1 1", "block = 2048 1 1"),
+                "block: 2048 1 1 is more than CUDA's 1024 threads",
             ),
             (
                 format!("{k}cluster = 2 0 1\n"),
