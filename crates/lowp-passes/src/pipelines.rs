@@ -99,13 +99,17 @@ pub fn nvvm_front(chip: &str, kernel: &str) -> String {
 /// [`nvvm_front`] with more `lowp-to-nvvm` options (`split-k`, `multicast`), as `(name,
 /// value)` pairs; the pass checks them when the pipeline is parsed.
 pub fn nvvm_front_with(chip: &str, kernel: &str, options: &[(&str, &str)]) -> String {
+    gpu_front(&nvvm_pass(chip, kernel, options))
+}
+
+/// `lowp-to-nvvm{chip=.. kernel=.. name=value..}`: the pass with its options, as a
+/// pipeline element.
+pub fn nvvm_pass(chip: &str, kernel: &str, options: &[(&str, &str)]) -> String {
     let more: String = options
         .iter()
         .map(|(name, value)| format!(" {name}={value}"))
         .collect();
-    gpu_front(&format!(
-        "lowp-to-nvvm{{chip={chip} kernel={kernel}{more}}}"
-    ))
+    format!("lowp-to-nvvm{{chip={chip} kernel={kernel}{more}}}")
 }
 
 /// `gpu_front` with `lowp-to-rocdl{chip kernel}` (`auto`, `scaled-mfma`, `mfma` or

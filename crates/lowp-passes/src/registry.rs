@@ -147,6 +147,16 @@ pub fn pass(argument: &str) -> Option<&'static PassDef> {
     all_passes().iter().find(|p| p.argument == argument)
 }
 
+/// Check `value` for option `name` of pass `argument` as a pipeline would (for tools whose
+/// flags set pass options, so that a bad value is a command-line error); its declared name.
+pub fn check_option(argument: &str, name: &str, value: &str) -> Result<&'static str, String> {
+    let option = pass(argument)
+        .and_then(|p| p.option(name))
+        .ok_or_else(|| format!("{argument} has no option '{name}'"))?;
+    option.check(value)?;
+    Ok(option.name)
+}
+
 /// Every lowp pass.
 pub fn all_passes() -> &'static [PassDef] {
     &[

@@ -142,17 +142,9 @@ impl GpuKernel {
     /// them).
     pub fn bind(&self, gpu: &Gpu, args: &[u64]) -> Result<Bound, GpuError> {
         self.cluster_check()?;
-        let (g, b) = (self.grid, self.block);
-        if g.0 > i32::MAX as u32 || g.1 > 65535 || g.2 > 65535 {
-            return Err(GpuError::Invalid(format!(
-                "grid {g:?} is beyond CUDA's limits (x < 2^31, y and z <= 65535)"
-            )));
-        }
-        if b.0 as u64 * b.1 as u64 * b.2 as u64 > 1024 {
-            return Err(GpuError::Invalid(format!(
-                "block {b:?} is more than CUDA's 1024 threads"
-            )));
-        }
+        grid_limits(self.grid)
+            .and(block_limits(self.block))
+            .map_err(GpuError::Invalid)?;
         self.address_check(args)?;
         let mut values: Vec<u64> = Vec::with_capacity(self.flat_param_count());
         let mut maps = Vec::new();
@@ -319,22 +311,12 @@ impl GpuKernel {
                 "chip" => chip = Some(value.to_string()),
                 "grid" => {
                     let g = triple(value, "grid")?;
-                    // CUDA's limits: x below 2^31, y and z at most 65535.
-                    if g.0 > i32::MAX as u32 || g.1 > 65535 || g.2 > 65535 {
-                        return Err(format!(
-                            "line {line}: grid: {value} is beyond CUDA's limits \
-                             (x < 2^31, y and z <= 65535)"
-                        ));
-                    }
+                    grid_limits(g).map_err(|e| format!("line {line}: {e}"))?;
                     grid = Some(g)
                 }
                 "block" => {
                     let b = triple(value, "block")?;
-                    if b.0 as u64 * b.1 as u64 * b.2 as u64 > 1024 {
-                        return Err(format!(
-                            "line {line}: block: {value} is more than CUDA's 1024 threads"
-                        ));
-                    }
+                    block_limits(b).map_err(|e| format!("line {line}: {e}"))?;
                     block = Some(b)
                 }
                 "cluster" => cluster = triple(value, "cluster")?,
@@ -358,6 +340,26 @@ impl GpuKernel {
             params,
         })
     }
+}
+
+/// CUDA's grid limits: x below 2^31, y and z at most 65535.
+fn grid_limits((x, y, z): (u32, u32, u32)) -> Result<(), String> {
+    if x > i32::MAX as u32 || y > 65535 || z > 65535 {
+        return Err(format!(
+            "grid: {x} {y} {z} is beyond CUDA's limits (x < 2^31, y and z <= 65535)"
+        ));
+    }
+    Ok(())
+}
+
+/// CUDA's block limit: 1024 threads.
+fn block_limits((x, y, z): (u32, u32, u32)) -> Result<(), String> {
+    if x as u64 * y as u64 * z as u64 > 1024 {
+        return Err(format!(
+            "block: {x} {y} {z} is more than CUDA's 1024 threads"
+        ));
+    }
+    Ok(())
 }
 
 /// One `param` value of a manifest.

@@ -267,16 +267,8 @@ fn parse_args(raw: Vec<String>) -> Result<Args, Usage> {
                 a.kernel = Some(k);
             }
             "--split-k" | "--multicast" | "--fold-scales" | "--nvfp4" => {
-                let name = match flag.as_str() {
-                    "--split-k" => "split-k",
-                    "--multicast" => "multicast",
-                    "--nvfp4" => "nvfp4",
-                    _ => "fold-scales",
-                };
                 let v = value().ok_or_else(|| Usage(format!("{flag} needs a value (auto)")))?;
-                lowp_passes::registry::pass("lowp-to-nvvm")
-                    .and_then(|p| p.option(name))
-                    .map_or(Ok(()), |o| o.check(&v))
+                let name = lowp_passes::registry::check_option("lowp-to-nvvm", &flag[2..], &v)
                     .map_err(|why| Usage(format!("{flag}: {why}")))?;
                 a.tuning.push((name, v));
             }
@@ -488,11 +480,16 @@ fn run(a: Args) -> Result<bool, String> {
         // The kernel lowp-to-nvvm makes for the chip, run on the CPU: the same blocks,
         // warps and shared memory, each tensor-core instruction computed as the PTX ISA
         // defines it (what checks a GPU kernel's numerics on a machine without one).
-        let tuning: String = a.tuning.iter().map(|(n, v)| format!(" {n}={v}")).collect();
+        let mut options: Vec<(&str, &str)> =
+            a.tuning.iter().map(|(n, v)| (*n, v.as_str())).collect();
+        options.push(("emulate", "true"));
         let pre = format!(
-            "builtin.module(func.func(lowp-to-nvvm{{chip={} kernel={}{tuning} emulate=true}}))",
-            a.chip.as_deref().unwrap_or("sm_90a"),
-            a.kernel.as_deref().unwrap_or("auto")
+            "builtin.module(func.func({}))",
+            lowp_passes::pipelines::nvvm_pass(
+                a.chip.as_deref().unwrap_or("sm_90a"),
+                a.kernel.as_deref().unwrap_or("auto"),
+                &options
+            )
         );
         session
             .run_pipeline(&mut module, &pre)

@@ -89,15 +89,12 @@ fn parse(raw: Vec<String>) -> Result<Args, String> {
             "--pipeline" => pipeline = Some(value()?),
             "--kernel" => kernel = Some(value()?),
             "--split-k" | "--multicast" | "--fold-scales" | "--nvfp4" => {
-                let name = &flag[2..];
                 let v = value()?;
                 // Checked here (a bad command line, status 2) rather than when the
                 // pipeline is parsed.
-                let option = lowp_passes::registry::pass("lowp-to-nvvm")
-                    .and_then(|p| p.option(name))
-                    .ok_or_else(|| format!("{flag}: lowp-to-nvvm has no option '{name}'"))?;
-                option.check(&v).map_err(|why| format!("{flag}: {why}"))?;
-                tuning.push((option.name, v));
+                let name = lowp_passes::registry::check_option("lowp-to-nvvm", &flag[2..], &v)
+                    .map_err(|why| format!("{flag}: {why}"))?;
+                tuning.push((name, v));
             }
             "-o" => out = Some(value()?),
             f if f.starts_with('-') && f != "-" => {
