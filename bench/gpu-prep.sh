@@ -82,6 +82,14 @@ save "check-wgmma-f16-split-k" --m 16 --n 200 --k 1024 --lhs f4e2m1 --rhs f4e2m1
 # shellcheck disable=SC2086
 save "check-wgmma-f16-19" ${checks[19]} --kernel wgmma --nvfp4 f16
 
+# Grids beyond 65535 rows of blocks, folded into z (lowp-fold-grid): the generic kernel's
+# 32-row tiles and mma.sync's 64-row ones past their unfolded limits (2,097,120 and
+# 4,194,240 rows).
+save "check-generic-tall" --m 2200000 --n 8 --k 32 --lhs f8e4m3 --rhs f8e4m3 \
+  --layout per_tensor --kernel generic
+save "check-mma-sync-tall" --m 4200001 --n 8 --k 32 --lhs f8e4m3 --rhs f8e5m2 \
+  --layout per_channel --kernel mma-sync
+
 # ---- timing: FP8 per-tensor and MXFP4 at the anchors' shapes, each NVIDIA kernel (wgmma
 # takes the skinny block at 16x8192x8192, split-K in clusters of 2 at 16x4096x8192;
 # wgmma-specialized is the square one there; wgmma-tma is TMA-fed, warp-specialized

@@ -83,7 +83,7 @@ const PIPELINES: &[Option<&str>] = &[
     // (lowp_passes::pipelines::nvvm_front, then the kernel passes).
     Some(
         "builtin.module(func.func(lowp-to-nvvm{chip=sm_89}),lowp-lower-storage,\
-         func.func(gpu-map-parallel-loops,convert-parallel-loops-to-gpu),\
+         func.func(gpu-map-parallel-loops,convert-parallel-loops-to-gpu,lowp-fold-grid),\
          gpu-launch-sink-index-computations,gpu-kernel-outlining,canonicalize,cse,\
          nvvm-attach-target{chip=sm_89 features=+ptx84},\
          gpu.module(lower-affine,convert-scf-to-cf,convert-gpu-to-nvvm,convert-nvvm-to-llvm,\
@@ -91,7 +91,7 @@ const PIPELINES: &[Option<&str>] = &[
     ),
     Some(
         "builtin.module(func.func(lowp-to-nvvm{chip=sm_100a}),lowp-lower-storage,\
-         func.func(gpu-map-parallel-loops,convert-parallel-loops-to-gpu),\
+         func.func(gpu-map-parallel-loops,convert-parallel-loops-to-gpu,lowp-fold-grid),\
          gpu-launch-sink-index-computations,gpu-kernel-outlining,canonicalize,cse,\
          nvvm-attach-target{chip=sm_100a features=+ptx88},\
          gpu.module(lower-affine,convert-scf-to-cf,convert-gpu-to-nvvm,convert-nvvm-to-llvm,\
@@ -99,7 +99,7 @@ const PIPELINES: &[Option<&str>] = &[
     ),
     Some(
         "builtin.module(func.func(lowp-to-nvvm{chip=sm_90a}),lowp-lower-storage,\
-         func.func(gpu-map-parallel-loops,convert-parallel-loops-to-gpu),\
+         func.func(gpu-map-parallel-loops,convert-parallel-loops-to-gpu,lowp-fold-grid),\
          gpu-launch-sink-index-computations,gpu-kernel-outlining,canonicalize,cse,\
          nvvm-attach-target{chip=sm_90a features=+ptx84},\
          gpu.module(lower-affine,convert-scf-to-cf,convert-gpu-to-nvvm,convert-nvvm-to-llvm,\
@@ -108,7 +108,7 @@ const PIPELINES: &[Option<&str>] = &[
     // The TMA-fed wgmma block (host tensor maps, bulk tensor copies) down to PTX.
     Some(
         "builtin.module(func.func(lowp-to-nvvm{chip=sm_90a kernel=wgmma-tma}),lowp-lower-storage,\
-         func.func(gpu-map-parallel-loops,convert-parallel-loops-to-gpu),\
+         func.func(gpu-map-parallel-loops,convert-parallel-loops-to-gpu,lowp-fold-grid),\
          gpu-launch-sink-index-computations,gpu-kernel-outlining,canonicalize,cse,\
          lowp-kernel-cluster-size,nvvm-attach-target{chip=sm_90a features=+ptx84},\
          gpu.module(lower-affine,convert-scf-to-cf,convert-gpu-to-nvvm,convert-nvvm-to-llvm,\
@@ -119,7 +119,7 @@ const PIPELINES: &[Option<&str>] = &[
     // (lowp_passes::pipelines::rocdl_front, then the kernel passes).
     Some(
         "builtin.module(func.func(lowp-to-rocdl{chip=gfx942}),lowp-lower-storage,\
-         func.func(gpu-map-parallel-loops,convert-parallel-loops-to-gpu),\
+         func.func(gpu-map-parallel-loops,convert-parallel-loops-to-gpu,lowp-fold-grid),\
          gpu-launch-sink-index-computations,gpu-kernel-outlining,canonicalize,cse,\
          rocdl-attach-target{chip=gfx942},\
          gpu.module(lower-affine,convert-scf-to-cf,convert-gpu-to-rocdl,canonicalize,cse,\

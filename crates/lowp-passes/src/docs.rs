@@ -28,6 +28,7 @@ fn source_of(pass: &PassDef) -> &'static str {
         "lowp-lower-storage" => include_str!("lower_storage.rs"),
         "lowp-extern-dynamic-shared" => include_str!("extern_dynamic_shared.rs"),
         "lowp-kernel-cluster-size" => include_str!("kernel_cluster_size.rs"),
+        "lowp-fold-grid" => include_str!("fold_grid.rs"),
         _ => "",
     }
 }

@@ -9,7 +9,7 @@ use melior::dialect::arith::{self, CmpfPredicate, CmpiPredicate};
 use melior::ir::attribute::{AttributeLike, FloatAttribute, IntegerAttribute};
 use melior::ir::block::BlockLike;
 use melior::ir::operation::{OperationBuilder, OperationLike};
-use melior::ir::r#type::IntegerType;
+use melior::ir::r#type::{IntegerType, TypeLike};
 use melior::ir::RegionLike;
 use melior::ir::ValueLike;
 use melior::ir::{
@@ -1028,5 +1028,139 @@ pub fn constant_int(v: Value) -> Option<i64> {
         }
         let attr = op.attribute("value").ok()?.to_raw();
         mlir_sys::mlirAttributeIsAInteger(attr).then(|| mlir_sys::mlirIntegerAttrGetValueInt(attr))
+    }
+}
+
+/// The value of index or integer `v` where constants alone decide it: an `arith.constant`,
+/// arith's integer arithmetic, `memref.dim` of a static size and `affine.apply` of such
+/// values (what a grid size is before `canonicalize` folds it). `None` where a run-time
+/// value enters, or on overflow or division by zero.
+pub fn static_index(v: Value) -> Option<i64> {
+    static_index_at(v, 0)
+}
+
+fn static_index_at(v: Value, depth: u32) -> Option<i64> {
+    if let Some(c) = constant_int(v) {
+        return Some(c);
+    }
+    if depth > 32 {
+        return None;
+    }
+    // SAFETY: reading a live value, its defining op, operands and attributes through the
+    // C API.
+    let op = unsafe {
+        let raw = v.to_raw();
+        if !mlir_sys::mlirValueIsAOpResult(raw) {
+            return None;
+        }
+        OperationRef::from_raw(mlir_sys::mlirOpResultGetOwner(raw))
+    };
+    let at = |i: usize| {
+        op.operand(i)
+            .ok()
+            .and_then(|o| static_index_at(o, depth + 1))
+    };
+    let name = op.name();
+    let name = name.as_string_ref().as_str().ok()?;
+    let binary = |f: fn(i64, i64) -> Option<i64>| f(at(0)?, at(1)?);
+    match name {
+        "arith.addi" => binary(i64::checked_add),
+        "arith.subi" => binary(i64::checked_sub),
+        "arith.muli" => binary(i64::checked_mul),
+        "arith.divui" | "arith.divsi" | "arith.floordivsi" => {
+            binary(|a, b| (a >= 0 && b > 0).then(|| a / b))
+        }
+        "arith.ceildivui" | "arith.ceildivsi" => {
+            binary(|a, b| (a >= 0 && b > 0).then(|| (a as u64).div_ceil(b as u64) as i64))
+        }
+        "arith.remui" | "arith.remsi" => binary(|a, b| (a >= 0 && b > 0).then(|| a % b)),
+        "arith.minui" | "arith.minsi" => binary(|a, b| Some(a.min(b))),
+        "arith.maxui" | "arith.maxsi" => binary(|a, b| Some(a.max(b))),
+        "arith.index_cast" | "arith.index_castui" => at(0),
+        "memref.dim" => {
+            let index = at(1)?;
+            let t = op.operand(0).ok()?.r#type();
+            // SAFETY: a shaped type's size at an index checked against its rank.
+            unsafe {
+                let t = t.to_raw();
+                if !mlir_sys::mlirTypeIsAShaped(t)
+                    || !mlir_sys::mlirShapedTypeHasRank(t)
+                    || !(0..mlir_sys::mlirShapedTypeGetRank(t)).contains(&index)
+                    || mlir_sys::mlirShapedTypeIsDynamicDim(t, index as isize)
+                {
+                    return None;
+                }
+                Some(mlir_sys::mlirShapedTypeGetDimSize(t, index as isize))
+            }
+        }
+        "affine.apply" => {
+            // SAFETY: the `map` attribute of affine.apply, checked to be an affine map.
+            let map = unsafe {
+                let attr = op.attribute("map").ok()?.to_raw();
+                if !mlir_sys::mlirAttributeIsAAffineMap(attr) {
+                    return None;
+                }
+                mlir_sys::mlirAffineMapAttrGetValue(attr)
+            };
+            // SAFETY: reading the map's shape.
+            let (dims, results) = unsafe {
+                (
+                    mlir_sys::mlirAffineMapGetNumDims(map) as usize,
+                    mlir_sys::mlirAffineMapGetNumResults(map),
+                )
+            };
+            if results != 1 {
+                return None;
+            }
+            let inputs: Option<Vec<i64>> = (0..op.operand_count()).map(at).collect();
+            // SAFETY: the map's one result.
+            affine_value(
+                unsafe { mlir_sys::mlirAffineMapGetResult(map, 0) },
+                dims,
+                &inputs?,
+            )
+        }
+        _ => None,
+    }
+}
+
+/// An affine expression's value for dimension and symbol values `inputs` (symbols after
+/// the `dims` dimensions).
+fn affine_value(expr: mlir_sys::MlirAffineExpr, dims: usize, inputs: &[i64]) -> Option<i64> {
+    // SAFETY: reading a live affine expression through the C API, each accessor after its
+    // kind is checked.
+    unsafe {
+        if mlir_sys::mlirAffineExprIsAConstant(expr) {
+            return Some(mlir_sys::mlirAffineConstantExprGetValue(expr));
+        }
+        if mlir_sys::mlirAffineExprIsADim(expr) {
+            return inputs
+                .get(mlir_sys::mlirAffineDimExprGetPosition(expr) as usize)
+                .copied();
+        }
+        if mlir_sys::mlirAffineExprIsASymbol(expr) {
+            let at = dims + mlir_sys::mlirAffineSymbolExprGetPosition(expr) as usize;
+            return inputs.get(at).copied();
+        }
+        if !mlir_sys::mlirAffineExprIsABinary(expr) {
+            return None;
+        }
+        let a = affine_value(mlir_sys::mlirAffineBinaryOpExprGetLHS(expr), dims, inputs)?;
+        let b = affine_value(mlir_sys::mlirAffineBinaryOpExprGetRHS(expr), dims, inputs)?;
+        if mlir_sys::mlirAffineExprIsAAdd(expr) {
+            a.checked_add(b)
+        } else if mlir_sys::mlirAffineExprIsAMul(expr) {
+            a.checked_mul(b)
+        } else if b <= 0 {
+            None
+        } else if mlir_sys::mlirAffineExprIsAMod(expr) {
+            Some(a.rem_euclid(b))
+        } else if mlir_sys::mlirAffineExprIsAFloorDiv(expr) {
+            Some(a.div_euclid(b))
+        } else if mlir_sys::mlirAffineExprIsACeilDiv(expr) {
+            Some(-((-a).div_euclid(b)))
+        } else {
+            None
+        }
     }
 }

@@ -13,6 +13,9 @@
 //! | `lowp-to-nvvm` | [`to_nvvm`] | scaled_matmul -> block/thread scf.parallel nests with FP8 mma.sync (sm_89+) or the generic decode body, for convert-parallel-loops-to-gpu |
 //! | `lowp-to-rocdl` | [`to_rocdl`] | scaled_matmul -> block/thread scf.parallel nests with scaled MFMA f8f6f4 (gfx950, MX), FP8 MFMA 16x16x32 (FNUZ on gfx942) or the generic decode body |
 //! | `lowp-lower-storage` | [`lower_storage`] | memrefs of codes -> memrefs of storage integers; drops storage_cast |
+//! | `lowp-fold-grid` | [`fold_grid`] | gpu.launch grids beyond 65535 blocks along y -> folded into z, block row recomposed and guarded |
+//! | `lowp-kernel-cluster-size` | [`kernel_cluster_size`] | constant cluster sizes of gpu.launch_func -> known_cluster_size on the kernel |
+//! | `lowp-extern-dynamic-shared` | [`extern_dynamic_shared`] | a kernel module's dynamic shared memory global -> external linkage (.extern .shared) |
 //!
 //! Named pipelines ([`pipelines`]): `lowp-cpu-pipeline` and `lowp-cpu-openmp-pipeline` take
 //! lowp IR to the LLVM dialect.
@@ -31,6 +34,7 @@ pub mod docs;
 mod error;
 pub mod expand_quantize;
 pub mod extern_dynamic_shared;
+pub mod fold_grid;
 mod gpu_generic;
 pub mod ir;
 pub mod kernel_cluster_size;

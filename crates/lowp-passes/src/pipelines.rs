@@ -68,7 +68,7 @@ pub const GPU_GENERIC: PipelineDef = PipelineDef {
         "func.func(lowp-to-parallel-loops),",
         "lowp-lower-storage,",
         "func.func(scf-parallel-loop-tiling{parallel-loop-tile-sizes=32,8 no-min-max-bounds=true},",
-        "gpu-map-parallel-loops,convert-parallel-loops-to-gpu),",
+        "gpu-map-parallel-loops,convert-parallel-loops-to-gpu,lowp-fold-grid),",
         "gpu-kernel-outlining,",
         "canonicalize,cse"
     ),
@@ -77,14 +77,15 @@ pub const GPU_GENERIC: PipelineDef = PipelineDef {
 /// lowp IR to a host function launching GPU kernels and their `gpu.module`s, still in
 /// scf/arith/memref (and the target's intrinsics): `lowering` (`lowp-to-nvvm{...}` or
 /// `lowp-to-rocdl{...}`, which emit block / thread `scf.parallel` nests), storage lowering,
-/// the upstream mapping of the nests onto a `gpu.launch`, index computations sunk into the
+/// the upstream mapping of the nests onto a `gpu.launch`, its grid kept within CUDA's limits
+/// (`lowp-fold-grid`: C's rows of tiles beyond 65535 folded into z), index computations sunk into the
 /// launch (constants must not become kernel parameters: the per-lane register arrays are
 /// then indexed by constants and stay in registers) and outlining. No canonicalization
 /// before the mapping: it would merge the block and thread loops into one.
 fn gpu_front(lowering: &str) -> String {
     format!(
         "builtin.module(func.func({lowering}),lowp-lower-storage,\
-         func.func(gpu-map-parallel-loops,convert-parallel-loops-to-gpu),\
+         func.func(gpu-map-parallel-loops,convert-parallel-loops-to-gpu,lowp-fold-grid),\
          gpu-launch-sink-index-computations,gpu-kernel-outlining,canonicalize,cse)"
     )
 }

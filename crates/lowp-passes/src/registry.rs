@@ -168,6 +168,7 @@ pub fn all_passes() -> &'static [PassDef] {
         crate::lower_storage::PASS,
         crate::extern_dynamic_shared::PASS,
         crate::kernel_cluster_size::PASS,
+        crate::fold_grid::PASS,
     ]
 }
 
