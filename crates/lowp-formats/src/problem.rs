@@ -179,14 +179,30 @@ impl MatmulInputs {
     /// file must hold exactly the bytes the operand's memref has.
     pub fn load(spec: &MatmulSpec, dir: &std::path::Path) -> Result<Self, String> {
         let read = |name: &str, len: usize| -> Result<Vec<u8>, String> {
+            use std::io::Read;
             let path = dir.join(name);
-            let bytes = std::fs::read(&path)
-                .map_err(|e| format!("cannot read '{}': {e}", path.display()))?;
-            if bytes.len() != len {
+            let cannot = |e: std::io::Error| format!("cannot read '{}': {e}", path.display());
+            let file = std::fs::File::open(&path).map_err(cannot)?;
+            // A regular file's size is known before reading it; anything else (a device,
+            // a pipe) is read no further than one byte past what the operand needs.
+            let size = file.metadata().map_err(cannot)?;
+            if size.is_file() && size.len() != len as u64 {
                 return Err(format!(
                     "'{}' holds {} bytes, the operand needs {len}",
                     path.display(),
-                    bytes.len()
+                    size.len()
+                ));
+            }
+            let mut bytes = Vec::new();
+            file.take(len as u64 + 1)
+                .read_to_end(&mut bytes)
+                .map_err(cannot)?;
+            if bytes.len() != len {
+                let more = if bytes.len() > len { "more than " } else { "" };
+                return Err(format!(
+                    "'{}' holds {more}{} bytes, the operand needs {len}",
+                    path.display(),
+                    bytes.len().min(len)
                 ));
             }
             Ok(bytes)

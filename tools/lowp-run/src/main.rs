@@ -297,6 +297,57 @@ fn parse_args(raw: Vec<String>) -> Result<Args, Usage> {
                 .into(),
         ));
     }
+    if a.file.is_some() && !a.gen {
+        // The op of a file's entry has its own shape and formats.
+        let generated: Vec<&str> = [
+            ("--m", a.m.is_some()),
+            ("--n", a.n.is_some()),
+            ("--k", a.k.is_some()),
+            ("--lhs", a.lhs.is_some()),
+            ("--rhs", a.rhs.is_some()),
+            ("--layout", a.layout.is_some()),
+            ("--rhs-layout", a.rhs_layout.is_some()),
+            ("--block", a.block.is_some()),
+            ("--packed", a.packed),
+            ("--bias", a.bias),
+            ("--bf16", a.bf16),
+        ]
+        .into_iter()
+        .filter_map(|(flag, given)| given.then_some(flag))
+        .collect();
+        if !generated.is_empty() {
+            return Err(Usage(format!(
+                "{} {} the op --gen builds; an input file's entry has its own \
+                 (drop {}, or the file for --gen)",
+                generated.join(", "),
+                if generated.len() == 1 { "describes" } else { "describe" },
+                if generated.len() == 1 { "it" } else { "them" },
+            )));
+        }
+    }
+    if a.print_ptx || a.save_kernel.is_some() {
+        // Compiling only: nothing runs.
+        let running: Vec<&str> = [
+            ("--check", a.check),
+            ("--bench", a.bench.is_some()),
+            ("--inputs", a.inputs.is_some()),
+            ("--save-inputs", a.save_inputs.is_some()),
+            ("--output", a.output.is_some()),
+            ("--specials", a.specials),
+            ("--emulate", a.emulate),
+        ]
+        .into_iter()
+        .filter_map(|(flag, given)| given.then_some(flag))
+        .collect();
+        if !running.is_empty() {
+            return Err(Usage(format!(
+                "--print-ptx and --save-kernel only compile; {} {} a run (drop one or \
+                 the other; lowp-gpu-run checks and times a saved kernel)",
+                running.join(", "),
+                if running.len() == 1 { "needs" } else { "need" },
+            )));
+        }
+    }
     if a.emulate && a.bench.is_some() {
         return Err(Usage(
             "--bench times the GPU; an emulated kernel's CPU time says nothing of it".into(),
