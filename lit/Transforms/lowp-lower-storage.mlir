@@ -50,12 +50,38 @@ module attributes {gpu.container_module} {
 
 // -----
 
+// A lowp op not lowered: an error at it, before anything is retyped.
+module {
+  func.func @unlowered(%x: memref<4x64xf32>, %s: memref<4x2xf8E8M0FNU>, %q: memref<4x64xf4E2M1FN>) {
+    // expected-error @below {{lowp.quantize: not lowered: lowp ops are lowered before their memrefs are retyped}}
+    lowp.quantize %x[%s] layout #lowp.mx<32> into %q : memref<4x64xf32>[memref<4x2xf8E8M0FNU>] -> memref<4x64xf4E2M1FN>
+    return
+  }
+}
+
+// -----
+
+// One inside a kernel, which no lowering takes.
+module attributes {gpu.container_module} {
+  gpu.module @m {
+    gpu.func @k(%a: memref<8x64xf8E4M3FN>, %sa: memref<1x1xf32>, %b: memref<8x64xf8E4M3FN>, %sb: memref<1x1xf32>, %c: memref<8x8xf32>) kernel {
+      // expected-error @below {{lowp.scaled_matmul: not lowered: it is inside a kernel (gpu.func)}}
+      lowp.scaled_matmul %a[%sa], %b[%sb] into %c layouts(#lowp.per_tensor, #lowp.per_tensor)
+          : memref<8x64xf8E4M3FN>[memref<1x1xf32>], memref<8x64xf8E4M3FN>[memref<1x1xf32>] -> memref<8x8xf32>
+      gpu.return
+    }
+  }
+}
+
+// -----
+
 // An op that still computes on codes cannot be retyped.
 // expected-error @below {{code-typed values are still computed on after retyping their memrefs to storage integers; lower the lowp ops first}}
 module {
-  func.func @unlowered(%x: memref<4x64xf32>, %s: memref<4x2xf8E8M0FNU>, %q: memref<4x64xf4E2M1FN>) {
-    // expected-error @below {{'lowp.quantize' op operand #1 must be 2D memref of 32-bit float or f8E8M0FNU type or f8E4M3FN type values, but got 'memref<4x2xi8>'}}
-    lowp.quantize %x[%s] layout #lowp.mx<32> into %q : memref<4x64xf32>[memref<4x2xf8E8M0FNU>] -> memref<4x64xf4E2M1FN>
-    return
+  func.func @load(%q: memref<4x64xf4E2M1FN>) -> f4E2M1FN {
+    %c0 = arith.constant 0 : index
+    // expected-error @below {{'memref.load' op failed to verify that result type matches element type of 'memref'}}
+    %v = memref.load %q[%c0, %c0] : memref<4x64xf4E2M1FN>
+    return %v : f4E2M1FN
   }
 }

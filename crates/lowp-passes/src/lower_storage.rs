@@ -16,9 +16,10 @@
 //! Element codes of N bits become `iN`, `!lowp.packed<...>` and `f8E8M0FNU` become `i8`:
 //! the same bytes in memory (one code per byte, two for packed), so callers pass the same
 //! buffers. Function signatures, block arguments and op results are retyped; a
-//! `lowp.storage_cast` becomes the identity. Ops that still compute on code-typed values
-//! (an un-lowered `lowp.quantize`, a `memref.load` of `f4E2M1FN`) make the pass fail with a
-//! diagnostic at the op: lower them first.
+//! `lowp.storage_cast` becomes the identity. A lowp op other than `lowp.storage_cast` (one
+//! not lowered, or inside a `gpu.func`, which no lowering takes), or an op that still
+//! computes on code-typed values (a `memref.load` of `f4E2M1FN`), makes the pass fail with
+//! a diagnostic at the op: lower them first.
 //!
 //! Runs on `builtin.module`. No options.
 
@@ -74,11 +75,55 @@ fn retype(v: Value) {
     }
 }
 
+/// The first lowp op other than `lowp.storage_cast` in `module`, as an error at it: the
+/// lowerings run first (their memrefs of codes would no longer verify after retyping).
+fn unlowered(module: OperationRef) -> Option<PassError> {
+    let mut found = None;
+    module.walk(WalkOrder::PreOrder, |op| {
+        let name = op.name();
+        let name = name.as_string_ref().as_str().unwrap_or("");
+        if !name.starts_with("lowp.") || name == "lowp.storage_cast" {
+            return WalkResult::Advance;
+        }
+        // SAFETY: walking up the parents of a live op.
+        let in_kernel = unsafe {
+            let mut p = mlir_sys::mlirOperationGetParentOperation(op.to_raw());
+            let mut kernel = false;
+            while !p.ptr.is_null() {
+                let parent = OperationRef::from_raw(p);
+                kernel |= parent.name().as_string_ref().as_str() == Ok("gpu.func");
+                p = mlir_sys::mlirOperationGetParentOperation(p);
+            }
+            kernel
+        };
+        let reason = if in_kernel {
+            "it is inside a kernel (gpu.func): lowp-to-nvvm and lowp-to-rocdl lower lowp ops \
+             in host functions (func.func), each into kernels of its own, and none lowers \
+             one inside a kernel"
+                .to_string()
+        } else {
+            "lowp ops are lowered before their memrefs are retyped (lowp-to-loops, \
+             lowp-to-nvvm, lowp-to-rocdl, lowp-expand-quantize, on func.func)"
+                .to_string()
+        };
+        found = Some(PassError::Unsupported {
+            op: name.to_string(),
+            reason: format!("not lowered: {reason}"),
+            location: Some(Location(op.location().to_raw())),
+        });
+        WalkResult::Interrupt
+    });
+    found
+}
+
 fn run<'c, 'a>(module: OperationRef<'c, 'a>, _: &PassOptions) -> Result<(), PassError> {
     // `to_ref` borrows the ContextRef itself: keep it alive for the whole run.
     let ctx_ref = module.context();
     // SAFETY: the context outlives the pass run, and `ctx_ref` outlives `ctx`.
     let ctx = unsafe { ctx_ref.to_ref() };
+    if let Some(err) = unlowered(module) {
+        return Err(err);
+    }
     let mut casts = Vec::new();
     let mut funcs = Vec::new();
     module.walk(WalkOrder::PreOrder, |op| {
