@@ -1118,6 +1118,28 @@ impl<'p, 'c, 'a> Kernel<'p, 'c, 'a> {
     }
 }
 
+/// Refuse an op with a static dimension of 2^31 or more, before any GPU kernel (NVIDIA or
+/// AMD) derives sizes from it: grids, offsets and byte counts stay within i64, and indices
+/// within the GPUs' 32 bits.
+pub(crate) fn check_dimensions(op: OperationRef) -> Result<(), PassError> {
+    let huge = op
+        .operands()
+        .filter_map(|v| MemRefType::try_from(v.r#type()).ok())
+        .flat_map(|t| (0..t.rank()).filter_map(move |d| t.dim_size(d).ok()))
+        .filter_map(|d| match d {
+            DimSize::Static(n) => Some(n as i64),
+            _ => None,
+        })
+        .find(|&n| n >= 1 << 31);
+    match huge {
+        Some(d) => Err(crate::expand_quantize::unsupported(
+            op,
+            format!("a static dimension of {d} is beyond the GPU kernels' 2^31 - 1"),
+        )),
+        None => Ok(()),
+    }
+}
+
 /// Lower `op` with the matrix-instruction kernel: on the GPU (`emulate = false`) or as the
 /// CPU emulation of the same warps.
 pub(crate) fn lower<'c, 'a>(

@@ -21,4 +21,17 @@ func.func @ocp_e5m2(%a: memref<16x64xf8E5M2>, %sa: memref<1x1xf32>, %b: memref<1
   return
 }
 
+// -----
+
+// A static dimension of 2^31 or more: refused before the kernel derives sizes from it.
+func.func @huge(%a: memref<9223372036854775744x64xf8E4M3FNUZ>, %sa: memref<1x1xf32>,
+                %b: memref<8x64xf8E4M3FNUZ>, %sb: memref<1x1xf32>,
+                %c: memref<9223372036854775744x8xf32>) {
+  // expected-error @+1 {{a static dimension of 9223372036854775744 is beyond the GPU kernels' 2^31 - 1}}
+  lowp.scaled_matmul %a[%sa], %b[%sb] into %c layouts(#lowp.per_tensor, #lowp.per_tensor)
+      : memref<9223372036854775744x64xf8E4M3FNUZ>[memref<1x1xf32>], memref<8x64xf8E4M3FNUZ>[memref<1x1xf32>]
+      -> memref<9223372036854775744x8xf32>
+  return
+}
+
 // CHIP: 'gfx90a' is not accepted; expected gfx942, gfx950

@@ -225,21 +225,6 @@ fn fp8_plan(op: OperationRef) -> Result<(Plan, ScaledFormat, ScaledFormat), Stri
     Ok((Plan::new(op, a, b, 32, false)?, ta, tb))
 }
 
-/// A static dimension of an operand of `op` that is 2^31 or more, if any.
-fn huge_dimension(op: OperationRef) -> Option<i64> {
-    use melior::ir::operation::OperationLike;
-    use melior::ir::r#type::{MemRefType, ShapedTypeLike};
-    use melior::ir::ValueLike;
-    op.operands()
-        .filter_map(|v| MemRefType::try_from(v.r#type()).ok())
-        .flat_map(|t| (0..t.rank()).filter_map(move |d| t.dim_size(d).ok()))
-        .filter_map(|d| match d {
-            melior::ir::r#type::DimSize::Static(n) => Some(n as i64),
-            _ => None,
-        })
-        .find(|&n| n >= 1 << 31)
-}
-
 /// The FP8 tensor-core kernel chosen for an op.
 enum Fp8 {
     MmaSync(mma_sync::MmaSync),
@@ -270,14 +255,7 @@ fn run<'c, 'a>(func: OperationRef<'c, 'a>, options: &PassOptions) -> Result<(), 
         _ => wgmma_pipeline::FoldScales::Off,
     };
     lower_lowp_ops(func, |e, op| {
-        // Every size a kernel derives (grids, offsets, byte counts) stays within i64 and
-        // CUDA's 32-bit indices: a static dimension of 2^31 or more is refused here.
-        if let Some(d) = huge_dimension(op) {
-            return Err(unsupported(
-                op,
-                format!("a static dimension of {d} is beyond the GPU kernels' 2^31 - 1"),
-            ));
-        }
+        crate::matrix_kernel::check_dimensions(op)?;
         // The strongest kernel first: tcgen05 on sm_100a, wgmma on sm_90a only (Blackwell
         // dropped it), FP8 mma.sync from sm_89 on.
         // The cp.async pipeline where the codes go to shared memory as stored, else the
