@@ -1,6 +1,7 @@
 // The AMDGPU path: FP8 MFMA on gfx942 (MI300) and the block-scaled f8f6f4 MFMA on gfx950
 // (MI350, here with FP4 operands: cbsz = blgp = 4), through ROCDL and LLVM 22's AMDGPU
-// backend. gfx942 has no scaled MFMA: LLVM's refusal is one error line and exit 1.
+// backend. gfx942 has no scaled MFMA: lowp-translate refuses it at the op, one error line
+// and exit 1 (LLVM's backend would stop at it naming no location).
 
 // RUN: lowp-translate %s --emit=asm --chip=gfx950 | FileCheck %s --check-prefix=GFX950
 // RUN: not lowp-translate %s --emit=asm --chip=gfx942 2>&1 | FileCheck %s --check-prefix=GFX942
@@ -10,7 +11,7 @@
 // GFX950: v_mfma_f32_16x16x32_fp8_fp8
 // GFX950: mxfp4_scaled_mfma:
 // GFX950: v_mfma_scale_f32_16x16x128_f8f6f4 {{.*}} cbsz:4 blgp:4
-// GFX942: error: LLVM backend: Cannot select: intrinsic %llvm.amdgcn.mfma.scale.f32.16x16x128.f8f6f4
+// GFX942: amdgpu-mfma.mlir:[[@LINE+16]]:10: error: 'rocdl.mfma.scale.f32.16x16x128.f8f6f4' is a gfx950 operation, which gfx942 does not have
 
 module {
   llvm.func @fp8_mfma(%a: i64, %b: i64, %out: !llvm.ptr<1>) attributes {rocdl.kernel} {

@@ -4,18 +4,25 @@
 // nested under the wrong op ends with a one-line error and status 1, not an abort.
 
 // RUN: not lowp-translate %s --pipeline='builtin.module(func.func(lowp-to-rocdl{chip=gfx950}))' --emit=asm --chip=gfx942 2>&1 | FileCheck %s --check-prefix=GFX942
-// GFX942: wrong-chip.mlir:[[@LINE+17]]:3: error: 'rocdl.mfma.scale.f32.16x16x128.f8f6f4' is a gfx950 operation, which gfx942 does not have
+// GFX942: wrong-chip.mlir:[[@LINE+24]]:3: error: 'rocdl.mfma.scale.f32.16x16x128.f8f6f4' is a gfx950 operation, which gfx942 does not have
 
 // RUN: not lowp-translate %s --pipeline='builtin.module(func.func(lowp-to-rocdl{chip=gfx950}))' --emit=ptx --chip=sm_90a 2>&1 | FileCheck %s --check-prefix=ROCDL
-// ROCDL: wrong-chip.mlir:[[@LINE+14]]:3: error: 'rocdl.mfma.scale.f32.16x16x128.f8f6f4' is an AMD (ROCDL) operation, which sm_90a does not have
+// ROCDL: wrong-chip.mlir:[[@LINE+21]]:3: error: 'rocdl.mfma.scale.f32.16x16x128.f8f6f4' is an AMD (ROCDL) operation, which sm_90a does not have
 
 // RUN: not lowp-translate %s --pipeline='builtin.module(func.func(lowp-to-nvvm{chip=sm_100a}))' --emit=asm --chip=gfx950 2>&1 | FileCheck %s --check-prefix=NVVM
-// NVVM: wrong-chip.mlir:[[@LINE+11]]:3: error: 'nvvm.{{[a-z0-9_.]+}}' is an NVIDIA (NVVM) operation, which gfx950 does not have
+// NVVM: wrong-chip.mlir:[[@LINE+18]]:3: error: 'nvvm.{{[a-z0-9_.]+}}' is an NVIDIA (NVVM) operation, which gfx950 does not have
 
 // An intrinsic called through llvm.call_intrinsic (as mma.sync's fp8 shapes are) reads as
 // the op.
 // RUN: not lowp-translate %S/Inputs/nvvm-call-intrinsic.mlir --emit=asm --chip=gfx942 2>&1 | FileCheck %s --check-prefix=CALL
 // CALL: nvvm-call-intrinsic.mlir:5:12: error: 'llvm.nvvm.read.ptx.sreg.laneid' is an NVIDIA (NVVM) operation, which gfx942 does not have
+
+// A vendor's intrinsics compiled for the host; host code (its stack in address space 0)
+// compiled for an AMD chip, whose stack is address space 5.
+// RUN: not lowp-translate %S/Inputs/nvvm-call-intrinsic.mlir --emit=asm --chip=host 2>&1 | FileCheck %s --check-prefix=HOSTNVVM
+// HOSTNVVM: nvvm-call-intrinsic.mlir:5:12: error: 'llvm.nvvm.read.ptx.sreg.laneid' is an NVIDIA (NVVM) operation, which host does not have
+// RUN: not lowp-translate %S/../Run/Inputs/mxfp4.mlir --pipeline='builtin.module(lowp-cpu-pipeline)' --emit=asm --chip=gfx942 2>&1 | FileCheck %s --check-prefix=HOSTCODE
+// HOSTCODE: mxfp4.mlir:{{[0-9]+}}:{{[0-9]+}}: error: 'llvm.alloca' allocates in address space 0, as host code does; gfx942's stack is address space 5
 
 // RUN: not lowp-translate %s --pipeline='builtin.module(func.func(gpu-lower-to-nvvm-pipeline))' --emit=ptx --chip=sm_90a 2>&1 | FileCheck %s --check-prefix=FATAL
 // FATAL: lowp-translate: error: LLVM stopped: Can't add pass 'GpuKernelOutliningPass'

@@ -320,7 +320,11 @@ fn parse_args(raw: Vec<String>) -> Result<Args, Usage> {
                 "{} {} the op --gen builds; an input file's entry has its own \
                  (drop {}, or the file for --gen)",
                 generated.join(", "),
-                if generated.len() == 1 { "describes" } else { "describe" },
+                if generated.len() == 1 {
+                    "describes"
+                } else {
+                    "describe"
+                },
                 if generated.len() == 1 { "it" } else { "them" },
             )));
         }

@@ -200,8 +200,8 @@ fn run(a: Args) -> Result<(), String> {
                 .map_err(|e| e.to_string())?;
         }
     }
+    foreign_ops(&session, &module, a.chip)?;
     let bytes = if has_op(&module, |name| name == "gpu.module") {
-        foreign_ops(&session, &module, a.chip)?;
         gpu_kernels(&session, &mut module, &a)?
     } else {
         lowp_codegen::emit(&module, a.chip, a.emit, &|| session.take_diagnostics())
@@ -233,10 +233,12 @@ fn has_op(module: &melior::ir::Module, test: impl Fn(&str) -> bool) -> bool {
     found
 }
 
-/// Refuse, at its location, the first op the chip has no instruction for: the other
-/// vendor's intrinsics (NVVM on an AMD chip, ROCDL on an NVIDIA one, as ops or as
-/// `llvm.call_intrinsic`), or gfx950's scaled MFMA and scaled conversions on another AMD
-/// chip. LLVM's backend would stop at them with a fatal error naming only the intrinsic.
+/// Refuse, at its location, the first op the chip has no instruction for: a vendor's
+/// intrinsics on the other vendor's chip or on the host (NVVM, ROCDL, as ops or as
+/// `llvm.call_intrinsic`), gfx950's scaled MFMA and scaled conversions on another AMD chip,
+/// or host code's stack (`llvm.alloca` in address space 0) on an AMD chip, whose stack is
+/// address space 5. LLVM's backend would stop at them with an error naming no location
+/// ("Cannot select").
 fn foreign_ops(session: &Session, module: &melior::ir::Module, chip: Chip) -> Result<(), String> {
     use melior::ir::attribute::StringAttribute;
     use melior::ir::operation::{OperationLike, WalkOrder, WalkResult};
@@ -246,11 +248,19 @@ fn foreign_ops(session: &Session, module: &melior::ir::Module, chip: Chip) -> Re
             .iter()
             .any(|p| name.starts_with(p));
         match chip.vendor {
-            Vendor::Nvidia if rocdl => Some("an AMD (ROCDL) operation"),
-            Vendor::Amd if nvvm => Some("an NVIDIA (NVVM) operation"),
+            Vendor::Nvidia | Vendor::Host if rocdl => Some("an AMD (ROCDL) operation"),
+            Vendor::Amd | Vendor::Host if nvvm => Some("an NVIDIA (NVVM) operation"),
             Vendor::Amd if gfx950 && chip.cpu != "gfx950" => Some("a gfx950 operation"),
             _ => None,
         }
+    };
+    // A stack slot in the generic address space: host code (AMD kernels allocate in 5).
+    let host_stack = |op: &melior::ir::operation::OperationRef| {
+        chip.vendor == Vendor::Amd
+            && op.name().as_string_ref().as_str() == Ok("llvm.alloca")
+            && op
+                .result(0)
+                .is_ok_and(|r| melior::ir::ValueLike::r#type(&r).to_string() == "!llvm.ptr")
     };
     let mut found = None;
     module.as_operation().walk(WalkOrder::PreOrder, |op| {
@@ -272,19 +282,34 @@ fn foreign_ops(session: &Session, module: &melior::ir::Module, chip: Chip) -> Re
                 };
             }
         }
+        if host_stack(&op) {
+            found = Some((
+                op.location().to_raw(),
+                format!(
+                    "'llvm.alloca' allocates in address space 0, as host code does; {chip}'s \
+                     stack is address space 5 (compile host code with --chip=host, and \
+                     kernels in a gpu.module)"
+                ),
+            ));
+            return WalkResult::Interrupt;
+        }
         match why(&class) {
             Some(what) => {
-                found = Some((op.location().to_raw(), name, what));
+                found = Some((
+                    op.location().to_raw(),
+                    format!(
+                        "'{name}' is {what}, which {chip} does not have (give --chip the \
+                         kernel's target)"
+                    ),
+                ));
                 WalkResult::Interrupt
             }
             None => WalkResult::Advance,
         }
     });
-    let Some((location, name, what)) = found else {
+    let Some((location, message)) = found else {
         return Ok(());
     };
-    let message =
-        format!("'{name}' is {what}, which {chip} does not have (give --chip the kernel's target)");
     let c = std::ffi::CString::new(message.clone()).unwrap_or_default();
     // SAFETY: a live location of the session's context; the diagnostic is collected by
     // the session's handler, which formats it with the location.
