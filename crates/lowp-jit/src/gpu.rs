@@ -324,27 +324,37 @@ impl Session {
             };
             params.push(p);
         }
-        let name = launch
-            .attribute("kernel")
-            .ok()
-            .map(|a| {
-                // SAFETY: a symbol reference attribute (the verifier checked it).
-                unsafe {
-                    let raw = a.to_raw();
-                    let leaf = mlir_sys::mlirSymbolRefAttrGetLeafReference(raw);
-                    melior::StringRef::from_raw(leaf)
-                        .as_str()
-                        .unwrap_or_default()
-                        .to_string()
-                }
-            })
-            .filter(|s| !s.is_empty())
-            .ok_or_else(|| launch_error("gpu.launch_func without a kernel name"))?;
 
         self.run_pipeline(
             module,
             &lowp_passes::pipelines::nvvm_kernel_passes(target.cpu, target.features),
         )?;
+        // The kernel's name, read after the kernel passes (lowp-legalize-ptx-names renames
+        // what PTX cannot spell).
+        let mut name = None;
+        crate::find_function(module, entry)
+            .ok_or_else(|| JitError::NoFunction {
+                name: entry.to_string(),
+            })?
+            .walk(WalkOrder::PreOrder, |op| {
+                if op.name().as_string_ref().as_str() != Ok("gpu.launch_func") {
+                    return WalkResult::Advance;
+                }
+                name = op.attribute("kernel").ok().map(|a| {
+                    // SAFETY: a symbol reference attribute (the verifier checked it).
+                    unsafe {
+                        let leaf = mlir_sys::mlirSymbolRefAttrGetLeafReference(a.to_raw());
+                        melior::StringRef::from_raw(leaf)
+                            .as_str()
+                            .unwrap_or_default()
+                            .to_string()
+                    }
+                });
+                WalkResult::Interrupt
+            });
+        let name = name
+            .filter(|s| !s.is_empty())
+            .ok_or_else(|| launch_error("gpu.launch_func without a kernel name"))?;
         let entry_decl = format!(".entry {name}(");
         let ptx = lowp_codegen::gpu_objects(module)
             .into_iter()

@@ -29,6 +29,7 @@ fn source_of(pass: &PassDef) -> &'static str {
         "lowp-extern-dynamic-shared" => include_str!("extern_dynamic_shared.rs"),
         "lowp-kernel-cluster-size" => include_str!("kernel_cluster_size.rs"),
         "lowp-fold-grid" => include_str!("fold_grid.rs"),
+        "lowp-legalize-ptx-names" => include_str!("legalize_ptx_names.rs"),
         _ => "",
     }
 }

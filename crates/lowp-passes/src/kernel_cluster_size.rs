@@ -47,7 +47,7 @@ pub const PASS: PassDef = PassDef {
 };
 
 /// A symbol reference's root and leaf names.
-fn symbol_path(attr: Attribute) -> Option<(String, String)> {
+pub(crate) fn symbol_path(attr: Attribute) -> Option<(String, String)> {
     // SAFETY: reading a symbol reference attribute through the C API.
     unsafe {
         let raw = attr.to_raw();

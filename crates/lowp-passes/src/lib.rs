@@ -15,6 +15,7 @@
 //! | `lowp-lower-storage` | [`lower_storage`] | memrefs of codes -> memrefs of storage integers; drops storage_cast |
 //! | `lowp-fold-grid` | [`fold_grid`] | gpu.launch grids beyond 65535 blocks along y -> folded into z, block row recomposed and guarded |
 //! | `lowp-kernel-cluster-size` | [`kernel_cluster_size`] | constant cluster sizes of gpu.launch_func -> known_cluster_size on the kernel |
+//! | `lowp-legalize-ptx-names` | [`legalize_ptx_names`] | kernel-module symbols PTX cannot spell -> PTX identifiers, references updated |
 //! | `lowp-extern-dynamic-shared` | [`extern_dynamic_shared`] | a kernel module's dynamic shared memory global -> external linkage (.extern .shared) |
 //!
 //! Named pipelines ([`pipelines`]): `lowp-cpu-pipeline` and `lowp-cpu-openmp-pipeline` take
@@ -38,6 +39,7 @@ pub mod fold_grid;
 mod gpu_generic;
 pub mod ir;
 pub mod kernel_cluster_size;
+pub mod legalize_ptx_names;
 pub mod lower_storage;
 mod matrix_kernel;
 pub mod pipelines;

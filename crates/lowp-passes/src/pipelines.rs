@@ -120,13 +120,14 @@ pub fn rocdl_front(chip: &str, kernel: &str) -> String {
 }
 
 /// The NVVM half after [`GPU_GENERIC`]: fix constant cluster sizes in the kernels
-/// (`lowp-kernel-cluster-size`), target `chip` with LLVM `features` (its PTX ISA, e.g.
+/// (`lowp-kernel-cluster-size`), rename kernel symbols PTX cannot spell
+/// (`lowp-legalize-ptx-names`), target `chip` with LLVM `features` (its PTX ISA, e.g.
 /// `+ptx84` for sm_89 / sm_90a, which FP8 needs; `+ptx88` for sm_100a), lower the kernel
 /// modules to NVVM (dynamic shared memory declared `.extern`: `lowp-extern-dynamic-shared`)
 /// and serialize them to PTX (`gpu.binary`).
 pub fn nvvm_kernel_passes(chip: &str, features: &str) -> String {
     format!(
-        "builtin.module(lowp-kernel-cluster-size,nvvm-attach-target{{chip={chip} features={features}}},\
+        "builtin.module(lowp-kernel-cluster-size,lowp-legalize-ptx-names,nvvm-attach-target{{chip={chip} features={features}}},\
          gpu.module(lower-affine,convert-scf-to-cf,convert-gpu-to-nvvm,convert-nvvm-to-llvm,\
          lowp-extern-dynamic-shared,canonicalize,cse,\
          reconcile-unrealized-casts),gpu-module-to-binary{{format=isa}})"

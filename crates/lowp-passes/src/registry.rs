@@ -169,6 +169,7 @@ pub fn all_passes() -> &'static [PassDef] {
         crate::extern_dynamic_shared::PASS,
         crate::kernel_cluster_size::PASS,
         crate::fold_grid::PASS,
+        crate::legalize_ptx_names::PASS,
     ]
 }
 

@@ -1,0 +1,223 @@
+//! `lowp-legalize-ptx-names`: rename the symbols of kernel modules (`gpu.module`) that PTX
+//! cannot spell, and every reference to them, so that the NVPTX backend can print them.
+//!
+//! PTX identifiers are letters, digits, `_` and `$`, not starting with a digit (PTX ISA,
+//! "Identifiers"). MLIR symbols may be any string: `gpu-kernel-outlining` names a kernel
+//! after its function (`@"layer.0"` gives `@"layer.0_kernel"`), and LLVM's NVPTX backend
+//! stops at such a name with "Symbol name with unsupported characters", naming no symbol.
+//!
+//! Before:
+//! ```mlir
+//! gpu.launch_func @"layer.0_kernel"::@"layer.0_kernel" blocks in (...) threads in (...)
+//! gpu.module @"layer.0_kernel" {
+//!   gpu.func @"layer.0_kernel"() kernel { ... }
+//! }
+//! ```
+//! After:
+//! ```mlir
+//! gpu.launch_func @"layer.0_kernel"::@layer_0_kernel blocks in (...) threads in (...)
+//! gpu.module @"layer.0_kernel" {
+//!   gpu.func @layer_0_kernel() kernel { ... }
+//! }
+//! ```
+//! Each character PTX does not take becomes `_`, a leading digit gets a `_` in front, and
+//! a name already taken in the module gets `_1`, `_2`, ... A remark at each renamed symbol
+//! gives the new name (the name a runtime looks the kernel up by). Symbols are renamed in
+//! every `gpu.module` (its own name stays: PTX never prints it); references inside the
+//! module and `gpu.launch_func` kernel references outside it follow. Runs on
+//! `builtin.module`, after `gpu-kernel-outlining`. No options.
+
+use std::collections::HashSet;
+
+use melior::dialect::DialectHandle;
+use melior::ir::attribute::StringAttribute;
+use melior::ir::operation::{OperationLike, OperationMutLike, WalkOrder, WalkResult};
+use melior::ir::{Attribute, BlockLike, OperationRef, RegionLike};
+
+use crate::registry::{PassDef, PassOptions};
+use crate::PassError;
+
+/// The pass definition.
+pub const PASS: PassDef = PassDef {
+    argument: "lowp-legalize-ptx-names",
+    name: "LowpLegalizePtxNames",
+    description: "Rename kernel-module symbols PTX cannot spell (letters, digits, _ and $, \
+                  no leading digit), and their references",
+    op_name: Some("builtin.module"),
+    options: &[],
+    dependent_dialects: || vec![DialectHandle::gpu()],
+    run,
+};
+
+/// Whether PTX can spell `name` as an identifier.
+pub fn is_ptx_identifier(name: &str) -> bool {
+    let mut chars = name.chars();
+    let ok = |c: char| c.is_ascii_alphanumeric() || c == '_' || c == '$';
+    match chars.next() {
+        Some(c) if c.is_ascii_alphabetic() => chars.all(ok),
+        // `_` and `$` alone are not identifiers.
+        Some('_' | '$') => name.len() > 1 && chars.all(ok),
+        _ => false,
+    }
+}
+
+/// `name` with what PTX cannot spell replaced: other characters by `_`, a leading digit
+/// (or an empty or lone `_` / `$` name) behind a `_`.
+pub fn ptx_identifier(name: &str) -> String {
+    let body: String = name
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '$' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    let mut name = body;
+    while !is_ptx_identifier(&name) {
+        name.insert(0, '_');
+    }
+    name
+}
+
+fn string_attr(op: OperationRef, name: &str) -> Option<String> {
+    let attr = op.attribute(name).ok()?;
+    StringAttribute::try_from(attr)
+        .ok()
+        .map(|s| s.value().to_string())
+}
+
+fn string_ref(s: &str) -> mlir_sys::MlirStringRef {
+    mlir_sys::MlirStringRef {
+        data: s.as_ptr() as *const _,
+        length: s.len(),
+    }
+}
+
+fn run<'c, 'a>(root: OperationRef<'c, 'a>, _: &PassOptions) -> Result<(), PassError> {
+    let ctx_ref = root.context();
+    // SAFETY: the context outlives the pass run, and `ctx_ref` outlives `ctx`.
+    let ctx = unsafe { ctx_ref.to_ref() };
+    let mut modules = Vec::new();
+    root.walk(WalkOrder::PreOrder, |op| {
+        if op.name().as_string_ref().as_str() == Ok("gpu.module") {
+            modules.push(op.to_raw());
+        }
+        WalkResult::Advance
+    });
+    // (module name, old name, new name) of every renamed symbol.
+    let mut renamed = Vec::new();
+    for raw in modules {
+        // SAFETY: collected from the live IR above; renaming leaves the ops in place.
+        let module = unsafe { OperationRef::from_raw(raw) };
+        let Some(module_name) = string_attr(module, "sym_name") else {
+            continue;
+        };
+        let Some(body) = module.region(0).ok().and_then(|r| r.first_block()) else {
+            continue;
+        };
+        let mut symbols = Vec::new();
+        let mut op = body.first_operation();
+        while let Some(o) = op {
+            if let Some(name) = string_attr(o, "sym_name") {
+                symbols.push((o.to_raw(), name));
+            }
+            op = o.next_in_block();
+        }
+        let mut taken: HashSet<String> = symbols.iter().map(|(_, n)| n.clone()).collect();
+        for (raw, old) in symbols {
+            if is_ptx_identifier(&old) {
+                continue;
+            }
+            let base = ptx_identifier(&old);
+            let new = std::iter::once(base.clone())
+                .chain((1..).map(|i| format!("{base}_{i}")))
+                .find(|n| !taken.contains(n))
+                .expect("an unused name");
+            taken.insert(new.clone());
+            // SAFETY: a live symbol op of this module; its uses inside the module follow.
+            unsafe {
+                let mut symbol = melior::ir::operation::OperationRefMut::from_raw(raw);
+                symbol.set_attribute("sym_name", StringAttribute::new(ctx, &new).into());
+                let _ = mlir_sys::mlirSymbolTableReplaceAllSymbolUses(
+                    string_ref(&old),
+                    string_ref(&new),
+                    module.to_raw(),
+                );
+                crate::matrix_kernel::remark(
+                    OperationRef::from_raw(raw),
+                    &format!("renamed @\"{old}\" to @{new}: PTX cannot spell the old name"),
+                );
+            }
+            renamed.push((module_name.clone(), old, new));
+        }
+    }
+    if renamed.is_empty() {
+        return Ok(());
+    }
+    // Launches outside the modules name their kernels @module::@kernel.
+    let mut launches = Vec::new();
+    root.walk(WalkOrder::PreOrder, |op| {
+        if op.name().as_string_ref().as_str() == Ok("gpu.launch_func") {
+            launches.push(op.to_raw());
+        }
+        WalkResult::Advance
+    });
+    for raw in launches {
+        // SAFETY: a live launch collected above.
+        let mut launch = unsafe { melior::ir::operation::OperationRefMut::from_raw(raw) };
+        let Some((root_name, leaf)) = launch
+            .attribute("kernel")
+            .ok()
+            .and_then(crate::kernel_cluster_size::symbol_path)
+        else {
+            continue;
+        };
+        let Some((_, _, new)) = renamed
+            .iter()
+            .find(|(m, old, _)| *m == root_name && *old == leaf)
+        else {
+            continue;
+        };
+        // SAFETY: building @root::@new in the live context.
+        let reference = unsafe {
+            let mut leaf = mlir_sys::mlirFlatSymbolRefAttrGet(ctx.to_raw(), string_ref(new));
+            Attribute::from_raw(mlir_sys::mlirSymbolRefAttrGet(
+                ctx.to_raw(),
+                string_ref(&root_name),
+                1,
+                &mut leaf,
+            ))
+        };
+        launch.set_attribute("kernel", reference);
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{is_ptx_identifier, ptx_identifier};
+
+    #[test]
+    fn names_ptx_cannot_spell_are_mended() {
+        for ok in ["k", "scaled_matmul_kernel", "_k", "$k", "a$1", "K9"] {
+            assert!(is_ptx_identifier(ok), "{ok}");
+            assert_eq!(ptx_identifier(ok), ok);
+        }
+        for (bad, mended) in [
+            ("layer.0_kernel", "layer_0_kernel"),
+            ("my-kernel", "my_kernel"),
+            ("0k", "_0k"),
+            ("", "__"),
+            ("_", "__"),
+            ("$", "_$"),
+            ("mx fp4$x", "mx_fp4$x"),
+            ("ü", "__"),
+        ] {
+            assert!(!is_ptx_identifier(bad), "{bad}");
+            assert_eq!(ptx_identifier(bad), mended, "{bad}");
+            assert!(is_ptx_identifier(&ptx_identifier(bad)));
+        }
+    }
+}
