@@ -361,7 +361,7 @@ impl Session {
             .map(|(_, object)| String::from_utf8_lossy(&object).into_owned())
             .find(|ptx| ptx.contains(&entry_decl))
             .ok_or_else(|| launch_error(format!("no PTX holds kernel '{name}'")))?;
-        Ok(GpuKernel {
+        let kernel = GpuKernel {
             name,
             chip: chip.to_string(),
             ptx,
@@ -370,6 +370,9 @@ impl Session {
             shared_bytes,
             cluster,
             params,
-        })
+        };
+        // What a bundle's runner checks, checked where the kernel is made.
+        kernel.ptx_check().map_err(launch_error)?;
+        Ok(kernel)
     }
 }

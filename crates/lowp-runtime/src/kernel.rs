@@ -113,6 +113,101 @@ impl GpuKernel {
         Ok(())
     }
 
+    /// Whether the PTX is the kernel the launch describes (a bundle's `kernel.ptx` beside
+    /// its `launch.txt`): it targets `chip`, declares the entry `name` with the parameters
+    /// the launch passes, and the sizes it fixes fit the launch (`.reqntid` is the block,
+    /// `.maxntid` holds it, `.reqnctapercluster` is the cluster, and a cluster is fixed
+    /// where the launch has one). A mismatch would fail in the driver with a bare status,
+    /// or run with parameters out of place.
+    pub fn ptx_check(&self) -> Result<(), String> {
+        let ptx = &self.ptx;
+        let target = ptx
+            .lines()
+            .find_map(|l| l.trim().strip_prefix(".target "))
+            .ok_or("kernel.ptx has no .target line")?;
+        let target = target.split([',', ' ']).next().unwrap_or_default();
+        if target != self.chip {
+            return Err(format!(
+                "kernel.ptx targets {target}; the launch's chip is {}",
+                self.chip
+            ));
+        }
+        let header = format!(".entry {}(", self.name);
+        let start = ptx
+            .find(&header)
+            .ok_or_else(|| format!("kernel.ptx declares no entry '{}'", self.name))?
+            + header.len();
+        let rest = &ptx[start..];
+        let close = rest
+            .find(')')
+            .ok_or_else(|| format!("entry '{}': its parameter list does not end", self.name))?;
+        let declared = rest[..close].matches(".param").count();
+        if declared != self.flat_param_count() {
+            return Err(format!(
+                "entry '{}' declares {declared} parameters; the launch passes {}",
+                self.name,
+                self.flat_param_count()
+            ));
+        }
+        let open = rest[close..].find('{').map_or(rest.len(), |b| close + b);
+        let directives = &rest[close + 1..open];
+        // `.directive x[, y[, z]]` (missing sizes are 1).
+        let sizes = |directive: &str| -> Option<Result<(u32, u32, u32), String>> {
+            let line = directives
+                .lines()
+                .find_map(|l| l.trim().strip_prefix(directive))?;
+            let n: Option<Vec<u32>> = line.split(',').map(|v| v.trim().parse().ok()).collect();
+            Some(match n.as_deref() {
+                Some([x]) => Ok((*x, 1, 1)),
+                Some([x, y]) => Ok((*x, *y, 1)),
+                Some([x, y, z]) => Ok((*x, *y, *z)),
+                _ => Err(format!(
+                    "entry '{}': cannot read '{directive}{line}'",
+                    self.name
+                )),
+            })
+        };
+        let (b, c) = (self.block, self.cluster);
+        if let Some(r) = sizes(".reqntid") {
+            let r = r?;
+            if r != b {
+                return Err(format!(
+                    "entry '{}' requires blocks of {r:?} threads; the launch's are {b:?}",
+                    self.name
+                ));
+            }
+        }
+        if let Some(m) = sizes(".maxntid") {
+            let m = m?;
+            if b.0 > m.0 || b.1 > m.1 || b.2 > m.2 {
+                return Err(format!(
+                    "entry '{}' takes blocks of at most {m:?} threads; the launch's are {b:?}",
+                    self.name
+                ));
+            }
+        }
+        match sizes(".reqnctapercluster") {
+            Some(r) => {
+                let r = r?;
+                if r != c {
+                    return Err(format!(
+                        "entry '{}' runs in clusters of {r:?}; the launch's are {c:?}",
+                        self.name
+                    ));
+                }
+            }
+            None if c != (1, 1, 1) => {
+                return Err(format!(
+                    "the launch has clusters of {c:?}; entry '{}' fixes none \
+                     (.reqnctapercluster), so a plain launch would not form them",
+                    self.name
+                ))
+            }
+            None => {}
+        }
+        Ok(())
+    }
+
     /// Parameters as the kernel declares them: 3 + 2 rank per memref, 1 per scalar or
     /// tensor map.
     pub fn flat_param_count(&self) -> usize {
@@ -438,6 +533,99 @@ mod tests {
                     swizzle: 128,
                 },
             ],
+        }
+    }
+
+    /// PTX as lowp-jit makes it for `kernel()`: 13 parameters, 128 threads.
+    fn ptx(entry: &str, params: usize, directives: &str) -> String {
+        let list: Vec<String> = (0..params)
+            .map(|i| format!("\t.param .u64 {entry}_param_{i}"))
+            .collect();
+        format!(
+            "//\n.version 8.4\n.target sm_90a\n.address_size 64\n\n.visible .entry \
+             {entry}(\n{}\n)\n{directives}{{\n\tret;\n}}\n",
+            list.join(",\n")
+        )
+    }
+
+    #[test]
+    fn the_ptx_must_be_the_launched_kernel() {
+        let good = GpuKernel {
+            ptx: ptx("mm_kernel", 13, ".maxntid 128, 1, 1\n"),
+            ..kernel()
+        };
+        good.ptx_check().unwrap();
+        let clustered = GpuKernel {
+            ptx: ptx(
+                "mm_kernel",
+                13,
+                ".reqntid 128\n.explicitcluster\n.reqnctapercluster 3, 1, 1\n",
+            ),
+            cluster: (3, 1, 1),
+            ..kernel()
+        };
+        clustered.ptx_check().unwrap();
+        let cases = [
+            (
+                GpuKernel {
+                    chip: "sm_89".into(),
+                    ..good.clone()
+                },
+                "kernel.ptx targets sm_90a; the launch's chip is sm_89",
+            ),
+            (
+                GpuKernel {
+                    name: "other".into(),
+                    ..good.clone()
+                },
+                "kernel.ptx declares no entry 'other'",
+            ),
+            (
+                GpuKernel {
+                    ptx: ptx("mm_kernel", 12, ""),
+                    ..kernel()
+                },
+                "entry 'mm_kernel' declares 12 parameters; the launch passes 13",
+            ),
+            (
+                GpuKernel {
+                    block: (256, 1, 1),
+                    ..good.clone()
+                },
+                "entry 'mm_kernel' takes blocks of at most (128, 1, 1) threads; the launch's are (256, 1, 1)",
+            ),
+            (
+                GpuKernel {
+                    block: (64, 1, 1),
+                    ..clustered.clone()
+                },
+                "entry 'mm_kernel' requires blocks of (128, 1, 1) threads",
+            ),
+            (
+                GpuKernel {
+                    cluster: (2, 1, 1),
+                    ..clustered.clone()
+                },
+                "entry 'mm_kernel' runs in clusters of (3, 1, 1); the launch's are (2, 1, 1)",
+            ),
+            (
+                GpuKernel {
+                    cluster: (3, 1, 1),
+                    ..good.clone()
+                },
+                "the launch has clusters of (3, 1, 1); entry 'mm_kernel' fixes none",
+            ),
+            (
+                GpuKernel {
+                    ptx: ptx("mm_kernel", 13, ".maxntid 128, x\n"),
+                    ..kernel()
+                },
+                "entry 'mm_kernel': cannot read '.maxntid 128, x'",
+            ),
+        ];
+        for (k, want) in cases {
+            let err = k.ptx_check().unwrap_err();
+            assert!(err.contains(want), "{err}");
         }
     }
 

@@ -107,6 +107,7 @@ fn read_bundle(dir: &Path) -> Result<(GpuKernel, MatmulSpec, Vec<Role>), String>
     let at = |what: &str, e: String| format!("{}/{what}: {e}", dir.display());
     let kernel = GpuKernel::from_manifest(&read("launch.txt")?, read("kernel.ptx")?)
         .map_err(|e| at("launch.txt", e))?;
+    kernel.ptx_check().map_err(|e| at("kernel.ptx", e))?;
     let problem = read("problem.txt")?;
     let spec = MatmulSpec::from_manifest(&problem).map_err(|e| at("problem.txt", e))?;
     let roles_line = lowp_formats::problem::manifest_entries(&problem)
