@@ -207,6 +207,11 @@ fn run(a: Args) -> Result<(), String> {
         lowp_codegen::emit(&module, a.chip, a.emit, &|| session.take_diagnostics())
             .map_err(|e| e.to_string())?
     };
+    // The lowerings' remarks (why an op got the generic kernel, a renamed kernel), one line
+    // each on stderr: the output is the code.
+    for line in session.take_diagnostics().lines() {
+        eprintln!("lowp-translate: {line}");
+    }
     match &a.out {
         Some(path) => {
             std::fs::write(path, &bytes).map_err(|e| format!("cannot write '{path}': {e}"))
