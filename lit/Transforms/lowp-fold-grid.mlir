@@ -4,9 +4,9 @@
 // row (layer * 3 + row in layer), runs for rows below 6 only, and its reads of the block
 // row, the grid's rows and its layers (as block arguments or id ops) read the old values.
 // CHECK-LABEL: func.func @static
-// CHECK:       %[[C6:.*]] = arith.constant 6 : index
 // CHECK:       %c3 = arith.constant 3 : index
 // CHECK-NEXT:  %c2_0 = arith.constant 2 : index
+// CHECK-NEXT:  %[[C6:.*]] = arith.constant 6 : index
 // CHECK:       gpu.launch blocks(%{{.*}}, %[[BY:.*]], %[[BZ:.*]]) in (%{{.*}} = %c2, %[[GY:.*]] = %c3, %{{.*}} = %c2_0)
 // CHECK-DAG:     %[[ZERO:.*]] = arith.constant 0 : index
 // CHECK-DAG:     %[[ONE:.*]] = arith.constant 1 : index

@@ -229,7 +229,12 @@ fn fold_launch<'c, 'a>(
         mlir_sys::mlirOperationSetOperand(launch.to_raw(), (at + 1) as isize, rows.to_raw());
         mlir_sys::mlirOperationSetOperand(launch.to_raw(), (at + 2) as isize, layers.to_raw());
     }
-    recompose(ctx, launch, body, y, clustered.then_some(cluster_rows))
+    // The old rows as a constant where known (sunk into the kernel, not a parameter).
+    let old_rows = match static_y {
+        Some(v) => host.index(v as i64),
+        None => y,
+    };
+    recompose(ctx, launch, body, old_rows, clustered.then_some(cluster_rows))
 }
 
 /// A binary arith op `name` on two index values.
