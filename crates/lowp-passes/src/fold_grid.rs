@@ -39,7 +39,7 @@
 use melior::dialect::arith::CmpiPredicate;
 use melior::dialect::DialectHandle;
 use melior::ir::operation::{OperationBuilder, OperationLike, WalkOrder, WalkResult};
-use melior::ir::{Block, BlockLike, BlockRef, OperationRef, Region, RegionLike, Value, ValueLike};
+use melior::ir::{BlockLike, BlockRef, OperationRef, RegionLike, Value, ValueLike};
 
 use crate::expand_quantize::unsupported;
 use crate::ir::{dense_i32s, static_index, Emitter};
@@ -234,7 +234,13 @@ fn fold_launch<'c, 'a>(
         Some(v) => host.index(v as i64),
         None => y,
     };
-    recompose(ctx, launch, body, old_rows, clustered.then_some(cluster_rows))
+    recompose(
+        ctx,
+        launch,
+        body,
+        old_rows,
+        clustered.then_some(cluster_rows),
+    )
 }
 
 /// A binary arith op `name` on two index values.
@@ -336,21 +342,7 @@ fn recompose<'c, 'a>(
         }
     }
     // scf.if row < rows { the body's ops } before the terminator.
-    let then = Region::new();
-    then.append_block(Block::new(&[]));
-    let guard = e.insert(
-        OperationBuilder::new("scf.if", e.loc())
-            .add_operands(&[inside])
-            .add_regions([then, Region::new()])
-            .build()
-            .expect("valid scf.if"),
-    );
-    let then = guard
-        .region(0)
-        .expect("then region")
-        .first_block()
-        .expect("then block");
-    let end = then.append_operation(melior::dialect::scf::r#yield(&[], e.loc()));
+    let end = e.if_then(inside, |_| {});
     // SAFETY: moving the body's own ops (from the first one the pass did not make up to the
     // terminator) into the then block, in order, before its yield; then erasing the id
     // reads replaced above, which nothing uses.

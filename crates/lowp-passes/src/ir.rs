@@ -977,8 +977,12 @@ impl<'c, 'a> Emitter<'c, 'a> {
         op.results().map(Into::into).collect()
     }
 
-    /// `scf.if %cond { then }` with no results.
-    pub fn if_then(&self, cond: Value<'c, '_>, then: impl FnOnce(&Emitter<'c, 'a>)) {
+    /// `scf.if %cond { then }` with no results; returns the then block's `scf.yield`.
+    pub fn if_then(
+        &self,
+        cond: Value<'c, '_>,
+        then: impl FnOnce(&Emitter<'c, 'a>),
+    ) -> OperationRef<'c, 'a> {
         let region = Region::new();
         region.append_block(Block::new(&[]));
         let op = self.insert(
@@ -995,7 +999,7 @@ impl<'c, 'a> Emitter<'c, 'a> {
             .expect("then block");
         let inner = Emitter::at_end(self.ctx, block, self.loc);
         then(&inner);
-        inner.insert(melior::dialect::scf::r#yield(&[], self.loc));
+        inner.insert(melior::dialect::scf::r#yield(&[], self.loc))
     }
 }
 

@@ -299,7 +299,7 @@ fn parse_args(raw: Vec<String>) -> Result<Args, Usage> {
     }
     if a.file.is_some() && !a.gen {
         // The op of a file's entry has its own shape and formats.
-        let generated: Vec<&str> = [
+        let generated = given(&[
             ("--m", a.m.is_some()),
             ("--n", a.n.is_some()),
             ("--k", a.k.is_some()),
@@ -311,10 +311,7 @@ fn parse_args(raw: Vec<String>) -> Result<Args, Usage> {
             ("--packed", a.packed),
             ("--bias", a.bias),
             ("--bf16", a.bf16),
-        ]
-        .into_iter()
-        .filter_map(|(flag, given)| given.then_some(flag))
-        .collect();
+        ]);
         if !generated.is_empty() {
             return Err(Usage(format!(
                 "{} {} the op --gen builds; an input file's entry has its own \
@@ -331,7 +328,7 @@ fn parse_args(raw: Vec<String>) -> Result<Args, Usage> {
     }
     if a.print_ptx || a.save_kernel.is_some() {
         // Compiling only: nothing runs.
-        let running: Vec<&str> = [
+        let running = given(&[
             ("--check", a.check),
             ("--bench", a.bench.is_some()),
             ("--inputs", a.inputs.is_some()),
@@ -339,10 +336,7 @@ fn parse_args(raw: Vec<String>) -> Result<Args, Usage> {
             ("--output", a.output.is_some()),
             ("--specials", a.specials),
             ("--emulate", a.emulate),
-        ]
-        .into_iter()
-        .filter_map(|(flag, given)| given.then_some(flag))
-        .collect();
+        ]);
         if !running.is_empty() {
             return Err(Usage(format!(
                 "--print-ptx and --save-kernel only compile; {} {} a run (drop one or \
@@ -363,6 +357,14 @@ fn parse_args(raw: Vec<String>) -> Result<Args, Usage> {
         )));
     }
     Ok(a)
+}
+
+/// The flags of `flags` (flag, whether given) that were given.
+fn given(flags: &[(&'static str, bool)]) -> Vec<&'static str> {
+    flags
+        .iter()
+        .filter_map(|&(flag, given)| given.then_some(flag))
+        .collect()
 }
 
 fn with_block(l: ScaleLayout, block: Option<u32>) -> ScaleLayout {
