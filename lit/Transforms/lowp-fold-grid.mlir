@@ -82,13 +82,15 @@ func.func @dynamic(%m: memref<?xindex>, %y: index) {
 // -----
 
 // Clusters of 2 rows: layers of a whole number of clusters (4 rows a layer, 3 layers for
-// 12), and the cluster row is the block row / 2.
+// 12); the cluster row is the block row / 2, the clusters along y 12 / 2, along z 1.
 // CHECK-LABEL: func.func @cluster
 // CHECK:       gpu.launch clusters({{.*}}) in ({{.*}} = %c1, {{.*}} = %c2, {{.*}} = %c1) blocks({{.*}}) in ({{.*}} = %c2, {{.*}} = %c4, {{.*}} = %c3)
 // CHECK:         %[[ROW:.*]] = arith.addi
 // CHECK:         %[[CROW:.*]] = arith.divui %[[ROW]], %{{.*}} : index
+// CHECK:         %[[CLUSTERS:.*]] = arith.divui %[[OLD:.*]], %{{.*}} : index
 // CHECK:         scf.if
 // CHECK-NEXT:      memref.store %[[CROW]], %{{.*}}[%[[CROW]]]
+// CHECK-NEXT:      memref.store %[[CLUSTERS]], %{{.*}}[%[[ONE:.*]]]
 func.func @cluster(%m: memref<?xindex>) {
   %c1 = arith.constant 1 : index
   %c2 = arith.constant 2 : index
@@ -97,7 +99,53 @@ func.func @cluster(%m: memref<?xindex>) {
              blocks(%bx, %by, %bz) in (%gx = %c2, %gy = %c12, %gz = %c1)
              threads(%tx, %ty, %tz) in (%sx = %c1, %sy = %c1, %sz = %c1) {
     %i = gpu.cluster_id y
+    %n = gpu.cluster_dim y
+    %l = gpu.cluster_dim z
     memref.store %cy, %m[%i] : memref<?xindex>
+    memref.store %n, %m[%l] : memref<?xindex>
+    gpu.terminator
+  }
+  return
+}
+
+// -----
+
+// A launch nested in the body keeps its own ids (it is folded on its own where it needs
+// to be: its 3 rows do not).
+// CHECK-LABEL: func.func @nested
+// CHECK:       gpu.launch
+// CHECK:         scf.if
+// CHECK:           gpu.launch blocks(%{{[a-z0-9]+}}, %[[INNER:[a-z0-9]+]], %{{[a-z0-9]+}}) in
+// CHECK-NEXT:        %[[ID:.*]] = gpu.block_id y
+// CHECK-NEXT:        memref.store %[[ID]], %{{.*}}[%[[INNER]]]
+func.func @nested(%m: memref<?xindex>) {
+  %c1 = arith.constant 1 : index
+  %c3 = arith.constant 3 : index
+  %c6 = arith.constant 6 : index
+  gpu.launch blocks(%bx, %by, %bz) in (%gx = %c1, %gy = %c6, %gz = %c1)
+             threads(%tx, %ty, %tz) in (%sx = %c1, %sy = %c1, %sz = %c1) {
+    gpu.launch blocks(%ibx, %iby, %ibz) in (%igx = %c1, %igy = %c3, %igz = %c1)
+               threads(%itx, %ity, %itz) in (%isx = %c1, %isy = %c1, %isz = %c1) {
+      %r = gpu.block_id y
+      memref.store %r, %m[%iby] : memref<?xindex>
+      gpu.terminator
+    }
+    gpu.terminator
+  }
+  return
+}
+
+// -----
+
+// Clusters taller than the limit: no layer holds one.
+func.func @tall_clusters(%m: memref<?xindex>) {
+  %c1 = arith.constant 1 : index
+  %c8 = arith.constant 8 : index
+  %c16 = arith.constant 16 : index
+  // expected-error @+1 {{cannot be folded into z: its clusters of 8 rows are taller than the limit}}
+  gpu.launch clusters(%cx, %cy, %cz) in (%ncx = %c1, %ncy = %c8, %ncz = %c1)
+             blocks(%bx, %by, %bz) in (%gx = %c1, %gy = %c16, %gz = %c1)
+             threads(%tx, %ty, %tz) in (%sx = %c1, %sy = %c1, %sz = %c1) {
     gpu.terminator
   }
   return
@@ -109,7 +157,7 @@ func.func @cluster(%m: memref<?xindex>) {
 func.func @too_many(%m: memref<?xindex>) {
   %c1 = arith.constant 1 : index
   %c17 = arith.constant 17 : index
-  // expected-error @+1 {{a grid of 17 blocks along y is beyond 4 layers of 4: too many blocks for one launch}}
+  // expected-error @+1 {{a grid of 17 blocks along y is more than y and z hold at the limit of 4 each (16): too many blocks for one launch}}
   gpu.launch blocks(%bx, %by, %bz) in (%gx = %c1, %gy = %c17, %gz = %c1)
              threads(%tx, %ty, %tz) in (%sx = %c1, %sy = %c1, %sz = %c1) {
     gpu.terminator
@@ -123,7 +171,7 @@ func.func @too_many(%m: memref<?xindex>) {
 func.func @layered(%m: memref<?xindex>) {
   %c2 = arith.constant 2 : index
   %c5 = arith.constant 5 : index
-  // expected-error @+1 {{a grid of 5 blocks along y is beyond the limit of 4, and it cannot be folded into z: its z is not 1}}
+  // expected-error @+1 {{a grid of 5 blocks along y is beyond the limit of 4, and it cannot be folded into z: its z is not the constant 1}}
   gpu.launch blocks(%bx, %by, %bz) in (%gx = %c2, %gy = %c5, %gz = %c2)
              threads(%tx, %ty, %tz) in (%sx = %c2, %sy = %c2, %sz = %c2) {
     gpu.terminator

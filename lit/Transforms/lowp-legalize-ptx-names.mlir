@@ -1,4 +1,4 @@
-// RUN: lowp-opt %s --verify-diagnostics --lowp-legalize-ptx-names | FileCheck %s
+// RUN: lowp-opt %s --split-input-file --verify-diagnostics --lowp-legalize-ptx-names | FileCheck %s
 
 // Kernel-module symbols PTX cannot spell are renamed (other characters to _, a leading
 // digit behind a _, a name already taken numbered), with a remark each; calls inside the
@@ -49,5 +49,33 @@ module attributes {gpu.container_module} {
     gpu.func @good() kernel {
       gpu.return
     }
+  }
+}
+
+// -----
+
+// LLVM's intrinsic declarations keep their names; references by path in any attribute, in
+// this module or another, follow a rename; an empty name becomes __.
+// CHECK-LABEL: gpu.module @m
+// CHECK:       llvm.func @llvm.nvvm.read.ptx.sreg.tid.x() -> i32
+// CHECK:       func.func @h_x()
+// CHECK:       gpu.func @__() kernel attributes {here = @h_x, path = @m::@h_x}
+// CHECK:         llvm.call @llvm.nvvm.read.ptx.sreg.tid.x()
+// CHECK:       gpu.module @n
+// CHECK:       func.func @h_x() attributes {other = @m::@h_x}
+module attributes {gpu.container_module} {
+  gpu.module @m {
+    llvm.func @llvm.nvvm.read.ptx.sreg.tid.x() -> i32
+    // expected-remark @below {{to @h_x: PTX cannot spell the old name}}
+    func.func @"h.x"() { return }
+    // expected-remark @below {{to @__: PTX cannot spell the old name}}
+    gpu.func @""() kernel attributes {here = @"h.x", path = @m::@"h.x"} {
+      %t = llvm.call @llvm.nvvm.read.ptx.sreg.tid.x() : () -> i32
+      gpu.return
+    }
+  }
+  gpu.module @n {
+    // expected-remark @below {{to @h_x: PTX cannot spell the old name}}
+    func.func @"h.x"() attributes {other = @m::@"h.x"} { return }
   }
 }

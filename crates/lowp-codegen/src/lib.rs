@@ -307,8 +307,7 @@ pub fn gpu_objects(module: &Module) -> Vec<(String, Vec<u8>)> {
         let name = op
             .attribute("sym_name")
             .ok()
-            .and_then(|a| melior::ir::attribute::StringAttribute::try_from(a).ok())
-            .map(|s| s.value().to_string())
+            .and_then(lowp_passes::ir::string_value)
             .unwrap_or_default();
         // SAFETY: `objects` is an array of #gpu.object attributes (the verifier checked it).
         let object = op.attribute("objects").ok().and_then(|objects| unsafe {

@@ -340,16 +340,11 @@ impl Session {
                 if op.name().as_string_ref().as_str() != Ok("gpu.launch_func") {
                     return WalkResult::Advance;
                 }
-                name = op.attribute("kernel").ok().map(|a| {
-                    // SAFETY: a symbol reference attribute (the verifier checked it).
-                    unsafe {
-                        let leaf = mlir_sys::mlirSymbolRefAttrGetLeafReference(a.to_raw());
-                        melior::StringRef::from_raw(leaf)
-                            .as_str()
-                            .unwrap_or_default()
-                            .to_string()
-                    }
-                });
+                name = op
+                    .attribute("kernel")
+                    .ok()
+                    .and_then(lowp_passes::ir::symbol_path)
+                    .map(|(_, leaf)| leaf);
                 WalkResult::Interrupt
             });
         let name = name

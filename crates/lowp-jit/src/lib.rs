@@ -337,8 +337,8 @@ pub(crate) fn find_function<'c, 'a>(
             && op
                 .attribute("sym_name")
                 .ok()
-                .and_then(|a| melior::ir::attribute::StringAttribute::try_from(a).ok())
-                .is_some_and(|s| s.value() == name)
+                .and_then(lowp_passes::ir::string_value)
+                .is_some_and(|s| s == name)
         {
             found = Some(op.to_raw());
             return WalkResult::Interrupt;

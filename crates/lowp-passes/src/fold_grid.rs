@@ -3,8 +3,8 @@
 //! `y' = ceil(y / z')` rows of blocks (a multiple of the cluster's rows) in `z' = ceil(y /
 //! limit)` layers; the body recomposes the block row `z * y' + y` and runs only for rows
 //! below the old `y` (whole clusters skip together). Uses of the block id, grid size and
-//! cluster id along y and z in the body read the old values, so the kernel computes what it
-//! computed before.
+//! cluster id and cluster count along y and z in the body (not in a launch nested in it)
+//! read the old values, so the kernel computes what it computed before.
 //!
 //! The kernels lowp-to-nvvm and lowp-to-rocdl make put the tiles of C's rows on y: without
 //! this, 32-row tiles stop at 2,097,120 rows and 128-row tiles at 8,388,480.
@@ -30,8 +30,9 @@
 //! ```
 //! A launch whose y is a constant within the limit is left as it is. A constant y the
 //! fold cannot bring within the limit (more than `limit`^2 rows of blocks), or one beyond
-//! the limit in a launch the fold cannot take (z not 1, a cluster size along y that is not
-//! a constant, a body of several blocks, `gpu.global_id` along y or z) is an error at the
+//! the limit in a launch the fold cannot take (z not the constant 1, a cluster size along
+//! y that is not a constant or is above the limit, a body of several blocks,
+//! `gpu.global_id` along y or z) is an error at the
 //! launch; such a launch whose y is computed at run time is left as it is (the runtime
 //! refuses a grid beyond the limits before it launches). Runs on any op, before
 //! `gpu-kernel-outlining`.
@@ -121,6 +122,7 @@ fn obstacle(launch: OperationRef) -> Option<String> {
     launch.walk(WalkOrder::PreOrder, |op| {
         if op.name().as_string_ref().as_str() == Ok("gpu.global_id")
             && dimension(op).is_some_and(|d| d != "x")
+            && in_launch(op, launch)
         {
             found = Some("its body reads gpu.global_id along y or z".to_string());
             return WalkResult::Interrupt;
@@ -128,6 +130,21 @@ fn obstacle(launch: OperationRef) -> Option<String> {
         WalkResult::Advance
     });
     found
+}
+
+/// Whether `launch` is the closest `gpu.launch` around `op` (not one nested in its body).
+fn in_launch(op: OperationRef, launch: OperationRef) -> bool {
+    // SAFETY: walking up the parents of a live op.
+    unsafe {
+        let mut p = mlir_sys::mlirOperationGetParentOperation(op.to_raw());
+        while !p.ptr.is_null() {
+            if OperationRef::from_raw(p).name().as_string_ref().as_str() == Ok("gpu.launch") {
+                return p.ptr == launch.to_raw().ptr;
+            }
+            p = mlir_sys::mlirOperationGetParentOperation(p);
+        }
+    }
+    false
 }
 
 /// The `dimension` of a gpu id op (`x`, `y`, `z`).
@@ -172,7 +189,7 @@ fn fold_launch<'c, 'a>(
         None => Ok(()),
     };
     if static_index(z) != Some(1) {
-        return refuse("its z is not 1".into());
+        return refuse("its z is not the constant 1".into());
     }
     let clustered = segments[7] == 1;
     let cluster_rows = if clustered {
@@ -183,6 +200,11 @@ fn fold_launch<'c, 'a>(
     } else {
         1
     };
+    if cluster_rows > limit {
+        return refuse(format!(
+            "its clusters of {cluster_rows} rows are taller than the limit"
+        ));
+    }
     let region = launch
         .region(0)
         .map_err(|_| unsupported(launch, "gpu.launch without a body"))?;
@@ -198,11 +220,12 @@ fn fold_launch<'c, 'a>(
     let (rows, layers) = match static_y {
         Some(v) => {
             let (rows, layers) = fold(v, cluster_rows, limit).ok_or_else(|| {
+                let most = (limit - limit % cluster_rows) * limit;
                 unsupported(
                     launch,
                     format!(
-                        "a grid of {v} blocks along y is beyond {limit} layers of \
-                         {limit}: too many blocks for one launch"
+                        "a grid of {v} blocks along y is more than y and z hold at the \
+                         limit of {limit} each ({most}): too many blocks for one launch"
                     ),
                 )
             })?;
@@ -234,13 +257,7 @@ fn fold_launch<'c, 'a>(
         Some(v) => host.index(v as i64),
         None => y,
     };
-    recompose(
-        ctx,
-        launch,
-        body,
-        old_rows,
-        clustered.then_some(cluster_rows),
-    )
+    recompose(ctx, launch, body, old_rows, clustered, cluster_rows)
 }
 
 /// A binary arith op `name` on two index values.
@@ -260,14 +277,16 @@ fn index_op<'c, 'a>(
 }
 
 /// In the launch's `body`: the block row `z * y' + y`, every read of the old row, layer,
-/// grid size and cluster id along y and z replaced, and the body's ops moved under `scf.if
-/// row < rows` (`rows`: the old grid's y).
+/// grid size, cluster id and cluster count along y and z replaced (without clusters, a
+/// cluster is a block), and the body's ops moved under `scf.if row < rows` (`rows`: the
+/// old grid's y).
 fn recompose<'c, 'a>(
     ctx: &'c melior::Context,
     launch: OperationRef<'c, 'a>,
     body: BlockRef<'c, 'a>,
     rows: Value<'c, 'a>,
-    cluster_rows: Option<u64>,
+    clustered: bool,
+    cluster_rows: u64,
 ) -> Result<(), PassError> {
     let arg = |i: usize| -> Result<Value<'c, 'a>, PassError> {
         body.argument(i)
@@ -283,13 +302,13 @@ fn recompose<'c, 'a>(
     let above = e.muli(layer, per_layer);
     let row = e.addi(above, row_in_layer);
     let inside = e.cmpi(CmpiPredicate::Ult, row, rows);
-    let cluster_row = cluster_rows.map(|c| {
-        if c == 1 {
-            row
-        } else {
-            e.divui(row, e.index(c as i64))
-        }
-    });
+    let (cluster_row, clusters) = match cluster_rows {
+        1 => (row, rows),
+        c => (
+            e.divui(row, e.index(c as i64)),
+            e.divui(rows, e.index(c as i64)),
+        ),
+    };
     let defining = |v: Value<'c, 'a>| {
         // SAFETY: `v` is the result of an op this function created.
         unsafe { mlir_sys::mlirOpResultGetOwner(v.to_raw()) }
@@ -310,7 +329,7 @@ fn recompose<'c, 'a>(
     replace(layer, zero, &[above]);
     replace(per_layer, rows, &[above]);
     replace(layers, one, &[]);
-    if let Some(cluster_row) = cluster_row {
+    if clustered {
         replace(arg(13)?, cluster_row, &[]);
         replace(arg(14)?, zero, &[]);
     }
@@ -320,13 +339,14 @@ fn recompose<'c, 'a>(
         let name = op.name().as_string_ref().as_str().unwrap_or("").to_string();
         let new = match (name.as_str(), dimension(op)) {
             ("gpu.block_id", Some("y")) => Some(row),
-            ("gpu.block_id", Some("z")) | ("gpu.cluster_id", Some("z")) => Some(zero),
+            ("gpu.block_id" | "gpu.cluster_id", Some("z")) => Some(zero),
             ("gpu.grid_dim", Some("y")) => Some(rows),
-            ("gpu.grid_dim", Some("z")) => Some(one),
-            ("gpu.cluster_id", Some("y")) => cluster_row,
+            ("gpu.grid_dim" | "gpu.cluster_dim", Some("z")) => Some(one),
+            ("gpu.cluster_id", Some("y")) => Some(cluster_row),
+            ("gpu.cluster_dim", Some("y")) => Some(clusters),
             _ => None,
         };
-        if let Some(new) = new {
+        if let Some(new) = new.filter(|_| in_launch(op, launch)) {
             reads.push((op.to_raw(), new));
         }
         WalkResult::Advance

@@ -1168,3 +1168,40 @@ fn affine_value(expr: mlir_sys::MlirAffineExpr, dims: usize, inputs: &[i64]) -> 
         }
     }
 }
+
+/// The text of a C API string (empty for an empty one, whose data pointer may be null:
+/// melior's `StringRef::as_str` builds a slice from it and aborts).
+pub fn text_of(s: mlir_sys::MlirStringRef) -> String {
+    if s.length == 0 || s.data.is_null() {
+        return String::new();
+    }
+    // SAFETY: a live C API string of `length` bytes.
+    let bytes = unsafe { std::slice::from_raw_parts(s.data as *const u8, s.length) };
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+/// The value of a string attribute (`sym_name`, an intrinsic's name), or `None` for
+/// another kind of attribute; an empty string reads as "".
+pub fn string_value(attr: Attribute) -> Option<String> {
+    // SAFETY: reading a live attribute through the C API, after checking its kind.
+    unsafe {
+        let raw = attr.to_raw();
+        mlir_sys::mlirAttributeIsAString(raw)
+            .then(|| text_of(mlir_sys::mlirStringAttrGetValue(raw)))
+    }
+}
+
+/// The root and leaf names of a symbol reference attribute (`@m::@k`; `@k` has both `k`),
+/// or `None` for another kind of attribute.
+pub fn symbol_path(attr: Attribute) -> Option<(String, String)> {
+    // SAFETY: reading a live attribute through the C API, after checking its kind.
+    unsafe {
+        let raw = attr.to_raw();
+        mlir_sys::mlirAttributeIsASymbolRef(raw).then(|| {
+            (
+                text_of(mlir_sys::mlirSymbolRefAttrGetRootReference(raw)),
+                text_of(mlir_sys::mlirSymbolRefAttrGetLeafReference(raw)),
+            )
+        })
+    }
+}

@@ -25,12 +25,12 @@
 use std::collections::HashMap;
 
 use melior::dialect::DialectHandle;
-use melior::ir::attribute::{AttributeLike, DenseI32ArrayAttribute, StringAttribute};
+use melior::ir::attribute::DenseI32ArrayAttribute;
 use melior::ir::operation::{OperationLike, OperationMutLike, WalkOrder, WalkResult};
-use melior::ir::{Attribute, OperationRef};
+use melior::ir::OperationRef;
 
 use crate::expand_quantize::unsupported;
-use crate::ir::{constant_int, dense_i32s};
+use crate::ir::{constant_int, dense_i32s, string_value, symbol_path};
 use crate::registry::{PassDef, PassOptions};
 use crate::PassError;
 
@@ -46,32 +46,8 @@ pub const PASS: PassDef = PassDef {
     run,
 };
 
-/// A symbol reference's root and leaf names.
-pub(crate) fn symbol_path(attr: Attribute) -> Option<(String, String)> {
-    // SAFETY: reading a symbol reference attribute through the C API.
-    unsafe {
-        let raw = attr.to_raw();
-        if !mlir_sys::mlirAttributeIsASymbolRef(raw) {
-            return None;
-        }
-        let name = |r| {
-            melior::StringRef::from_raw(r)
-                .as_str()
-                .ok()
-                .map(str::to_string)
-        };
-        Some((
-            name(mlir_sys::mlirSymbolRefAttrGetRootReference(raw))?,
-            name(mlir_sys::mlirSymbolRefAttrGetLeafReference(raw))?,
-        ))
-    }
-}
-
 fn sym_name(op: OperationRef) -> Option<String> {
-    let attr = op.attribute("sym_name").ok()?;
-    StringAttribute::try_from(attr)
-        .ok()
-        .map(|s| s.value().to_string())
+    string_value(op.attribute("sym_name").ok()?)
 }
 
 fn run<'c, 'a>(module: OperationRef<'c, 'a>, _: &PassOptions) -> Result<(), PassError> {

@@ -23,8 +23,9 @@
 //! Each character PTX does not take becomes `_`, a leading digit gets a `_` in front, and
 //! a name already taken in the module gets `_1`, `_2`, ... A remark at each renamed symbol
 //! gives the new name (the name a runtime looks the kernel up by). Symbols are renamed in
-//! every `gpu.module` (its own name stays: PTX never prints it); references inside the
-//! module and `gpu.launch_func` kernel references outside it follow. Runs on
+//! every `gpu.module` (its own name stays: PTX never prints it; so do LLVM's intrinsics,
+//! `llvm.*`); references inside the module, and references by path (`@module::@symbol`,
+//! as `gpu.launch_func` names its kernel) in any op's attributes, follow. Runs on
 //! `builtin.module`, after `gpu-kernel-outlining`. No options.
 
 use std::collections::HashSet;
@@ -34,6 +35,7 @@ use melior::ir::attribute::StringAttribute;
 use melior::ir::operation::{OperationLike, OperationMutLike, WalkOrder, WalkResult};
 use melior::ir::{Attribute, BlockLike, OperationRef, RegionLike};
 
+use crate::ir::{string_value, symbol_path};
 use crate::registry::{PassDef, PassOptions};
 use crate::PassError;
 
@@ -82,10 +84,7 @@ pub fn ptx_identifier(name: &str) -> String {
 }
 
 fn string_attr(op: OperationRef, name: &str) -> Option<String> {
-    let attr = op.attribute(name).ok()?;
-    StringAttribute::try_from(attr)
-        .ok()
-        .map(|s| s.value().to_string())
+    string_value(op.attribute(name).ok()?)
 }
 
 fn string_ref(s: &str) -> mlir_sys::MlirStringRef {
@@ -127,7 +126,8 @@ fn run<'c, 'a>(root: OperationRef<'c, 'a>, _: &PassOptions) -> Result<(), PassEr
         }
         let mut taken: HashSet<String> = symbols.iter().map(|(_, n)| n.clone()).collect();
         for (raw, old) in symbols {
-            if is_ptx_identifier(&old) {
+            // LLVM's intrinsics (`llvm.nvvm.*` declarations) are not symbols of the PTX.
+            if is_ptx_identifier(&old) || old.starts_with("llvm.") {
                 continue;
             }
             let base = ptx_identifier(&old);
@@ -147,7 +147,7 @@ fn run<'c, 'a>(root: OperationRef<'c, 'a>, _: &PassOptions) -> Result<(), PassEr
                 );
                 crate::matrix_kernel::remark(
                     OperationRef::from_raw(raw),
-                    &format!("renamed @\"{old}\" to @{new}: PTX cannot spell the old name"),
+                    &format!("renamed @{old:?} to @{new}: PTX cannot spell the old name"),
                 );
             }
             renamed.push((module_name.clone(), old, new));
@@ -156,41 +156,41 @@ fn run<'c, 'a>(root: OperationRef<'c, 'a>, _: &PassOptions) -> Result<(), PassEr
     if renamed.is_empty() {
         return Ok(());
     }
-    // Launches outside the modules name their kernels @module::@kernel.
-    let mut launches = Vec::new();
+    // References by path (@module::@symbol): gpu.launch_func's kernel, and any op's
+    // attribute that names a renamed symbol so, inside the modules or outside.
+    let mut ops = Vec::new();
     root.walk(WalkOrder::PreOrder, |op| {
-        if op.name().as_string_ref().as_str() == Ok("gpu.launch_func") {
-            launches.push(op.to_raw());
-        }
+        ops.push(op.to_raw());
         WalkResult::Advance
     });
-    for raw in launches {
-        // SAFETY: a live launch collected above.
-        let mut launch = unsafe { melior::ir::operation::OperationRefMut::from_raw(raw) };
-        let Some((root_name, leaf)) = launch
-            .attribute("kernel")
-            .ok()
-            .and_then(crate::kernel_cluster_size::symbol_path)
-        else {
-            continue;
-        };
-        let Some((_, _, new)) = renamed
-            .iter()
-            .find(|(m, old, _)| *m == root_name && *old == leaf)
-        else {
-            continue;
-        };
-        // SAFETY: building @root::@new in the live context.
-        let reference = unsafe {
-            let mut leaf = mlir_sys::mlirFlatSymbolRefAttrGet(ctx.to_raw(), string_ref(new));
-            Attribute::from_raw(mlir_sys::mlirSymbolRefAttrGet(
-                ctx.to_raw(),
-                string_ref(&root_name),
-                1,
-                &mut leaf,
-            ))
-        };
-        launch.set_attribute("kernel", reference);
+    for raw in ops {
+        // SAFETY: a live op collected above; its attributes are read, then replaced by
+        // name with references built in the live context.
+        unsafe {
+            for i in 0..mlir_sys::mlirOperationGetNumAttributes(raw) {
+                let named = mlir_sys::mlirOperationGetAttribute(raw, i);
+                let attr = Attribute::from_raw(named.attribute);
+                let nested = mlir_sys::mlirAttributeIsASymbolRef(named.attribute)
+                    && mlir_sys::mlirSymbolRefAttrGetNumNestedReferences(named.attribute) == 1;
+                let Some((module, leaf)) = symbol_path(attr).filter(|_| nested) else {
+                    continue;
+                };
+                let Some((_, _, new)) = renamed
+                    .iter()
+                    .find(|(m, old, _)| *m == module && *old == leaf)
+                else {
+                    continue;
+                };
+                let mut leaf = mlir_sys::mlirFlatSymbolRefAttrGet(ctx.to_raw(), string_ref(new));
+                let reference =
+                    mlir_sys::mlirSymbolRefAttrGet(ctx.to_raw(), string_ref(&module), 1, &mut leaf);
+                mlir_sys::mlirOperationSetAttributeByName(
+                    raw,
+                    mlir_sys::mlirIdentifierStr(named.name),
+                    reference,
+                );
+            }
+        }
     }
     Ok(())
 }

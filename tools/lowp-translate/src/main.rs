@@ -245,7 +245,6 @@ fn has_op(module: &melior::ir::Module, test: impl Fn(&str) -> bool) -> bool {
 /// address space 5. LLVM's backend would stop at them with an error naming no location
 /// ("Cannot select").
 fn foreign_ops(session: &Session, module: &melior::ir::Module, chip: Chip) -> Result<(), String> {
-    use melior::ir::attribute::StringAttribute;
     use melior::ir::operation::{OperationLike, WalkOrder, WalkResult};
     let why = |name: &str| -> Option<&'static str> {
         let (nvvm, rocdl) = (name.starts_with("nvvm."), name.starts_with("rocdl."));
@@ -277,9 +276,9 @@ fn foreign_ops(session: &Session, module: &melior::ir::Module, chip: Chip) -> Re
             if let Some(intrin) = op
                 .attribute("intrin")
                 .ok()
-                .and_then(|a| StringAttribute::try_from(a).ok())
+                .and_then(lowp_passes::ir::string_value)
             {
-                name = intrin.value().to_string();
+                name = intrin;
                 let bare = name.strip_prefix("llvm.").unwrap_or(&name);
                 class = match bare.strip_prefix("amdgcn.") {
                     Some(rest) => format!("rocdl.{rest}"),
