@@ -427,6 +427,29 @@ impl MatmulSpec {
         MatmulInputs { a, b, bias }
     }
 
+    /// The length in bytes of `role`'s argument, as [`role_bytes`](Self::role_bytes) makes
+    /// it (without the inputs).
+    pub fn role_len(&self, role: Role) -> u64 {
+        let (m, n, k) = (self.m as u64, self.n as u64, self.k as u64);
+        let codes = |rows: u64, packed: bool| rows * if packed { k.div_ceil(2) } else { k };
+        let scales = |rows: usize, l: ScaleLayout| {
+            let each = match l.scale_dtype() {
+                ScaleDtype::UE8M0 | ScaleDtype::UE4M3 => 1,
+                _ => 4,
+            };
+            l.scale_count(rows, self.k) as u64 * each
+        };
+        match role {
+            Role::Lhs => codes(m, self.lhs_packed),
+            Role::LhsScales => scales(self.m, self.lhs_layout),
+            Role::Rhs => codes(n, self.rhs_packed),
+            Role::RhsScales => scales(self.n, self.rhs_layout),
+            Role::LhsGlobal | Role::RhsGlobal => 4,
+            Role::Bias => 4 * n,
+            Role::Out => m * n * if self.bf16 { 2 } else { 4 },
+        }
+    }
+
     /// The bytes of one argument as the entry reads them (codes, scale bytes or
     /// little-endian f32), for copying to a device. The result role is poisoned: 0xFF bytes,
     /// NaN in f32 and bf16, so an element the kernel does not write fails the check.
@@ -562,7 +585,8 @@ impl MatmulSpec {
 }
 
 /// The `key = value` lines of a manifest with their line numbers (1-based); blank lines and
-/// `#` comments are skipped, anything else is an error naming the line.
+/// `#` comments are skipped, anything else (and a key given twice, but `param`) is an
+/// error naming the line.
 pub fn manifest_entries(text: &str) -> Result<Vec<(usize, String, String)>, String> {
     let mut entries = Vec::new();
     for (i, line) in text.lines().enumerate() {
@@ -573,7 +597,18 @@ pub fn manifest_entries(text: &str) -> Result<Vec<(usize, String, String)>, Stri
         let (key, value) = line
             .split_once('=')
             .ok_or_else(|| format!("line {}: expected 'key = value', found '{line}'", i + 1))?;
-        entries.push((i + 1, key.trim().to_string(), value.trim().to_string()));
+        let key = key.trim();
+        // Every key but `param` (one line per kernel parameter) is given once: a second
+        // would silently win.
+        if key != "param" {
+            if let Some((first, _, _)) = entries.iter().find(|(_, k, _)| k == key) {
+                return Err(format!(
+                    "line {}: '{key}' is given twice (first on line {first})",
+                    i + 1
+                ));
+            }
+        }
+        entries.push((i + 1, key.to_string(), value.trim().to_string()));
     }
     Ok(entries)
 }

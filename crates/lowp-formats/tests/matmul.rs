@@ -328,6 +328,12 @@ fn problem_manifests_round_trip() {
         },
     ];
     for spec in specs {
+        // Each argument's length, known from the problem alone, is that of its bytes.
+        let inputs = spec.inputs(1);
+        for role in spec.roles() {
+            let bytes = spec.role_bytes(role, &inputs).len() as u64;
+            assert_eq!(spec.role_len(role), bytes, "{role:?}");
+        }
         let text = spec.to_manifest();
         assert_eq!(MatmulSpec::from_manifest(&text).unwrap(), spec, "{text}");
         let roles: Vec<&str> = spec.roles().iter().map(|r| r.name()).collect();
@@ -347,6 +353,10 @@ fn problem_manifests_round_trip() {
             "layout nvfp4",
         ),
         (format!("{text}oops\n"), "expected 'key = value'"),
+        (
+            format!("{text}k = 64\n"),
+            "line 12: 'k' is given twice (first on line 3)",
+        ),
     ] {
         let e = MatmulSpec::from_manifest(&edit).unwrap_err();
         assert!(e.contains(want), "{want}: {e}");

@@ -124,19 +124,35 @@ impl GpuKernel {
         let target = ptx
             .lines()
             .find_map(|l| l.trim().strip_prefix(".target "))
-            .ok_or("kernel.ptx has no .target line")?;
+            .ok_or("the PTX has no .target line")?;
         let target = target.split([',', ' ']).next().unwrap_or_default();
         if target != self.chip {
             return Err(format!(
-                "kernel.ptx targets {target}; the launch's chip is {}",
+                "the PTX targets {target}; the launch's chip is {}",
                 self.chip
             ));
         }
-        let header = format!(".entry {}(", self.name);
-        let start = ptx
-            .find(&header)
-            .ok_or_else(|| format!("kernel.ptx declares no entry '{}'", self.name))?
-            + header.len();
+        // The line declaring the entry (`[.visible|.weak] .entry NAME(`, not a comment):
+        // its parameter list starts after the name.
+        let mut offset = 0;
+        let mut start = None;
+        for line in ptx.split_inclusive('\n') {
+            let words = line.trim_start();
+            let words = [".visible ", ".weak "]
+                .iter()
+                .fold(words, |w, p| w.strip_prefix(p).map_or(w, str::trim_start));
+            let name = words
+                .strip_prefix(".entry ")
+                .map(str::trim_start)
+                .and_then(|w| w.strip_prefix(self.name.as_str()))
+                .map(str::trim_start);
+            if let Some(rest) = name.filter(|r| r.starts_with('(')) {
+                start = Some(offset + line.len() - rest.len() + 1);
+                break;
+            }
+            offset += line.len();
+        }
+        let start = start.ok_or_else(|| format!("the PTX declares no entry '{}'", self.name))?;
         let rest = &ptx[start..];
         let close = rest
             .find(')')
@@ -392,12 +408,7 @@ impl GpuKernel {
                 }
                 "name" => name = Some(value.to_string()),
                 // The driver loads PTX for NVIDIA chips; lowp's are sm_89 and later.
-                "chip"
-                    if !value
-                        .strip_prefix("sm_")
-                        .and_then(|v| v.trim_end_matches('a').parse::<u32>().ok())
-                        .is_some_and(|v| v >= 89) =>
-                {
+                "chip" if !lowp_chip(value) => {
                     return Err(format!(
                         "line {line}: chip: expected an NVIDIA chip lowp targets (sm_89, \
                          sm_90a, sm_100a), found '{value}'"
@@ -405,20 +416,28 @@ impl GpuKernel {
                 }
                 "chip" => chip = Some(value.to_string()),
                 "grid" => {
-                    let g = triple(value, "grid")?;
+                    let g = triple(value, "grid").map_err(|e| format!("line {line}: {e}"))?;
                     grid_limits(g).map_err(|e| format!("line {line}: {e}"))?;
                     grid = Some(g)
                 }
                 "block" => {
-                    let b = triple(value, "block")?;
+                    let b = triple(value, "block").map_err(|e| format!("line {line}: {e}"))?;
                     block_limits(b).map_err(|e| format!("line {line}: {e}"))?;
                     block = Some(b)
                 }
-                "cluster" => cluster = triple(value, "cluster")?,
+                "cluster" => {
+                    cluster = triple(value, "cluster").map_err(|e| format!("line {line}: {e}"))?
+                }
                 "shared" => {
                     shared_bytes = value.parse::<u32>().map_err(|_| {
                         format!("line {line}: shared: expected a byte count, found '{value}'")
-                    })?
+                    })?;
+                    if shared_bytes > MAX_SHARED_BYTES {
+                        return Err(format!(
+                            "line {line}: shared: {shared_bytes} bytes is more than a block \
+                             has on any chip lowp targets ({MAX_SHARED_BYTES}: 227 KiB)"
+                        ));
+                    }
                 }
                 "param" => params.push(param(value).map_err(|e| format!("line {line}: {e}"))?),
                 other => return Err(format!("line {line}: unknown key '{other}'")),
@@ -435,6 +454,22 @@ impl GpuKernel {
             params,
         })
     }
+}
+
+/// The most dynamic shared memory a block can opt into on the chips lowp targets (227 KiB
+/// on sm_90 and sm_100; sm_89 has less, which its launch refuses).
+const MAX_SHARED_BYTES: u32 = 227 * 1024;
+
+/// Whether `chip` is an NVIDIA chip lowp targets: `sm_` and a version of 89 or later,
+/// with at most an `a` (architecture-specific) suffix.
+fn lowp_chip(chip: &str) -> bool {
+    let Some(version) = chip.strip_prefix("sm_") else {
+        return false;
+    };
+    let digits = version.strip_suffix('a').unwrap_or(version);
+    !digits.is_empty()
+        && digits.bytes().all(|b| b.is_ascii_digit())
+        && digits.parse::<u32>().is_ok_and(|v| v >= 89)
 }
 
 /// CUDA's grid limits: x below 2^31, y and z at most 65535.
@@ -555,6 +590,23 @@ mod tests {
             ..kernel()
         };
         good.ptx_check().unwrap();
+        // A space before the parameter list is PTX too; an entry named in a comment is not
+        // the entry.
+        GpuKernel {
+            ptx: good.ptx.replace("mm_kernel(", "mm_kernel ("),
+            ..kernel()
+        }
+        .ptx_check()
+        .unwrap();
+        let commented = GpuKernel {
+            ptx: format!("// .entry other(\n{}", good.ptx),
+            name: "other".into(),
+            ..kernel()
+        };
+        assert!(commented
+            .ptx_check()
+            .unwrap_err()
+            .contains("declares no entry 'other'"));
         let clustered = GpuKernel {
             ptx: ptx(
                 "mm_kernel",
@@ -571,14 +623,14 @@ mod tests {
                     chip: "sm_89".into(),
                     ..good.clone()
                 },
-                "kernel.ptx targets sm_90a; the launch's chip is sm_89",
+                "the PTX targets sm_90a; the launch's chip is sm_89",
             ),
             (
                 GpuKernel {
                     name: "other".into(),
                     ..good.clone()
                 },
-                "kernel.ptx declares no entry 'other'",
+                "the PTX declares no entry 'other'",
             ),
             (
                 GpuKernel {
@@ -663,7 +715,23 @@ mod tests {
         for (edit, want) in [
             (
                 k.replace("grid = 3 2 1", "grid = 3 2"),
-                "grid: expected three",
+                "line 3: grid: expected three",
+            ),
+            (
+                k.replace("chip = sm_90a", "chip = sm_90aaa"),
+                "found 'sm_90aaa'",
+            ),
+            (
+                k.replace("chip = sm_90a", "chip = sm_+90"),
+                "found 'sm_+90'",
+            ),
+            (
+                k.replace("shared = 132096", "shared = 4294967295"),
+                "line 5: shared: 4294967295 bytes is more than a block has",
+            ),
+            (
+                format!("{k}grid = 1 1 1\n"),
+                "'grid' is given twice (first on line 3)",
             ),
             (
                 k.replace("block = 128 1 1", "block = 0 1 1"),

@@ -30,7 +30,8 @@ pub fn run(
     bench: Option<usize>,
 ) -> Result<GpuRun, GpuError> {
     let arguments: Vec<Vec<u8>> = roles.iter().map(|&r| spec.role_bytes(r, inputs)).collect();
-    fits(kernel, spec, roles, &arguments)?;
+    let sizes: Vec<u64> = arguments.iter().map(|a| a.len() as u64).collect();
+    fits(kernel, spec, roles, &sizes)?;
     let module = gpu.load_ptx(&kernel.ptx)?;
     let mut buffers = Vec::with_capacity(roles.len());
     for bytes in arguments {
@@ -78,14 +79,24 @@ fn element_bytes(spec: &MatmulSpec, role: Role) -> usize {
     }
 }
 
+/// Whether `kernel` can run `spec` with the entry's arguments in `roles` order, checked
+/// before any device is touched: its grid is whole clusters, and every memref and
+/// tensor-map parameter stays within the argument it is given (a bundle whose launch
+/// manifest disagrees with its problem would otherwise read or write past a device
+/// buffer).
+pub fn check(kernel: &GpuKernel, spec: &MatmulSpec, roles: &[Role]) -> Result<(), GpuError> {
+    kernel.cluster_check()?;
+    let sizes: Vec<u64> = roles.iter().map(|&r| spec.role_len(r)).collect();
+    fits(kernel, spec, roles, &sizes)
+}
+
 /// Whether every memref and tensor-map parameter of `kernel` stays within the argument it
-/// is given (a bundle whose launch manifest disagrees with its problem would otherwise
-/// read or write past a device buffer).
+/// is given, of `sizes[arg]` bytes.
 fn fits(
     kernel: &GpuKernel,
     spec: &MatmulSpec,
     roles: &[Role],
-    arguments: &[Vec<u8>],
+    sizes: &[u64],
 ) -> Result<(), GpuError> {
     for p in &kernel.params {
         let (arg, shape) = match p {
@@ -93,7 +104,7 @@ fn fits(
             | crate::kernel::KernelParam::TensorMap { arg, shape, .. } => (*arg, shape),
             _ => continue,
         };
-        let (Some(&role), Some(bytes)) = (roles.get(arg), arguments.get(arg)) else {
+        let (Some(&role), Some(&bytes)) = (roles.get(arg), sizes.get(arg)) else {
             return Err(GpuError::Invalid(format!(
                 "a kernel parameter reads argument {arg}; the entry has {}",
                 roles.len()
@@ -103,10 +114,9 @@ fn fits(
             .iter()
             .try_fold(1u64, |n, &d| n.checked_mul(u64::try_from(d).ok()?));
         let need = elements.and_then(|n| n.checked_mul(element_bytes(spec, role) as u64));
-        if need.is_none_or(|need| need > bytes.len() as u64) {
+        if need.is_none_or(|need| need > bytes) {
             return Err(GpuError::Invalid(format!(
-                "the kernel addresses argument {arg} ({role:?}) as {shape:?}, beyond its {} bytes",
-                bytes.len()
+                "the kernel addresses argument {arg} ({role:?}) as {shape:?}, beyond its {bytes} bytes"
             )));
         }
     }
@@ -136,7 +146,13 @@ mod tests {
         };
         let roles = spec.roles();
         let inputs = spec.inputs(1);
-        let arguments: Vec<Vec<u8>> = roles.iter().map(|&r| spec.role_bytes(r, &inputs)).collect();
+        let arguments: Vec<u64> = roles
+            .iter()
+            .map(|&r| spec.role_bytes(r, &inputs).len() as u64)
+            .collect();
+        // What the check before a run computes from the problem alone.
+        let lengths: Vec<u64> = roles.iter().map(|&r| spec.role_len(r)).collect();
+        assert_eq!(lengths, arguments);
         let at = |role: Role| roles.iter().position(|&r| r == role).unwrap();
         let kernel = |params: Vec<KernelParam>| GpuKernel {
             name: "k".into(),

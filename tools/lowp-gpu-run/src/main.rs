@@ -126,6 +126,9 @@ fn read_bundle(dir: &Path) -> Result<(GpuKernel, MatmulSpec, Vec<Role>), String>
             ),
         ));
     }
+    // Whole clusters, parameters within their arguments: before the driver is loaded.
+    lowp_runtime::matmul::check(&kernel, &spec, &roles)
+        .map_err(|e| at("launch.txt", e.to_string()))?;
     Ok((kernel, spec, roles))
 }
 
