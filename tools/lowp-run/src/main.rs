@@ -154,6 +154,21 @@ fn parse_args(raw: Vec<String>) -> Result<Args, Usage> {
             _ => (arg.clone(), None),
         };
         let mut value = || inline.clone().or_else(|| it.next());
+        const SWITCHES: [&str; 10] = [
+            "--gen",
+            "--packed",
+            "--bias",
+            "--bf16",
+            "--check",
+            "--print-mlir",
+            "--specials",
+            "--print-ptx",
+            "--emulate",
+            "--help",
+        ];
+        if inline.is_some() && SWITCHES.contains(&flag.as_str()) {
+            return Err(Usage(format!("{flag} takes no value ('{arg}')")));
+        }
         match flag.as_str() {
             "-h" | "--help" => return Err(Usage(USAGE.into())),
             "--entry" => {
@@ -297,6 +312,48 @@ fn parse_args(raw: Vec<String>) -> Result<Args, Usage> {
                 .into(),
         ));
     }
+    if a.file.is_some() && a.gen {
+        return Err(Usage(
+            "--gen builds its own module; drop the input file".into(),
+        ));
+    }
+    if a.print_mlir {
+        // Prints the module and exits: nothing compiles or runs.
+        let more = given(&[
+            ("--check", a.check),
+            ("--bench", a.bench.is_some()),
+            ("--inputs", a.inputs.is_some()),
+            ("--save-inputs", a.save_inputs.is_some()),
+            ("--output", a.output.is_some()),
+            ("--specials", a.specials),
+            ("--print-ptx", a.print_ptx),
+            ("--save-kernel", a.save_kernel.is_some()),
+            ("--emulate", a.emulate),
+        ]);
+        if !more.is_empty() {
+            return Err(Usage(format!(
+                "--print-mlir prints the module and exits; {} {} more (drop one or the other)",
+                more.join(", "),
+                if more.len() == 1 {
+                    "asks for"
+                } else {
+                    "ask for"
+                },
+            )));
+        }
+    }
+    if a.block.is_some()
+        && ![a.layout, a.rhs_layout]
+            .iter()
+            .flatten()
+            .any(|l| matches!(l, ScaleLayout::Mx { .. } | ScaleLayout::Nvfp4 { .. }))
+    {
+        return Err(Usage(
+            "--block sets the block of mx / nvfp4 layouts; neither --layout nor \
+             --rhs-layout is one"
+                .into(),
+        ));
+    }
     if a.file.is_some() && !a.gen {
         // The op of a file's entry has its own shape and formats.
         let generated = given(&[
@@ -437,9 +494,6 @@ fn run(a: Args) -> Result<bool, String> {
     }
     let entry;
     let (spec, roles, mut module) = if a.gen {
-        if a.file.is_some() {
-            return Err("--gen builds its own module; drop the input file".into());
-        }
         let spec = gen_spec(&a).map_err(|u| u.0)?;
         entry = a.entry.clone().unwrap_or_else(|| "scaled_matmul".into());
         let module = spec.build_module(session.context(), &entry);
