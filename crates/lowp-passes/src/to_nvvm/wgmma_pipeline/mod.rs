@@ -106,7 +106,9 @@
 //! keeps 3 stages where that lets it stage the scales (a stage is 8 segments long, time
 //! enough for copies issued one stage ahead; decoding its 34 UE4M3 scales would take each
 //! promotion more issue slots than its instruction's tensor time). Where fewer than 3
-//! stages are left, or no operand is translated, the op takes the register-staged kernel.
+//! stages are left, where no operand is translated, or where the other operand's format
+//! has infinities (E5M2: an infinity times a zero half is NaN), the op takes the
+//! register-staged kernel.
 //! A dynamic K, rows that are not a multiple of 16 bytes or not row-major take `wgmma.rs`'s
 //! register-staged kernel.
 //!
@@ -152,7 +154,7 @@ use melior::ir::{Attribute, Identifier, OperationRef, TypeLike, Value, ValueLike
 
 use super::wgmma::{self, Wgmma};
 use crate::chip::Chip;
-use crate::expand_quantize::{ceil_div, layout_attr_of, unsupported};
+use crate::expand_quantize::{ceil_div, code_format, layout_attr_of, unsupported};
 use crate::ir::Emitter;
 use crate::matrix_kernel::{Kernel, Lane, Operand, Plan, SegmentScales};
 use crate::to_loops::matmul_operands;
@@ -395,6 +397,20 @@ pub(super) fn plan(
                 op,
                 &format!("nvfp4=f16 not taken, the split route instead: {why}"),
             ),
+        }
+    }
+    // The split route's instruction of a 16-block multiplies the other operand's codes of
+    // the whole 32 by the split one's tile half, zeros outside the block: an infinity
+    // there would make NaN (inf x 0) where the block's sum has no such product. The
+    // register-staged kernel zeros both operands' registers past the block instead.
+    if let Some(x) = split_operand(&plan) {
+        let other = if x == 0 { o.rhs } else { o.lhs };
+        let (format, _) = code_format(op, other).map_err(|e| e.to_string())?;
+        if format.has_inf() {
+            return Err(format!(
+                "{format}'s infinities beside the 16-blocks' split tiles would meet their \
+                 zero halves (inf x 0 is NaN)"
+            ));
         }
     }
     if !Memory::new(&plan, chip, tile, Feed::Barrier, [None, None]).fits() {
