@@ -82,7 +82,8 @@ func.func @dynamic(%m: memref<?xindex>, %y: index) {
 // -----
 
 // Clusters of 2 rows: layers of a whole number of clusters (4 rows a layer, 3 layers for
-// 12); the cluster row is the block row / 2, the clusters along y 12 / 2, along z 1.
+// 12); the cluster row is the block row / 2, the clusters along y 12 / 2, along z 1
+// (through gpu.cluster_dim and the cluster-size arguments).
 // CHECK-LABEL: func.func @cluster
 // CHECK:       gpu.launch clusters({{.*}}) in ({{.*}} = %c1, {{.*}} = %c2, {{.*}} = %c1) blocks({{.*}}) in ({{.*}} = %c2, {{.*}} = %c4, {{.*}} = %c3)
 // CHECK:         %[[ROW:.*]] = arith.addi
@@ -91,6 +92,7 @@ func.func @dynamic(%m: memref<?xindex>, %y: index) {
 // CHECK:         scf.if
 // CHECK-NEXT:      memref.store %[[CROW]], %{{.*}}[%[[CROW]]]
 // CHECK-NEXT:      memref.store %[[CLUSTERS]], %{{.*}}[%[[ONE:.*]]]
+// CHECK-NEXT:      memref.store %[[CLUSTERS]], %{{.*}}[%[[ONE]]]
 func.func @cluster(%m: memref<?xindex>) {
   %c1 = arith.constant 1 : index
   %c2 = arith.constant 2 : index
@@ -103,6 +105,8 @@ func.func @cluster(%m: memref<?xindex>) {
     %l = gpu.cluster_dim z
     memref.store %cy, %m[%i] : memref<?xindex>
     memref.store %n, %m[%l] : memref<?xindex>
+    // (gpu-kernel-outlining reads the cluster-size arguments as gpu.cluster_dim.)
+    memref.store %ncy, %m[%ncz] : memref<?xindex>
     gpu.terminator
   }
   return

@@ -79,3 +79,44 @@ module attributes {gpu.container_module} {
     func.func @"h.x"() attributes {other = @m::@"h.x"} { return }
   }
 }
+
+// -----
+
+// Two modules of one name in two scopes: each launch follows its own module's rename (B's
+// @m already has @a_b, so its @"a.b" becomes @a_b_1); references in arrays and
+// dictionaries follow too; a defined function named llvm.* is no intrinsic: renamed.
+// CHECK-LABEL: module @A
+// CHECK:       gpu.launch_func @m::@a_b blocks
+// CHECK-LABEL: module @B
+// CHECK:       func.func @hostB() attributes {arr = [@m::@a_b_1], dict = {r = @m::@a_b_1}}
+// CHECK:       gpu.launch_func @m::@a_b_1 blocks
+// CHECK:       gpu.launch_func @m::@a_b blocks
+// CHECK:       gpu.func @llvm_k()
+module attributes {gpu.container_module} {
+  module @A attributes {gpu.container_module} {
+    func.func @hostA() {
+      %c1 = arith.constant 1 : index
+      gpu.launch_func @m::@"a.b" blocks in (%c1, %c1, %c1) threads in (%c1, %c1, %c1)
+      return
+    }
+    gpu.module @m {
+      // expected-remark @below {{to @a_b: PTX cannot spell the old name}}
+      gpu.func @"a.b"() kernel { gpu.return }
+    }
+  }
+  module @B attributes {gpu.container_module} {
+    func.func @hostB() attributes {arr = [@m::@"a.b"], dict = {r = @m::@"a.b"}} {
+      %c1 = arith.constant 1 : index
+      gpu.launch_func @m::@"a.b" blocks in (%c1, %c1, %c1) threads in (%c1, %c1, %c1)
+      gpu.launch_func @m::@a_b blocks in (%c1, %c1, %c1) threads in (%c1, %c1, %c1)
+      return
+    }
+    gpu.module @m {
+      gpu.func @a_b() kernel { gpu.return }
+      // expected-remark @below {{to @a_b_1: PTX cannot spell the old name}}
+      gpu.func @"a.b"() kernel { gpu.return }
+      // expected-remark @below {{to @llvm_k: PTX cannot spell the old name}}
+      gpu.func @"llvm.k"() kernel { gpu.return }
+    }
+  }
+}

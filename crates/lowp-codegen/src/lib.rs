@@ -179,6 +179,9 @@ fn translate(
     module: &Module,
     diagnostics: &dyn Fn() -> String,
 ) -> Result<LlvmModule, CodegenError> {
+    if lowp_passes::ir::emit_reserved_llvm_name(module.as_operation()).is_some() {
+        return Err(CodegenError::Translation(diagnostics()));
+    }
     // SAFETY: a fresh LLVM context; the translation returns null on failure.
     unsafe {
         let context = LLVMContextCreate();

@@ -270,6 +270,11 @@ impl Jit {
         if let Some(lib) = &session.openmp {
             load_global(lib).map_err(|diagnostics| JitError::Engine { diagnostics })?;
         }
+        if lowp_passes::ir::emit_reserved_llvm_name(module.as_operation()).is_some() {
+            return Err(JitError::Engine {
+                diagnostics: session.take_diagnostics(),
+            });
+        }
         // SAFETY: the module is in the LLVM dialect; a null engine reports failure.
         let raw = unsafe {
             mlir_sys::mlirExecutionEngineCreate(

@@ -332,6 +332,10 @@ fn recompose<'c, 'a>(
     if clustered {
         replace(arg(13)?, cluster_row, &[]);
         replace(arg(14)?, zero, &[]);
+        // The cluster-size arguments: gpu-kernel-outlining reads them as gpu.cluster_dim
+        // (clusters in the grid), as the ops below are rewritten.
+        replace(arg(16)?, clusters, &[]);
+        replace(arg(17)?, one, &[]);
     }
     // The same reads through id ops in the body (lowp's kernels read the grid's size so).
     let mut reads = Vec::new();

@@ -1205,3 +1205,31 @@ pub fn symbol_path(attr: Attribute) -> Option<(String, String)> {
         })
     }
 }
+
+/// The first function defined (with a body) under a name LLVM keeps for its intrinsics
+/// (`llvm.*`), as an error at its location: LLVM refuses to define one ("llvm intrinsics
+/// cannot be defined!", printed with no location). Emitted through the op's context, for
+/// the caller's diagnostics; `None` where there is none.
+pub fn emit_reserved_llvm_name(root: OperationRef) -> Option<()> {
+    use melior::ir::operation::{WalkOrder, WalkResult};
+    let mut found = None;
+    root.walk(WalkOrder::PreOrder, |op| {
+        let defined = op.region(0).is_ok_and(|r| r.first_block().is_some());
+        let name = op.attribute("sym_name").ok().and_then(string_value);
+        match name {
+            Some(n) if defined && n.starts_with("llvm.") => {
+                found = Some((op.location().to_raw(), n));
+                WalkResult::Interrupt
+            }
+            _ => WalkResult::Advance,
+        }
+    });
+    let (location, name) = found?;
+    let message = format!(
+        "@{name:?} is defined under a name LLVM keeps for its intrinsics (llvm.*); rename it"
+    );
+    let c = std::ffi::CString::new(message.replace('\0', " ")).expect("no NUL");
+    // SAFETY: a live location; MLIR copies the message.
+    unsafe { mlir_sys::mlirEmitError(location, c.as_ptr()) };
+    Some(())
+}

@@ -23,10 +23,13 @@
 //! Each character PTX does not take becomes `_`, a leading digit gets a `_` in front, and
 //! a name already taken in the module gets `_1`, `_2`, ... A remark at each renamed symbol
 //! gives the new name (the name a runtime looks the kernel up by). Symbols are renamed in
-//! every `gpu.module` (its own name stays: PTX never prints it; so do LLVM's intrinsics,
-//! `llvm.*`); references inside the module, and references by path (`@module::@symbol`,
-//! as `gpu.launch_func` names its kernel) in any op's attributes, follow. Runs on
-//! `builtin.module`, after `gpu-kernel-outlining`. No options.
+//! every `gpu.module` (its own name stays: PTX never prints it; so do the declarations of
+//! LLVM's intrinsics, `llvm.*`, while a definition so named is renamed: LLVM refuses it).
+//! References inside the module follow, and so do references by path (`@module::@symbol`,
+//! as `gpu.launch_func` names its kernel) in any op's attributes, in arrays and
+//! dictionaries too, the module found from the op as MLIR finds it (the closest scope
+//! holding one of that name). Longer paths (`@a::@module::@symbol`) are left as they are.
+//! Runs on `builtin.module`, after `gpu-kernel-outlining`. No options.
 
 use std::collections::HashSet;
 
@@ -105,14 +108,11 @@ fn run<'c, 'a>(root: OperationRef<'c, 'a>, _: &PassOptions) -> Result<(), PassEr
         }
         WalkResult::Advance
     });
-    // (module name, old name, new name) of every renamed symbol.
+    // (module op, old name, new name) of every renamed symbol.
     let mut renamed = Vec::new();
     for raw in modules {
         // SAFETY: collected from the live IR above; renaming leaves the ops in place.
         let module = unsafe { OperationRef::from_raw(raw) };
-        let Some(module_name) = string_attr(module, "sym_name") else {
-            continue;
-        };
         let Some(body) = module.region(0).ok().and_then(|r| r.first_block()) else {
             continue;
         };
@@ -126,8 +126,12 @@ fn run<'c, 'a>(root: OperationRef<'c, 'a>, _: &PassOptions) -> Result<(), PassEr
         }
         let mut taken: HashSet<String> = symbols.iter().map(|(_, n)| n.clone()).collect();
         for (raw, old) in symbols {
-            // LLVM's intrinsics (`llvm.nvvm.*` declarations) are not symbols of the PTX.
-            if is_ptx_identifier(&old) || old.starts_with("llvm.") {
+            // LLVM's intrinsics (`llvm.nvvm.*` declarations) are not symbols of the PTX; a
+            // definition so named is not an intrinsic, and LLVM refuses it.
+            // SAFETY: a live symbol op of this module.
+            let intrinsic =
+                old.starts_with("llvm.") && is_declaration(unsafe { OperationRef::from_raw(raw) });
+            if is_ptx_identifier(&old) || intrinsic {
                 continue;
             }
             let base = ptx_identifier(&old);
@@ -150,14 +154,16 @@ fn run<'c, 'a>(root: OperationRef<'c, 'a>, _: &PassOptions) -> Result<(), PassEr
                     &format!("renamed @{old:?} to @{new}: PTX cannot spell the old name"),
                 );
             }
-            renamed.push((module_name.clone(), old, new));
+            renamed.push((module.to_raw(), old, new));
         }
     }
     if renamed.is_empty() {
         return Ok(());
     }
     // References by path (@module::@symbol): gpu.launch_func's kernel, and any op's
-    // attribute that names a renamed symbol so, inside the modules or outside.
+    // attribute (in arrays and dictionaries too) that names a renamed symbol so, the
+    // module found as MLIR finds it: a child of the closest symbol table around the op
+    // that has one of that name.
     let mut ops = Vec::new();
     root.walk(WalkOrder::PreOrder, |op| {
         ops.push(op.to_raw());
@@ -165,34 +171,133 @@ fn run<'c, 'a>(root: OperationRef<'c, 'a>, _: &PassOptions) -> Result<(), PassEr
     });
     for raw in ops {
         // SAFETY: a live op collected above; its attributes are read, then replaced by
-        // name with references built in the live context.
+        // name with attributes built in the live context.
         unsafe {
+            let op = OperationRef::from_raw(raw);
+            let lookup = |module: &str, leaf: &str| -> Option<String> {
+                let found = child_module(op, module)?;
+                renamed
+                    .iter()
+                    .find(|(m, old, _)| m.ptr == found.ptr && old == leaf)
+                    .map(|(_, _, new)| new.clone())
+            };
             for i in 0..mlir_sys::mlirOperationGetNumAttributes(raw) {
                 let named = mlir_sys::mlirOperationGetAttribute(raw, i);
-                let attr = Attribute::from_raw(named.attribute);
-                let nested = mlir_sys::mlirAttributeIsASymbolRef(named.attribute)
-                    && mlir_sys::mlirSymbolRefAttrGetNumNestedReferences(named.attribute) == 1;
-                let Some((module, leaf)) = symbol_path(attr).filter(|_| nested) else {
-                    continue;
-                };
-                let Some((_, _, new)) = renamed
-                    .iter()
-                    .find(|(m, old, _)| *m == module && *old == leaf)
-                else {
-                    continue;
-                };
-                let mut leaf = mlir_sys::mlirFlatSymbolRefAttrGet(ctx.to_raw(), string_ref(new));
-                let reference =
-                    mlir_sys::mlirSymbolRefAttrGet(ctx.to_raw(), string_ref(&module), 1, &mut leaf);
-                mlir_sys::mlirOperationSetAttributeByName(
-                    raw,
-                    mlir_sys::mlirIdentifierStr(named.name),
-                    reference,
-                );
+                if let Some(new) = renamed_refs(ctx.to_raw(), named.attribute, &lookup) {
+                    mlir_sys::mlirOperationSetAttributeByName(
+                        raw,
+                        mlir_sys::mlirIdentifierStr(named.name),
+                        new,
+                    );
+                }
             }
         }
     }
     Ok(())
+}
+
+/// Whether `op` is a declaration: its body region has no block (`llvm.func @f()`,
+/// `func.func private @f()`).
+fn is_declaration(op: OperationRef) -> bool {
+    op.region(0).is_ok_and(|r| r.first_block().is_none())
+}
+
+/// The `gpu.module` named `name` that a path reference in `op` names: a child of the
+/// closest op around `op` whose body holds one so named.
+fn child_module(op: OperationRef, name: &str) -> Option<mlir_sys::MlirOperation> {
+    // SAFETY: walking up the parents of a live op and along their first blocks.
+    unsafe {
+        let mut p = mlir_sys::mlirOperationGetParentOperation(op.to_raw());
+        while !p.ptr.is_null() {
+            let parent = OperationRef::from_raw(p);
+            if let Some(body) = parent.region(0).ok().and_then(|r| r.first_block()) {
+                let mut child = body.first_operation();
+                while let Some(c) = child {
+                    if c.name().as_string_ref().as_str() == Ok("gpu.module")
+                        && string_attr(c, "sym_name").as_deref() == Some(name)
+                    {
+                        return Some(c.to_raw());
+                    }
+                    child = c.next_in_block();
+                }
+            }
+            p = mlir_sys::mlirOperationGetParentOperation(p);
+        }
+    }
+    None
+}
+
+/// `attr` with its path references to renamed symbols (`@module::@old`, one level, as
+/// `lookup(module, old)` gives the new name) replaced, looking into arrays and
+/// dictionaries; `None` where nothing changes.
+///
+/// # Safety
+/// `ctx` and `attr` must be live.
+unsafe fn renamed_refs(
+    ctx: mlir_sys::MlirContext,
+    attr: mlir_sys::MlirAttribute,
+    lookup: &dyn Fn(&str, &str) -> Option<String>,
+) -> Option<mlir_sys::MlirAttribute> {
+    // SAFETY: per this function's contract; each accessor after its kind is checked.
+    unsafe {
+        if mlir_sys::mlirAttributeIsASymbolRef(attr) {
+            if mlir_sys::mlirSymbolRefAttrGetNumNestedReferences(attr) != 1 {
+                return None;
+            }
+            let (module, leaf) = symbol_path(Attribute::from_raw(attr))?;
+            let new = lookup(&module, &leaf)?;
+            let mut leaf = mlir_sys::mlirFlatSymbolRefAttrGet(ctx, string_ref(&new));
+            return Some(mlir_sys::mlirSymbolRefAttrGet(
+                ctx,
+                string_ref(&module),
+                1,
+                &mut leaf,
+            ));
+        }
+        if mlir_sys::mlirAttributeIsAArray(attr) {
+            let n = mlir_sys::mlirArrayAttrGetNumElements(attr);
+            let old: Vec<_> = (0..n)
+                .map(|i| mlir_sys::mlirArrayAttrGetElement(attr, i))
+                .collect();
+            let new: Vec<_> = old.iter().map(|&a| renamed_refs(ctx, a, lookup)).collect();
+            if new.iter().all(Option::is_none) {
+                return None;
+            }
+            let elements: Vec<_> = old.iter().zip(new).map(|(&o, n)| n.unwrap_or(o)).collect();
+            return Some(mlir_sys::mlirArrayAttrGet(
+                ctx,
+                elements.len() as isize,
+                elements.as_ptr(),
+            ));
+        }
+        if mlir_sys::mlirAttributeIsADictionary(attr) {
+            let n = mlir_sys::mlirDictionaryAttrGetNumElements(attr);
+            let old: Vec<_> = (0..n)
+                .map(|i| mlir_sys::mlirDictionaryAttrGetElement(attr, i))
+                .collect();
+            let new: Vec<_> = old
+                .iter()
+                .map(|e| renamed_refs(ctx, e.attribute, lookup))
+                .collect();
+            if new.iter().all(Option::is_none) {
+                return None;
+            }
+            let elements: Vec<_> = old
+                .iter()
+                .zip(new)
+                .map(|(e, n)| mlir_sys::MlirNamedAttribute {
+                    name: e.name,
+                    attribute: n.unwrap_or(e.attribute),
+                })
+                .collect();
+            return Some(mlir_sys::mlirDictionaryAttrGet(
+                ctx,
+                elements.len() as isize,
+                elements.as_ptr(),
+            ));
+        }
+        None
+    }
 }
 
 #[cfg(test)]
