@@ -1214,10 +1214,13 @@ pub fn emit_reserved_llvm_name(root: OperationRef) -> Option<()> {
     use melior::ir::operation::{WalkOrder, WalkResult};
     let mut found = None;
     root.walk(WalkOrder::PreOrder, |op| {
-        let defined = op.region(0).is_ok_and(|r| r.first_block().is_some());
+        // (The name first: melior's error for a missing region prints the op.)
         let name = op.attribute("sym_name").ok().and_then(string_value);
+        let defined = || {
+            op.region_count() > 0 && op.region(0).is_ok_and(|r| r.first_block().is_some())
+        };
         match name {
-            Some(n) if defined && n.starts_with("llvm.") => {
+            Some(n) if n.starts_with("llvm.") && defined() => {
                 found = Some((op.location().to_raw(), n));
                 WalkResult::Interrupt
             }

@@ -199,7 +199,8 @@ fn run<'c, 'a>(root: OperationRef<'c, 'a>, _: &PassOptions) -> Result<(), PassEr
 /// Whether `op` is a declaration: its body region has no block (`llvm.func @f()`,
 /// `func.func private @f()`).
 fn is_declaration(op: OperationRef) -> bool {
-    op.region(0).is_ok_and(|r| r.first_block().is_none())
+    // (melior's error for a missing region prints the op: count first.)
+    op.region_count() > 0 && op.region(0).is_ok_and(|r| r.first_block().is_none())
 }
 
 /// The `gpu.module` named `name` that a path reference in `op` names: a child of the
@@ -210,7 +211,10 @@ fn child_module(op: OperationRef, name: &str) -> Option<mlir_sys::MlirOperation>
         let mut p = mlir_sys::mlirOperationGetParentOperation(op.to_raw());
         while !p.ptr.is_null() {
             let parent = OperationRef::from_raw(p);
-            if let Some(body) = parent.region(0).ok().and_then(|r| r.first_block()) {
+            let body = (parent.region_count() > 0)
+                .then(|| parent.region(0).ok().and_then(|r| r.first_block()))
+                .flatten();
+            if let Some(body) = body {
                 let mut child = body.first_operation();
                 while let Some(c) = child {
                     if c.name().as_string_ref().as_str() == Ok("gpu.module")

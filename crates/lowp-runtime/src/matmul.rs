@@ -81,17 +81,17 @@ fn element_bytes(spec: &MatmulSpec, role: Role) -> usize {
 
 /// Whether `kernel` can run `spec` with the entry's arguments in `roles` order, checked
 /// before any device is touched: its grid is whole clusters, and every memref and
-/// tensor-map parameter stays within the argument it is given (a bundle whose launch
-/// manifest disagrees with its problem would otherwise read or write past a device
-/// buffer).
+/// tensor-map parameter spans exactly the argument it is given (a bundle whose launch
+/// manifest disagrees with its problem, in a size, a layout's scale count or packing,
+/// would otherwise compute another problem, or read or write past a device buffer).
 pub fn check(kernel: &GpuKernel, spec: &MatmulSpec, roles: &[Role]) -> Result<(), GpuError> {
     kernel.cluster_check()?;
     let sizes: Vec<u64> = roles.iter().map(|&r| spec.role_len(r)).collect();
     fits(kernel, spec, roles, &sizes)
 }
 
-/// Whether every memref and tensor-map parameter of `kernel` stays within the argument it
-/// is given, of `sizes[arg]` bytes.
+/// Whether every memref and tensor-map parameter of `kernel` spans exactly the argument
+/// it is given, of `sizes[arg]` bytes.
 fn fits(
     kernel: &GpuKernel,
     spec: &MatmulSpec,
@@ -114,9 +114,15 @@ fn fits(
             .iter()
             .try_fold(1u64, |n, &d| n.checked_mul(u64::try_from(d).ok()?));
         let need = elements.and_then(|n| n.checked_mul(element_bytes(spec, role) as u64));
-        if need.is_none_or(|need| need > bytes) {
+        if need != Some(bytes) {
+            let over = if need.is_none_or(|need| need > bytes) {
+                "beyond"
+            } else {
+                "short of"
+            };
             return Err(GpuError::Invalid(format!(
-                "the kernel addresses argument {arg} ({role:?}) as {shape:?}, beyond its {bytes} bytes"
+                "the kernel addresses argument {arg} ({role:?}) as {shape:?}, {over} its \
+                 {bytes} bytes in the problem"
             )));
         }
     }
@@ -130,7 +136,7 @@ mod tests {
     use lowp_formats::ScaledFormat;
 
     #[test]
-    fn parameters_past_their_argument_are_refused_before_any_launch() {
+    fn parameters_not_spanning_their_argument_are_refused_before_any_launch() {
         let spec = MatmulSpec {
             m: 16,
             n: 8,
@@ -202,6 +208,22 @@ mod tests {
                     shape: vec![i64::MAX, 4],
                 },
                 "Lhs",
+            ),
+            // A smaller problem than the bundle's (M 15 of 16): another result.
+            (
+                KernelParam::MemRef {
+                    arg: at(Role::Out),
+                    shape: vec![15, 8],
+                },
+                "as [15, 8], short of its 512 bytes in the problem",
+            ),
+            // MX scales per 16 where the problem has them per 32.
+            (
+                KernelParam::MemRef {
+                    arg: at(Role::LhsScales),
+                    shape: vec![16, 4],
+                },
+                "as [16, 4], beyond its 32 bytes",
             ),
         ] {
             let e = fits(&kernel(vec![param]), &spec, &roles, &arguments).unwrap_err();
