@@ -1216,9 +1216,8 @@ pub fn emit_reserved_llvm_name(root: OperationRef) -> Option<()> {
     root.walk(WalkOrder::PreOrder, |op| {
         // (The name first: melior's error for a missing region prints the op.)
         let name = op.attribute("sym_name").ok().and_then(string_value);
-        let defined = || {
-            op.region_count() > 0 && op.region(0).is_ok_and(|r| r.first_block().is_some())
-        };
+        let defined =
+            || op.region_count() > 0 && op.region(0).is_ok_and(|r| r.first_block().is_some());
         match name {
             Some(n) if n.starts_with("llvm.") && defined() => {
                 found = Some((op.location().to_raw(), n));
