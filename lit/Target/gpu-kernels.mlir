@@ -20,7 +20,7 @@
 // BW:       .target sm_100a
 // GCN:      ; gpu.binary @e4m3_kernel
 // GCN:      .amdgcn_target "amdgcn-amd-amdhsa--gfx942"
-// GCN:      global_load_{{s|u}}byte
+// GCN:      global_load_{{u?s?(byte|short|dword)}}
 // GCN:      ; gpu.binary @f6_kernel
 // EMIT: lowp-translate: the module holds GPU kernels (gpu.module): they are emitted as text, --emit=ptx (NVIDIA) or --emit=asm
 // HOST: lowp-translate: the module holds GPU kernels (gpu.module): give a GPU --chip, not host

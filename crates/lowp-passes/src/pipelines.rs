@@ -69,7 +69,7 @@ pub const GPU_GENERIC: PipelineDef = PipelineDef {
         "lowp-lower-storage,",
         "func.func(scf-parallel-loop-tiling{parallel-loop-tile-sizes=32,8 no-min-max-bounds=true},",
         "gpu-map-parallel-loops,convert-parallel-loops-to-gpu,lowp-fold-grid),",
-        "gpu-kernel-outlining,",
+        "gpu-launch-sink-index-computations,gpu-kernel-outlining,",
         "canonicalize,cse"
     ),
 };
