@@ -656,17 +656,13 @@ fn nvfp4_edges(rng: &mut SplitMix64, nans: &[(usize, usize)]) -> (String, Proble
 /// x NVFP4 with edge blocks in A (UE4M3 scales subnormal, a zero block, NaN, each in both
 /// halves of a 32), NVFP4 x E4M3 (A split, B as stored, K 2.5 stages), MXFP8 x NVFP4 (B
 /// split: A is not translated), the skinny block (16 rows, K split in clusters of 4; 40
-/// rows), MX with 16-blocks (packed FP4 x FP6, 3 stages); then warp-specialized on the square ones and TMA loading the operand used as
+/// rows beside E4M3 per channel), MX with 16-blocks (packed FP4 x FP6, 3 stages); then warp-specialized on the square ones and TMA loading the operand used as
 /// stored (square and skinny).
 #[test]
 fn wgmma_pipeline_splits_16_blocks() {
     let session = Session::new();
     let mut rng = SplitMix64::new(16);
-    let (f4, e4, e5) = (
-        ScaledFormat::F4E2M1,
-        ScaledFormat::F8E4M3,
-        ScaledFormat::F8E5M2,
-    );
+    let (f4, e4) = (ScaledFormat::F4E2M1, ScaledFormat::F8E4M3);
     let (nv, nvg) = (ScaleLayout::NVFP4, ScaleLayout::NVFP4_GLOBAL);
     let edges = nvfp4_edges(&mut rng, &[(20, 100), (21, 120)]);
     let per_tensor = ScaleLayout::PerTensor;
@@ -683,10 +679,12 @@ fn wgmma_pipeline_splits_16_blocks() {
             (e4, ScaleLayout::MX, false, f4, nvg, true),
         ),
         pair_problem(&mut rng, (16, 72, 1024), (f4, nvg, true, f4, nvg, true)),
+        // (E4M3 beside the split tiles: E5M2's infinities would meet their zero halves,
+        // so E5M2 takes the register-staged kernel; lit/Run/Cuda/emulate.test.)
         pair_problem(
             &mut rng,
             (40, 72, 256),
-            (f4, nv, false, e5, ScaleLayout::PerChannel, false),
+            (f4, nv, false, e4, ScaleLayout::PerChannel, false),
         ),
         // MX with 16-blocks (E8M0), packed FP4 x FP6: both translated, 3 stages without
         // staged scales.
