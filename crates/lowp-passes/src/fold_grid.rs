@@ -7,7 +7,8 @@
 //! read the old values, so the kernel computes what it computed before.
 //!
 //! The kernels lowp-to-nvvm and lowp-to-rocdl make put the tiles of C's rows on y: without
-//! this, 32-row tiles stop at 2,097,120 rows and 128-row tiles at 8,388,480.
+//! this, 32-row tiles stop at 2,097,120 rows, 64-row ones at 4,194,240 and 128-row ones at
+//! 8,388,480.
 //!
 //! Before (`limit = 4`):
 //! ```mlir
@@ -32,10 +33,9 @@
 //! fold cannot bring within the limit (more than `limit`^2 rows of blocks), or one beyond
 //! the limit in a launch the fold cannot take (z not the constant 1, a cluster size along
 //! y that is not a constant or is above the limit, a body of several blocks,
-//! `gpu.global_id` along y or z) is an error at the
-//! launch; such a launch whose y is computed at run time is left as it is (the runtime
-//! refuses a grid beyond the limits before it launches). Runs on any op, before
-//! `gpu-kernel-outlining`.
+//! `gpu.global_id` along y or z) is an error at the launch; such a launch whose y is
+//! computed at run time is left as it is (the runtime refuses a grid beyond the limits
+//! before it launches). Runs on any op, before `gpu-kernel-outlining`.
 
 use melior::dialect::arith::CmpiPredicate;
 use melior::dialect::DialectHandle;
