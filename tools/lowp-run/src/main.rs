@@ -319,17 +319,17 @@ fn parse_args(raw: Vec<String>) -> Result<Args, Usage> {
     }
     if a.print_mlir {
         // Prints the module and exits: nothing compiles or runs.
-        let more = given(&[
-            ("--check", a.check),
-            ("--bench", a.bench.is_some()),
-            ("--inputs", a.inputs.is_some()),
-            ("--save-inputs", a.save_inputs.is_some()),
-            ("--output", a.output.is_some()),
-            ("--specials", a.specials),
-            ("--print-ptx", a.print_ptx),
-            ("--save-kernel", a.save_kernel.is_some()),
-            ("--emulate", a.emulate),
-        ]);
+        let more = given(
+            &[
+                run_flags(&a).as_slice(),
+                &[
+                    ("--print-ptx", a.print_ptx),
+                    ("--save-kernel", a.save_kernel.is_some()),
+                    ("--emulate", a.emulate),
+                ],
+            ]
+            .concat(),
+        );
         if !more.is_empty() {
             return Err(Usage(format!(
                 "--print-mlir prints the module and exits; {} {} more (drop one or the other)",
@@ -385,15 +385,7 @@ fn parse_args(raw: Vec<String>) -> Result<Args, Usage> {
     }
     if a.print_ptx || a.save_kernel.is_some() {
         // Compiling only: nothing runs.
-        let running = given(&[
-            ("--check", a.check),
-            ("--bench", a.bench.is_some()),
-            ("--inputs", a.inputs.is_some()),
-            ("--save-inputs", a.save_inputs.is_some()),
-            ("--output", a.output.is_some()),
-            ("--specials", a.specials),
-            ("--emulate", a.emulate),
-        ]);
+        let running = given(&[run_flags(&a).as_slice(), &[("--emulate", a.emulate)]].concat());
         if !running.is_empty() {
             return Err(Usage(format!(
                 "--print-ptx and --save-kernel only compile; {} {} a run (drop one or \
@@ -414,6 +406,18 @@ fn parse_args(raw: Vec<String>) -> Result<Args, Usage> {
         )));
     }
     Ok(a)
+}
+
+/// The flags that ask for a run (and whether each was given).
+fn run_flags(a: &Args) -> [(&'static str, bool); 6] {
+    [
+        ("--check", a.check),
+        ("--bench", a.bench.is_some()),
+        ("--inputs", a.inputs.is_some()),
+        ("--save-inputs", a.save_inputs.is_some()),
+        ("--output", a.output.is_some()),
+        ("--specials", a.specials),
+    ]
 }
 
 /// The flags of `flags` (flag, whether given) that were given.
