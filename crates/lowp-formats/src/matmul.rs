@@ -259,6 +259,9 @@ pub struct Reference {
     pub values: Vec<f64>,
     /// `sum_k |a_k sa| * |b_k sb| * |global|` per output.
     pub magnitude: Vec<f64>,
+    /// The same over the scale segments whose scaled magnitude is finite: what the
+    /// contract's f32 arithmetic may overflow beside an infinite term.
+    pub finite_magnitude: Vec<f64>,
 }
 
 /// Error statistics of a result against a [`Reference`].
@@ -295,7 +298,12 @@ impl Reference {
         let ops = self.k as f64 + 5.0;
         let gamma = ops * 2f64.powi(-24) * slack;
         let underflow = ops * f32::from_bits(1) as f64;
-        for ((&g, &w), &mag) in got.iter().zip(&self.values).zip(&self.magnitude) {
+        for (((&g, &w), &mag), &finite) in got
+            .iter()
+            .zip(&self.values)
+            .zip(&self.magnitude)
+            .zip(&self.finite_magnitude)
+        {
             let g = g as f64;
             if !w.is_finite() || !g.is_finite() {
                 let same = (w.is_nan() && g.is_nan()) || w == g;
@@ -303,8 +311,11 @@ impl Reference {
                 // terms' magnitudes sum past f32's largest value, the contract's f32 partial
                 // sums and scaled partials may overflow on the way (legal E8M0 scales reach
                 // 2^127): any infinity, or the NaN of inf - inf, is then what f32 gives.
-                let overflow = w.is_finite()
-                    && ((g.is_infinite() && w.abs() >= f32::MAX as f64) || mag > f32::MAX as f64);
+                // Beside an infinite term, only the finite segments can overflow into the
+                // other infinity (NaN), and only where their magnitudes pass f32's largest.
+                let overflow = (w.is_finite()
+                    && ((g.is_infinite() && w.abs() >= f32::MAX as f64) || mag > f32::MAX as f64))
+                    || (w.is_infinite() && g.is_nan() && finite > f32::MAX as f64);
                 if !same && !overflow {
                     st.nonfinite_mismatches += 1;
                 }
@@ -333,10 +344,10 @@ pub fn scaled_matmul_f64(
     let (da, db) = (a.decode_all(), b.decode_all());
     let global = a.global.unwrap_or(1.0) as f64 * b.global.unwrap_or(1.0) as f64;
     let segs = scale_segments(a.layout, b.layout, k);
-    let mut pairs = vec![(0.0f64, 0.0f64); m * n];
-    par_rows(m, n, &mut pairs, |i, row| {
+    let mut triples = vec![(0.0f64, 0.0f64, 0.0f64); m * n];
+    par_rows(m, n, &mut triples, |i, row| {
         for (j, o) in row.iter_mut().enumerate() {
-            let (mut v, mut mag) = (0.0f64, 0.0f64);
+            let (mut v, mut mag, mut finite) = (0.0f64, 0.0f64, 0.0f64);
             // Per scale segment, as the contract groups it: the codes' products summed,
             // then scaled once (exact in f64 for finite values either way; an infinite
             // scale then gives inf times the sum, not inf times each zero code's NaN).
@@ -349,21 +360,27 @@ pub fn scaled_matmul_f64(
                 }
                 let scale = a.scale(i, s0) as f64 * b.scale(j, s0) as f64;
                 v += partial * scale;
-                mag += partial_mag * scale.abs();
+                let scaled = partial_mag * scale.abs();
+                mag += scaled;
+                if scaled.is_finite() {
+                    finite += scaled;
+                }
             }
             v *= global;
             mag *= global.abs();
+            finite *= global.abs();
             if let Some(bias) = bias {
                 v += bias[j] as f64;
             }
-            *o = (v, mag);
+            *o = (v, mag, finite);
         }
     });
     Ok(Reference {
         m,
         n,
         k,
-        values: pairs.iter().map(|p| p.0).collect(),
-        magnitude: pairs.iter().map(|p| p.1).collect(),
+        values: triples.iter().map(|p| p.0).collect(),
+        magnitude: triples.iter().map(|p| p.1).collect(),
+        finite_magnitude: triples.iter().map(|p| p.2).collect(),
     })
 }

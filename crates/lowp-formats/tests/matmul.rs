@@ -423,6 +423,7 @@ fn overflow_on_the_way_may_read_inf_or_nan() {
         k: 4,
         values: vec![value],
         magnitude: vec![magnitude],
+        finite_magnitude: vec![magnitude],
     };
     // Terms summing past f32's largest value: the f32 partial sums may overflow, to either
     // infinity or (inf - inf) NaN, though the exact result is small.
@@ -447,4 +448,64 @@ fn overflow_on_the_way_may_read_inf_or_nan() {
             .nonfinite_mismatches,
         1
     );
+    // An infinite term beside a finite segment that overflows f32 the other way: the
+    // contract's f32 sum may read inf - inf = NaN. Beside small finite terms it may not.
+    let infinite = |finite: f64| Reference {
+        finite_magnitude: vec![finite],
+        ..reference(f64::INFINITY, f64::INFINITY)
+    };
+    assert_eq!(
+        infinite(big).check(&[f32::NAN], 1.0).nonfinite_mismatches,
+        0
+    );
+    assert_eq!(
+        infinite(2.0).check(&[f32::NAN], 1.0).nonfinite_mismatches,
+        1
+    );
+    assert_eq!(
+        infinite(big)
+            .check(&[f32::NEG_INFINITY], 1.0)
+            .nonfinite_mismatches,
+        1
+    );
+}
+
+/// E5M2 with MX scales, 1 x 1 x 64: an inf code in the first block, and a second block
+/// whose product times its scales (2^127 on B) overflows f32 to -inf. The oracle is +inf;
+/// the contract's f32 arithmetic gives +inf (fused) or inf - inf = NaN (scaled, then
+/// added): both pass; any other value does not.
+#[test]
+fn an_infinity_beside_an_overflowing_segment_may_read_nan() {
+    let e5 = ScaledFormat::F8E5M2;
+    let (inf, one, low) = (0x7Cu8, 0x3Cu8, 0xFBu8);
+    let mut a = vec![0u8; 64];
+    let mut b = vec![0u8; 64];
+    (a[0], a[32], b[0], b[32]) = (inf, one, one, low);
+    let op = |codes: &'static [u8], scales: &'static [f32]| MatmulOperand {
+        format: e5,
+        layout: ScaleLayout::MX,
+        rows: 1,
+        k: 64,
+        codes,
+        packed: false,
+        scales,
+        global: None,
+    };
+    let (a, b) = (
+        op(
+            Box::leak(a.into_boxed_slice()),
+            Box::leak(Box::new([1.0f32, 1.0])),
+        ),
+        op(
+            Box::leak(b.into_boxed_slice()),
+            Box::leak(Box::new([1.0f32, 2f32.powi(127)])),
+        ),
+    );
+    let r = scaled_matmul_f64(&a, &b, None).unwrap();
+    assert_eq!(r.values[0], f64::INFINITY);
+    assert!(r.finite_magnitude[0] > f32::MAX as f64);
+    for got in [f32::INFINITY, f32::NAN] {
+        assert_eq!(r.check(&[got], 1.0).nonfinite_mismatches, 0, "{got}");
+    }
+    assert_eq!(r.check(&[1.0], 1.0).nonfinite_mismatches, 1);
 }
