@@ -427,27 +427,38 @@ impl MatmulSpec {
         MatmulInputs { a, b, bias }
     }
 
+    /// Bytes of one element of `role`'s argument as the entry's memref holds it: codes and
+    /// one-byte scales 1 (packed codes one byte per pair: the memref's last dimension
+    /// counts bytes), a bf16 result 2, f32 scales, globals, bias and result 4.
+    pub fn role_element_bytes(&self, role: Role) -> u64 {
+        let scale = |l: ScaleLayout| match l.scale_dtype() {
+            ScaleDtype::UE8M0 | ScaleDtype::UE4M3 => 1,
+            _ => 4,
+        };
+        match role {
+            Role::Lhs | Role::Rhs => 1,
+            Role::LhsScales => scale(self.lhs_layout),
+            Role::RhsScales => scale(self.rhs_layout),
+            Role::Out if self.bf16 => 2,
+            _ => 4,
+        }
+    }
+
     /// The length in bytes of `role`'s argument, as [`role_bytes`](Self::role_bytes) makes
     /// it (without the inputs).
     pub fn role_len(&self, role: Role) -> u64 {
         let (m, n, k) = (self.m as u64, self.n as u64, self.k as u64);
         let codes = |rows: u64, packed: bool| rows * if packed { k.div_ceil(2) } else { k };
-        let scales = |rows: usize, l: ScaleLayout| {
-            let each = match l.scale_dtype() {
-                ScaleDtype::UE8M0 | ScaleDtype::UE4M3 => 1,
-                _ => 4,
-            };
-            l.scale_count(rows, self.k) as u64 * each
-        };
-        match role {
+        let elements = match role {
             Role::Lhs => codes(m, self.lhs_packed),
-            Role::LhsScales => scales(self.m, self.lhs_layout),
+            Role::LhsScales => self.lhs_layout.scale_count(self.m, self.k) as u64,
             Role::Rhs => codes(n, self.rhs_packed),
-            Role::RhsScales => scales(self.n, self.rhs_layout),
-            Role::LhsGlobal | Role::RhsGlobal => 4,
-            Role::Bias => 4 * n,
-            Role::Out => m * n * if self.bf16 { 2 } else { 4 },
-        }
+            Role::RhsScales => self.rhs_layout.scale_count(self.n, self.k) as u64,
+            Role::LhsGlobal | Role::RhsGlobal => 1,
+            Role::Bias => n,
+            Role::Out => m * n,
+        };
+        elements * self.role_element_bytes(role)
     }
 
     /// The bytes of one argument as the entry reads them (codes, scale bytes or
@@ -466,7 +477,7 @@ impl MatmulSpec {
             Role::RhsScales => scales(&inputs.b),
             Role::RhsGlobal => f32_bytes(&[inputs.b.scales.global.unwrap_or(0.0)]),
             Role::Bias => f32_bytes(inputs.bias.as_deref().unwrap_or(&[])),
-            Role::Out => vec![0xFF; self.m * self.n * if self.bf16 { 2 } else { 4 }],
+            Role::Out => vec![0xFF; self.role_len(Role::Out) as usize],
         }
     }
 

@@ -174,7 +174,10 @@ impl Session {
     pub fn parse_file(&self, path: &str) -> Result<Module<'_>, JitError> {
         // SAFETY: a live context; a null module reports failure.
         let raw = unsafe {
-            mlir_sys::mlirModuleCreateParseFromFile(self.context.to_raw(), string_ref(path))
+            mlir_sys::mlirModuleCreateParseFromFile(
+                self.context.to_raw(),
+                lowp_passes::ir::string_ref(path),
+            )
         };
         if raw.ptr.is_null() {
             let mut diagnostics = self.take_diagnostics();
@@ -236,7 +239,7 @@ impl Session {
             unsafe {
                 mlir_sys::mlirOperationSetDiscardableAttributeByName(
                     f,
-                    string_ref("llvm.emit_c_interface"),
+                    lowp_passes::ir::string_ref("llvm.emit_c_interface"),
                     unit,
                 )
             };
@@ -326,7 +329,9 @@ impl Jit {
     /// The address of a symbol of the compiled module (null when absent).
     pub fn lookup(&self, symbol: &str) -> *mut c_void {
         // SAFETY: a lookup on a live engine.
-        unsafe { mlir_sys::mlirExecutionEngineLookup(self.raw, string_ref(symbol)) }
+        unsafe {
+            mlir_sys::mlirExecutionEngineLookup(self.raw, lowp_passes::ir::string_ref(symbol))
+        }
     }
 }
 
@@ -437,13 +442,6 @@ fn load_global(path: &str) -> Result<(), String> {
         return Err(format!("cannot load the OpenMP runtime '{path}': {why}"));
     }
     Ok(())
-}
-
-fn string_ref(s: &str) -> mlir_sys::MlirStringRef {
-    mlir_sys::MlirStringRef {
-        data: s.as_ptr() as *const _,
-        length: s.len(),
-    }
 }
 
 impl Drop for Jit {

@@ -43,7 +43,7 @@ use melior::ir::operation::{OperationBuilder, OperationLike, WalkOrder, WalkResu
 use melior::ir::{BlockLike, BlockRef, OperationRef, RegionLike, Value, ValueLike};
 
 use crate::expand_quantize::unsupported;
-use crate::ir::{dense_i32s, static_index, Emitter};
+use crate::ir::{dense_i32s, enclosing, static_index, Emitter};
 use crate::registry::{OptionDef, OptionKind, PassDef, PassOptions};
 use crate::PassError;
 
@@ -134,17 +134,7 @@ fn obstacle(launch: OperationRef) -> Option<String> {
 
 /// Whether `launch` is the closest `gpu.launch` around `op` (not one nested in its body).
 fn in_launch(op: OperationRef, launch: OperationRef) -> bool {
-    // SAFETY: walking up the parents of a live op.
-    unsafe {
-        let mut p = mlir_sys::mlirOperationGetParentOperation(op.to_raw());
-        while !p.ptr.is_null() {
-            if OperationRef::from_raw(p).name().as_string_ref().as_str() == Ok("gpu.launch") {
-                return p.ptr == launch.to_raw().ptr;
-            }
-            p = mlir_sys::mlirOperationGetParentOperation(p);
-        }
-    }
-    false
+    enclosing(op, "gpu.launch").is_some_and(|l| l == launch)
 }
 
 /// The `dimension` of a gpu id op (`x`, `y`, `z`).

@@ -1169,6 +1169,37 @@ fn affine_value(expr: mlir_sys::MlirAffineExpr, dims: usize, inputs: &[i64]) -> 
     }
 }
 
+/// `s` as a C API string (borrowed: live as long as `s`).
+pub fn string_ref(s: &str) -> mlir_sys::MlirStringRef {
+    mlir_sys::MlirStringRef {
+        data: s.as_ptr() as *const _,
+        length: s.len(),
+    }
+}
+
+/// Emit `message` as an error at `location`, for the context's diagnostic handlers.
+pub fn emit_error(location: mlir_sys::MlirLocation, message: &str) {
+    let message = std::ffi::CString::new(message.replace('\0', " ")).expect("no interior NUL");
+    // SAFETY: a live location and a NUL-terminated message, which MLIR copies.
+    unsafe { mlir_sys::mlirEmitError(location, message.as_ptr()) }
+}
+
+/// The closest op around `op` named `name` (`gpu.launch`, `gpu.func`), if any.
+pub fn enclosing<'c, 'a>(op: OperationRef<'c, 'a>, name: &str) -> Option<OperationRef<'c, 'a>> {
+    // SAFETY: walking up the parents of a live op.
+    unsafe {
+        let mut p = mlir_sys::mlirOperationGetParentOperation(op.to_raw());
+        while !p.ptr.is_null() {
+            let parent = OperationRef::from_raw(p);
+            if parent.name().as_string_ref().as_str() == Ok(name) {
+                return Some(parent);
+            }
+            p = mlir_sys::mlirOperationGetParentOperation(p);
+        }
+    }
+    None
+}
+
 /// The text of a C API string (empty for an empty one, whose data pointer may be null:
 /// melior's `StringRef::as_str` builds a slice from it and aborts).
 pub fn text_of(s: mlir_sys::MlirStringRef) -> String {
@@ -1227,11 +1258,11 @@ pub fn emit_reserved_llvm_name(root: OperationRef) -> Option<()> {
         }
     });
     let (location, name) = found?;
-    let message = format!(
-        "@{name:?} is defined under a name LLVM keeps for its intrinsics (llvm.*); rename it"
+    emit_error(
+        location,
+        &format!(
+            "@{name:?} is defined under a name LLVM keeps for its intrinsics (llvm.*); rename it"
+        ),
     );
-    let c = std::ffi::CString::new(message.replace('\0', " ")).expect("no NUL");
-    // SAFETY: a live location; MLIR copies the message.
-    unsafe { mlir_sys::mlirEmitError(location, c.as_ptr()) };
     Some(())
 }

@@ -38,7 +38,7 @@ use melior::ir::attribute::StringAttribute;
 use melior::ir::operation::{OperationLike, OperationMutLike, WalkOrder, WalkResult};
 use melior::ir::{Attribute, BlockLike, OperationRef, RegionLike};
 
-use crate::ir::{string_value, symbol_path};
+use crate::ir::{string_ref, string_value, symbol_path};
 use crate::registry::{PassDef, PassOptions};
 use crate::PassError;
 
@@ -88,13 +88,6 @@ pub fn ptx_identifier(name: &str) -> String {
 
 fn string_attr(op: OperationRef, name: &str) -> Option<String> {
     string_value(op.attribute(name).ok()?)
-}
-
-fn string_ref(s: &str) -> mlir_sys::MlirStringRef {
-    mlir_sys::MlirStringRef {
-        data: s.as_ptr() as *const _,
-        length: s.len(),
-    }
 }
 
 fn run<'c, 'a>(root: OperationRef<'c, 'a>, _: &PassOptions) -> Result<(), PassError> {

@@ -85,18 +85,7 @@ fn unlowered(module: OperationRef) -> Option<PassError> {
         if !name.starts_with("lowp.") || name == "lowp.storage_cast" {
             return WalkResult::Advance;
         }
-        // SAFETY: walking up the parents of a live op.
-        let in_kernel = unsafe {
-            let mut p = mlir_sys::mlirOperationGetParentOperation(op.to_raw());
-            let mut kernel = false;
-            while !p.ptr.is_null() {
-                let parent = OperationRef::from_raw(p);
-                kernel |= parent.name().as_string_ref().as_str() == Ok("gpu.func");
-                p = mlir_sys::mlirOperationGetParentOperation(p);
-            }
-            kernel
-        };
-        let reason = if in_kernel {
+        let reason = if crate::ir::enclosing(op, "gpu.func").is_some() {
             "it is inside a kernel (gpu.func): lowp-to-nvvm and lowp-to-rocdl lower lowp ops \
              in host functions (func.func), each into kernels of its own, and none lowers \
              one inside a kernel"

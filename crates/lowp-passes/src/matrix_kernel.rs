@@ -1477,12 +1477,6 @@ fn load_address<'c, 'a>(
 pub(crate) fn remark(op: OperationRef, message: &str) {
     // SAFETY: a live op's location; the bridge copies the message.
     unsafe {
-        lowp_dialect::ffi::lowpEmitRemark(
-            op.location().to_raw(),
-            mlir_sys::MlirStringRef {
-                data: message.as_ptr() as *const _,
-                length: message.len(),
-            },
-        )
+        lowp_dialect::ffi::lowpEmitRemark(op.location().to_raw(), crate::ir::string_ref(message))
     }
 }

@@ -184,12 +184,6 @@ fn strings(values: *const MlirStringRef, n: usize) -> Vec<String> {
         .collect()
 }
 
-fn emit_error(location: mlir_sys::MlirLocation, message: &str) {
-    let message = CString::new(message.replace('\0', " ")).expect("no interior NUL");
-    // SAFETY: a live location and a NUL-terminated message.
-    unsafe { mlir_sys::mlirEmitError(location, message.as_ptr()) }
-}
-
 unsafe extern "C" fn run_trampoline(
     user_data: *mut c_void,
     op: MlirOperation,
@@ -209,7 +203,7 @@ unsafe extern "C" fn run_trampoline(
     match result {
         Ok(Ok(())) => 0,
         Ok(Err(e)) => {
-            emit_error(e.location().unwrap_or(loc), &e.to_string());
+            crate::ir::emit_error(e.location().unwrap_or(loc), &e.to_string());
             1
         }
         Err(panic) => {
@@ -218,7 +212,7 @@ unsafe extern "C" fn run_trampoline(
                 .map(String::as_str)
                 .or_else(|| panic.downcast_ref::<&str>().copied())
                 .unwrap_or("unknown panic");
-            emit_error(loc, &format!("internal error in {}: {what}", def.argument));
+            crate::ir::emit_error(loc, &format!("internal error in {}: {what}", def.argument));
             1
         }
     }

@@ -5,7 +5,6 @@
 //! kernels through here.
 
 use lowp_formats::problem::{MatmulInputs, MatmulSpec, Role};
-use lowp_formats::{ScaleDtype, ScaleLayout};
 
 use crate::kernel::GpuKernel;
 use crate::{Gpu, GpuError};
@@ -61,24 +60,6 @@ pub fn run(
     Ok(GpuRun { result, median_ms })
 }
 
-/// Bytes of one element of `role`'s argument as the kernel addresses it (codes and 8-bit
-/// scales one byte, packed codes one byte per pair: the memref's last dimension counts
-/// bytes).
-fn element_bytes(spec: &MatmulSpec, role: Role) -> usize {
-    let scale = |l: ScaleLayout| match l.scale_dtype() {
-        ScaleDtype::UE8M0 | ScaleDtype::UE4M3 => 1,
-        ScaleDtype::F16 | ScaleDtype::BF16 => 2,
-        ScaleDtype::F32 => 4,
-    };
-    match role {
-        Role::Lhs | Role::Rhs => 1,
-        Role::LhsScales => scale(spec.lhs_layout),
-        Role::RhsScales => scale(spec.rhs_layout),
-        Role::Out if spec.bf16 => 2,
-        _ => 4,
-    }
-}
-
 /// Whether `kernel` can run `spec` with the entry's arguments in `roles` order, checked
 /// before any device is touched: its grid is whole clusters, and every memref and
 /// tensor-map parameter spans exactly the argument it is given (a bundle whose launch
@@ -113,7 +94,7 @@ fn fits(
         let elements = shape
             .iter()
             .try_fold(1u64, |n, &d| n.checked_mul(u64::try_from(d).ok()?));
-        let need = elements.and_then(|n| n.checked_mul(element_bytes(spec, role) as u64));
+        let need = elements.and_then(|n| n.checked_mul(spec.role_element_bytes(role)));
         if need != Some(bytes) {
             let over = if need.is_none_or(|need| need > bytes) {
                 "beyond"
@@ -133,7 +114,7 @@ fn fits(
 mod tests {
     use super::*;
     use crate::kernel::KernelParam;
-    use lowp_formats::ScaledFormat;
+    use lowp_formats::{ScaleLayout, ScaledFormat};
 
     #[test]
     fn parameters_not_spanning_their_argument_are_refused_before_any_launch() {

@@ -314,10 +314,8 @@ fn foreign_ops(session: &Session, module: &melior::ir::Module, chip: Chip) -> Re
     let Some((location, message)) = found else {
         return Ok(());
     };
-    let c = std::ffi::CString::new(message.clone()).unwrap_or_default();
-    // SAFETY: a live location of the session's context; the diagnostic is collected by
-    // the session's handler, which formats it with the location.
-    unsafe { mlir_sys::mlirEmitError(location, c.as_ptr()) };
+    // The session's handler collects the diagnostic and formats it with the location.
+    lowp_passes::ir::emit_error(location, &message);
     let located = session.take_diagnostics();
     Err(if located.is_empty() { message } else { located })
 }
