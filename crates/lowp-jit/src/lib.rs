@@ -18,7 +18,7 @@ use std::rc::Rc;
 
 use melior::ir::attribute::{Attribute, AttributeLike};
 use melior::ir::operation::{OperationLike, WalkOrder, WalkResult};
-use melior::ir::{Module, RegionLike};
+use melior::ir::Module;
 use melior::pass::PassManager;
 use melior::Context;
 
@@ -224,10 +224,8 @@ impl Session {
         module.as_operation().walk(WalkOrder::PreOrder, |op| {
             // Definitions only: a declaration's C interface is an external symbol nothing
             // defines, which the JIT fails to resolve when it compiles without optimization.
-            // (The name first: melior's `region` error prints the op.)
             if op.name().as_string_ref().as_str() == Ok("func.func")
-                && op.region_count() == 1
-                && op.region(0).is_ok_and(|r| r.first_block().is_some())
+                && lowp_passes::ir::is_definition(op)
             {
                 funcs.push(op.to_raw());
             }

@@ -1184,6 +1184,13 @@ pub fn emit_error(location: mlir_sys::MlirLocation, message: &str) {
     unsafe { mlir_sys::mlirEmitError(location, message.as_ptr()) }
 }
 
+/// Whether `op` is a definition: its first region holds a block (a function with a body;
+/// `llvm.func @f()` and `func.func private @f()` are declarations). The region count is
+/// asked first: melior's error for a missing region prints the op, which is slow.
+pub fn is_definition(op: OperationRef) -> bool {
+    op.region_count() > 0 && op.region(0).is_ok_and(|r| r.first_block().is_some())
+}
+
 /// The closest op around `op` named `name` (`gpu.launch`, `gpu.func`), if any.
 pub fn enclosing<'c, 'a>(op: OperationRef<'c, 'a>, name: &str) -> Option<OperationRef<'c, 'a>> {
     // SAFETY: walking up the parents of a live op.
@@ -1245,12 +1252,8 @@ pub fn emit_reserved_llvm_name(root: OperationRef) -> Option<()> {
     use melior::ir::operation::{WalkOrder, WalkResult};
     let mut found = None;
     root.walk(WalkOrder::PreOrder, |op| {
-        // (The name first: melior's error for a missing region prints the op.)
-        let name = op.attribute("sym_name").ok().and_then(string_value);
-        let defined =
-            || op.region_count() > 0 && op.region(0).is_ok_and(|r| r.first_block().is_some());
-        match name {
-            Some(n) if n.starts_with("llvm.") && defined() => {
+        match op.attribute("sym_name").ok().and_then(string_value) {
+            Some(n) if n.starts_with("llvm.") && is_definition(op) => {
                 found = Some((op.location().to_raw(), n));
                 WalkResult::Interrupt
             }

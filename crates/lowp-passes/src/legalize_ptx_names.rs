@@ -38,7 +38,7 @@ use melior::ir::attribute::StringAttribute;
 use melior::ir::operation::{OperationLike, OperationMutLike, WalkOrder, WalkResult};
 use melior::ir::{Attribute, BlockLike, OperationRef, RegionLike};
 
-use crate::ir::{string_ref, string_value, symbol_path};
+use crate::ir::{is_definition, string_ref, string_value, symbol_path};
 use crate::registry::{PassDef, PassOptions};
 use crate::PassError;
 
@@ -122,8 +122,9 @@ fn run<'c, 'a>(root: OperationRef<'c, 'a>, _: &PassOptions) -> Result<(), PassEr
             // LLVM's intrinsics (`llvm.nvvm.*` declarations) are not symbols of the PTX; a
             // definition so named is not an intrinsic, and LLVM refuses it.
             // SAFETY: a live symbol op of this module.
-            let intrinsic =
-                old.starts_with("llvm.") && is_declaration(unsafe { OperationRef::from_raw(raw) });
+            let symbol = unsafe { OperationRef::from_raw(raw) };
+            let declaration = symbol.region_count() > 0 && !is_definition(symbol);
+            let intrinsic = old.starts_with("llvm.") && declaration;
             if is_ptx_identifier(&old) || intrinsic {
                 continue;
             }
@@ -187,13 +188,6 @@ fn run<'c, 'a>(root: OperationRef<'c, 'a>, _: &PassOptions) -> Result<(), PassEr
         }
     }
     Ok(())
-}
-
-/// Whether `op` is a declaration: its body region has no block (`llvm.func @f()`,
-/// `func.func private @f()`).
-fn is_declaration(op: OperationRef) -> bool {
-    // (melior's error for a missing region prints the op: count first.)
-    op.region_count() > 0 && op.region(0).is_ok_and(|r| r.first_block().is_none())
 }
 
 /// The `gpu.module` named `name` that a path reference in `op` names: a child of the
