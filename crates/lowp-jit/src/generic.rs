@@ -5,9 +5,6 @@
 
 use lowp_formats::testing::SplitMix64;
 use lowp_formats::{ScaledFormat, E8M0};
-use melior::ir::attribute::TypeAttribute;
-use melior::ir::operation::OperationLike;
-use melior::ir::r#type::FunctionType;
 use melior::ir::{Module, Type, TypeLike};
 
 use crate::{Jit, JitError, MemRefArg};
@@ -91,20 +88,9 @@ fn element_of(t: Type) -> Option<Element> {
 /// The memref arguments of `@entry` (every argument must be a statically shaped memref of
 /// a supported element type).
 pub fn entry_signature(module: &Module, entry: &str) -> Result<Vec<ArgSpec>, String> {
-    let function_type = crate::find_function(module, entry).and_then(|op| {
-        op.attribute("function_type")
-            .ok()
-            .and_then(|a| TypeAttribute::try_from(a).ok())
-            .map(|t| t.value().to_raw())
-    });
-    let raw = function_type.ok_or_else(|| format!("no function @{entry} in the module"))?;
-    // SAFETY: the function type of a live op.
-    let ft = FunctionType::try_from(unsafe { Type::from_raw(raw) }).map_err(|e| e.to_string())?;
-    if ft.result_count() > 0 {
-        return Err(format!(
-            "@{entry} returns values; entries write their results into memref arguments"
-        ));
-    }
+    let func = crate::find_function(module, entry)
+        .ok_or_else(|| format!("no function @{entry} in the module"))?;
+    let ft = crate::entry_type(func, entry)?;
     (0..ft.input_count())
         .map(|i| {
             let t = ft.input(i).map_err(|e| e.to_string())?;

@@ -333,6 +333,28 @@ impl Jit {
     }
 }
 
+/// The function type of entry `func` (`@entry`), refusing one that returns values: its
+/// call passes the arguments' descriptors only, and a result would be read from nowhere.
+pub(crate) fn entry_type<'c>(
+    func: melior::ir::OperationRef<'c, '_>,
+    entry: &str,
+) -> Result<melior::ir::r#type::FunctionType<'c>, String> {
+    use melior::ir::attribute::TypeAttribute;
+    use melior::ir::r#type::FunctionType;
+    let ft = func
+        .attribute("function_type")
+        .ok()
+        .and_then(|a| TypeAttribute::try_from(a).ok())
+        .and_then(|t| FunctionType::try_from(t.value()).ok())
+        .ok_or_else(|| format!("@{entry} has no function type"))?;
+    if ft.result_count() > 0 {
+        return Err(format!(
+            "@{entry} returns values; entries write their results into memref arguments"
+        ));
+    }
+    Ok(ft)
+}
+
 /// `file:line:col: error: message` (as mlir-opt prints), notes on their own lines.
 /// The `func.func @name` of a module (any nesting depth).
 pub(crate) fn find_function<'c, 'a>(

@@ -184,19 +184,7 @@ impl MatmulIr for MatmulSpec {
     fn from_entry(module: &Module, entry: &str) -> Result<(Self, Vec<Role>), String> {
         let func = crate::find_function(module, entry)
             .ok_or_else(|| format!("no function @{entry} in the module"))?;
-        // The call passes the arguments' descriptors only; a result would be read from
-        // nowhere.
-        let results = func
-            .attribute("function_type")
-            .ok()
-            .and_then(|a| TypeAttribute::try_from(a).ok())
-            .and_then(|t| FunctionType::try_from(t.value()).ok())
-            .map_or(0, |ft| ft.result_count());
-        if results > 0 {
-            return Err(format!(
-                "@{entry} returns values; entries write their results into memref arguments"
-            ));
-        }
+        crate::entry_type(func, entry)?;
         // The first scaled_matmul directly in the entry's region.
         let func_raw = func.to_raw().ptr;
         let mut found = None;
