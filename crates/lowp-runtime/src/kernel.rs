@@ -402,46 +402,49 @@ impl GpuKernel {
         };
         for (line, key, value) in lowp_formats::problem::manifest_entries(text)? {
             let value = value.as_str();
-            match key.as_str() {
-                "name" if value.is_empty() => {
-                    return Err(format!("line {line}: name: the kernel's entry is empty"))
-                }
-                "name" => name = Some(value.to_string()),
-                // The driver loads PTX for NVIDIA chips; lowp's are sm_89 and later.
-                "chip" if !lowp_chip(value) => {
-                    return Err(format!(
-                        "line {line}: chip: expected an NVIDIA chip lowp targets (sm_89, \
-                         sm_90a, sm_100a), found '{value}'"
-                    ))
-                }
-                "chip" => chip = Some(value.to_string()),
-                "grid" => {
-                    let g = triple(value, "grid").map_err(|e| format!("line {line}: {e}"))?;
-                    grid_limits(g).map_err(|e| format!("line {line}: {e}"))?;
-                    grid = Some(g)
-                }
-                "block" => {
-                    let b = triple(value, "block").map_err(|e| format!("line {line}: {e}"))?;
-                    block_limits(b).map_err(|e| format!("line {line}: {e}"))?;
-                    block = Some(b)
-                }
-                "cluster" => {
-                    cluster = triple(value, "cluster").map_err(|e| format!("line {line}: {e}"))?
-                }
-                "shared" => {
-                    shared_bytes = value.parse::<u32>().map_err(|_| {
-                        format!("line {line}: shared: expected a byte count, found '{value}'")
-                    })?;
-                    if shared_bytes > MAX_SHARED_BYTES {
-                        return Err(format!(
-                            "line {line}: shared: {shared_bytes} bytes is more than a block \
-                             has on any chip lowp targets ({MAX_SHARED_BYTES}: 227 KiB)"
-                        ));
+            // Each entry's error names its line.
+            let mut entry = || -> Result<(), String> {
+                match key.as_str() {
+                    "name" if value.is_empty() => {
+                        return Err("name: the kernel's entry is empty".into())
                     }
+                    "name" => name = Some(value.to_string()),
+                    // The driver loads PTX for NVIDIA chips; lowp's are sm_89 and later.
+                    "chip" if !lowp_chip(value) => {
+                        return Err(format!(
+                            "chip: expected an NVIDIA chip lowp targets (sm_89, sm_90a, \
+                             sm_100a), found '{value}'"
+                        ))
+                    }
+                    "chip" => chip = Some(value.to_string()),
+                    "grid" => {
+                        let g = triple(value, "grid")?;
+                        grid_limits(g)?;
+                        grid = Some(g)
+                    }
+                    "block" => {
+                        let b = triple(value, "block")?;
+                        block_limits(b)?;
+                        block = Some(b)
+                    }
+                    "cluster" => cluster = triple(value, "cluster")?,
+                    "shared" => {
+                        shared_bytes = value.parse::<u32>().map_err(|_| {
+                            format!("shared: expected a byte count, found '{value}'")
+                        })?;
+                        if shared_bytes > MAX_SHARED_BYTES {
+                            return Err(format!(
+                                "shared: {shared_bytes} bytes is more than a block has on \
+                                 any chip lowp targets ({MAX_SHARED_BYTES}: 227 KiB)"
+                            ));
+                        }
+                    }
+                    "param" => params.push(param(value)?),
+                    other => return Err(format!("unknown key '{other}'")),
                 }
-                "param" => params.push(param(value).map_err(|e| format!("line {line}: {e}"))?),
-                other => return Err(format!("line {line}: unknown key '{other}'")),
-            }
+                Ok(())
+            };
+            entry().map_err(|e| format!("line {line}: {e}"))?;
         }
         Ok(Self {
             name: name.ok_or("the launch manifest has no 'name'")?,
