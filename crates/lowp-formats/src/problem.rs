@@ -178,8 +178,15 @@ impl MatmulInputs {
     /// Read the operands of `spec` from `dir` (the layout [`save`](Self::save) writes). Each
     /// file must hold exactly the bytes the operand's memref has.
     pub fn load(spec: &MatmulSpec, dir: &std::path::Path) -> Result<Self, String> {
-        let read = |name: &str, len: usize| -> Result<Vec<u8>, String> {
+        // Each argument's file, exactly as long as the argument (`role_len`).
+        let read = |role: Role| -> Result<Vec<u8>, String> {
             use std::io::Read;
+            let name = INPUT_FILES
+                .iter()
+                .find(|(r, _)| *r == role)
+                .map(|(_, n)| *n)
+                .expect("every input role has a file");
+            let len = spec.role_len(role) as usize;
             let path = dir.join(name);
             let cannot = |e: std::io::Error| format!("cannot read '{}': {e}", path.display());
             let file = std::fs::File::open(&path).map_err(cannot)?;
@@ -207,27 +214,23 @@ impl MatmulInputs {
             }
             Ok(bytes)
         };
-        let tensor = |codes: &str,
-                      scales: &str,
-                      global: &str,
+        let tensor = |[codes, scales, global]: [Role; 3],
                       rows: usize,
                       f: ScaledFormat,
                       l: ScaleLayout,
                       packed: bool|
          -> Result<QuantizedTensor, String> {
-            let code_len = rows * if packed { spec.k.div_ceil(2) } else { spec.k };
-            let codes = read(codes, code_len)?;
-            let n = l.scale_count(rows, spec.k);
+            let codes = read(codes)?;
             let dtype = l.scale_dtype();
             let values = match dtype {
-                ScaleDtype::UE8M0 | ScaleDtype::UE4M3 => read(scales, n)?
+                ScaleDtype::UE8M0 | ScaleDtype::UE4M3 => read(scales)?
                     .iter()
                     .map(|&b| dtype.decode_byte(b).expect("one-byte dtype"))
                     .collect(),
-                _ => f32_from(&read(scales, 4 * n)?),
+                _ => f32_from(&read(scales)?),
             };
             let global = if l.has_global() {
-                Some(f32_from(&read(global, 4)?)[0])
+                Some(f32_from(&read(global)?)[0])
             } else {
                 None
             };
@@ -242,25 +245,21 @@ impl MatmulInputs {
             })
         };
         let a = tensor(
-            "a.bin",
-            "sa.bin",
-            "ga.bin",
+            [Role::Lhs, Role::LhsScales, Role::LhsGlobal],
             spec.m,
             spec.lhs,
             spec.lhs_layout,
             spec.lhs_packed,
         )?;
         let b = tensor(
-            "b.bin",
-            "sb.bin",
-            "gb.bin",
+            [Role::Rhs, Role::RhsScales, Role::RhsGlobal],
             spec.n,
             spec.rhs,
             spec.rhs_layout,
             spec.rhs_packed,
         )?;
         let bias = if spec.bias {
-            Some(f32_from(&read("bias.bin", 4 * spec.n)?))
+            Some(f32_from(&read(Role::Bias)?))
         } else {
             None
         };
