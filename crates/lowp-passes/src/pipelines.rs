@@ -21,6 +21,9 @@ macro_rules! cpu_passes {
             "func.func(lowp-to-loops),",
             "lowp-lower-storage,",
             "canonicalize,cse,",
+            // bf16 conversions as integer arithmetic (round to nearest even): without
+            // AVX512-BF16 LLVM calls `__truncsfbf2`, which libgcc 12 and the JIT lack.
+            "arith-expand{include-bf16=true},",
             $threads,
             "convert-vector-to-scf,",
             "convert-math-to-llvm,",
