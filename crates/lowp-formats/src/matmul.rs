@@ -3,12 +3,25 @@
 //! `out[m, n] = sum_k dec(a[m, k]) * sa(m, k) * dec(b[n, k]) * sb(n, k) (+ bias[n])`, B K-last
 //! (N x K). Accumulation is in f32 with one partial sum per *scale segment*: the K range is
 //! cut wherever A's or B's scale changes; each segment is summed in order of k, then
-//! multiplied by `sa * sb` once and added to the output accumulator. The NVFP4 global scales
-//! multiply the total at the end, then the bias is added.
+//! multiplied once by its scale, the f32 product `sa * sb`, and added to the output
+//! accumulator. Per-tensor and per-channel scales make all of K one segment: the total times
+//! `sa * sb`. The NVFP4 global scales multiply the total at the end, also as one f32 product
+//! `ga * gb`, then the bias is added.
 //!
 //! The f64 reference ([`scaled_matmul_f64`]) sums exact products in f64 and also returns
 //! `sum_k |a_k b_k|`, so a kernel that sums in another order can be checked against a
 //! rigorous bound ([`Reference::check`]).
+//!
+//! The scale products are where the contract's f32 arithmetic may leave f32's range though
+//! each scale is legal (E8M0 reaches 2^-127 and 2^127): the reference multiplies exactly, a
+//! kernel rounds the product to f32 (or, folding scales into codes or applying them in
+//! hardware, multiplies exactly too). So the check allows, per output, what rounding a
+//! product may do: below f32's normal range it moves by up to 2^-150, an error of
+//! `|partial| * 2^-150` ([`Reference::scale_rounding`]); past f32's largest value it may
+//! become inf (inf times a zero partial is NaN), and below 2^-149 it may become 0 (0 times an
+//! infinite partial is NaN): the output may then be any NaN or infinity
+//! ([`Reference::scale_hazard`]). With scale products inside f32's normal range neither
+//! applies.
 
 use std::thread;
 
@@ -229,7 +242,7 @@ pub fn scaled_matmul(
                 for kk in s0..s1 {
                     partial += arow[kk] * brow[kk];
                 }
-                acc += partial * a.scale(i, s0) * b.scale(j, s0);
+                acc += partial * (a.scale(i, s0) * b.scale(j, s0));
             }
             let mut v = if a.global.is_some() || b.global.is_some() {
                 acc * global
@@ -262,6 +275,14 @@ pub struct Reference {
     /// The same over the scale segments whose scaled magnitude is finite: what the
     /// contract's f32 arithmetic may overflow beside an infinite term.
     pub finite_magnitude: Vec<f64>,
+    /// The error that rounding the scale products (`sa * sb` per segment, `ga * gb`) to f32
+    /// may add where they fall below f32's normal range: `|partial| * 2^-150` per such
+    /// product, in the units of the output.
+    pub scale_rounding: Vec<f64>,
+    /// Whether a scale product may round to inf (past f32's largest value) or, beside an
+    /// infinite or NaN partial sum, to 0 (below 2^-149): the output may then be any NaN or
+    /// infinity.
+    pub scale_hazard: Vec<bool>,
 }
 
 /// Error statistics of a result against a [`Reference`].
@@ -298,11 +319,12 @@ impl Reference {
         let ops = self.k as f64 + 5.0;
         let gamma = ops * 2f64.powi(-24) * slack;
         let underflow = ops * f32::from_bits(1) as f64;
-        for (((&g, &w), &mag), &finite) in got
+        for (i, (((&g, &w), &mag), &finite)) in got
             .iter()
             .zip(&self.values)
             .zip(&self.magnitude)
             .zip(&self.finite_magnitude)
+            .enumerate()
         {
             let g = g as f64;
             if !w.is_finite() || !g.is_finite() {
@@ -315,7 +337,8 @@ impl Reference {
                 // other infinity (NaN), and only where their magnitudes pass f32's largest.
                 let overflow = (w.is_finite()
                     && ((g.is_infinite() && w.abs() >= f32::MAX as f64) || mag > f32::MAX as f64))
-                    || (w.is_infinite() && g.is_nan() && finite > f32::MAX as f64);
+                    || (w.is_infinite() && g.is_nan() && finite > f32::MAX as f64)
+                    || (self.scale_hazard[i] && !g.is_finite());
                 if !same && !overflow {
                     st.nonfinite_mismatches += 1;
                 }
@@ -326,7 +349,7 @@ impl Reference {
             if w != 0.0 && w.abs() >= 1e-3 * mag {
                 st.max_rel_err = st.max_rel_err.max(err / w.abs());
             }
-            let bound = gamma * mag + w.abs() * 2f64.powi(-24) + underflow;
+            let bound = gamma * mag + w.abs() * 2f64.powi(-24) + underflow + self.scale_rounding[i];
             st.max_bound_ratio = st.max_bound_ratio.max(err / bound);
         }
         st
@@ -344,10 +367,9 @@ pub fn scaled_matmul_f64(
     let (da, db) = (a.decode_all(), b.decode_all());
     let global = a.global.unwrap_or(1.0) as f64 * b.global.unwrap_or(1.0) as f64;
     let segs = scale_segments(a.layout, b.layout, k);
-    let mut triples = vec![(0.0f64, 0.0f64, 0.0f64); m * n];
-    par_rows(m, n, &mut triples, |i, row| {
+    let mut outputs = vec![RefOutput::default(); m * n];
+    par_rows(m, n, &mut outputs, |i, row| {
         for (j, o) in row.iter_mut().enumerate() {
-            let (mut v, mut mag, mut finite) = (0.0f64, 0.0f64, 0.0f64);
             // Per scale segment, as the contract groups it: the codes' products summed,
             // then scaled once (exact in f64 for finite values either way; an infinite
             // scale then gives inf times the sum, not inf times each zero code's NaN).
@@ -359,28 +381,59 @@ pub fn scaled_matmul_f64(
                     partial_mag += p.abs();
                 }
                 let scale = a.scale(i, s0) as f64 * b.scale(j, s0) as f64;
-                v += partial * scale;
+                o.value += partial * scale;
                 let scaled = partial_mag * scale.abs();
-                mag += scaled;
+                o.magnitude += scaled;
                 if scaled.is_finite() {
-                    finite += scaled;
+                    o.finite += scaled;
                 }
+                o.round_product(scale, partial, partial_mag);
             }
-            v *= global;
-            mag *= global.abs();
-            finite *= global.abs();
+            o.rounding *= global.abs();
+            if a.global.is_some() || b.global.is_some() {
+                o.round_product(global, o.value, o.magnitude);
+            }
+            o.value *= global;
+            o.magnitude *= global.abs();
+            o.finite *= global.abs();
             if let Some(bias) = bias {
-                v += bias[j] as f64;
+                o.value += bias[j] as f64;
             }
-            *o = (v, mag, finite);
         }
     });
     Ok(Reference {
         m,
         n,
         k,
-        values: triples.iter().map(|p| p.0).collect(),
-        magnitude: triples.iter().map(|p| p.1).collect(),
-        finite_magnitude: triples.iter().map(|p| p.2).collect(),
+        values: outputs.iter().map(|o| o.value).collect(),
+        magnitude: outputs.iter().map(|o| o.magnitude).collect(),
+        finite_magnitude: outputs.iter().map(|o| o.finite).collect(),
+        scale_rounding: outputs.iter().map(|o| o.rounding).collect(),
+        scale_hazard: outputs.iter().map(|o| o.hazard).collect(),
     })
+}
+
+/// One output of [`scaled_matmul_f64`] as it is summed.
+#[derive(Clone, Copy, Debug, Default)]
+struct RefOutput {
+    value: f64,
+    magnitude: f64,
+    finite: f64,
+    rounding: f64,
+    hazard: bool,
+}
+
+impl RefOutput {
+    /// Account for the contract's rounding of a scale product `scale` (exact here) to f32,
+    /// before it multiplies a sum `sum` of magnitude `sum_mag`.
+    fn round_product(&mut self, scale: f64, sum: f64, sum_mag: f64) {
+        let s = scale.abs();
+        if s > 0.0 && s < f32::MIN_POSITIVE as f64 && sum_mag.is_finite() {
+            // A subnormal f32 product is off by up to half its step, 2^-150.
+            self.rounding += sum_mag * 2f64.powi(-150);
+        }
+        let to_inf = s.is_finite() && s > f32::MAX as f64;
+        let to_zero = s > 0.0 && s < F32_MIN_SUBNORMAL && !sum.is_finite();
+        self.hazard |= to_inf || to_zero;
+    }
 }

@@ -424,6 +424,8 @@ fn overflow_on_the_way_may_read_inf_or_nan() {
         values: vec![value],
         magnitude: vec![magnitude],
         finite_magnitude: vec![magnitude],
+        scale_rounding: vec![0.0],
+        scale_hazard: vec![false],
     };
     // Terms summing past f32's largest value: the f32 partial sums may overflow, to either
     // infinity or (inf - inf) NaN, though the exact result is small.
@@ -508,4 +510,104 @@ fn an_infinity_beside_an_overflowing_segment_may_read_nan() {
         assert_eq!(r.check(&[got], 1.0).nonfinite_mismatches, 0, "{got}");
     }
     assert_eq!(r.check(&[1.0], 1.0).nonfinite_mismatches, 1);
+}
+
+/// A 1 x 1 x 64 operand of one format and layout, every code `code`.
+fn uniform(
+    format: ScaledFormat,
+    layout: ScaleLayout,
+    code: u8,
+    scales: &[f32],
+) -> MatmulOperand<'static> {
+    MatmulOperand {
+        format,
+        layout,
+        rows: 1,
+        k: 64,
+        codes: Box::leak(vec![code; 64].into_boxed_slice()),
+        packed: false,
+        scales: Box::leak(scales.to_vec().into_boxed_slice()),
+        global: None,
+    }
+}
+
+/// Legal scales whose product leaves f32's range (E8M0 reaches 2^-127 and 2^127, f32 scales
+/// anything): the contract rounds the product to f32, the reference does not, and the
+/// check allows exactly what that rounding may do. Each case is what the f32 oracle gives.
+#[test]
+fn scale_products_past_f32_range_may_round() {
+    let (e4, e5) = (ScaledFormat::F8E4M3, ScaledFormat::F8E5M2);
+    // 2^-127 x 2^-127 rounds to 0 in f32: an infinite code's partial times 0 is NaN, where
+    // the exact product gives inf.
+    let tiny = 2f32.powi(-127);
+    let (a, b) = (
+        uniform(e5, ScaleLayout::MX, 0x7C, &[tiny, tiny]),
+        uniform(e5, ScaleLayout::MX, 0x3C, &[tiny, tiny]),
+    );
+    let (got, r) = (
+        scaled_matmul(&a, &b, None).unwrap(),
+        scaled_matmul_f64(&a, &b, None).unwrap(),
+    );
+    assert!(got[0].is_nan() && r.values[0] == f64::INFINITY && r.scale_hazard[0]);
+    assert!(r.check(&got, 1.0).passed());
+    // With scales whose product is a normal f32 the same NaN is a failure.
+    let (a1, b1) = (
+        uniform(e5, ScaleLayout::MX, 0x7C, &[1.0, 1.0]),
+        uniform(e5, ScaleLayout::MX, 0x3C, &[1.0, 1.0]),
+    );
+    let r1 = scaled_matmul_f64(&a1, &b1, None).unwrap();
+    assert!(!r1.scale_hazard[0] && r1.scale_rounding[0] == 0.0);
+    assert_eq!(r1.check(&[f32::NAN], 1.0).nonfinite_mismatches, 1);
+
+    // f32 per-tensor scales 1e-20 x 1e-20: the product 1e-40 is subnormal in f32 and off by
+    // up to 2^-150, times a partial of 64 x 448^2.
+    let max = e4.encode(448.0);
+    let (a, b) = (
+        uniform(e4, ScaleLayout::PerTensor, max, &[1e-20]),
+        uniform(e4, ScaleLayout::PerTensor, max, &[1e-20]),
+    );
+    let (got, r) = (
+        scaled_matmul(&a, &b, None).unwrap(),
+        scaled_matmul_f64(&a, &b, None).unwrap(),
+    );
+    let partial = 64.0 * 448.0f64 * 448.0;
+    assert_eq!(r.scale_rounding[0], partial * 2f64.powi(-150));
+    assert!(r.check(&got, 1.0).passed(), "{:?}", r.check(&got, 1.0));
+    // The allowance is what makes it pass, and it allows no more than the rounding.
+    let strict = Reference {
+        scale_rounding: vec![0.0],
+        ..r.clone()
+    };
+    assert!(!strict.check(&got, 1.0).passed());
+    let off = (r.values[0] + 4.0 * r.scale_rounding[0]) as f32;
+    assert!(!r.check(&[off], 1.0).passed());
+
+    // 2^127 x 2^127 rounds to inf in f32: a zero partial times inf is NaN, where the exact
+    // result is 0.
+    let huge = 2f32.powi(127);
+    let (a, b) = (
+        uniform(e4, ScaleLayout::MX, 0, &[huge, huge]),
+        uniform(e4, ScaleLayout::MX, 0, &[huge, huge]),
+    );
+    let (got, r) = (
+        scaled_matmul(&a, &b, None).unwrap(),
+        scaled_matmul_f64(&a, &b, None).unwrap(),
+    );
+    assert!(got[0].is_nan() && r.values[0] == 0.0 && r.scale_hazard[0]);
+    assert!(r.check(&got, 1.0).passed());
+
+    // The product, not the scales one after the other: 3e38 x 1e-30 is 3e8, though the
+    // total times 3e38 alone overflows.
+    let one = e4.encode(1.0);
+    let (a, b) = (
+        uniform(e4, ScaleLayout::PerTensor, one, &[3e38]),
+        uniform(e4, ScaleLayout::PerTensor, one, &[1e-30]),
+    );
+    let (got, r) = (
+        scaled_matmul(&a, &b, None).unwrap(),
+        scaled_matmul_f64(&a, &b, None).unwrap(),
+    );
+    assert!(!r.scale_hazard[0] && r.scale_rounding[0] == 0.0);
+    assert!(got[0].is_finite() && r.check(&got, 1.0).passed());
+    assert!(!r.check(&[f32::INFINITY], 1.0).passed());
 }

@@ -10,7 +10,7 @@
 //! its four outputs from shared memory, a barrier. `KC` divides the K segment over which
 //! neither scale changes, so at a segment's end the partial sums go into the accumulators
 //! times sa * sb, as the oracle sums them (in K order, in f32); per-tensor / per-channel
-//! scales, the NVFP4 globals and the bias follow in the epilogue.
+//! scales (their product), the NVFP4 globals and the bias follow in the epilogue.
 //!
 //! With `emulate=true` the same phases run on the CPU one after the other (threads in
 //! loops, a buffer standing for shared memory), which is how the kernel is checked against
@@ -179,9 +179,13 @@ impl<'o, 'c, 'a> Generic<'o, 'c, 'a> {
             e.if_then(inside, |e| {
                 let mut v = v;
                 if ops.seg.is_none() {
+                    // The contract's one scale product, then the total times it.
                     v = e.mulf(
-                        e.mulf(v, ops.sa.block_value(e, row, zero)),
-                        ops.sb.block_value(e, col, zero),
+                        v,
+                        e.mulf(
+                            ops.sa.block_value(e, row, zero),
+                            ops.sb.block_value(e, col, zero),
+                        ),
                     );
                 }
                 store_result(e, &ops.o, global, ops.out_type, v, row, col);

@@ -20,9 +20,10 @@
 //! accumulators times sa(row, segment) * sb(col, segment). Block-scaled instructions take
 //! the E8M0 scales themselves (one per lane: the scale of the codes it holds). Without
 //! block scales partial sums are promoted every [`PROMOTE`] of K (matrix units' FP8
-//! accumulation is not IEEE f32 on every chip) and the per-tensor / per-channel scales
-//! multiply the total in the epilogue, then `2^shift` of shifted embeddings, the NVFP4
-//! globals and the bias.
+//! accumulation is not IEEE f32 on every chip) and the total is multiplied in the epilogue
+//! by the per-tensor / per-channel scales' product `sa * sb` (one f32 product, as the
+//! contract rounds it), then by `2^shift` of shifted embeddings, the NVFP4 globals' product,
+//! and the bias is added.
 //!
 //! Emulation (`emulate=true`): the same blocks, warps, loads and epilogue on the CPU, every
 //! lane's registers in memory, each instruction computed with loops from the registers of
@@ -1020,19 +1021,17 @@ impl<'p, 'c, 'a> Kernel<'p, 'c, 'a> {
         let global = global_product(e, &self.ops.sa, &self.ops.sb);
         // Accumulator `v` at (row, col) as stored.
         let result = |e: &Emitter<'c, 'a>, v: Value<'c, 'a>, row, col| {
-            let mut v = v;
-            if here(&self.ops.sa) {
-                v = e.mulf(
-                    v,
-                    ta.unwrap_or_else(|| self.ops.sa.block_value(e, row, zero)),
-                );
-            }
-            if here(&self.ops.sb) {
-                v = e.mulf(
-                    v,
-                    tb.unwrap_or_else(|| self.ops.sb.block_value(e, col, zero)),
-                );
-            }
+            // The scales applied here as one product (the contract's `sa * sb`: the total
+            // times one scale alone may leave f32's range where the product does not).
+            let sa = (here(&self.ops.sa))
+                .then(|| ta.unwrap_or_else(|| self.ops.sa.block_value(e, row, zero)));
+            let sb = (here(&self.ops.sb))
+                .then(|| tb.unwrap_or_else(|| self.ops.sb.block_value(e, col, zero)));
+            let mut v = match (sa, sb) {
+                (Some(sa), Some(sb)) => e.mulf(v, e.mulf(sa, sb)),
+                (Some(s), None) | (None, Some(s)) => e.mulf(v, s),
+                (None, None) => v,
+            };
             let shift = self.plan.a.shift + self.plan.b.shift;
             if shift != 0 {
                 v = e.mulf(v, e.f32((shift as f32).exp2()));

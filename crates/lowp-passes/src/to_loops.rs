@@ -28,7 +28,8 @@
 //! Numerics follow the oracle (`lowp_formats::scaled_matmul`): operands are decoded
 //! bit-exactly and unscaled, each K segment (where neither operand's scale changes; the gcd
 //! of the two K blocks when neither divides the other) is summed in f32 and multiplied once
-//! by `sa * sb`; per-tensor and per-channel scales multiply the total, then the NVFP4 globals,
+//! by `sa * sb`; per-tensor and per-channel scales multiply the total (as one product
+//! `sa * sb`, the f32 value the contract rounds), then the NVFP4 globals,
 //! then the bias. The summation order inside a segment is the micro-kernel's, so results
 //! agree with the oracle within the f32 summation bound (`lowp_formats::Reference::check`).
 //!
@@ -509,9 +510,11 @@ fn lower_scaled_matmul<'c, 'a>(
             if plan.seg.is_none() {
                 let pb = e.divui(c, nr);
                 let nn = e.remui(c, nr);
+                // The contract's one scale product (`sa * sb` first: the total times
+                // one scale alone may leave f32's range where the product does not).
                 v = e.mulf(
-                    e.mulf(v, e.load(sa, &[r, zero])),
-                    e.load(sbp, &[pb, zero, nn]),
+                    v,
+                    e.mulf(e.load(sa, &[r, zero]), e.load(sbp, &[pb, zero, nn])),
                 );
             }
             if let Some(g) = global {

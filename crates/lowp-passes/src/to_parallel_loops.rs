@@ -30,7 +30,8 @@
 //!
 //! Numerics follow the oracle (`lowp_formats::scaled_matmul`) as `lowp-to-loops` does: each
 //! K segment where neither scale changes is summed in f32 in K order and scaled once; per-
-//! tensor and per-channel scales multiply the total, then the NVFP4 globals, then the bias.
+//! tensor and per-channel scales multiply the total (as one product `sa * sb`), then the
+//! NVFP4 globals, then the bias.
 //!
 //! Runs on `func.func`; no options. Dependent dialects: arith, math, memref, scf, vector.
 
@@ -206,9 +207,10 @@ impl<'c, 'a> Element<'c, 'a> {
         })[0];
         let mut v = total;
         if seg.is_none() {
+            // The contract's one scale product, then the total times it.
             v = e.mulf(
-                e.mulf(v, sa.block_value(e, i, zero)),
-                sb.block_value(e, j, zero),
+                v,
+                e.mulf(sa.block_value(e, i, zero), sb.block_value(e, j, zero)),
             );
         }
         let global = global_product(e, sa, sb);

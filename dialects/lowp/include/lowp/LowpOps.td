@@ -155,9 +155,13 @@ def Lowp_ScaledMatmulOp : Lowp_Op<"scaled_matmul", [AttrSizedOperandSegments]> {
     `out[m, n] = sum_k dec(lhs[m, k]) * sa(m, k) * dec(rhs[n, k]) * sb(n, k)
     (+ bias[n])`, with `lhs` M x K and `rhs` N x K (the "TN" layout of cuBLASLt).
     Accumulation is in f32 with one partial sum per scale segment: K is cut
-    wherever either operand's scale changes, each segment is summed, scaled once
-    and added. NVFP4 global scales multiply the total; the bias is added last;
-    the result is stored as f32 or rounded to bf16.
+    wherever either operand's scale changes, each segment is summed, multiplied
+    once by its scale, the f32 product `sa * sb`, and added (per-tensor and
+    per-channel scales make all of K one segment). NVFP4 global scales multiply
+    the total, as the f32 product `ga * gb`; the bias is added last; the result
+    is stored as f32 or rounded to bf16. Legal scales whose product leaves f32's
+    range (E8M0 2^-127 x 2^-127, 2^127 x 2^127) round as f32 products do: to a
+    subnormal or 0, or to inf.
 
     Each operand's format is its element type (packed FP4 allowed); its scales
     follow its own layout, so mixed layouts (e.g. blockwise 1x128 activations
