@@ -31,6 +31,10 @@ pub enum CodegenError {
     /// The module still holds ops the LLVM translation does not know.
     #[error("the module is not in the LLVM dialect (translation failed):\n{0}")]
     Translation(String),
+    /// The module is in the LLVM dialect but defines what LLVM refuses (a function under a
+    /// name LLVM keeps for its intrinsics); the located diagnostics say what.
+    #[error("{0}")]
+    Refused(String),
     /// LLVM has no backend for the triple.
     #[error("no LLVM target for '{triple}': {message}")]
     NoTarget {
@@ -180,7 +184,7 @@ fn translate(
     diagnostics: &dyn Fn() -> String,
 ) -> Result<LlvmModule, CodegenError> {
     if lowp_passes::ir::emit_reserved_llvm_name(module.as_operation()).is_some() {
-        return Err(CodegenError::Translation(diagnostics()));
+        return Err(CodegenError::Refused(diagnostics()));
     }
     // SAFETY: a fresh LLVM context; the translation returns null on failure.
     unsafe {

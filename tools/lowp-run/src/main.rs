@@ -44,10 +44,11 @@ const USAGE: &str =
   --bench N       time N runs, print the median and GFLOP/s
   --print-mlir    print the generated lowp module and exit
   --seed S        input seed (default 1)
-  --opt-level L   LLVM optimization level 0..3 (default 3)
+  --opt-level L   LLVM optimization level 0..3 of the CPU code (default 3; 0 for
+                  --emulate)
   --threads N     1: run on one thread; otherwise OpenMP threads (OMP_NUM_THREADS) when
-                  libomp is installed (default)
-  --lanes L       f32 lanes per vector in the kernel: 8 (AVX2) or 16 (AVX-512);
+                  libomp is installed (default); CPU code only
+  --lanes L       f32 lanes per vector in the CPU kernel: 8 (AVX2) or 16 (AVX-512);
                   default: the host's widest
   --target T      cpu (the default) or cuda: the op lowered by lowp-to-nvvm for --chip, as
                   PTX, run on GPU 0 through the CUDA driver
@@ -127,10 +128,30 @@ struct Args {
     save_inputs: Option<String>,
     output: Option<String>,
     seed: u64,
+    /// Whether `--seed` was given.
+    seed_set: bool,
     opt_level: usize,
     single_thread: bool,
+    /// Whether `--threads` was given.
+    threads_set: bool,
     lanes: Option<u32>,
 }
+
+/// A flag that takes no value, with what it sets.
+type Switch = (&'static str, fn(&mut Args));
+
+/// The flags that take no value (`--help` aside, which answers at once).
+const SWITCHES: [Switch; 9] = [
+    ("--gen", |a| a.gen = true),
+    ("--packed", |a| a.packed = true),
+    ("--bias", |a| a.bias = true),
+    ("--bf16", |a| a.bf16 = true),
+    ("--check", |a| a.check = true),
+    ("--print-mlir", |a| a.print_mlir = true),
+    ("--specials", |a| a.specials = true),
+    ("--print-ptx", |a| a.print_ptx = true),
+    ("--emulate", |a| a.emulate = true),
+];
 
 /// The most timed runs `--bench` takes (their times are kept for the median).
 const MAX_RUNS: usize = 1_000_000;
@@ -154,20 +175,13 @@ fn parse_args(raw: Vec<String>) -> Result<Args, Usage> {
             _ => (arg.clone(), None),
         };
         let mut value = || inline.clone().or_else(|| it.next());
-        const SWITCHES: [&str; 10] = [
-            "--gen",
-            "--packed",
-            "--bias",
-            "--bf16",
-            "--check",
-            "--print-mlir",
-            "--specials",
-            "--print-ptx",
-            "--emulate",
-            "--help",
-        ];
-        if inline.is_some() && SWITCHES.contains(&flag.as_str()) {
+        let switch = SWITCHES.iter().find(|(f, _)| *f == flag);
+        if inline.is_some() && (switch.is_some() || flag == "--help") {
             return Err(Usage(format!("{flag} takes no value ('{arg}')")));
+        }
+        if let Some((_, set)) = switch {
+            set(&mut a);
+            continue;
         }
         match flag.as_str() {
             "-h" | "--help" => return Err(Usage(USAGE.into())),
@@ -175,7 +189,6 @@ fn parse_args(raw: Vec<String>) -> Result<Args, Usage> {
                 a.entry =
                     Some(value().ok_or_else(|| Usage("--entry needs a function name".into()))?)
             }
-            "--gen" => a.gen = true,
             "--m" => a.m = Some(number(&flag, value(), "a positive integer")?),
             "--n" => a.n = Some(number(&flag, value(), "a positive integer")?),
             "--k" => a.k = Some(number(&flag, value(), "a positive integer")?),
@@ -200,13 +213,7 @@ fn parse_args(raw: Vec<String>) -> Result<Args, Usage> {
                 }
             }
             "--block" => a.block = Some(number(&flag, value(), "a positive integer")?),
-            "--packed" => a.packed = true,
-            "--bias" => a.bias = true,
-            "--bf16" => a.bf16 = true,
-            "--check" => a.check = true,
             "--bench" => a.bench = Some(number(&flag, value(), "a number of runs")?),
-            "--print-mlir" => a.print_mlir = true,
-            "--specials" => a.specials = true,
             "--inputs" => {
                 a.inputs = Some(value().ok_or_else(|| Usage("--inputs needs a directory".into()))?)
             }
@@ -217,7 +224,10 @@ fn parse_args(raw: Vec<String>) -> Result<Args, Usage> {
             "--output" => {
                 a.output = Some(value().ok_or_else(|| Usage("--output needs a file".into()))?)
             }
-            "--seed" => a.seed = number(&flag, value(), "an integer")?,
+            "--seed" => {
+                a.seed = number(&flag, value(), "an integer")?;
+                a.seed_set = true;
+            }
             "--lanes" => {
                 let l: u32 = number(&flag, value(), "8 or 16")?;
                 if l != 8 && l != 16 {
@@ -231,6 +241,7 @@ fn parse_args(raw: Vec<String>) -> Result<Args, Usage> {
                     return Err(Usage("--threads: must be at least 1".into()));
                 }
                 a.single_thread = t == 1;
+                a.threads_set = true;
             }
             "--opt-level" => {
                 a.opt_level = number(&flag, value(), "0, 1, 2 or 3")?;
@@ -287,8 +298,6 @@ fn parse_args(raw: Vec<String>) -> Result<Args, Usage> {
                     .map_err(|why| Usage(format!("{flag}: {why}")))?;
                 a.tuning.push((name, v));
             }
-            "--print-ptx" => a.print_ptx = true,
-            "--emulate" => a.emulate = true,
             "--save-kernel" => {
                 a.save_kernel = Some(
                     value()
@@ -312,6 +321,29 @@ fn parse_args(raw: Vec<String>) -> Result<Args, Usage> {
                 .into(),
         ));
     }
+    if a.cuda {
+        // The kernel is compiled to PTX and run on the GPU; emulated, it runs on the CPU
+        // threads at the LLVM level asked for, but it holds no lowp op left for the CPU
+        // lowering, whose vectors --lanes sets.
+        let cpu = given(&[
+            ("--lanes", a.lanes.is_some()),
+            ("--threads", a.threads_set && !a.emulate),
+            ("--opt-level", a.opt_level_set && !a.emulate),
+        ]);
+        if !cpu.is_empty() {
+            return Err(Usage(format!(
+                "{} {} the CPU code; --target cuda runs a PTX kernel{} (drop {})",
+                cpu.join(", "),
+                if cpu.len() == 1 { "shapes" } else { "shape" },
+                if a.lanes.is_some() && a.emulate {
+                    ", emulated with no lowp op left for the CPU lowering's vectors"
+                } else {
+                    ""
+                },
+                if cpu.len() == 1 { "it" } else { "them" },
+            )));
+        }
+    }
     if a.file.is_some() && a.gen {
         return Err(Usage(
             "--gen builds its own module; drop the input file".into(),
@@ -326,6 +358,10 @@ fn parse_args(raw: Vec<String>) -> Result<Args, Usage> {
                     ("--print-ptx", a.print_ptx),
                     ("--save-kernel", a.save_kernel.is_some()),
                     ("--emulate", a.emulate),
+                    ("--seed", a.seed_set),
+                    ("--opt-level", a.opt_level_set),
+                    ("--threads", a.threads_set),
+                    ("--lanes", a.lanes.is_some()),
                 ],
             ]
             .concat(),
@@ -385,7 +421,13 @@ fn parse_args(raw: Vec<String>) -> Result<Args, Usage> {
     }
     if a.print_ptx || a.save_kernel.is_some() {
         // Compiling only: nothing runs.
-        let running = given(&[run_flags(&a).as_slice(), &[("--emulate", a.emulate)]].concat());
+        let running = given(
+            &[
+                run_flags(&a).as_slice(),
+                &[("--emulate", a.emulate), ("--seed", a.seed_set)],
+            ]
+            .concat(),
+        );
         if !running.is_empty() {
             return Err(Usage(format!(
                 "--print-ptx and --save-kernel only compile; {} {} a run (drop one or \
