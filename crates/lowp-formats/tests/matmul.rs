@@ -537,6 +537,13 @@ fn uniform(
 #[test]
 fn scale_products_past_f32_range_may_round() {
     let (e4, e5) = (ScaledFormat::F8E4M3, ScaledFormat::F8E5M2);
+    // The f32 oracle's result and the f64 reference.
+    let both = |a: &MatmulOperand, b: &MatmulOperand| {
+        (
+            scaled_matmul(a, b, None).unwrap(),
+            scaled_matmul_f64(a, b, None).unwrap(),
+        )
+    };
     // 2^-127 x 2^-127 rounds to 0 in f32: an infinite code's partial times 0 is NaN, where
     // the exact product gives inf.
     let tiny = 2f32.powi(-127);
@@ -544,10 +551,7 @@ fn scale_products_past_f32_range_may_round() {
         uniform(e5, ScaleLayout::MX, 0x7C, &[tiny, tiny]),
         uniform(e5, ScaleLayout::MX, 0x3C, &[tiny, tiny]),
     );
-    let (got, r) = (
-        scaled_matmul(&a, &b, None).unwrap(),
-        scaled_matmul_f64(&a, &b, None).unwrap(),
-    );
+    let (got, r) = both(&a, &b);
     assert!(got[0].is_nan() && r.values[0] == f64::INFINITY && r.scale_hazard[0]);
     assert!(r.check(&got, 1.0).passed());
     // With scales whose product is a normal f32 the same NaN is a failure.
@@ -566,10 +570,7 @@ fn scale_products_past_f32_range_may_round() {
         uniform(e4, ScaleLayout::PerTensor, max, &[1e-20]),
         uniform(e4, ScaleLayout::PerTensor, max, &[1e-20]),
     );
-    let (got, r) = (
-        scaled_matmul(&a, &b, None).unwrap(),
-        scaled_matmul_f64(&a, &b, None).unwrap(),
-    );
+    let (got, r) = both(&a, &b);
     let partial = 64.0 * 448.0f64 * 448.0;
     assert_eq!(r.scale_rounding[0], partial * 2f64.powi(-150));
     assert!(r.check(&got, 1.0).passed(), "{:?}", r.check(&got, 1.0));
@@ -589,10 +590,7 @@ fn scale_products_past_f32_range_may_round() {
         uniform(e4, ScaleLayout::MX, 0, &[huge, huge]),
         uniform(e4, ScaleLayout::MX, 0, &[huge, huge]),
     );
-    let (got, r) = (
-        scaled_matmul(&a, &b, None).unwrap(),
-        scaled_matmul_f64(&a, &b, None).unwrap(),
-    );
+    let (got, r) = both(&a, &b);
     assert!(got[0].is_nan() && r.values[0] == 0.0 && r.scale_hazard[0]);
     assert!(r.check(&got, 1.0).passed());
 
@@ -603,10 +601,7 @@ fn scale_products_past_f32_range_may_round() {
         uniform(e4, ScaleLayout::PerTensor, one, &[3e38]),
         uniform(e4, ScaleLayout::PerTensor, one, &[1e-30]),
     );
-    let (got, r) = (
-        scaled_matmul(&a, &b, None).unwrap(),
-        scaled_matmul_f64(&a, &b, None).unwrap(),
-    );
+    let (got, r) = both(&a, &b);
     assert!(!r.scale_hazard[0] && r.scale_rounding[0] == 0.0);
     assert!(got[0].is_finite() && r.check(&got, 1.0).passed());
     assert!(!r.check(&[f32::INFINITY], 1.0).passed());
