@@ -854,7 +854,10 @@ fn emulated_mma<'c, 'a>(
                         };
                         let sa = scale(row, e.addi(col_a, e.divui(row, c32)), id_a);
                         let sb = scale(e.remui(col, c32), e.addi(col_b, e.divui(col, c32)), id_b);
-                        e.mulf(e.mulf(part, sa), sb)
+                        // The product of the two scales first, as the contract scales a
+                        // segment (the ISA leaves the order open): the partial times one
+                        // scale alone may leave f32's range where the product does not.
+                        e.mulf(part, e.mulf(sa, sb))
                     }
                     None => part,
                 };
