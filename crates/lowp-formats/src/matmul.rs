@@ -309,16 +309,23 @@ impl ErrorStats {
 }
 
 impl Reference {
+    /// The bound on `|got - want|` of output `i` for an f32 result: gamma_{K+5} (times
+    /// `slack`) of its magnitude covers the sums in any order and the scale and global
+    /// multiplications; one f32 rounding of the result and one f32 subnormal step per
+    /// operation cover the bias add and underflow; [`Reference::scale_rounding`] the scale
+    /// products below f32's normal range.
+    pub fn bound(&self, i: usize, slack: f64) -> f64 {
+        let ops = self.k as f64 + 5.0;
+        ops * 2f64.powi(-24) * slack * self.magnitude[i]
+            + self.values[i].abs() * 2f64.powi(-24)
+            + ops * f32::from_bits(1) as f64
+            + self.scale_rounding[i]
+    }
+
     /// Compare `got` (M x N) with this reference; `slack` multiplies the bound (use 1.0 for
     /// f32 accumulation, more for kernels that accumulate in lower precision).
     pub fn check(&self, got: &[f32], slack: f64) -> ErrorStats {
         let mut st = ErrorStats::default();
-        // Per-output bound: gamma_{K+5} covers the in-order sums, the two scale and two
-        // global multiplications; one f32 rounding of the result and one f32 subnormal step
-        // per operation cover the bias add and underflow.
-        let ops = self.k as f64 + 5.0;
-        let gamma = ops * 2f64.powi(-24) * slack;
-        let underflow = ops * f32::from_bits(1) as f64;
         for (i, (((&g, &w), &mag), &finite)) in got
             .iter()
             .zip(&self.values)
@@ -349,8 +356,7 @@ impl Reference {
             if w != 0.0 && w.abs() >= 1e-3 * mag {
                 st.max_rel_err = st.max_rel_err.max(err / w.abs());
             }
-            let bound = gamma * mag + w.abs() * 2f64.powi(-24) + underflow + self.scale_rounding[i];
-            st.max_bound_ratio = st.max_bound_ratio.max(err / bound);
+            st.max_bound_ratio = st.max_bound_ratio.max(err / self.bound(i, slack));
         }
         st
     }

@@ -508,15 +508,14 @@ impl MatmulSpec {
         let r = self.reference(inputs);
         let mut stats = r.check(got, 1.0);
         if self.bf16 {
-            // One bf16 rounding (unit roundoff 2^-8) of the f32 result, which is itself
-            // within the f32 bound `e32` of the exact value: |got - w| <= e32 +
-            // 2^-8 (|w| + e32).
+            // One bf16 rounding of the f32 result, which is itself within the f32 bound
+            // `e32` of the exact value: unit roundoff 2^-8, or half bf16's subnormal step
+            // (2^-133): |got - w| <= e32 + 2^-8 (|w| + e32) + 2^-134.
             let mut worst = 0f64;
             for (i, (&g, &w)) in got.iter().zip(&r.values).enumerate() {
                 if g.is_finite() && w.is_finite() {
-                    let e32 = r.magnitude[i] * (r.k as f64 + 5.0) * 2f64.powi(-24)
-                        + f32::MIN_POSITIVE as f64;
-                    let bound = e32 + (w.abs() + e32) * 2f64.powi(-8);
+                    let e32 = r.bound(i, 1.0);
+                    let bound = e32 + (w.abs() + e32) * 2f64.powi(-8) + 2f64.powi(-134);
                     worst = worst.max((g as f64 - w).abs() / bound);
                 }
             }
