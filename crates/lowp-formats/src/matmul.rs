@@ -285,6 +285,27 @@ pub struct Reference {
     pub scale_hazard: Vec<bool>,
 }
 
+/// The type a result is stored in (its values are checked as f32).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Stored {
+    /// f32.
+    F32,
+    /// bf16 (rounded to nearest even from the f32 result).
+    Bf16,
+}
+
+impl Stored {
+    /// The smallest magnitude that rounds to infinity: the largest finite value plus half
+    /// its unit in the last place.
+    pub fn overflow(self) -> f64 {
+        let bits = match self {
+            Stored::F32 => 24,
+            Stored::Bf16 => 8,
+        };
+        (2.0 - 2f64.powi(-bits)) * 2f64.powi(127)
+    }
+}
+
 /// Error statistics of a result against a [`Reference`].
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct ErrorStats {
@@ -322,9 +343,25 @@ impl Reference {
             + self.scale_rounding[i]
     }
 
+    /// [`Reference::bound`] for a result stored as `stored`: a bf16 result is the f32 one
+    /// (within `e32`) rounded once more, by its unit roundoff 2^-8 or half its subnormal
+    /// step (2^-133): `e32 + 2^-8 (|w| + e32) + 2^-134`.
+    pub fn stored_bound(&self, i: usize, slack: f64, stored: Stored) -> f64 {
+        let e32 = self.bound(i, slack);
+        match stored {
+            Stored::F32 => e32,
+            Stored::Bf16 => e32 + (self.values[i].abs() + e32) * 2f64.powi(-8) + 2f64.powi(-134),
+        }
+    }
+
     /// Compare `got` (M x N) with this reference; `slack` multiplies the bound (use 1.0 for
     /// f32 accumulation, more for kernels that accumulate in lower precision).
     pub fn check(&self, got: &[f32], slack: f64) -> ErrorStats {
+        self.check_stored(got, slack, Stored::F32)
+    }
+
+    /// [`Reference::check`] of a result stored as `stored` (a bf16 result widened to f32).
+    pub fn check_stored(&self, got: &[f32], slack: f64, stored: Stored) -> ErrorStats {
         let mut st = ErrorStats::default();
         for (i, (((&g, &w), &mag), &finite)) in got
             .iter()
@@ -336,14 +373,18 @@ impl Reference {
             let g = g as f64;
             if !w.is_finite() || !g.is_finite() {
                 let same = (w.is_nan() && g.is_nan()) || w == g;
-                // A reference so large that f32 overflows is allowed to read inf. Where the
+                // A reference so large that the stored type overflows (or would, within the
+                // bound) is allowed to read inf. Where the
                 // terms' magnitudes sum past f32's largest value, the contract's f32 partial
                 // sums and scaled partials may overflow on the way (legal E8M0 scales reach
                 // 2^127): any infinity, or the NaN of inf - inf, is then what f32 gives.
                 // Beside an infinite term, only the finite segments can overflow into the
                 // other infinity (NaN), and only where their magnitudes pass f32's largest.
-                let overflow = (w.is_finite()
-                    && ((g.is_infinite() && w.abs() >= f32::MAX as f64) || mag > f32::MAX as f64))
+                let rounds_to_inf = w.is_finite()
+                    && g.is_infinite()
+                    && g.signum() == w.signum()
+                    && w.abs() + self.stored_bound(i, slack, stored) >= stored.overflow();
+                let overflow = (w.is_finite() && (rounds_to_inf || mag > f32::MAX as f64))
                     || (w.is_infinite() && g.is_nan() && finite > f32::MAX as f64)
                     || (self.scale_hazard[i] && !g.is_finite());
                 if !same && !overflow {
@@ -356,7 +397,9 @@ impl Reference {
             if w != 0.0 && w.abs() >= 1e-3 * mag {
                 st.max_rel_err = st.max_rel_err.max(err / w.abs());
             }
-            st.max_bound_ratio = st.max_bound_ratio.max(err / self.bound(i, slack));
+            st.max_bound_ratio = st
+                .max_bound_ratio
+                .max(err / self.stored_bound(i, slack, stored));
         }
         st
     }
@@ -398,6 +441,11 @@ pub fn scaled_matmul_f64(
             o.rounding *= global.abs();
             if a.global.is_some() || b.global.is_some() {
                 o.round_product(global, o.value, o.magnitude);
+                // The contract's f32 total before the globals: past f32's largest value it
+                // is inf, though the globals would bring it back (a hazard of its own),
+                // and each of its operations' subnormal steps is scaled by them.
+                o.hazard |= o.finite > f32::MAX as f64;
+                o.rounding += (k as f64 + 3.0) * F32_MIN_SUBNORMAL * global.abs();
             }
             o.value *= global;
             o.magnitude *= global.abs();

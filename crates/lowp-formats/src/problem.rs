@@ -506,21 +506,12 @@ impl MatmulSpec {
     /// Compare a result with the f64 oracle.
     pub fn check(&self, inputs: &MatmulInputs, got: &[f32]) -> CheckReport {
         let r = self.reference(inputs);
-        let mut stats = r.check(got, 1.0);
-        if self.bf16 {
-            // One bf16 rounding of the f32 result, which is itself within the f32 bound
-            // `e32` of the exact value: unit roundoff 2^-8, or half bf16's subnormal step
-            // (2^-133): |got - w| <= e32 + 2^-8 (|w| + e32) + 2^-134.
-            let mut worst = 0f64;
-            for (i, (&g, &w)) in got.iter().zip(&r.values).enumerate() {
-                if g.is_finite() && w.is_finite() {
-                    let e32 = r.bound(i, 1.0);
-                    let bound = e32 + (w.abs() + e32) * 2f64.powi(-8) + 2f64.powi(-134);
-                    worst = worst.max((g as f64 - w).abs() / bound);
-                }
-            }
-            stats.max_bound_ratio = worst;
-        }
+        let stored = if self.bf16 {
+            crate::Stored::Bf16
+        } else {
+            crate::Stored::F32
+        };
+        let stats = r.check_stored(got, 1.0, stored);
         CheckReport {
             passed: stats.passed(),
             stats,

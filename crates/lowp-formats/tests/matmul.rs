@@ -606,3 +606,49 @@ fn scale_products_past_f32_range_may_round() {
     assert!(got[0].is_finite() && r.check(&got, 1.0).passed());
     assert!(!r.check(&[f32::INFINITY], 1.0).passed());
 }
+
+/// A bf16 result overflows at (2 - 2^-8) 2^127, below f32's largest value: a finite
+/// reference between the two may read inf (of its sign) stored as bf16, not as f32.
+#[test]
+fn a_bf16_result_overflows_before_f32() {
+    assert_eq!(Stored::F32.overflow(), f32::MAX as f64 + 2f64.powi(103));
+    let bf16_max = f32::from_bits(0x7F7F_0000) as f64;
+    assert_eq!(Stored::Bf16.overflow(), bf16_max + 2f64.powi(119));
+    let near = 3.397e38;
+    let r = Reference {
+        m: 1,
+        n: 1,
+        k: 4,
+        values: vec![near],
+        magnitude: vec![near],
+        finite_magnitude: vec![near],
+        scale_rounding: vec![0.0],
+        scale_hazard: vec![false],
+    };
+    let inf = [f32::INFINITY];
+    assert!(r.check_stored(&inf, 1.0, Stored::Bf16).passed());
+    assert!(!r
+        .check_stored(&[f32::NEG_INFINITY], 1.0, Stored::Bf16)
+        .passed());
+    assert!(!r.check(&inf, 1.0).passed());
+}
+
+/// NVFP4 globals multiply the f32 total at the end: a total past f32's largest value is
+/// inf there, though the globals bring the exact value back into range.
+#[test]
+fn a_total_that_overflows_before_the_globals_may_read_inf() {
+    let (e4, e2) = (ScaledFormat::F8E4M3, ScaledFormat::F4E2M1);
+    let a = uniform(e4, ScaleLayout::PerChannel, e4.encode(448.0), &[3e38]);
+    let mut b = uniform(e2, ScaleLayout::NVFP4_GLOBAL, e2.encode(6.0), &[1.0; 4]);
+    b.global = Some(1e-20);
+    let (got, r) = (
+        scaled_matmul(&a, &b, None).unwrap(),
+        scaled_matmul_f64(&a, &b, None).unwrap(),
+    );
+    assert!(got[0].is_infinite() && r.values[0].is_finite() && r.scale_hazard[0]);
+    assert!(r.check(&got, 1.0).passed());
+    // With the total in range no overflow is allowed.
+    let a = uniform(e4, ScaleLayout::PerChannel, e4.encode(448.0), &[3e30]);
+    let r = scaled_matmul_f64(&a, &b, None).unwrap();
+    assert!(!r.scale_hazard[0] && !r.check(&[f32::INFINITY], 1.0).passed());
+}
