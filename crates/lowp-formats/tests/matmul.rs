@@ -415,9 +415,9 @@ fn f32_partial_sums_bound_the_formats_of_a_matmul() {
     );
 }
 
-#[test]
-fn overflow_on_the_way_may_read_inf_or_nan() {
-    let reference = |value: f64, magnitude: f64| Reference {
+/// A 1 x 1 reference (K = 4) of `value` and `magnitude`, no scale product out of range.
+fn one_output(value: f64, magnitude: f64) -> Reference {
+    Reference {
         m: 1,
         n: 1,
         k: 4,
@@ -426,7 +426,12 @@ fn overflow_on_the_way_may_read_inf_or_nan() {
         finite_magnitude: vec![magnitude],
         scale_rounding: vec![0.0],
         scale_hazard: vec![false],
-    };
+    }
+}
+
+#[test]
+fn overflow_on_the_way_may_read_inf_or_nan() {
+    let reference = one_output;
     // Terms summing past f32's largest value: the f32 partial sums may overflow, to either
     // infinity or (inf - inf) NaN, though the exact result is small.
     let big = 1e39;
@@ -615,16 +620,7 @@ fn a_bf16_result_overflows_before_f32() {
     let bf16_max = f32::from_bits(0x7F7F_0000) as f64;
     assert_eq!(Stored::Bf16.overflow(), bf16_max + 2f64.powi(119));
     let near = 3.397e38;
-    let r = Reference {
-        m: 1,
-        n: 1,
-        k: 4,
-        values: vec![near],
-        magnitude: vec![near],
-        finite_magnitude: vec![near],
-        scale_rounding: vec![0.0],
-        scale_hazard: vec![false],
-    };
+    let r = one_output(near, near);
     let inf = [f32::INFINITY];
     assert!(r.check_stored(&inf, 1.0, Stored::Bf16).passed());
     assert!(!r
