@@ -121,20 +121,27 @@ struct Args {
     save_kernel: Option<String>,
     /// `--emulate`: the NVIDIA kernel run on the CPU (`lowp-to-nvvm{emulate=true}`).
     emulate: bool,
-    /// Whether `--opt-level` was given (an emulated kernel defaults to 0).
-    opt_level_set: bool,
     specials: bool,
     inputs: Option<String>,
     save_inputs: Option<String>,
     output: Option<String>,
-    seed: u64,
-    /// Whether `--seed` was given.
-    seed_set: bool,
-    opt_level: usize,
-    single_thread: bool,
-    /// Whether `--threads` was given.
-    threads_set: bool,
+    /// `--seed` ([`Args::seed`]).
+    seed: Option<u64>,
+    /// `--opt-level` ([`OPT_LEVEL`] when not given; 0 for an emulated kernel).
+    opt_level: Option<usize>,
+    /// `--threads` (1: one thread, else OpenMP's).
+    threads: Option<usize>,
     lanes: Option<u32>,
+}
+
+/// LLVM's optimization level of the CPU code unless `--opt-level` says otherwise.
+const OPT_LEVEL: usize = 3;
+
+impl Args {
+    /// The inputs' seed: `--seed`, or 1.
+    fn seed(&self) -> u64 {
+        self.seed.unwrap_or(1)
+    }
 }
 
 /// A flag that takes no value, with what it sets.
@@ -163,11 +170,7 @@ fn number<T: std::str::FromStr>(flag: &str, v: Option<String>, what: &str) -> Re
 }
 
 fn parse_args(raw: Vec<String>) -> Result<Args, Usage> {
-    let mut a = Args {
-        seed: 1,
-        opt_level: 3,
-        ..Default::default()
-    };
+    let mut a = Args::default();
     let mut it = raw.into_iter();
     while let Some(arg) = it.next() {
         let (flag, inline) = match arg.split_once('=') {
@@ -225,8 +228,7 @@ fn parse_args(raw: Vec<String>) -> Result<Args, Usage> {
                 a.output = Some(value().ok_or_else(|| Usage("--output needs a file".into()))?)
             }
             "--seed" => {
-                a.seed = number(&flag, value(), "an integer")?;
-                a.seed_set = true;
+                a.seed = Some(number(&flag, value(), "an integer")?);
             }
             "--lanes" => {
                 let l: u32 = number(&flag, value(), "8 or 16")?;
@@ -240,18 +242,14 @@ fn parse_args(raw: Vec<String>) -> Result<Args, Usage> {
                 if t == 0 {
                     return Err(Usage("--threads: must be at least 1".into()));
                 }
-                a.single_thread = t == 1;
-                a.threads_set = true;
+                a.threads = Some(t);
             }
             "--opt-level" => {
-                a.opt_level = number(&flag, value(), "0, 1, 2 or 3")?;
-                a.opt_level_set = true;
-                if a.opt_level > 3 {
-                    return Err(Usage(format!(
-                        "--opt-level: '{}' is not 0, 1, 2 or 3",
-                        a.opt_level
-                    )));
+                let l: usize = number(&flag, value(), "0, 1, 2 or 3")?;
+                if l > 3 {
+                    return Err(Usage(format!("--opt-level: '{l}' is not 0, 1, 2 or 3")));
                 }
+                a.opt_level = Some(l);
             }
             "--target" => {
                 let t =
@@ -327,20 +325,20 @@ fn parse_args(raw: Vec<String>) -> Result<Args, Usage> {
         // lowering, whose vectors --lanes sets.
         let cpu = given(&[
             ("--lanes", a.lanes.is_some()),
-            ("--threads", a.threads_set && !a.emulate),
-            ("--opt-level", a.opt_level_set && !a.emulate),
+            ("--threads", a.threads.is_some() && !a.emulate),
+            ("--opt-level", a.opt_level.is_some() && !a.emulate),
         ]);
         if !cpu.is_empty() {
             return Err(Usage(format!(
                 "{} {} the CPU code; --target cuda runs a PTX kernel{} (drop {})",
                 cpu.join(", "),
-                if cpu.len() == 1 { "shapes" } else { "shape" },
+                agree(&cpu, "shapes", "shape"),
                 if a.lanes.is_some() && a.emulate {
                     ", emulated with no lowp op left for the CPU lowering's vectors"
                 } else {
                     ""
                 },
-                if cpu.len() == 1 { "it" } else { "them" },
+                agree(&cpu, "it", "them"),
             )));
         }
     }
@@ -358,9 +356,9 @@ fn parse_args(raw: Vec<String>) -> Result<Args, Usage> {
                     ("--print-ptx", a.print_ptx),
                     ("--save-kernel", a.save_kernel.is_some()),
                     ("--emulate", a.emulate),
-                    ("--seed", a.seed_set),
-                    ("--opt-level", a.opt_level_set),
-                    ("--threads", a.threads_set),
+                    ("--seed", a.seed.is_some()),
+                    ("--opt-level", a.opt_level.is_some()),
+                    ("--threads", a.threads.is_some()),
                     ("--lanes", a.lanes.is_some()),
                 ],
             ]
@@ -370,11 +368,7 @@ fn parse_args(raw: Vec<String>) -> Result<Args, Usage> {
             return Err(Usage(format!(
                 "--print-mlir prints the module and exits; {} {} more (drop one or the other)",
                 more.join(", "),
-                if more.len() == 1 {
-                    "asks for"
-                } else {
-                    "ask for"
-                },
+                agree(&more, "asks for", "ask for"),
             )));
         }
     }
@@ -410,12 +404,8 @@ fn parse_args(raw: Vec<String>) -> Result<Args, Usage> {
                 "{} {} the op --gen builds; an input file's entry has its own \
                  (drop {}, or the file for --gen)",
                 generated.join(", "),
-                if generated.len() == 1 {
-                    "describes"
-                } else {
-                    "describe"
-                },
-                if generated.len() == 1 { "it" } else { "them" },
+                agree(&generated, "describes", "describe"),
+                agree(&generated, "it", "them"),
             )));
         }
     }
@@ -424,7 +414,7 @@ fn parse_args(raw: Vec<String>) -> Result<Args, Usage> {
         let running = given(
             &[
                 run_flags(&a).as_slice(),
-                &[("--emulate", a.emulate), ("--seed", a.seed_set)],
+                &[("--emulate", a.emulate), ("--seed", a.seed.is_some())],
             ]
             .concat(),
         );
@@ -433,7 +423,7 @@ fn parse_args(raw: Vec<String>) -> Result<Args, Usage> {
                 "--print-ptx and --save-kernel only compile; {} {} a run (drop one or \
                  the other; lowp-gpu-run checks and times a saved kernel)",
                 running.join(", "),
-                if running.len() == 1 { "needs" } else { "need" },
+                agree(&running, "needs", "need"),
             )));
         }
     }
@@ -460,6 +450,15 @@ fn run_flags(a: &Args) -> [(&'static str, bool); 6] {
         ("--output", a.output.is_some()),
         ("--specials", a.specials),
     ]
+}
+
+/// `one` or `many`, the word agreeing with the number of `flags` named.
+fn agree<'w>(flags: &[&str], one: &'w str, many: &'w str) -> &'w str {
+    if flags.len() == 1 {
+        one
+    } else {
+        many
+    }
 }
 
 /// The flags of `flags` (flag, whether given) that were given.
@@ -534,7 +533,7 @@ fn describe(spec: &MatmulSpec, target: &str) -> String {
 /// Runs the tool; `Ok(false)` is a failed check.
 fn run(a: Args) -> Result<bool, String> {
     let mut session = Session::new();
-    let threaded = session.set_threads(!a.single_thread);
+    let threaded = session.set_threads(a.threads != Some(1));
     if let Some(l) = a.lanes {
         session.set_lanes(l);
     }
@@ -621,7 +620,7 @@ fn run(a: Args) -> Result<bool, String> {
     spec.check_memory()?;
     let mut inputs = match &a.inputs {
         Some(dir) => lowp_jit::MatmulInputs::load(&spec, std::path::Path::new(dir))?,
-        None => spec.inputs(a.seed),
+        None => spec.inputs(a.seed()),
     };
     if a.specials {
         inputs.inject_specials();
@@ -657,11 +656,7 @@ fn run(a: Args) -> Result<bool, String> {
     }
     // An emulated kernel's logic is what is checked, not the host code LLVM makes of it;
     // its unrolled blocks take LLVM -O2 minutes, -O0 seconds.
-    let opt_level = if a.emulate && !a.opt_level_set {
-        0
-    } else {
-        a.opt_level
-    };
+    let opt_level = a.opt_level.unwrap_or(if a.emulate { 0 } else { OPT_LEVEL });
     let t0 = Instant::now();
     session.lower_cpu(&mut module).map_err(|e| e.to_string())?;
     let t1 = Instant::now();
@@ -843,7 +838,7 @@ fn run_generic(
     say!(
         "lowp-run: @{entry} with {} memref arguments, random inputs (seed {}) (cpu) {} lanes={}",
         sig.len(),
-        a.seed,
+        a.seed(),
         if threaded {
             "threads=openmp"
         } else {
@@ -855,14 +850,14 @@ fn run_generic(
     session.lower_cpu(&mut module).map_err(|e| e.to_string())?;
     let t1 = Instant::now();
     let jit = session
-        .jit(&module, a.opt_level)
+        .jit(&module, a.opt_level.unwrap_or(OPT_LEVEL))
         .map_err(|e| e.to_string())?;
     say!(
         "compile: pipeline_ms={:.1} jit_ms={:.1}",
         (t1 - t0).as_secs_f64() * 1e3,
         t1.elapsed().as_secs_f64() * 1e3
     );
-    let mut buffers = generic::random_buffers(&sig, a.seed);
+    let mut buffers = generic::random_buffers(&sig, a.seed());
     generic::call(&jit, entry, &sig, &mut buffers).map_err(|e| e.to_string())?;
     for (i, (arg, buf)) in sig.iter().zip(&buffers).enumerate() {
         say!("arg{i}: {}", generic::summarize(arg, buf));
