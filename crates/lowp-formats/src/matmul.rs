@@ -374,9 +374,9 @@ impl Reference {
             if !w.is_finite() || !g.is_finite() {
                 let same = (w.is_nan() && g.is_nan()) || w == g;
                 // A reference so large that the stored type overflows (or would, within the
-                // bound) is allowed to read inf. Where the
-                // terms' magnitudes sum past f32's largest value, the contract's f32 partial
-                // sums and scaled partials may overflow on the way (legal E8M0 scales reach
+                // bound) is allowed to read the infinity of its sign. Where the terms'
+                // magnitudes sum past f32's largest value, the contract's f32 partial sums
+                // and scaled partials may overflow on the way (legal E8M0 scales reach
                 // 2^127): any infinity, or the NaN of inf - inf, is then what f32 gives.
                 // Beside an infinite term, only the finite segments can overflow into the
                 // other infinity (NaN), and only where their magnitudes pass f32's largest.

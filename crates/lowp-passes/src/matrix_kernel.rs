@@ -1023,9 +1023,9 @@ impl<'p, 'c, 'a> Kernel<'p, 'c, 'a> {
         let result = |e: &Emitter<'c, 'a>, v: Value<'c, 'a>, row, col| {
             // The scales applied here as one product (the contract's `sa * sb`: the total
             // times one scale alone may leave f32's range where the product does not).
-            let sa = (here(&self.ops.sa))
+            let sa = here(&self.ops.sa)
                 .then(|| ta.unwrap_or_else(|| self.ops.sa.block_value(e, row, zero)));
-            let sb = (here(&self.ops.sb))
+            let sb = here(&self.ops.sb)
                 .then(|| tb.unwrap_or_else(|| self.ops.sb.block_value(e, col, zero)));
             let mut v = match (sa, sb) {
                 (Some(sa), Some(sb)) => e.mulf(v, e.mulf(sa, sb)),

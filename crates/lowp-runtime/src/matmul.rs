@@ -141,6 +141,10 @@ mod tests {
         let lengths: Vec<u64> = roles.iter().map(|&r| spec.role_len(r)).collect();
         assert_eq!(lengths, arguments);
         let at = |role: Role| roles.iter().position(|&r| r == role).unwrap();
+        let mem = |arg: usize, shape: &[i64]| KernelParam::MemRef {
+            arg,
+            shape: shape.to_vec(),
+        };
         let kernel = |params: Vec<KernelParam>| GpuKernel {
             name: "k".into(),
             chip: "sm_90a".into(),
@@ -153,73 +157,31 @@ mod tests {
         };
         // As lowered: packed A is 16 x 32 bytes, its E8M0 scales 16 x 2, C 16 x 8 f32.
         let exact = vec![
-            KernelParam::MemRef {
-                arg: at(Role::Lhs),
-                shape: vec![16, 32],
-            },
-            KernelParam::MemRef {
-                arg: at(Role::LhsScales),
-                shape: vec![16, 2],
-            },
-            KernelParam::MemRef {
-                arg: at(Role::Out),
-                shape: vec![16, 8],
-            },
+            mem(at(Role::Lhs), &[16, 32]),
+            mem(at(Role::LhsScales), &[16, 2]),
+            mem(at(Role::Out), &[16, 8]),
         ];
         assert!(fits(&kernel(exact), &spec, &roles, &arguments).is_ok());
         for (param, what) in [
-            (
-                KernelParam::MemRef {
-                    arg: at(Role::Lhs),
-                    shape: vec![16, 64],
-                },
-                "Lhs",
-            ),
+            (mem(at(Role::Lhs), &[16, 64]), "Lhs"),
             // C's f32 elements: 16 x 9 of them is 576 bytes, 512 are there.
-            (
-                KernelParam::MemRef {
-                    arg: at(Role::Out),
-                    shape: vec![16, 9],
-                },
-                "Out",
-            ),
-            (
-                KernelParam::MemRef {
-                    arg: 0,
-                    shape: vec![i64::MAX, 4],
-                },
-                "Lhs",
-            ),
+            (mem(at(Role::Out), &[16, 9]), "Out"),
+            (mem(0, &[i64::MAX, 4]), "Lhs"),
             // A smaller problem than the bundle's (M 15 of 16): another result.
             (
-                KernelParam::MemRef {
-                    arg: at(Role::Out),
-                    shape: vec![15, 8],
-                },
+                mem(at(Role::Out), &[15, 8]),
                 "as [15, 8], short of its 512 bytes in the problem",
             ),
             // MX scales per 16 where the problem has them per 32.
             (
-                KernelParam::MemRef {
-                    arg: at(Role::LhsScales),
-                    shape: vec![16, 4],
-                },
+                mem(at(Role::LhsScales), &[16, 4]),
                 "as [16, 4], beyond its 32 bytes",
             ),
         ] {
             let e = fits(&kernel(vec![param]), &spec, &roles, &arguments).unwrap_err();
             assert!(e.to_string().contains(what), "{e}");
         }
-        let e = fits(
-            &kernel(vec![KernelParam::MemRef {
-                arg: 9,
-                shape: vec![1],
-            }]),
-            &spec,
-            &roles,
-            &arguments,
-        )
-        .unwrap_err();
+        let e = fits(&kernel(vec![mem(9, &[1])]), &spec, &roles, &arguments).unwrap_err();
         assert!(e.to_string().contains("argument 9"), "{e}");
     }
 }
