@@ -120,3 +120,42 @@ module attributes {gpu.container_module} {
     }
   }
 }
+
+// -----
+
+// Longer paths follow too: from the top, @inner::@m::@"a.b" reaches the kernel module in
+// @inner (and @"x.y"::@m its twin in @"x.y", a scope PTX never prints, so named as it is);
+// a path whose scopes lead elsewhere (no @m in @other, a function where a module was
+// named) stays as written.
+// CHECK-LABEL: func.func @top() attributes
+// CHECK-SAME:  deep = @inner::@m::@a_b
+// CHECK-SAME:  dotted = @x.y::@m::@c_d
+// CHECK-SAME:  elsewhere = @other::@m::@a.b
+// CHECK-SAME:  notmodule = @inner::@f::@a.b
+// CHECK:       gpu.launch_func @m::@a_b blocks
+// CHECK:       gpu.func @a_b()
+// CHECK:       gpu.func @c_d()
+module attributes {gpu.container_module} {
+  func.func @top() attributes {deep = @inner::@m::@"a.b", dotted = @"x.y"::@m::@"c.d", elsewhere = @other::@m::@"a.b", notmodule = @inner::@f::@"a.b"} {
+    return
+  }
+  module @other {
+  }
+  module @inner attributes {gpu.container_module} {
+    func.func @f() {
+      %c1 = arith.constant 1 : index
+      gpu.launch_func @m::@"a.b" blocks in (%c1, %c1, %c1) threads in (%c1, %c1, %c1)
+      return
+    }
+    gpu.module @m {
+      // expected-remark @below {{to @a_b: PTX cannot spell the old name}}
+      gpu.func @"a.b"() kernel { gpu.return }
+    }
+  }
+  module @"x.y" {
+    gpu.module @m {
+      // expected-remark @below {{to @c_d: PTX cannot spell the old name}}
+      gpu.func @"c.d"() kernel { gpu.return }
+    }
+  }
+}

@@ -27,8 +27,9 @@
 //! LLVM's intrinsics, `llvm.*`, while a definition so named is renamed: LLVM refuses it).
 //! References inside the module follow, and so do references by path (`@module::@symbol`,
 //! as `gpu.launch_func` names its kernel) in any op's attributes, in arrays and
-//! dictionaries too, the module found from the op as MLIR finds it (the closest scope
-//! holding one of that name). Longer paths (`@a::@module::@symbol`) are left as they are.
+//! dictionaries too, and longer paths (`@outer::@module::@symbol`) alike: the path's first
+//! name is found from the op as MLIR finds it (the closest scope holding one of that name),
+//! each further name in the body of the one before.
 //! Runs on `builtin.module`, after `gpu-kernel-outlining`. No options.
 
 use std::collections::HashSet;
@@ -36,9 +37,9 @@ use std::collections::HashSet;
 use melior::dialect::DialectHandle;
 use melior::ir::attribute::StringAttribute;
 use melior::ir::operation::{OperationLike, OperationMutLike, WalkOrder, WalkResult};
-use melior::ir::{Attribute, BlockLike, OperationRef, RegionLike};
+use melior::ir::{BlockLike, OperationRef, RegionLike};
 
-use crate::ir::{is_definition, string_ref, string_value, symbol_path};
+use crate::ir::{is_definition, string_ref, string_value, text_of};
 use crate::registry::{PassDef, PassOptions};
 use crate::PassError;
 
@@ -154,10 +155,9 @@ fn run<'c, 'a>(root: OperationRef<'c, 'a>, _: &PassOptions) -> Result<(), PassEr
     if renamed.is_empty() {
         return Ok(());
     }
-    // References by path (@module::@symbol): gpu.launch_func's kernel, and any op's
-    // attribute (in arrays and dictionaries too) that names a renamed symbol so, the
-    // module found as MLIR finds it: a child of the closest symbol table around the op
-    // that has one of that name.
+    // References by path (@module::@symbol, @outer::@module::@symbol): gpu.launch_func's
+    // kernel, and any op's attribute (in arrays and dictionaries too) that names a renamed
+    // symbol so, the module found as MLIR finds it (see `path_scope`).
     let mut ops = Vec::new();
     root.walk(WalkOrder::PreOrder, |op| {
         ops.push(op.to_raw());
@@ -168,8 +168,8 @@ fn run<'c, 'a>(root: OperationRef<'c, 'a>, _: &PassOptions) -> Result<(), PassEr
         // name with attributes built in the live context.
         unsafe {
             let op = OperationRef::from_raw(raw);
-            let lookup = |module: &str, leaf: &str| -> Option<String> {
-                let found = child_module(op, module)?;
+            let lookup = |scopes: &[String], leaf: &str| -> Option<String> {
+                let found = path_scope(op, scopes)?;
                 renamed
                     .iter()
                     .find(|(m, old, _)| m.ptr == found.ptr && old == leaf)
@@ -190,59 +190,82 @@ fn run<'c, 'a>(root: OperationRef<'c, 'a>, _: &PassOptions) -> Result<(), PassEr
     Ok(())
 }
 
-/// The `gpu.module` named `name` that a path reference in `op` names: a child of the
-/// closest op around `op` whose body holds one so named.
-fn child_module(op: OperationRef, name: &str) -> Option<mlir_sys::MlirOperation> {
-    // SAFETY: walking up the parents of a live op and along their first blocks.
-    unsafe {
+/// The op whose symbol a path reference in `op` ends in (`@a::@b::@leaf` gives @b, the
+/// one named `scopes` = [a, b]): its first name is a child of the closest op around `op`
+/// whose body holds one so named, each further name a child of the one before.
+fn path_scope(op: OperationRef, scopes: &[String]) -> Option<mlir_sys::MlirOperation> {
+    let (first, rest) = scopes.split_first()?;
+    // SAFETY: walking up the parents of a live op.
+    let mut found = unsafe {
         let mut p = mlir_sys::mlirOperationGetParentOperation(op.to_raw());
-        while !p.ptr.is_null() {
-            let parent = OperationRef::from_raw(p);
-            let body = (parent.region_count() > 0)
-                .then(|| parent.region(0).ok().and_then(|r| r.first_block()))
-                .flatten();
-            if let Some(body) = body {
-                let mut child = body.first_operation();
-                while let Some(c) = child {
-                    if c.name().as_string_ref().as_str() == Ok("gpu.module")
-                        && string_attr(c, "sym_name").as_deref() == Some(name)
-                    {
-                        return Some(c.to_raw());
-                    }
-                    child = c.next_in_block();
-                }
+        loop {
+            if p.ptr.is_null() {
+                return None;
+            }
+            if let Some(c) = child_symbol(OperationRef::from_raw(p), first) {
+                break c;
             }
             p = mlir_sys::mlirOperationGetParentOperation(p);
         }
+    };
+    for name in rest {
+        // SAFETY: `found` is a live op of the IR, found above.
+        found = child_symbol(unsafe { OperationRef::from_raw(found) }, name)?;
+    }
+    Some(found)
+}
+
+/// The op named `name` (by `sym_name`) in the first block of `parent`'s first region.
+fn child_symbol(parent: OperationRef, name: &str) -> Option<mlir_sys::MlirOperation> {
+    let body = (parent.region_count() > 0)
+        .then(|| parent.region(0).ok().and_then(|r| r.first_block()))
+        .flatten()?;
+    let mut child = body.first_operation();
+    while let Some(c) = child {
+        if string_attr(c, "sym_name").as_deref() == Some(name) {
+            return Some(c.to_raw());
+        }
+        child = c.next_in_block();
     }
     None
 }
 
-/// `attr` with its path references to renamed symbols (`@module::@old`, one level, as
-/// `lookup(module, old)` gives the new name) replaced, looking into arrays and
-/// dictionaries; `None` where nothing changes.
+/// `attr` with its path references to renamed symbols (`@module::@old` or longer, as
+/// `lookup(path before the leaf, old)` gives the new name) replaced, looking into arrays
+/// and dictionaries; `None` where nothing changes.
 ///
 /// # Safety
 /// `ctx` and `attr` must be live.
 unsafe fn renamed_refs(
     ctx: mlir_sys::MlirContext,
     attr: mlir_sys::MlirAttribute,
-    lookup: &dyn Fn(&str, &str) -> Option<String>,
+    lookup: &dyn Fn(&[String], &str) -> Option<String>,
 ) -> Option<mlir_sys::MlirAttribute> {
     // SAFETY: per this function's contract; each accessor after its kind is checked.
     unsafe {
         if mlir_sys::mlirAttributeIsASymbolRef(attr) {
-            if mlir_sys::mlirSymbolRefAttrGetNumNestedReferences(attr) != 1 {
+            let n = mlir_sys::mlirSymbolRefAttrGetNumNestedReferences(attr);
+            if n == 0 {
                 return None;
             }
-            let (module, leaf) = symbol_path(Attribute::from_raw(attr))?;
-            let new = lookup(&module, &leaf)?;
-            let mut leaf = mlir_sys::mlirFlatSymbolRefAttrGet(ctx, string_ref(&new));
+            let mut nested: Vec<_> = (0..n)
+                .map(|i| mlir_sys::mlirSymbolRefAttrGetNestedReference(attr, i))
+                .collect();
+            let root = text_of(mlir_sys::mlirSymbolRefAttrGetRootReference(attr));
+            let mut scopes = vec![root.clone()];
+            scopes.extend(
+                nested[..nested.len() - 1]
+                    .iter()
+                    .map(|&r| text_of(mlir_sys::mlirFlatSymbolRefAttrGetValue(r))),
+            );
+            let leaf = text_of(mlir_sys::mlirSymbolRefAttrGetLeafReference(attr));
+            let new = lookup(&scopes, &leaf)?;
+            *nested.last_mut()? = mlir_sys::mlirFlatSymbolRefAttrGet(ctx, string_ref(&new));
             return Some(mlir_sys::mlirSymbolRefAttrGet(
                 ctx,
-                string_ref(&module),
-                1,
-                &mut leaf,
+                string_ref(&root),
+                nested.len() as isize,
+                nested.as_ptr(),
             ));
         }
         if mlir_sys::mlirAttributeIsAArray(attr) {
