@@ -43,7 +43,7 @@ const USAGE: &str =
   --output FILE   write the result (M x N little-endian f32) to FILE
   --bench N       time N runs, print the median and GFLOP/s
   --print-mlir    print the generated lowp module and exit
-  --seed S        input seed (default 1)
+  --seed S        random input seed (default 1; not with --inputs)
   --opt-level L   LLVM optimization level 0..3 of the CPU code (default 3; 0 for
                   --emulate)
   --threads N     1: run on one thread; otherwise OpenMP threads (OMP_NUM_THREADS) when
@@ -188,10 +188,10 @@ fn parse_args(raw: Vec<String>) -> Result<Args, Usage> {
         }
         match flag.as_str() {
             "-h" | "--help" => return Err(Usage(USAGE.into())),
-            "--entry" => {
-                a.entry =
-                    Some(value().ok_or_else(|| Usage("--entry needs a function name".into()))?)
-            }
+            "--entry" => match value() {
+                Some(name) if !name.is_empty() => a.entry = Some(name),
+                _ => return Err(Usage("--entry needs a function name".into())),
+            },
             "--m" => a.m = Some(number(&flag, value(), "a positive integer")?),
             "--n" => a.n = Some(number(&flag, value(), "a positive integer")?),
             "--k" => a.k = Some(number(&flag, value(), "a positive integer")?),
@@ -426,6 +426,11 @@ fn parse_args(raw: Vec<String>) -> Result<Args, Usage> {
                 agree(&running, "needs", "need"),
             )));
         }
+    }
+    if a.seed.is_some() && a.inputs.is_some() {
+        return Err(Usage(
+            "--seed draws random inputs; --inputs reads them from files (drop one)".into(),
+        ));
     }
     if a.emulate && a.bench.is_some() {
         return Err(Usage(
