@@ -176,8 +176,8 @@ fn mutate(rng: &mut SplitMix64, text: &str) -> String {
                 let span = s[at..end].to_string();
                 s.insert_str(at, &span);
             }
-            2 => s.insert_str(at, *pick(rng, DICTIONARY)),
-            3 => s.replace_range(at..end, *pick(rng, DICTIONARY)),
+            2 => s.insert_str(at, pick::<&str>(rng, DICTIONARY)),
+            3 => s.replace_range(at..end, pick::<&str>(rng, DICTIONARY)),
             4 => {
                 // Replace a whole number somewhere after `at`.
                 if let Some(off) = s[at..].find(|c: char| c.is_ascii_digit()) {
@@ -196,7 +196,7 @@ fn mutate(rng: &mut SplitMix64, text: &str) -> String {
                         "65536",
                         "4294967297",
                     ];
-                    s.replace_range(start..stop, *pick(rng, &n));
+                    s.replace_range(start..stop, pick::<&str>(rng, &n));
                 }
             }
             _ => s.truncate(at),

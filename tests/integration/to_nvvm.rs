@@ -456,6 +456,7 @@ fn wgmma_pipeline_stages_scale_windows() {
 /// - `fold-scales=rows`: the scan without B's range (the IR), and the smooth problem by
 ///   rows;
 /// - `fold-scales=off`: no scan (the IR), and the smooth problem per 32.
+///
 /// In the IR: one `bar.red.or` per op (`nvvm.barrier` with the `or` reduction), B's range
 /// reduced per warp where B is folded (`redux.sync`, its largest and smallest code), and
 /// the stage's codes copied with the next stage's scales (the scale copies' count: one

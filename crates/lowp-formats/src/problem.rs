@@ -277,7 +277,7 @@ impl MatmulInputs {
             if q.packed {
                 let i = r * q.cols.div_ceil(2) + c / 2;
                 let byte = &mut q.codes[i];
-                *byte = if c % 2 == 0 {
+                *byte = if c.is_multiple_of(2) {
                     (*byte & 0xF0) | code
                 } else {
                     (*byte & 0x0F) | code << 4

@@ -242,7 +242,7 @@ impl QuantizedTensor {
     pub fn code(&self, r: usize, c: usize) -> u8 {
         if self.packed {
             let byte = self.codes[r * self.cols.div_ceil(2) + c / 2];
-            if c % 2 == 0 {
+            if c.is_multiple_of(2) {
                 byte & 0xF
             } else {
                 byte >> 4

@@ -305,6 +305,8 @@ fn slice_apis_match_scalar() {
 }
 
 #[test]
+// Binary codes grouped as sign_exponent_mantissa.
+#[allow(clippy::unusual_byte_groupings)]
 fn seed_examples() {
     // seed 000: f4e3m0
     const F4E3M0: ScaledFormat = ScaledFormat::custom(3, 0);
@@ -337,6 +339,8 @@ fn seed_examples() {
 }
 
 #[test]
+// The kernel id spelled field by field, a zero field too.
+#[allow(clippy::identity_op)]
 fn fields_and_ids() {
     use ScaledFormat::*;
     assert_eq!(F8E4M3.fields(), (4, 3, 7));

@@ -248,7 +248,7 @@ pub(crate) fn lower<'c, 'a>(
                 let (end, start) = segment_end(e, k0, g.kc, g.span, g.ops.k);
                 e.if_else(
                     end,
-                    &vec![f32t; 2 * ROWS],
+                    &[f32t; 2 * ROWS],
                     |e| {
                         let mut v = g.promote(e, &t, start, acc, &part);
                         v.extend(vec![e.f32(0.0); ROWS]);

@@ -927,7 +927,9 @@ impl<'p, 'c, 'a> Kernel<'p, 'c, 'a> {
             });
             if !cols.contains(&ck) {
                 match &staged[1] {
-                    Some(read) if run > 1 && x % s.acc % run == 0 && x + run <= count => {
+                    Some(read)
+                        if run > 1 && (x % s.acc).is_multiple_of(run) && x + run <= count =>
+                    {
                         for (d, v) in read(e, col, run).into_iter().enumerate() {
                             cols.push(key(x + d).1);
                             b_loads.push(v);
@@ -1108,7 +1110,10 @@ impl<'p, 'c, 'a> Kernel<'p, 'c, 'a> {
             Ok(DimSize::Static(n)) => n as usize,
             _ => return 1,
         };
-        let fits = identity && n % run == 0 && count % run == 0 && self.shape.acc % run == 0;
+        let fits = identity
+            && n.is_multiple_of(run)
+            && count.is_multiple_of(run)
+            && self.shape.acc.is_multiple_of(run);
         if fits {
             run
         } else {

@@ -45,14 +45,14 @@ impl TiledMap {
             return Err(bad("the swizzle is 0, 32, 64 or 128 bytes".into()));
         }
         let dims: Vec<u64> = shape.iter().rev().map(|&d| d as u64).collect();
-        if shape.iter().any(|&d| d < 1 || d > 1 << 32) {
+        if shape.iter().any(|&d| !(1..=1 << 32).contains(&d)) {
             return Err(bad("each dimension has 1 to 2^32 elements".into()));
         }
         let mut strides = Vec::with_capacity(dims.len() - 1);
         let mut stride = 1u64;
         for &d in &dims[..dims.len() - 1] {
             stride *= d;
-            if stride % 16 != 0 || stride >= 1 << 40 {
+            if !stride.is_multiple_of(16) || stride >= 1 << 40 {
                 return Err(bad(format!(
                     "a stride of {stride} bytes (TMA takes multiples of 16 below 2^40)"
                 )));
@@ -63,7 +63,7 @@ impl TiledMap {
         if boxes.iter().any(|&b| !(1..=256).contains(&b)) {
             return Err(bad("box sizes are 1 to 256".into()));
         }
-        if boxes[0] % 16 != 0 || (swizzle > 0 && boxes[0] > swizzle) {
+        if !boxes[0].is_multiple_of(16) || (swizzle > 0 && boxes[0] > swizzle) {
             return Err(bad(format!(
                 "the box's rows are {} bytes (a multiple of 16, at most the swizzle span)",
                 boxes[0]
@@ -81,7 +81,7 @@ impl TiledMap {
     /// aligned): elements as unsigned bytes, no interleave, L2 promotion of 256 bytes, zeros
     /// where a box leaves the tensor.
     pub fn encode(&self, address: u64) -> Result<sys::CUtensorMap, GpuError> {
-        if address % 16 != 0 {
+        if !address.is_multiple_of(16) {
             return Err(GpuError::Invalid(format!(
                 "a tensor map's tensor at {address:#x} is not 16-byte aligned"
             )));
