@@ -174,13 +174,11 @@ pub fn check_f32_products(
     Ok(())
 }
 
-/// The longest run of K that one scale of each operand covers (one partial sum).
+/// The longest run of K that one scale of each operand covers (one partial sum): the
+/// first segment, `[0, min(ka, kb, k))`, since no segment crosses a block of either
+/// operand. Computed without listing the segments (K may be any size here).
 pub fn partial_sum_len(a: ScaleLayout, b: ScaleLayout, k: usize) -> usize {
-    scale_segments(a, b, k)
-        .iter()
-        .map(|&(s, e)| e - s)
-        .max()
-        .unwrap_or(0)
+    a.k_block(k).max(1).min(b.k_block(k).max(1)).min(k)
 }
 
 fn validate_pair(

@@ -415,6 +415,51 @@ fn f32_partial_sums_bound_the_formats_of_a_matmul() {
     );
 }
 
+/// The longest partial sum, in closed form, is the longest of the listed segments, for
+/// blocks that divide each other, share a factor or none; and a K past any memory is
+/// answered at once (lowp-run asked it before checking the problem's memory).
+#[test]
+fn the_longest_partial_sum_needs_no_segment_list() {
+    let layouts = [
+        ScaleLayout::PerTensor,
+        ScaleLayout::PerChannel,
+        ScaleLayout::Mx { block: 1 },
+        ScaleLayout::Mx { block: 32 },
+        ScaleLayout::Mx { block: 6 },
+        ScaleLayout::Nvfp4 {
+            block: 16,
+            global: true,
+        },
+        ScaleLayout::Nvfp4 {
+            block: 7,
+            global: false,
+        },
+        ScaleLayout::Blockwise { rows: 1, cols: 128 },
+        ScaleLayout::Blockwise {
+            rows: 128,
+            cols: 10,
+        },
+    ];
+    for a in layouts {
+        for b in layouts {
+            for k in [0, 1, 5, 6, 7, 31, 32, 33, 100, 129, 300] {
+                let longest = scale_segments(a, b, k)
+                    .iter()
+                    .map(|&(s, e)| e - s)
+                    .max()
+                    .unwrap_or(0);
+                assert_eq!(partial_sum_len(a, b, k), longest, "{a} x {b}, K = {k}");
+            }
+        }
+    }
+    let mx1 = ScaleLayout::Mx { block: 1 };
+    assert_eq!(partial_sum_len(mx1, ScaleLayout::PerTensor, 1 << 62), 1);
+    assert_eq!(
+        partial_sum_len(ScaleLayout::PerTensor, ScaleLayout::PerChannel, 1 << 62),
+        1 << 62
+    );
+}
+
 /// A 1 x 1 reference (K = 4) of `value` and `magnitude`, no scale product out of range.
 fn one_output(value: f64, magnitude: f64) -> Reference {
     Reference {

@@ -169,14 +169,41 @@ fn number<T: std::str::FromStr>(flag: &str, v: Option<String>, what: &str) -> Re
         .map_err(|_| Usage(format!("{flag}: '{v}' is not {what}")))
 }
 
+/// A path a flag names (not empty: that would be the current directory, or nothing).
+fn path(flag: &str, v: Option<String>, what: &str) -> Result<String, Usage> {
+    v.filter(|p| !p.is_empty())
+        .ok_or_else(|| Usage(format!("{flag} needs {what}")))
+}
+
+/// A size of the generated op: a positive integer an MLIR dimension holds (below 2^63).
+fn size(flag: &str, v: Option<String>) -> Result<usize, Usage> {
+    let n: usize = number(flag, v, "a positive integer")?;
+    if n == 0 {
+        return Err(Usage(format!("{flag}: sizes must be at least 1")));
+    }
+    if n > i64::MAX as usize {
+        return Err(Usage(format!(
+            "{flag}: {n} is beyond an MLIR dimension's 2^63 - 1"
+        )));
+    }
+    Ok(n)
+}
+
 fn parse_args(raw: Vec<String>) -> Result<Args, Usage> {
     let mut a = Args::default();
     let mut it = raw.into_iter();
+    // Each flag once: a second value would silently replace the first.
+    let mut seen = std::collections::HashSet::new();
+    // A layout that names its block (`mx/16`), which `--block` would override.
+    let mut named_block = None;
     while let Some(arg) = it.next() {
         let (flag, inline) = match arg.split_once('=') {
             Some((f, v)) if f.starts_with("--") => (f.to_string(), Some(v.to_string())),
             _ => (arg.clone(), None),
         };
+        if flag.starts_with('-') && flag != "-" && !seen.insert(flag.clone()) {
+            return Err(Usage(format!("{flag} is given twice")));
+        }
         let mut value = || inline.clone().or_else(|| it.next());
         let switch = SWITCHES.iter().find(|(f, _)| *f == flag);
         if inline.is_some() && (switch.is_some() || flag == "--help") {
@@ -192,9 +219,9 @@ fn parse_args(raw: Vec<String>) -> Result<Args, Usage> {
                 Some(name) if !name.is_empty() => a.entry = Some(name),
                 _ => return Err(Usage("--entry needs a function name".into())),
             },
-            "--m" => a.m = Some(number(&flag, value(), "a positive integer")?),
-            "--n" => a.n = Some(number(&flag, value(), "a positive integer")?),
-            "--k" => a.k = Some(number(&flag, value(), "a positive integer")?),
+            "--m" => a.m = Some(size(&flag, value())?),
+            "--n" => a.n = Some(size(&flag, value())?),
+            "--k" => a.k = Some(size(&flag, value())?),
             "--lhs" | "--rhs" => {
                 let v = value()
                     .ok_or_else(|| Usage(format!("{flag} needs a format: {FORMAT_NAMES_HELP}")))?;
@@ -209,23 +236,34 @@ fn parse_args(raw: Vec<String>) -> Result<Args, Usage> {
                 let v = value()
                     .ok_or_else(|| Usage(format!("{flag} needs a layout: {LAYOUT_NAMES_HELP}")))?;
                 let l: ScaleLayout = v.parse().map_err(|e| Usage(format!("{flag}: {e}")))?;
+                if matches!(l, ScaleLayout::Mx { .. } | ScaleLayout::Nvfp4 { .. })
+                    && v.contains('/')
+                {
+                    named_block = Some(format!("{flag} {v}"));
+                }
                 if flag == "--layout" {
                     a.layout = Some(l)
                 } else {
                     a.rhs_layout = Some(l)
                 }
             }
-            "--block" => a.block = Some(number(&flag, value(), "a positive integer")?),
+            "--block" => {
+                a.block = Some(number(&flag, value(), "a positive integer")?);
+                if a.block == Some(0) {
+                    return Err(Usage("--block: a block holds at least 1 code".into()));
+                }
+            }
             "--bench" => a.bench = Some(number(&flag, value(), "a number of runs")?),
-            "--inputs" => {
-                a.inputs = Some(value().ok_or_else(|| Usage("--inputs needs a directory".into()))?)
-            }
-            "--save-inputs" => {
-                a.save_inputs =
-                    Some(value().ok_or_else(|| Usage("--save-inputs needs a directory".into()))?)
-            }
+            "--inputs" => a.inputs = Some(path(&flag, value(), "a directory")?),
+            "--save-inputs" => a.save_inputs = Some(path(&flag, value(), "a directory")?),
             "--output" => {
-                a.output = Some(value().ok_or_else(|| Usage("--output needs a file".into()))?)
+                let file = path(&flag, value(), "a file")?;
+                if file == "-" {
+                    return Err(Usage(
+                        "--output -: the report goes to stdout; the result needs a file".into(),
+                    ));
+                }
+                a.output = Some(file)
             }
             "--seed" => {
                 a.seed = Some(number(&flag, value(), "an integer")?);
@@ -296,13 +334,7 @@ fn parse_args(raw: Vec<String>) -> Result<Args, Usage> {
                     .map_err(|why| Usage(format!("{flag}: {why}")))?;
                 a.tuning.push((name, v));
             }
-            "--save-kernel" => {
-                a.save_kernel = Some(
-                    value()
-                        .filter(|d| !d.is_empty())
-                        .ok_or_else(|| Usage("--save-kernel needs a directory".into()))?,
-                )
-            }
+            "--save-kernel" => a.save_kernel = Some(path(&flag, value(), "a directory")?),
             f if f.starts_with('-') => return Err(Usage(format!("unknown option '{f}'\n{USAGE}"))),
             _ => {
                 if a.file.replace(arg.clone()).is_some() {
@@ -371,6 +403,11 @@ fn parse_args(raw: Vec<String>) -> Result<Args, Usage> {
                 agree(&more, "asks for", "ask for"),
             )));
         }
+    }
+    if let (Some(b), Some(named)) = (a.block, &named_block) {
+        return Err(Usage(format!(
+            "--block {b} and {named} both set a block (give one)"
+        )));
     }
     if a.block.is_some()
         && ![a.layout, a.rhs_layout]
@@ -441,6 +478,14 @@ fn parse_args(raw: Vec<String>) -> Result<Args, Usage> {
         return Err(Usage(format!(
             "--bench: the number of runs must be 1 to {MAX_RUNS}"
         )));
+    }
+    // What the run needs that the command line lacks is a usage error too (exit 2).
+    if a.gen {
+        gen_spec(&a)?;
+    } else if a.file.is_none() {
+        return Err(Usage(format!("no input file (or --gen)\n{USAGE}")));
+    } else if a.entry.is_none() {
+        return Err(Usage("--entry F is required with an input file".into()));
     }
     Ok(a)
 }
