@@ -75,6 +75,20 @@ module attributes {gpu.container_module} {
 
 // -----
 
+// One in a nested module (a file of two top-level modules reads as one holding both): the
+// pipeline's function passes never reached it.
+module {
+  module @second {
+    func.func @f(%x: memref<4x64xf32>, %s: memref<4x2xf8E8M0FNU>, %q: memref<4x64xf4E2M1FN>) {
+      // expected-error @below {{lowp.quantize: not lowered: it is in the nested module @second: the pipeline's function passes lower the functions of the module it runs on}}
+      lowp.quantize %x[%s] layout #lowp.mx<32> into %q : memref<4x64xf32>[memref<4x2xf8E8M0FNU>] -> memref<4x64xf4E2M1FN>
+      return
+    }
+  }
+}
+
+// -----
+
 // An op that still computes on codes cannot be retyped.
 // expected-error @below {{code-typed values are still computed on after retyping their memrefs to storage integers; lower the lowp ops first}}
 module {

@@ -194,6 +194,29 @@ impl Session {
             });
         }
         self.take_diagnostics();
+        // Compilation lowers and translates the one module: a module nested in it (a file
+        // of two top-level modules reads as one module holding both) would be left out.
+        let mut nested = None;
+        module.as_operation().walk(WalkOrder::PreOrder, |op| {
+            if op.name().as_string_ref().as_str() == Ok("builtin.module")
+                && op.to_raw().ptr != module.as_operation().to_raw().ptr
+            {
+                nested = Some(op.location().to_raw());
+                return WalkResult::Interrupt;
+            }
+            WalkResult::Advance
+        });
+        if let Some(location) = nested {
+            lowp_passes::ir::emit_error(
+                location,
+                "a module inside the file's module: lowp compiles one module a file, and \
+                 would leave this one out (a file of several top-level modules reads as one \
+                 module holding them)",
+            );
+            return Err(JitError::Parse {
+                diagnostics: self.take_diagnostics(),
+            });
+        }
         Ok(module)
     }
 

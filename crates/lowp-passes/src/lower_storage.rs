@@ -85,7 +85,20 @@ fn unlowered(module: OperationRef) -> Option<PassError> {
         if !name.starts_with("lowp.") || name == "lowp.storage_cast" {
             return WalkResult::Advance;
         }
-        let reason = if crate::ir::enclosing(op, "gpu.func").is_some() {
+        let nested = crate::ir::enclosing(op, "builtin.module")
+            .filter(|m| m.to_raw().ptr != module.to_raw().ptr);
+        let reason = if let Some(inner) = nested {
+            let name = inner
+                .attribute("sym_name")
+                .ok()
+                .and_then(crate::ir::string_value)
+                .map_or("a nested module".into(), |n| format!("the nested module @{n}"));
+            format!(
+                "it is in {name}: the pipeline's function passes lower the functions of \
+                 the module it runs on, not those of modules nested in it (run it on the \
+                 nested module, or give one module a file)"
+            )
+        } else if crate::ir::enclosing(op, "gpu.func").is_some() {
             "it is inside a kernel (gpu.func): lowp-to-nvvm and lowp-to-rocdl lower lowp ops \
              in host functions (func.func), each into kernels of its own, and none lowers \
              one inside a kernel"

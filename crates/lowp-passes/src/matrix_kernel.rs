@@ -1122,10 +1122,19 @@ impl<'p, 'c, 'a> Kernel<'p, 'c, 'a> {
     }
 }
 
-/// Refuse an op with a static dimension of 2^31 or more, before any GPU kernel (NVIDIA or
-/// AMD) derives sizes from it: grids, offsets and byte counts stay within i64, and indices
-/// within the GPUs' 32 bits.
-pub(crate) fn check_dimensions(op: OperationRef) -> Result<(), PassError> {
+/// Refuse what no GPU kernel (NVIDIA or AMD) is made for, before one is: an op already
+/// inside a kernel (a `gpu.launch` body: the lowerings launch kernels of their own from
+/// host code), and a static dimension of 2^31 or more (grids, offsets and byte counts stay
+/// within i64, and indices within the GPUs' 32 bits).
+pub(crate) fn check_gpu_op(op: OperationRef) -> Result<(), PassError> {
+    if crate::ir::enclosing(op, "gpu.launch").is_some() {
+        return Err(crate::expand_quantize::unsupported(
+            op,
+            "it is inside a gpu.launch body, a kernel already: lowp-to-nvvm and \
+             lowp-to-rocdl launch kernels of their own from host code (lower it there with \
+             lowp-to-loops, or move it to the host function)",
+        ));
+    }
     let huge = op
         .operands()
         .filter_map(|v| MemRefType::try_from(v.r#type()).ok())

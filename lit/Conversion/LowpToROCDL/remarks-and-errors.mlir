@@ -35,3 +35,19 @@ func.func @huge(%a: memref<9223372036854775744x64xf8E4M3FNUZ>, %sa: memref<1x1xf
 }
 
 // CHIP: 'gfx90a' is not accepted; expected gfx942, gfx950
+
+// -----
+
+// An op inside a gpu.launch body is in a kernel already: refused at the op.
+func.func @in_launch(%a: memref<64x64xf8E4M3FNUZ>, %sa: memref<1x1xf32>, %b: memref<64x64xf8E4M3FNUZ>,
+                     %sb: memref<1x1xf32>, %c: memref<64x64xf32>) {
+  %c1 = arith.constant 1 : index
+  gpu.launch blocks(%bx, %by, %bz) in (%gx = %c1, %gy = %c1, %gz = %c1)
+             threads(%tx, %ty, %tz) in (%sx = %c1, %sy = %c1, %sz = %c1) {
+    // expected-error @below {{lowp.scaled_matmul: it is inside a gpu.launch body, a kernel already}}
+    lowp.scaled_matmul %a[%sa], %b[%sb] into %c layouts(#lowp.per_tensor, #lowp.per_tensor)
+        : memref<64x64xf8E4M3FNUZ>[memref<1x1xf32>], memref<64x64xf8E4M3FNUZ>[memref<1x1xf32>] -> memref<64x64xf32>
+    gpu.terminator
+  }
+  return
+}

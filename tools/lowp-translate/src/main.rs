@@ -71,11 +71,16 @@ fn parse(raw: Vec<String>) -> Result<Args, String> {
     let mut kernel = None;
     let mut tuning = vec![];
     let mut it = raw.into_iter();
+    // Each flag once: a second value would silently replace the first.
+    let mut seen = std::collections::HashSet::new();
     while let Some(arg) = it.next() {
         let (flag, inline) = match arg.split_once('=') {
             Some((f, v)) if f.starts_with('-') => (f.to_string(), Some(v.to_string())),
             _ => (arg.clone(), None),
         };
+        if flag.starts_with('-') && flag != "-" && !seen.insert(flag.clone()) {
+            return Err(format!("{flag} is given twice"));
+        }
         let mut value = || {
             inline
                 .clone()
@@ -148,6 +153,12 @@ fn parse(raw: Vec<String>) -> Result<Args, String> {
         return Err(format!(
             "--split-k, --multicast, --fold-scales and --nvfp4 tune lowp-to-nvvm: give an \
              NVIDIA --chip, not {chip}"
+        ));
+    }
+    if emit_name == "obj" && chip.vendor == Vendor::Nvidia {
+        return Err(format!(
+            "--emit=obj writes an ELF object, which LLVM does not make for {chip}: use \
+             --emit=ptx (the driver or ptxas assembles it)"
         ));
     }
     if hsaco && chip.vendor != Vendor::Amd {

@@ -255,7 +255,7 @@ fn run<'c, 'a>(func: OperationRef<'c, 'a>, options: &PassOptions) -> Result<(), 
         _ => wgmma_pipeline::FoldScales::Off,
     };
     lower_lowp_ops(func, |e, op| {
-        crate::matrix_kernel::check_dimensions(op)?;
+        crate::matrix_kernel::check_gpu_op(op)?;
         // The strongest kernel first: tcgen05 on sm_100a, wgmma on sm_90a only (Blackwell
         // dropped it), FP8 mma.sync from sm_89 on.
         // The cp.async pipeline where the codes go to shared memory as stored, else the

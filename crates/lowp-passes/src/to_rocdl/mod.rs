@@ -176,7 +176,7 @@ fn run<'c, 'a>(func: OperationRef<'c, 'a>, options: &PassOptions) -> Result<(), 
     let kernel = options.choice("kernel");
     let emulate = options.flag("emulate");
     lower_lowp_ops(func, |e, op| {
-        crate::matrix_kernel::check_dimensions(op)?;
+        crate::matrix_kernel::check_gpu_op(op)?;
         let choice = match kernel {
             "generic" => Err(String::new()),
             "scaled-mfma" if chip != "gfx950" => Err(format!("{chip} has no scaled MFMA")),
