@@ -283,6 +283,43 @@ impl Session {
     }
 }
 
+/// The first op the JIT cannot translate (outside the LLVM and OpenMP dialects), as an
+/// error at its location: what the CPU pipeline left, say a function of tensors. The
+/// translation would stop at it naming only a missing dialect interface. `None` where
+/// there is none.
+fn emit_untranslatable(module: &Module) -> Option<()> {
+    let mut found = None;
+    module.as_operation().walk(WalkOrder::PreOrder, |op| {
+        let name = op.name();
+        let name = name.as_string_ref().as_str().unwrap_or("");
+        if name == "builtin.module" || name.starts_with("llvm.") || name.starts_with("omp.") {
+            return WalkResult::Advance;
+        }
+        let tensors = op
+            .attribute("function_type")
+            .is_ok_and(|t| t.to_string().contains("tensor<"));
+        let what = match op.attribute("sym_name").ok().and_then(lowp_passes::ir::string_value) {
+            Some(sym) => format!("'{name}' @{sym}"),
+            None => format!("'{name}'"),
+        };
+        let hint = if tensors {
+            "it takes or returns tensors; the CPU pipeline lowers functions of memrefs \
+             (bufferize it first, or leave it out of the file)"
+        } else {
+            "the CPU pipeline lowers lowp, func, memref, scf, arith, math and vector ops on \
+             memrefs"
+        };
+        found = Some((
+            op.location().to_raw(),
+            format!("{what} is still there after the CPU pipeline, and the JIT cannot translate it: {hint}"),
+        ));
+        WalkResult::Interrupt
+    });
+    let (location, message) = found?;
+    lowp_passes::ir::emit_error(location, &message);
+    Some(())
+}
+
 /// A JIT-compiled module.
 pub struct Jit {
     raw: mlir_sys::MlirExecutionEngine,
@@ -294,7 +331,9 @@ impl Jit {
         if let Some(lib) = &session.openmp {
             load_global(lib).map_err(|diagnostics| JitError::Engine { diagnostics })?;
         }
-        if lowp_passes::ir::emit_reserved_llvm_name(module.as_operation()).is_some() {
+        if lowp_passes::ir::emit_reserved_llvm_name(module.as_operation()).is_some()
+            || emit_untranslatable(module).is_some()
+        {
             return Err(JitError::Engine {
                 diagnostics: session.take_diagnostics(),
             });
@@ -370,6 +409,9 @@ pub(crate) fn entry_type<'c>(
         .and_then(|a| TypeAttribute::try_from(a).ok())
         .and_then(|t| FunctionType::try_from(t.value()).ok())
         .ok_or_else(|| format!("@{entry} has no function type"))?;
+    if !lowp_passes::ir::is_definition(func) {
+        return Err(format!("@{entry} is a declaration: it has no body to run"));
+    }
     if ft.result_count() > 0 {
         return Err(format!(
             "@{entry} returns values; entries write their results into memref arguments"

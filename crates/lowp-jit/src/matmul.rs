@@ -185,21 +185,33 @@ impl MatmulIr for MatmulSpec {
         let func = crate::find_function(module, entry)
             .ok_or_else(|| format!("no function @{entry} in the module"))?;
         crate::entry_type(func, entry)?;
-        // The first scaled_matmul directly in the entry's region.
+        // The one scaled_matmul directly in the entry's region.
         let func_raw = func.to_raw().ptr;
-        let mut found = None;
+        let mut found = Vec::new();
         func.walk(WalkOrder::PreOrder, |op| {
-            if found.is_none()
-                && op.name().as_string_ref().as_str() == Ok("lowp.scaled_matmul")
+            if op.name().as_string_ref().as_str() == Ok("lowp.scaled_matmul")
                 && op.parent_operation().map(|p| p.to_raw().ptr) == Some(func_raw)
             {
-                found = Some(op.to_raw());
+                found.push(op.to_raw());
             }
             WalkResult::Advance
         });
-        let mm = found.ok_or_else(|| {
-            format!("@{entry} has no lowp.scaled_matmul at its top level (needed for --check and input files)")
-        })?;
+        let mm = match found[..] {
+            [one] => one,
+            [] => {
+                return Err(format!(
+                    "@{entry} has no lowp.scaled_matmul at its top level (needed for --check, \
+                     input files and --target cuda)"
+                ))
+            }
+            _ => {
+                return Err(format!(
+                    "@{entry} has {} lowp.scaled_matmul ops at its top level; --check, input \
+                     files and --target cuda take an entry with one",
+                    found.len()
+                ))
+            }
+        };
         // SAFETY: a live op of the module found by the walk above.
         let mm = unsafe { OperationRef::from_raw(mm) };
         let body = func

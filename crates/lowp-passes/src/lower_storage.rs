@@ -92,7 +92,9 @@ fn unlowered(module: OperationRef) -> Option<PassError> {
                 .attribute("sym_name")
                 .ok()
                 .and_then(crate::ir::string_value)
-                .map_or("a nested module".into(), |n| format!("the nested module @{n}"));
+                .map_or("a nested module".into(), |n| {
+                    format!("the nested module @{n}")
+                });
             format!(
                 "it is in {name}: the pipeline's function passes lower the functions of \
                  the module it runs on, not those of modules nested in it (run it on the \

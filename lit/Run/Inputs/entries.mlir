@@ -19,3 +19,9 @@ func.func @ok(%a: memref<8x64xf8E4M3FN>, %sa: memref<1x1xf32>, %b: memref<8x64xf
   lowp.scaled_matmul %a[%sa], %b[%sb] into %c layouts(#lowp.per_tensor, #lowp.per_tensor) : memref<8x64xf8E4M3FN>[memref<1x1xf32>], memref<8x64xf8E4M3FN>[memref<1x1xf32>] -> memref<8x8xf32>
   return
 }
+// Two matmuls: which one --check or an input file means is not clear.
+func.func @two(%a: memref<8x64xf8E4M3FN>, %sa: memref<1x1xf32>, %b: memref<8x64xf8E4M3FN>, %sb: memref<1x1xf32>, %c: memref<8x8xf32>, %d: memref<8x8xf32>) {
+  lowp.scaled_matmul %a[%sa], %b[%sb] into %c layouts(#lowp.per_tensor, #lowp.per_tensor) : memref<8x64xf8E4M3FN>[memref<1x1xf32>], memref<8x64xf8E4M3FN>[memref<1x1xf32>] -> memref<8x8xf32>
+  lowp.scaled_matmul %a[%sa], %b[%sb] into %d layouts(#lowp.per_tensor, #lowp.per_tensor) : memref<8x64xf8E4M3FN>[memref<1x1xf32>], memref<8x64xf8E4M3FN>[memref<1x1xf32>] -> memref<8x8xf32>
+  return
+}

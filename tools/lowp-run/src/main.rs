@@ -629,7 +629,7 @@ fn run(a: Args) -> Result<bool, String> {
             {
                 return Err(why)
             }
-            Err(_) => return run_generic(&session, module, &entry, &a, threaded),
+            Err(why) => return run_generic(&session, module, &entry, &a, threaded, &why),
         }
     };
     if a.print_mlir {
@@ -857,19 +857,20 @@ fn save_bundle(
     Ok(())
 }
 
-/// Run any entry with seeded random inputs per operand type and summarize every buffer.
+/// Run any entry with seeded random inputs per operand type and summarize every buffer
+/// (`not_matmul`: why the entry is not one scaled_matmul of its arguments, the refusal of
+/// a GPU run).
 fn run_generic(
     session: &Session,
     mut module: melior::ir::Module,
     entry: &str,
     a: &Args,
     threaded: bool,
+    not_matmul: &str,
 ) -> Result<bool, String> {
     use lowp_jit::generic;
     if a.cuda {
-        return Err(format!(
-            "--target cuda runs entries with one lowp.scaled_matmul; '{entry}' has none"
-        ));
+        return Err(not_matmul.to_string());
     }
     let sig = generic::entry_signature(&module, entry)?;
     let need = generic::bytes_needed(&sig);
