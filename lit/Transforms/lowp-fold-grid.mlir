@@ -3,6 +3,8 @@
 // 6 rows of blocks with at most 4 a dimension: 2 layers of 3. The body recomposes its
 // row (layer * 3 + row in layer), runs for rows below 6 only, and its reads of the block
 // row, the grid's rows and its layers (as block arguments or id ops) read the old values.
+// The rows a layer holds come from before the launch, not from the grid's size (which an
+// AMD kernel reads through a ROCm device library).
 // CHECK-LABEL: func.func @static
 // CHECK:       %c3 = arith.constant 3 : index
 // CHECK-NEXT:  %c2_0 = arith.constant 2 : index
@@ -10,7 +12,7 @@
 // CHECK:       gpu.launch blocks(%{{.*}}, %[[BY:.*]], %[[BZ:.*]]) in (%{{.*}} = %c2, %[[GY:.*]] = %c3, %{{.*}} = %c2_0)
 // CHECK-DAG:     %[[ZERO:.*]] = arith.constant 0 : index
 // CHECK-DAG:     %[[ONE:.*]] = arith.constant 1 : index
-// CHECK:         %[[ABOVE:.*]] = arith.muli %[[BZ]], %[[GY]] : index
+// CHECK:         %[[ABOVE:.*]] = arith.muli %[[BZ]], %c3 : index
 // CHECK:         %[[ROW:.*]] = arith.addi %[[ABOVE]], %[[BY]] : index
 // CHECK:         %[[IN:.*]] = arith.cmpi ult, %[[ROW]], %[[C6]] : index
 // CHECK:         scf.if %[[IN]] {

@@ -247,7 +247,7 @@ fn fold_launch<'c, 'a>(
         Some(v) => host.index(v as i64),
         None => y,
     };
-    recompose(ctx, launch, body, old_rows, clustered, cluster_rows)
+    recompose(ctx, launch, body, old_rows, rows, clustered, cluster_rows)
 }
 
 /// A binary arith op `name` on two index values.
@@ -269,12 +269,16 @@ fn index_op<'c, 'a>(
 /// In the launch's `body`: the block row `z * y' + y`, every read of the old row, layer,
 /// grid size, cluster id and cluster count along y and z replaced (without clusters, a
 /// cluster is a block), and the body's ops moved under `scf.if row < rows` (`rows`: the
-/// old grid's y).
+/// old grid's y). `y'` is `per_layer`, the value before the launch (a constant, or a kernel
+/// argument once outlined), not the body's grid size: AMD kernels read that through a
+/// ROCm device library call (`__ockl_get_num_groups`), which a code object cannot link
+/// without ROCm installed.
 fn recompose<'c, 'a>(
     ctx: &'c melior::Context,
     launch: OperationRef<'c, 'a>,
     body: BlockRef<'c, 'a>,
     rows: Value<'c, 'a>,
+    per_layer: Value<'c, 'a>,
     clustered: bool,
     cluster_rows: u64,
 ) -> Result<(), PassError> {
@@ -283,7 +287,7 @@ fn recompose<'c, 'a>(
             .map(Into::into)
             .map_err(|_| unsupported(launch, "gpu.launch body without its arguments"))
     };
-    let (row_in_layer, layer, per_layer, layers) = (arg(1)?, arg(2)?, arg(7)?, arg(8)?);
+    let (row_in_layer, layer, grid_rows, layers) = (arg(1)?, arg(2)?, arg(7)?, arg(8)?);
     let first = body
         .first_operation()
         .ok_or_else(|| unsupported(launch, "gpu.launch body without a terminator"))?;
@@ -317,7 +321,7 @@ fn recompose<'c, 'a>(
     };
     replace(row_in_layer, row, &[row]);
     replace(layer, zero, &[above]);
-    replace(per_layer, rows, &[above]);
+    replace(grid_rows, rows, &[]);
     replace(layers, one, &[]);
     if clustered {
         replace(arg(13)?, cluster_row, &[]);
