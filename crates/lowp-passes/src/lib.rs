@@ -42,6 +42,7 @@ pub mod kernel_cluster_size;
 pub mod legalize_ptx_names;
 pub mod lower_storage;
 mod matrix_kernel;
+pub use matrix_kernel::EMULATED;
 pub mod pipelines;
 pub mod registry;
 pub mod to_loops;

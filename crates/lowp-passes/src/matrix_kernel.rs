@@ -1153,6 +1153,24 @@ pub(crate) fn check_gpu_op(op: OperationRef) -> Result<(), PassError> {
     }
 }
 
+/// The discardable unit attribute on a function whose lowp ops became emulated kernels
+/// (CPU loops computing what the GPU's would): code for the host, which a GPU chip's
+/// pipeline would otherwise take for loops to map onto the GPU.
+pub const EMULATED: &str = "lowp.emulated";
+
+/// Mark `func` as holding emulated kernels ([`EMULATED`]).
+pub(crate) fn mark_emulated(func: OperationRef) {
+    // SAFETY: a live op; a unit attribute of its own context.
+    unsafe {
+        let ctx = mlir_sys::mlirOperationGetContext(func.to_raw());
+        mlir_sys::mlirOperationSetDiscardableAttributeByName(
+            func.to_raw(),
+            crate::ir::string_ref(EMULATED),
+            mlir_sys::mlirUnitAttrGet(ctx),
+        );
+    }
+}
+
 /// Lower `op` with the matrix-instruction kernel: on the GPU (`emulate = false`) or as the
 /// CPU emulation of the same warps.
 pub(crate) fn lower<'c, 'a>(

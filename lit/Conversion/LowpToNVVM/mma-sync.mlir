@@ -41,6 +41,7 @@
 // The emulation keeps the lanes' registers in memory and computes each instruction with
 // loops; no intrinsic is left.
 // EMU-LABEL: func.func @mxfp8
+// EMU-SAME:  attributes {lowp.emulated}
 // EMU-NOT:   llvm.call_intrinsic
 // EMU:       memref.alloca() {alignment = 64 : i64} : memref<1024xf32>
 // EMU:       memref.alloca() {alignment = 64 : i64} : memref<256xi32>

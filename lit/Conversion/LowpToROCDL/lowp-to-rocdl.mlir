@@ -18,6 +18,7 @@
 // GFX950-NOT:     rocdl.mfma
 // GFX950:         gpu.launch blocks(%{{.*}}) in (%{{.*}} = %{{.*}}, %{{.*}} = %{{.*}}, %{{.*}} = %c1) threads(%{{.*}}) in (%{{.*}} = %c32, %{{.*}} = %c8, %{{.*}} = %c1)
 // EMU-LABEL: func.func @fnuz
+// EMU-SAME:  attributes {lowp.emulated}
 // EMU-NOT:   rocdl.mfma
 // EMU:       memref.alloca() {alignment = 64 : i64} : memref<1024xf32>
 func.func @fnuz(%a: memref<96x128xf8E4M3FNUZ>, %sa: memref<1x1xf32>, %b: memref<80x128xf8E5M2FNUZ>,

@@ -189,6 +189,9 @@ fn run(a: Args) -> Result<(), String> {
             .run_pipeline(&mut module, p)
             .map_err(|e| e.to_string())?;
     }
+    if a.chip.vendor != Vendor::Host {
+        emulated(&session, &module, a.chip)?;
+    }
     if has_op(&module, |name| name.starts_with("lowp.")) {
         let lowering = match a.chip.vendor {
             Vendor::Nvidia => Some(lowp_passes::pipelines::nvvm_front_with(
@@ -233,6 +236,32 @@ fn run(a: Args) -> Result<(), String> {
             Ok(())
         }
     }
+}
+
+/// Refuse, at its location, a function whose lowp ops `--pipeline` made emulated kernels
+/// (`emulate=true`): host loops, which the GPU chip's pipeline would map onto the GPU as if
+/// they were the op's own (and AMD's backend then fails on their stack).
+fn emulated(session: &Session, module: &melior::ir::Module, chip: Chip) -> Result<(), String> {
+    use melior::ir::operation::{OperationLike, WalkOrder, WalkResult};
+    let mut found = None;
+    module.as_operation().walk(WalkOrder::PreOrder, |op| {
+        if op.has_attribute(lowp_passes::EMULATED) {
+            found = Some(op.location().to_raw());
+            return WalkResult::Interrupt;
+        }
+        WalkResult::Advance
+    });
+    let Some(location) = found else {
+        return Ok(());
+    };
+    let message = format!(
+        "this function's kernels are emulated (emulate=true: loops on the host computing what \
+         the GPU's would), which is code for --chip=host, not {chip} (drop emulate=true for \
+         the GPU kernel)"
+    );
+    lowp_passes::ir::emit_error(location, &message);
+    let located = session.take_diagnostics();
+    Err(if located.is_empty() { message } else { located })
 }
 
 /// Whether the module holds an op whose name passes `test`.

@@ -77,8 +77,9 @@
 //! use that kernel an error; `generic` forces the decode kernel), `emulate` (`true` runs
 //! the same kernel on the CPU: each instruction computed as the PTX ISA defines it from the
 //! registers, shared memory and descriptors the kernel prepared, phases one after the
-//! other, so that it is checked against the oracle without a GPU).
-//! Runs on `func.func`. Dependent dialects: arith, math, memref, scf, vector, llvm, gpu,
+//! other, so that it is checked against the oracle without a GPU; the function gets the
+//! unit attribute `lowp.emulated`, code for the host that lowp-translate refuses for a GPU
+//! chip). Runs on `func.func`. Dependent dialects: arith, math, memref, scf, vector, llvm, gpu,
 //! nvvm.
 
 mod mma_sync;
@@ -254,8 +255,10 @@ fn run<'c, 'a>(func: OperationRef<'c, 'a>, options: &PassOptions) -> Result<(), 
         "rows" => wgmma_pipeline::FoldScales::Rows,
         _ => wgmma_pipeline::FoldScales::Off,
     };
+    let lowered = std::cell::Cell::new(false);
     lower_lowp_ops(func, |e, op| {
         crate::matrix_kernel::check_gpu_op(op)?;
+        lowered.set(true);
         // The strongest kernel first: tcgen05 on sm_100a, wgmma on sm_90a only (Blackwell
         // dropped it), FP8 mma.sync from sm_89 on.
         // The cp.async pipeline where the codes go to shared memory as stored, else the
@@ -384,5 +387,9 @@ fn run<'c, 'a>(func: OperationRef<'c, 'a>, options: &PassOptions) -> Result<(), 
                 crate::gpu_generic::lower(e, op, emulate)
             }
         }
-    })
+    })?;
+    if emulate && lowered.get() {
+        crate::matrix_kernel::mark_emulated(func);
+    }
+    Ok(())
 }

@@ -41,8 +41,8 @@
 //!
 //! Options: `chip` (gfx942, gfx950), `kernel` (`auto`; `scaled-mfma` / `mfma` make an op
 //! that cannot use that instruction an error; `generic`), `emulate` (compute each wave's
-//! instruction with loops over the lanes' registers as the ISA defines it: runs on a CPU).
-//! Runs on `func.func`. Dependent dialects: arith, math, memref, scf, vector, gpu, rocdl.
+//! instruction with loops over the lanes' registers as the ISA defines it: runs on a CPU;
+//! the function gets the unit attribute `lowp.emulated`). Runs on `func.func`. Dependent dialects: arith, math, memref, scf, vector, gpu, rocdl.
 
 mod mfma;
 
@@ -175,8 +175,10 @@ fn run<'c, 'a>(func: OperationRef<'c, 'a>, options: &PassOptions) -> Result<(), 
     let chip = options.choice("chip");
     let kernel = options.choice("kernel");
     let emulate = options.flag("emulate");
+    let lowered = std::cell::Cell::new(false);
     lower_lowp_ops(func, |e, op| {
         crate::matrix_kernel::check_gpu_op(op)?;
+        lowered.set(true);
         let choice = match kernel {
             "generic" => Err(String::new()),
             "scaled-mfma" if chip != "gfx950" => Err(format!("{chip} has no scaled MFMA")),
@@ -208,5 +210,9 @@ fn run<'c, 'a>(func: OperationRef<'c, 'a>, options: &PassOptions) -> Result<(), 
                 crate::gpu_generic::lower(e, op, emulate)
             }
         }
-    })
+    })?;
+    if emulate && lowered.get() {
+        crate::matrix_kernel::mark_emulated(func);
+    }
+    Ok(())
 }
