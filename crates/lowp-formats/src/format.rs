@@ -453,6 +453,25 @@ impl FromStr for ScaledFormat {
         if let Some(f) = named {
             return Ok(f);
         }
+        // MLIR's small float types that are no element format here: a scale type, and a
+        // NaN/zero rule only the named FNUZ formats have.
+        let why_not = match lower.as_str() {
+            "f8e8m0fnu" | "e8m0" => Some(
+                "MLIR's f8E8M0FNU is the E8M0 scale type (exponent only, unsigned), not an \
+                 element format: MX layouts store their block scales in it"
+                    .to_string(),
+            ),
+            _ if lower.ends_with("fnuz") => Some(format!(
+                "the FNUZ rules (NaN 0x80, no inf, no -0) come only with the named \
+                 f8e4m3fnuz and f8e5m2fnuz; an all-finite custom format with that shape is \
+                 {}",
+                lower.trim_end_matches("fnuz")
+            )),
+            _ => None,
+        };
+        if let Some(why) = why_not {
+            return Err(format!("unknown format '{s}': {why}"));
+        }
         parse_custom(&lower)
             .map_err(|why| format!("unknown format '{s}': {why}; expected {FORMAT_NAMES_HELP}"))
     }
