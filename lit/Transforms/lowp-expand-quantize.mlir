@@ -12,7 +12,7 @@
 // CHECK-DAG:   %[[MIN_E8M0:.*]] = arith.constant 4194304 : i32
 // CHECK-DAG:   %[[SHIFT:.*]] = arith.constant 22 : i32
 // CHECK:       %[[S:.*]] = lowp.storage_cast %{{.*}} : memref<4x2xf8E8M0FNU> to memref<4x2xi8>
-// CHECK:       %[[Q:.*]] = lowp.storage_cast %{{.*}} : memref<4x64xf4E2M1FN> to memref<4x64xi4>
+// CHECK:       %[[Q:.*]] = lowp.storage_cast %{{.*}} : memref<4x64xf4E2M1FN> to memref<4x64xi8>
 // CHECK:       scf.for %[[R:.*]] = %{{.*}} to %{{.*}} step
 // CHECK:         scf.for %[[K:.*]] = %{{.*}} to %{{.*}} step
 // CHECK:           %[[BLK:.*]] = arith.divui %[[K]], %{{.*}} : index
@@ -22,8 +22,8 @@
 // CHECK:           arith.divf %[[X]], %{{.*}} : f32
 // CHECK:           arith.shrui %{{.*}}, %[[SHIFT]] : i32
 // CHECK:           arith.minui %{{.*}}, %[[SAT]] : i32
-// CHECK:           %[[CODE:.*]] = arith.trunci %{{.*}} : i32 to i4
-// CHECK:           memref.store %[[CODE]], %[[Q]][%[[R]], %[[K]]] : memref<4x64xi4>
+// CHECK:           %[[CODE:.*]] = arith.trunci %{{.*}} : i32 to i8
+// CHECK:           memref.store %[[CODE]], %[[Q]][%[[R]], %[[K]]] : memref<4x64xi8>
 // CHECK-NOT:   lowp.quantize
 func.func @quantize_mx(%x: memref<4x64xf32>, %s: memref<4x2xf8E8M0FNU>, %q: memref<4x64xf4E2M1FN>) {
   lowp.quantize %x[%s] layout #lowp.mx<32> into %q : memref<4x64xf32>[memref<4x2xf8E8M0FNU>] -> memref<4x64xf4E2M1FN>

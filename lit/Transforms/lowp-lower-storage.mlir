@@ -2,19 +2,19 @@
 
 // Memrefs of codes become memrefs of their storage integers; storage_cast disappears.
 // CHECK-LABEL: func.func @retype
-// CHECK-SAME:  (%[[Q:.*]]: memref<4x8xi4>, %[[S:.*]]: memref<4x1xi8>, %[[P:.*]]: memref<4x4xi8>, %{{.*}}: memref<4x8xi8>) -> memref<4x8xi4>
+// CHECK-SAME:  (%[[Q:.*]]: memref<4x8xi8>, %[[S:.*]]: memref<4x1xi8>, %[[P:.*]]: memref<4x4xi8>, %{{.*}}: memref<4x8xi8>) -> memref<4x8xi8>
 // CHECK-NOT:   lowp.storage_cast
 // CHECK:       memref.load %[[Q]]
 // CHECK:       memref.load %[[S]]
 // CHECK:       memref.load %[[P]]
-// CHECK:       return %[[Q]] : memref<4x8xi4>
+// CHECK:       return %[[Q]] : memref<4x8xi8>
 func.func @retype(%q: memref<4x8x!lowp.mf<e3m0>>, %s: memref<4x1xf8E8M0FNU>,
                   %p: memref<4x4x!lowp.packed<f4E2M1FN>>, %f: memref<4x8xf8E4M3FN>) -> memref<4x8x!lowp.mf<e3m0>> {
   %c0 = arith.constant 0 : index
-  %0 = lowp.storage_cast %q : memref<4x8x!lowp.mf<e3m0>> to memref<4x8xi4>
+  %0 = lowp.storage_cast %q : memref<4x8x!lowp.mf<e3m0>> to memref<4x8xi8>
   %1 = lowp.storage_cast %s : memref<4x1xf8E8M0FNU> to memref<4x1xi8>
   %2 = lowp.storage_cast %p : memref<4x4x!lowp.packed<f4E2M1FN>> to memref<4x4xi8>
-  %a = memref.load %0[%c0, %c0] : memref<4x8xi4>
+  %a = memref.load %0[%c0, %c0] : memref<4x8xi8>
   %b = memref.load %1[%c0, %c0] : memref<4x1xi8>
   %c = memref.load %2[%c0, %c0] : memref<4x4xi8>
   return %q : memref<4x8x!lowp.mf<e3m0>>
@@ -23,7 +23,7 @@ func.func @retype(%q: memref<4x8x!lowp.mf<e3m0>>, %s: memref<4x1xf8E8M0FNU>,
 // -----
 
 // Declarations and allocations are retyped too.
-// CHECK-LABEL: func.func private @external(memref<?x16xi6>)
+// CHECK-LABEL: func.func private @external(memref<?x16xi8>)
 func.func private @external(memref<?x16xf6E2M3FN>)
 
 // CHECK-LABEL: func.func @alloc

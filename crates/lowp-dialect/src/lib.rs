@@ -216,7 +216,7 @@ pub fn code_type_info(t: Type) -> Option<CodeTypeInfo> {
     }
 }
 
-/// The integer type storing codes of `t` (`iN` for an N-bit format, `i8` for packed), or
+/// The integer type storing codes of `t` (`i8`: a byte for every code, two for packed), or
 /// `None` when `t` is not a code type.
 pub fn storage_type(t: Type<'_>) -> Option<Type<'_>> {
     // SAFETY: returns a null type for non-code types, mapped to None.

@@ -48,11 +48,6 @@ impl Permute {
         }
     }
 
-    /// Whether the kernel runs on a GPU (its loads through global pointers), not emulated.
-    pub(crate) fn on_gpu(self) -> bool {
-        matches!(self, Permute::Prmt | Permute::Perm)
-    }
-
     /// `v >> n` (an `i32`, `n` in 1..32): with `prmt`, `mul.hi.u32 v, 2^(32 - n)`, which
     /// ptxas keeps as an `IMAD.HI` on the FMA pipe, beside the translations' permutes,
     /// masks and shifts that all issue to the integer pipe (16 lanes an SMSP on sm_90: a

@@ -10,12 +10,12 @@
 //! After (shape of it):
 //! ```mlir
 //! %sbits = lowp.storage_cast %s : memref<4x2xf8E8M0FNU> to memref<4x2xi8>
-//! %qbits = lowp.storage_cast %q : memref<4x64xf4E2M1FN> to memref<4x64xi4>
+//! %qbits = lowp.storage_cast %q : memref<4x64xf4E2M1FN> to memref<4x64xi8>
 //! scf.for %r = %c0 to %rows step %c1 {
 //!   scf.for %k = %c0 to %cols step %c1 {
 //!     // scale: E8M0 byte -> f32 bits; element: x / scale -> f32 bits -> rounded code
 //!     ... arith.bitcast / arith.shrui / arith.addi / arith.select / arith.minui ...
-//!     memref.store %code, %qbits[%r, %k] : memref<4x64xi4>
+//!     memref.store %code, %qbits[%r, %k] : memref<4x64xi8>
 //!   }
 //! }
 //! ```
@@ -166,7 +166,7 @@ pub(crate) fn layout_attr_of<'c>(
         .ok_or_else(|| unsupported(op, format!("missing or unknown '{name}' scale layout")))
 }
 
-/// `lowp.storage_cast %m : memref<..xT> to memref<..x iN>`.
+/// `lowp.storage_cast %m : memref<..xT> to memref<..xi8>`.
 pub(crate) fn storage_cast<'c, 'a>(
     e: &Emitter<'c, 'a>,
     memref: Value<'c, '_>,
@@ -430,6 +430,7 @@ pub(crate) fn load_code<'c, 'a>(
     e: &Emitter<'c, 'a>,
     bits: Value<'c, 'a>,
     packed: bool,
+    width: u32,
     r: Value<'c, 'a>,
     k: Value<'c, 'a>,
 ) -> Value<'c, 'a> {
@@ -440,7 +441,13 @@ pub(crate) fn load_code<'c, 'a>(
         let shift = e.index_castui(e.muli(e.remui(k, two), e.index(4)), i32t);
         e.andi(e.shrui(byte, shift), e.i32(0xF))
     } else {
-        e.extui(e.load(bits, &[r, k]), i32t)
+        // A code's byte may hold bits above its width, which decoding ignores.
+        let byte = e.extui(e.load(bits, &[r, k]), i32t);
+        if width < 8 {
+            e.andi(byte, e.i32((1 << width) - 1))
+        } else {
+            byte
+        }
     }
 }
 
@@ -471,11 +478,7 @@ fn expand_quantize<'c, 'a>(e: &Emitter<'c, 'a>, op: OperationRef<'c, 'a>) -> Res
     let (rows, cols) = dims(e, input, false);
     let (zero, one) = (e.index(0), e.index(1));
     let g = scaled.global_value(e);
-    let storage = if packed {
-        e.int_type(8)
-    } else {
-        e.int_type(format.bit_width())
-    };
+    let storage = e.int_type(8);
 
     // One element's code (i32): x / (scale * global).
     let code_at = |e: &Emitter<'c, 'a>, r: Value<'c, 'a>, k: Value<'c, 'a>| {
@@ -571,7 +574,7 @@ fn expand_dequantize<'c, 'a>(
     let g = scaled.global_value(e);
     e.for_loop(zero, rows, one, &[], |e, r, _| {
         e.for_loop(zero, cols, one, &[], |e, k, _| {
-            let code = load_code(e, bits, packed, r, k);
+            let code = load_code(e, bits, packed, format.bit_width(), r, k);
             let v = match table {
                 Some(t) => {
                     let idx = e.index_castui(code, e.index_type());

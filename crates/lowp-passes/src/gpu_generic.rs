@@ -104,7 +104,8 @@ impl<'o, 'c, 'a> Generic<'o, 'c, 'a> {
                 for ((origin, rows, bits, packed, f), tile) in sides.into_iter().zip(tiles) {
                     // Rows past the end read the last one: their outputs are never stored.
                     let row = e.minui(e.addi(origin, rc), e.subi(rows, e.index(1)));
-                    let v = codes::decode(e, f, load_code(e, bits, packed, row, kcl));
+                    let v =
+                        codes::decode(e, f, load_code(e, bits, packed, f.bit_width(), row, kcl));
                     e.store(e.select(inside, v, e.f32(0.0)), tile, &[idx]);
                 }
             };

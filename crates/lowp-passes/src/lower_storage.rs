@@ -5,17 +5,18 @@
 //! Before:
 //! ```mlir
 //! func.func @f(%q: memref<4x8x!lowp.mf<e3m0>>, %s: memref<4x1xf8E8M0FNU>) {
-//!   %bits = lowp.storage_cast %q : memref<4x8x!lowp.mf<e3m0>> to memref<4x8xi4>
+//!   %bits = lowp.storage_cast %q : memref<4x8x!lowp.mf<e3m0>> to memref<4x8xi8>
 //!   ...
 //! ```
 //! After:
 //! ```mlir
-//! func.func @f(%q: memref<4x8xi4>, %s: memref<4x1xi8>) {
+//! func.func @f(%q: memref<4x8xi8>, %s: memref<4x1xi8>) {
 //!   ... (uses of %bits now use %q)
 //! ```
-//! Element codes of N bits become `iN`, `!lowp.packed<...>` and `f8E8M0FNU` become `i8`:
-//! the same bytes in memory (one code per byte, two for packed), so callers pass the same
-//! buffers. Function signatures, block arguments and op results are retyped; a
+//! Element codes, `!lowp.packed<...>` and `f8E8M0FNU` become `i8`: the same bytes in
+//! memory (one code per byte, two for packed), so callers pass the same buffers. (A code
+//! narrower than a byte is not an `iN`: LLVM leaves an `iN` load of a byte with higher
+//! bits set undefined, where decoding ignores those bits.) Function signatures, block arguments and op results are retyped; a
 //! `lowp.storage_cast` becomes the identity. A lowp op other than `lowp.storage_cast` (one
 //! not lowered, or inside a `gpu.func`, which no lowering takes), or an op that still
 //! computes on code-typed values (a `memref.load` of `f4E2M1FN`), makes the pass fail with

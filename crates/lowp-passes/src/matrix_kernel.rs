@@ -203,6 +203,8 @@ pub(crate) enum Table {
 pub(crate) struct Operand {
     /// Codes stored two per byte.
     pub(crate) packed: bool,
+    /// The stored codes' width in bits (a byte's bits above it are ignored).
+    pub(crate) width: u32,
     /// The element type the instruction reads.
     pub(crate) ty: ScaledFormat,
     /// The stored code -> instruction code map; `None` when the stored codes are the
@@ -224,6 +226,7 @@ impl Operand {
         if types.contains(&format) {
             return Ok(Self {
                 packed,
+                width: format.bit_width(),
                 ty: format,
                 table: None,
                 shift: 0,
@@ -261,6 +264,7 @@ impl Operand {
         };
         Ok(Self {
             packed,
+            width,
             ty,
             table: Some(table),
             shift,
@@ -515,7 +519,7 @@ impl<'p, 'c, 'a> Kernel<'p, 'c, 'a> {
     ) -> Value<'c, 'a> {
         let inside = e.cmpi(CmpiPredicate::Ult, kb, self.ops.k);
         let kc = e.minui(kb, e.subi(self.ops.k, e.index(1)));
-        let mut code = load_code(e, bits, src.packed, row, kc);
+        let mut code = load_code(e, bits, src.packed, src.width, row, kc);
         if let Some(table) = &src.table {
             code = translate(e, table, code);
         }
@@ -579,7 +583,6 @@ impl<'p, 'c, 'a> Kernel<'p, 'c, 'a> {
         e: &Emitter<'c, 'a>,
         src: &Operand,
         bits: Value<'c, 'a>,
-        rows: &Rows<'c, 'a>,
         reads: &WordReads,
         row: Value<'c, 'a>,
         kw: Value<'c, 'a>,
@@ -590,20 +593,13 @@ impl<'p, 'c, 'a> Kernel<'p, 'c, 'a> {
         } else {
             kw
         };
-        let element = melior::ir::r#type::MemRefType::try_from(bits.r#type())
-            .expect("codes in a memref")
-            .element();
-        let stored = if element == e.int_type(8) {
-            e.int_of_bytes(e.vload_aligned(bits, &[row, byte], n as u64, n as i64), n)
-        } else {
-            // Codes narrower than a byte, one per byte (an `iN` memref): their bytes
-            // through the address.
-            let at = e.addi(rows.start, e.addi(e.muli(row, rows.stride), byte));
-            let (_, p) = reads
-                .translated
-                .expect("only translated codes are narrower");
-            load_address(e, at, n, p)
-        };
+        let mut stored = e.int_of_bytes(e.vload_aligned(bits, &[row, byte], n as u64, n as i64), n);
+        if !src.packed && src.width < 8 {
+            // A code's byte may hold bits above its width, which decoding ignores.
+            let byte_mask = (1i64 << src.width) - 1;
+            let mask = (0..n).fold(0, |m, i| m | byte_mask << (8 * i));
+            stored = e.andi(stored, e.int(8 * n, mask));
+        }
         if n == 4 {
             stored
         } else {
@@ -706,12 +702,11 @@ impl<'p, 'c, 'a> Kernel<'p, 'c, 'a> {
                             .map(|&x| {
                                 let (places, src, bits, _) = &sides[x];
                                 let r = reads[x].as_ref().expect("read a word at a time");
-                                let rows = rows[x].as_ref().expect("rows of a word read");
                                 places
                                     .iter()
                                     .map(|&(row, k0)| {
                                         let kw = e.addi(kk, k0);
-                                        self.stored_word(e, src, *bits, rows, r, row, kw)
+                                        self.stored_word(e, src, *bits, r, row, kw)
                                     })
                                     .collect()
                             })
@@ -1479,29 +1474,6 @@ fn emulated_instr<'c, 'a>(
         }
         vec![]
     });
-}
-
-/// The `n` bytes (2 or 4) at byte address `at` (an index) as an integer of `8 n` bits: a
-/// global load on the GPU, a plain one in the CPU emulation.
-fn load_address<'c, 'a>(
-    e: &Emitter<'c, 'a>,
-    at: Value<'c, 'a>,
-    n: u32,
-    p: Permute,
-) -> Value<'c, 'a> {
-    let at = e.index_castui(at, e.int_type(64));
-    let pointer = e.pointer(at, if p.on_gpu() { 1 } else { 0 });
-    e.val(
-        OperationBuilder::new("llvm.load", e.loc())
-            .add_operands(&[pointer])
-            .add_attributes(&[(
-                melior::ir::Identifier::new(e.ctx(), "alignment"),
-                melior::ir::attribute::IntegerAttribute::new(e.int_type(64), n as i64).into(),
-            )])
-            .add_results(&[e.int_type(8 * n)])
-            .build()
-            .expect("valid llvm.load"),
-    )
 }
 
 /// Emit a remark at `op`: a lowering choice the user should know of.

@@ -392,8 +392,10 @@ fn lower_scaled_matmul<'c, 'a>(
                 let row = e.addi(e.muli(panel, width), j);
                 let real = e.cmpi(CmpiPredicate::Ult, row, rows);
                 let rr = e.minui(row, e.subi(rows, one));
-                let code =
-                    e.index_castui(load_code(e, side.bits, side.packed, rr, kk), e.index_type());
+                let code = e.index_castui(
+                    load_code(e, side.bits, side.packed, side.format.bit_width(), rr, kk),
+                    e.index_type(),
+                );
                 let v = e.load(table, &[code]);
                 e.store(e.select(real, v, zf), packed_to, &[panel, kk, j]);
                 vec![]

@@ -184,12 +184,26 @@ impl<'c, 'a> Element<'c, 'a> {
                 let x = codes::decode(
                     e,
                     self.ops.fa,
-                    load_code(e, self.ops.bits_a, self.ops.packed_a, i, kk),
+                    load_code(
+                        e,
+                        self.ops.bits_a,
+                        self.ops.packed_a,
+                        self.ops.fa.bit_width(),
+                        i,
+                        kk,
+                    ),
                 );
                 let y = codes::decode(
                     e,
                     self.ops.fb,
-                    load_code(e, self.ops.bits_b, self.ops.packed_b, j, kk),
+                    load_code(
+                        e,
+                        self.ops.bits_b,
+                        self.ops.packed_b,
+                        self.ops.fb.bit_width(),
+                        j,
+                        kk,
+                    ),
                 );
                 vec![e.addf(acc[0], e.mulf(x, y))]
             })[0];

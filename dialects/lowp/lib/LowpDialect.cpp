@@ -58,11 +58,12 @@ unsigned mlir::lowp::getCodeWidth(Type type) {
 }
 
 IntegerType mlir::lowp::getStorageType(Type type) {
-  // Packed FP4 and E8M0 scales are bytes; codes are their own width.
-  if (isa<PackedType, Float8E8M0FNUType>(type))
+  // Every code, packed pair and E8M0 scale is stored in a byte, and read as one: an
+  // iN load (N < 8) of a byte whose high bits are set is undefined in LLVM, while the
+  // contract ignores the bits above a code's width.
+  if (isa<PackedType, Float8E8M0FNUType>(type) || getCodeWidth(type))
     return IntegerType::get(type.getContext(), 8);
-  unsigned width = getCodeWidth(type);
-  return width ? IntegerType::get(type.getContext(), width) : IntegerType();
+  return IntegerType();
 }
 
 Type mlir::lowp::getElementFormat(Type type) {

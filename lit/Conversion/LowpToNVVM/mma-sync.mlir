@@ -83,16 +83,17 @@ func.func @nvfp4(%a: memref<32x32x!lowp.packed<f4E2M1FN>>, %sa: memref<32x4xf8E4
 }
 
 // FP6 (E2M3, one code per byte) x packed E2M1 into E4M3: a K step's registers loaded as
-// words (A's 4 bytes through their address: an i6 memref has no byte vectors; B's 2 packed
-// bytes), then translated four codes at a time: FP6 by word arithmetic (3 prmt: the
-// corrections of codes 0-1 and 2-3, put in order), E2M1 by three prmt over the 16 images.
+// words (A's 4 bytes, each masked to its code's 6 bits, B's 2 packed bytes), then
+// translated four codes at a time: FP6 by word arithmetic (3 prmt: the corrections of
+// codes 0-1 and 2-3, put in order), E2M1 by three prmt over the 16 images.
 // CHECK-LABEL: func.func @fp6_fp4
-// CHECK-DAG:   %[[A:.*]] = lowp.storage_cast %arg0 : memref<64x128xf6E2M3FN> to memref<64x128xi6>
+// CHECK-DAG:   %[[A:.*]] = lowp.storage_cast %arg0 : memref<64x128xf6E2M3FN> to memref<64x128xi8>
 // CHECK-DAG:   %[[B:.*]] = lowp.storage_cast %arg2 : memref<64x64x!lowp.packed<f4E2M1FN>> to memref<64x64xi8>
-// CHECK:       memref.extract_aligned_pointer_as_index %[[A]]
 // CHECK:       %{{.*}}:16 = scf.if %{{.*}} -> (i32, i32, i32, i32, i32, i32, i32, i32, i32, i32, i32, i32, i32, i32, i32, i32) {
-// CHECK:         llvm.addrspacecast %{{.*}} : !llvm.ptr to !llvm.ptr<1>
-// CHECK-NEXT:    llvm.load %{{.*}} {alignment = 4 : i64} : !llvm.ptr<1> -> i32
+// CHECK:         vector.load %[[A]][%{{.*}}, %{{.*}}] {alignment = 4 : i64} : memref<64x128xi8>, vector<4xi8>
+// CHECK-NEXT:    vector.bitcast %{{.*}} : vector<4xi8> to vector<1xi32>
+// CHECK-NEXT:    vector.extract %{{.*}}[0] : i32 from vector<1xi32>
+// CHECK:         arith.andi %{{.*}}, %c1061109567_i32 : i32
 // CHECK:         vector.load %[[B]][%{{.*}}, %{{.*}}] {alignment = 2 : i64} : memref<64x64xi8>, vector<2xi8>
 // CHECK-NEXT:    vector.bitcast %{{.*}} : vector<2xi8> to vector<1xi16>
 // CHECK-NOT:     arith.select
@@ -103,11 +104,10 @@ func.func @nvfp4(%a: memref<32x32x!lowp.packed<f4E2M1FN>>, %sa: memref<32x4xf8E4
 // CHECK:       }
 // CHECK-COUNT-8: llvm.call_intrinsic "llvm.nvvm.mma.m16n8k32.row.col.f32.e4m3.e4m3.f32"
 
-// The emulation translates the same way, its byte permutes by shifts, loads through plain
-// pointers.
+// The emulation translates the same way, its byte permutes by shifts.
 // EMU-LABEL: func.func @fp6_fp4
 // EMU-NOT:   nvvm.prmt
-// EMU:       llvm.load %{{.*}} {alignment = 4 : i64} : !llvm.ptr -> i32
+// EMU:       vector.load %{{.*}} {alignment = 4 : i64} : memref<64x128xi8>, vector<4xi8>
 // EMU-NOT:   nvvm.prmt
 // EMU:       return
 func.func @fp6_fp4(%a: memref<64x128xf6E2M3FN>, %sa: memref<64x4xf8E8M0FNU>,

@@ -234,9 +234,10 @@ func.func @not_a_layout(%x: memref<4x64xf32>, %s: memref<1x1xf32>, %q: memref<4x
 
 // -----
 
+// Every code is stored in a byte, whatever its width.
 func.func @storage_cast_width(%q: memref<4x8xf6E2M3FN>) {
-  // expected-error @below {{'lowp.storage_cast' op codes of 'f6E2M3FN' are stored as 'i6', found 'i8'}}
-  %0 = lowp.storage_cast %q : memref<4x8xf6E2M3FN> to memref<4x8xi8>
+  // expected-error @below {{'lowp.storage_cast' op codes of 'f6E2M3FN' are stored as 'i8', found 'i6'}}
+  %0 = lowp.storage_cast %q : memref<4x8xf6E2M3FN> to memref<4x8xi6>
   return
 }
 

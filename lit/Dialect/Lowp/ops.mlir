@@ -100,14 +100,14 @@ func.func @scaled_matmul_mixed_dynamic(%a: memref<?x256xf8E4M3FN>, %sa: memref<?
 // CHECK-LABEL: func.func @storage_cast
 func.func @storage_cast(%q: memref<4x8x!lowp.mf<e3m0>>, %p: memref<4x4x!lowp.packed<f4E2M1FN>>,
                         %s: memref<4x1xf8E8M0FNU>, %f: memref<?x8xf6E2M3FN>) {
-  // CHECK: lowp.storage_cast %{{.*}} : memref<4x8x!lowp.mf<e3m0>> to memref<4x8xi4>
-  %0 = lowp.storage_cast %q : memref<4x8x!lowp.mf<e3m0>> to memref<4x8xi4>
+  // CHECK: lowp.storage_cast %{{.*}} : memref<4x8x!lowp.mf<e3m0>> to memref<4x8xi8>
+  %0 = lowp.storage_cast %q : memref<4x8x!lowp.mf<e3m0>> to memref<4x8xi8>
   // CHECK: lowp.storage_cast %{{.*}} : memref<4x4x!lowp.packed<f4E2M1FN>> to memref<4x4xi8>
   %1 = lowp.storage_cast %p : memref<4x4x!lowp.packed<f4E2M1FN>> to memref<4x4xi8>
   // CHECK: lowp.storage_cast %{{.*}} : memref<4x1xf8E8M0FNU> to memref<4x1xi8>
   %2 = lowp.storage_cast %s : memref<4x1xf8E8M0FNU> to memref<4x1xi8>
-  // CHECK: lowp.storage_cast %{{.*}} : memref<?x8xf6E2M3FN> to memref<?x8xi6>
-  %3 = lowp.storage_cast %f : memref<?x8xf6E2M3FN> to memref<?x8xi6>
+  // CHECK: lowp.storage_cast %{{.*}} : memref<?x8xf6E2M3FN> to memref<?x8xi8>
+  %3 = lowp.storage_cast %f : memref<?x8xf6E2M3FN> to memref<?x8xi8>
   return
 }
 

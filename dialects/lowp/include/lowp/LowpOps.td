@@ -218,13 +218,15 @@ def Lowp_StorageCastOp : Lowp_Op<"storage_cast", [Pure,
     DeclareOpInterfaceMethods<ViewLikeOpInterface>]> {
   let summary = "view a memref of codes as its storage integers";
   let description = [{
-    Reinterprets a memref of element codes as a memref of the integers that
-    store them, without a copy: a format of N bits becomes `iN` (one code per
-    byte in memory), `!lowp.packed<...>` and `f8E8M0FNU` scales become `i8`. Shape and layout are
-    unchanged. Lowerings use it to load and store codes with integer arithmetic.
+    Reinterprets a memref of element codes as a memref of the bytes that store
+    them, without a copy: every format becomes `i8` (one code per byte; the bits
+    above a narrower code's width are ignored when it is decoded), and so do
+    `!lowp.packed<...>` (two codes a byte) and `f8E8M0FNU` scales. Shape and
+    layout are unchanged. Lowerings use it to load and store codes with integer
+    arithmetic.
 
     ```mlir
-    %bits = lowp.storage_cast %q : memref<64x256x!lowp.mf<e3m0>> to memref<64x256xi4>
+    %bits = lowp.storage_cast %q : memref<64x256x!lowp.mf<e3m0>> to memref<64x256xi8>
     %raw = lowp.storage_cast %p : memref<4x32x!lowp.packed<f4E2M1FN>> to memref<4x32xi8>
     ```
   }];
