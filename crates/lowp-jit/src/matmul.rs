@@ -219,6 +219,23 @@ impl MatmulIr for MatmulSpec {
             .ok()
             .and_then(|r| r.first_block())
             .ok_or_else(|| format!("@{entry} is a declaration"))?;
+        // The oracle computes the op from the inputs as given: nothing else in the entry
+        // may write them or the result, before or after it (constants and the return
+        // aside).
+        let mut op = body.first_operation();
+        while let Some(o) = op {
+            let name = o.name();
+            let name = name.as_string_ref().as_str().unwrap_or("");
+            let pure = name.starts_with("arith.") && o.region_count() == 0;
+            if o.to_raw().ptr != mm.to_raw().ptr && !pure && name != "func.return" {
+                return Err(format!(
+                    "@{entry} holds '{name}' beside its lowp.scaled_matmul; --check, input \
+                     files and --target cuda run the op alone, from its arguments (an entry \
+                     of the op, constants and the return)"
+                ));
+            }
+            op = o.next_in_block();
+        }
         let sizes = mm
             .attribute("operandSegmentSizes")
             .map_err(|_| "scaled_matmul without operandSegmentSizes".to_string())?;

@@ -25,3 +25,11 @@ func.func @two(%a: memref<8x64xf8E4M3FN>, %sa: memref<1x1xf32>, %b: memref<8x64x
   lowp.scaled_matmul %a[%sa], %b[%sb] into %d layouts(#lowp.per_tensor, #lowp.per_tensor) : memref<8x64xf8E4M3FN>[memref<1x1xf32>], memref<8x64xf8E4M3FN>[memref<1x1xf32>] -> memref<8x8xf32>
   return
 }
+// A store into an operand before the matmul: the oracle would see other inputs.
+func.func @writes(%a: memref<8x64xf8E4M3FN>, %sa: memref<1x1xf32>, %b: memref<8x64xf8E4M3FN>, %sb: memref<1x1xf32>, %c: memref<8x8xf32>) {
+  %two = arith.constant 2.0 : f32
+  %i = arith.constant 0 : index
+  memref.store %two, %sa[%i, %i] : memref<1x1xf32>
+  lowp.scaled_matmul %a[%sa], %b[%sb] into %c layouts(#lowp.per_tensor, #lowp.per_tensor) : memref<8x64xf8E4M3FN>[memref<1x1xf32>], memref<8x64xf8E4M3FN>[memref<1x1xf32>] -> memref<8x8xf32>
+  return
+}
