@@ -32,19 +32,57 @@ struct UsageError(String);
 
 type Result<T> = std::result::Result<T, UsageError>;
 
+/// A writer that keeps the first error of the one it wraps (other than a closed pipe,
+/// which `lowp-fmt grid f8e4m3 | head` makes and is not worth a message), for the end.
+struct Checked<W: Write> {
+    inner: W,
+    lost: Option<io::Error>,
+}
+
+impl<W: Write> Checked<W> {
+    fn keep<T>(&mut self, r: io::Result<T>) -> io::Result<T> {
+        if let Err(e) = &r {
+            if e.kind() != io::ErrorKind::BrokenPipe && self.lost.is_none() {
+                self.lost = Some(io::Error::new(e.kind(), e.to_string()));
+            }
+        }
+        r
+    }
+}
+
+impl<W: Write> Write for Checked<W> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        let r = self.inner.write(buf);
+        self.keep(r)
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        let r = self.inner.flush();
+        self.keep(r)
+    }
+}
+
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let stdout = io::stdout();
-    let mut out = BufWriter::new(stdout.lock());
+    let mut out = BufWriter::new(Checked {
+        inner: stdout.lock(),
+        lost: None,
+    });
     let r = run(&args, &mut out);
-    // A closed pipe (`lowp-fmt grid f8e4m3 | head`) is not an error worth a message.
     let _ = out.flush();
-    match r {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(UsageError(msg)) => {
-            eprintln!("lowp-fmt: {msg}");
+    let lost = out.get_mut().lost.take();
+    // A closed or full stderr drops the message (no panic).
+    let mut err = io::stderr();
+    match (r, lost) {
+        (Err(UsageError(msg)), _) => {
+            let _ = writeln!(err, "lowp-fmt: {msg}");
             ExitCode::from(2)
         }
+        (Ok(()), Some(e)) => {
+            let _ = writeln!(err, "lowp-fmt: cannot write to stdout: {e}");
+            ExitCode::from(1)
+        }
+        (Ok(()), None) => ExitCode::SUCCESS,
     }
 }
 

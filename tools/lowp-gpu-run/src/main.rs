@@ -40,7 +40,21 @@ const USAGE: &str = "usage: lowp-gpu-run DIR... [--seed S[,S..]] [--check] [--be
 /// `println!` that never panics on a closed pipe.
 macro_rules! say {
     ($($arg:tt)*) => {{
-        let _ = writeln!(std::io::stdout(), $($arg)*);
+        if let Err(e) = writeln!(std::io::stdout(), $($arg)*) {
+            if e.kind() != std::io::ErrorKind::BrokenPipe {
+                let _ = STDOUT_LOST.set(e.to_string());
+            }
+        }
+    }};
+}
+
+/// Why stdout lost output (a full disk, say), reported at the end with exit status 1.
+static STDOUT_LOST: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+
+/// `eprintln!` that never panics: a closed or full stderr drops the message.
+macro_rules! warn {
+    ($($arg:tt)*) => {{
+        let _ = writeln!(std::io::stderr(), $($arg)*);
     }};
 }
 
@@ -297,17 +311,24 @@ fn main() -> ExitCode {
     let args = match parse(std::env::args().skip(1).collect()) {
         Ok(a) => a,
         Err(msg) => {
-            eprintln!("lowp-gpu-run: {msg}");
+            warn!("lowp-gpu-run: {msg}");
             return ExitCode::from(2);
         }
     };
-    match run(&args) {
+    let status = match run(&args) {
         Ok(true) => ExitCode::SUCCESS,
         Ok(false) => ExitCode::from(1),
         Err((msg, code)) => {
-            eprintln!("lowp-gpu-run: {msg}");
+            warn!("lowp-gpu-run: {msg}");
             ExitCode::from(code)
         }
+    };
+    match STDOUT_LOST.get() {
+        Some(why) => {
+            warn!("lowp-gpu-run: cannot write to stdout: {why}");
+            ExitCode::from(1)
+        }
+        None => status,
     }
 }
 

@@ -88,7 +88,21 @@ struct Usage(String);
 /// the output instead.
 macro_rules! say {
     ($($arg:tt)*) => {{
-        let _ = writeln!(std::io::stdout(), $($arg)*);
+        if let Err(e) = writeln!(std::io::stdout(), $($arg)*) {
+            if e.kind() != std::io::ErrorKind::BrokenPipe {
+                let _ = STDOUT_LOST.set(e.to_string());
+            }
+        }
+    }};
+}
+
+/// Why stdout lost output (a full disk, say), reported at the end with exit status 1.
+static STDOUT_LOST: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+
+/// `eprintln!` that never panics: a closed or full stderr drops the message.
+macro_rules! warn {
+    ($($arg:tt)*) => {{
+        let _ = writeln!(std::io::stderr(), $($arg)*);
     }};
 }
 
@@ -701,7 +715,7 @@ fn run(a: Args) -> Result<bool, String> {
             .run_pipeline(&mut module, &pre)
             .map_err(|e| e.to_string())?;
         for line in session.take_diagnostics().lines() {
-            eprintln!("lowp-run: {line}");
+            warn!("lowp-run: {line}");
         }
     }
     // An emulated kernel's logic is what is checked, not the host code LLVM makes of it;
@@ -816,7 +830,7 @@ fn compile_cuda(
         .map_err(|e| e.to_string())?;
     // The lowering's remarks (why an op got the generic kernel), one line each.
     for line in session.take_diagnostics().lines() {
-        eprintln!("lowp-run: {line}");
+        warn!("lowp-run: {line}");
     }
     let cluster = match kernel.cluster {
         (1, 1, 1) => String::new(),
@@ -934,16 +948,23 @@ fn main() -> ExitCode {
     let args = match parse_args(std::env::args().skip(1).collect()) {
         Ok(a) => a,
         Err(Usage(msg)) => {
-            eprintln!("lowp-run: {msg}");
+            warn!("lowp-run: {msg}");
             return ExitCode::from(2);
         }
     };
-    match run(args) {
+    let status = match run(args) {
         Ok(true) => ExitCode::SUCCESS,
         Ok(false) => ExitCode::from(1),
         Err(msg) => {
-            eprintln!("lowp-run: {msg}");
+            warn!("lowp-run: {msg}");
             ExitCode::from(1)
         }
+    };
+    match STDOUT_LOST.get() {
+        Some(why) => {
+            warn!("lowp-run: cannot write to stdout: {why}");
+            ExitCode::from(1)
+        }
+        None => status,
     }
 }

@@ -25,6 +25,13 @@ use std::process::ExitCode;
 use lowp_codegen::{Chip, Emit, Vendor};
 use lowp_jit::Session;
 
+/// `eprintln!` that never panics: a closed or full stderr drops the message.
+macro_rules! warn {
+    ($($arg:tt)*) => {{
+        let _ = writeln!(std::io::stderr(), $($arg)*);
+    }};
+}
+
 const USAGE: &str =
     "usage: lowp-translate FILE.mlir --emit=llvm|ptx|asm|obj|hsaco [--chip=CHIP] [--kernel=K]
                       [--split-k=S] [--multicast=M] [--fold-scales=F] [--nvfp4=R]
@@ -224,17 +231,19 @@ fn run(a: Args) -> Result<(), String> {
     // The lowerings' remarks (why an op got the generic kernel, a renamed kernel), one line
     // each on stderr: the output is the code.
     for line in session.take_diagnostics().lines() {
-        eprintln!("lowp-translate: {line}");
+        warn!("lowp-translate: {line}");
     }
     match &a.out {
         Some(path) => {
             std::fs::write(path, &bytes).map_err(|e| format!("cannot write '{path}': {e}"))
         }
-        None => {
+        None => match std::io::stdout().write_all(&bytes) {
             // A closed pipe ends the output quietly.
-            let _ = std::io::stdout().write_all(&bytes);
-            Ok(())
-        }
+            Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
+                Err(format!("cannot write to stdout: {e}"))
+            }
+            _ => Ok(()),
+        },
     }
 }
 
@@ -468,14 +477,14 @@ fn main() -> ExitCode {
     let args = match parse(std::env::args().skip(1).collect()) {
         Ok(a) => a,
         Err(msg) => {
-            eprintln!("lowp-translate: {msg}");
+            warn!("lowp-translate: {msg}");
             return ExitCode::from(2);
         }
     };
     match run(args) {
         Ok(()) => ExitCode::SUCCESS,
         Err(msg) => {
-            eprintln!("lowp-translate: {msg}");
+            warn!("lowp-translate: {msg}");
             ExitCode::from(1)
         }
     }
