@@ -161,15 +161,19 @@ impl MatmulInputs {
     }
 
     /// Write the operands into `dir` (`a.bin`, `sa.bin`, `ga.bin`, `b.bin`, `sb.bin`,
-    /// `gb.bin`, `bias.bin`, those the problem has).
+    /// `gb.bin`, `bias.bin`, those the problem has); one of those files the problem has no
+    /// operand for, left by an earlier save, is removed ([`load`](Self::load) refuses it).
     pub fn save(&self, dir: &std::path::Path) -> Result<(), String> {
         std::fs::create_dir_all(dir)
             .map_err(|e| format!("cannot create '{}': {e}", dir.display()))?;
         for (role, name) in INPUT_FILES {
-            if let Some(bytes) = self.bytes(role) {
-                let path = dir.join(name);
-                std::fs::write(&path, bytes)
-                    .map_err(|e| format!("cannot write '{}': {e}", path.display()))?;
+            let path = dir.join(name);
+            match self.bytes(role) {
+                Some(bytes) => std::fs::write(&path, bytes)
+                    .map_err(|e| format!("cannot write '{}': {e}", path.display()))?,
+                None if path.is_file() => std::fs::remove_file(&path)
+                    .map_err(|e| format!("cannot remove '{}': {e}", path.display()))?,
+                None => {}
             }
         }
         Ok(())
@@ -178,6 +182,19 @@ impl MatmulInputs {
     /// Read the operands of `spec` from `dir` (the layout [`save`](Self::save) writes). Each
     /// file must hold exactly the bytes the operand's memref has.
     pub fn load(spec: &MatmulSpec, dir: &std::path::Path) -> Result<Self, String> {
+        // An operand file the problem has no operand for (a bias, a global scale) was
+        // saved for another problem: refused rather than left unread.
+        let roles = spec.roles();
+        if let Some((_, name)) = INPUT_FILES
+            .iter()
+            .find(|(r, name)| !roles.contains(r) && dir.join(name).exists())
+        {
+            return Err(format!(
+                "'{}' is there, but the problem has no such operand (inputs saved for \
+                 another problem?)",
+                dir.join(name).display()
+            ));
+        }
         // Each argument's file, exactly as long as the argument (`role_len`).
         let read = |role: Role| -> Result<Vec<u8>, String> {
             use std::io::Read;
@@ -535,6 +552,12 @@ impl MatmulSpec {
             self.bias,
             self.bf16
         )
+    }
+
+    /// The manifest's fields on one line, `; ` apart: what a kernel bundle's `launch.txt`
+    /// records as the problem its kernel was compiled for.
+    pub fn one_line(&self) -> String {
+        self.to_manifest().lines().collect::<Vec<_>>().join("; ")
     }
 
     /// Read a manifest ([`to_manifest`](Self::to_manifest); other keys are left to the

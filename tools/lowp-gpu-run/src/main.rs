@@ -75,9 +75,26 @@ fn parse(raw: Vec<String>) -> Result<Args, String> {
         dump: None,
     };
     let mut it = raw.into_iter();
+    // Each flag once: a second value would silently replace the first.
+    let mut seen = std::collections::HashSet::new();
     while let Some(arg) = it.next() {
-        let mut value = |flag: &str| it.next().ok_or(format!("{flag} needs a value\n{USAGE}"));
-        match arg.as_str() {
+        let (flag, inline) = match arg.split_once('=') {
+            Some((f, v)) if f.starts_with("--") => (f.to_string(), Some(v.to_string())),
+            _ => (arg.clone(), None),
+        };
+        if flag.starts_with('-') && !seen.insert(flag.clone()) {
+            return Err(format!("{flag} is given twice"));
+        }
+        if inline.is_some() && matches!(flag.as_str(), "--check" | "-h" | "--help") {
+            return Err(format!("{flag} takes no value ('{arg}')"));
+        }
+        let mut value = |flag: &str| {
+            inline
+                .clone()
+                .or_else(|| it.next())
+                .ok_or(format!("{flag} needs a value\n{USAGE}"))
+        };
+        match flag.as_str() {
             "-h" | "--help" => return Err(USAGE.into()),
             "--seed" => {
                 let v = value("--seed")?;
@@ -90,7 +107,16 @@ fn parse(raw: Vec<String>) -> Result<Args, String> {
                     ))?;
             }
             "--check" => a.check = true,
-            "--dump" => a.dump = Some(PathBuf::from(value("--dump")?)),
+            "--dump" => {
+                let dir = value("--dump")?;
+                if dir.is_empty() {
+                    return Err("--dump needs a directory".into());
+                }
+                if Path::new(&dir).exists() && !Path::new(&dir).is_dir() {
+                    return Err(format!("--dump: '{dir}' is not a directory"));
+                }
+                a.dump = Some(PathBuf::from(dir))
+            }
             "--bench" => {
                 let v = value("--bench")?;
                 a.bench = Some(
@@ -103,6 +129,7 @@ fn parse(raw: Vec<String>) -> Result<Args, String> {
                 );
             }
             f if f.starts_with('-') => return Err(format!("unknown option '{f}'\n{USAGE}")),
+            "" => return Err("an empty bundle path".into()),
             dir => a.dirs.push(PathBuf::from(dir)),
         }
     }
@@ -119,11 +146,76 @@ fn read_bundle(dir: &Path) -> Result<(GpuKernel, MatmulSpec, Vec<Role>), String>
         std::fs::read_to_string(&path).map_err(|e| format!("cannot read '{}': {e}", path.display()))
     };
     let at = |what: &str, e: String| format!("{}/{what}: {e}", dir.display());
-    let kernel = GpuKernel::from_manifest(&read("launch.txt")?, read("kernel.ptx")?)
+    // launch.txt's `problem` line (lowp-run's, beside the runtime's keys): the problem the
+    // kernel was compiled for, which problem.txt must describe.
+    let launch = read("launch.txt")?;
+    let compiled_for = lowp_formats::problem::manifest_entries(&launch)
+        .map_err(|e| at("launch.txt", e))?
+        .into_iter()
+        .find(|(_, k, _)| k == "problem")
+        .map(|(_, _, v)| v)
+        .ok_or_else(|| {
+            at(
+                "launch.txt",
+                "no 'problem' line (the problem its kernel was compiled for, which lowp-run \
+                 --save-kernel writes)"
+                    .into(),
+            )
+        })?;
+    let runtime_keys: String = launch
+        .lines()
+        .filter(|l| l.split('=').next().map(str::trim) != Some("problem"))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    let kernel = GpuKernel::from_manifest(&runtime_keys, read("kernel.ptx")?)
         .map_err(|e| at("launch.txt", e))?;
     kernel.ptx_check().map_err(|e| at("kernel.ptx", e))?;
     let problem = read("problem.txt")?;
+    let known = [
+        "m",
+        "n",
+        "k",
+        "lhs",
+        "rhs",
+        "lhs_layout",
+        "rhs_layout",
+        "lhs_packed",
+        "rhs_packed",
+        "bias",
+        "bf16",
+        "roles",
+    ];
+    if let Some((line, key, _)) = lowp_formats::problem::manifest_entries(&problem)
+        .map_err(|e| at("problem.txt", e))?
+        .into_iter()
+        .find(|(_, k, _)| !known.contains(&k.as_str()))
+    {
+        return Err(at(
+            "problem.txt",
+            format!("line {line}: unknown key '{key}'"),
+        ));
+    }
     let spec = MatmulSpec::from_manifest(&problem).map_err(|e| at("problem.txt", e))?;
+    if spec.one_line() != compiled_for {
+        let here = spec.one_line();
+        let differ: Vec<String> = here
+            .split("; ")
+            .zip(compiled_for.split("; "))
+            .filter(|(a, b)| a != b)
+            .map(|(a, b)| format!("{a} (the kernel's: {b})"))
+            .collect();
+        return Err(at(
+            "problem.txt",
+            format!(
+                "not the problem the kernel was compiled for (launch.txt): {}",
+                if differ.is_empty() {
+                    compiled_for.clone()
+                } else {
+                    differ.join(", ")
+                }
+            ),
+        ));
+    }
     let roles_line = lowp_formats::problem::manifest_entries(&problem)
         .map_err(|e| at("problem.txt", e))?
         .into_iter()

@@ -861,7 +861,11 @@ fn save_bundle(
     let problem = format!("{}roles = {}\n", spec.to_manifest(), roles.join(" "));
     for (name, text) in [
         ("kernel.ptx", kernel.ptx.as_str()),
-        ("launch.txt", &kernel.to_manifest()),
+        // The problem the kernel was compiled for, which lowp-gpu-run holds problem.txt to.
+        (
+            "launch.txt",
+            &format!("{}problem = {}\n", kernel.to_manifest(), spec.one_line()),
+        ),
         ("problem.txt", &problem),
     ] {
         let path = dir.join(name);
