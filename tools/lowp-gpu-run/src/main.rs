@@ -20,7 +20,6 @@
 //! It links no LLVM or MLIR (a few MB), so it is what a GPU machine gets carried. A failed
 //! check exits 1; a bad bundle, a bad flag or no GPU is one line and exit 2 (1 for no GPU).
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -37,26 +36,9 @@ const USAGE: &str = "usage: lowp-gpu-run DIR... [--seed S[,S..]] [--check] [--be
   --dump OUT write each bundle's inputs, problem, result (out.bin, f32) and the oracle's
              (oracle.bin, f64) into OUT/<bundle name>/";
 
-/// `println!` that never panics on a closed pipe.
-macro_rules! say {
-    ($($arg:tt)*) => {{
-        if let Err(e) = writeln!(std::io::stdout(), $($arg)*) {
-            if e.kind() != std::io::ErrorKind::BrokenPipe {
-                let _ = STDOUT_LOST.set(e.to_string());
-            }
-        }
-    }};
-}
-
-/// Why stdout lost output (a full disk, say), reported at the end with exit status 1.
-static STDOUT_LOST: std::sync::OnceLock<String> = std::sync::OnceLock::new();
-
-/// `eprintln!` that never panics: a closed or full stderr drops the message.
-macro_rules! warn {
-    ($($arg:tt)*) => {{
-        let _ = writeln!(std::io::stderr(), $($arg)*);
-    }};
-}
+#[macro_use]
+#[path = "../../common/output.rs"]
+mod output;
 
 struct Args {
     dirs: Vec<PathBuf>,
@@ -415,13 +397,7 @@ fn main() -> ExitCode {
             ExitCode::from(code)
         }
     };
-    match STDOUT_LOST.get() {
-        Some(why) => {
-            warn!("lowp-gpu-run: cannot write to stdout: {why}");
-            ExitCode::from(1)
-        }
-        None => status,
-    }
+    output::finish("lowp-gpu-run", status)
 }
 
 #[cfg(test)]

@@ -14,7 +14,6 @@
 //! `bench: median_ms=... gflops=...`. Exit status: 0 success, 1 check failure or a compile /
 //! run error (with MLIR's located diagnostics), 2 bad command line.
 
-use std::io::Write;
 use std::process::ExitCode;
 use std::time::Instant;
 
@@ -84,27 +83,9 @@ const USAGE: &str =
 
 struct Usage(String);
 
-/// `println!` that never panics: a closed pipe (`lowp-run ... | head -1`) drops the rest of
-/// the output instead.
-macro_rules! say {
-    ($($arg:tt)*) => {{
-        if let Err(e) = writeln!(std::io::stdout(), $($arg)*) {
-            if e.kind() != std::io::ErrorKind::BrokenPipe {
-                let _ = STDOUT_LOST.set(e.to_string());
-            }
-        }
-    }};
-}
-
-/// Why stdout lost output (a full disk, say), reported at the end with exit status 1.
-static STDOUT_LOST: std::sync::OnceLock<String> = std::sync::OnceLock::new();
-
-/// `eprintln!` that never panics: a closed or full stderr drops the message.
-macro_rules! warn {
-    ($($arg:tt)*) => {{
-        let _ = writeln!(std::io::stderr(), $($arg)*);
-    }};
-}
+#[macro_use]
+#[path = "../../common/output.rs"]
+mod output;
 
 #[derive(Default)]
 struct Args {
@@ -964,11 +945,5 @@ fn main() -> ExitCode {
             ExitCode::from(1)
         }
     };
-    match STDOUT_LOST.get() {
-        Some(why) => {
-            warn!("lowp-run: cannot write to stdout: {why}");
-            ExitCode::from(1)
-        }
-        None => status,
-    }
+    output::finish("lowp-run", status)
 }

@@ -25,12 +25,9 @@ use std::process::ExitCode;
 use lowp_codegen::{Chip, Emit, Vendor};
 use lowp_jit::Session;
 
-/// `eprintln!` that never panics: a closed or full stderr drops the message.
-macro_rules! warn {
-    ($($arg:tt)*) => {{
-        let _ = writeln!(std::io::stderr(), $($arg)*);
-    }};
-}
+#[macro_use]
+#[path = "../../common/output.rs"]
+mod output;
 
 const USAGE: &str =
     "usage: lowp-translate FILE.mlir --emit=llvm|ptx|asm|obj|hsaco [--chip=CHIP] [--kernel=K]
@@ -481,11 +478,12 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    match run(args) {
+    let status = match run(args) {
         Ok(()) => ExitCode::SUCCESS,
         Err(msg) => {
             warn!("lowp-translate: {msg}");
             ExitCode::from(1)
         }
-    }
+    };
+    output::finish("lowp-translate", status)
 }
