@@ -1,8 +1,8 @@
-//! Output of the command-line tools that never panics, shared by lowp-run, lowp-gpu-run and
-//! lowp-translate (each includes this file as its module `output`): `say!` writes a line
-//! to stdout, and a closed pipe (`... | head -1`) drops the rest quietly while any other
-//! failure (a full disk) is kept for [`finish`]; `warn!` writes a line to stderr, and a
-//! closed or full stderr drops it.
+//! Output of the command-line tools that never panics, shared by lowp-run, lowp-gpu-run,
+//! lowp-translate and lowp-fmt (each includes this file as its module `output`): `say!`
+//! writes a line to stdout, and a closed pipe (`... | head -1`) drops the rest quietly
+//! while any other failure (a full disk) is kept for [`finish`]; `warn!` writes a line to
+//! stderr, and a closed or full stderr drops it.
 
 use std::process::ExitCode;
 use std::sync::OnceLock;

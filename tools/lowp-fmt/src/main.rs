@@ -32,18 +32,19 @@ struct UsageError(String);
 
 type Result<T> = std::result::Result<T, UsageError>;
 
-/// A writer that keeps the first error of the one it wraps (other than a closed pipe,
-/// which `lowp-fmt grid f8e4m3 | head` makes and is not worth a message), for the end.
-struct Checked<W: Write> {
-    inner: W,
-    lost: Option<io::Error>,
-}
+#[macro_use]
+#[path = "../../common/output.rs"]
+mod output;
+
+/// Stdout behind lowp-fmt's buffer: a failed write is kept for [`output::finish`], as
+/// `say!` keeps one (a closed pipe, `lowp-fmt grid f8e4m3 | head`, is not worth a message).
+struct Checked<W: Write>(W);
 
 impl<W: Write> Checked<W> {
-    fn keep<T>(&mut self, r: io::Result<T>) -> io::Result<T> {
+    fn keep<T>(r: io::Result<T>) -> io::Result<T> {
         if let Err(e) = &r {
-            if e.kind() != io::ErrorKind::BrokenPipe && self.lost.is_none() {
-                self.lost = Some(io::Error::new(e.kind(), e.to_string()));
+            if e.kind() != io::ErrorKind::BrokenPipe {
+                let _ = output::STDOUT_LOST.set(e.to_string());
             }
         }
         r
@@ -52,37 +53,25 @@ impl<W: Write> Checked<W> {
 
 impl<W: Write> Write for Checked<W> {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        let r = self.inner.write(buf);
-        self.keep(r)
+        Self::keep(self.0.write(buf))
     }
     fn flush(&mut self) -> io::Result<()> {
-        let r = self.inner.flush();
-        self.keep(r)
+        Self::keep(self.0.flush())
     }
 }
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let stdout = io::stdout();
-    let mut out = BufWriter::new(Checked {
-        inner: stdout.lock(),
-        lost: None,
-    });
+    let mut out = BufWriter::new(Checked(stdout.lock()));
     let r = run(&args, &mut out);
     let _ = out.flush();
-    let lost = out.get_mut().lost.take();
-    // A closed or full stderr drops the message (no panic).
-    let mut err = io::stderr();
-    match (r, lost) {
-        (Err(UsageError(msg)), _) => {
-            let _ = writeln!(err, "lowp-fmt: {msg}");
+    match r {
+        Ok(()) => output::finish("lowp-fmt", ExitCode::SUCCESS),
+        Err(UsageError(msg)) => {
+            warn!("lowp-fmt: {msg}");
             ExitCode::from(2)
         }
-        (Ok(()), Some(e)) => {
-            let _ = writeln!(err, "lowp-fmt: cannot write to stdout: {e}");
-            ExitCode::from(1)
-        }
-        (Ok(()), None) => ExitCode::SUCCESS,
     }
 }
 

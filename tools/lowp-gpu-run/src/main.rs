@@ -128,14 +128,15 @@ fn read_bundle(dir: &Path) -> Result<(GpuKernel, MatmulSpec, Vec<Role>), String>
         std::fs::read_to_string(&path).map_err(|e| format!("cannot read '{}': {e}", path.display()))
     };
     let at = |what: &str, e: String| format!("{}/{what}: {e}", dir.display());
+    use lowp_formats::problem::manifest_entries;
     // launch.txt's `problem` line (lowp-run's, beside the runtime's keys): the problem the
     // kernel was compiled for, which problem.txt must describe.
     let launch = read("launch.txt")?;
-    let compiled_for = lowp_formats::problem::manifest_entries(&launch)
+    let (problem_line, compiled_for) = manifest_entries(&launch)
         .map_err(|e| at("launch.txt", e))?
         .into_iter()
         .find(|(_, k, _)| k == "problem")
-        .map(|(_, _, v)| v)
+        .map(|(line, _, v)| (line, v))
         .ok_or_else(|| {
             at(
                 "launch.txt",
@@ -146,38 +147,29 @@ fn read_bundle(dir: &Path) -> Result<(GpuKernel, MatmulSpec, Vec<Role>), String>
         })?;
     let runtime_keys: String = launch
         .lines()
-        .filter(|l| l.split('=').next().map(str::trim) != Some("problem"))
-        .map(|l| format!("{l}\n"))
+        .enumerate()
+        .filter(|&(i, _)| i + 1 != problem_line)
+        .map(|(_, l)| format!("{l}\n"))
         .collect();
     let kernel = GpuKernel::from_manifest(&runtime_keys, read("kernel.ptx")?)
         .map_err(|e| at("launch.txt", e))?;
     kernel.ptx_check().map_err(|e| at("kernel.ptx", e))?;
     let problem = read("problem.txt")?;
-    let known = [
-        "m",
-        "n",
-        "k",
-        "lhs",
-        "rhs",
-        "lhs_layout",
-        "rhs_layout",
-        "lhs_packed",
-        "rhs_packed",
-        "bias",
-        "bf16",
-        "roles",
-    ];
-    if let Some((line, key, _)) = lowp_formats::problem::manifest_entries(&problem)
+    let entries = manifest_entries(&problem).map_err(|e| at("problem.txt", e))?;
+    let spec = MatmulSpec::from_manifest(&problem).map_err(|e| at("problem.txt", e))?;
+    // Its keys: those of the spec's own manifest, and the arguments' roles.
+    let known: Vec<String> = manifest_entries(&spec.to_manifest())
         .map_err(|e| at("problem.txt", e))?
         .into_iter()
-        .find(|(_, k, _)| !known.contains(&k.as_str()))
-    {
+        .map(|(_, k, _)| k)
+        .chain(std::iter::once("roles".to_string()))
+        .collect();
+    if let Some((line, key, _)) = entries.iter().find(|(_, k, _)| !known.contains(k)) {
         return Err(at(
             "problem.txt",
             format!("line {line}: unknown key '{key}'"),
         ));
     }
-    let spec = MatmulSpec::from_manifest(&problem).map_err(|e| at("problem.txt", e))?;
     if spec.one_line() != compiled_for {
         let here = spec.one_line();
         let differ: Vec<String> = here
@@ -198,8 +190,7 @@ fn read_bundle(dir: &Path) -> Result<(GpuKernel, MatmulSpec, Vec<Role>), String>
             ),
         ));
     }
-    let roles_line = lowp_formats::problem::manifest_entries(&problem)
-        .map_err(|e| at("problem.txt", e))?
+    let roles_line = entries
         .into_iter()
         .find(|(_, k, _)| k == "roles")
         .map(|(_, _, v)| v)

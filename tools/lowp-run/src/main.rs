@@ -127,6 +127,8 @@ struct Args {
     /// `--threads` (1: one thread, else OpenMP's).
     threads: Option<usize>,
     lanes: Option<u32>,
+    /// The op `--gen` builds, from the flags above (checked with them).
+    generated: Option<MatmulSpec>,
 }
 
 /// LLVM's optimization level of the CPU code unless `--opt-level` says otherwise.
@@ -164,8 +166,9 @@ fn number<T: std::str::FromStr>(flag: &str, v: Option<String>, what: &str) -> Re
         .map_err(|_| Usage(format!("{flag}: '{v}' is not {what}")))
 }
 
-/// A path a flag names (not empty: that would be the current directory, or nothing).
-fn path(flag: &str, v: Option<String>, what: &str) -> Result<String, Usage> {
+/// A flag's value that names something: a path, a function (not empty: that would be the
+/// current directory, or nothing).
+fn named(flag: &str, v: Option<String>, what: &str) -> Result<String, Usage> {
     v.filter(|p| !p.is_empty())
         .ok_or_else(|| Usage(format!("{flag} needs {what}")))
 }
@@ -210,10 +213,7 @@ fn parse_args(raw: Vec<String>) -> Result<Args, Usage> {
         }
         match flag.as_str() {
             "-h" | "--help" => return Err(Usage(USAGE.into())),
-            "--entry" => match value() {
-                Some(name) if !name.is_empty() => a.entry = Some(name),
-                _ => return Err(Usage("--entry needs a function name".into())),
-            },
+            "--entry" => a.entry = Some(named(&flag, value(), "a function name")?),
             "--m" => a.m = Some(size(&flag, value())?),
             "--n" => a.n = Some(size(&flag, value())?),
             "--k" => a.k = Some(size(&flag, value())?),
@@ -249,10 +249,10 @@ fn parse_args(raw: Vec<String>) -> Result<Args, Usage> {
                 }
             }
             "--bench" => a.bench = Some(number(&flag, value(), "a number of runs")?),
-            "--inputs" => a.inputs = Some(path(&flag, value(), "a directory")?),
-            "--save-inputs" => a.save_inputs = Some(path(&flag, value(), "a directory")?),
+            "--inputs" => a.inputs = Some(named(&flag, value(), "a directory")?),
+            "--save-inputs" => a.save_inputs = Some(named(&flag, value(), "a directory")?),
             "--output" => {
-                let file = path(&flag, value(), "a file")?;
+                let file = named(&flag, value(), "a file")?;
                 if file == "-" {
                     return Err(Usage(
                         "--output -: the report goes to stdout; the result needs a file".into(),
@@ -329,7 +329,7 @@ fn parse_args(raw: Vec<String>) -> Result<Args, Usage> {
                     .map_err(|why| Usage(format!("{flag}: {why}")))?;
                 a.tuning.push((name, v));
             }
-            "--save-kernel" => a.save_kernel = Some(path(&flag, value(), "a directory")?),
+            "--save-kernel" => a.save_kernel = Some(named(&flag, value(), "a directory")?),
             f if f.starts_with('-') => return Err(Usage(format!("unknown option '{f}'\n{USAGE}"))),
             _ => {
                 if a.file.replace(arg.clone()).is_some() {
@@ -476,7 +476,7 @@ fn parse_args(raw: Vec<String>) -> Result<Args, Usage> {
     }
     // What the run needs that the command line lacks is a usage error too (exit 2).
     if a.gen {
-        gen_spec(&a)?;
+        a.generated = Some(gen_spec(&a)?);
     } else if a.file.is_none() {
         return Err(Usage(format!("no input file (or --gen)\n{USAGE}")));
     } else if a.entry.is_none() {
@@ -584,7 +584,10 @@ fn run(a: Args) -> Result<bool, String> {
     }
     let entry;
     let (spec, roles, mut module) = if a.gen {
-        let spec = gen_spec(&a).map_err(|u| u.0)?;
+        let spec = a
+            .generated
+            .clone()
+            .expect("--gen's op, built with the flags");
         entry = a.entry.clone().unwrap_or_else(|| "scaled_matmul".into());
         let module = spec.build_module(session.context(), &entry);
         if !module.as_operation().verify() {

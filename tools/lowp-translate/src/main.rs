@@ -265,9 +265,7 @@ fn emulated(session: &Session, module: &melior::ir::Module, chip: Chip) -> Resul
          the GPU's would), which is code for --chip=host, not {chip} (drop emulate=true for \
          the GPU kernel)"
     );
-    lowp_passes::ir::emit_error(location, &message);
-    let located = session.take_diagnostics();
-    Err(if located.is_empty() { message } else { located })
+    Err(located(session, location, message))
 }
 
 /// Whether the module holds an op whose name passes `test`.
@@ -360,10 +358,19 @@ fn foreign_ops(session: &Session, module: &melior::ir::Module, chip: Chip) -> Re
     let Some((location, message)) = found else {
         return Ok(());
     };
-    // The session's handler collects the diagnostic and formats it with the location.
+    Err(located(session, location, message))
+}
+
+/// `message` as an error at `location`, as the session's handler formats it (the bare
+/// message where the handler gave nothing).
+fn located(session: &Session, location: mlir_sys::MlirLocation, message: String) -> String {
     lowp_passes::ir::emit_error(location, &message);
     let located = session.take_diagnostics();
-    Err(if located.is_empty() { message } else { located })
+    if located.is_empty() {
+        message
+    } else {
+        located
+    }
 }
 
 /// Compile the module's GPU kernels for the chip; their PTX / ISA, each after a comment line
