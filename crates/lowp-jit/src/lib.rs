@@ -16,7 +16,6 @@ use std::cell::RefCell;
 use std::ffi::c_void;
 use std::rc::Rc;
 
-use melior::ir::attribute::{Attribute, AttributeLike};
 use melior::ir::operation::{OperationLike, WalkOrder, WalkResult};
 use melior::ir::Module;
 use melior::pass::PassManager;
@@ -254,16 +253,10 @@ impl Session {
             }
             WalkResult::Advance
         });
-        let unit = Attribute::unit(&self.context).to_raw();
         for f in funcs {
-            // SAFETY: live func.func ops of the module; a unit discardable attribute.
-            unsafe {
-                mlir_sys::mlirOperationSetDiscardableAttributeByName(
-                    f,
-                    lowp_passes::ir::string_ref("llvm.emit_c_interface"),
-                    unit,
-                )
-            };
+            // SAFETY: live func.func ops of the module, collected above.
+            let f = unsafe { melior::ir::OperationRef::from_raw(f) };
+            lowp_passes::ir::set_unit_attribute(f, "llvm.emit_c_interface");
         }
         let pipeline = if self.openmp.is_some() {
             lowp_passes::pipelines::CPU_OPENMP

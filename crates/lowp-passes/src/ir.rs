@@ -1184,6 +1184,19 @@ pub fn emit_error(location: mlir_sys::MlirLocation, message: &str) {
     unsafe { mlir_sys::mlirEmitError(location, message.as_ptr()) }
 }
 
+/// Set the discardable unit attribute `name` on `op` (`llvm.emit_c_interface`, a marker).
+pub fn set_unit_attribute(op: OperationRef, name: &str) {
+    // SAFETY: a live op; a unit attribute of its own context, which MLIR uniques.
+    unsafe {
+        let ctx = mlir_sys::mlirOperationGetContext(op.to_raw());
+        mlir_sys::mlirOperationSetDiscardableAttributeByName(
+            op.to_raw(),
+            string_ref(name),
+            mlir_sys::mlirUnitAttrGet(ctx),
+        );
+    }
+}
+
 /// Whether `op` is a definition: its first region holds a block (a function with a body;
 /// `llvm.func @f()` and `func.func private @f()` are declarations). The region count is
 /// asked first: melior's error for a missing region prints the op, which is slow.

@@ -16,11 +16,11 @@
 //! Element codes, `!lowp.packed<...>` and `f8E8M0FNU` become `i8`: the same bytes in
 //! memory (one code per byte, two for packed), so callers pass the same buffers. (A code
 //! narrower than a byte is not an `iN`: LLVM leaves an `iN` load of a byte with higher
-//! bits set undefined, where decoding ignores those bits.) Function signatures, block arguments and op results are retyped; a
-//! `lowp.storage_cast` becomes the identity. A lowp op other than `lowp.storage_cast` (one
-//! not lowered, or inside a `gpu.func`, which no lowering takes), or an op that still
-//! computes on code-typed values (a `memref.load` of `f4E2M1FN`), makes the pass fail with
-//! a diagnostic at the op: lower them first.
+//! bits set undefined, where decoding ignores those bits.) Function signatures, block
+//! arguments and op results are retyped; a `lowp.storage_cast` becomes the identity. A
+//! lowp op other than `lowp.storage_cast` (one not lowered, or inside a `gpu.func`, which
+//! no lowering takes), or an op that still computes on code-typed values (a `memref.load`
+//! of `f4E2M1FN`), makes the pass fail with a diagnostic at the op: lower them first.
 //!
 //! Runs on `builtin.module`. No options.
 

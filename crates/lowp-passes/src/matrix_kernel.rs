@@ -1155,15 +1155,7 @@ pub const EMULATED: &str = "lowp.emulated";
 
 /// Mark `func` as holding emulated kernels ([`EMULATED`]).
 pub(crate) fn mark_emulated(func: OperationRef) {
-    // SAFETY: a live op; a unit attribute of its own context.
-    unsafe {
-        let ctx = mlir_sys::mlirOperationGetContext(func.to_raw());
-        mlir_sys::mlirOperationSetDiscardableAttributeByName(
-            func.to_raw(),
-            crate::ir::string_ref(EMULATED),
-            mlir_sys::mlirUnitAttrGet(ctx),
-        );
-    }
+    crate::ir::set_unit_attribute(func, EMULATED);
 }
 
 /// Lower `op` with the matrix-instruction kernel: on the GPU (`emulate = false`) or as the
