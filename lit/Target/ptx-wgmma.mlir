@@ -13,7 +13,7 @@
 // CHECK: wgmma.mma_async.sync.aligned.m64n64k32.f32.e4m3.e5m2 {[[ACC:(%r[0-9]+, ){31}%r[0-9]+]]}, %rd{{[0-9]+}}, %rd{{[0-9]+}}, p, 1, 1;
 // CHECK: wgmma.commit_group.sync.aligned;
 // CHECK: wgmma.wait_group.sync.aligned {{[[:space:]]*}}0;
-// SM89: error: LLVM backend: Cannot select: intrinsic %llvm.nvvm.wgmma
+// SM89: lowp-translate: error: LLVM stopped: Cannot select: intrinsic %llvm.nvvm.wgmma
 
 llvm.func @wgmma_fp8(%da: i64, %db: i64, %out: !llvm.ptr<1>) attributes {nvvm.kernel} {
   %acc0 = llvm.mlir.zero : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>

@@ -106,7 +106,6 @@ unsafe extern "C" {
     fn LLVMGetBufferSize(b: LLVMMemoryBufferRef) -> usize;
     fn LLVMDisposeMemoryBuffer(b: LLVMMemoryBufferRef);
 
-    fn LLVMInstallFatalErrorHandler(handler: extern "C" fn(*const c_char));
     fn LLVMInitializeNVPTXTargetInfo();
     fn LLVMInitializeNVPTXTarget();
     fn LLVMInitializeNVPTXTargetMC();
@@ -121,20 +120,14 @@ unsafe extern "C" {
     fn LLVMInitializeX86AsmPrinter();
 }
 
-/// LLVM's fatal errors (a backend that cannot select an instruction, say) cannot be
-/// recovered from; report them as one `error:` line and exit 1 instead of aborting.
-extern "C" fn fatal_error(reason: *const c_char) {
-    // SAFETY: LLVM passes a NUL-terminated reason.
-    let reason = unsafe { CStr::from_ptr(reason) }.to_string_lossy();
-    eprintln!("error: LLVM backend: {reason}");
-    std::process::exit(1);
-}
-
 fn init_targets() {
     static ONCE: std::sync::Once = std::sync::Once::new();
     // SAFETY: LLVM's target registration functions and handler installation, called once.
+    // LLVM's fatal errors (a backend that cannot select an instruction, say) cannot be
+    // recovered from: one `error:` line and exit 1 instead of an abort. A tool that
+    // installed the handler under its own name keeps it.
+    lowp_dialect::exit_on_llvm_fatal_error("lowp");
     ONCE.call_once(|| unsafe {
-        LLVMInstallFatalErrorHandler(fatal_error);
         LLVMInitializeNVPTXTargetInfo();
         LLVMInitializeNVPTXTarget();
         LLVMInitializeNVPTXTargetMC();

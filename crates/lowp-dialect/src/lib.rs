@@ -100,7 +100,10 @@ pub fn exit_on_llvm_fatal_error(tool: &'static str) {
             unsafe { std::ffi::CStr::from_ptr(reason) }.to_string_lossy()
         };
         let tool = TOOL.get().copied().unwrap_or("lowp");
-        eprintln!("{tool}: error: LLVM stopped: {reason}");
+        // Not `eprintln!`: that panics when stderr is full or closed, and a panic cannot
+        // leave this `extern "C"` function (the process would abort).
+        use std::io::Write;
+        let _ = writeln!(std::io::stderr(), "{tool}: error: LLVM stopped: {reason}");
         // SAFETY: LLVM's state is not to be used again (it would abort after this handler
         // returns); _exit skips destructors that could touch it.
         unsafe { _exit(1) }
