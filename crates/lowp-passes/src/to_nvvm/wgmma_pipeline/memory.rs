@@ -538,7 +538,12 @@ impl Memory {
 
     /// Whether the ring has the stages its loop needs (`fewest_stages`).
     pub(super) fn fits(&self) -> bool {
-        self.stages >= fewest_stages(&self.routes, self.specialized)
+        self.stages >= self.fewest()
+    }
+
+    /// The fewest stages this ring's loop needs (`fewest_stages`).
+    pub(super) fn fewest(&self) -> i64 {
+        fewest_stages(&self.routes, self.specialized)
     }
 
     /// What the kernel asks for: the memory (at least what split-K's gathering takes, a

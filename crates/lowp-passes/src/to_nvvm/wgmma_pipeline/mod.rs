@@ -413,11 +413,14 @@ pub(super) fn plan(
             ));
         }
     }
-    if !Memory::new(&plan, chip, tile, Feed::Barrier, [None, None]).fits() {
+    let memory = Memory::new(&plan, chip, tile, Feed::Barrier, [None, None]);
+    if !memory.fits() {
         return Err(format!(
-            "too few stages of the ring (4, 3 with split tiles) fit the {} KiB of shared \
-             memory beside the translated tiles",
-            chip.shared_kib
+            "{} stages of the ring fit the {} KiB of shared memory beside the translated \
+             tiles; its loop needs {}",
+            memory.stages.max(0),
+            chip.shared_kib,
+            memory.fewest()
         ));
     }
     Ok((plan, instr, tile))
