@@ -237,3 +237,58 @@ fn built_ops_are_verified() {
     let op: melior::ir::Operation = d.into();
     assert!(!op.verify());
 }
+
+#[test]
+fn generated_builders_infer_tensor_results() {
+    // The destination-style ops infer one result per tensor `into` operand, of its type,
+    // and none in the memref form.
+    use melior::ir::r#type::RankedTensorType;
+    use melior::ir::ValueLike;
+    let ctx = lowp_dialect::new_context();
+    let loc = Location::unknown(&ctx);
+    let e4m3 = Type::float8_e4m3fn(&ctx);
+    let f32t = Type::float32(&ctx);
+    let tensor = |shape: &[u64], t| Type::from(RankedTensorType::new(shape, t, None));
+    let forms = [
+        [
+            tensor(&[16, 64], e4m3),
+            tensor(&[1, 1], f32t),
+            tensor(&[8, 64], e4m3),
+            tensor(&[16, 8], f32t),
+        ],
+        [
+            memref(&[16, 64], e4m3),
+            memref(&[1, 1], f32t),
+            memref(&[8, 64], e4m3),
+            memref(&[16, 8], f32t),
+        ],
+    ];
+    for (form, types) in forms.iter().enumerate() {
+        let block = Block::new(&types.iter().map(|t| (*t, loc)).collect::<Vec<_>>());
+        let arg = |i| block.argument(i).unwrap().into();
+        let op = lowp_dialect::scaled_matmul(
+            &ctx,
+            lowp_dialect::ScaledMatmulOperands {
+                lhs: arg(0),
+                lhs_scales: arg(1),
+                lhs_global: None,
+                rhs: arg(2),
+                rhs_scales: arg(1),
+                rhs_global: None,
+                bias: None,
+                out: arg(3),
+                lhs_layout: ScaleLayout::PerTensor,
+                rhs_layout: ScaleLayout::PerTensor,
+            },
+            loc,
+        )
+        .unwrap();
+        assert!(op.verify(), "form {form}");
+        if form == 0 {
+            assert_eq!(op.result_count(), 1);
+            assert_eq!(op.result(0).unwrap().r#type(), types[3]);
+        } else {
+            assert_eq!(op.result_count(), 0);
+        }
+    }
+}

@@ -109,6 +109,7 @@ fn run<'c, 'a>(func: OperationRef<'c, 'a>, options: &PassOptions) -> Result<(), 
     for raw in targets {
         // SAFETY: collected from the live function above and not yet erased.
         let op: OperationRef<'c, 'a> = unsafe { OperationRef::from_raw(raw) };
+        require_memrefs(op)?;
         let e = Emitter::before(ctx, op).ok_or_else(|| unsupported(op, "op is not in a block"))?;
         expand_op(&e, op, decode, func)?;
         // SAFETY: the op has no results and its replacement is in place.
@@ -132,6 +133,23 @@ pub(crate) fn expand_op<'c, 'a>(
         "lowp.dequantize" => expand_dequantize(e, op, decode, func),
         other => Err(unsupported(op, format!("{other} is not a quantization op"))),
     }
+}
+
+/// An error at `op` if it is in tensor form (a tensor operand, so tensor results): the
+/// lowerings write memrefs; one-shot-bufferize makes the memref form of the same op.
+pub(crate) fn require_memrefs(op: OperationRef) -> Result<(), PassError> {
+    let tensor = (0..op.operand_count())
+        .filter_map(|i| op.operand(i).ok())
+        .any(|v| v.r#type().is_tensor());
+    if tensor || op.result_count() > 0 {
+        return Err(unsupported(
+            op,
+            "the op is on tensors; lowerings take its memref form: bufferize first \
+             (one-shot-bufferize{bufferize-function-boundaries \
+             function-boundary-type-conversion=identity-layout-map})",
+        ));
+    }
+    Ok(())
 }
 
 pub(crate) fn unsupported(op: OperationRef, reason: impl Into<String>) -> PassError {

@@ -228,6 +228,7 @@ pub(crate) fn lower_lowp_ops<'c, 'a>(
     for raw in targets {
         // SAFETY: collected from the live function above and not yet erased.
         let op: OperationRef<'c, 'a> = unsafe { OperationRef::from_raw(raw) };
+        crate::expand_quantize::require_memrefs(op)?;
         let e = Emitter::before(ctx, op).ok_or_else(|| unsupported(op, "op is not in a block"))?;
         if op.name().as_string_ref().as_str() == Ok("lowp.scaled_matmul") {
             matmul(&e, op)?;

@@ -3,7 +3,9 @@
 // The verifiers of the lowp ops. Every rule below produces a diagnostic at the
 // op that names what was expected and what was found:
 //
-//  1. Code operands are rank-2 memrefs of element codes (ODS); a packed operand
+//  0. Operands are all memrefs or all tensors (a tensor form returns the new
+//     values of its `into` operands; ODS checks ranks and element types).
+//  1. Code operands are rank-2 element codes (ODS); a packed operand
 //     stores ceil(K / 2) bytes per row, so its logical K is twice its last dim.
 //  2. Shapes agree: quantize/dequantize input and output are the same logical
 //     shape; scaled_matmul is (M x K) x (N x K) -> M x N with one K; the bias has
@@ -26,12 +28,18 @@
 //
 // Dynamic dimensions are checked at run time by the lowering, not here.
 //
+// Also here: the destination-style, memory-effect and bufferization methods of
+// compute_scales, quantize, dequantize and scaled_matmul. Their `into` operands
+// are the DPS inits; on tensors each init has a result of its type, and
+// bufferizing an op makes the same op on the inits' buffers.
+//
 //===----------------------------------------------------------------------===//
 
 #include "lowp/LowpDialect.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/PatternMatch.h"
 #include "llvm/ADT/APFloat.h"
 
 #include <cmath>
@@ -50,8 +58,10 @@ std::string dimStr(int64_t d) {
 
 std::string shapeStr(int64_t r, int64_t c) { return dimStr(r) + "x" + dimStr(c); }
 
-/// The logical rows x K of a codes memref (packed: K = 2 * last dim).
-std::pair<int64_t, int64_t> logicalShape(MemRefType codes) {
+ShapedType shaped(Value v) { return cast<ShapedType>(v.getType()); }
+
+/// The logical rows x K of a codes memref or tensor (packed: K = 2 * last dim).
+std::pair<int64_t, int64_t> logicalShape(ShapedType codes) {
   int64_t rows = codes.getDimSize(0), k = codes.getDimSize(1);
   if (isa<PackedType>(codes.getElementType()) && isStatic(k))
     k *= 2;
@@ -81,7 +91,7 @@ LogicalResult verifyFormatLayout(Operation *op, StringRef what, Type format,
 LogicalResult verifyScales(Operation *op, StringRef what, int64_t rows,
                            int64_t k, ScaleLayoutAttrInterface layout,
                            Value scales, Value global) {
-  auto scaleType = cast<MemRefType>(scales.getType());
+  auto scaleType = shaped(scales);
   Type want = layout.getScaleElementType(op->getContext());
   if (scaleType.getElementType() != want)
     return op->emitOpError() << what << " scales: " << layout
@@ -209,8 +219,29 @@ static LogicalResult verifyMemRefForms(Operation *op) {
   return success();
 }
 
+// Rule 0: a tensor form returns what a memref form writes, so the two cannot mix.
+static LogicalResult verifyOneForm(Operation *op) {
+  std::optional<unsigned> tensor, memref;
+  for (auto [i, v] : llvm::enumerate(op->getOperands())) {
+    if (isa<TensorType>(v.getType()) && !tensor)
+      tensor = i;
+    if (isa<MemRefType>(v.getType()) && !memref)
+      memref = i;
+  }
+  if (tensor && memref)
+    return op->emitOpError()
+           << "operand #" << *memref << " is a memref and operand #" << *tensor
+           << " a tensor: operands are all memrefs (the op writes its `into` "
+              "operands) or all tensors (it returns their new values)";
+  return success();
+}
+
+static LogicalResult verifyForms(Operation *op) {
+  return failure(failed(verifyOneForm(op)) || failed(verifyMemRefForms(op)));
+}
+
 LogicalResult ComputeScalesOp::verify() {
-  if (failed(verifyMemRefForms(*this)))
+  if (failed(verifyForms(*this)))
     return failure();
   Type format = getFormat();
   if (isa<PackedType>(format))
@@ -219,20 +250,20 @@ LogicalResult ComputeScalesOp::verify() {
                          << format << " (use its element type)";
   if (failed(verifyFormatLayout(*this, "format", format, getLayout())))
     return failure();
-  auto input = getInput().getType();
+  auto input = shaped(getInput());
   return verifyScales(*this, "output", input.getDimSize(0), input.getDimSize(1),
                       getLayout(), getScales(), getGlobal());
 }
 
 LogicalResult QuantizeOp::verify() {
-  if (failed(verifyMemRefForms(*this)))
+  if (failed(verifyForms(*this)))
     return failure();
-  auto input = getInput().getType();
-  auto [rows, k] = logicalShape(getOutput().getType());
+  auto input = shaped(getInput());
+  auto [rows, k] = logicalShape(shaped(getOutput()));
   if (failed(verifySameShape(*this, "input", input.getDimSize(0),
                              input.getDimSize(1), "output", rows, k)) ||
       failed(verifyFormatLayout(*this, "output",
-                                getOutput().getType().getElementType(),
+                                shaped(getOutput()).getElementType(),
                                 getLayout())))
     return failure();
   return verifyScales(*this, "input", input.getDimSize(0), input.getDimSize(1),
@@ -240,14 +271,14 @@ LogicalResult QuantizeOp::verify() {
 }
 
 LogicalResult DequantizeOp::verify() {
-  if (failed(verifyMemRefForms(*this)))
+  if (failed(verifyForms(*this)))
     return failure();
-  auto output = getOutput().getType();
-  auto [rows, k] = logicalShape(getCodes().getType());
+  auto output = shaped(getOutput());
+  auto [rows, k] = logicalShape(shaped(getCodes()));
   if (failed(verifySameShape(*this, "codes", rows, k, "output",
                              output.getDimSize(0), output.getDimSize(1))) ||
       failed(verifyFormatLayout(*this, "codes",
-                                getCodes().getType().getElementType(),
+                                shaped(getCodes()).getElementType(),
                                 getLayout())))
     return failure();
   return verifyScales(*this, "codes", rows, k, getLayout(), getScales(),
@@ -255,28 +286,28 @@ LogicalResult DequantizeOp::verify() {
 }
 
 LogicalResult ScaledMatmulOp::verify() {
-  if (failed(verifyMemRefForms(*this)))
+  if (failed(verifyForms(*this)))
     return failure();
-  auto [m, ka] = logicalShape(getLhs().getType());
-  auto [n, kb] = logicalShape(getRhs().getType());
+  auto [m, ka] = logicalShape(shaped(getLhs()));
+  auto [n, kb] = logicalShape(shaped(getRhs()));
   if (isStatic(ka) && isStatic(kb) && ka != kb)
     return emitOpError() << "lhs is " << shapeStr(m, ka) << " and rhs is "
                          << shapeStr(n, kb)
                          << ": K must match (rhs is N x K, K-last)";
-  auto out = getOut().getType();
+  auto out = shaped(getOut());
   if (failed(verifySameShape(*this, "result", out.getDimSize(0),
                              out.getDimSize(1), "lhs x rhs^T", m, n)))
     return failure();
   if (Value bias = getBias()) {
-    int64_t len = cast<MemRefType>(bias.getType()).getDimSize(0);
+    int64_t len = shaped(bias).getDimSize(0);
     if (isStatic(len) && isStatic(n) && len != n)
       return emitOpError() << "bias has " << len << " elements, expected N = "
                            << n;
   }
-  if (failed(verifyFormatLayout(*this, "lhs", getLhs().getType().getElementType(),
-                                getLhsLayout())) ||
-      failed(verifyFormatLayout(*this, "rhs", getRhs().getType().getElementType(),
-                                getRhsLayout())) ||
+  Type lhs = shaped(getLhs()).getElementType();
+  Type rhs = shaped(getRhs()).getElementType();
+  if (failed(verifyFormatLayout(*this, "lhs", lhs, getLhsLayout())) ||
+      failed(verifyFormatLayout(*this, "rhs", rhs, getRhsLayout())) ||
       failed(verifyScales(*this, "lhs", m, ka, getLhsLayout(), getLhsScales(),
                           getLhsGlobal())))
     return failure();
@@ -290,11 +321,142 @@ LogicalResult ScaledMatmulOp::verify() {
                     isStatic(ka) ? ka : int64_t(0)})
     if (b > 0)
       block = block == 0 ? b : std::min(block, b);
-  return verifyF32Products(*this,
-                           getElementFormat(getLhs().getType().getElementType()),
-                           getElementFormat(getRhs().getType().getElementType()),
+  return verifyF32Products(*this, getElementFormat(lhs), getElementFormat(rhs),
                            std::max<int64_t>(block, 1));
 }
+
+//===----------------------------------------------------------------------===//
+// Destination style, memory effects, bufferization
+//===----------------------------------------------------------------------===//
+
+MutableOperandRange ComputeScalesOp::getDpsInitsMutable() {
+  return MutableOperandRange(*this, 1, getGlobal() ? 2 : 1);
+}
+MutableOperandRange QuantizeOp::getDpsInitsMutable() {
+  return getOutputMutable();
+}
+MutableOperandRange DequantizeOp::getDpsInitsMutable() {
+  return getOutputMutable();
+}
+MutableOperandRange ScaledMatmulOp::getDpsInitsMutable() {
+  return getOutMutable();
+}
+
+namespace {
+
+/// One result per tensor among the last `inits` operands (the inits), of its type.
+LogicalResult inferInitTypes(ValueRange operands, size_t inits,
+                             SmallVectorImpl<Type> &types) {
+  if (operands.size() < inits)
+    return failure();
+  for (Value v : operands.take_back(inits))
+    if (isa<TensorType>(v.getType()))
+      types.push_back(v.getType());
+  return success();
+}
+
+/// Memory effects of the memref form: its inputs are read, its inits written (in
+/// full: a quantize or matmul result does not depend on what the init held).
+template <typename OpT>
+void bufferEffects(
+    OpT op,
+    SmallVectorImpl<SideEffects::EffectInstance<MemoryEffects::Effect>> &effects) {
+  for (OpOperand &o : op->getOpOperands()) {
+    if (!isa<MemRefType>(o.get().getType()))
+      continue;
+    if (op.isDpsInit(&o))
+      effects.emplace_back(MemoryEffects::Write::get(), &o,
+                           SideEffects::DefaultResource::get());
+    else
+      effects.emplace_back(MemoryEffects::Read::get(), &o,
+                           SideEffects::DefaultResource::get());
+  }
+}
+
+/// The same op on the operands' buffers; the tensor results become the inits'
+/// buffers. The lowerings address rows as contiguous runs, so a buffer whose
+/// last dimension may be strided (the fully dynamic layout one-shot-bufferize
+/// gives function arguments and unknown values by default) is refused here,
+/// where the options that avoid it can be named.
+template <typename OpT>
+LogicalResult
+bufferizeInPlace(OpT op, RewriterBase &rewriter,
+                 const bufferization::BufferizationOptions &options,
+                 bufferization::BufferizationState &state) {
+  SmallVector<Value> operands, results;
+  for (OpOperand &o : op->getOpOperands()) {
+    Value v = o.get();
+    if (isa<TensorType>(v.getType())) {
+      FailureOr<Value> buffer =
+          bufferization::getBuffer(rewriter, v, options, state);
+      if (failed(buffer))
+        return failure();
+      v = *buffer;
+      auto memref = dyn_cast<MemRefType>(v.getType());
+      if (memref && memref.getRank() > 0 && !memref.isLastDimUnitStride())
+        return op->emitOpError()
+               << "operand #" << o.getOperandNumber() << " bufferizes to "
+               << memref
+               << ", whose rows may not be contiguous; bufferize with "
+                  "identity layouts (one-shot-bufferize{"
+                  "function-boundary-type-conversion=identity-layout-map "
+                  "unknown-type-conversion=identity-layout-map})";
+      if (op.isDpsInit(&o))
+        results.push_back(v);
+    }
+    operands.push_back(v);
+  }
+  rewriter.setInsertionPoint(op);
+  OperationState replacement(op->getLoc(), op->getName(), operands, TypeRange{},
+                             op->getAttrs());
+  rewriter.create(replacement);
+  bufferization::replaceOpWithBufferizedValues(rewriter, op, results);
+  return success();
+}
+
+} // namespace
+
+#define LOWP_DPS_METHODS(OP, INITS)                                            \
+  LogicalResult OP::inferReturnTypes(                                          \
+      MLIRContext *, std::optional<Location>, ValueRange operands,             \
+      DictionaryAttr, OpaqueProperties, RegionRange,                           \
+      SmallVectorImpl<Type> &types) {                                          \
+    return inferInitTypes(operands, INITS, types);                             \
+  }                                                                            \
+  void OP::getEffects(                                                         \
+      SmallVectorImpl<SideEffects::EffectInstance<MemoryEffects::Effect>>      \
+          &effects) {                                                          \
+    bufferEffects(*this, effects);                                             \
+  }                                                                            \
+  bool OP::bufferizesToMemoryRead(OpOperand &o,                                \
+                                  const bufferization::AnalysisState &) {      \
+    return !isDpsInit(&o);                                                     \
+  }                                                                            \
+  bool OP::bufferizesToMemoryWrite(OpOperand &o,                               \
+                                   const bufferization::AnalysisState &) {     \
+    return isDpsInit(&o);                                                      \
+  }                                                                            \
+  bufferization::AliasingValueList OP::getAliasingValues(                      \
+      OpOperand &o, const bufferization::AnalysisState &) {                    \
+    if (!isDpsInit(&o))                                                        \
+      return {};                                                               \
+    return {{getTiedOpResult(&o), bufferization::BufferRelation::Equivalent}}; \
+  }                                                                            \
+  LogicalResult OP::bufferize(                                                 \
+      RewriterBase &rewriter,                                                  \
+      const bufferization::BufferizationOptions &options,                      \
+      bufferization::BufferizationState &state) {                              \
+    return bufferizeInPlace(*this, rewriter, options, state);                  \
+  }
+
+// compute_scales: the scales and the optional global (every operand but the
+// input); the others: their last operand.
+LOWP_DPS_METHODS(ComputeScalesOp, operands.empty() ? 0 : operands.size() - 1)
+LOWP_DPS_METHODS(QuantizeOp, 1)
+LOWP_DPS_METHODS(DequantizeOp, 1)
+LOWP_DPS_METHODS(ScaledMatmulOp, 1)
+
+#undef LOWP_DPS_METHODS
 
 LogicalResult StorageCastOp::verify() {
   auto source = cast<MemRefType>(getSource().getType());

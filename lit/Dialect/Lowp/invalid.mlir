@@ -219,7 +219,7 @@ func.func @dequantize_shape(%q: memref<4x64xf6E2M3FN>, %s: memref<4x2xf8E8M0FNU>
 // -----
 
 func.func @codes_not_f32(%x: memref<4x64xf32>, %s: memref<1x1xf32>, %q: memref<4x64xf32>) {
-  // expected-error @below {{'lowp.quantize' op operand #2 must be 2D memref of lowp element code (f8E4M3FN, f8E5M2, f8E4M3FNUZ, f8E5M2FNUZ, f6E2M3FN, f6E3M2FN, f4E2M1FN, !lowp.mf or !lowp.packed) values, but got 'memref<4x64xf32>'}}
+  // expected-error @below {{'lowp.quantize' op operand #2 must be 2D memref or tensor of lowp element codes (f8E4M3FN, f8E5M2, f8E4M3FNUZ, f8E5M2FNUZ, f6E2M3FN, f6E3M2FN, f4E2M1FN, !lowp.mf or !lowp.packed), but got 'memref<4x64xf32>'}}
   lowp.quantize %x[%s] layout #lowp.per_tensor into %q : memref<4x64xf32>[memref<1x1xf32>] -> memref<4x64xf32>
   return
 }
@@ -309,5 +309,40 @@ func.func @products_underflow(%a: memref<16x64x!lowp.mf<e1m6, bias = 127>>, %sa:
   // expected-error @below {{'lowp.scaled_matmul' op products of '!lowp.mf<e1m6, bias = 127>' and '!lowp.mf<e1m6, bias = 127>' codes go down to 2^-264, below f32's smallest 2^-149: the f32 partial sums cannot hold them}}
   lowp.scaled_matmul %a[%sa], %b[%sb] into %c layouts(#lowp.mx<32>, #lowp.mx<32>)
       : memref<16x64x!lowp.mf<e1m6, bias = 127>>[memref<16x2xf8E8M0FNU>], memref<16x64x!lowp.mf<e1m6, bias = 127>>[memref<16x2xf8E8M0FNU>] -> memref<16x16xf32>
+  return
+}
+
+// -----
+
+// The tensor form returns what the memref form writes: the two do not mix.
+func.func @mixed_forms(%a: tensor<16x64xf8E4M3FN>, %sa: memref<1x1xf32>, %b: memref<32x64xf8E4M3FN>, %sb: memref<1x1xf32>, %c: memref<16x32xf32>) {
+  // expected-error @below {{'lowp.scaled_matmul' op operand #1 is a memref and operand #0 a tensor: operands are all memrefs (the op writes its `into` operands) or all tensors (it returns their new values)}}
+  lowp.scaled_matmul %a[%sa], %b[%sb] into %c layouts(#lowp.per_tensor, #lowp.per_tensor)
+      : tensor<16x64xf8E4M3FN>[memref<1x1xf32>], memref<32x64xf8E4M3FN>[memref<1x1xf32>] -> memref<16x32xf32>
+  return
+}
+
+// -----
+
+// The tensor form's verifier rules are the memref form's.
+func.func @tensor_scales_shape(%x: tensor<4x64xf32>, %s: tensor<4x3xf8E8M0FNU>, %q: tensor<4x64xf4E2M1FN>) -> tensor<4x64xf4E2M1FN> {
+  // expected-error @below {{'lowp.quantize' op input scales: #lowp.mx<32> over a 4x64 tensor needs 4x2 scales, found 4x3}}
+  %r = lowp.quantize %x[%s] layout #lowp.mx<32> into %q : tensor<4x64xf32>[tensor<4x3xf8E8M0FNU>] -> tensor<4x64xf4E2M1FN>
+  return %r : tensor<4x64xf4E2M1FN>
+}
+
+// -----
+
+func.func @tensor_result_type(%x: tensor<4x64xf32>, %s: tensor<1x1xf32>, %q: tensor<4x64xf8E4M3FN>) {
+  // expected-error @below {{'lowp.quantize' op expected type of operand #2 ('tensor<4x64xf8E4M3FN>') to match type of corresponding result ('tensor<4x64xf8E5M2>')}}
+  %r = "lowp.quantize"(%x, %s, %q) <{layout = #lowp.per_tensor}> : (tensor<4x64xf32>, tensor<1x1xf32>, tensor<4x64xf8E4M3FN>) -> tensor<4x64xf8E5M2>
+  return
+}
+
+// -----
+
+func.func @memref_form_with_result(%x: memref<4x64xf32>, %s: memref<1x1xf32>, %q: memref<4x64xf8E4M3FN>) {
+  // expected-error @below {{'lowp.quantize' op expected the number of tensor results (1) to be equal to the number of output tensors (0)}}
+  %r = "lowp.quantize"(%x, %s, %q) <{layout = #lowp.per_tensor}> : (memref<4x64xf32>, memref<1x1xf32>, memref<4x64xf8E4M3FN>) -> tensor<4x64xf8E4M3FN>
   return
 }

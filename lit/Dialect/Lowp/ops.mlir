@@ -119,3 +119,27 @@ func.func @attributes() attributes {lowp.all = [#lowp.per_tensor, #lowp.per_chan
     #lowp.rounding<round_up>, #lowp.rounding<ocp_mx>]} {
   return
 }
+
+// The tensor form: each `into` operand's new value is a result of its type.
+// CHECK-LABEL: func.func @tensor_form
+func.func @tensor_form(%x: tensor<4x64xf32>, %a: tensor<16x64xf8E4M3FN>, %sa: tensor<16x2xf8E8M0FNU>,
+                       %b: tensor<8x32x!lowp.packed<f4E2M1FN>>, %sb: tensor<8x2xf8E8M0FNU>,
+                       %bias: tensor<8xf32>, %c: tensor<16x8xbf16>, %s0: tensor<4x4xf8E4M3FN>,
+                       %g0: tensor<f32>, %q0: tensor<4x64xf4E2M1FN>, %y0: tensor<4x64xf32>)
+    -> (tensor<16x8xbf16>, tensor<4x64xf32>) {
+  // CHECK: %[[S:.*]]:2 = lowp.compute_scales %{{.*}} into %{{.*}}, %{{.*}} layout #lowp.nvfp4<16, global> format f4E2M1FN : tensor<4x64xf32> -> tensor<4x4xf8E4M3FN>, tensor<f32>
+  %s, %g = lowp.compute_scales %x into %s0, %g0 layout #lowp.nvfp4<16, global> format f4E2M1FN
+      : tensor<4x64xf32> -> tensor<4x4xf8E4M3FN>, tensor<f32>
+  // CHECK: %[[Q:.*]] = lowp.quantize %{{.*}}[%[[S]]#0, %[[S]]#1] layout #lowp.nvfp4<16, global> into %{{.*}} : tensor<4x64xf32>[tensor<4x4xf8E4M3FN>, tensor<f32>] -> tensor<4x64xf4E2M1FN>
+  %q = lowp.quantize %x[%s, %g] layout #lowp.nvfp4<16, global> into %q0
+      : tensor<4x64xf32>[tensor<4x4xf8E4M3FN>, tensor<f32>] -> tensor<4x64xf4E2M1FN>
+  // CHECK: %[[Y:.*]] = lowp.dequantize %[[Q]][%[[S]]#0, %[[S]]#1] layout #lowp.nvfp4<16, global> into %{{.*}} : tensor<4x64xf4E2M1FN>[tensor<4x4xf8E4M3FN>, tensor<f32>] -> tensor<4x64xf32>
+  %y = lowp.dequantize %q[%s, %g] layout #lowp.nvfp4<16, global> into %y0
+      : tensor<4x64xf4E2M1FN>[tensor<4x4xf8E4M3FN>, tensor<f32>] -> tensor<4x64xf32>
+  // CHECK: %[[R:.*]] = lowp.scaled_matmul %{{.*}}[%{{.*}}], %{{.*}}[%{{.*}}] bias %{{.*}} into %{{.*}} layouts(#lowp.mx<32>, #lowp.mx<32>) : tensor<16x64xf8E4M3FN>[tensor<16x2xf8E8M0FNU>], tensor<8x32x!lowp.packed<f4E2M1FN>>[tensor<8x2xf8E8M0FNU>] bias tensor<8xf32> -> tensor<16x8xbf16>
+  %r = lowp.scaled_matmul %a[%sa], %b[%sb] bias %bias into %c layouts(#lowp.mx<32>, #lowp.mx<32>)
+      : tensor<16x64xf8E4M3FN>[tensor<16x2xf8E8M0FNU>], tensor<8x32x!lowp.packed<f4E2M1FN>>[tensor<8x2xf8E8M0FNU>]
+        bias tensor<8xf32> -> tensor<16x8xbf16>
+  // CHECK: return %[[R]], %[[Y]]
+  return %r, %y : tensor<16x8xbf16>, tensor<4x64xf32>
+}

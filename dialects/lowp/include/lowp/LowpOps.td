@@ -1,8 +1,11 @@
 //===- LowpOps.td - lowp operations ------------------------*- tablegen -*-===//
 //
-// compute_scales, quantize, dequantize, scaled_matmul (memref form) and
-// storage_cast. Shape, format and layout agreement is checked by hand-written
-// verifiers (LowpOps.cpp) so that every rejection names what was expected.
+// compute_scales, quantize, dequantize, scaled_matmul and storage_cast. The
+// first four are destination-style: on memrefs they write their `into` operands
+// (what the lowerings take); on tensors they return the new values of those
+// operands and bufferize (one-shot-bufferize) to the memref form. Shape, format
+// and layout agreement is checked by hand-written verifiers (LowpOps.cpp) so
+// that every rejection names what was expected.
 //
 //===----------------------------------------------------------------------===//
 
@@ -13,6 +16,9 @@ include "lowp/LowpDialect.td"
 include "lowp/LowpTypes.td"
 include "lowp/LowpAttrs.td"
 include "lowp/LowpInterfaces.td"
+include "mlir/Dialect/Bufferization/IR/BufferizableOpInterface.td"
+include "mlir/Interfaces/DestinationStyleOpInterface.td"
+include "mlir/Interfaces/InferTypeOpInterface.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
 include "mlir/Interfaces/ViewLikeInterface.td"
 
@@ -24,12 +30,21 @@ def Lowp_CodeElement : Type<CPred<"::mlir::lowp::isCodeType($_self)">,
     "lowp element code (f8E4M3FN, f8E5M2, f8E4M3FNUZ, f8E5M2FNUZ, f6E2M3FN, "
     "f6E3M2FN, f4E2M1FN, !lowp.mf or !lowp.packed)">;
 
-def Lowp_CodeMemRef : MemRefRankOf<[Lowp_CodeElement], [2]>;
-def Lowp_F32MemRef : MemRefRankOf<[F32], [2]>;
-def Lowp_ResultMemRef : MemRefRankOf<[F32, BF16], [2]>;
-def Lowp_ScaleMemRef : MemRefRankOf<[F32, F8E8M0FNU, F8E4M3FN], [2]>;
-def Lowp_GlobalMemRef : MemRefRankOf<[F32], [0]>;
-def Lowp_BiasMemRef : MemRefRankOf<[F32], [1]>;
+// An operand of the destination-style ops: a memref (written or read in place) or a
+// ranked tensor of the same element types and rank.
+class Lowp_Buffer<list<Type> elements, int rank, string what>
+    : AnyTypeOf<[MemRefRankOf<elements, [rank]>, TensorRankOf<elements, [rank]>],
+                rank # "D memref or tensor of " # what>;
+
+def Lowp_Codes : Lowp_Buffer<[Lowp_CodeElement], 2,
+    "lowp element codes (f8E4M3FN, f8E5M2, f8E4M3FNUZ, f8E5M2FNUZ, f6E2M3FN, "
+    "f6E3M2FN, f4E2M1FN, !lowp.mf or !lowp.packed)">;
+def Lowp_F32Values : Lowp_Buffer<[F32], 2, "f32">;
+def Lowp_Result : Lowp_Buffer<[F32, BF16], 2, "f32 or bf16">;
+def Lowp_Scales : Lowp_Buffer<[F32, F8E8M0FNU, F8E4M3FN], 2,
+    "f32, f8E8M0FNU or f8E4M3FN scales">;
+def Lowp_Global : Lowp_Buffer<[F32], 0, "f32">;
+def Lowp_Bias : Lowp_Buffer<[F32], 1, "f32">;
 
 def Lowp_ScaleLayoutAttr : Attr<
     CPred<"::llvm::isa<::mlir::lowp::ScaleLayoutAttrInterface>($_self)">,
@@ -42,11 +57,27 @@ def Lowp_ScaleLayoutAttr : Attr<
 
 def Lowp_FormatAttr : TypeAttrOf<Lowp_CodeElement>;
 
+def Lowp_NewValue : Type<AnyRankedTensor.predicate,
+    "the new value of a tensor `into` operand (none on memrefs)", "::mlir::TensorType">;
+
+// The destination-style ops: their `into` operands are the DPS inits; memory effects
+// only on memref operands (reads, and writes of the inits); one tensor result per
+// tensor init, inferred; bufferized to the same op on the inits' buffers.
+class Lowp_DpsOp<string mnemonic, list<Trait> traits = []> : Lowp_Op<mnemonic,
+    traits # [DeclareOpInterfaceMethods<MemoryEffectsOpInterface>,
+              DeclareOpInterfaceMethods<DestinationStyleOpInterface>,
+              DeclareOpInterfaceMethods<InferTypeOpInterface>,
+              DeclareOpInterfaceMethods<BufferizableOpInterface,
+                  ["bufferizesToMemoryRead", "bufferizesToMemoryWrite",
+                   "getAliasingValues", "bufferize"]>]> {
+  let results = (outs Variadic<Lowp_NewValue>:$results);
+}
+
 //===----------------------------------------------------------------------===//
 // compute_scales
 //===----------------------------------------------------------------------===//
 
-def Lowp_ComputeScalesOp : Lowp_Op<"compute_scales"> {
+def Lowp_ComputeScalesOp : Lowp_DpsOp<"compute_scales"> {
   let summary = "compute the scales that quantize an f32 tensor to a format";
   let description = [{
     Writes into `scales` the scale of every tile of `input` (rows x K, f32) that
@@ -59,7 +90,9 @@ def Lowp_ComputeScalesOp : Lowp_Op<"compute_scales"> {
     to it.
 
     The scale memref's element type follows the layout: `f8E8M0FNU` for MX,
-    `f8E4M3FN` for NVFP4 (UE4M3, sign clear), `f32` for the others.
+    `f8E4M3FN` for NVFP4 (UE4M3, sign clear), `f32` for the others. On tensors
+    the op returns the scales (and the global), as `lowp.scaled_matmul` does
+    its result.
 
     ```mlir
     lowp.compute_scales %x into %s layout #lowp.mx<32> format f4E2M1FN
@@ -69,9 +102,9 @@ def Lowp_ComputeScalesOp : Lowp_Op<"compute_scales"> {
     ```
   }];
   let arguments = (ins
-    Arg<Lowp_F32MemRef, "values to be quantized", [MemRead]>:$input,
-    Arg<Lowp_ScaleMemRef, "block scales (written)", [MemWrite]>:$scales,
-    Arg<Optional<Lowp_GlobalMemRef>, "NVFP4 global scale (written)", [MemWrite]>:$global,
+    Arg<Lowp_F32Values, "values to be quantized">:$input,
+    Arg<Lowp_Scales, "block scales (written)">:$scales,
+    Arg<Optional<Lowp_Global>, "NVFP4 global scale (written)">:$global,
     Lowp_ScaleLayoutAttr:$layout,
     Lowp_FormatAttr:$format,
     DefaultValuedAttr<Lowp_ScaleRoundingAttr, "::mlir::lowp::ScaleRounding::round_up">:$rounding
@@ -87,7 +120,7 @@ def Lowp_ComputeScalesOp : Lowp_Op<"compute_scales"> {
 // quantize / dequantize
 //===----------------------------------------------------------------------===//
 
-def Lowp_QuantizeOp : Lowp_Op<"quantize"> {
+def Lowp_QuantizeOp : Lowp_DpsOp<"quantize"> {
   let summary = "encode an f32 tensor to element codes with given scales";
   let description = [{
     `output[r, k] = encode(input[r, k] / (scale(r, k) * global))`: nearest code,
@@ -101,13 +134,15 @@ def Lowp_QuantizeOp : Lowp_Op<"quantize"> {
     lowp.quantize %x[%s, %g] layout #lowp.nvfp4<16, global> into %q
         : memref<4x64xf32>[memref<4x4xf8E4M3FN>, memref<f32>]
         -> memref<4x32x!lowp.packed<f4E2M1FN>>
+    %codes = lowp.quantize %tx[%ts] layout #lowp.mx<32> into %init
+        : tensor<64x256xf32>[tensor<64x8xf8E8M0FNU>] -> tensor<64x256xf4E2M1FN>
     ```
   }];
   let arguments = (ins
-    Arg<Lowp_F32MemRef, "values", [MemRead]>:$input,
-    Arg<Lowp_ScaleMemRef, "block scales", [MemRead]>:$scales,
-    Arg<Optional<Lowp_GlobalMemRef>, "NVFP4 global scale", [MemRead]>:$global,
-    Arg<Lowp_CodeMemRef, "codes (written)", [MemWrite]>:$output,
+    Arg<Lowp_F32Values, "values">:$input,
+    Arg<Lowp_Scales, "block scales">:$scales,
+    Arg<Optional<Lowp_Global>, "NVFP4 global scale">:$global,
+    Arg<Lowp_Codes, "codes (written)">:$output,
     Lowp_ScaleLayoutAttr:$layout
   );
   // The layout is never the last thing before `:`: an attribute there would take the
@@ -119,7 +154,7 @@ def Lowp_QuantizeOp : Lowp_Op<"quantize"> {
   let hasVerifier = 1;
 }
 
-def Lowp_DequantizeOp : Lowp_Op<"dequantize"> {
+def Lowp_DequantizeOp : Lowp_DpsOp<"dequantize"> {
   let summary = "decode element codes to f32 with their scales";
   let description = [{
     `output[r, k] = decode(codes[r, k]) * scale(r, k) * global`, bit-exact
@@ -132,10 +167,10 @@ def Lowp_DequantizeOp : Lowp_Op<"dequantize"> {
     ```
   }];
   let arguments = (ins
-    Arg<Lowp_CodeMemRef, "codes", [MemRead]>:$codes,
-    Arg<Lowp_ScaleMemRef, "block scales", [MemRead]>:$scales,
-    Arg<Optional<Lowp_GlobalMemRef>, "NVFP4 global scale", [MemRead]>:$global,
-    Arg<Lowp_F32MemRef, "values (written)", [MemWrite]>:$output,
+    Arg<Lowp_Codes, "codes">:$codes,
+    Arg<Lowp_Scales, "block scales">:$scales,
+    Arg<Optional<Lowp_Global>, "NVFP4 global scale">:$global,
+    Arg<Lowp_F32Values, "values (written)">:$output,
     Lowp_ScaleLayoutAttr:$layout
   );
   let assemblyFormat = [{
@@ -149,7 +184,7 @@ def Lowp_DequantizeOp : Lowp_Op<"dequantize"> {
 // scaled_matmul
 //===----------------------------------------------------------------------===//
 
-def Lowp_ScaledMatmulOp : Lowp_Op<"scaled_matmul", [AttrSizedOperandSegments]> {
+def Lowp_ScaledMatmulOp : Lowp_DpsOp<"scaled_matmul", [AttrSizedOperandSegments]> {
   let summary = "scaled low-precision matrix multiply, B K-last";
   let description = [{
     `out[m, n] = sum_k dec(lhs[m, k]) * sa(m, k) * dec(rhs[n, k]) * sb(n, k)
@@ -166,6 +201,13 @@ def Lowp_ScaledMatmulOp : Lowp_Op<"scaled_matmul", [AttrSizedOperandSegments]> {
     Each operand's format is its element type (packed FP4 allowed); its scales
     follow its own layout, so mixed layouts (e.g. blockwise 1x128 activations
     with 128x128 weights) are expressed directly.
+
+    Like the quantization ops, the op is destination-style: on memrefs it
+    writes `out` (the form the lowerings take); on tensors it returns the new
+    value of `out`, and one-shot-bufferize makes the memref form on the
+    buffers (identity layouts: `function-boundary-type-conversion` and
+    `unknown-type-conversion` set to `identity-layout-map`, since rows are read
+    as contiguous runs). `out` is overwritten, never read.
 
     The f32 partial sums must hold what they sum: the verifier refuses format
     pairs whose largest code product times the segment length exceeds f32's
@@ -184,17 +226,21 @@ def Lowp_ScaledMatmulOp : Lowp_Op<"scaled_matmul", [AttrSizedOperandSegments]> {
         : memref<16x64xf8E4M3FN>[memref<1x1xf32>],
           memref<32x64xf8E5M2>[memref<32x1xf32>] bias memref<32xf32>
           -> memref<16x32xbf16>
+    %r = lowp.scaled_matmul %ta[%tsa], %tb[%tsb] into %init
+        layouts(#lowp.mx<32>, #lowp.mx<32>)
+        : tensor<128x256xf4E2M1FN>[tensor<128x8xf8E8M0FNU>],
+          tensor<64x256xf4E2M1FN>[tensor<64x8xf8E8M0FNU>] -> tensor<128x64xf32>
     ```
   }];
   let arguments = (ins
-    Arg<Lowp_CodeMemRef, "left operand, M x K", [MemRead]>:$lhs,
-    Arg<Lowp_ScaleMemRef, "scales of lhs", [MemRead]>:$lhs_scales,
-    Arg<Optional<Lowp_GlobalMemRef>, "NVFP4 global scale of lhs", [MemRead]>:$lhs_global,
-    Arg<Lowp_CodeMemRef, "right operand, N x K", [MemRead]>:$rhs,
-    Arg<Lowp_ScaleMemRef, "scales of rhs", [MemRead]>:$rhs_scales,
-    Arg<Optional<Lowp_GlobalMemRef>, "NVFP4 global scale of rhs", [MemRead]>:$rhs_global,
-    Arg<Optional<Lowp_BiasMemRef>, "bias, N", [MemRead]>:$bias,
-    Arg<Lowp_ResultMemRef, "result, M x N (written)", [MemWrite]>:$out,
+    Arg<Lowp_Codes, "left operand, M x K">:$lhs,
+    Arg<Lowp_Scales, "scales of lhs">:$lhs_scales,
+    Arg<Optional<Lowp_Global>, "NVFP4 global scale of lhs">:$lhs_global,
+    Arg<Lowp_Codes, "right operand, N x K">:$rhs,
+    Arg<Lowp_Scales, "scales of rhs">:$rhs_scales,
+    Arg<Optional<Lowp_Global>, "NVFP4 global scale of rhs">:$rhs_global,
+    Arg<Optional<Lowp_Bias>, "bias, N">:$bias,
+    Arg<Lowp_Result, "result, M x N (written)">:$out,
     Lowp_ScaleLayoutAttr:$lhs_layout,
     Lowp_ScaleLayoutAttr:$rhs_layout
   );
