@@ -1,9 +1,11 @@
 //! # lowp-jit
 //!
-//! The driver from lowp IR to running code on the CPU: parse (or take) a module, run the CPU
-//! pipeline (`lowp-cpu-pipeline` (or `lowp-cpu-openmp-pipeline` with threads)), JIT it with MLIR's ExecutionEngine, and call its functions
-//! with Rust buffers as memref arguments ([`MemRefArg`]). Every failure is a [`JitError`]
-//! carrying MLIR's located diagnostics; nothing panics on bad input.
+//! The driver from lowp IR to running code on the CPU: parse (or take) a module (a file's
+//! tensor-form lowp ops bufferized on reading it), run the CPU pipeline
+//! (`lowp-cpu-pipeline` (or `lowp-cpu-openmp-pipeline` with threads)), JIT it with MLIR's
+//! ExecutionEngine, and call its functions with Rust buffers as memref arguments
+//! ([`MemRefArg`]). Every failure is a [`JitError`] carrying MLIR's located diagnostics;
+//! nothing panics on bad input.
 
 #![deny(missing_docs)]
 
@@ -216,7 +218,44 @@ impl Session {
                 diagnostics: self.take_diagnostics(),
             });
         }
+        let mut module = module;
+        self.bufferize(&mut module)?;
         Ok(module)
+    }
+
+    /// Where lowp ops are in tensor form (they return tensors), bufferize the module:
+    /// one-shot-bufferize with identity layouts (the lowerings take contiguous rows), then
+    /// canonicalize (a `materialize_in_destination` into the memref the op already wrote
+    /// leaves a self-copy). Function signatures are kept: an entry takes memrefs, and a
+    /// tensor form inside it (`bufferization.to_tensor %arg restrict`, the result
+    /// materialized into an argument) becomes the memref form on those arguments.
+    fn bufferize(&self, module: &mut Module) -> Result<(), JitError> {
+        let mut tensor_form = false;
+        module.as_operation().walk(WalkOrder::PreOrder, |op| {
+            let lowp = op
+                .name()
+                .as_string_ref()
+                .as_str()
+                .is_ok_and(|n| n.starts_with("lowp."));
+            // (Only the tensor form has results.)
+            if lowp && op.result_count() > 0 {
+                tensor_form = true;
+                return WalkResult::Interrupt;
+            }
+            WalkResult::Advance
+        });
+        if !tensor_form {
+            return Ok(());
+        }
+        self.run_pipeline(
+            module,
+            "builtin.module(one-shot-bufferize{unknown-type-conversion=identity-layout-map},\
+             canonicalize)",
+        )
+        .map_err(|e| match e {
+            JitError::Pipeline { diagnostics } => JitError::Parse { diagnostics },
+            other => other,
+        })
     }
 
     /// Run a textual pass pipeline on a module.
