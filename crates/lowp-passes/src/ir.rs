@@ -317,19 +317,24 @@ impl<'c, 'a> Emitter<'c, 'a> {
     /// Pointer `p` advanced by `bytes` (`llvm.getelementptr` over `i8` with a constant
     /// index): the form the NVPTX backend folds into the instruction's address
     /// (`[%rd+2048]`), where an integer `base + constant` beside a loop-invariant base
-    /// would be hoisted out of the loop by LLVM as one more register.
+    /// would be hoisted out of the loop by LLVM as one more register. An offset beyond
+    /// i32 (the attribute's range: rows of hundreds of MiB) is an i64 index operand.
     pub fn offset_pointer(&self, p: Value<'c, 'a>, bytes: i64) -> Value<'c, 'a> {
         if bytes == 0 {
             return p;
         }
-        let bytes = i32::try_from(bytes).expect("a constant pointer offset within i32");
+        // `i32::MIN` in rawConstantIndices marks an index taken from the operands.
+        let (index, operands) = match i32::try_from(bytes) {
+            Ok(b) if b != i32::MIN => (b, vec![p]),
+            _ => (i32::MIN, vec![p, self.int(64, bytes)]),
+        };
         self.val(
             OperationBuilder::new("llvm.getelementptr", self.loc)
-                .add_operands(&[p])
+                .add_operands(&operands)
                 .add_attributes(&[
                     (
                         melior::ir::Identifier::new(self.ctx, "rawConstantIndices"),
-                        melior::ir::attribute::DenseI32ArrayAttribute::new(self.ctx, &[bytes])
+                        melior::ir::attribute::DenseI32ArrayAttribute::new(self.ctx, &[index])
                             .into(),
                     ),
                     (
