@@ -176,7 +176,9 @@ fn translate(
     module: &Module,
     diagnostics: &dyn Fn() -> String,
 ) -> Result<LlvmModule, CodegenError> {
-    if lowp_passes::ir::emit_reserved_llvm_name(module.as_operation()).is_some() {
+    if lowp_passes::ir::emit_reserved_llvm_name(module.as_operation()).is_some()
+        || lowp_passes::ir::emit_missing_resource(module.as_operation()).is_some()
+    {
         return Err(CodegenError::Refused(diagnostics()));
     }
     // SAFETY: a fresh LLVM context; the translation returns null on failure.

@@ -77,6 +77,7 @@ unsafe extern "C" {
     pub fn lowpRoundingAttrGetValue(a: MlirAttribute) -> c_int;
 
     pub fn lowpEmitRemark(loc: MlirLocation, message: MlirStringRef);
+    pub fn lowpAttributeIsMissingResource(a: MlirAttribute) -> bool;
 
     pub fn lowpRegisterRustPass(spec: *const LowpPassSpec) -> bool;
     pub fn lowpRegisterPassPipeline(

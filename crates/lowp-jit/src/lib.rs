@@ -364,6 +364,7 @@ impl Jit {
             load_global(lib).map_err(|diagnostics| JitError::Engine { diagnostics })?;
         }
         if lowp_passes::ir::emit_reserved_llvm_name(module.as_operation()).is_some()
+            || lowp_passes::ir::emit_missing_resource(module.as_operation()).is_some()
             || emit_untranslatable(module).is_some()
         {
             return Err(JitError::Engine {

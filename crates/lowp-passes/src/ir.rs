@@ -1287,3 +1287,36 @@ pub fn emit_reserved_llvm_name(root: OperationRef) -> Option<()> {
     );
     Some(())
 }
+
+/// The first op holding a `dense_resource` attribute whose data is missing (a file without
+/// its `dialect_resources` section, or printed with `--mlir-elide-elementsattrs-if-larger`),
+/// as an error at its location: MLIR's translation to LLVM IR reads the data through a null
+/// pointer (mlir-translate crashes there). Emitted through the op's context, for the
+/// caller's diagnostics; `None` where there is none.
+pub fn emit_missing_resource(root: OperationRef) -> Option<()> {
+    use melior::ir::operation::{WalkOrder, WalkResult};
+    let mut found = None;
+    root.walk(WalkOrder::PreOrder, |op| {
+        for i in 0..op.attribute_count() {
+            let Ok((name, attribute)) = op.attribute_at(i) else {
+                continue;
+            };
+            // SAFETY: a live attribute of the op.
+            if unsafe { lowp_dialect::ffi::lowpAttributeIsMissingResource(attribute.to_raw()) } {
+                let name = name.as_string_ref().as_str().unwrap_or("?").to_string();
+                found = Some((op.location().to_raw(), name));
+                return WalkResult::Interrupt;
+            }
+        }
+        WalkResult::Advance
+    });
+    let (location, name) = found?;
+    emit_error(
+        location,
+        &format!(
+            "attribute '{name}' is a dense_resource whose data is not in the file (no \
+             dialect_resources entry for it, or it was elided when printed)"
+        ),
+    );
+    Some(())
+}

@@ -8,6 +8,9 @@
 #include "lowp/LowpDialect.h"
 
 #include "mlir/CAPI/IR.h"
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/BuiltinDialect.h"
+#include "mlir/IR/DialectResourceBlobManager.h"
 #include "mlir/CAPI/Registration.h"
 
 using namespace mlir;
@@ -129,4 +132,9 @@ int lowpRoundingAttrGetValue(MlirAttribute attr) {
 
 void lowpEmitRemark(MlirLocation loc, MlirStringRef message) {
   emitRemark(unwrap(loc), unwrap(message));
+}
+
+bool lowpAttributeIsMissingResource(MlirAttribute attr) {
+  auto resource = dyn_cast<DenseResourceElementsAttr>(unwrap(attr));
+  return resource && !resource.getRawHandle().getBlob();
 }

@@ -61,6 +61,11 @@ MLIR_CAPI_EXPORTED int lowpRoundingAttrGetValue(MlirAttribute attr);
  * user should know of, e.g. a format converted for a chip). */
 MLIR_CAPI_EXPORTED void lowpEmitRemark(MlirLocation loc, MlirStringRef message);
 
+/* True for a dense_resource elements attribute whose blob is missing (a file without
+ * its dialect_resources section, or one printed with elided attributes): translating it
+ * to LLVM IR would read through a null blob. */
+MLIR_CAPI_EXPORTED bool lowpAttributeIsMissingResource(MlirAttribute attr);
+
 /* Rust passes. A pass is described once, registered by name before MlirOptMain
  * parses its command line, and reachable from --pass-pipeline with options:
  * `builtin.module(func.func(lowp-expand-quantize{vectorize=false}))`. */
