@@ -320,35 +320,35 @@ impl Session {
 /// translation would stop at it naming only a missing dialect interface. `None` where
 /// there is none.
 fn emit_untranslatable(module: &Module) -> Option<()> {
-    let mut found = None;
-    module.as_operation().walk(WalkOrder::PreOrder, |op| {
-        let name = op.name();
-        let name = name.as_string_ref().as_str().unwrap_or("");
-        if name == "builtin.module" || name.starts_with("llvm.") || name.starts_with("omp.") {
-            return WalkResult::Advance;
-        }
-        let tensors = op
-            .attribute("function_type")
-            .is_ok_and(|t| t.to_string().contains("tensor<"));
-        let what = match op.attribute("sym_name").ok().and_then(lowp_passes::ir::string_value) {
-            Some(sym) => format!("'{name}' @{sym}"),
-            None => format!("'{name}'"),
-        };
-        let hint = if tensors {
-            "it takes or returns tensors; the CPU pipeline lowers functions of memrefs \
-             (bufferize it first, or leave it out of the file)"
-        } else {
-            "the CPU pipeline lowers lowp, func, memref, scf, arith, math and vector ops on \
-             memrefs"
-        };
-        found = Some((
-            op.location().to_raw(),
-            format!("{what} is still there after the CPU pipeline, and the JIT cannot translate it: {hint}"),
-        ));
-        WalkResult::Interrupt
-    });
-    let (location, message) = found?;
-    lowp_passes::ir::emit_error(location, &message);
+    let op = lowp_passes::ir::first_untranslatable(module.as_operation(), |name| {
+        name.starts_with("llvm.") || name.starts_with("omp.")
+    })?;
+    let name = op.name();
+    let name = name.as_string_ref().as_str().unwrap_or("");
+    let tensors = op
+        .attribute("function_type")
+        .is_ok_and(|t| t.to_string().contains("tensor<"));
+    let what = match op
+        .attribute("sym_name")
+        .ok()
+        .and_then(lowp_passes::ir::string_value)
+    {
+        Some(sym) => format!("'{name}' @{sym}"),
+        None => format!("'{name}'"),
+    };
+    let hint = if tensors {
+        "it takes or returns tensors; the CPU pipeline lowers functions of memrefs \
+         (bufferize it first, or leave it out of the file)"
+    } else {
+        "the CPU pipeline lowers lowp, func, memref, scf, arith, math and vector ops on \
+         memrefs"
+    };
+    lowp_passes::ir::emit_error(
+        op.location().to_raw(),
+        &format!(
+            "{what} is still there after the CPU pipeline, and the JIT cannot translate it: {hint}"
+        ),
+    );
     Some(())
 }
 

@@ -1320,3 +1320,32 @@ pub fn emit_missing_resource(root: OperationRef) -> Option<()> {
     );
     Some(())
 }
+
+/// The first op under `root` (pre-order) that `translatable` refuses, for an error at its
+/// location: the op a pipeline left unconverted. A `builtin.unrealized_conversion_cast` is
+/// only a symptom of an unconverted neighbour (and canonicalize often leaves it no
+/// location), so it is the answer only where nothing else is left.
+pub fn first_untranslatable<'c, 'a>(
+    root: OperationRef<'c, 'a>,
+    translatable: impl Fn(&str) -> bool,
+) -> Option<OperationRef<'c, 'a>> {
+    use melior::ir::operation::{WalkOrder, WalkResult};
+    let (mut op_found, mut cast_found) = (None, None);
+    root.walk(WalkOrder::PreOrder, |op| {
+        let name = op.name();
+        let name = name.as_string_ref().as_str().unwrap_or("");
+        if name == "builtin.module" || translatable(name) {
+            return WalkResult::Advance;
+        }
+        if name == "builtin.unrealized_conversion_cast" {
+            cast_found.get_or_insert(op.to_raw());
+            return WalkResult::Advance;
+        }
+        op_found = Some(op.to_raw());
+        WalkResult::Interrupt
+    });
+    // SAFETY: collected from the live operation tree under `root` just above.
+    op_found
+        .or(cast_found)
+        .map(|raw| unsafe { OperationRef::from_raw(raw) })
+}

@@ -222,6 +222,7 @@ fn run(a: Args) -> Result<(), String> {
     let bytes = if has_op(&module, |name| name == "gpu.module") {
         gpu_kernels(&session, &mut module, &a)?
     } else {
+        untranslated(&session, &module)?;
         lowp_codegen::emit(&module, a.chip, a.emit, &|| session.take_diagnostics())
             .map_err(|e| e.to_string())?
     };
@@ -242,6 +243,38 @@ fn run(a: Args) -> Result<(), String> {
             _ => Ok(()),
         },
     }
+}
+
+/// Refuse, at its location, the first op of a module without kernels that is not one LLVM's
+/// translation takes (LLVM, NVVM, ROCDL, OpenMP): the translation would fail naming only
+/// the op, often at an unrealized cast with no location (a `gpu.launch` left by the CPU
+/// pipeline, say).
+fn untranslated(session: &Session, module: &melior::ir::Module) -> Result<(), String> {
+    use melior::ir::operation::OperationLike;
+    let translatable = |name: &str| {
+        ["llvm.", "nvvm.", "rocdl.", "omp."]
+            .iter()
+            .any(|p| name.starts_with(p))
+    };
+    let Some(op) = lowp_passes::ir::first_untranslatable(module.as_operation(), translatable)
+    else {
+        return Ok(());
+    };
+    let name = op
+        .name()
+        .as_string_ref()
+        .as_str()
+        .unwrap_or("?")
+        .to_string();
+    Err(located(
+        session,
+        op.location().to_raw(),
+        format!(
+            "'{name}' is still there: lowp-translate translates LLVM-dialect modules (with \
+             NVVM, ROCDL or OpenMP ops); lower it first (--pipeline; a gpu.launch needs a GPU \
+             pipeline and --chip)"
+        ),
+    ))
 }
 
 /// Refuse, at its location, a function whose lowp ops `--pipeline` made emulated kernels
