@@ -258,8 +258,11 @@ impl Operand {
             Table::Patches(patches)
         } else {
             return Err(format!(
-                "{format} embeds in {ty}, but its {width}-bit codes change in {} places",
-                patches.len()
+                "{format} embeds in {ty}, but {} of its {} {width}-bit codes have another \
+                 bit pattern there (the kernel patches at most 4; a table of 128 or 256 \
+                 codes has no place in its registers)",
+                patches.len(),
+                1u32 << width
             ));
         };
         Ok(Self {

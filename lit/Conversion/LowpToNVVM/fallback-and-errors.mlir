@@ -7,7 +7,7 @@
 
 // split-k applies to the wgmma skinny block only; the first op here (f8e4m3fnuz) takes the
 // generic kernel, so asking to split it is an error, located at the op.
-// SPLIT: fallback-and-errors.mlir:[[#@LINE+22]]:3: error: lowp.scaled_matmul: split-k=2 splits the wgmma skinny block (sm_90a, M static and at most 64, or kernel=wgmma-skinny), which this op does not take on sm_90a with kernel=auto
+// SPLIT: fallback-and-errors.mlir:[[#@LINE+22]]:3: error: lowp.scaled_matmul: split-k=2 splits the wgmma skinny block (sm_90a, M static and at most 64, or kernel=wgmma-skinny), which this op does not take on sm_90a with kernel=auto: f8e4m3fnuz embeds in none of f8e4m3, f8e5m2
 // SPLIT3: option 'split-k' of lowp-to-nvvm: '3' is not accepted; expected auto, 1, 2, 4, 8
 
 // REMARK: fallback-and-errors.mlir:[[#@LINE+19]]:3: remark: generic kernel on sm_89: f8e4m3fnuz embeds in none of f8e4m3, f8e5m2

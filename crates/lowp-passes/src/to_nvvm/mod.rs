@@ -323,10 +323,14 @@ fn run<'c, 'a>(func: OperationRef<'c, 'a>, options: &PassOptions) -> Result<(), 
         };
         let split = matches!(&lowered, Ok((_, Fp8::WgmmaPipeline(_, tile, _))) if tile.is_skinny());
         if let (Some(s @ 2..), false) = (splits, split) {
-            // Where no kernel took the op at all, that reason comes first.
+            // Where no kernel took the op at all, that reason comes first; else why the
+            // skinny block does not take it (no wgmma on the chip, say).
             let why = match &lowered {
                 Err(why) if !why.is_empty() => format!(": {why}"),
-                _ => String::new(),
+                _ => match pipeline(wgmma_pipeline::Blocks::Skinny, Feed::Barrier) {
+                    Err(why) => format!(" (the skinny block: {why})"),
+                    Ok(_) => " (the op takes it with kernel=wgmma-skinny)".into(),
+                },
             };
             return Err(unsupported(
                 op,

@@ -353,7 +353,8 @@ pub(super) fn plan(
             Ok(DimSize::Static(bytes)) if identity && bytes % 16 == 0 => {}
             _ => {
                 return Err(format!(
-                    "cp.async needs {name} row-major with static rows of a multiple of 16 bytes"
+                    "its 16-byte copies (cp.async, TMA boxes) need {name} row-major with \
+                     static rows of a multiple of 16 bytes"
                 ))
             }
         }
