@@ -4,7 +4,8 @@
 // op that names what was expected and what was found:
 //
 //  0. Operands are all memrefs or all tensors (a tensor form returns the new
-//     values of its `into` operands; ODS checks ranks and element types).
+//     values of its `into` operands; ODS checks ranks and element types), and
+//     tensors have no encoding.
 //  1. Code operands are rank-2 element codes (ODS); a packed operand
 //     stores ceil(K / 2) bytes per row, so its logical K is twice its last dim.
 //  2. Shapes agree: quantize/dequantize input and output are the same logical
@@ -233,6 +234,12 @@ static LogicalResult verifyOneForm(Operation *op) {
            << "operand #" << *memref << " is a memref and operand #" << *tensor
            << " a tensor: operands are all memrefs (the op writes its `into` "
               "operands) or all tensors (it returns their new values)";
+  // A tensor encoding (sparse storage, say) is no dense row-major array of codes.
+  for (auto [i, v] : llvm::enumerate(op->getOperands()))
+    if (auto t = dyn_cast<RankedTensorType>(v.getType()); t && t.getEncoding())
+      return op->emitOpError()
+             << "operand #" << i << " (" << t
+             << ") has an encoding; the ops take dense tensors";
   return success();
 }
 

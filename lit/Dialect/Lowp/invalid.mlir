@@ -346,3 +346,12 @@ func.func @memref_form_with_result(%x: memref<4x64xf32>, %s: memref<1x1xf32>, %q
   %r = "lowp.quantize"(%x, %s, %q) <{layout = #lowp.per_tensor}> : (memref<4x64xf32>, memref<1x1xf32>, memref<4x64xf8E4M3FN>) -> tensor<4x64xf8E4M3FN>
   return
 }
+
+// -----
+
+#csr = #sparse_tensor.encoding<{ map = (d0, d1) -> (d0 : dense, d1 : compressed) }>
+func.func @tensor_encoding(%x: tensor<4x64xf32, #csr>, %s: tensor<1x1xf32>, %q0: tensor<4x64xf8E4M3FN>) -> tensor<4x64xf8E4M3FN> {
+  // expected-error @below {{'lowp.quantize' op operand #0 ('tensor<4x64xf32, #sparse_tensor.encoding<{ map = (d0, d1) -> (d0 : dense, d1 : compressed) }>>') has an encoding; the ops take dense tensors}}
+  %q = lowp.quantize %x[%s] layout #lowp.per_tensor into %q0 : tensor<4x64xf32, #csr>[tensor<1x1xf32>] -> tensor<4x64xf8E4M3FN>
+  return %q : tensor<4x64xf8E4M3FN>
+}
