@@ -99,3 +99,30 @@ module {
     return %v : f4E2M1FN
   }
 }
+
+// -----
+
+// A global of codes (a bufferized constant of codes) keeps its bytes as i8: a dense value
+// element by element (f4E2M1FN 0.5, 1, -6, 1.5 = 1, 2, 15, 3), a splat as one byte
+// (f8E4M3FN -448 = 0xfe).
+// CHECK: memref.global "private" constant @codes : memref<1x4xi8> = dense<{{\[\[}}1, 2, 15, 3]]>
+// CHECK: memref.global "private" constant @splat : memref<2x2xi8> = dense<-2>
+// CHECK: memref.global "private" @uninitialized : memref<2x2xi8> = uninitialized
+// CHECK-LABEL: func.func @globals
+// CHECK: memref.get_global @codes : memref<1x4xi8>
+memref.global "private" constant @codes : memref<1x4xf4E2M1FN> = dense<[[0.5, 1.0, -6.0, 1.5]]>
+memref.global "private" constant @splat : memref<2x2xf8E4M3FN> = dense<-448.0>
+memref.global "private" @uninitialized : memref<2x2xf8E4M3FN> = uninitialized
+func.func @globals() -> memref<1x4xf4E2M1FN> {
+  %g = memref.get_global @codes : memref<1x4xf4E2M1FN>
+  return %g : memref<1x4xf4E2M1FN>
+}
+
+// -----
+
+// A tensor of codes left beside the memrefs (a partial bufferization) is named.
+func.func @tensor_left(%t: tensor<4x64xf8E4M3FN>) -> memref<4x64xf8E4M3FN> {
+  // expected-error @below {{bufferization.to_buffer: a tensor of lowp codes (tensor<4x64xf8E4M3FN>) is left; lowp-lower-storage retypes memrefs: bufferize all of it first}}
+  %m = bufferization.to_buffer %t : tensor<4x64xf8E4M3FN> to memref<4x64xf8E4M3FN>
+  return %m : memref<4x64xf8E4M3FN>
+}

@@ -17,7 +17,10 @@
 //! memory (one code per byte, two for packed), so callers pass the same buffers. (A code
 //! narrower than a byte is not an `iN`: LLVM leaves an `iN` load of a byte with higher
 //! bits set undefined, where decoding ignores those bits.) Function signatures, block
-//! arguments and op results are retyped; a `lowp.storage_cast` becomes the identity. A
+//! arguments and op results are retyped, and so are `memref.global`s of codes (a
+//! bufferized constant of codes: a dense value keeps its bytes, one a code); a
+//! `lowp.storage_cast` becomes the identity. A tensor of codes left (a partial
+//! bufferization) is refused at its op. A
 //! lowp op other than `lowp.storage_cast` (one not lowered, or inside a `gpu.func`, which
 //! no lowering takes), or an op that still computes on code-typed values (a `memref.load`
 //! of `f4E2M1FN`), makes the pass fail with a diagnostic at the op: lower them first.
@@ -26,7 +29,7 @@
 
 use lowp_dialect::storage_type;
 use melior::dialect::DialectHandle;
-use melior::ir::attribute::TypeAttribute;
+use melior::ir::attribute::{AttributeLike, TypeAttribute};
 use melior::ir::operation::{OperationLike, OperationMutLike, WalkOrder, WalkResult};
 use melior::ir::r#type::{FunctionType, MemRefType};
 use melior::ir::{
@@ -121,16 +124,124 @@ fn unlowered(module: OperationRef) -> Option<PassError> {
     found
 }
 
+/// The first op with a tensor of codes among its operands or results, as an error at it:
+/// the pass retypes memrefs, and a tensor of codes left beside them (a partial
+/// bufferization's `bufferization.to_buffer`, say) would no longer match its buffer.
+fn code_tensor(module: OperationRef) -> Option<PassError> {
+    let mut found = None;
+    module.walk(WalkOrder::PreOrder, |op| {
+        let types = (0..op.operand_count())
+            .filter_map(|i| op.operand(i).ok().map(|v| v.r#type()))
+            .chain(op.results().map(|r| r.r#type()));
+        for t in types {
+            let element = melior::ir::r#type::RankedTensorType::try_from(t)
+                .ok()
+                .map(|t| t.element());
+            if element.is_some_and(|e| storage_type(e).is_some()) {
+                found = Some(PassError::Unsupported {
+                    op: op
+                        .name()
+                        .as_string_ref()
+                        .as_str()
+                        .unwrap_or("?")
+                        .to_string(),
+                    reason: format!(
+                        "a tensor of lowp codes ({t}) is left; lowp-lower-storage retypes \
+                         memrefs: bufferize all of it first (one-shot-bufferize\
+                         {{bufferize-function-boundaries \
+                         function-boundary-type-conversion=identity-layout-map}})"
+                    ),
+                    location: Some(Location(op.location().to_raw())),
+                });
+                return WalkResult::Interrupt;
+            }
+        }
+        WalkResult::Advance
+    });
+    found
+}
+
+/// Retype a `memref.global` of codes (a bufferized constant of codes): its type, and a
+/// dense initial value as the same bytes in `i8` (the elements of a dense attribute of a
+/// type up to 8 bits are stored a byte each).
+fn retype_global<'c>(op: OperationRef<'c, '_>) -> Result<(), PassError> {
+    let Ok(t) = op.attribute("type").and_then(|a| {
+        TypeAttribute::try_from(a)
+            .map_err(|_| melior::Error::AttributeExpected("type", String::new()))
+    }) else {
+        return Ok(());
+    };
+    let Some(storage) = storage_memref(t.value()) else {
+        return Ok(());
+    };
+    let refuse = |what: &str| PassError::Unsupported {
+        op: "memref.global".into(),
+        reason: format!(
+            "a global of lowp codes whose initial value is {what}; a dense constant of codes \
+             (dense<...>) is retyped to its storage bytes, other values are not"
+        ),
+        location: Some(Location(op.location().to_raw())),
+    };
+    if let Ok(init) = op.attribute("initial_value") {
+        let raw = init.to_raw();
+        // SAFETY: C API queries on a live attribute; the new attribute copies the bytes.
+        let bytes = unsafe {
+            if mlir_sys::mlirAttributeIsAUnit(raw) {
+                None
+            } else if !mlir_sys::mlirAttributeIsADenseElements(raw) {
+                return Err(refuse("not a dense constant"));
+            } else {
+                let shaped = mlir_sys::mlirAttributeGetType(raw);
+                let rank = mlir_sys::mlirShapedTypeGetRank(shaped);
+                let shape: Vec<i64> = (0..rank)
+                    .map(|i| mlir_sys::mlirShapedTypeGetDimSize(shaped, i as isize))
+                    .collect();
+                let i8t = mlir_sys::mlirIntegerTypeGet(mlir_sys::mlirAttributeGetContext(raw), 8);
+                let tensor = mlir_sys::mlirRankedTensorTypeGet(
+                    rank as isize,
+                    shape.as_ptr(),
+                    i8t,
+                    mlir_sys::mlirAttributeGetNull(),
+                );
+                let data = mlir_sys::mlirDenseElementsAttrGetRawData(raw) as *const u8;
+                let new = if mlir_sys::mlirDenseElementsAttrIsSplat(raw) {
+                    mlir_sys::mlirDenseElementsAttrSplatGet(
+                        tensor,
+                        mlir_sys::mlirIntegerAttrGet(i8t, *data as i64),
+                    )
+                } else {
+                    let n = mlir_sys::mlirElementsAttrGetNumElements(raw) as usize;
+                    mlir_sys::mlirDenseElementsAttrRawBufferGet(tensor, n, data as *const _)
+                };
+                if new.ptr.is_null() {
+                    return Err(refuse("not stored a byte a code"));
+                }
+                Some(melior::ir::Attribute::from_raw(new))
+            }
+        };
+        if let Some(bytes) = bytes {
+            // SAFETY: the op is live; the attribute lives in its context.
+            unsafe { melior::ir::operation::OperationRefMut::from_raw(op.to_raw()) }
+                .set_attribute("initial_value", bytes);
+        }
+    }
+    // SAFETY: as above.
+    unsafe { melior::ir::operation::OperationRefMut::from_raw(op.to_raw()) }
+        .set_attribute("type", TypeAttribute::new(storage).into());
+    Ok(())
+}
+
 fn run<'c, 'a>(module: OperationRef<'c, 'a>, _: &PassOptions) -> Result<(), PassError> {
     // `to_ref` borrows the ContextRef itself: keep it alive for the whole run.
     let ctx_ref = module.context();
     // SAFETY: the context outlives the pass run, and `ctx_ref` outlives `ctx`.
     let ctx = unsafe { ctx_ref.to_ref() };
-    if let Some(err) = unlowered(module) {
+    if let Some(err) = unlowered(module).or_else(|| code_tensor(module)) {
         return Err(err);
     }
     let mut casts = Vec::new();
     let mut funcs = Vec::new();
+    let mut globals = Vec::new();
     module.walk(WalkOrder::PreOrder, |op| {
         for r in op.results() {
             retype(r.into());
@@ -146,6 +257,7 @@ fn run<'c, 'a>(module: OperationRef<'c, 'a>, _: &PassOptions) -> Result<(), Pass
         }
         match op.name().as_string_ref().as_str() {
             Ok("lowp.storage_cast") => casts.push(op.to_raw()),
+            Ok("memref.global") => globals.push(op.to_raw()),
             // Functions of any dialect with a builtin signature (func.func, gpu.func):
             // their type follows their retyped arguments.
             _ if op.has_attribute("function_type") => funcs.push(op.to_raw()),
@@ -173,6 +285,10 @@ fn run<'c, 'a>(module: OperationRef<'c, 'a>, _: &PassOptions) -> Result<(), Pass
             mlir_sys::mlirValueReplaceAllUsesOfWith(result, source);
             mlir_sys::mlirOperationDestroy(raw);
         }
+    }
+    for raw in globals {
+        // SAFETY: a live memref.global collected above.
+        retype_global(unsafe { OperationRef::from_raw(raw) })?;
     }
     for raw in funcs {
         // SAFETY: a live function op collected above.
