@@ -20,10 +20,10 @@
 //! arguments and op results are retyped, and so are `memref.global`s of codes (a
 //! bufferized constant of codes: a dense value keeps its bytes, one a code); a
 //! `lowp.storage_cast` becomes the identity. A tensor of codes left (a partial
-//! bufferization) is refused at its op. A
-//! lowp op other than `lowp.storage_cast` (one not lowered, or inside a `gpu.func`, which
-//! no lowering takes), or an op that still computes on code-typed values (a `memref.load`
-//! of `f4E2M1FN`), makes the pass fail with a diagnostic at the op: lower them first.
+//! bufferization) is refused at its op. A lowp op other than `lowp.storage_cast` (one not
+//! lowered, or inside a `gpu.func`, which no lowering takes), or an op that still computes
+//! on code-typed values (a `memref.load` of `f4E2M1FN`), makes the pass fail with a
+//! diagnostic at the op: lower them first.
 //!
 //! Runs on `builtin.module`. No options.
 
@@ -36,7 +36,7 @@ use melior::ir::{
     BlockLike, OperationRef, RegionLike, ShapedTypeLike, Type, TypeLike, Value, ValueLike,
 };
 
-use crate::error::Location;
+use crate::expand_quantize::unsupported;
 use crate::registry::{PassDef, PassOptions};
 use crate::PassError;
 
@@ -114,11 +114,7 @@ fn unlowered(module: OperationRef) -> Option<PassError> {
              lowp-to-nvvm, lowp-to-rocdl, lowp-expand-quantize, on func.func)"
                 .to_string()
         };
-        found = Some(PassError::Unsupported {
-            op: name.to_string(),
-            reason: format!("not lowered: {reason}"),
-            location: Some(Location(op.location().to_raw())),
-        });
+        found = Some(unsupported(op, format!("not lowered: {reason}")));
         WalkResult::Interrupt
     });
     found
@@ -138,21 +134,15 @@ fn code_tensor(module: OperationRef) -> Option<PassError> {
                 .ok()
                 .map(|t| t.element());
             if element.is_some_and(|e| storage_type(e).is_some()) {
-                found = Some(PassError::Unsupported {
-                    op: op
-                        .name()
-                        .as_string_ref()
-                        .as_str()
-                        .unwrap_or("?")
-                        .to_string(),
-                    reason: format!(
+                found = Some(unsupported(
+                    op,
+                    format!(
                         "a tensor of lowp codes ({t}) is left; lowp-lower-storage retypes \
                          memrefs: bufferize all of it first (one-shot-bufferize\
                          {{bufferize-function-boundaries \
                          function-boundary-type-conversion=identity-layout-map}})"
                     ),
-                    location: Some(Location(op.location().to_raw())),
-                });
+                ));
                 return WalkResult::Interrupt;
             }
         }
@@ -165,23 +155,25 @@ fn code_tensor(module: OperationRef) -> Option<PassError> {
 /// dense initial value as the same bytes in `i8` (the elements of a dense attribute of a
 /// type up to 8 bits are stored a byte each).
 fn retype_global<'c>(op: OperationRef<'c, '_>) -> Result<(), PassError> {
-    let Ok(t) = op.attribute("type").and_then(|a| {
-        TypeAttribute::try_from(a)
-            .map_err(|_| melior::Error::AttributeExpected("type", String::new()))
-    }) else {
+    let Some(storage) = op
+        .attribute("type")
+        .ok()
+        .and_then(|a| TypeAttribute::try_from(a).ok())
+        .and_then(|t| storage_memref(t.value()))
+    else {
         return Ok(());
     };
-    let Some(storage) = storage_memref(t.value()) else {
-        return Ok(());
+    let refuse = |what: &str| {
+        unsupported(
+            op,
+            format!(
+                "a global of lowp codes whose initial value is {what}; a dense constant of \
+                 codes (dense<...>) is retyped to its storage bytes, other values are not"
+            ),
+        )
     };
-    let refuse = |what: &str| PassError::Unsupported {
-        op: "memref.global".into(),
-        reason: format!(
-            "a global of lowp codes whose initial value is {what}; a dense constant of codes \
-             (dense<...>) is retyped to its storage bytes, other values are not"
-        ),
-        location: Some(Location(op.location().to_raw())),
-    };
+    // SAFETY: a live op, retyped in place.
+    let mut global = unsafe { melior::ir::operation::OperationRefMut::from_raw(op.to_raw()) };
     if let Ok(init) = op.attribute("initial_value") {
         let raw = init.to_raw();
         // SAFETY: C API queries on a live attribute; the new attribute copies the bytes.
@@ -220,14 +212,10 @@ fn retype_global<'c>(op: OperationRef<'c, '_>) -> Result<(), PassError> {
             }
         };
         if let Some(bytes) = bytes {
-            // SAFETY: the op is live; the attribute lives in its context.
-            unsafe { melior::ir::operation::OperationRefMut::from_raw(op.to_raw()) }
-                .set_attribute("initial_value", bytes);
+            global.set_attribute("initial_value", bytes);
         }
     }
-    // SAFETY: as above.
-    unsafe { melior::ir::operation::OperationRefMut::from_raw(op.to_raw()) }
-        .set_attribute("type", TypeAttribute::new(storage).into());
+    global.set_attribute("type", TypeAttribute::new(storage).into());
     Ok(())
 }
 
@@ -276,11 +264,7 @@ fn run<'c, 'a>(module: OperationRef<'c, 'a>, _: &PassOptions) -> Result<(), Pass
                 mlir_sys::mlirValueGetType(source),
                 mlir_sys::mlirValueGetType(result),
             ) {
-                return Err(PassError::Unsupported {
-                    op: "lowp.storage_cast".into(),
-                    reason: "source is not a memref of codes".into(),
-                    location: Some(Location(op.location().to_raw())),
-                });
+                return Err(unsupported(op, "source is not a memref of codes"));
             }
             mlir_sys::mlirValueReplaceAllUsesOfWith(result, source);
             mlir_sys::mlirOperationDestroy(raw);
@@ -313,13 +297,11 @@ fn run<'c, 'a>(module: OperationRef<'c, 'a>, _: &PassOptions) -> Result<(), Pass
         func.set_attribute("function_type", TypeAttribute::new(new.into()).into());
     }
     if !module.verify() {
-        return Err(PassError::Unsupported {
-            op: "builtin.module".into(),
-            reason: "code-typed values are still computed on after retyping their memrefs \
-                     to storage integers; lower the lowp ops first (e.g. lowp-expand-quantize)"
-                .into(),
-            location: Some(Location(module.location().to_raw())),
-        });
+        return Err(unsupported(
+            module,
+            "code-typed values are still computed on after retyping their memrefs to \
+             storage integers; lower the lowp ops first (e.g. lowp-expand-quantize)",
+        ));
     }
     Ok(())
 }

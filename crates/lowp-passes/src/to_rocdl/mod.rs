@@ -42,7 +42,8 @@
 //! Options: `chip` (gfx942, gfx950), `kernel` (`auto`; `scaled-mfma` / `mfma` make an op
 //! that cannot use that instruction an error; `generic`), `emulate` (compute each wave's
 //! instruction with loops over the lanes' registers as the ISA defines it: runs on a CPU;
-//! the function gets the unit attribute `lowp.emulated`). Runs on `func.func`. Dependent dialects: arith, math, memref, scf, vector, gpu, rocdl.
+//! the function gets the unit attribute `lowp.emulated`). Runs on `func.func`. Dependent
+//! dialects: arith, math, memref, scf, vector, gpu, rocdl.
 
 mod mfma;
 
