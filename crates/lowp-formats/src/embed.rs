@@ -23,8 +23,29 @@
 //! of the source, times `2^-shift`, is a target value, and NaN codes go to the target's NaN;
 //! the kernel multiplies its result by `2^shift` again, exactly. It is decided by checking
 //! every code (at most 256), not by a field rule.
+//!
+//! [`ScaledFormat::int_embedding`] embeds a format in small integers instead, for the byte
+//! dot products of CPUs (x86 `pmaddubsw`, VNNI): every value of an all-finite `(e, m, bias)`
+//! is a multiple of its smallest step `2^(1 - bias - m)` (the spacing of the subnormals, and
+//! of the lowest normal binade, which every larger binade's spacing is a power-of-two
+//! multiple of), so `value * 2^(bias - 1 + m)` is an integer, at most
+//! `max_finite * 2^(bias - 1 + m)` in magnitude. No smaller shift works (the smallest
+//! positive value would not be an integer), so the largest integer is the least possible,
+//! and the rule is exact: E2M1 is `n / 2` with `|n| <= 12`, E2M3 `n / 8` with `|n| <= 60`;
+//! E3M2 needs 448 and does not fit a byte.
 
 use crate::{ScaleDtype, ScaledFormat};
+
+/// Every value of a format as a small integer: `value = n * 2^-shift` with `|n| <= max`
+/// ([`ScaledFormat::int_embedding`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct IntEmbedding {
+    /// Binary point of the integers: `value = n * 2^-shift` (negative when every value is
+    /// a multiple of a power of two above 1).
+    pub shift: i32,
+    /// The largest `|n|`: `max_finite * 2^shift`.
+    pub max: u32,
+}
 
 impl ScaledFormat {
     /// True when every value of `self` is exactly a value of `target` (see the module docs
@@ -149,5 +170,34 @@ impl ScaledFormat {
                 f64::from(f) == p && grid.contains(f)
             })
         })
+    }
+
+    /// The embedding of `self` in integers of magnitude at most `limit` (see the module
+    /// docs): `Some` when the format has no NaN or inf codes and
+    /// `max_finite * 2^(bias - 1 + m) <= limit`. A signed byte is `limit = 127`.
+    pub fn int_embedding(self, limit: u32) -> Option<IntEmbedding> {
+        if self.has_nan() || self.has_inf() {
+            return None;
+        }
+        let (_, m, bias) = self.fields();
+        let shift = bias - 1 + m as i32;
+        let max = f64::from(self.max_finite()) * f64::from(shift).exp2();
+        (max <= f64::from(limit)).then_some(IntEmbedding {
+            shift,
+            max: max as u32,
+        })
+    }
+
+    /// The integer of every code under [`int_embedding`](Self::int_embedding)`(limit)`:
+    /// entry `c` is `decode(c) * 2^shift` (both zeros give 0). `None` where the format does
+    /// not embed.
+    pub fn int_code_table(self, limit: u32) -> Option<Vec<i32>> {
+        let emb = self.int_embedding(limit)?;
+        let factor = f64::from(emb.shift).exp2();
+        Some(
+            (0..self.code_count())
+                .map(|c| (f64::from(self.decode(c as u8)) * factor) as i32)
+                .collect(),
+        )
     }
 }

@@ -183,3 +183,53 @@ fn scaled_products_in_f16() {
         }
     }
 }
+
+/// `int_embedding` against the definition: with its shift every value is an integer within
+/// its bound, the bound is reached, the smallest positive value is 1 (so no smaller shift
+/// works); where it says `None` the format has specials or needs a larger integer.
+#[test]
+fn the_int_embedding_is_exact_and_least() {
+    let mut embedded = Vec::new();
+    for f in formats() {
+        match f.int_embedding(127) {
+            Some(emb) => {
+                let factor = f64::from(emb.shift).exp2();
+                let table = f.int_code_table(127).expect("embeds");
+                let mut largest = 0;
+                for c in 0..f.code_count() {
+                    let v = f64::from(f.decode(c as u8)) * factor;
+                    assert!(v.is_finite() && v.fract() == 0.0, "{f} code {c}: {v}");
+                    assert_eq!(table[c as usize] as f64, v, "{f} code {c}");
+                    largest = largest.max(v.abs() as u32);
+                }
+                assert_eq!(largest, emb.max, "{f}");
+                assert!(emb.max <= 127, "{f}");
+                assert_eq!(f64::from(f.min_positive()) * factor, 1.0, "{f}");
+                embedded.push(f.to_string());
+            }
+            None => {
+                assert!(f.int_code_table(127).is_none());
+                let (_, m, bias) = f.fields();
+                let need = f64::from(f.max_finite()) * f64::from(bias - 1 + m as i32).exp2();
+                assert!(f.has_nan() || f.has_inf() || need > 127.0, "{f}");
+            }
+        }
+    }
+    for name in ["f4e2m1", "f6e2m3", "f4e3m0"] {
+        assert!(embedded.iter().any(|e| e == name), "{name} in {embedded:?}");
+    }
+    assert_eq!(
+        ScaledFormat::F4E2M1.int_embedding(127),
+        Some(lowp_formats::IntEmbedding { shift: 1, max: 12 })
+    );
+    assert_eq!(
+        ScaledFormat::F6E2M3.int_embedding(127),
+        Some(lowp_formats::IntEmbedding { shift: 3, max: 60 })
+    );
+    assert_eq!(ScaledFormat::F6E3M2.int_embedding(127), None); // 448
+    assert_eq!(ScaledFormat::F8E4M3.int_embedding(127), None); // NaN codes
+    assert_eq!(
+        ScaledFormat::F6E3M2.int_embedding(448).map(|e| e.max),
+        Some(448)
+    );
+}
