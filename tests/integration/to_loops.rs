@@ -508,3 +508,119 @@ pub(crate) fn mixed_cases(session: &Session, pre: Option<&str>) {
         }
     }
 }
+
+/// The byte kernel (`dot=i8`: x86 `pmaddubsw` on the formats' integers) computes every
+/// interval's sum exactly, as the f32 kernel does for these formats (their partial sums are
+/// integers times a power of two below 2^24), and scales it into the result the same way:
+/// the two kernels agree bit for bit, NaN scales, ±0 codes, the largest values and ragged
+/// sizes included, and both agree with the oracle.
+#[test]
+fn byte_kernel_is_the_f32_kernel_bit_for_bit() {
+    if !lowp_jit::host_byte_dot(8) {
+        eprintln!("no AVX2 on this host: the byte kernel cannot run here");
+        return;
+    }
+    let mut rng = SplitMix64::new(11);
+    let formats = [
+        ScaledFormat::F4E2M1,
+        ScaledFormat::F6E2M3,
+        ScaledFormat::custom(3, 0),
+        ScaledFormat::custom(2, 2),
+    ];
+    let mut problems = Vec::new();
+    for (fi, &fa) in formats.iter().enumerate() {
+        for (li, &la) in lowp_tests::MATMUL_LAYOUTS.iter().enumerate() {
+            let fb = formats[(fi + li) % formats.len()];
+            if !valid_pair(fa, la) || !valid_pair(fb, la) {
+                continue;
+            }
+            assert!(
+                lowp_passes::to_loops::takes_byte_dot(fa, fb, la, la),
+                "{fa} {fb} {la}"
+            );
+            // K not a multiple of 4 where the layout allows it (packed FP4 needs it even;
+            // MX and NVFP4 blocks are whole here and ragged in the mixed test).
+            let k = match la {
+                ScaleLayout::PerTensor | ScaleLayout::PerChannel => 203,
+                _ => 200,
+            };
+            let packed = fa.bit_width() == 4 && k % 2 == 0;
+            let (m, n) = (13, 21);
+            // The largest codes, both zeros and specials in the data.
+            let data: Vec<f32> = (0..m * k)
+                .map(|i| match i % 23 {
+                    0 => fa.max_finite(),
+                    1 => -fa.max_finite(),
+                    2 => -0.0,
+                    _ => rng.normal() * (1.0 + (i % 7) as f32),
+                })
+                .collect();
+            let mut a = operand_of(&data, m, k, fa, la, packed);
+            let b = operand(&mut rng, n, k, fb, la, false);
+            if la.scale_dtype() == lowp_formats::ScaleDtype::UE8M0 {
+                a.q.scales.values[1] = f32::NAN; // a NaN block scale: row 0's second block
+            }
+            problems.push((
+                format!("{fa} x {fb} {la}"),
+                Problem {
+                    a,
+                    b,
+                    bias: (li % 2 == 0).then(|| rng.normal_vec(n)),
+                    bf16: false,
+                },
+            ));
+        }
+    }
+    assert!(problems.len() >= 12, "{} problems", problems.len());
+
+    // The i8 lowering did take the byte kernel for every problem.
+    let session = Session::new();
+    let mut lowered = problems_module(&session, &problems, None);
+    session
+        .run_pipeline(
+            &mut lowered,
+            "builtin.module(func.func(lowp-to-loops{dot=i8}))",
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+    let text = lowered.as_operation().to_string();
+    let kernels = text.matches("\"llvm.x86.avx2.pmadd.ub.sw\"").count();
+    assert!(
+        kernels >= problems.len(),
+        "{kernels} pmaddubsw for {}",
+        problems.len()
+    );
+
+    let mut nan_rows = 0;
+    let mut by_dot = Vec::new();
+    for dot in [lowp_jit::Dot::F32, lowp_jit::Dot::I8] {
+        let mut session = Session::new();
+        session.set_lanes(8);
+        session.set_dot(Some(dot));
+        by_dot.push(run_and_check(&session, &problems, None));
+    }
+    for (i, (what, _)) in problems.iter().enumerate() {
+        let (f, b) = (&by_dot[0][i], &by_dot[1][i]);
+        for (x, (u, v)) in f.iter().zip(b).enumerate() {
+            assert!(
+                u.to_bits() == v.to_bits() || (u.is_nan() && v.is_nan()),
+                "{what}: out[{x}] f32 kernel {u:e}, byte kernel {v:e}"
+            );
+        }
+        if problems[i]
+            .1
+            .a
+            .q
+            .scales
+            .values
+            .get(1)
+            .is_some_and(|s| s.is_nan())
+        {
+            assert!(
+                b[..21].iter().all(|v| v.is_nan()),
+                "{what}: the NaN scale's row"
+            );
+            nan_rows += 1;
+        }
+    }
+    assert!(nan_rows >= 3, "{nan_rows} problems with a NaN scale");
+}

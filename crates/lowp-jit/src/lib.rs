@@ -39,6 +39,34 @@ pub fn host_lanes() -> u32 {
     8
 }
 
+/// Inner products of the CPU kernel (`lowp-to-loops{dot=...}`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Dot {
+    /// f32 FMAs on decoded values (every format).
+    F32,
+    /// x86 byte dot products where both formats are small integers exactly (FP4 E2M1,
+    /// FP6 E2M3, ...; the f32 kernel for other formats).
+    I8,
+}
+
+/// Whether this CPU runs the byte kernel with vectors of `lanes` f32: `pmaddubsw` on
+/// AVX2 for 8 lanes, AVX512BW for 16 (LLVM cannot compile the 512-bit intrinsics for a
+/// CPU without them).
+pub fn host_byte_dot(lanes: u32) -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        if lanes >= 16 {
+            return std::arch::is_x86_feature_detected!("avx512bw");
+        }
+        std::arch::is_x86_feature_detected!("avx2")
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        let _ = lanes;
+        false
+    }
+}
+
 /// The OpenMP runtime the threaded pipeline needs: `$LOWP_OMP_LIBRARY`, else LLVM 22's
 /// `libomp.so` (package libomp-22-dev); `None` when neither exists.
 pub fn openmp_library() -> Option<String> {
@@ -96,6 +124,8 @@ pub struct Session {
     openmp: Option<String>,
     /// f32 lanes of the host's vectors (16 with AVX-512F, else 8).
     lanes: u32,
+    /// The CPU kernel's inner products; `None`: the byte kernel where the host has it.
+    dot: Option<Dot>,
 }
 
 impl Default for Session {
@@ -121,6 +151,7 @@ impl Session {
             diagnostics,
             openmp: openmp_library(),
             lanes: host_lanes(),
+            dot: None,
         }
     }
 
@@ -132,6 +163,22 @@ impl Session {
     /// f32 lanes per vector in generated kernels.
     pub fn lanes(&self) -> u32 {
         self.lanes
+    }
+
+    /// Ask for the CPU kernel's inner products (`None`: the byte kernel where the host
+    /// has it, the default). Asking for [`Dot::I8`] on a host without it fails in
+    /// [`lower_cpu`](Self::lower_cpu).
+    pub fn set_dot(&mut self, dot: Option<Dot>) {
+        self.dot = dot;
+    }
+
+    /// The inner products generated kernels use at the current lanes.
+    pub fn dot(&self) -> Dot {
+        match self.dot {
+            Some(d) => d,
+            None if host_byte_dot(self.lanes) => Dot::I8,
+            None => Dot::F32,
+        }
     }
 
     /// Run compiled `scf.parallel` loops on threads (OpenMP) or sequentially. Threads need the
@@ -302,9 +349,22 @@ impl Session {
         } else {
             lowp_passes::pipelines::CPU
         };
+        let dot = match self.dot() {
+            Dot::I8 if !host_byte_dot(self.lanes) => {
+                return Err(JitError::Pipeline {
+                    diagnostics: format!(
+                        "dot=i8 with {} lanes needs {}, which this CPU lacks",
+                        self.lanes,
+                        if self.lanes >= 16 { "AVX512BW" } else { "AVX2" }
+                    ),
+                })
+            }
+            Dot::I8 => "i8",
+            Dot::F32 => "f32",
+        };
         self.run_pipeline(
             module,
-            &pipeline.text_with_to_loops(&format!("lanes={}", self.lanes)),
+            &pipeline.text_with_to_loops(&format!("lanes={} dot={dot}", self.lanes)),
         )
     }
 

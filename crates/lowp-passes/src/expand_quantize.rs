@@ -38,7 +38,7 @@ use lowp_dialect::{code_type_info, layout_of, rounding_of};
 use lowp_formats::{lowp_codec, ScaleDtype, ScaleLayout, ScaleRounding, ScaledFormat};
 use melior::dialect::arith::CmpfPredicate;
 use melior::dialect::DialectHandle;
-use melior::ir::attribute::TypeAttribute;
+use melior::ir::attribute::{AttributeLike, TypeAttribute};
 use melior::ir::block::BlockLike;
 use melior::ir::operation::{OperationBuilder, OperationLike};
 use melior::ir::r#type::MemRefType;
@@ -540,19 +540,9 @@ pub(crate) fn decode_table<'c, 'a>(
     func: OperationRef<'c, 'a>,
     format: ScaledFormat,
 ) -> Result<Value<'c, 'a>, PassError> {
-    let ctx = e.ctx();
-    let entries = format.code_count() as usize;
-    let f32t = Type::float32(ctx);
-    let entry = func
-        .region(0)
-        .ok()
-        .and_then(|r| r.first_block())
-        .and_then(|b| b.first_operation())
-        .ok_or_else(|| unsupported(func, "function has no body"))?;
-    let at_entry =
-        Emitter::before(ctx, entry).ok_or_else(|| unsupported(func, "function has no body"))?;
     let values = lowp_codec::decode_table(format);
-    let vector = Type::vector(&[entries as u64], f32t);
+    let entries = format.code_count() as usize;
+    let vector = Type::vector(&[entries as u64], Type::float32(e.ctx()));
     // SAFETY: an `entries`-element f32 vector type and as many floats.
     let dense = unsafe {
         Attribute::from_raw(mlir_sys::mlirDenseElementsAttrFloatGet(
@@ -561,8 +551,55 @@ pub(crate) fn decode_table<'c, 'a>(
             values.as_ptr(),
         ))
     };
+    entry_table(e, func, dense)
+}
+
+/// A table of `i32` values in a stack buffer filled at the function's entry (the byte
+/// kernel's code -> integer tables).
+pub(crate) fn int_table<'c, 'a>(
+    e: &Emitter<'c, 'a>,
+    func: OperationRef<'c, 'a>,
+    values: &[i32],
+) -> Result<Value<'c, 'a>, PassError> {
+    let vector = Type::vector(&[values.len() as u64], e.int_type(32));
+    // SAFETY: a `values.len()`-element i32 vector type and as many integers.
+    let dense = unsafe {
+        Attribute::from_raw(mlir_sys::mlirDenseElementsAttrInt32Get(
+            vector.to_raw(),
+            values.len() as isize,
+            values.as_ptr(),
+        ))
+    };
+    entry_table(e, func, dense)
+}
+
+/// A stack buffer holding the 1-D vector constant `dense`, allocated and filled at the
+/// entry of `func` (so that loops index it without rebuilding it).
+fn entry_table<'c, 'a>(
+    e: &Emitter<'c, 'a>,
+    func: OperationRef<'c, 'a>,
+    dense: Attribute<'c>,
+) -> Result<Value<'c, 'a>, PassError> {
+    let ctx = e.ctx();
+    let entry = func
+        .region(0)
+        .ok()
+        .and_then(|r| r.first_block())
+        .and_then(|b| b.first_operation())
+        .ok_or_else(|| unsupported(func, "function has no body"))?;
+    let at_entry =
+        Emitter::before(ctx, entry).ok_or_else(|| unsupported(func, "function has no body"))?;
+    let vector = dense.r#type();
+    // SAFETY: reading a live vector type.
+    let (element, entries) = unsafe {
+        let raw = vector.to_raw();
+        (
+            Type::from_raw(mlir_sys::mlirShapedTypeGetElementType(raw)),
+            mlir_sys::mlirShapedTypeGetDimSize(raw, 0) as i64,
+        )
+    };
     let constant = at_entry.val(melior::dialect::arith::constant(ctx, dense, e.loc()));
-    let table = at_entry.alloca(f32t, entries as i64);
+    let table = at_entry.alloca(element, entries);
     at_entry.vstore(constant, table, &[at_entry.index(0)]);
     Ok(table)
 }

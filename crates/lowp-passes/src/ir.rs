@@ -255,6 +255,10 @@ impl<'c, 'a> Emitter<'c, 'a> {
     pub fn uitofp(&self, v: Value<'c, '_>, t: Type<'c>) -> Value<'c, 'a> {
         self.val(arith::uitofp(v, t, self.loc))
     }
+    /// `arith.sitofp` (signed integer to float, round to nearest even).
+    pub fn sitofp(&self, v: Value<'c, '_>, t: Type<'c>) -> Value<'c, 'a> {
+        self.val(arith::sitofp(v, t, self.loc))
+    }
     /// `arith.index_castui`.
     pub fn index_castui(&self, v: Value<'c, '_>, t: Type<'c>) -> Value<'c, 'a> {
         self.val(arith::index_castui(v, t, self.loc))
@@ -439,6 +443,27 @@ impl<'c, 'a> Emitter<'c, 'a> {
         let dense = melior::ir::attribute::DenseElementsAttribute::new(t, &[zero])
             .expect("splat of one value");
         self.val(arith::constant(self.ctx, dense.into(), self.loc))
+    }
+
+    /// A vector of `n` copies of the `iN` constant `v`.
+    pub fn int_splat(&self, bits: u32, v: i64, n: u64) -> Value<'c, 'a> {
+        let element = self.int_type(bits);
+        let t = self.vector_type(n, element);
+        let value = IntegerAttribute::new(element, v).into();
+        let dense = melior::ir::attribute::DenseElementsAttribute::new(t, &[value])
+            .expect("splat of one value");
+        self.val(arith::constant(self.ctx, dense.into(), self.loc))
+    }
+
+    /// `vector.bitcast` of a 1-D vector to `n` elements of `element` (the same bits).
+    pub fn vector_bitcast(&self, v: Value<'c, '_>, n: u64, element: Type<'c>) -> Value<'c, 'a> {
+        self.val(
+            OperationBuilder::new("vector.bitcast", self.loc)
+                .add_operands(&[v])
+                .add_results(&[self.vector_type(n, element)])
+                .build()
+                .expect("valid vector.bitcast"),
+        )
     }
 
     /// `vector.broadcast %scalar`.

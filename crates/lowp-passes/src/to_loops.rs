@@ -40,6 +40,30 @@
 //! contiguous line; K is blocked by `kc` and N by `nc` so that the block of B the row tiles
 //! sweep stays in L2; decode, GEMM and write-back loops over rows run in parallel.
 //!
+//! The byte kernel (`dot=i8`) runs where both formats are small integers exactly
+//! (`lowp_formats::IntEmbedding`: E2M1 is `n / 2` with `|n| <= 12`, E2M3 `n / 8` with
+//! `|n| <= 60`, custom formats alike): codes decode to those integers, four k to a 32-bit
+//! word (A's as `n + max_a`, unsigned bytes; B's as `n`, signed), and the tile's sums are
+//! i32 vectors fed by x86 `pmaddubsw` (u8 x s8 pairs to i16) and `pmaddwd` with ones (pairs
+//! of pairs to i32): 4 k per instruction pair instead of 1 per FMA. At the end of each
+//! interval (scale segment, else K block) the sums less `max_a` times B's column sums of the
+//! interval are the exact integer partial sums, converted to f32 (exact: the kernel runs only
+//! where an interval's sum stays within 2^24) and multiplied by `2^-(shift_a + shift_b)`:
+//! the same f32 values the f32 kernel sums for these formats, so the two kernels' results
+//! are the same bits. Formats that are not small integers (FP8, E3M2 FP6, ...) keep the f32
+//! kernel.
+//!
+//! ```mlir
+//! %p:12 = scf.for %q = ... iter_args(...) -> (vector<8xi32>, ...) {   // 4 k a step
+//!   %b0 = vector.bitcast (vector.load %bw[...]) : vector<8xi32> to vector<32xi8>
+//!   %a = vector.bitcast (vector.broadcast (memref.load %aw[...])) : ... to vector<32xi8>
+//!   %pairs = llvm.call_intrinsic "llvm.x86.avx2.pmadd.ub.sw"(%a, %b0) : ... -> vector<16xi16>
+//!   %quads = llvm.call_intrinsic "llvm.x86.avx2.pmadd.wd"(%pairs, %ones) : ... -> vector<8xi32>
+//!   arith.addi %acc, %quads : vector<8xi32>
+//! ...
+//! %v = arith.mulf (arith.sitofp (arith.subi %p#0, %colsums)), %unit : vector<8xf32>
+//! ```
+//!
 //! Options:
 //! * `parallel=true|false` — emit the row-tile loop as `scf.parallel` (default true); a
 //!   pipeline turns it into threads with `convert-scf-to-openmp`, or into a plain loop.
@@ -48,18 +72,21 @@
 //!   inside a 1-2 MiB L2 with room for A).
 //! * `lanes=8|16` — f32 lanes per vector: 8 (AVX2, the default) or 16 (AVX-512, with a
 //!   12 x 32 tile). `lowp-jit` picks 16 when the host has AVX-512F.
+//! * `dot=f32|i8` — the inner products: f32 FMAs (the default: portable IR), or the byte
+//!   kernel where the formats allow (x86 only: AVX2 with `lanes=8`, AVX512BW with
+//!   `lanes=16`). `lowp-jit` picks i8 when the host has the instructions.
 //!
-//! Runs on `func.func`. Dependent dialects: arith, math, memref, scf, vector.
+//! Runs on `func.func`. Dependent dialects: arith, math, memref, scf, vector, llvm.
 
-use lowp_formats::{ScaleLayout, ScaledFormat};
+use lowp_formats::{IntEmbedding, ScaleLayout, ScaledFormat};
 use melior::dialect::arith::CmpiPredicate;
 
 use melior::ir::operation::{OperationLike, WalkOrder, WalkResult};
 use melior::ir::{OperationRef, ShapedTypeLike, Value, ValueLike};
 
 use crate::expand_quantize::{
-    ceil_div, code_format, decode_table, expand_op, layout_attr_of, load_code, loop_dialects,
-    operand, storage_cast, unsupported, Decode, Scaled,
+    ceil_div, code_format, decode_table, expand_op, int_table, layout_attr_of, load_code,
+    loop_dialects, operand, storage_cast, unsupported, Decode, Scaled,
 };
 use crate::ir::Emitter;
 use crate::registry::{OptionDef, OptionKind, PassDef, PassOptions};
@@ -131,8 +158,21 @@ pub const PASS: PassDef = PassDef {
             description: "f32 lanes per vector: 8 (AVX2, 6x16 tile) or 16 (AVX-512, 12x32 tile)",
             kind: OptionKind::Choice(&["8", "16"]),
         },
+        OptionDef {
+            name: "dot",
+            default: "f32",
+            description: "Inner products: f32 FMAs, or i8: x86 byte dot products (pmaddubsw; \
+                          AVX2 with lanes=8, AVX512BW with lanes=16) where both formats are \
+                          small integers exactly (FP4 E2M1, FP6 E2M3, ...), else f32",
+            kind: OptionKind::Choice(&["f32", "i8"]),
+        },
     ],
-    dependent_dialects: loop_dialects,
+    dependent_dialects: || {
+        // `dot=i8` calls x86 intrinsics (`llvm.call_intrinsic`).
+        let mut d = loop_dialects();
+        d.push(melior::dialect::DialectHandle::llvm());
+        d
+    },
     run,
 };
 
@@ -148,6 +188,8 @@ struct Plan {
     seg: Option<i64>,
     /// K block, a multiple of `seg`.
     kc: i64,
+    /// `dot=i8`: the byte kernel where the formats allow.
+    dot_i8: bool,
 }
 
 fn gcd(a: i64, b: i64) -> i64 {
@@ -195,6 +237,7 @@ fn plan(la: ScaleLayout, lb: ScaleLayout, options: &PassOptions) -> Plan {
         nc_panels: (nc + tile.nr() - 1) / tile.nr(),
         seg,
         kc,
+        dot_i8: options.choice("dot") == "i8",
     }
 }
 
@@ -324,10 +367,6 @@ fn lower_scaled_matmul<'c, 'a>(
     };
     let a = side(o.lhs, o.lhs_scales, o.lhs_global, la)?;
     let b = side(o.rhs, o.rhs_scales, o.rhs_global, lb)?;
-    // Codes decode through a table of one f32 per code (one load instead of ~15 integer
-    // ops; 64 bytes for FP4, so it stays in L1).
-    let table_a = decode_table(e, func, a.format)?;
-    let table_b = decode_table(e, func, b.format)?;
     let f32t = e.f32_type();
     let (zero, one) = (e.index(0), e.index(1));
     let Tile { lanes, mr: mr_c } = plan.tile;
@@ -344,6 +383,11 @@ fn lower_scaled_matmul<'c, 'a>(
             d
         }
     };
+    let bytes = if plan.dot_i8 {
+        byte_dot(plan.seg, plan.kc, a.format, b.format)
+    } else {
+        None
+    };
     let m_tiles = ceil_div(e, m, mr);
     let n_panels = ceil_div(e, n, nr);
     let mp = e.muli(m_tiles, mr);
@@ -352,57 +396,34 @@ fn lower_scaled_matmul<'c, 'a>(
         Some(s) => ceil_div(e, k, e.index(s)),
         None => one,
     };
-    let seg_len = e.index(plan.seg.unwrap_or(plan.kc));
     let seg_stride = e.index(plan.seg.unwrap_or(1));
-
-    // Run `body` over 0..n, as scf.parallel when the plan allows threads.
-    let par =
-        |e: &Emitter<'c, 'a>, n: Value<'c, 'a>, body: &dyn Fn(&Emitter<'c, 'a>, Value<'c, 'a>)| {
-            if plan.parallel {
-                e.parallel_loop(zero, n, one, |e, i| body(e, i));
-            } else {
-                e.for_loop(zero, n, one, &[], |e, i, _| {
-                    body(e, i);
-                    vec![]
-                });
-            }
-        };
-
-    // ---- decode phase ----------------------------------------------------------------
-    // A in row tiles, transposed so that a tile's mr values of one k are contiguous; B in
-    // column panels likewise; padding rows and columns are zero.
-    let ap = e.alloc(f32t, &[None, None, Some(mr_c)], &[m_tiles, k], 64);
-    let bp = e.alloc(f32t, &[None, None, Some(nr_c)], &[n_panels, k], 64);
-    let sa = e.alloc(f32t, &[None, None], &[mp, segments], 64);
-    let sbp = e.alloc(f32t, &[None, None, Some(nr_c)], &[n_panels, segments], 64);
-    let w = e.alloc(f32t, &[None, None], &[mp, np], 64);
+    let g = Gemm {
+        plan,
+        k,
+        m_tiles,
+        n_panels,
+        // The K interval whose partial sums are scaled into W: the scale segment, else the
+        // K block (the byte kernel's K block may be shorter: see `byte_dot`).
+        interval: match (plan.seg, bytes) {
+            (Some(s), _) => s,
+            (None, Some(d)) => d.kc,
+            (None, None) => plan.kc,
+        },
+        kc: bytes.map_or(plan.kc, |d| d.kc),
+        sa: e.alloc(f32t, &[None, None], &[mp, segments], 64),
+        sbp: e.alloc(f32t, &[None, None, Some(nr_c)], &[n_panels, segments], 64),
+        w: e.alloc(f32t, &[None, None], &[mp, np], 64),
+    };
     let zf = e.f32(0.0);
 
-    let decode_panels = |e: &Emitter<'c, 'a>,
+    // ---- scales ----------------------------------------------------------------------
+    // A's per row and segment; B's in column panels like its codes; padding is zero.
+    let decode_scales = |e: &Emitter<'c, 'a>,
                          side: &Side<'c, 'a>,
-                         table: Value<'c, 'a>,
-                         packed_to: Value<'c, 'a>,
                          scales_to: Option<Value<'c, 'a>>,
                          width: Value<'c, 'a>,
                          rows: Value<'c, 'a>,
                          panel: Value<'c, 'a>| {
-        // Codes: k outer, the tile's rows inner, so the packed tile is written in order
-        // (each row's codes stay in L1 across consecutive k).
-        e.for_loop(zero, k, one, &[], |e, kk, _| {
-            e.for_loop(zero, width, one, &[], |e, j, _| {
-                let row = e.addi(e.muli(panel, width), j);
-                let real = e.cmpi(CmpiPredicate::Ult, row, rows);
-                let rr = e.minui(row, e.subi(rows, one));
-                let code = e.index_castui(
-                    load_code(e, side.bits, side.packed, side.format.bit_width(), rr, kk),
-                    e.index_type(),
-                );
-                let v = e.load(table, &[code]);
-                e.store(e.select(real, v, zf), packed_to, &[panel, kk, j]);
-                vec![]
-            });
-            vec![]
-        });
         e.for_loop(zero, width, one, &[], |e, j, _| {
             let row = e.addi(e.muli(panel, width), j);
             let real = e.cmpi(CmpiPredicate::Ult, row, rows);
@@ -412,88 +433,31 @@ fn lower_scaled_matmul<'c, 'a>(
                 let v = e.select(real, v, zf);
                 match scales_to {
                     Some(t) => e.store(v, t, &[panel, s, j]),
-                    None => e.store(v, sa, &[row, s]),
+                    None => e.store(v, g.sa, &[row, s]),
                 }
                 vec![]
             });
             vec![]
         });
     };
-    par(e, m_tiles, &|e, t| {
-        decode_panels(e, &a, table_a, ap, None, mr, m, t)
-    });
-    par(e, n_panels, &|e, p| {
-        decode_panels(e, &b, table_b, bp, Some(sbp), nr, n, p)
+    g.par(e, m_tiles, &|e, t| decode_scales(e, &a, None, mr, m, t));
+    g.par(e, n_panels, &|e, p| {
+        decode_scales(e, &b, Some(g.sbp), nr, n, p)
     });
     // W = 0.
     let zv = e.zero_vector(vl);
-    par(e, mp, &|e, r| {
+    g.par(e, mp, &|e, r| {
         e.for_loop(zero, np, e.index(lanes), &[], |e, c, _| {
-            e.vstore(zv, w, &[r, c]);
+            e.vstore(zv, g.w, &[r, c]);
             vec![]
         });
     });
 
     // ---- GEMM ------------------------------------------------------------------------
-    let kc = e.index(plan.kc);
-    let ncp = e.index(plan.nc_panels);
-    let lane = e.index(lanes);
-    e.for_loop(zero, k, kc, &[], |e, k0, _| {
-        let k1 = e.minui(e.addi(k0, kc), k);
-        e.for_loop(zero, n_panels, ncp, &[], |e, p0, _| {
-            let p1 = e.minui(e.addi(p0, ncp), n_panels);
-            par(e, m_tiles, &|e, mt| {
-                let m0 = e.muli(mt, mr);
-                e.for_loop(p0, p1, one, &[], |e, pb, _| {
-                    let n0 = e.muli(pb, nr);
-                    e.for_loop(k0, k1, seg_len, &[], |e, s0, _| {
-                        let s1 = e.minui(e.addi(s0, seg_len), k1);
-                        let inits: Vec<Value> = (0..2 * mr_c).map(|_| zv).collect();
-                        let partial = e.for_loop(s0, s1, one, &inits, |e, kk, acc| {
-                            let b0 = e.vload(bp, &[pb, kk, zero], vl);
-                            let b1 = e.vload(bp, &[pb, kk, lane], vl);
-                            let mut next = Vec::with_capacity(2 * mr_c as usize);
-                            for i in 0..mr_c as usize {
-                                let av = e.broadcast(e.load(ap, &[mt, kk, e.index(i as i64)]), vl);
-                                next.push(e.fma(av, b0, acc[2 * i]));
-                                next.push(e.fma(av, b1, acc[2 * i + 1]));
-                            }
-                            next
-                        });
-                        // Scale the segment once (or not at all: per-tensor / per-channel
-                        // scales multiply the total in the write-back).
-                        let scaled = plan.seg.map(|s| {
-                            let seg = e.divui(s0, e.index(s));
-                            let sb = [
-                                e.vload(sbp, &[pb, seg, zero], vl),
-                                e.vload(sbp, &[pb, seg, lane], vl),
-                            ];
-                            (seg, sb)
-                        });
-                        for i in 0..mr_c as usize {
-                            let row = e.addi(m0, e.index(i as i64));
-                            let sav =
-                                scaled.map(|(seg, _)| e.broadcast(e.load(sa, &[row, seg]), vl));
-                            for j in 0..2usize {
-                                let col = e.addi(n0, e.index(lanes * j as i64));
-                                let wv = e.vload(w, &[row, col], vl);
-                                let p = partial[2 * i + j];
-                                let updated = match (scaled, sav) {
-                                    (Some((_, sb)), Some(sav)) => e.fma(p, e.mulf(sav, sb[j]), wv),
-                                    _ => e.addf(wv, p),
-                                };
-                                e.vstore(updated, w, &[row, col]);
-                            }
-                        }
-                        vec![]
-                    });
-                    vec![]
-                });
-            });
-            vec![]
-        });
-        vec![]
-    });
+    match bytes {
+        Some(d) => gemm_bytes(e, &g, &a, &b, d, func)?,
+        None => gemm_f32(e, &g, &a, &b, func)?,
+    }
 
     // ---- write-back ------------------------------------------------------------------
     let global = match (a.scaled.global_value(e), b.scaled.global_value(e)) {
@@ -507,9 +471,9 @@ fn lower_scaled_matmul<'c, 'a>(
         .map_err(|_| unsupported(op, "result is not a memref"))?
         .element();
     let bf16 = out_type != f32t;
-    par(e, m, &|e, r| {
+    g.par(e, m, &|e, r| {
         e.for_loop(zero, n, one, &[], |e, c, _| {
-            let mut v = e.load(w, &[r, c]);
+            let mut v = e.load(g.w, &[r, c]);
             if plan.seg.is_none() {
                 let pb = e.divui(c, nr);
                 let nn = e.remui(c, nr);
@@ -517,7 +481,7 @@ fn lower_scaled_matmul<'c, 'a>(
                 // one scale alone may leave f32's range where the product does not).
                 v = e.mulf(
                     v,
-                    e.mulf(e.load(sa, &[r, zero]), e.load(sbp, &[pb, zero, nn])),
+                    e.mulf(e.load(g.sa, &[r, zero]), e.load(g.sbp, &[pb, zero, nn])),
                 );
             }
             if let Some(g) = global {
@@ -533,7 +497,404 @@ fn lower_scaled_matmul<'c, 'a>(
             vec![]
         });
     });
-    for buffer in [ap, bp, sa, sbp, w] {
+    for buffer in [g.sa, g.sbp, g.w] {
+        e.dealloc(buffer);
+    }
+    Ok(())
+}
+
+/// One interval's partial sums of a tile: `(e, mt, pb, s0, s1)` to `2 mr` f32 vectors.
+type Interval<'f, 'c, 'a> = dyn Fn(
+        &Emitter<'c, 'a>,
+        Value<'c, 'a>,
+        Value<'c, 'a>,
+        Value<'c, 'a>,
+        Value<'c, 'a>,
+    ) -> Vec<Value<'c, 'a>>
+    + 'f;
+
+/// What the decode and GEMM phases of one matmul share.
+struct Gemm<'c, 'a> {
+    plan: Plan,
+    k: Value<'c, 'a>,
+    m_tiles: Value<'c, 'a>,
+    n_panels: Value<'c, 'a>,
+    /// K steps whose partial sums are scaled into `w` at once (a multiple of 4 for the
+    /// byte kernel).
+    interval: i64,
+    /// K block.
+    kc: i64,
+    /// A's scales per row and segment.
+    sa: Value<'c, 'a>,
+    /// B's scales per panel, segment and column.
+    sbp: Value<'c, 'a>,
+    /// The f32 sums, `mp x np`.
+    w: Value<'c, 'a>,
+}
+
+impl<'c, 'a> Gemm<'c, 'a> {
+    /// Run `body` over `0..n`, as `scf.parallel` when the plan allows threads.
+    fn par(
+        &self,
+        e: &Emitter<'c, 'a>,
+        n: Value<'c, 'a>,
+        body: &dyn Fn(&Emitter<'c, 'a>, Value<'c, 'a>),
+    ) {
+        let (zero, one) = (e.index(0), e.index(1));
+        if self.plan.parallel {
+            e.parallel_loop(zero, n, one, |e, i| body(e, i));
+        } else {
+            e.for_loop(zero, n, one, &[], |e, i, _| {
+                body(e, i);
+                vec![]
+            });
+        }
+    }
+
+    /// The loops over K blocks, N blocks, row tiles (in parallel), the block's panels and
+    /// its intervals; `interval(e, mt, pb, s0, s1)` emits one interval's partial sums of
+    /// the tile (`2 mr` f32 vectors, row-major), which are then scaled into `w`.
+    fn sweep(&self, e: &Emitter<'c, 'a>, interval: &Interval<'_, 'c, 'a>) {
+        let (zero, one) = (e.index(0), e.index(1));
+        let Tile { lanes, mr: mr_c } = self.plan.tile;
+        let vl = lanes as u64;
+        let (mr, nr) = (e.index(mr_c), e.index(self.plan.tile.nr()));
+        let lane = e.index(lanes);
+        let (k, kc) = (self.k, e.index(self.kc));
+        let ncp = e.index(self.plan.nc_panels);
+        let seg_len = e.index(self.interval);
+        e.for_loop(zero, k, kc, &[], |e, k0, _| {
+            let k1 = e.minui(e.addi(k0, kc), k);
+            e.for_loop(zero, self.n_panels, ncp, &[], |e, p0, _| {
+                let p1 = e.minui(e.addi(p0, ncp), self.n_panels);
+                self.par(e, self.m_tiles, &|e, mt| {
+                    let m0 = e.muli(mt, mr);
+                    e.for_loop(p0, p1, one, &[], |e, pb, _| {
+                        let n0 = e.muli(pb, nr);
+                        e.for_loop(k0, k1, seg_len, &[], |e, s0, _| {
+                            let s1 = e.minui(e.addi(s0, seg_len), k1);
+                            let partial = interval(e, mt, pb, s0, s1);
+                            // Scale the segment once (or not at all: per-tensor /
+                            // per-channel scales multiply the total in the write-back).
+                            let scaled = self.plan.seg.map(|s| {
+                                let seg = e.divui(s0, e.index(s));
+                                let sb = [
+                                    e.vload(self.sbp, &[pb, seg, zero], vl),
+                                    e.vload(self.sbp, &[pb, seg, lane], vl),
+                                ];
+                                (seg, sb)
+                            });
+                            for i in 0..mr_c as usize {
+                                let row = e.addi(m0, e.index(i as i64));
+                                let sav = scaled
+                                    .map(|(seg, _)| e.broadcast(e.load(self.sa, &[row, seg]), vl));
+                                for j in 0..2usize {
+                                    let col = e.addi(n0, e.index(lanes * j as i64));
+                                    let wv = e.vload(self.w, &[row, col], vl);
+                                    let p = partial[2 * i + j];
+                                    let updated = match (scaled, sav) {
+                                        (Some((_, sb)), Some(sav)) => {
+                                            e.fma(p, e.mulf(sav, sb[j]), wv)
+                                        }
+                                        _ => e.addf(wv, p),
+                                    };
+                                    e.vstore(updated, self.w, &[row, col]);
+                                }
+                            }
+                            vec![]
+                        });
+                        vec![]
+                    });
+                });
+                vec![]
+            });
+            vec![]
+        });
+    }
+}
+
+/// The f32 kernel: codes decoded to f32 through a table, A packed into row tiles and B
+/// into column panels, `2 mr` FMAs per k.
+fn gemm_f32<'c, 'a>(
+    e: &Emitter<'c, 'a>,
+    g: &Gemm<'c, 'a>,
+    a: &Side<'c, 'a>,
+    b: &Side<'c, 'a>,
+    func: OperationRef<'c, 'a>,
+) -> Result<(), PassError> {
+    // Codes decode through a table of one f32 per code (one load instead of ~15 integer
+    // ops; 64 bytes for FP4, so it stays in L1).
+    let table_a = decode_table(e, func, a.format)?;
+    let table_b = decode_table(e, func, b.format)?;
+    let f32t = e.f32_type();
+    let (zero, one) = (e.index(0), e.index(1));
+    let Tile { lanes, mr: mr_c } = g.plan.tile;
+    let nr_c = g.plan.tile.nr();
+    let vl = lanes as u64;
+    let (mr, nr) = (e.index(mr_c), e.index(nr_c));
+    let k = g.k;
+    let zf = e.f32(0.0);
+    // A in row tiles, transposed so that a tile's mr values of one k are contiguous; B in
+    // column panels likewise; padding rows and columns are zero.
+    let ap = e.alloc(f32t, &[None, None, Some(mr_c)], &[g.m_tiles, k], 64);
+    let bp = e.alloc(f32t, &[None, None, Some(nr_c)], &[g.n_panels, k], 64);
+    let decode_panels = |e: &Emitter<'c, 'a>,
+                         side: &Side<'c, 'a>,
+                         table: Value<'c, 'a>,
+                         packed_to: Value<'c, 'a>,
+                         width: Value<'c, 'a>,
+                         panel: Value<'c, 'a>| {
+        // k outer, the tile's rows inner, so the packed tile is written in order (each
+        // row's codes stay in L1 across consecutive k).
+        e.for_loop(zero, k, one, &[], |e, kk, _| {
+            e.for_loop(zero, width, one, &[], |e, j, _| {
+                let row = e.addi(e.muli(panel, width), j);
+                let real = e.cmpi(CmpiPredicate::Ult, row, side.rows);
+                let rr = e.minui(row, e.subi(side.rows, one));
+                let code = e.index_castui(
+                    load_code(e, side.bits, side.packed, side.format.bit_width(), rr, kk),
+                    e.index_type(),
+                );
+                let v = e.load(table, &[code]);
+                e.store(e.select(real, v, zf), packed_to, &[panel, kk, j]);
+                vec![]
+            });
+            vec![]
+        });
+    };
+    g.par(e, g.m_tiles, &|e, t| {
+        decode_panels(e, a, table_a, ap, mr, t)
+    });
+    g.par(e, g.n_panels, &|e, p| {
+        decode_panels(e, b, table_b, bp, nr, p)
+    });
+
+    let lane = e.index(lanes);
+    let zv = e.zero_vector(vl);
+    g.sweep(e, &|e, mt, pb, s0, s1| {
+        let inits: Vec<Value> = (0..2 * mr_c).map(|_| zv).collect();
+        e.for_loop(s0, s1, one, &inits, |e, kk, acc| {
+            let b0 = e.vload(bp, &[pb, kk, zero], vl);
+            let b1 = e.vload(bp, &[pb, kk, lane], vl);
+            let mut next = Vec::with_capacity(2 * mr_c as usize);
+            for i in 0..mr_c as usize {
+                let av = e.broadcast(e.load(ap, &[mt, kk, e.index(i as i64)]), vl);
+                next.push(e.fma(av, b0, acc[2 * i]));
+                next.push(e.fma(av, b1, acc[2 * i + 1]));
+            }
+            next
+        })
+    });
+    e.dealloc(ap);
+    e.dealloc(bp);
+    Ok(())
+}
+
+/// The byte kernel's plan (`dot=i8`): both formats as integers (`value = n 2^-shift`, see
+/// `lowp_formats::IntEmbedding`), K steps per interval and K block.
+#[derive(Clone, Copy, Debug)]
+struct ByteDot {
+    a: IntEmbedding,
+    b: IntEmbedding,
+    kc: i64,
+}
+
+/// Whether `lowp-to-loops{dot=i8}` runs the byte kernel for a matmul of these formats and
+/// layouts (else the f32 kernel): see [`byte_dot`].
+pub fn takes_byte_dot(
+    fa: ScaledFormat,
+    fb: ScaledFormat,
+    la: ScaleLayout,
+    lb: ScaleLayout,
+) -> bool {
+    byte_dot(segment(la, lb), 256, fa, fb).is_some()
+}
+
+/// The byte kernel for these formats, segment and K block, or `None` when the f32 kernel
+/// must run: a format that is not small integers, products that could saturate
+/// `pmaddubsw`'s 16-bit pair sums, or intervals whose sums could leave f32's 24-bit
+/// integers (then the conversion would round, and the kernel would no longer compute each
+/// interval exactly).
+fn byte_dot(seg: Option<i64>, kc: i64, fa: ScaledFormat, fb: ScaledFormat) -> Option<ByteDot> {
+    let a = fa.int_embedding(127)?;
+    let b = fb.int_embedding(127)?;
+    let (ma, mb) = (i64::from(a.max), i64::from(b.max));
+    // A's bytes are n + ma (unsigned, at most 2 ma), B's n (signed); pmaddubsw adds two
+    // such products in a saturating i16.
+    if 2 * (2 * ma) * mb > i64::from(i16::MAX) {
+        return None;
+    }
+    // 2^-(shift_a + shift_b) takes an interval's integer sum to its value exactly (a
+    // nonzero sum is at least 1 and at most 2^24).
+    if (a.shift + b.shift).abs() > 100 {
+        return None;
+    }
+    // An interval's sum is at most `interval ma mb` in magnitude: exact in f32 up to 2^24
+    // (the sum with A's offset, twice that, stays far inside i32).
+    let cap = (1 << 24) / (ma * mb).max(1);
+    match seg {
+        Some(s) => (s % 4 == 0 && s <= cap).then_some(ByteDot { a, b, kc }),
+        None => Some(ByteDot {
+            a,
+            b,
+            kc: (kc.min(cap) / 4 * 4).max(4),
+        }),
+    }
+}
+
+/// The byte kernel: codes decoded to the integers of their embedding, four consecutive k
+/// in one 32-bit word (A's as `n + ma`, unsigned; B's as `n`, signed), A in row tiles of
+/// words and B in column panels of words. Per 4 k a tile takes `mr` word broadcasts, 2
+/// vector loads and `2 mr` x (`pmaddubsw`, `pmaddwd` with ones, `addi`) into i32 sums;
+/// at the end of an interval the sums less `ma` times B's column sums (A's offset) are the
+/// exact integer partial sums, converted to f32 and times `2^-(shift_a + shift_b)`.
+fn gemm_bytes<'c, 'a>(
+    e: &Emitter<'c, 'a>,
+    g: &Gemm<'c, 'a>,
+    a: &Side<'c, 'a>,
+    b: &Side<'c, 'a>,
+    d: ByteDot,
+    func: OperationRef<'c, 'a>,
+) -> Result<(), PassError> {
+    let ints = |side: &Side<'c, 'a>, offset: i32| {
+        side.format
+            .int_code_table(127)
+            .map(|t| t.into_iter().map(|n| n + offset).collect::<Vec<_>>())
+            .ok_or_else(|| unsupported(func, "no integer embedding"))
+    };
+    let ma = d.a.max as i32;
+    let table_a = int_table(e, func, &ints(a, ma)?)?;
+    let table_b = int_table(e, func, &ints(b, 0)?)?;
+    let i32t = e.int_type(32);
+    let i8t = e.int_type(8);
+    let i16t = e.int_type(16);
+    let (zero, one) = (e.index(0), e.index(1));
+    let four = e.index(4);
+    let Tile { lanes, mr: mr_c } = g.plan.tile;
+    let nr_c = g.plan.tile.nr();
+    let vl = lanes as u64;
+    let (mr, nr) = (e.index(mr_c), e.index(nr_c));
+    let k = g.k;
+    let k4 = ceil_div(e, k, four);
+    let intervals = ceil_div(e, k, e.index(g.interval));
+    let q_per = e.index(g.interval / 4);
+    let apw = e.alloc(i32t, &[None, None, Some(mr_c)], &[g.m_tiles, k4], 64);
+    let bpw = e.alloc(i32t, &[None, None, Some(nr_c)], &[g.n_panels, k4], 64);
+    // ma x (B's column sum over each interval): what A's offset adds to the sums.
+    let cs = e.alloc(
+        i32t,
+        &[None, None, Some(nr_c)],
+        &[g.n_panels, intervals],
+        64,
+    );
+
+    // The word of 4 codes of row `rr` from k = 4 q: (byte, integer) per code, `pad` beyond
+    // K (and where `real` is false).
+    let word = |e: &Emitter<'c, 'a>,
+                side: &Side<'c, 'a>,
+                table: Value<'c, 'a>,
+                rr: Value<'c, 'a>,
+                q: Value<'c, 'a>,
+                real: Option<Value<'c, 'a>>,
+                pad: i32| {
+        let mut word = e.i32(0);
+        let mut sum = e.i32(0);
+        for byte in 0..4 {
+            let kk = e.addi(e.muli(q, four), e.index(byte));
+            let mut valid = e.cmpi(CmpiPredicate::Ult, kk, k);
+            if let Some(real) = real {
+                valid = e.andi(valid, real);
+            }
+            let kk = e.minui(kk, e.subi(k, one));
+            let code = e.index_castui(
+                load_code(e, side.bits, side.packed, side.format.bit_width(), rr, kk),
+                e.index_type(),
+            );
+            let v = e.select(valid, e.load(table, &[code]), e.i32(pad as u32));
+            let bits = e.andi(v, e.i32(0xFF));
+            word = e.ori(word, e.shli(bits, e.i32(8 * byte as u32)));
+            sum = e.addi(sum, v);
+        }
+        (word, sum)
+    };
+    g.par(e, g.m_tiles, &|e, t| {
+        e.for_loop(zero, k4, one, &[], |e, q, _| {
+            e.for_loop(zero, mr, one, &[], |e, i, _| {
+                let row = e.addi(e.muli(t, mr), i);
+                let rr = e.minui(row, e.subi(a.rows, one));
+                // Past K: n = 0, stored as its offset ma.
+                let (w, _) = word(e, a, table_a, rr, q, None, ma);
+                e.store(w, apw, &[t, q, i]);
+                vec![]
+            });
+            vec![]
+        });
+    });
+    g.par(e, g.n_panels, &|e, p| {
+        e.for_loop(zero, nr, one, &[], |e, j, _| {
+            let col = e.addi(e.muli(p, nr), j);
+            let real = e.cmpi(CmpiPredicate::Ult, col, b.rows);
+            let rr = e.minui(col, e.subi(b.rows, one));
+            e.for_loop(zero, intervals, one, &[], |e, f, _| {
+                let q0 = e.muli(f, q_per);
+                let q1 = e.minui(e.addi(q0, q_per), k4);
+                let sum = e.for_loop(q0, q1, one, &[e.i32(0)], |e, q, acc| {
+                    let (w, s) = word(e, b, table_b, rr, q, Some(real), 0);
+                    e.store(w, bpw, &[p, q, j]);
+                    vec![e.addi(acc[0], s)]
+                });
+                e.store(e.muli(sum[0], e.i32(ma as u32)), cs, &[p, f, j]);
+                vec![]
+            });
+            vec![]
+        });
+    });
+
+    let (maddubs, maddwd) = if lanes == 16 {
+        (
+            "llvm.x86.avx512.pmaddubs.w.512",
+            "llvm.x86.avx512.pmaddw.d.512",
+        )
+    } else {
+        ("llvm.x86.avx2.pmadd.ub.sw", "llvm.x86.avx2.pmadd.wd")
+    };
+    let lane = e.index(lanes);
+    let zi = e.int_splat(32, 0, vl);
+    let ones = e.int_splat(16, 1, 2 * vl);
+    let unit = e.broadcast(e.f32((-(d.a.shift + d.b.shift) as f32).exp2()), vl);
+    let i16v = e.vector_type(2 * vl, i16t);
+    let i32v = e.vector_type(vl, i32t);
+    let f32v = e.vector_type(vl, e.f32_type());
+    g.sweep(e, &|e, mt, pb, s0, s1| {
+        let inits: Vec<Value> = (0..2 * mr_c).map(|_| zi).collect();
+        let q0 = e.divui(s0, four);
+        let q1 = ceil_div(e, s1, four);
+        let sums = e.for_loop(q0, q1, one, &inits, |e, q, acc| {
+            let bytes = |v| e.vector_bitcast(v, 4 * vl, i8t);
+            let b0 = bytes(e.vload(bpw, &[pb, q, zero], vl));
+            let b1 = bytes(e.vload(bpw, &[pb, q, lane], vl));
+            let mut next = Vec::with_capacity(2 * mr_c as usize);
+            for i in 0..mr_c as usize {
+                let av = bytes(e.broadcast(e.load(apw, &[mt, q, e.index(i as i64)]), vl));
+                for (j, bj) in [b0, b1].into_iter().enumerate() {
+                    let pairs = e.call_intrinsic(maddubs, &[av, bj], i16v);
+                    let quads = e.call_intrinsic(maddwd, &[pairs, ones], i32v);
+                    next.push(e.addi(acc[2 * i + j], quads));
+                }
+            }
+            next
+        });
+        let f = e.divui(s0, e.index(g.interval));
+        let offsets = [
+            e.vload(cs, &[pb, f, zero], vl),
+            e.vload(cs, &[pb, f, lane], vl),
+        ];
+        sums.iter()
+            .enumerate()
+            .map(|(x, &s)| e.mulf(e.sitofp(e.subi(s, offsets[x % 2]), f32v), unit))
+            .collect()
+    });
+    for buffer in [apw, bpw, cs] {
         e.dealloc(buffer);
     }
     Ok(())

@@ -18,7 +18,7 @@ use std::process::ExitCode;
 use std::time::Instant;
 
 use lowp_formats::{ScaleLayout, ScaledFormat, FORMAT_NAMES_HELP, LAYOUT_NAMES_HELP};
-use lowp_jit::{MatmulIr, MatmulSpec, Session};
+use lowp_jit::{Dot, MatmulIr, MatmulSpec, Session};
 use melior::ir::operation::OperationLike;
 
 const USAGE: &str =
@@ -49,6 +49,9 @@ const USAGE: &str =
                   libomp is installed (default); CPU code only
   --lanes L       f32 lanes per vector in the CPU kernel: 8 (AVX2) or 16 (AVX-512);
                   default: the host's widest
+  --dot D         inner products of the CPU kernel: f32 (FMAs) or i8 (x86 byte dot
+                  products where both formats are small integers: FP4 E2M1, FP6 E2M3,
+                  ...; AVX2, or AVX512BW with 16 lanes); default: i8 where the host has it
   --target T      cpu (the default) or cuda: the op lowered by lowp-to-nvvm for --chip, as
                   PTX, run on GPU 0 through the CUDA driver
   --chip C        NVIDIA chip the PTX targets with --target cuda (default sm_90a)
@@ -127,6 +130,8 @@ struct Args {
     /// `--threads` (1: one thread, else OpenMP's).
     threads: Option<usize>,
     lanes: Option<u32>,
+    /// `--dot`.
+    dot: Option<Dot>,
     /// The op `--gen` builds, from the flags above (checked with them).
     generated: Option<MatmulSpec>,
 }
@@ -270,6 +275,13 @@ fn parse_args(raw: Vec<String>) -> Result<Args, Usage> {
                 }
                 a.lanes = Some(l);
             }
+            "--dot" => {
+                a.dot = Some(match named(&flag, value(), "f32 or i8")?.as_str() {
+                    "f32" => Dot::F32,
+                    "i8" => Dot::I8,
+                    d => return Err(Usage(format!("--dot: '{d}' is not f32 or i8"))),
+                });
+            }
             "--threads" => {
                 let t: usize = number(&flag, value(), "a positive integer")?;
                 if t == 0 {
@@ -352,6 +364,7 @@ fn parse_args(raw: Vec<String>) -> Result<Args, Usage> {
         // lowering, whose vectors --lanes sets.
         let cpu = given(&[
             ("--lanes", a.lanes.is_some()),
+            ("--dot", a.dot.is_some()),
             ("--threads", a.threads.is_some() && !a.emulate),
             ("--opt-level", a.opt_level.is_some() && !a.emulate),
         ]);
@@ -387,6 +400,7 @@ fn parse_args(raw: Vec<String>) -> Result<Args, Usage> {
                     ("--opt-level", a.opt_level.is_some()),
                     ("--threads", a.threads.is_some()),
                     ("--lanes", a.lanes.is_some()),
+                    ("--dot", a.dot.is_some()),
                 ],
             ]
             .concat(),
@@ -575,6 +589,15 @@ fn describe(spec: &MatmulSpec, target: &str) -> String {
     )
 }
 
+/// The `--dot` spelling of the CPU kernel's inner products (`i8` runs only where both
+/// formats are small integers; the f32 kernel otherwise).
+fn dot_name(d: Dot) -> &'static str {
+    match d {
+        Dot::F32 => "f32",
+        Dot::I8 => "i8",
+    }
+}
+
 /// Runs the tool; `Ok(false)` is a failed check.
 fn run(a: Args) -> Result<bool, String> {
     let mut session = Session::new();
@@ -582,6 +605,7 @@ fn run(a: Args) -> Result<bool, String> {
     if let Some(l) = a.lanes {
         session.set_lanes(l);
     }
+    session.set_dot(a.dot);
     let entry;
     let (spec, roles, mut module) = if a.gen {
         let spec = a
@@ -643,14 +667,26 @@ fn run(a: Args) -> Result<bool, String> {
         say!("lowp-run: {}", describe(&spec, target));
     } else {
         say!(
-            "lowp-run: {} {} lanes={}",
+            "lowp-run: {} {} lanes={} dot={}",
             describe(&spec, "cpu"),
             if threaded {
                 "threads=openmp"
             } else {
                 "threads=1"
             },
-            session.lanes()
+            session.lanes(),
+            dot_name(match session.dot() {
+                // What the kernel of these formats and layouts takes.
+                Dot::I8
+                    if !lowp_passes::to_loops::takes_byte_dot(
+                        spec.lhs,
+                        spec.rhs,
+                        spec.lhs_layout,
+                        spec.rhs_layout,
+                    ) =>
+                    Dot::F32,
+                d => d,
+            })
         );
     }
     if a.cuda && (a.print_ptx || a.save_kernel.is_some()) {
@@ -889,7 +925,8 @@ fn run_generic(
         return Ok(true);
     }
     say!(
-        "lowp-run: @{entry} with {} memref arguments, random inputs (seed {}) (cpu) {} lanes={}",
+        "lowp-run: @{entry} with {} memref arguments, random inputs (seed {}) (cpu) {} lanes={} \
+         dot={}",
         sig.len(),
         a.seed(),
         if threaded {
@@ -897,7 +934,8 @@ fn run_generic(
         } else {
             "threads=1"
         },
-        session.lanes()
+        session.lanes(),
+        dot_name(session.dot())
     );
     let t0 = Instant::now();
     session.lower_cpu(&mut module).map_err(|e| e.to_string())?;

@@ -1,0 +1,89 @@
+// RUN: lowp-opt %s -split-input-file --pass-pipeline='builtin.module(func.func(lowp-to-loops{dot=i8},canonicalize,cse))' | FileCheck %s
+// RUN: lowp-opt %s -split-input-file --pass-pipeline='builtin.module(func.func(lowp-to-loops{dot=i8 lanes=16},canonicalize,cse))' | FileCheck %s --check-prefix=ZMM
+// The 512-bit form compiles to AVX512BW byte products (whatever the host running lit):
+// RUN: lowp-opt %s --pass-pipeline='builtin.module(func.func(lowp-to-loops{dot=i8 lanes=16 parallel=false}))' | lowp-opt --lowp-cpu-pipeline | mlir-translate --mlir-to-llvmir | llc -O2 -mtriple=x86_64-unknown-linux-gnu -mcpu=skylake-avx512 | FileCheck %s --check-prefix=ASM
+// RUN: not lowp-opt %s --pass-pipeline='builtin.module(func.func(lowp-to-loops{dot=i16}))' 2>&1 | FileCheck %s --check-prefix=BAD
+// BAD: error: option 'dot' of lowp-to-loops: 'i16' is not accepted; expected f32, i8
+
+// The byte kernel (its numerics: tests/integration/to_loops.rs, bit for bit against the
+// f32 kernel). E2M1 is n/2 with |n| <= 12, E2M3 n/8 with |n| <= 60: A's codes go through a
+// table of n + 12 (unsigned bytes), B's through one of n; four k a word, A in 6-row tiles
+// of words, B in 16-column panels of words, with 12 times B's column sum per 32-block.
+// Per 4 k: 2 word vectors of B, per row one word broadcast, pmaddubsw + pmaddwd (ones) +
+// addi into twelve vector<8xi32>; per block the sums less the column sums, converted, times
+// 2^-4 (the two shifts), then scaled into W as the f32 kernel does.
+// CHECK-LABEL: func.func @mxfp4_x_mxfp6
+// CHECK-DAG:   %[[UNIT:.*]] = arith.constant dense<6.250000e-02> : vector<8xf32>
+// CHECK-DAG:   %[[ONES:.*]] = arith.constant dense<1> : vector<16xi16>
+// CHECK-DAG:   arith.constant dense<[12, 13, 14, 15, 16, 18, 20, 24, 12, 11, 10, 9, 8, 6, 4, 0]> : vector<16xi32>
+// CHECK-DAG:   arith.constant dense<[0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 18, 20, 22, 24, 26, 28, 30, 32, 36, 40, 44, 48, 52, 56, 60, 0, -1, {{.*}}, -60]> : vector<64xi32>
+// CHECK-DAG:   %[[AW:.*]] = memref.alloc() {alignment = 64 : i64} : memref<4x25x6xi32>
+// CHECK-DAG:   %[[BW:.*]] = memref.alloc() {alignment = 64 : i64} : memref<3x25x16xi32>
+// CHECK-DAG:   %[[CS:.*]] = memref.alloc() {alignment = 64 : i64} : memref<3x4x16xi32>
+// CHECK:       arith.shli %{{.*}}, %c24_i32 : i32
+// CHECK:       memref.store %{{.*}}, %[[AW]]
+// CHECK:       memref.store %{{.*}}, %[[BW]]
+// CHECK:       arith.muli %{{.*}}, %c12_i32 : i32
+// CHECK:       memref.store %{{.*}}, %[[CS]]
+// CHECK:       scf.parallel
+// CHECK:         scf.for %[[S0:.*]] = %{{.*}} to %c100 step %c32
+// CHECK:           %[[P:.*]]:12 = scf.for {{.*}} -> (vector<8xi32>, vector<8xi32>, vector<8xi32>, vector<8xi32>, vector<8xi32>, vector<8xi32>, vector<8xi32>, vector<8xi32>, vector<8xi32>, vector<8xi32>, vector<8xi32>, vector<8xi32>)
+// CHECK:             %[[B0:.*]] = vector.load %[[BW]]{{.*}} : memref<3x25x16xi32>, vector<8xi32>
+// CHECK:             %[[B0B:.*]] = vector.bitcast %[[B0]] : vector<8xi32> to vector<32xi8>
+// CHECK:             vector.load %[[BW]]
+// CHECK:             %[[A:.*]] = memref.load %[[AW]]
+// CHECK:             %[[AV:.*]] = vector.broadcast %[[A]] : i32 to vector<8xi32>
+// CHECK:             %[[AB:.*]] = vector.bitcast %[[AV]] : vector<8xi32> to vector<32xi8>
+// CHECK:             %[[PAIRS:.*]] = llvm.call_intrinsic "llvm.x86.avx2.pmadd.ub.sw"(%[[AB]], %[[B0B]]) : (vector<32xi8>, vector<32xi8>) -> vector<16xi16>
+// CHECK:             %[[QUADS:.*]] = llvm.call_intrinsic "llvm.x86.avx2.pmadd.wd"(%[[PAIRS]], %[[ONES]]) : (vector<16xi16>, vector<16xi16>) -> vector<8xi32>
+// CHECK:             arith.addi %{{.*}}, %[[QUADS]] : vector<8xi32>
+// CHECK-COUNT-11:    llvm.call_intrinsic "llvm.x86.avx2.pmadd.ub.sw"
+// CHECK:           %[[OFF:.*]] = vector.load %[[CS]]
+// CHECK:           %[[EXACT:.*]] = arith.subi %[[P]]#0, %[[OFF]] : vector<8xi32>
+// CHECK:           %[[F:.*]] = arith.sitofp %[[EXACT]] : vector<8xi32> to vector<8xf32>
+// CHECK:           %[[V:.*]] = arith.mulf %[[F]], %[[UNIT]] : vector<8xf32>
+// CHECK:           vector.fma %[[V]], %{{.*}}, %{{.*}} : vector<8xf32>
+// CHECK:       memref.dealloc %[[AW]]
+// ZMM-LABEL:   func.func @mxfp4_x_mxfp6
+// ZMM:         llvm.call_intrinsic "llvm.x86.avx512.pmaddubs.w.512"(%{{.*}}, %{{.*}}) : (vector<64xi8>, vector<64xi8>) -> vector<32xi16>
+// ZMM:         llvm.call_intrinsic "llvm.x86.avx512.pmaddw.d.512"(%{{.*}}, %{{.*}}) : (vector<32xi16>, vector<32xi16>) -> vector<16xi32>
+// ASM-LABEL:   mxfp4_x_mxfp6:
+// ASM:         vpmaddubsw %zmm
+func.func @mxfp4_x_mxfp6(%a: memref<20x100xf4E2M1FN>, %sa: memref<20x4xf8E8M0FNU>, %b: memref<40x100xf6E2M3FN>,
+                 %sb: memref<40x4xf8E8M0FNU>, %c: memref<20x40xf32>) {
+  lowp.scaled_matmul %a[%sa], %b[%sb] into %c layouts(#lowp.mx<32>, #lowp.mx<32>)
+      : memref<20x100xf4E2M1FN>[memref<20x4xf8E8M0FNU>], memref<40x100xf6E2M3FN>[memref<40x4xf8E8M0FNU>] -> memref<20x40xf32>
+  return
+}
+
+// -----
+
+// Formats that are not small integers (E4M3 has NaN codes; E3M2 needs 448) keep the f32
+// kernel under dot=i8.
+// CHECK-LABEL: func.func @fp8_and_fp6e3m2
+// CHECK-NOT:   llvm.call_intrinsic
+// CHECK:       vector.fma
+// ZMM-LABEL:   func.func @fp8_and_fp6e3m2
+// ZMM-NOT:     llvm.call_intrinsic
+func.func @fp8_and_fp6e3m2(%a: memref<8x64xf8E4M3FN>, %sa: memref<8x2xf8E8M0FNU>, %b: memref<8x64xf6E3M2FN>,
+                 %sb: memref<8x2xf8E8M0FNU>, %c: memref<8x8xf32>) {
+  lowp.scaled_matmul %a[%sa], %b[%sb] into %c layouts(#lowp.mx<32>, #lowp.mx<32>)
+      : memref<8x64xf8E4M3FN>[memref<8x2xf8E8M0FNU>], memref<8x64xf6E3M2FN>[memref<8x2xf8E8M0FNU>] -> memref<8x8xf32>
+  return
+}
+
+// -----
+
+// Per-tensor E2M1: no scale along K, so the sums are converted once per K block (256).
+// CHECK-LABEL: func.func @fp4_per_tensor
+// CHECK:       scf.for %{{.*}} = %c0 to %c512 step %c256
+// CHECK:       llvm.call_intrinsic "llvm.x86.avx2.pmadd.ub.sw"
+// CHECK:       arith.sitofp
+// ZMM-LABEL:   func.func @fp4_per_tensor
+// ZMM:         llvm.call_intrinsic "llvm.x86.avx512.pmaddubs.w.512"
+func.func @fp4_per_tensor(%a: memref<8x512xf4E2M1FN>, %sa: memref<1x1xf32>, %b: memref<8x512xf4E2M1FN>,
+                 %sb: memref<1x1xf32>, %c: memref<8x8xf32>) {
+  lowp.scaled_matmul %a[%sa], %b[%sb] into %c layouts(#lowp.per_tensor, #lowp.per_tensor)
+      : memref<8x512xf4E2M1FN>[memref<1x1xf32>], memref<8x512xf4E2M1FN>[memref<1x1xf32>] -> memref<8x8xf32>
+  return
+}
