@@ -68,6 +68,7 @@ const PIPELINES: &[Option<&str>] = &[
     Some("builtin.module(func.func(lowp-expand-quantize))"),
     Some("builtin.module(func.func(lowp-expand-quantize{decode=table}),lowp-lower-storage)"),
     Some("builtin.module(func.func(lowp-to-loops{kc=48}))"),
+    Some("builtin.module(func.func(lowp-to-loops{kc=20 dot=i8 lanes=16}))"),
     Some("builtin.module(lowp-cpu-openmp-pipeline)"),
     Some("builtin.module(func.func(lowp-to-parallel-loops))"),
     // The generic GPU kernel down to PTX (lowp_passes::pipelines::nvvm_kernel_passes).

@@ -623,4 +623,13 @@ fn byte_kernel_is_the_f32_kernel_bit_for_bit() {
         }
     }
     assert!(nan_rows >= 3, "{nan_rows} problems with a NaN scale");
+
+    // K blocks that are not whole words (kc=10: per-tensor intervals of 8 k, MX blocks of
+    // 32), against the oracle.
+    let session = Session::new();
+    run_and_check(
+        &session,
+        &problems,
+        Some("builtin.module(func.func(lowp-to-loops{dot=i8 kc=10 nc=40}))"),
+    );
 }
