@@ -512,6 +512,7 @@ pub(crate) fn mixed_cases(session: &Session, pre: Option<&str>) {
 /// The byte kernel (`dot=i8`: x86 `pmaddubsw` on the formats' integers) computes every
 /// interval's sum exactly, as the f32 kernel does for these formats (their partial sums are
 /// integers times a power of two below 2^24), and scales it into the result the same way:
+/// where their intervals are the same (scale segments; per-tensor K below both K blocks)
 /// the two kernels agree bit for bit, NaN scales, ±0 codes, the largest values and ragged
 /// sizes included, and both agree with the oracle.
 #[test]

@@ -43,25 +43,28 @@
 //! The byte kernel (`dot=i8`) runs where both formats are small integers exactly
 //! (`lowp_formats::IntEmbedding`: E2M1 is `n / 2` with `|n| <= 12`, E2M3 `n / 8` with
 //! `|n| <= 60`, custom formats alike): codes decode to those integers, four k to a 32-bit
-//! word (A's as `n + max_a`, unsigned bytes; B's as `n`, signed), and the tile's sums are
-//! i32 vectors fed by x86 `pmaddubsw` (u8 x s8 pairs to i16) and `pmaddwd` with ones (pairs
-//! of pairs to i32): 4 k per instruction pair instead of 1 per FMA. At the end of each
-//! interval (scale segment, else K block) the sums less `max_a` times B's column sums of the
+//! word (A's as `n + max_a`, unsigned bytes; B's as `n`, signed), and x86 `pmaddubsw`
+//! (u8 x s8, pairs summed to i16) feeds the tile's sums: 4 k per instruction instead of 1
+//! per FMA. The sums stay i16 through an interval (scale segment, else K block) where they
+//! cannot leave it (`interval x max_a x max_b <= 32767`: E2M1 x E2M1 up to 224 k, E2M1 x
+//! E2M3 MX blocks), else each step's pairs are widened by `pmaddwd` with ones into i32. At
+//! the end of an interval the sums (in i32) less `max_a` times B's column sums of the
 //! interval are the exact integer partial sums, converted to f32 (exact: the kernel runs only
 //! where an interval's sum stays within 2^24) and multiplied by `2^-(shift_a + shift_b)`:
-//! the same f32 values the f32 kernel sums for these formats, so the two kernels' results
-//! are the same bits. Formats that are not small integers (FP8, E3M2 FP6, ...) keep the f32
-//! kernel.
+//! the same f32 values the f32 kernel sums for these formats, so where the two kernels'
+//! intervals are the same (every scale segment; K blocks of per-tensor and per-channel
+//! operands while K is at most both kernels' block) their results are the same bits.
+//! Formats that are not small integers (FP8, E3M2 FP6, ...) keep the f32 kernel.
 //!
 //! ```mlir
-//! %p:12 = scf.for %q = ... iter_args(...) -> (vector<8xi32>, ...) {   // 4 k a step
+//! %p:12 = scf.for %q = ... iter_args(...) -> (vector<16xi16>, ...) {  // 4 k a step
 //!   %b0 = vector.bitcast (vector.load %bw[...]) : vector<8xi32> to vector<32xi8>
 //!   %a = vector.bitcast (vector.broadcast (memref.load %aw[...])) : ... to vector<32xi8>
 //!   %pairs = llvm.call_intrinsic "llvm.x86.avx2.pmadd.ub.sw"(%a, %b0) : ... -> vector<16xi16>
-//!   %quads = llvm.call_intrinsic "llvm.x86.avx2.pmadd.wd"(%pairs, %ones) : ... -> vector<8xi32>
-//!   arith.addi %acc, %quads : vector<8xi32>
+//!   arith.addi %acc, %pairs : vector<16xi16>
 //! ...
-//! %v = arith.mulf (arith.sitofp (arith.subi %p#0, %colsums)), %unit : vector<8xf32>
+//! %wide = llvm.call_intrinsic "llvm.x86.avx2.pmadd.wd"(%p#0, %ones) : ... -> vector<8xi32>
+//! %v = arith.mulf (arith.sitofp (arith.subi %wide, %colsums)), %unit : vector<8xf32>
 //! ```
 //!
 //! Options:
@@ -697,6 +700,10 @@ struct ByteDot {
     a: IntEmbedding,
     b: IntEmbedding,
     kc: i64,
+    /// Sum the `pmaddubsw` pairs in i16 through an interval (one `pmaddwd` at its end):
+    /// where `interval ma mb`, the most an i16 lane can reach, fits i16. Else `pmaddwd`
+    /// every step into i32.
+    narrow: bool,
 }
 
 /// Whether `lowp-to-loops{dot=i8}` runs the byte kernel for a matmul of these formats and
@@ -730,14 +737,29 @@ fn byte_dot(seg: Option<i64>, kc: i64, fa: ScaledFormat, fb: ScaledFormat) -> Op
         return None;
     }
     // An interval's sum is at most `interval ma mb` in magnitude: exact in f32 up to 2^24
-    // (the sum with A's offset, twice that, stays far inside i32).
+    // (the sum with A's offset, twice that, stays far inside i32); in i16 lanes (each sums
+    // half an interval's products, each at most 2 ma mb with the offset) up to 2^15 - 1.
     let cap = (1 << 24) / (ma * mb).max(1);
+    let narrow_cap = i64::from(i16::MAX) / (ma * mb).max(1) / 4 * 4;
     match seg {
-        Some(s) => (s % 4 == 0 && s <= cap).then_some(ByteDot { a, b, kc }),
+        Some(s) => (s % 4 == 0 && s <= cap).then_some(ByteDot {
+            a,
+            b,
+            kc,
+            narrow: s <= narrow_cap,
+        }),
+        // Narrow sums where their intervals stay long enough (32 k: 8 steps a flush).
+        None if narrow_cap >= 32 => Some(ByteDot {
+            a,
+            b,
+            kc: (kc.min(narrow_cap) / 4 * 4).max(4),
+            narrow: true,
+        }),
         None => Some(ByteDot {
             a,
             b,
             kc: (kc.min(cap) / 4 * 4).max(4),
+            narrow: false,
         }),
     }
 }
@@ -745,8 +767,9 @@ fn byte_dot(seg: Option<i64>, kc: i64, fa: ScaledFormat, fb: ScaledFormat) -> Op
 /// The byte kernel: codes decoded to the integers of their embedding, four consecutive k
 /// in one 32-bit word (A's as `n + ma`, unsigned; B's as `n`, signed), A in row tiles of
 /// words and B in column panels of words. Per 4 k a tile takes `mr` word broadcasts, 2
-/// vector loads and `2 mr` x (`pmaddubsw`, `pmaddwd` with ones, `addi`) into i32 sums;
-/// at the end of an interval the sums less `ma` times B's column sums (A's offset) are the
+/// vector loads and `2 mr` x (`pmaddubsw`, `addi`) into i16 sums (`narrow`; else also a
+/// `pmaddwd` with ones per step, into i32 sums); at the end of an interval the sums
+/// (widened to i32 by `pmaddwd`) less `ma` times B's column sums (A's offset) are the
 /// exact integer partial sums, converted to f32 and times `2^-(shift_a + shift_b)`.
 fn gemm_bytes<'c, 'a>(
     e: &Emitter<'c, 'a>,
@@ -860,13 +883,15 @@ fn gemm_bytes<'c, 'a>(
     };
     let lane = e.index(lanes);
     let zi = e.int_splat(32, 0, vl);
+    let zi16 = e.int_splat(16, 0, 2 * vl);
     let ones = e.int_splat(16, 1, 2 * vl);
     let unit = e.broadcast(e.f32((-(d.a.shift + d.b.shift) as f32).exp2()), vl);
     let i16v = e.vector_type(2 * vl, i16t);
     let i32v = e.vector_type(vl, i32t);
     let f32v = e.vector_type(vl, e.f32_type());
     g.sweep(e, &|e, mt, pb, s0, s1| {
-        let inits: Vec<Value> = (0..2 * mr_c).map(|_| zi).collect();
+        let init = if d.narrow { zi16 } else { zi };
+        let inits: Vec<Value> = (0..2 * mr_c).map(|_| init).collect();
         let q0 = e.divui(s0, four);
         let q1 = ceil_div(e, s1, four);
         let sums = e.for_loop(q0, q1, one, &inits, |e, q, acc| {
@@ -878,12 +903,24 @@ fn gemm_bytes<'c, 'a>(
                 let av = bytes(e.broadcast(e.load(apw, &[mt, q, e.index(i as i64)]), vl));
                 for (j, bj) in [b0, b1].into_iter().enumerate() {
                     let pairs = e.call_intrinsic(maddubs, &[av, bj], i16v);
-                    let quads = e.call_intrinsic(maddwd, &[pairs, ones], i32v);
-                    next.push(e.addi(acc[2 * i + j], quads));
+                    next.push(if d.narrow {
+                        e.addi(acc[2 * i + j], pairs)
+                    } else {
+                        let quads = e.call_intrinsic(maddwd, &[pairs, ones], i32v);
+                        e.addi(acc[2 * i + j], quads)
+                    });
                 }
             }
             next
         });
+        // Narrow sums: pairs of i16 lanes to i32 once an interval.
+        let sums: Vec<Value> = if d.narrow {
+            sums.iter()
+                .map(|&s| e.call_intrinsic(maddwd, &[s, ones], i32v))
+                .collect()
+        } else {
+            sums
+        };
         let f = e.divui(s0, e.index(g.interval));
         let offsets = [
             e.vload(cs, &[pb, f, zero], vl),

@@ -9,9 +9,10 @@
 // f32 kernel). E2M1 is n/2 with |n| <= 12, E2M3 n/8 with |n| <= 60: A's codes go through a
 // table of n + 12 (unsigned bytes), B's through one of n; four k a word, A in 6-row tiles
 // of words, B in 16-column panels of words, with 12 times B's column sum per 32-block.
-// Per 4 k: 2 word vectors of B, per row one word broadcast, pmaddubsw + pmaddwd (ones) +
-// addi into twelve vector<8xi32>; per block the sums less the column sums, converted, times
-// 2^-4 (the two shifts), then scaled into W as the f32 kernel does.
+// Per 4 k: 2 word vectors of B, per row one word broadcast, pmaddubsw + addi into twelve
+// vector<16xi16> (a 32-block's sums reach at most 32 x 12 x 60 = 23040); per block the
+// sums widened by pmaddwd with ones, less the column sums, converted, times 2^-4 (the two
+// shifts), then scaled into W as the f32 kernel does.
 // CHECK-LABEL: func.func @mxfp4_x_mxfp6
 // CHECK-DAG:   %[[UNIT:.*]] = arith.constant dense<6.250000e-02> : vector<8xf32>
 // CHECK-DAG:   %[[ONES:.*]] = arith.constant dense<1> : vector<16xi16>
@@ -27,7 +28,7 @@
 // CHECK:       memref.store %{{.*}}, %[[CS]]
 // CHECK:       scf.parallel
 // CHECK:         scf.for %[[S0:.*]] = %{{.*}} to %c100 step %c32
-// CHECK:           %[[P:.*]]:12 = scf.for {{.*}} -> (vector<8xi32>, vector<8xi32>, vector<8xi32>, vector<8xi32>, vector<8xi32>, vector<8xi32>, vector<8xi32>, vector<8xi32>, vector<8xi32>, vector<8xi32>, vector<8xi32>, vector<8xi32>)
+// CHECK:           %[[P:.*]]:12 = scf.for {{.*}} -> (vector<16xi16>, vector<16xi16>, vector<16xi16>, vector<16xi16>, vector<16xi16>, vector<16xi16>, vector<16xi16>, vector<16xi16>, vector<16xi16>, vector<16xi16>, vector<16xi16>, vector<16xi16>)
 // CHECK:             %[[B0:.*]] = vector.load %[[BW]]{{.*}} : memref<3x25x16xi32>, vector<8xi32>
 // CHECK:             %[[B0B:.*]] = vector.bitcast %[[B0]] : vector<8xi32> to vector<32xi8>
 // CHECK:             vector.load %[[BW]]
@@ -35,11 +36,13 @@
 // CHECK:             %[[AV:.*]] = vector.broadcast %[[A]] : i32 to vector<8xi32>
 // CHECK:             %[[AB:.*]] = vector.bitcast %[[AV]] : vector<8xi32> to vector<32xi8>
 // CHECK:             %[[PAIRS:.*]] = llvm.call_intrinsic "llvm.x86.avx2.pmadd.ub.sw"(%[[AB]], %[[B0B]]) : (vector<32xi8>, vector<32xi8>) -> vector<16xi16>
-// CHECK:             %[[QUADS:.*]] = llvm.call_intrinsic "llvm.x86.avx2.pmadd.wd"(%[[PAIRS]], %[[ONES]]) : (vector<16xi16>, vector<16xi16>) -> vector<8xi32>
-// CHECK:             arith.addi %{{.*}}, %[[QUADS]] : vector<8xi32>
+// CHECK-NEXT:        arith.addi %{{.*}}, %[[PAIRS]] : vector<16xi16>
 // CHECK-COUNT-11:    llvm.call_intrinsic "llvm.x86.avx2.pmadd.ub.sw"
+// CHECK-NOT:         llvm.x86.avx2.pmadd.wd
+// CHECK:           scf.yield
+// CHECK:           %[[WIDE:.*]] = llvm.call_intrinsic "llvm.x86.avx2.pmadd.wd"(%[[P]]#0, %[[ONES]]) : (vector<16xi16>, vector<16xi16>) -> vector<8xi32>
 // CHECK:           %[[OFF:.*]] = vector.load %[[CS]]
-// CHECK:           %[[EXACT:.*]] = arith.subi %[[P]]#0, %[[OFF]] : vector<8xi32>
+// CHECK:           %[[EXACT:.*]] = arith.subi %[[WIDE]], %[[OFF]] : vector<8xi32>
 // CHECK:           %[[F:.*]] = arith.sitofp %[[EXACT]] : vector<8xi32> to vector<8xf32>
 // CHECK:           %[[V:.*]] = arith.mulf %[[F]], %[[UNIT]] : vector<8xf32>
 // CHECK:           vector.fma %[[V]], %{{.*}}, %{{.*}} : vector<8xf32>
@@ -74,9 +77,10 @@ func.func @fp8_and_fp6e3m2(%a: memref<8x64xf8E4M3FN>, %sa: memref<8x2xf8E8M0FNU>
 
 // -----
 
-// Per-tensor E2M1: no scale along K, so the sums are converted once per K block (256).
+// Per-tensor E2M1: no scale along K; the i16 sums of an interval reach at most
+// interval x 144, so the K block is 224 (the largest multiple of 4 within 32767 / 144).
 // CHECK-LABEL: func.func @fp4_per_tensor
-// CHECK:       scf.for %{{.*}} = %c0 to %c512 step %c256
+// CHECK:       scf.for %{{.*}} = %c0 to %c512 step %c224
 // CHECK:       llvm.call_intrinsic "llvm.x86.avx2.pmadd.ub.sw"
 // CHECK:       arith.sitofp
 // ZMM-LABEL:   func.func @fp4_per_tensor
@@ -85,5 +89,22 @@ func.func @fp4_per_tensor(%a: memref<8x512xf4E2M1FN>, %sa: memref<1x1xf32>, %b: 
                  %sb: memref<1x1xf32>, %c: memref<8x8xf32>) {
   lowp.scaled_matmul %a[%sa], %b[%sb] into %c layouts(#lowp.per_tensor, #lowp.per_tensor)
       : memref<8x512xf4E2M1FN>[memref<1x1xf32>], memref<8x512xf4E2M1FN>[memref<1x1xf32>] -> memref<8x8xf32>
+  return
+}
+
+// -----
+
+// E2M3 x E2M3: a 32-block's sums may reach 32 x 60 x 60 = 115200, past i16: the pairs are
+// widened by pmaddwd every step, into i32 sums.
+// CHECK-LABEL: func.func @mxfp6_e2m3
+// CHECK:       scf.for {{.*}} -> (vector<8xi32>, vector<8xi32>, {{.*}})
+// CHECK:         %[[PAIRS:.*]] = llvm.call_intrinsic "llvm.x86.avx2.pmadd.ub.sw"
+// CHECK-NEXT:    %[[QUADS:.*]] = llvm.call_intrinsic "llvm.x86.avx2.pmadd.wd"(%[[PAIRS]], %{{.*}}) : (vector<16xi16>, vector<16xi16>) -> vector<8xi32>
+// CHECK-NEXT:    arith.addi %{{.*}}, %[[QUADS]] : vector<8xi32>
+// ZMM-LABEL:   func.func @mxfp6_e2m3
+func.func @mxfp6_e2m3(%a: memref<8x64xf6E2M3FN>, %sa: memref<8x2xf8E8M0FNU>, %b: memref<8x64xf6E2M3FN>,
+                 %sb: memref<8x2xf8E8M0FNU>, %c: memref<8x8xf32>) {
+  lowp.scaled_matmul %a[%sa], %b[%sb] into %c layouts(#lowp.mx<32>, #lowp.mx<32>)
+      : memref<8x64xf6E2M3FN>[memref<8x2xf8E8M0FNU>], memref<8x64xf6E2M3FN>[memref<8x2xf8E8M0FNU>] -> memref<8x8xf32>
   return
 }
