@@ -47,24 +47,25 @@
 //! (u8 x s8, pairs summed to i16) feeds the tile's sums: 4 k per instruction instead of 1
 //! per FMA. The sums stay i16 through an interval (scale segment, else K block) where they
 //! cannot leave it (`interval x max_a x max_b <= 32767`: E2M1 x E2M1 up to 224 k, E2M1 x
-//! E2M3 MX blocks), else each step's pairs are widened by `pmaddwd` with ones into i32. At
-//! the end of an interval the sums (in i32) less `max_a` times B's column sums of the
-//! interval are the exact integer partial sums, converted to f32 (exact: the kernel runs only
-//! where an interval's sum stays within 2^24) and multiplied by `2^-(shift_a + shift_b)`:
-//! the same f32 values the f32 kernel sums for these formats, so where the two kernels'
+//! E2M3 MX blocks), else each step's pairs are widened by `pmaddwd` with ones into i32. The
+//! sums start from minus `max_a` times B's column sums of the interval (taking A's offset
+//! away), so at its end they are (widened to i32) the exact integer partial sums,
+//! converted to f32 (exact: the kernel runs only where an interval's sum stays within
+//! 2^24) and multiplied by `2^-(shift_a + shift_b)`: the same f32 values the f32 kernel sums for these formats, so where the two kernels'
 //! intervals are the same (every scale segment; K blocks of per-tensor and per-channel
 //! operands while K is at most both kernels' block) their results are the same bits.
 //! Formats that are not small integers (FP8, E3M2 FP6, ...) keep the f32 kernel.
 //!
 //! ```mlir
-//! %p:12 = scf.for %q = ... iter_args(...) -> (vector<16xi16>, ...) {  // 4 k a step
+//! %start = vector.bitcast (vector.load %colsums[...]) : vector<8xi32> to vector<16xi16>
+//! %p:12 = scf.for %q = ... iter_args(%start, ...) -> (vector<16xi16>, ...) {  // 4 k a step
 //!   %b0 = vector.bitcast (vector.load %bw[...]) : vector<8xi32> to vector<32xi8>
 //!   %a = vector.bitcast (vector.broadcast (memref.load %aw[...])) : ... to vector<32xi8>
 //!   %pairs = llvm.call_intrinsic "llvm.x86.avx2.pmadd.ub.sw"(%a, %b0) : ... -> vector<16xi16>
 //!   arith.addi %acc, %pairs : vector<16xi16>
 //! ...
 //! %wide = llvm.call_intrinsic "llvm.x86.avx2.pmadd.wd"(%p#0, %ones) : ... -> vector<8xi32>
-//! %v = arith.mulf (arith.sitofp (arith.subi %wide, %colsums)), %unit : vector<8xf32>
+//! %v = arith.mulf (arith.sitofp %wide), %unit : vector<8xf32>
 //! ```
 //!
 //! Options:
@@ -768,9 +769,10 @@ fn byte_dot(seg: Option<i64>, kc: i64, fa: ScaledFormat, fb: ScaledFormat) -> Op
 /// in one 32-bit word (A's as `n + ma`, unsigned; B's as `n`, signed), A in row tiles of
 /// words and B in column panels of words. Per 4 k a tile takes `mr` word broadcasts, 2
 /// vector loads and `2 mr` x (`pmaddubsw`, `addi`) into i16 sums (`narrow`; else also a
-/// `pmaddwd` with ones per step, into i32 sums); at the end of an interval the sums
-/// (widened to i32 by `pmaddwd`) less `ma` times B's column sums (A's offset) are the
-/// exact integer partial sums, converted to f32 and times `2^-(shift_a + shift_b)`.
+/// `pmaddwd` with ones per step, into i32 sums). The sums start from minus `ma` times B's
+/// column sums of the interval (A's offset taken away), so at its end they are (widened
+/// to i32 by `pmaddwd`) the exact integer partial sums, converted to f32 and times
+/// `2^-(shift_a + shift_b)`.
 fn gemm_bytes<'c, 'a>(
     e: &Emitter<'c, 'a>,
     g: &Gemm<'c, 'a>,
@@ -803,7 +805,8 @@ fn gemm_bytes<'c, 'a>(
     let q_per = e.index(g.interval / 4);
     let apw = e.alloc(i32t, &[None, None, Some(mr_c)], &[g.m_tiles, k4], 64);
     let bpw = e.alloc(i32t, &[None, None, Some(nr_c)], &[g.n_panels, k4], 64);
-    // ma x (B's column sum over each interval): what A's offset adds to the sums.
+    // -ma x (B's column sum over each interval): the sums start there, which takes away
+    // what A's offset adds to them.
     let cs = e.alloc(
         i32t,
         &[None, None, Some(nr_c)],
@@ -866,7 +869,16 @@ fn gemm_bytes<'c, 'a>(
                     e.store(w, bpw, &[p, q, j]);
                     vec![e.addi(acc[0], s)]
                 });
-                e.store(e.muli(sum[0], e.i32(ma as u32)), cs, &[p, f, j]);
+                // The sums start from minus A's offset times the column sum (narrow: in
+                // the low i16 lane of the column's pair; whatever order the lanes wrap in,
+                // each ends within i16, so the widened sum is exact).
+                let start = e.muli(sum[0], e.i32(-ma as u32));
+                let start = if d.narrow {
+                    e.andi(start, e.i32(0xFFFF))
+                } else {
+                    start
+                };
+                e.store(start, cs, &[p, f, j]);
                 vec![]
             });
             vec![]
@@ -882,16 +894,22 @@ fn gemm_bytes<'c, 'a>(
         ("llvm.x86.avx2.pmadd.ub.sw", "llvm.x86.avx2.pmadd.wd")
     };
     let lane = e.index(lanes);
-    let zi = e.int_splat(32, 0, vl);
-    let zi16 = e.int_splat(16, 0, 2 * vl);
     let ones = e.int_splat(16, 1, 2 * vl);
     let unit = e.broadcast(e.f32((-(d.a.shift + d.b.shift) as f32).exp2()), vl);
     let i16v = e.vector_type(2 * vl, i16t);
     let i32v = e.vector_type(vl, i32t);
     let f32v = e.vector_type(vl, e.f32_type());
     g.sweep(e, &|e, mt, pb, s0, s1| {
-        let init = if d.narrow { zi16 } else { zi };
-        let inits: Vec<Value> = (0..2 * mr_c).map(|_| init).collect();
+        let f = e.divui(s0, e.index(g.interval));
+        let starts = [zero, lane].map(|c| {
+            let v = e.vload(cs, &[pb, f, c], vl);
+            if d.narrow {
+                e.vector_bitcast(v, 2 * vl, i16t)
+            } else {
+                v
+            }
+        });
+        let inits: Vec<Value> = (0..2 * mr_c as usize).map(|x| starts[x % 2]).collect();
         let q0 = e.divui(s0, four);
         let q1 = ceil_div(e, s1, four);
         let sums = e.for_loop(q0, q1, one, &inits, |e, q, acc| {
@@ -921,14 +939,8 @@ fn gemm_bytes<'c, 'a>(
         } else {
             sums
         };
-        let f = e.divui(s0, e.index(g.interval));
-        let offsets = [
-            e.vload(cs, &[pb, f, zero], vl),
-            e.vload(cs, &[pb, f, lane], vl),
-        ];
         sums.iter()
-            .enumerate()
-            .map(|(x, &s)| e.mulf(e.sitofp(e.subi(s, offsets[x % 2]), f32v), unit))
+            .map(|&s| e.mulf(e.sitofp(s, f32v), unit))
             .collect()
     });
     for buffer in [apw, bpw, cs] {

@@ -8,11 +8,12 @@
 // The byte kernel (its numerics: tests/integration/to_loops.rs, bit for bit against the
 // f32 kernel). E2M1 is n/2 with |n| <= 12, E2M3 n/8 with |n| <= 60: A's codes go through a
 // table of n + 12 (unsigned bytes), B's through one of n; four k a word, A in 6-row tiles
-// of words, B in 16-column panels of words, with 12 times B's column sum per 32-block.
-// Per 4 k: 2 word vectors of B, per row one word broadcast, pmaddubsw + addi into twelve
-// vector<16xi16> (a 32-block's sums reach at most 32 x 12 x 60 = 23040); per block the
-// sums widened by pmaddwd with ones, less the column sums, converted, times 2^-4 (the two
-// shifts), then scaled into W as the f32 kernel does.
+// of words, B in 16-column panels of words, with -12 times B's column sum per 32-block
+// (its low 16 bits: the sums are i16 here). Per 4 k: 2 word vectors of B, per row one word
+// broadcast, pmaddubsw + addi into twelve vector<16xi16> that start from those column
+// terms (a 32-block's sums reach at most 32 x 12 x 60 = 23040); per block the sums widened
+// by pmaddwd with ones, converted, times 2^-4 (the two shifts), then scaled into W as the
+// f32 kernel does.
 // CHECK-LABEL: func.func @mxfp4_x_mxfp6
 // CHECK-DAG:   %[[UNIT:.*]] = arith.constant dense<6.250000e-02> : vector<8xf32>
 // CHECK-DAG:   %[[ONES:.*]] = arith.constant dense<1> : vector<16xi16>
@@ -24,11 +25,14 @@
 // CHECK:       arith.shli %{{.*}}, %c24_i32 : i32
 // CHECK:       memref.store %{{.*}}, %[[AW]]
 // CHECK:       memref.store %{{.*}}, %[[BW]]
-// CHECK:       arith.muli %{{.*}}, %c12_i32 : i32
-// CHECK:       memref.store %{{.*}}, %[[CS]]
+// CHECK:       %[[T:.*]] = arith.muli %{{.*}}, %c-12_i32 : i32
+// CHECK:       %[[LOW:.*]] = arith.andi %[[T]], %c65535_i32 : i32
+// CHECK:       memref.store %[[LOW]], %[[CS]]
 // CHECK:       scf.parallel
 // CHECK:         scf.for %[[S0:.*]] = %{{.*}} to %c100 step %c32
-// CHECK:           %[[P:.*]]:12 = scf.for {{.*}} -> (vector<16xi16>, vector<16xi16>, vector<16xi16>, vector<16xi16>, vector<16xi16>, vector<16xi16>, vector<16xi16>, vector<16xi16>, vector<16xi16>, vector<16xi16>, vector<16xi16>, vector<16xi16>)
+// CHECK:           %[[START:.*]] = vector.load %[[CS]]{{.*}} : memref<3x4x16xi32>, vector<8xi32>
+// CHECK:           %[[START16:.*]] = vector.bitcast %[[START]] : vector<8xi32> to vector<16xi16>
+// CHECK:           %[[P:.*]]:12 = scf.for {{.*}} iter_args(%{{.*}} = %[[START16]], {{.*}}) -> (vector<16xi16>, vector<16xi16>, vector<16xi16>, vector<16xi16>, vector<16xi16>, vector<16xi16>, vector<16xi16>, vector<16xi16>, vector<16xi16>, vector<16xi16>, vector<16xi16>, vector<16xi16>)
 // CHECK:             %[[B0:.*]] = vector.load %[[BW]]{{.*}} : memref<3x25x16xi32>, vector<8xi32>
 // CHECK:             %[[B0B:.*]] = vector.bitcast %[[B0]] : vector<8xi32> to vector<32xi8>
 // CHECK:             vector.load %[[BW]]
@@ -41,9 +45,7 @@
 // CHECK-NOT:         llvm.x86.avx2.pmadd.wd
 // CHECK:           scf.yield
 // CHECK:           %[[WIDE:.*]] = llvm.call_intrinsic "llvm.x86.avx2.pmadd.wd"(%[[P]]#0, %[[ONES]]) : (vector<16xi16>, vector<16xi16>) -> vector<8xi32>
-// CHECK:           %[[OFF:.*]] = vector.load %[[CS]]
-// CHECK:           %[[EXACT:.*]] = arith.subi %[[WIDE]], %[[OFF]] : vector<8xi32>
-// CHECK:           %[[F:.*]] = arith.sitofp %[[EXACT]] : vector<8xi32> to vector<8xf32>
+// CHECK:           %[[F:.*]] = arith.sitofp %[[WIDE]] : vector<8xi32> to vector<8xf32>
 // CHECK:           %[[V:.*]] = arith.mulf %[[F]], %[[UNIT]] : vector<8xf32>
 // CHECK:           vector.fma %[[V]], %{{.*}}, %{{.*}} : vector<8xf32>
 // CHECK:       memref.dealloc %[[AW]]
