@@ -572,7 +572,35 @@ fn byte_kernel_is_the_f32_kernel_bit_for_bit() {
             ));
         }
     }
-    assert!(problems.len() >= 12, "{} problems", problems.len());
+    // The byte kernel's i16 sums at their bound: per-tensor E2M1 runs 224 k an interval,
+    // and these codes take a lane to 224 x 144 = 32256 in magnitude (the largest codes of
+    // one sign in A, B's sign by k mod 4: each lane's own products and the other lane's
+    // part of the offset term add up; or A's smallest codes and B's largest: the offset
+    // term alone).
+    let e2m1 = ScaledFormat::F4E2M1;
+    let k = 500;
+    for (what, sa, by_lane) in [("lanes", 6.0f32, true), ("offset", -6.0, false)] {
+        let a = vec![sa; 7 * k];
+        let b: Vec<f32> = (0..9 * k)
+            .map(|i| {
+                if by_lane && (i % k) % 4 >= 2 {
+                    -6.0
+                } else {
+                    6.0
+                }
+            })
+            .collect();
+        problems.push((
+            format!("e2m1 per_tensor at the i16 bound ({what})"),
+            Problem {
+                a: operand_of(&a, 7, k, e2m1, ScaleLayout::PerTensor, true),
+                b: operand_of(&b, 9, k, e2m1, ScaleLayout::PerTensor, false),
+                bias: None,
+                bf16: false,
+            },
+        ));
+    }
+    assert!(problems.len() >= 14, "{} problems", problems.len());
 
     // The i8 lowering did take the byte kernel for every problem.
     let session = Session::new();
