@@ -2,7 +2,9 @@
 """lowp's CPU scaled matmul against the numpy path a user would take, in one invocation.
 
 For each workload and size it runs
-  * lowp:   `lowp-run --gen ... --bench N` (JIT-compiled lowp-to-loops kernel, release build);
+  * lowp:   `lowp-run --gen ... --bench N` (JIT-compiled lowp-to-loops kernel, release build:
+            the byte kernel where the formats and the host allow it, the `dot` column), and
+            the same with `--dot f32` (the f32 kernel);
   * numpy:  decode the codes (ml_dtypes astype, or a lookup table for a custom format),
             multiply by the broadcast block scales, then OpenBLAS sgemm (A @ B.T);
   * sgemm:  OpenBLAS sgemm alone on pre-decoded f32 operands (the ceiling to aim for),
@@ -79,11 +81,13 @@ def numpy_path(m, n, k, dtype, block, scale_kind, runs, rng):
 
 
 def lowp_path(lowp_run, m, n, k, flags, runs):
+    """Median seconds, (pipeline ms, JIT ms) and the kernel's inner products (`dot=`)."""
     cmd = [lowp_run, "--gen", "--m", str(m), "--n", str(n), "--k", str(k), *flags, "--bench", str(runs)]
     out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
     ms = float(re.search(r"median_ms=([0-9.]+)", out).group(1))
     compile_ms = re.search(r"pipeline_ms=([0-9.]+) jit_ms=([0-9.]+)", out)
-    return ms / 1e3, (float(compile_ms.group(1)), float(compile_ms.group(2)))
+    dot = re.search(r"dot=(\w+)", out).group(1)
+    return ms / 1e3, (float(compile_ms.group(1)), float(compile_ms.group(2))), dot
 
 
 def main():
@@ -104,7 +108,9 @@ def main():
     lowp_times = {}
     for name, flags, _, _, _ in WORKLOADS:
         for s in sizes:
-            lowp_times[(name, s)], comp = lowp_path(args.lowp_run, s, s, s, flags, args.runs)
+            t, comp, dot = lowp_path(args.lowp_run, s, s, s, flags, args.runs)
+            t32, _, _ = lowp_path(args.lowp_run, s, s, s, [*flags, "--dot", "f32"], args.runs)
+            lowp_times[(name, s)] = (t, dot, t32)
             if s == 1024 and compile_1024 is None:
                 compile_1024 = (name, comp)
             print(f"  measured lowp {name} {s}^3", file=sys.stderr)
@@ -112,14 +118,17 @@ def main():
         for s in sizes:
             flops = 2.0 * s * s * s
             nt, st = numpy_path(s, s, s, dtype, block, scale_kind, args.runs, rng)
-            lt = lowp_times[(name, s)]
-            rows.append((name, s, flops / lt / 1e9, flops / nt / 1e9, flops / st / 1e9))
+            lt, dot, lt32 = lowp_times[(name, s)]
+            rows.append((name, s, dot, flops / lt / 1e9, flops / lt32 / 1e9, flops / nt / 1e9, flops / st / 1e9))
             print(f"  measured numpy {name} {s}^3", file=sys.stderr)
     print(f"threads: {os.cpu_count()} cores; numpy {np.__version__}, ml_dtypes {ml_dtypes.__version__}")
-    print("| workload | M=N=K | lowp GFLOP/s | numpy decode+scale+sgemm GFLOP/s | lowp / numpy | sgemm alone GFLOP/s |")
-    print("|---|---|---|---|---|---|")
-    for name, s, lg, ng, sg in rows:
-        print(f"| {name} | {s} | {lg:.1f} | {ng:.1f} | {lg / ng:.2f}x | {sg:.1f} |")
+    print(
+        "| workload | M=N=K | dot | lowp GFLOP/s | lowp --dot f32 | numpy decode+scale+sgemm GFLOP/s "
+        "| lowp / numpy | sgemm alone GFLOP/s |"
+    )
+    print("|---|---|---|---|---|---|---|---|")
+    for name, s, dot, lg, lg32, ng, sg in rows:
+        print(f"| {name} | {s} | {dot} | {lg:.1f} | {lg32:.1f} | {ng:.1f} | {lg / ng:.2f}x | {sg:.1f} |")
     if compile_1024:
         name, (pipe, jit) = compile_1024
         print(f"compile ({name}, 1024^3): lowp pipeline {pipe:.1f} ms, JIT (LLVM -O3 + codegen) {jit:.1f} ms")
