@@ -32,6 +32,14 @@ config.environment["PATH"] = os.pathsep.join([llvm_bin, config.environment.get("
 if os.path.exists("/dev/nvidiactl") or shutil.which("nvidia-smi"):
     config.available_features.add("cuda")
 
+# CPU kernels that need x86 instructions say `REQUIRES: x86-avx2` (lowp-to-loops{dot=i8}).
+try:
+    with open("/proc/cpuinfo") as cpuinfo:
+        if any(line.startswith("flags") and " avx2" in line for line in cpuinfo):
+            config.available_features.add("x86-avx2")
+except OSError:
+    pass
+
 # Tests that assemble kernels with NVIDIA's ptxas say `REQUIRES: ptxas`, those that read the
 # SASS it made `REQUIRES: nvdisasm`: the tool named by PTXAS / NVDISASM, or the one
 # scripts/ptxas.sh takes out of its wheel (nvidia-cuda-nvcc-cu12, nvidia-cuda-nvdisasm),
