@@ -653,6 +653,32 @@ fn byte_kernel_is_the_f32_kernel_bit_for_bit() {
     }
     assert!(nan_rows >= 3, "{nan_rows} problems with a NaN scale");
 
+    // The same functions with every 2-D memref dynamic (sizes from the descriptors): the
+    // byte kernel's same bits.
+    let src: String = problems
+        .iter()
+        .enumerate()
+        .map(|(i, (_, p))| dynamic_shapes(&source(&format!("p{i}"), p)))
+        .collect();
+    assert!(src.contains("memref<?x?xf4E2M1FN>"), "{src}");
+    let mut session = Session::new();
+    session.set_lanes(8);
+    session.set_dot(Some(lowp_jit::Dot::I8));
+    let module = session.parse(&src).unwrap_or_else(|e| panic!("{e}"));
+    let jit = session
+        .compile_cpu(module, 2)
+        .unwrap_or_else(|e| panic!("{e}"));
+    for (i, (what, p)) in problems.iter().enumerate() {
+        let got = run(&jit, &format!("p{i}"), p);
+        check(what, p, &got);
+        for (x, (u, v)) in got.iter().zip(&by_dot[1][i]).enumerate() {
+            assert!(
+                u.to_bits() == v.to_bits() || (u.is_nan() && v.is_nan()),
+                "{what}, dynamic shapes: out[{x}] {u:e}, static {v:e}"
+            );
+        }
+    }
+
     // K blocks that are not whole words (kc=10: per-tensor intervals of 8 k, MX blocks of
     // 32), against the oracle.
     let session = Session::new();
@@ -661,4 +687,25 @@ fn byte_kernel_is_the_f32_kernel_bit_for_bit() {
         &problems,
         Some("builtin.module(func.func(lowp-to-loops{dot=i8 kc=10 nc=40}))"),
     );
+}
+
+/// `src` with the sizes of every 2-D memref type made dynamic (`memref<13x21x...>` to
+/// `memref<?x?x...>`).
+fn dynamic_shapes(src: &str) -> String {
+    let mut out = String::new();
+    let mut rest = src;
+    while let Some(at) = rest.find("memref<") {
+        let (head, tail) = rest.split_at(at + "memref<".len());
+        out.push_str(head);
+        let dims: Vec<&str> = tail.splitn(3, 'x').collect();
+        let is_size = |d: &str| !d.is_empty() && d.bytes().all(|b| b.is_ascii_digit());
+        if dims.len() == 3 && is_size(dims[0]) && is_size(dims[1]) {
+            out.push_str("?x?x");
+            rest = dims[2];
+        } else {
+            rest = tail;
+        }
+    }
+    out.push_str(rest);
+    out
 }
