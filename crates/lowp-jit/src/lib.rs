@@ -49,6 +49,31 @@ pub enum Dot {
     I8,
 }
 
+impl Dot {
+    /// Its spelling in `lowp-to-loops{dot=...}` and `lowp-run --dot`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Dot::F32 => "f32",
+            Dot::I8 => "i8",
+        }
+    }
+
+    /// The inner products spelled `name`, if any.
+    pub fn from_name(name: &str) -> Option<Dot> {
+        [Dot::F32, Dot::I8].into_iter().find(|d| d.name() == name)
+    }
+}
+
+/// The x86 extension the byte kernel needs with vectors of `lanes` f32 (as
+/// [`host_byte_dot`] checks it): AVX2 for 8 lanes, AVX512BW for 16.
+fn byte_dot_extension(lanes: u32) -> &'static str {
+    if lanes >= 16 {
+        "AVX512BW"
+    } else {
+        "AVX2"
+    }
+}
+
 /// Whether this CPU runs the byte kernel with vectors of `lanes` f32: `pmaddubsw` on
 /// AVX2 for 8 lanes, AVX512BW for 16 (LLVM cannot compile the 512-bit intrinsics for a
 /// CPU without them).
@@ -349,22 +374,19 @@ impl Session {
         } else {
             lowp_passes::pipelines::CPU
         };
-        let dot = match self.dot() {
-            Dot::I8 if !host_byte_dot(self.lanes) => {
-                return Err(JitError::Pipeline {
-                    diagnostics: format!(
-                        "dot=i8 with {} lanes needs {}, which this CPU lacks",
-                        self.lanes,
-                        if self.lanes >= 16 { "AVX512BW" } else { "AVX2" }
-                    ),
-                })
-            }
-            Dot::I8 => "i8",
-            Dot::F32 => "f32",
-        };
+        let dot = self.dot();
+        if dot == Dot::I8 && !host_byte_dot(self.lanes) {
+            return Err(JitError::Pipeline {
+                diagnostics: format!(
+                    "dot=i8 with {} lanes needs {}, which this CPU lacks",
+                    self.lanes,
+                    byte_dot_extension(self.lanes)
+                ),
+            });
+        }
         self.run_pipeline(
             module,
-            &pipeline.text_with_to_loops(&format!("lanes={} dot={dot}", self.lanes)),
+            &pipeline.text_with_to_loops(&format!("lanes={} dot={}", self.lanes, dot.name())),
         )
     }
 

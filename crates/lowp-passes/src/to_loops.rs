@@ -715,6 +715,7 @@ pub fn takes_byte_dot(
     la: ScaleLayout,
     lb: ScaleLayout,
 ) -> bool {
+    // The K block shapes the kernel's plan, not whether it runs: any will do.
     byte_dot(segment(la, lb), 256, fa, fb).is_some()
 }
 

@@ -276,11 +276,11 @@ fn parse_args(raw: Vec<String>) -> Result<Args, Usage> {
                 a.lanes = Some(l);
             }
             "--dot" => {
-                a.dot = Some(match named(&flag, value(), "f32 or i8")?.as_str() {
-                    "f32" => Dot::F32,
-                    "i8" => Dot::I8,
-                    d => return Err(Usage(format!("--dot: '{d}' is not f32 or i8"))),
-                });
+                let d = named(&flag, value(), "f32 or i8")?;
+                a.dot = Some(
+                    Dot::from_name(&d)
+                        .ok_or_else(|| Usage(format!("--dot: '{d}' is not f32 or i8")))?,
+                );
             }
             "--threads" => {
                 let t: usize = number(&flag, value(), "a positive integer")?;
@@ -589,15 +589,6 @@ fn describe(spec: &MatmulSpec, target: &str) -> String {
     )
 }
 
-/// The `--dot` spelling of the CPU kernel's inner products (`i8` runs only where both
-/// formats are small integers; the f32 kernel otherwise).
-fn dot_name(d: Dot) -> &'static str {
-    match d {
-        Dot::F32 => "f32",
-        Dot::I8 => "i8",
-    }
-}
-
 /// Runs the tool; `Ok(false)` is a failed check.
 fn run(a: Args) -> Result<bool, String> {
     let mut session = Session::new();
@@ -675,7 +666,7 @@ fn run(a: Args) -> Result<bool, String> {
                 "threads=1"
             },
             session.lanes(),
-            dot_name(match session.dot() {
+            match session.dot() {
                 // What the kernel of these formats and layouts takes.
                 Dot::I8
                     if !lowp_passes::to_loops::takes_byte_dot(
@@ -686,7 +677,8 @@ fn run(a: Args) -> Result<bool, String> {
                     ) =>
                     Dot::F32,
                 d => d,
-            })
+            }
+            .name()
         );
     }
     if a.cuda && (a.print_ptx || a.save_kernel.is_some()) {
@@ -935,7 +927,7 @@ fn run_generic(
             "threads=1"
         },
         session.lanes(),
-        dot_name(session.dot())
+        session.dot().name()
     );
     let t0 = Instant::now();
     session.lower_cpu(&mut module).map_err(|e| e.to_string())?;
