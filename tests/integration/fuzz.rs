@@ -235,6 +235,15 @@ fn run_mutants(
             .spawn()
             .unwrap();
         let _ = child.stdin.take().unwrap().write_all(source.as_bytes());
+        // Drain stderr while the child runs: a diagnostic longer than the pipe's buffer
+        // (MLIR's "see current operation" dump of a whole module) would otherwise block
+        // the child on its write, and read here as a hang.
+        let mut pipe = child.stderr.take().unwrap();
+        let drain = std::thread::spawn(move || {
+            let mut bytes = Vec::new();
+            let _ = std::io::Read::read_to_end(&mut pipe, &mut bytes);
+            String::from_utf8_lossy(&bytes).into_owned()
+        });
         let start = Instant::now();
         let status = loop {
             if let Some(status) = child.try_wait().unwrap() {
@@ -249,8 +258,7 @@ fn run_mutants(
             }
             std::thread::sleep(Duration::from_millis(2));
         };
-        let mut stderr = String::new();
-        std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut stderr).unwrap();
+        let stderr = drain.join().unwrap();
         match status.code() {
             Some(0) => ok += 1,
             Some(1) => {
