@@ -6,32 +6,40 @@
 // lit/Run and tests/integration/to_loops.rs.
 
 // MX x MX: A decoded into two 6-row tiles of K x 6 (M = 8 padded), B into two 16-column
-// panels of K x 16, codes through a 16-entry table, scales per 32-element segment; the GEMM
-// runs row tiles in parallel, K segments of 32, a 6x16 tile of twelve vector<8xf32> partial
-// sums, each segment scaled once (sa * sb) into the f32 workspace.
+// panels of K x 16, codes through a 16-entry table, scales per 32-element segment (A's in
+// row tiles, B's in column panels); the GEMM runs row tiles in parallel, K segments of 32,
+// a 6x16 tile of twelve vector<8xf32> partial sums (a whole segment unrolled, 32 x 12
+// FMAs; a ragged one in a loop), each segment scaled once (sa * sb) into the f32
+// workspace, which keeps each tile's sums in one block.
 // CHECK-LABEL: func.func @mxfp4
 // CHECK:       arith.constant dense<[0.000000e+00, 5.000000e-01, 1.000000e+00, 1.500000e+00, 2.000000e+00, 3.000000e+00, 4.000000e+00, 6.000000e+00, {{.*}}]> : vector<16xf32>
 // CHECK-DAG:   %[[AD:.*]] = memref.alloc() {alignment = 64 : i64} : memref<2x64x6xf32>
 // CHECK-DAG:   %[[BP:.*]] = memref.alloc() {alignment = 64 : i64} : memref<2x64x16xf32>
-// CHECK-DAG:   %[[SA:.*]] = memref.alloc() {alignment = 64 : i64} : memref<12x2xf32>
+// CHECK-DAG:   %[[SA:.*]] = memref.alloc() {alignment = 64 : i64} : memref<2x2x6xf32>
 // CHECK-DAG:   %[[SB:.*]] = memref.alloc() {alignment = 64 : i64} : memref<2x2x16xf32>
-// CHECK-DAG:   %[[W:.*]] = memref.alloc() {alignment = 64 : i64} : memref<12x32xf32>
+// CHECK-DAG:   %[[W:.*]] = memref.alloc() {alignment = 64 : i64} : memref<2x2x6x16xf32>
 // CHECK:       memref.store %{{.*}}, %[[BP]][%{{.*}}, %{{.*}}, %{{.*}}] : memref<2x64x16xf32>
 // CHECK:       scf.parallel (%[[MT:.*]]) =
 // CHECK:         scf.for %[[NB:.*]] = %{{.*}} to
 // CHECK:           scf.for %[[S0:.*]] = %{{.*}} to %{{.*}} step %c32
-// CHECK:             %[[P:.*]]:12 = scf.for {{.*}} -> (vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>)
-// CHECK-COUNT-2:       vector.load %[[BP]]
-// CHECK:               memref.load %[[AD]][%[[MT]], %{{.*}}, %{{.*}}] : memref<2x64x6xf32>
+// CHECK:             %[[WHOLE:.*]] = arith.cmpi eq, %{{.*}}, %c32 : index
+// CHECK:             %[[P:.*]]:12 = scf.if %[[WHOLE]] -> (vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>)
+// CHECK-COUNT-2:       vector.load %[[BP]][%[[NB]], %[[S0]], %{{.*}}]
+// CHECK:               memref.load %[[AD]][%[[MT]], %[[S0]], %{{.*}}] : memref<2x64x6xf32>
 // CHECK:               vector.broadcast %{{.*}} : f32 to vector<8xf32>
-// CHECK-COUNT-2:       vector.fma
+// CHECK-COUNT-384:     vector.fma
+// CHECK-NOT:           vector.fma
+// CHECK:             } else {
+// CHECK:               scf.for %{{.*}} = %[[S0]] to %{{.*}} step %c1 iter_args
+// CHECK-COUNT-12:        vector.fma
+// CHECK-NOT:             vector.fma
 // CHECK:             %[[SEG:.*]] = arith.divui %[[S0]], %c32 : index
 // CHECK:             %[[SB0:.*]] = vector.load %[[SB]][%[[NB]], %[[SEG]], %c0]
-// CHECK:             memref.load %[[SA]][%{{.*}}, %[[SEG]]]
-// CHECK:             %[[WV:.*]] = vector.load %[[W]]
+// CHECK:             memref.load %[[SA]][%[[MT]], %[[SEG]], %c0]
+// CHECK:             %[[WV:.*]] = vector.load %[[W]][%[[MT]], %[[NB]], %c0, %c0]
 // CHECK:             %[[SCALE:.*]] = arith.mulf %{{.*}}, %[[SB0]]
 // CHECK:             %[[UPD:.*]] = vector.fma %[[P]]#0, %[[SCALE]], %[[WV]] : vector<8xf32>
-// CHECK:             vector.store %[[UPD]], %[[W]]
+// CHECK:             vector.store %[[UPD]], %[[W]][%[[MT]], %[[NB]], %c0, %c0]
 // CHECK:       memref.dealloc %[[AD]]
 // SEQ-LABEL:   func.func @mxfp4
 // SEQ-NOT:     scf.parallel
