@@ -10,10 +10,11 @@
 //! After (shape of it):
 //! ```mlir
 //! %ap = memref.alloc(...) : memref<?x?x6xf32>        // A decoded into 6-row tiles
-//! %bp = memref.alloc(...) : memref<?x?x16xf32>       // B decoded into 16-column panels
+//! %bp = memref.alloc(...) : memref<?x256x16xf32>     // B's 16-column panels of a K block
 //! %sa = ... %sb = ...                                 // scales per K segment, in tiles
 //! %w = memref.alloc(...) : memref<?x?x6x16xf32>      // f32 sums, a block per tile
 //! scf.for %kc = ... step 256 {                        // K blocks
+//!  scf.parallel (%nb) = ... { ... memref.store ... %bp }  // B's block decoded
 //!  scf.for %nc = ... step 32 {                        // N blocks: 256 x 512 of B in L2
 //!   scf.parallel (%mt) = ... {                        // 6-row tiles, one per thread
 //!     scf.for %nb = ... {                             // 16-column panels of the block
@@ -39,7 +40,9 @@
 //! and 2 loads feed 12 FMAs per k, under the 2-loads-per-cycle limit. A is packed into
 //! 6-row tiles and B into 16-column panels, so that a tile's values of one k are one
 //! contiguous line; K is blocked by `kc` and N by `nc` so that the block of B the row tiles
-//! sweep stays in L2; decode, GEMM and write-back loops over rows run in parallel.
+//! sweep stays in L2; decode, GEMM and write-back loops over rows run in parallel. B is
+//! decoded a K block at a time, into panels the GEMM reads back from cache (all of B as
+//! f32 is 4-8x its codes: a skinny M spent most of its time writing and reading it).
 //!
 //! The byte kernel (`dot=i8`) runs where both formats are small integers exactly
 //! (`lowp_formats::IntEmbedding`: E2M1 is `n / 2` with `|n| <= 12`, E2M3 `n / 8` with
@@ -96,6 +99,10 @@ use crate::expand_quantize::{
 use crate::ir::Emitter;
 use crate::registry::{OptionDef, OptionKind, PassDef, PassOptions};
 use crate::PassError;
+
+/// K steps the decode phases take a row at a time: 64 FP8 codes are one cache line, and
+/// a 64 x 16 chunk of a B panel (4 KiB of f32) stays in L1 while its 16 rows fill it.
+const DECODE_CHUNK: i64 = 64;
 
 /// The register tile of the micro-kernel: `mr` rows by two vectors of `lanes` floats.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -510,15 +517,20 @@ fn lower_scaled_matmul<'c, 'a>(
     Ok(())
 }
 
-/// One interval's partial sums of a tile: `(e, mt, pb, s0, s1)` to `2 mr` f32 vectors.
+/// One interval's partial sums of a tile: `(e, mt, pb, k0, s0, s1)` (`k0` the start of
+/// its K block) to `2 mr` f32 vectors.
 type Interval<'f, 'c, 'a> = dyn Fn(
         &Emitter<'c, 'a>,
         Value<'c, 'a>,
         Value<'c, 'a>,
         Value<'c, 'a>,
         Value<'c, 'a>,
+        Value<'c, 'a>,
     ) -> Vec<Value<'c, 'a>>
     + 'f;
+
+/// What a kernel does at the start of a K block `(e, k0, k1)`: decode B's panels of it.
+type Block<'f, 'c, 'a> = dyn Fn(&Emitter<'c, 'a>, Value<'c, 'a>, Value<'c, 'a>) + 'f;
 
 /// What the decode and GEMM phases of one matmul share.
 struct Gemm<'c, 'a> {
@@ -559,10 +571,16 @@ impl<'c, 'a> Gemm<'c, 'a> {
         }
     }
 
-    /// The loops over K blocks, N blocks, row tiles (in parallel), the block's panels and
-    /// its intervals; `interval(e, mt, pb, s0, s1)` emits one interval's partial sums of
-    /// the tile (`2 mr` f32 vectors, row-major), which are then scaled into `w`.
-    fn sweep(&self, e: &Emitter<'c, 'a>, interval: &Interval<'_, 'c, 'a>) {
+    /// The loops over K blocks (each begun by `block(e, k0, k1)`), N blocks, row tiles (in
+    /// parallel), the block's panels and its intervals; `interval(e, mt, pb, k0, s0, s1)`
+    /// emits one interval's partial sums of the tile (`2 mr` f32 vectors, row-major),
+    /// which are then scaled into `w`.
+    fn sweep(
+        &self,
+        e: &Emitter<'c, 'a>,
+        block: &Block<'_, 'c, 'a>,
+        interval: &Interval<'_, 'c, 'a>,
+    ) {
         let (zero, one) = (e.index(0), e.index(1));
         let Tile { lanes, mr: mr_c } = self.plan.tile;
         let vl = lanes as u64;
@@ -572,13 +590,14 @@ impl<'c, 'a> Gemm<'c, 'a> {
         let seg_len = e.index(self.interval);
         e.for_loop(zero, k, kc, &[], |e, k0, _| {
             let k1 = e.minui(e.addi(k0, kc), k);
+            block(e, k0, k1);
             e.for_loop(zero, self.n_panels, ncp, &[], |e, p0, _| {
                 let p1 = e.minui(e.addi(p0, ncp), self.n_panels);
                 self.par(e, self.m_tiles, &|e, mt| {
                     e.for_loop(p0, p1, one, &[], |e, pb, _| {
                         e.for_loop(k0, k1, seg_len, &[], |e, s0, _| {
                             let s1 = e.minui(e.addi(s0, seg_len), k1);
-                            let partial = interval(e, mt, pb, s0, s1);
+                            let partial = interval(e, mt, pb, k0, s0, s1);
                             // Scale the segment once (or not at all: per-tensor /
                             // per-channel scales multiply the total in the write-back).
                             let scaled = self.plan.seg.map(|s| {
@@ -640,46 +659,57 @@ fn gemm_f32<'c, 'a>(
     let (mr, nr) = (e.index(mr_c), e.index(nr_c));
     let k = g.k;
     let zf = e.f32(0.0);
-    // A in row tiles, transposed so that a tile's mr values of one k are contiguous; B in
-    // column panels likewise; padding rows and columns are zero.
+    // A in row tiles, transposed so that a tile's mr values of one k are contiguous, all
+    // of K at once; B in column panels likewise, one K block at a time (decoded at the
+    // block's start, so it is read back from cache, not memory: N x K f32 would be 4-8x
+    // the codes, 256 MiB for FP8 at N = K = 8192); padding rows and columns are zero.
     let ap = e.alloc(f32t, &[None, None, Some(mr_c)], &[g.m_tiles, k], 64);
-    let bp = e.alloc(f32t, &[None, None, Some(nr_c)], &[g.n_panels, k], 64);
+    let bp = e.alloc(f32t, &[None, Some(g.kc), Some(nr_c)], &[g.n_panels], 64);
+    // Rows `panel * width ..` of a side's codes over k in `from..to`, decoded into
+    // `packed_to[panel, kk - from, j]`.
     let decode_panels = |e: &Emitter<'c, 'a>,
                          side: &Side<'c, 'a>,
                          table: Value<'c, 'a>,
                          packed_to: Value<'c, 'a>,
                          width: Value<'c, 'a>,
-                         panel: Value<'c, 'a>| {
-        // k outer, the tile's rows inner, so the packed tile is written in order (each
-        // row's codes stay in L1 across consecutive k).
-        e.for_loop(zero, k, one, &[], |e, kk, _| {
+                         panel: Value<'c, 'a>,
+                         from: Value<'c, 'a>,
+                         to: Value<'c, 'a>| {
+        // Chunks of DECODE_CHUNK k: a row's codes of a chunk are read in order (one
+        // cache line of FP8 codes), and the chunk of the tile they fill stays in L1 until
+        // all its rows have written it.
+        let chunk = e.index(DECODE_CHUNK);
+        e.for_loop(from, to, chunk, &[], |e, c0, _| {
+            let c1 = e.minui(e.addi(c0, chunk), to);
             e.for_loop(zero, width, one, &[], |e, j, _| {
                 let row = e.addi(e.muli(panel, width), j);
                 let real = e.cmpi(CmpiPredicate::Ult, row, side.rows);
                 let rr = e.minui(row, e.subi(side.rows, one));
-                let code = e.index_castui(
-                    load_code(e, side.bits, side.packed, side.format.bit_width(), rr, kk),
-                    e.index_type(),
-                );
-                let v = e.load(table, &[code]);
-                e.store(e.select(real, v, zf), packed_to, &[panel, kk, j]);
+                e.for_loop(c0, c1, one, &[], |e, kk, _| {
+                    let code = e.index_castui(
+                        load_code(e, side.bits, side.packed, side.format.bit_width(), rr, kk),
+                        e.index_type(),
+                    );
+                    let v = e.load(table, &[code]);
+                    let at = [panel, e.subi(kk, from), j];
+                    e.store(e.select(real, v, zf), packed_to, &at);
+                    vec![]
+                });
                 vec![]
             });
             vec![]
         });
     };
     g.par(e, g.m_tiles, &|e, t| {
-        decode_panels(e, a, table_a, ap, mr, t)
-    });
-    g.par(e, g.n_panels, &|e, p| {
-        decode_panels(e, b, table_b, bp, nr, p)
+        decode_panels(e, a, table_a, ap, mr, t, zero, k)
     });
 
     let lane = e.index(lanes);
     let zv = e.zero_vector(vl);
-    let step = |e: &Emitter<'c, 'a>, mt, pb, kk, acc: &[Value<'c, 'a>]| {
-        let b0 = e.vload(bp, &[pb, kk, zero], vl);
-        let b1 = e.vload(bp, &[pb, kk, lane], vl);
+    // One k of a tile (`kb`: k within its K block).
+    let step = |e: &Emitter<'c, 'a>, mt, pb, kk, kb, acc: &[Value<'c, 'a>]| {
+        let b0 = e.vload(bp, &[pb, kb, zero], vl);
+        let b1 = e.vload(bp, &[pb, kb, lane], vl);
         let mut next = Vec::with_capacity(2 * mr_c as usize);
         for i in 0..mr_c as usize {
             let av = e.broadcast(e.load(ap, &[mt, kk, e.index(i as i64)]), vl);
@@ -696,10 +726,17 @@ fn gemm_f32<'c, 'a>(
         _ => None,
     };
     let vt = e.vector_type(vl, f32t);
-    g.sweep(e, &|e, mt, pb, s0, s1| {
+    let decode_b = |e: &Emitter<'c, 'a>, k0, k1| {
+        g.par(e, g.n_panels, &|e, p| {
+            decode_panels(e, b, table_b, bp, nr, p, k0, k1)
+        })
+    };
+    g.sweep(e, &decode_b, &|e, mt, pb, k0, s0, s1| {
         let inits: Vec<Value> = (0..2 * mr_c).map(|_| zv).collect();
         let ragged = |e: &Emitter<'c, 'a>| {
-            e.for_loop(s0, s1, one, &inits, |e, kk, acc| step(e, mt, pb, kk, acc))
+            e.for_loop(s0, s1, one, &inits, |e, kk, acc| {
+                step(e, mt, pb, kk, e.subi(kk, k0), acc)
+            })
         };
         let Some(u) = unroll else {
             return ragged(e);
@@ -710,8 +747,10 @@ fn gemm_f32<'c, 'a>(
             whole,
             &types,
             |e| {
+                let b0 = e.subi(s0, k0);
                 (0..u).fold(inits.clone(), |acc, x| {
-                    step(e, mt, pb, e.addi(s0, e.index(x)), &acc)
+                    let x = e.index(x);
+                    step(e, mt, pb, e.addi(s0, x), e.addi(b0, x), &acc)
                 })
             },
             ragged,
@@ -928,7 +967,7 @@ fn gemm_bytes<'c, 'a>(
     let i16v = e.vector_type(2 * vl, i16t);
     let i32v = e.vector_type(vl, i32t);
     let f32v = e.vector_type(vl, e.f32_type());
-    g.sweep(e, &|e, mt, pb, s0, s1| {
+    g.sweep(e, &|_, _, _| {}, &|e, mt, pb, _, s0, s1| {
         let f = e.divui(s0, e.index(g.interval));
         let starts = [zero, lane].map(|c| {
             let v = e.vload(cs, &[pb, f, c], vl);

@@ -1,12 +1,13 @@
 // RUN: lowp-opt %s -split-input-file --pass-pipeline='builtin.module(func.func(lowp-to-loops,canonicalize,cse))' | FileCheck %s
 // RUN: lowp-opt %s -split-input-file --pass-pipeline='builtin.module(func.func(lowp-to-loops{parallel=false kc=64},canonicalize,cse))' | FileCheck %s --check-prefix=SEQ
 // RUN: lowp-opt %s -split-input-file --lowp-cpu-pipeline | FileCheck %s --check-prefix=LLVM
+// RUN: lowp-opt %s -split-input-file --pass-pipeline='builtin.module(func.func(lowp-to-loops{kc=32},canonicalize,cse))' | FileCheck %s --check-prefix=KBLOCK
 
 // The structure of the CPU lowering; its numerics are checked against the oracle by
 // lit/Run and tests/integration/to_loops.rs.
 
 // MX x MX: A decoded into two 6-row tiles of K x 6 (M = 8 padded), B into two 16-column
-// panels of K x 16, codes through a 16-entry table, scales per 32-element segment (A's in
+// panels of 256 x 16 (a K block; here the only one), codes through a 16-entry table, scales per 32-element segment (A's in
 // row tiles, B's in column panels); the GEMM runs row tiles in parallel, K segments of 32,
 // a 6x16 tile of twelve vector<8xf32> partial sums (a whole segment unrolled, 32 x 12
 // FMAs; a ragged one in a loop), each segment scaled once (sa * sb) into the f32
@@ -14,11 +15,11 @@
 // CHECK-LABEL: func.func @mxfp4
 // CHECK:       arith.constant dense<[0.000000e+00, 5.000000e-01, 1.000000e+00, 1.500000e+00, 2.000000e+00, 3.000000e+00, 4.000000e+00, 6.000000e+00, {{.*}}]> : vector<16xf32>
 // CHECK-DAG:   %[[AD:.*]] = memref.alloc() {alignment = 64 : i64} : memref<2x64x6xf32>
-// CHECK-DAG:   %[[BP:.*]] = memref.alloc() {alignment = 64 : i64} : memref<2x64x16xf32>
+// CHECK-DAG:   %[[BP:.*]] = memref.alloc() {alignment = 64 : i64} : memref<2x256x16xf32>
 // CHECK-DAG:   %[[SA:.*]] = memref.alloc() {alignment = 64 : i64} : memref<2x2x6xf32>
 // CHECK-DAG:   %[[SB:.*]] = memref.alloc() {alignment = 64 : i64} : memref<2x2x16xf32>
 // CHECK-DAG:   %[[W:.*]] = memref.alloc() {alignment = 64 : i64} : memref<2x2x6x16xf32>
-// CHECK:       memref.store %{{.*}}, %[[BP]][%{{.*}}, %{{.*}}, %{{.*}}] : memref<2x64x16xf32>
+// CHECK:       memref.store %{{.*}}, %[[BP]][%{{.*}}, %{{.*}}, %{{.*}}] : memref<2x256x16xf32>
 // CHECK:       scf.parallel (%[[MT:.*]]) =
 // CHECK:         scf.for %[[NB:.*]] = %{{.*}} to
 // CHECK:           scf.for %[[S0:.*]] = %{{.*}} to %{{.*}} step %c32
@@ -41,6 +42,18 @@
 // CHECK:             %[[UPD:.*]] = vector.fma %[[P]]#0, %[[SCALE]], %[[WV]] : vector<8xf32>
 // CHECK:             vector.store %[[UPD]], %[[W]][%[[MT]], %[[NB]], %c0, %c0]
 // CHECK:       memref.dealloc %[[AD]]
+// With K blocks of 32, B's panels hold one block, decoded (in parallel) at its start;
+// the GEMM reads them at k - k0.
+// KBLOCK-LABEL: func.func @mxfp4
+// KBLOCK:       %[[BP:.*]] = memref.alloc() {alignment = 64 : i64} : memref<2x32x16xf32>
+// KBLOCK:       scf.for %[[K0:.*]] = %c0 to %c64 step %c32 {
+// KBLOCK:         scf.parallel (%[[P:.*]]) = (%c0) to (%c2)
+// KBLOCK:           scf.for %{{.*}} = %[[K0]] to
+// KBLOCK:               memref.store %{{.*}}, %[[BP]][%[[P]], %{{.*}}, %{{.*}}] : memref<2x32x16xf32>
+// KBLOCK:         scf.parallel (%[[MT:.*]]) = (%c0) to (%c2)
+// KBLOCK:           scf.for %[[S0:.*]] = %[[K0]] to %{{.*}} step %c32
+// KBLOCK:             %[[KB:.*]] = arith.subi %[[S0]], %[[K0]] : index
+// KBLOCK:             vector.load %[[BP]][%{{.*}}, %[[KB]], %c0] : memref<2x32x16xf32>, vector<8xf32>
 // SEQ-LABEL:   func.func @mxfp4
 // SEQ-NOT:     scf.parallel
 // LLVM-LABEL:  llvm.func @mxfp4
