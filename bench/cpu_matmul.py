@@ -10,7 +10,9 @@ For each workload and size it runs
   * sgemm:  OpenBLAS sgemm alone on pre-decoded f32 operands (the ceiling to aim for),
 and prints a table of GFLOP/s (2 M N K / median time) and the lowp / numpy ratio.
 
-Usage: python3 bench/cpu_matmul.py [--sizes 512,1024,2048] [--runs 5] [--lowp-run PATH]
+Usage: python3 bench/cpu_matmul.py [--sizes 512,1024,2048,16x8192x8192] [--runs 5]
+                                   [--lowp-run PATH]
+(a size is M = N = K, or M x N x K: 16x8192x8192 is the decode shape of LLM inference)
 Needs numpy and ml_dtypes (pip install numpy ml_dtypes); builds nothing itself:
 `cargo build --release -p lowp-run` first.
 """
@@ -28,6 +30,7 @@ import numpy as np
 # (name, lowp-run flags, numpy element dtype or None for a table decode, block, scale kind)
 WORKLOADS = [
     ("MXFP4 e2m1 mx/32", ["--lhs", "f4e2m1", "--rhs", "f4e2m1", "--layout", "mx"], ml_dtypes.float4_e2m1fn, 32, "e8m0"),
+    ("FP8 e4m3 per-tensor", ["--lhs", "f8e4m3", "--rhs", "f8e4m3", "--layout", "per_tensor"], ml_dtypes.float8_e4m3fn, None, "tensor"),
     ("MXFP8 e4m3 mx/32", ["--lhs", "f8e4m3", "--rhs", "f8e4m3", "--layout", "mx"], ml_dtypes.float8_e4m3fn, 32, "e8m0"),
     ("NVFP4 e2m1 nvfp4/16", ["--lhs", "f4e2m1", "--rhs", "f4e2m1", "--layout", "nvfp4"], ml_dtypes.float4_e2m1fn, 16, "ue4m3"),
     ("custom f4e3m0 mx/32", ["--lhs", "f4e3m0", "--rhs", "f4e3m0", "--layout", "mx"], None, 32, "e8m0"),
@@ -58,7 +61,10 @@ def numpy_path(m, n, k, dtype, block, scale_kind, runs, rng):
         # Avoid the NaN codes 0x7F / 0xFF.
         a_codes[(a_codes & 0x7F) == 0x7F] = 0
         b_codes[(b_codes & 0x7F) == 0x7F] = 0
-    if scale_kind == "e8m0":
+    if scale_kind == "tensor":
+        sa = np.float32(rng.uniform(0.5, 4))
+        sb = np.float32(rng.uniform(0.5, 4))
+    elif scale_kind == "e8m0":
         sa = np.exp2(rng.integers(-4, 4, size=(m, k // block))).astype(np.float32)
         sb = np.exp2(rng.integers(-4, 4, size=(n, k // block))).astype(np.float32)
     else:
@@ -70,13 +76,16 @@ def numpy_path(m, n, k, dtype, block, scale_kind, runs, rng):
             return F4E3M0_TABLE[codes]
         return codes.view(dtype).astype(np.float32)
 
-    def full():
-        a = decode(a_codes) * np.repeat(sa, block, axis=1)
-        b = decode(b_codes) * np.repeat(sb, block, axis=1)
-        return a @ b.T
+    def scaled(codes, s):
+        if block is None:
+            return decode(codes) * s
+        return decode(codes) * np.repeat(s, block, axis=1)
 
-    a32 = decode(a_codes) * np.repeat(sa, block, axis=1)
-    b32 = decode(b_codes) * np.repeat(sb, block, axis=1)
+    def full():
+        return scaled(a_codes, sa) @ scaled(b_codes, sb).T
+
+    a32 = scaled(a_codes, sa)
+    b32 = scaled(b_codes, sb)
     return median_time(full, runs), median_time(lambda: a32 @ b32.T, runs)
 
 
@@ -100,7 +109,11 @@ def main():
     if not os.path.exists(args.lowp_run):
         sys.exit(f"{args.lowp_run} not found: cargo build --release -p lowp-run")
     rng = np.random.default_rng(0)
-    sizes = [int(s) for s in args.sizes.split(",")]
+    def shape(s):
+        dims = [int(d) for d in s.split("x")]
+        return tuple(dims * 3) if len(dims) == 1 else tuple(dims)
+
+    sizes = [shape(s) for s in args.sizes.split(",")]
     rows = []
     compile_1024 = None
     # All lowp runs first: OpenBLAS's worker threads keep spinning for a while after a
@@ -108,27 +121,27 @@ def main():
     lowp_times = {}
     for name, flags, _, _, _ in WORKLOADS:
         for s in sizes:
-            t, comp, dot = lowp_path(args.lowp_run, s, s, s, flags, args.runs)
-            t32, _, _ = lowp_path(args.lowp_run, s, s, s, [*flags, "--dot", "f32"], args.runs)
+            t, comp, dot = lowp_path(args.lowp_run, *s, flags, args.runs)
+            t32, _, _ = lowp_path(args.lowp_run, *s, [*flags, "--dot", "f32"], args.runs)
             lowp_times[(name, s)] = (t, dot, t32)
-            if s == 1024 and compile_1024 is None:
+            if s == (1024, 1024, 1024) and compile_1024 is None:
                 compile_1024 = (name, comp)
-            print(f"  measured lowp {name} {s}^3", file=sys.stderr)
+            print(f"  measured lowp {name} {s}", file=sys.stderr)
     for name, flags, dtype, block, scale_kind in WORKLOADS:
         for s in sizes:
-            flops = 2.0 * s * s * s
-            nt, st = numpy_path(s, s, s, dtype, block, scale_kind, args.runs, rng)
+            flops = 2.0 * s[0] * s[1] * s[2]
+            nt, st = numpy_path(*s, dtype, block, scale_kind, args.runs, rng)
             lt, dot, lt32 = lowp_times[(name, s)]
             rows.append((name, s, dot, flops / lt / 1e9, flops / lt32 / 1e9, flops / nt / 1e9, flops / st / 1e9))
-            print(f"  measured numpy {name} {s}^3", file=sys.stderr)
+            print(f"  measured numpy {name} {s}", file=sys.stderr)
     print(f"threads: {os.cpu_count()} cores; numpy {np.__version__}, ml_dtypes {ml_dtypes.__version__}")
     print(
-        "| workload | M=N=K | dot | lowp GFLOP/s | lowp --dot f32 | numpy decode+scale+sgemm GFLOP/s "
+        "| workload | M x N x K | dot | lowp GFLOP/s | lowp --dot f32 | numpy decode+scale+sgemm GFLOP/s "
         "| lowp / numpy | sgemm alone GFLOP/s |"
     )
     print("|---|---|---|---|---|---|---|---|")
     for name, s, dot, lg, lg32, ng, sg in rows:
-        print(f"| {name} | {s} | {dot} | {lg:.1f} | {lg32:.1f} | {ng:.1f} | {lg / ng:.2f}x | {sg:.1f} |")
+        print(f"| {name} | {'x'.join(map(str, s))} | {dot} | {lg:.1f} | {lg32:.1f} | {ng:.1f} | {lg / ng:.2f}x | {sg:.1f} |")
     if compile_1024:
         name, (pipe, jit) = compile_1024
         print(f"compile ({name}, 1024^3): lowp pipeline {pipe:.1f} ms, JIT (LLVM -O3 + codegen) {jit:.1f} ms")
