@@ -281,6 +281,34 @@ impl<'c, 'a> Emitter<'c, 'a> {
         self.val(melior::dialect::memref::load(memref, indices, self.loc))
     }
 
+    /// `memref.prefetch %m[indices], read, locality<3>, data`: a hint that the element's
+    /// cache line will be read soon (`llvm.intr.prefetch`; no effect on the results).
+    pub fn prefetch(&self, memref: Value<'c, '_>, indices: &[Value<'c, '_>]) {
+        let mut operands = vec![memref];
+        operands.extend_from_slice(indices);
+        let flag = |v: bool| Attribute::parse(self.ctx, if v { "true" } else { "false" });
+        self.insert(
+            OperationBuilder::new("memref.prefetch", self.loc)
+                .add_operands(&operands)
+                .add_attributes(&[
+                    (
+                        melior::ir::Identifier::new(self.ctx, "isWrite"),
+                        flag(false).expect("bool attribute"),
+                    ),
+                    (
+                        melior::ir::Identifier::new(self.ctx, "isDataCache"),
+                        flag(true).expect("bool attribute"),
+                    ),
+                    (
+                        melior::ir::Identifier::new(self.ctx, "localityHint"),
+                        IntegerAttribute::new(self.int_type(32), 3).into(),
+                    ),
+                ])
+                .build()
+                .expect("valid memref.prefetch"),
+        );
+    }
+
     /// `memref.store`.
     pub fn store(&self, v: Value<'c, '_>, memref: Value<'c, '_>, indices: &[Value<'c, '_>]) {
         self.insert(melior::dialect::memref::store(v, memref, indices, self.loc));

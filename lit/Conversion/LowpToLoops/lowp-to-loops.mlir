@@ -42,13 +42,17 @@
 // CHECK:             %[[UPD:.*]] = vector.fma %[[P]]#0, %[[SCALE]], %[[WV]] : vector<8xf32>
 // CHECK:             vector.store %[[UPD]], %[[W]][%[[MT]], %[[NB]], %c0, %c0]
 // CHECK:       memref.dealloc %[[AD]]
-// With K blocks of 32, B's panels hold one block, decoded (in parallel) at its start;
-// the GEMM reads them at k - k0.
+// With K blocks of 32, B's panels hold one block, decoded (in parallel) at its start, 64 k
+// of a row at a time, each row's codes prefetched two such chunks (128 k) on; the GEMM
+// reads the panels at k - k0.
 // KBLOCK-LABEL: func.func @mxfp4
 // KBLOCK:       %[[BP:.*]] = memref.alloc() {alignment = 64 : i64} : memref<2x32x16xf32>
 // KBLOCK:       scf.for %[[K0:.*]] = %c0 to %c64 step %c32 {
 // KBLOCK:         scf.parallel (%[[P:.*]]) = (%c0) to (%c2)
-// KBLOCK:           scf.for %{{.*}} = %[[K0]] to
+// KBLOCK:           scf.for %[[C0:.*]] = %[[K0]] to %{{.*}} step %c64
+// KBLOCK:               %[[AHEAD:.*]] = arith.addi %[[C0]], %c128 : index
+// KBLOCK:               %[[AT:.*]] = arith.minui %[[AHEAD]], %c63 : index
+// KBLOCK:               memref.prefetch %{{.*}}[%{{.*}}, %[[AT]]], read, locality<3>, data : memref<20x64xi8>
 // KBLOCK:               memref.store %{{.*}}, %[[BP]][%[[P]], %{{.*}}, %{{.*}}] : memref<2x32x16xf32>
 // KBLOCK:         scf.parallel (%[[MT:.*]]) = (%c0) to (%c2)
 // KBLOCK:           scf.for %[[S0:.*]] = %[[K0]] to %{{.*}} step %c32
