@@ -44,7 +44,10 @@
 //! decoded a K block at a time, into panels the GEMM reads back from cache (all of B as
 //! f32 is 4-8x its codes: a skinny M spent most of its time writing and reading it), 64 k
 //! of a row at a time with the row's codes two such chunks on prefetched
-//! (`memref.prefetch`).
+//! (`memref.prefetch`). Where M is skinny (up to 60 rows, 10 tiles of 6 or 5 of 12: the
+//! decode shape of LLM inference, 16 x N x K, among them), B's panels run in parallel instead of A's row tiles: each
+//! panel's block is decoded and at once swept by every row tile, so B's f32 values stay in
+//! the core's cache, and a few row tiles still give every thread work.
 //!
 //! The byte kernel (`dot=i8`) runs where both formats are small integers exactly
 //! (`lowp_formats::IntEmbedding`: E2M1 is `n / 2` with `|n| <= 12`, E2M3 `n / 8` with
@@ -105,6 +108,12 @@ use crate::PassError;
 /// K steps the decode phases take a row at a time: 64 FP8 codes are one cache line, and
 /// a 64 x 16 chunk of a B panel (4 KiB of f32) stays in L1 while its 16 rows fill it.
 const DECODE_CHUNK: i64 = 64;
+
+/// The f32 kernel runs in parallel over B's panels rather than A's row tiles where M takes
+/// at most `SKINNY_ROWS / mr` row tiles (see `Gemm::sweep`): at K blocks of 256, A's
+/// block is then at most 64 KiB. 64 was measured at M = 1, 16, 48, 60 (two threads: 31 ->
+/// 26, 41 -> 34, 64 -> 66, 76 -> 71 ms at N = K = 8192).
+const SKINNY_ROWS: i64 = 64;
 
 /// How many chunks ahead the decode prefetches a row's codes.
 const PREFETCH_CHUNKS: i64 = 2;
@@ -534,8 +543,10 @@ type Interval<'f, 'c, 'a> = dyn Fn(
     ) -> Vec<Value<'c, 'a>>
     + 'f;
 
-/// What a kernel does at the start of a K block `(e, k0, k1)`: decode B's panels of it.
-type Block<'f, 'c, 'a> = dyn Fn(&Emitter<'c, 'a>, Value<'c, 'a>, Value<'c, 'a>) + 'f;
+/// B's panel `pb` of the K block `k0..k1` decoded into the kernel's panel buffer:
+/// `(e, pb, k0, k1)`.
+type PanelDecode<'f, 'c, 'a> =
+    dyn Fn(&Emitter<'c, 'a>, Value<'c, 'a>, Value<'c, 'a>, Value<'c, 'a>) + 'f;
 
 /// What the decode and GEMM phases of one matmul share.
 struct Gemm<'c, 'a> {
@@ -576,68 +587,115 @@ impl<'c, 'a> Gemm<'c, 'a> {
         }
     }
 
-    /// The loops over K blocks (each begun by `block(e, k0, k1)`), N blocks, row tiles (in
-    /// parallel), the block's panels and its intervals; `interval(e, mt, pb, k0, s0, s1)`
-    /// emits one interval's partial sums of the tile (`2 mr` f32 vectors, row-major),
-    /// which are then scaled into `w`.
+    /// The loops over K blocks, N blocks, row tiles (in parallel), the block's panels and
+    /// its intervals; `interval(e, mt, pb, k0, s0, s1)` emits one interval's partial sums
+    /// of the tile (`2 mr` f32 vectors, row-major), which are then scaled into `w`.
+    ///
+    /// With `decode` (B's panels decoded a K block at a time), each K block begins with
+    /// its panels decoded in parallel; and where M is at most `SKINNY_ROWS / mr` (a few row
+    /// tiles: too few to share among threads, and A's block fits L2) the panels run in
+    /// parallel instead, each decoded and swept by all row tiles at once, so that B's f32
+    /// values never leave the core's cache.
     fn sweep(
         &self,
         e: &Emitter<'c, 'a>,
-        block: &Block<'_, 'c, 'a>,
+        decode: Option<&PanelDecode<'_, 'c, 'a>>,
         interval: &Interval<'_, 'c, 'a>,
     ) {
         let (zero, one) = (e.index(0), e.index(1));
-        let Tile { lanes, mr: mr_c } = self.plan.tile;
-        let vl = lanes as u64;
-        let lane = e.index(lanes);
         let (k, kc) = (self.k, e.index(self.kc));
         let ncp = e.index(self.plan.nc_panels);
-        let seg_len = e.index(self.interval);
-        e.for_loop(zero, k, kc, &[], |e, k0, _| {
-            let k1 = e.minui(e.addi(k0, kc), k);
-            block(e, k0, k1);
-            e.for_loop(zero, self.n_panels, ncp, &[], |e, p0, _| {
-                let p1 = e.minui(e.addi(p0, ncp), self.n_panels);
-                self.par(e, self.m_tiles, &|e, mt| {
-                    e.for_loop(p0, p1, one, &[], |e, pb, _| {
-                        e.for_loop(k0, k1, seg_len, &[], |e, s0, _| {
-                            let s1 = e.minui(e.addi(s0, seg_len), k1);
-                            let partial = interval(e, mt, pb, k0, s0, s1);
-                            // Scale the segment once (or not at all: per-tensor /
-                            // per-channel scales multiply the total in the write-back).
-                            let scaled = self.plan.seg.map(|s| {
-                                let seg = e.divui(s0, e.index(s));
-                                let sb = [
-                                    e.vload(self.sbp, &[pb, seg, zero], vl),
-                                    e.vload(self.sbp, &[pb, seg, lane], vl),
-                                ];
-                                (seg, sb)
-                            });
-                            for i in 0..mr_c as usize {
-                                let ii = e.index(i as i64);
-                                let sav = scaled.map(|(seg, _)| {
-                                    e.broadcast(e.load(self.sa, &[mt, seg, ii]), vl)
-                                });
-                                for j in 0..2usize {
-                                    let at = [mt, pb, ii, e.index(lanes * j as i64)];
-                                    let wv = e.vload(self.w, &at, vl);
-                                    let p = partial[2 * i + j];
-                                    let updated = match (scaled, sav) {
-                                        (Some((_, sb)), Some(sav)) => {
-                                            e.fma(p, e.mulf(sav, sb[j]), wv)
-                                        }
-                                        _ => e.addf(wv, p),
-                                    };
-                                    e.vstore(updated, self.w, &at);
-                                }
-                            }
+        let blocked = |e: &Emitter<'c, 'a>| {
+            e.for_loop(zero, k, kc, &[], |e, k0, _| {
+                let k1 = e.minui(e.addi(k0, kc), k);
+                if let Some(decode) = decode {
+                    self.par(e, self.n_panels, &|e, pb| decode(e, pb, k0, k1));
+                }
+                e.for_loop(zero, self.n_panels, ncp, &[], |e, p0, _| {
+                    let p1 = e.minui(e.addi(p0, ncp), self.n_panels);
+                    self.par(e, self.m_tiles, &|e, mt| {
+                        e.for_loop(p0, p1, one, &[], |e, pb, _| {
+                            self.tile_block(e, interval, mt, pb, k0, k1);
                             vec![]
                         });
-                        vec![]
                     });
+                    vec![]
                 });
                 vec![]
             });
+        };
+        let Some(decode) = decode else {
+            return blocked(e);
+        };
+        let skinny_tiles = e.index(SKINNY_ROWS / self.plan.tile.mr);
+        let skinny = e.cmpi(CmpiPredicate::Ule, self.m_tiles, skinny_tiles);
+        e.if_else(
+            skinny,
+            &[],
+            |e| {
+                e.for_loop(zero, k, kc, &[], |e, k0, _| {
+                    let k1 = e.minui(e.addi(k0, kc), k);
+                    self.par(e, self.n_panels, &|e, pb| {
+                        decode(e, pb, k0, k1);
+                        e.for_loop(zero, self.m_tiles, one, &[], |e, mt, _| {
+                            self.tile_block(e, interval, mt, pb, k0, k1);
+                            vec![]
+                        });
+                    });
+                    vec![]
+                });
+                vec![]
+            },
+            |e| {
+                blocked(e);
+                vec![]
+            },
+        );
+    }
+
+    /// The intervals of K block `k0..k1` for row tile `mt` and panel `pb`: partial sums,
+    /// each scaled once into `w`.
+    fn tile_block(
+        &self,
+        e: &Emitter<'c, 'a>,
+        interval: &Interval<'_, 'c, 'a>,
+        mt: Value<'c, 'a>,
+        pb: Value<'c, 'a>,
+        k0: Value<'c, 'a>,
+        k1: Value<'c, 'a>,
+    ) {
+        let zero = e.index(0);
+        let Tile { lanes, mr: mr_c } = self.plan.tile;
+        let vl = lanes as u64;
+        let lane = e.index(lanes);
+        let seg_len = e.index(self.interval);
+        e.for_loop(k0, k1, seg_len, &[], |e, s0, _| {
+            let s1 = e.minui(e.addi(s0, seg_len), k1);
+            let partial = interval(e, mt, pb, k0, s0, s1);
+            // Scale the segment once (or not at all: per-tensor / per-channel scales
+            // multiply the total in the write-back).
+            let scaled = self.plan.seg.map(|s| {
+                let seg = e.divui(s0, e.index(s));
+                let sb = [
+                    e.vload(self.sbp, &[pb, seg, zero], vl),
+                    e.vload(self.sbp, &[pb, seg, lane], vl),
+                ];
+                (seg, sb)
+            });
+            for i in 0..mr_c as usize {
+                let ii = e.index(i as i64);
+                let sav = scaled.map(|(seg, _)| e.broadcast(e.load(self.sa, &[mt, seg, ii]), vl));
+                for j in 0..2usize {
+                    let at = [mt, pb, ii, e.index(lanes * j as i64)];
+                    let wv = e.vload(self.w, &at, vl);
+                    let p = partial[2 * i + j];
+                    let updated = match (scaled, sav) {
+                        (Some((_, sb)), Some(sav)) => e.fma(p, e.mulf(sav, sb[j]), wv),
+                        _ => e.addf(wv, p),
+                    };
+                    e.vstore(updated, self.w, &at);
+                }
+            }
             vec![]
         });
     }
@@ -744,12 +802,8 @@ fn gemm_f32<'c, 'a>(
         _ => None,
     };
     let vt = e.vector_type(vl, f32t);
-    let decode_b = |e: &Emitter<'c, 'a>, k0, k1| {
-        g.par(e, g.n_panels, &|e, p| {
-            decode_panels(e, b, table_b, bp, nr, p, k0, k1)
-        })
-    };
-    g.sweep(e, &decode_b, &|e, mt, pb, k0, s0, s1| {
+    let decode_b = |e: &Emitter<'c, 'a>, p, k0, k1| decode_panels(e, b, table_b, bp, nr, p, k0, k1);
+    g.sweep(e, Some(&decode_b), &|e, mt, pb, k0, s0, s1| {
         let inits: Vec<Value> = (0..2 * mr_c).map(|_| zv).collect();
         let ragged = |e: &Emitter<'c, 'a>| {
             e.for_loop(s0, s1, one, &inits, |e, kk, acc| {
@@ -985,7 +1039,7 @@ fn gemm_bytes<'c, 'a>(
     let i16v = e.vector_type(2 * vl, i16t);
     let i32v = e.vector_type(vl, i32t);
     let f32v = e.vector_type(vl, e.f32_type());
-    g.sweep(e, &|_, _, _| {}, &|e, mt, pb, _, s0, s1| {
+    g.sweep(e, None, &|e, mt, pb, _, s0, s1| {
         let f = e.divui(s0, e.index(g.interval));
         let starts = [zero, lane].map(|c| {
             let v = e.vload(cs, &[pb, f, c], vl);

@@ -7,11 +7,12 @@
 // lit/Run and tests/integration/to_loops.rs.
 
 // MX x MX: A decoded into two 6-row tiles of K x 6 (M = 8 padded), B into two 16-column
-// panels of 256 x 16 (a K block; here the only one), codes through a 16-entry table, scales per 32-element segment (A's in
-// row tiles, B's in column panels); the GEMM runs row tiles in parallel, K segments of 32,
-// a 6x16 tile of twelve vector<8xf32> partial sums (a whole segment unrolled, 32 x 12
-// FMAs; a ragged one in a loop), each segment scaled once (sa * sb) into the f32
-// workspace, which keeps each tile's sums in one block.
+// panels of 256 x 16 (a K block; here the only one), codes through a 16-entry table,
+// scales per 32-element segment (A's in row tiles, B's in column panels). M is skinny, so
+// the GEMM runs B's panels in parallel, each decoded and then swept by both row tiles: K
+// segments of 32, a 6x16 tile of twelve vector<8xf32> partial sums (a whole segment
+// unrolled, 32 x 12 FMAs; a ragged one in a loop), each segment scaled once (sa * sb)
+// into the f32 workspace, which keeps each tile's sums in one block.
 // CHECK-LABEL: func.func @mxfp4
 // CHECK:       arith.constant dense<[0.000000e+00, 5.000000e-01, 1.000000e+00, 1.500000e+00, 2.000000e+00, 3.000000e+00, 4.000000e+00, 6.000000e+00, {{.*}}]> : vector<16xf32>
 // CHECK-DAG:   %[[AD:.*]] = memref.alloc() {alignment = 64 : i64} : memref<2x64x6xf32>
@@ -19,9 +20,11 @@
 // CHECK-DAG:   %[[SA:.*]] = memref.alloc() {alignment = 64 : i64} : memref<2x2x6xf32>
 // CHECK-DAG:   %[[SB:.*]] = memref.alloc() {alignment = 64 : i64} : memref<2x2x16xf32>
 // CHECK-DAG:   %[[W:.*]] = memref.alloc() {alignment = 64 : i64} : memref<2x2x6x16xf32>
-// CHECK:       memref.store %{{.*}}, %[[BP]][%{{.*}}, %{{.*}}, %{{.*}}] : memref<2x256x16xf32>
-// CHECK:       scf.parallel (%[[MT:.*]]) =
-// CHECK:         scf.for %[[NB:.*]] = %{{.*}} to
+// CHECK:       memref.store %{{.*}}, %[[AD]]
+// CHECK:       scf.parallel (%[[NB:[a-z0-9]+]]) = (%c0) to (%c2) step (%c1) {
+// CHECK-NEXT:    scf.for %{{.*}} = %c0 to %c16 step %c1 {
+// CHECK:           memref.store %{{.*}}, %[[BP]][%[[NB]], %{{.*}}, %{{.*}}] : memref<2x256x16xf32>
+// CHECK:         scf.for %[[MT:.*]] = %c0 to %c2 step %c1 {
 // CHECK:           scf.for %[[S0:.*]] = %{{.*}} to %{{.*}} step %c32
 // CHECK:             %[[WHOLE:.*]] = arith.cmpi eq, %{{.*}}, %c32 : index
 // CHECK:             %[[P:.*]]:12 = scf.if %[[WHOLE]] -> (vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>)
@@ -54,8 +57,8 @@
 // KBLOCK:               %[[AT:.*]] = arith.minui %[[AHEAD]], %c63 : index
 // KBLOCK:               memref.prefetch %{{.*}}[%{{.*}}, %[[AT]]], read, locality<3>, data : memref<20x64xi8>
 // KBLOCK:               memref.store %{{.*}}, %[[BP]][%[[P]], %{{.*}}, %{{.*}}] : memref<2x32x16xf32>
-// KBLOCK:         scf.parallel (%[[MT:.*]]) = (%c0) to (%c2)
-// KBLOCK:           scf.for %[[S0:.*]] = %[[K0]] to %{{.*}} step %c32
+// KBLOCK:           scf.for %[[MT:.*]] = %c0 to %c2
+// KBLOCK:             scf.for %[[S0:.*]] = %[[K0]] to %{{.*}} step %c32
 // KBLOCK:             %[[KB:.*]] = arith.subi %[[S0]], %[[K0]] : index
 // KBLOCK:             vector.load %[[BP]][%{{.*}}, %[[KB]], %c0] : memref<2x32x16xf32>, vector<8xf32>
 // SEQ-LABEL:   func.func @mxfp4
@@ -67,6 +70,29 @@ func.func @mxfp4(%a: memref<8x64xf4E2M1FN>, %sa: memref<8x2xf8E8M0FNU>, %b: memr
                  %sb: memref<20x2xf8E8M0FNU>, %c: memref<8x20xf32>) {
   lowp.scaled_matmul %a[%sa], %b[%sb] into %c layouts(#lowp.mx<32>, #lowp.mx<32>)
       : memref<8x64xf4E2M1FN>[memref<8x2xf8E8M0FNU>], memref<20x64xf4E2M1FN>[memref<20x2xf8E8M0FNU>] -> memref<8x20xf32>
+  return
+}
+
+// -----
+
+// M = 128 (22 row tiles): B's panels of each K block are decoded in parallel first, then
+// the GEMM runs row tiles in parallel, each sweeping the block's panels.
+// CHECK-LABEL: func.func @many_rows
+// CHECK-DAG:   %[[AD:.*]] = memref.alloc() {alignment = 64 : i64} : memref<22x64x6xf32>
+// CHECK-DAG:   %[[BP:.*]] = memref.alloc() {alignment = 64 : i64} : memref<2x256x16xf32>
+// CHECK:       memref.store %{{.*}}, %[[AD]]
+// CHECK:       scf.parallel (%[[P:[a-z0-9]+]]) = (%c0) to (%c2) step (%c1) {
+// CHECK-NEXT:    scf.for %{{.*}} = %c0 to %c16 step %c1 {
+// CHECK:           memref.store %{{.*}}, %[[BP]][%[[P]], %{{.*}}, %{{.*}}] : memref<2x256x16xf32>
+// CHECK:       scf.parallel (%[[MT:[a-z0-9]+]]) = (%c0) to (%c22) step (%c1) {
+// CHECK-NEXT:    scf.for %[[NB:.*]] = %c0 to %c2 step %c1 {
+// CHECK-NEXT:      scf.for %[[S0:.*]] = %c0 to %c64 step %c32 {
+// CHECK:             vector.load %[[BP]][%[[NB]], %[[S0]], %c0]
+// CHECK:             memref.load %[[AD]][%[[MT]], %[[S0]], %c0]
+func.func @many_rows(%a: memref<128x64xf8E4M3FN>, %sa: memref<128x2xf8E8M0FNU>, %b: memref<20x64xf8E4M3FN>,
+                     %sb: memref<20x2xf8E8M0FNU>, %c: memref<128x20xf32>) {
+  lowp.scaled_matmul %a[%sa], %b[%sb] into %c layouts(#lowp.mx<32>, #lowp.mx<32>)
+      : memref<128x64xf8E4M3FN>[memref<128x2xf8E8M0FNU>], memref<20x64xf8E4M3FN>[memref<20x2xf8E8M0FNU>] -> memref<128x20xf32>
   return
 }
 
