@@ -907,7 +907,8 @@ fn byte_dot(seg: Option<i64>, kc: i64, fa: ScaledFormat, fb: ScaledFormat) -> Op
 
 /// The byte kernel: codes decoded to the integers of their embedding, four consecutive k
 /// in one 32-bit word (A's as `n + ma`, unsigned; B's as `n`, signed), A in row tiles of
-/// words and B in column panels of words. Per 4 k a tile takes `mr` word broadcasts, 2
+/// words and B in column panels of words, a K block at a time (decoded, and swept, as the
+/// f32 kernel's panels: `Gemm::sweep`). Per 4 k a tile takes `mr` word broadcasts, 2
 /// vector loads and `2 mr` x (`pmaddubsw`, `addi`) into i16 sums (`narrow`; else also a
 /// `pmaddwd` with ones per step, into i32 sums). The sums start from minus `ma` times B's
 /// column sums of the interval (A's offset taken away), so at its end they are (widened
@@ -941,16 +942,16 @@ fn gemm_bytes<'c, 'a>(
     let (mr, nr) = (e.index(mr_c), e.index(nr_c));
     let k = g.k;
     let k4 = ceil_div(e, k, four);
-    let intervals = ceil_div(e, k, e.index(g.interval));
     let q_per = e.index(g.interval / 4);
+    // A's words for all of K; B's a K block at a time, as the f32 kernel's panels.
     let apw = e.alloc(i32t, &[None, None, Some(mr_c)], &[g.m_tiles, k4], 64);
-    let bpw = e.alloc(i32t, &[None, None, Some(nr_c)], &[g.n_panels, k4], 64);
-    // -ma x (B's column sum over each interval): the sums start there, which takes away
-    // what A's offset adds to them.
+    let bpw = e.alloc(i32t, &[None, Some(g.kc / 4), Some(nr_c)], &[g.n_panels], 64);
+    // -ma x (B's column sum over each interval of the block): the sums start there, which
+    // takes away what A's offset adds to them.
     let cs = e.alloc(
         i32t,
-        &[None, None, Some(nr_c)],
-        &[g.n_panels, intervals],
+        &[None, Some(g.kc / g.interval), Some(nr_c)],
+        &[g.n_panels],
         64,
     );
 
@@ -996,17 +997,31 @@ fn gemm_bytes<'c, 'a>(
             vec![]
         });
     });
-    g.par(e, g.n_panels, &|e, p| {
+    // Panel `p`'s words and interval sums of the K block `k0..k1` (`k0` a multiple of 4;
+    // words past K are padding), each row's codes prefetched some chunks on.
+    let decode_b = |e: &Emitter<'c, 'a>, p: Value<'c, 'a>, k0: Value<'c, 'a>, k1: Value<'c, 'a>| {
+        let qb = e.divui(k0, four);
+        let intervals = ceil_div(e, e.subi(k1, k0), e.index(g.interval));
         e.for_loop(zero, nr, one, &[], |e, j, _| {
             let col = e.addi(e.muli(p, nr), j);
             let real = e.cmpi(CmpiPredicate::Ult, col, b.rows);
             let rr = e.minui(col, e.subi(b.rows, one));
+            let ahead = e.minui(
+                e.addi(k0, e.index(PREFETCH_CHUNKS * DECODE_CHUNK)),
+                e.subi(k, one),
+            );
+            let at = if b.packed {
+                e.divui(ahead, e.index(2))
+            } else {
+                ahead
+            };
+            e.prefetch(b.bits, &[rr, at]);
             e.for_loop(zero, intervals, one, &[], |e, f, _| {
-                let q0 = e.muli(f, q_per);
+                let q0 = e.addi(qb, e.muli(f, q_per));
                 let q1 = e.minui(e.addi(q0, q_per), k4);
                 let sum = e.for_loop(q0, q1, one, &[e.i32(0)], |e, q, acc| {
                     let (w, s) = word(e, b, table_b, rr, q, Some(real), 0);
-                    e.store(w, bpw, &[p, q, j]);
+                    e.store(w, bpw, &[p, e.subi(q, qb), j]);
                     vec![e.addi(acc[0], s)]
                 });
                 // The sums start from minus A's offset times the column sum (narrow: in
@@ -1023,7 +1038,7 @@ fn gemm_bytes<'c, 'a>(
             });
             vec![]
         });
-    });
+    };
 
     let (maddubs, maddwd) = if lanes == 16 {
         (
@@ -1039,8 +1054,9 @@ fn gemm_bytes<'c, 'a>(
     let i16v = e.vector_type(2 * vl, i16t);
     let i32v = e.vector_type(vl, i32t);
     let f32v = e.vector_type(vl, e.f32_type());
-    g.sweep(e, None, &|e, mt, pb, _, s0, s1| {
-        let f = e.divui(s0, e.index(g.interval));
+    g.sweep(e, Some(&decode_b), &|e, mt, pb, k0, s0, s1| {
+        let qb = e.divui(k0, four);
+        let f = e.divui(e.subi(s0, k0), e.index(g.interval));
         let starts = [zero, lane].map(|c| {
             let v = e.vload(cs, &[pb, f, c], vl);
             if d.narrow {
@@ -1054,8 +1070,9 @@ fn gemm_bytes<'c, 'a>(
         let q1 = ceil_div(e, s1, four);
         let sums = e.for_loop(q0, q1, one, &inits, |e, q, acc| {
             let bytes = |v| e.vector_bitcast(v, 4 * vl, i8t);
-            let b0 = bytes(e.vload(bpw, &[pb, q, zero], vl));
-            let b1 = bytes(e.vload(bpw, &[pb, q, lane], vl));
+            let qq = e.subi(q, qb);
+            let b0 = bytes(e.vload(bpw, &[pb, qq, zero], vl));
+            let b1 = bytes(e.vload(bpw, &[pb, qq, lane], vl));
             let mut next = Vec::with_capacity(2 * mr_c as usize);
             for i in 0..mr_c as usize {
                 let av = bytes(e.broadcast(e.load(apw, &[mt, q, e.index(i as i64)]), vl));
