@@ -701,6 +701,28 @@ impl<'c, 'a> Gemm<'c, 'a> {
     }
 }
 
+/// Prefetch row `rr`'s codes `PREFETCH_CHUNKS` decode chunks after k = `from` (clamped to
+/// K): a panel's decode reads its rows a cache line each in turn, a pattern the hardware's
+/// stream prefetchers missed (the decode waited on memory, ~3 cycles an FP8 code).
+fn prefetch_codes<'c, 'a>(
+    e: &Emitter<'c, 'a>,
+    side: &Side<'c, 'a>,
+    rr: Value<'c, 'a>,
+    from: Value<'c, 'a>,
+    k: Value<'c, 'a>,
+) {
+    let ahead = e.minui(
+        e.addi(from, e.index(PREFETCH_CHUNKS * DECODE_CHUNK)),
+        e.subi(k, e.index(1)),
+    );
+    let col = if side.packed {
+        e.divui(ahead, e.index(2))
+    } else {
+        ahead
+    };
+    e.prefetch(side.bits, &[rr, col]);
+}
+
 /// The f32 kernel: codes decoded to f32 through a table, A packed into row tiles and B
 /// into column panels, `2 mr` FMAs per k.
 fn gemm_f32<'c, 'a>(
@@ -748,19 +770,7 @@ fn gemm_f32<'c, 'a>(
                 let row = e.addi(e.muli(panel, width), j);
                 let real = e.cmpi(CmpiPredicate::Ult, row, side.rows);
                 let rr = e.minui(row, e.subi(side.rows, one));
-                // The row's codes PREFETCH_CHUNKS chunks on: a panel reads its rows a
-                // cache line each in turn, a pattern the hardware's stream prefetchers
-                // missed (the decode waited on memory, ~3 cycles an FP8 code).
-                let ahead = e.minui(
-                    e.addi(c0, e.index(PREFETCH_CHUNKS * DECODE_CHUNK)),
-                    e.subi(k, one),
-                );
-                let col = if side.packed {
-                    e.divui(ahead, e.index(2))
-                } else {
-                    ahead
-                };
-                e.prefetch(side.bits, &[rr, col]);
+                prefetch_codes(e, side, rr, c0, k);
                 e.for_loop(c0, c1, one, &[], |e, kk, _| {
                     let code = e.index_castui(
                         load_code(e, side.bits, side.packed, side.format.bit_width(), rr, kk),
@@ -1006,16 +1016,7 @@ fn gemm_bytes<'c, 'a>(
             let col = e.addi(e.muli(p, nr), j);
             let real = e.cmpi(CmpiPredicate::Ult, col, b.rows);
             let rr = e.minui(col, e.subi(b.rows, one));
-            let ahead = e.minui(
-                e.addi(k0, e.index(PREFETCH_CHUNKS * DECODE_CHUNK)),
-                e.subi(k, one),
-            );
-            let at = if b.packed {
-                e.divui(ahead, e.index(2))
-            } else {
-                ahead
-            };
-            e.prefetch(b.bits, &[rr, at]);
+            prefetch_codes(e, b, rr, k0, k);
             e.for_loop(zero, intervals, one, &[], |e, f, _| {
                 let q0 = e.addi(qb, e.muli(f, q_per));
                 let q1 = e.minui(e.addi(q0, q_per), k4);
