@@ -45,9 +45,10 @@
 //! f32 is 4-8x its codes: a skinny M spent most of its time writing and reading it), 64 k
 //! of a row at a time with the row's codes two such chunks on prefetched
 //! (`memref.prefetch`). Where M is skinny (up to 60 rows, 10 tiles of 6 or 5 of 12: the
-//! decode shape of LLM inference, 16 x N x K, among them), B's panels run in parallel instead of A's row tiles: each
-//! panel's block is decoded and at once swept by every row tile, so B's f32 values stay in
-//! the core's cache, and a few row tiles still give every thread work.
+//! decode shape of LLM inference, 16 x N x K, among them), B's panels run in parallel
+//! instead of A's row tiles: each panel's block is decoded and at once swept by every row
+//! tile, so B's decoded values stay in the core's cache, and a few row tiles still give
+//! every thread work. The byte kernel's B words go the same way.
 //!
 //! The byte kernel (`dot=i8`) runs where both formats are small integers exactly
 //! (`lowp_formats::IntEmbedding`: E2M1 is `n / 2` with `|n| <= 12`, E2M3 `n / 8` with
@@ -109,7 +110,7 @@ use crate::PassError;
 /// a 64 x 16 chunk of a B panel (4 KiB of f32) stays in L1 while its 16 rows fill it.
 const DECODE_CHUNK: i64 = 64;
 
-/// The f32 kernel runs in parallel over B's panels rather than A's row tiles where M takes
+/// The kernels run in parallel over B's panels rather than A's row tiles where M takes
 /// at most `SKINNY_ROWS / mr` row tiles (see `Gemm::sweep`): at K blocks of 256, A's
 /// block is then at most 64 KiB. 64 was measured at M = 1, 16, 48, 60 (two threads: 31 ->
 /// 26, 41 -> 34, 64 -> 66, 76 -> 71 ms at N = K = 8192).
@@ -591,42 +592,20 @@ impl<'c, 'a> Gemm<'c, 'a> {
     /// its intervals; `interval(e, mt, pb, k0, s0, s1)` emits one interval's partial sums
     /// of the tile (`2 mr` f32 vectors, row-major), which are then scaled into `w`.
     ///
-    /// With `decode` (B's panels decoded a K block at a time), each K block begins with
-    /// its panels decoded in parallel; and where M is at most `SKINNY_ROWS / mr` (a few row
-    /// tiles: too few to share among threads, and A's block fits L2) the panels run in
-    /// parallel instead, each decoded and swept by all row tiles at once, so that B's f32
-    /// values never leave the core's cache.
+    /// `decode(e, pb, k0, k1)` fills B's panel buffer for a K block: each K block begins
+    /// with its panels decoded in parallel; and where M is at most `SKINNY_ROWS / mr` (a
+    /// few row tiles: too few to share among threads, and A's block fits L2) the panels run
+    /// in parallel instead, each decoded and swept by all row tiles at once, so that B's
+    /// decoded values never leave the core's cache.
     fn sweep(
         &self,
         e: &Emitter<'c, 'a>,
-        decode: Option<&PanelDecode<'_, 'c, 'a>>,
+        decode: &PanelDecode<'_, 'c, 'a>,
         interval: &Interval<'_, 'c, 'a>,
     ) {
         let (zero, one) = (e.index(0), e.index(1));
         let (k, kc) = (self.k, e.index(self.kc));
         let ncp = e.index(self.plan.nc_panels);
-        let blocked = |e: &Emitter<'c, 'a>| {
-            e.for_loop(zero, k, kc, &[], |e, k0, _| {
-                let k1 = e.minui(e.addi(k0, kc), k);
-                if let Some(decode) = decode {
-                    self.par(e, self.n_panels, &|e, pb| decode(e, pb, k0, k1));
-                }
-                e.for_loop(zero, self.n_panels, ncp, &[], |e, p0, _| {
-                    let p1 = e.minui(e.addi(p0, ncp), self.n_panels);
-                    self.par(e, self.m_tiles, &|e, mt| {
-                        e.for_loop(p0, p1, one, &[], |e, pb, _| {
-                            self.tile_block(e, interval, mt, pb, k0, k1);
-                            vec![]
-                        });
-                    });
-                    vec![]
-                });
-                vec![]
-            });
-        };
-        let Some(decode) = decode else {
-            return blocked(e);
-        };
         let skinny_tiles = e.index(SKINNY_ROWS / self.plan.tile.mr);
         let skinny = e.cmpi(CmpiPredicate::Ule, self.m_tiles, skinny_tiles);
         e.if_else(
@@ -647,7 +626,21 @@ impl<'c, 'a> Gemm<'c, 'a> {
                 vec![]
             },
             |e| {
-                blocked(e);
+                e.for_loop(zero, k, kc, &[], |e, k0, _| {
+                    let k1 = e.minui(e.addi(k0, kc), k);
+                    self.par(e, self.n_panels, &|e, pb| decode(e, pb, k0, k1));
+                    e.for_loop(zero, self.n_panels, ncp, &[], |e, p0, _| {
+                        let p1 = e.minui(e.addi(p0, ncp), self.n_panels);
+                        self.par(e, self.m_tiles, &|e, mt| {
+                            e.for_loop(p0, p1, one, &[], |e, pb, _| {
+                                self.tile_block(e, interval, mt, pb, k0, k1);
+                                vec![]
+                            });
+                        });
+                        vec![]
+                    });
+                    vec![]
+                });
                 vec![]
             },
         );
@@ -813,7 +806,7 @@ fn gemm_f32<'c, 'a>(
     };
     let vt = e.vector_type(vl, f32t);
     let decode_b = |e: &Emitter<'c, 'a>, p, k0, k1| decode_panels(e, b, table_b, bp, nr, p, k0, k1);
-    g.sweep(e, Some(&decode_b), &|e, mt, pb, k0, s0, s1| {
+    g.sweep(e, &decode_b, &|e, mt, pb, k0, s0, s1| {
         let inits: Vec<Value> = (0..2 * mr_c).map(|_| zv).collect();
         let ragged = |e: &Emitter<'c, 'a>| {
             e.for_loop(s0, s1, one, &inits, |e, kk, acc| {
@@ -1055,7 +1048,7 @@ fn gemm_bytes<'c, 'a>(
     let i16v = e.vector_type(2 * vl, i16t);
     let i32v = e.vector_type(vl, i32t);
     let f32v = e.vector_type(vl, e.f32_type());
-    g.sweep(e, Some(&decode_b), &|e, mt, pb, k0, s0, s1| {
+    g.sweep(e, &decode_b, &|e, mt, pb, k0, s0, s1| {
         let qb = e.divui(k0, four);
         let f = e.divui(e.subi(s0, k0), e.index(g.interval));
         let starts = [zero, lane].map(|c| {
