@@ -33,6 +33,13 @@
 //! positive value would not be an integer), so the largest integer is the least possible,
 //! and the rule is exact: E2M1 is `n / 2` with `|n| <= 12`, E2M3 `n / 8` with `|n| <= 60`;
 //! E3M2 needs 448 and does not fit a byte.
+//!
+//! [`ScaledFormat::f16_fields`] is the embedding a CPU decode takes: a code's sign,
+//! exponent field and mantissa moved as they are into an IEEE f16 bit pattern (no rebias,
+//! a few integer operations on 16-bit lanes) is its value times `2^(bias - 15)`, subnormals
+//! included (f16's subnormals have the same shape), as long as f16's exponent field holds
+//! the code's exponents as normal ones; the hardware's f16 -> f32 conversion and one
+//! multiply by `2^(15 - bias)` finish the decode. Decided by checking every code.
 
 use crate::{ScaleDtype, ScaledFormat};
 
@@ -47,7 +54,91 @@ pub struct IntEmbedding {
     pub max: u32,
 }
 
+/// A format's codes as IEEE f16 bit patterns by moving their fields
+/// ([`ScaledFormat::f16_fields`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct F16Fields {
+    /// Every code that is not NaN has the value `f16(f16_pattern(code)) * 2^shift`
+    /// (`15 - bias`).
+    pub shift: i32,
+    /// NaN codes whose pattern is not an f16 NaN, as `(mask, value)`: the codes with
+    /// `code & mask == value` (E4M3's `S.1111.111`: `(0x7F, 0x7F)`; the FNUZ NaN `0x80`:
+    /// `(0xFF, 0x80)`). A decode puts an f16 NaN there. `None` where every NaN code's
+    /// pattern is already NaN (E5M2's, at f16's own maximum exponent) or there is none.
+    pub nan: Option<(u8, u8)>,
+}
+
+/// The exact value of the IEEE f16 with bits `h` (infinities and NaN as f64's).
+fn f16_value(h: u16) -> f64 {
+    let sign = if h & 0x8000 != 0 { -1.0 } else { 1.0 };
+    let (exp, mant) = (i32::from(h >> 10) & 0x1F, f64::from(h & 0x3FF));
+    sign * match exp {
+        0 => mant * (-24f64).exp2(),
+        0x1F if mant == 0.0 => f64::INFINITY,
+        0x1F => f64::NAN,
+        _ => (1024.0 + mant) * f64::from(exp - 25).exp2(),
+    }
+}
+
 impl ScaledFormat {
+    /// The IEEE f16 bit pattern of `code` with its fields moved in place: the sign to bit
+    /// 15, the exponent field as it is to bits 10..15, the mantissa to the top of f16's
+    /// (bits above the format's width ignored). Meaningful where
+    /// [`f16_fields`](Self::f16_fields) is `Some` (the exponent field is at most 5 bits).
+    pub fn f16_pattern(self, code: u8) -> u16 {
+        let (e, m, _) = self.fields();
+        let magnitude = u16::from(code) & ((1 << (e + m)) - 1);
+        let sign = u16::from(code) >> (e + m) & 1;
+        (magnitude << (10 - m)) | (sign << 15)
+    }
+
+    /// How `self` decodes through f16 (see the module docs): `Some` when for every code
+    /// the value of its [`f16_pattern`](Self::f16_pattern) times `2^(15 - bias)` is its
+    /// value exactly, signed zeros, infinities and NaN alike (NaN codes whose pattern is
+    /// not NaN named by one `(mask, value)` rule), with `2^(15 - bias)` and every nonzero
+    /// finite value normal f32 numbers: widening the f16 to f32 and that one multiply are
+    /// then exact. `None` for exponent fields wider than f16's (5 bits), for maxima f16's
+    /// exponent field holds as inf / NaN (E5M2 FNUZ, whose exponent 31 is finite), and
+    /// for biases that put values outside f32's normal range.
+    pub fn f16_fields(self) -> Option<F16Fields> {
+        let (e, _, bias) = self.fields();
+        let shift = 15 - bias;
+        if e > 5 || !(-126..=127).contains(&shift) {
+            return None;
+        }
+        let factor = f64::from(shift).exp2();
+        let mut unmatched_nans = Vec::new();
+        for c in 0..self.code_count() {
+            let c = c as u8;
+            let (v, w) = (self.decode(c), f16_value(self.f16_pattern(c)) * factor);
+            if v.is_nan() {
+                if !w.is_nan() {
+                    unmatched_nans.push(c);
+                }
+                continue;
+            }
+            let normal = v == 0.0 || v.is_infinite() || v.abs() >= f32::MIN_POSITIVE;
+            if !normal || w != f64::from(v) || w.is_sign_negative() != v.is_sign_negative() {
+                return None;
+            }
+        }
+        let Some(&first) = unmatched_nans.first() else {
+            return Some(F16Fields { shift, nan: None });
+        };
+        // The rule: the codes equal to the first one in their magnitude bits, or in all.
+        let all = (self.code_count() - 1) as u8;
+        [all >> 1, all].into_iter().find_map(|mask| {
+            let covered: Vec<u8> = (0..self.code_count())
+                .map(|c| c as u8)
+                .filter(|&c| c & mask == first & mask)
+                .collect();
+            (covered == unmatched_nans).then_some(F16Fields {
+                shift,
+                nan: Some((mask, first & mask)),
+            })
+        })
+    }
+
     /// True when every value of `self` is exactly a value of `target` (see the module docs
     /// for the rule). A format embeds in itself; formats with NaN or inf codes embed in
     /// nothing else (their specials have no counterpart in a different encoding).

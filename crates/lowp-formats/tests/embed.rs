@@ -233,3 +233,109 @@ fn the_int_embedding_is_exact_and_least() {
         Some(448)
     );
 }
+
+/// IEEE f16 bits to f32 by the standard's definition, independently of the crate.
+fn f16_to_f32(h: u16) -> f32 {
+    let sign = if h >> 15 == 1 { -1.0f32 } else { 1.0 };
+    let exp = (h >> 10) & 0x1F;
+    let mant = f32::from(h & 0x3FF);
+    match exp {
+        0 => sign * mant * 2f32.powi(-24),
+        0x1F if mant == 0.0 => sign * f32::INFINITY,
+        0x1F => f32::NAN,
+        _ => sign * (1.0 + mant / 1024.0) * 2f32.powi(i32::from(exp) - 15),
+    }
+}
+
+#[test]
+fn f16_fields_decode_every_code_exactly() {
+    let mut taken = Vec::new();
+    for f in formats() {
+        let Some(fields) = f.f16_fields() else {
+            continue;
+        };
+        taken.push(f.to_string());
+        let factor = 2f32.powi(fields.shift);
+        for c in 0..f.code_count() {
+            let c = c as u8;
+            let v = f.decode(c);
+            let nan_rule = fields.nan.is_some_and(|(mask, value)| c & mask == value);
+            let w = if nan_rule {
+                f32::NAN
+            } else {
+                f16_to_f32(f.f16_pattern(c)) * factor
+            };
+            if v.is_nan() {
+                assert!(
+                    w.is_nan(),
+                    "{}: code {c:#x} is NaN, the f16 route gives {w}",
+                    f.to_string()
+                );
+            } else {
+                assert!(
+                    !nan_rule,
+                    "{}: code {c:#x} is {v}, the NaN rule takes it",
+                    f.to_string()
+                );
+                assert_eq!(w.to_bits(), v.to_bits(), "{}: code {c:#x}", f.to_string());
+                // Normal or zero: neither FTZ nor DAZ would change the multiply.
+                assert!(v == 0.0 || !v.is_finite() || v.abs() >= f32::MIN_POSITIVE);
+            }
+        }
+    }
+    // Every named format but E5M2 FNUZ (its exponent 31 is finite), and the customs whose
+    // exponent field is at most 4 bits.
+    for name in [
+        "f8e4m3",
+        "f8e5m2",
+        "f8e4m3fnuz",
+        "f6e2m3",
+        "f6e3m2",
+        "f4e2m1",
+        "f4e3m0",
+    ] {
+        assert!(
+            taken.contains(&name.to_string()),
+            "{name} should take the f16 route"
+        );
+    }
+    assert!(!taken.contains(&"f8e5m2fnuz".to_string()));
+    assert!(!taken
+        .iter()
+        .any(|n| n.starts_with("f8e6") || n.starts_with("f8e7")));
+}
+
+#[test]
+fn f16_fields_name_the_nan_codes() {
+    use lowp_formats::F16Fields;
+    let fields = |f: ScaledFormat| f.f16_fields().expect("takes the f16 route");
+    assert_eq!(
+        fields(ScaledFormat::F8E4M3),
+        F16Fields {
+            shift: 8,
+            nan: Some((0x7F, 0x7F))
+        }
+    );
+    assert_eq!(
+        fields(ScaledFormat::F8E5M2),
+        F16Fields {
+            shift: 0,
+            nan: None
+        }
+    );
+    assert_eq!(
+        fields(ScaledFormat::F8E4M3Fnuz),
+        F16Fields {
+            shift: 7,
+            nan: Some((0xFF, 0x80))
+        }
+    );
+    assert_eq!(
+        fields(ScaledFormat::F4E2M1),
+        F16Fields {
+            shift: 14,
+            nan: None
+        }
+    );
+    assert_eq!(ScaledFormat::F8E5M2Fnuz.f16_fields(), None);
+}
