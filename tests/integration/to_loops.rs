@@ -714,6 +714,108 @@ fn byte_kernel_is_the_f32_kernel_bit_for_bit() {
     );
 }
 
+/// B's decode routes in the f32 kernel (eight rows of a panel at a time: by bit arithmetic,
+/// `decode=bits`, or through f16 patterns, `decode=f16`, where lowp-formats' `f16_fields`
+/// allows; the table for the rows past B and the last k of a chunk) give the same values:
+/// every code of every format, NaN and inf codes included, in B, packed FP4 too, and the
+/// results of the two routes agree bit for bit and with the oracle.
+#[test]
+fn b_decode_routes_agree_bit_for_bit() {
+    let mut rng = SplitMix64::new(23);
+    let mut formats = ScaledFormat::NAMED.to_vec();
+    formats.extend([
+        ScaledFormat::custom(3, 0),
+        ScaledFormat::custom(3, 4),
+        ScaledFormat::custom(4, 3),
+        // Exponent fields f16 cannot hold as normal ones: bit arithmetic under both.
+        ScaledFormat::custom(5, 1),
+        ScaledFormat::custom(6, 1),
+        ScaledFormat::custom(7, 0),
+    ]);
+    // N = 40: rows 32..39 are the last whole group of eight, 40..47 past B; K = 300: four
+    // chunks of 64 whole, then 44 (two steps of 16 and 12 k one at a time, or five of 8
+    // and 4).
+    let (m, n, k) = (9, 40, 300);
+    let mut problems = Vec::new();
+    for &fb in &formats {
+        let la = ScaleLayout::PerTensor;
+        if !valid_pair(fb, la) {
+            continue;
+        }
+        for packed in [false, true] {
+            if packed && fb.bit_width() != 4 {
+                continue;
+            }
+            let a = operand(&mut rng, m, k, ScaledFormat::F8E4M3, la, false);
+            let mut b = operand(&mut rng, n, k, fb, la, packed);
+            // Every code in order (row 3 and row 35, in the vector groups); elsewhere the
+            // finite codes only, so that most results are finite.
+            let count = fb.code_count();
+            let finite: Vec<u8> = (0..count)
+                .map(|c| c as u8)
+                .filter(|&c| fb.decode(c).is_finite())
+                .collect();
+            let code = |r: usize, x: usize| -> u8 {
+                if r % 32 == 3 {
+                    ((x * 37 + r) % count as usize) as u8
+                } else {
+                    finite[(x * 11 + r * 7) % finite.len()]
+                }
+            };
+            let row_bytes = if packed { k.div_ceil(2) } else { k };
+            for r in 0..n {
+                for x in 0..row_bytes {
+                    b.q.codes[r * row_bytes + x] = if packed {
+                        code(r, 2 * x) | (code(r, 2 * x + 1) << 4)
+                    } else {
+                        code(r, x)
+                    };
+                }
+            }
+            problems.push((
+                format!(
+                    "{fb}{} per_tensor as B",
+                    if packed { " packed" } else { "" }
+                ),
+                Problem {
+                    a,
+                    b,
+                    bias: None,
+                    bf16: false,
+                },
+            ));
+        }
+    }
+    assert!(problems.len() >= 14, "{} problems", problems.len());
+    let mut routes = vec![lowp_jit::Decode::Bits];
+    if lowp_jit::host_f16() {
+        routes.push(lowp_jit::Decode::F16);
+    } else {
+        eprintln!("no f16 -> f32 instruction on this host: decode=f16 cannot run here");
+    }
+    let by_route: Vec<Vec<Vec<f32>>> = routes
+        .iter()
+        .map(|&decode| {
+            let mut session = Session::new();
+            session.set_lanes(8);
+            session.set_dot(Some(lowp_jit::Dot::F32));
+            session.set_decode(Some(decode));
+            run_and_check(&session, &problems, None)
+        })
+        .collect();
+    for (i, (what, _)) in problems.iter().enumerate() {
+        let bits = &by_route[0][i];
+        for other in &by_route[1..] {
+            for (x, (u, v)) in bits.iter().zip(&other[i]).enumerate() {
+                assert!(
+                    u.to_bits() == v.to_bits() || (u.is_nan() && v.is_nan()),
+                    "{what}: out[{x}] decode=bits {u:e}, decode=f16 {v:e}"
+                );
+            }
+        }
+    }
+}
+
 /// `src` with the sizes of every 2-D memref type made dynamic (`memref<13x21x...>` to
 /// `memref<?x?x...>`).
 fn dynamic_shapes(src: &str) -> String {

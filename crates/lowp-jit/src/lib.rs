@@ -92,6 +92,46 @@ pub fn host_byte_dot(lanes: u32) -> bool {
     }
 }
 
+/// How the CPU kernel decodes B (`lowp-to-loops{decode=...}`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Decode {
+    /// Integer arithmetic straight to f32 (every target).
+    Bits,
+    /// Each code's fields moved into an f16 pattern, widened by the CPU's f16 -> f32
+    /// instruction (x86 F16C, AArch64), where the format allows (`bits` elsewhere).
+    F16,
+}
+
+impl Decode {
+    /// Its spelling in `lowp-to-loops{decode=...}` and `lowp-run --decode`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Decode::Bits => "bits",
+            Decode::F16 => "f16",
+        }
+    }
+
+    /// The decode spelled `name`, if any.
+    pub fn from_name(name: &str) -> Option<Decode> {
+        [Decode::Bits, Decode::F16]
+            .into_iter()
+            .find(|d| d.name() == name)
+    }
+}
+
+/// Whether this CPU widens f16 to f32 in one instruction (x86 F16C, every AArch64):
+/// without it LLVM calls a library function per value, which the JIT may not have.
+pub fn host_f16() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        std::arch::is_x86_feature_detected!("f16c")
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        cfg!(target_arch = "aarch64")
+    }
+}
+
 /// The OpenMP runtime the threaded pipeline needs: `$LOWP_OMP_LIBRARY`, else LLVM 22's
 /// `libomp.so` (package libomp-22-dev); `None` when neither exists.
 pub fn openmp_library() -> Option<String> {
@@ -151,6 +191,8 @@ pub struct Session {
     lanes: u32,
     /// The CPU kernel's inner products; `None`: the byte kernel where the host has it.
     dot: Option<Dot>,
+    /// The CPU kernel's decode of B; `None`: through f16 where the host converts it.
+    decode: Option<Decode>,
 }
 
 impl Default for Session {
@@ -177,6 +219,7 @@ impl Session {
             openmp: openmp_library(),
             lanes: host_lanes(),
             dot: None,
+            decode: None,
         }
     }
 
@@ -203,6 +246,22 @@ impl Session {
             Some(d) => d,
             None if host_byte_dot(self.lanes) => Dot::I8,
             None => Dot::F32,
+        }
+    }
+
+    /// Ask for the CPU kernel's decode of B (`None`: through f16 where the host converts
+    /// f16 in one instruction, the default). Asking for [`Decode::F16`] on a host without
+    /// it fails in [`lower_cpu`](Self::lower_cpu).
+    pub fn set_decode(&mut self, decode: Option<Decode>) {
+        self.decode = decode;
+    }
+
+    /// The decode of B generated kernels use.
+    pub fn decode(&self) -> Decode {
+        match self.decode {
+            Some(d) => d,
+            None if host_f16() => Decode::F16,
+            None => Decode::Bits,
         }
     }
 
@@ -343,15 +402,16 @@ impl Session {
         })
     }
 
-    /// Lower a lowp module with `lowp-cpu-pipeline` (or `lowp-cpu-openmp-pipeline` with threads) and JIT it. Every public function gets a C
-    /// interface (`llvm.emit_c_interface`) so it can be called with [`MemRefArg`]s.
+    /// Lower a lowp module with `lowp-cpu-pipeline` (or `lowp-cpu-openmp-pipeline` with
+    /// threads) and JIT it. Every public function gets a C interface
+    /// (`llvm.emit_c_interface`) so it can be called with [`MemRefArg`]s.
     pub fn compile_cpu(&self, mut module: Module, opt_level: usize) -> Result<Jit, JitError> {
         self.lower_cpu(&mut module)?;
         self.jit(&module, opt_level)
     }
 
-    /// Give every function a C interface and run `lowp-cpu-pipeline` (or `lowp-cpu-openmp-pipeline` with threads): the module ends in the
-    /// LLVM dialect.
+    /// Give every function a C interface and run `lowp-cpu-pipeline` (or
+    /// `lowp-cpu-openmp-pipeline` with threads): the module ends in the LLVM dialect.
     pub fn lower_cpu(&self, module: &mut Module) -> Result<(), JitError> {
         let mut funcs = Vec::new();
         module.as_operation().walk(WalkOrder::PreOrder, |op| {
@@ -384,9 +444,22 @@ impl Session {
                 ),
             });
         }
+        let decode = self.decode();
+        if decode == Decode::F16 && !host_f16() {
+            return Err(JitError::Pipeline {
+                diagnostics: "decode=f16 needs an f16 -> f32 instruction (x86 F16C), which \
+                              this CPU lacks"
+                    .into(),
+            });
+        }
         self.run_pipeline(
             module,
-            &pipeline.text_with_to_loops(&format!("lanes={} dot={}", self.lanes, dot.name())),
+            &pipeline.text_with_to_loops(&format!(
+                "lanes={} dot={} decode={}",
+                self.lanes,
+                dot.name(),
+                decode.name()
+            )),
         )
     }
 

@@ -7,55 +7,112 @@
 //!
 //! Codes travel as `i32` holding the code in their low bits; values as `f32`.
 
-use lowp_formats::{ScaleDtype, ScaleRounding, ScaledFormat};
+use lowp_formats::{F16Fields, ScaleDtype, ScaleRounding, ScaledFormat};
 use melior::dialect::arith::{CmpfPredicate, CmpiPredicate};
-use melior::ir::Value;
+use melior::ir::{Value, ValueLike};
 
-use crate::ir::Emitter;
+use crate::ir::{vector_lanes, Emitter};
 
-/// `f32` value of a code, by bit arithmetic (mirrors `lowp_codec::decode_bits`).
+/// `f32` value of a code, by bit arithmetic (mirrors `lowp_codec::decode_bits`). `code` is
+/// an `i32` or a `vector<N x i32>`, decoded lane by lane into `f32` or `vector<N x f32>`.
 pub fn decode<'c, 'a>(
     e: &Emitter<'c, 'a>,
     format: ScaledFormat,
     code: Value<'c, '_>,
 ) -> Value<'c, 'a> {
+    let lanes = vector_lanes(code.r#type());
+    let shaped = |t| lanes.map_or(t, |n| e.vector_type(n, t));
+    let (i32t, f32t) = (shaped(e.int_type(32)), shaped(e.f32_type()));
+    let int = |v: u32| match lanes {
+        Some(n) => e.int_splat(32, v as i32 as i64, n),
+        None => e.i32(v),
+    };
+    let float = |v: f32| match lanes {
+        Some(n) => e.f32_splat(v, n),
+        None => e.f32(v),
+    };
     let (eb, mb, bias) = format.fields();
-    let i32t = e.int_type(32);
-    let f32t = e.f32_type();
     let width = 1 + eb + mb;
-    let code = e.andi(code, e.i32((1u32 << width) - 1));
-    let sign = e.shli(e.shrui(code, e.i32(eb + mb)), e.i32(31));
-    let exp = e.andi(e.shrui(code, e.i32(mb)), e.i32((1 << eb) - 1));
-    let mant = e.andi(code, e.i32((1 << mb) - 1));
+    let code = e.andi(code, int((1u32 << width) - 1));
+    let sign = e.shli(e.shrui(code, int(eb + mb)), int(31));
+    let exp = e.andi(e.shrui(code, int(mb)), int((1 << eb) - 1));
+    let mant = e.andi(code, int((1 << mb) - 1));
     // Normal: move the fields into place and rebias the exponent.
-    let f32_exp = e.shli(e.addi(exp, e.i32((127 - bias) as u32)), e.i32(23));
-    let normal = e.ori(e.ori(sign, f32_exp), e.shli(mant, e.i32(23 - mb)));
+    let f32_exp = e.shli(e.addi(exp, int((127 - bias) as u32)), int(23));
+    let normal = e.ori(e.ori(sign, f32_exp), e.shli(mant, int(23 - mb)));
     // Subnormal and zero: mant * 2^(1 - bias - m), exact in f32, then the sign.
     let unit = f32::from_bits(decode_unit_bits(1 - bias - mb as i32));
-    let sub_abs = e.mulf(e.uitofp(mant, f32t), e.f32(unit));
+    let sub_abs = e.mulf(e.uitofp(mant, f32t), float(unit));
     let sub = e.ori(e.bitcast(sub_abs, i32t), sign);
-    let is_sub = e.cmpi(CmpiPredicate::Eq, exp, e.i32(0));
+    let is_sub = e.cmpi(CmpiPredicate::Eq, exp, int(0));
     let bits = e.select(is_sub, sub, normal);
     let value = e.bitcast(bits, f32t);
-    let nan = e.f32(f32::NAN);
+    let nan = float(f32::NAN);
     match format {
         ScaledFormat::F8E4M3 => {
-            let is_nan = e.cmpi(CmpiPredicate::Eq, e.andi(code, e.i32(0x7F)), e.i32(0x7F));
+            let is_nan = e.cmpi(CmpiPredicate::Eq, e.andi(code, int(0x7F)), int(0x7F));
             e.select(is_nan, nan, value)
         }
         ScaledFormat::F8E5M2 => {
-            let special = e.cmpi(CmpiPredicate::Eq, exp, e.i32(0x1F));
-            let is_inf = e.cmpi(CmpiPredicate::Eq, mant, e.i32(0));
-            let inf = e.bitcast(e.ori(sign, e.i32(0x7F80_0000)), f32t);
+            let special = e.cmpi(CmpiPredicate::Eq, exp, int(0x1F));
+            let is_inf = e.cmpi(CmpiPredicate::Eq, mant, int(0));
+            let inf = e.bitcast(e.ori(sign, int(0x7F80_0000)), f32t);
             let special_value = e.select(is_inf, inf, nan);
             e.select(special, special_value, value)
         }
         ScaledFormat::F8E4M3Fnuz | ScaledFormat::F8E5M2Fnuz => {
-            let is_nan = e.cmpi(CmpiPredicate::Eq, code, e.i32(0x80));
+            let is_nan = e.cmpi(CmpiPredicate::Eq, code, int(0x80));
             e.select(is_nan, nan, value)
         }
         _ => value,
     }
+}
+
+/// The f16 bit patterns (`vector<N x i16>`) of a `vector<N x i16>` of codes (mirrors
+/// `ScaledFormat::f16_pattern`; `fields` must be the format's `f16_fields`): each code's
+/// fields moved in place, and an f16 NaN at the NaN codes the move misses. [`widen_f16`]
+/// finishes the decode.
+pub fn f16_patterns<'c, 'a>(
+    e: &Emitter<'c, 'a>,
+    format: ScaledFormat,
+    fields: F16Fields,
+    code: Value<'c, '_>,
+) -> Value<'c, 'a> {
+    let lanes = vector_lanes(code.r#type()).expect("a vector of codes");
+    let int = |v: u32| e.int_splat(16, i64::from(v), lanes);
+    let (eb, mb, _) = format.fields();
+    let magnitude = e.andi(code, int((1 << (eb + mb)) - 1));
+    let sign = e.andi(code, int(1 << (eb + mb)));
+    let pattern = e.ori(
+        e.shli(magnitude, int(10 - mb)),
+        e.shli(sign, int(15 - eb - mb)),
+    );
+    match fields.nan {
+        Some((mask, value)) => {
+            let masked = e.andi(code, int(u32::from(mask)));
+            let is_nan = e.cmpi(CmpiPredicate::Eq, masked, int(u32::from(value)));
+            e.select(is_nan, int(0x7E00), pattern)
+        }
+        None => pattern,
+    }
+}
+
+/// The `vector<N x f32>` values of `vector<N x i16>` f16 patterns from [`f16_patterns`]:
+/// widened by `arith.extf` (one instruction where the target converts f16: x86 F16C,
+/// AArch64) and multiplied by `2^shift`; exact, by `f16_fields`.
+pub fn widen_f16<'c, 'a>(
+    e: &Emitter<'c, 'a>,
+    fields: F16Fields,
+    pattern: Value<'c, '_>,
+) -> Value<'c, 'a> {
+    let lanes = vector_lanes(pattern.r#type()).expect("a vector of patterns");
+    let half = e.vector_bitcast(pattern, lanes, e.f16_type());
+    let value = e.extf(half, e.vector_type(lanes, e.f32_type()));
+    if fields.shift == 0 {
+        return value;
+    }
+    let factor = f32::from_bits(((127 + fields.shift) as u32) << 23);
+    e.mulf(value, e.f32_splat(factor, lanes))
 }
 
 /// Bits of `2^k` for `-149 <= k <= 127` (an f32 subnormal below -126).

@@ -466,9 +466,18 @@ impl<'c, 'a> Emitter<'c, 'a> {
 
     /// A vector of zeros.
     pub fn zero_vector(&self, n: u64) -> Value<'c, 'a> {
+        self.f32_splat(0.0, n)
+    }
+
+    /// A vector of `n` copies of the f32 `v`, exactly its bits (NaN and infinities, which
+    /// float attributes print lossily, as a splat of the bits and a bitcast).
+    pub fn f32_splat(&self, v: f32, n: u64) -> Value<'c, 'a> {
         let t = self.vector_type(n, self.f32_type());
-        let zero = FloatAttribute::new(self.ctx, self.f32_type(), 0.0).into();
-        let dense = melior::ir::attribute::DenseElementsAttribute::new(t, &[zero])
+        if !v.is_finite() {
+            return self.bitcast(self.int_splat(32, i64::from(v.to_bits() as i32), n), t);
+        }
+        let value = FloatAttribute::new(self.ctx, self.f32_type(), f64::from(v)).into();
+        let dense = melior::ir::attribute::DenseElementsAttribute::new(t, &[value])
             .expect("splat of one value");
         self.val(arith::constant(self.ctx, dense.into(), self.loc))
     }
@@ -1298,6 +1307,14 @@ pub fn string_value(attr: Attribute) -> Option<String> {
         mlir_sys::mlirAttributeIsAString(raw)
             .then(|| text_of(mlir_sys::mlirStringAttrGetValue(raw)))
     }
+}
+
+/// The length of a 1-D vector type; `None` for a scalar (or any other) type.
+pub fn vector_lanes(t: Type) -> Option<u64> {
+    use melior::ir::TypeLike;
+    // SAFETY: reading the shape of a live vector type, after checking its kind.
+    (t.is_vector() && unsafe { mlir_sys::mlirShapedTypeGetRank(t.to_raw()) } == 1)
+        .then(|| unsafe { mlir_sys::mlirShapedTypeGetDimSize(t.to_raw(), 0) } as u64)
 }
 
 /// The root and leaf names of a symbol reference attribute (`@m::@k`; `@k` has both `k`),

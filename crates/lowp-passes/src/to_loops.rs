@@ -14,7 +14,10 @@
 //! %sa = ... %sb = ...                                 // scales per K segment, in tiles
 //! %w = memref.alloc(...) : memref<?x?x6x16xf32>      // f32 sums, a block per tile
 //! scf.for %kc = ... step 256 {                        // K blocks
-//!  scf.parallel (%nb) = ... { ... memref.store ... %bp }  // B's block decoded
+//!  scf.parallel (%nb) = ... {                         // B's block decoded, 8 rows by
+//!    vector.load ... : vector<8xi8> (x 8 rows)        // 8 k: bit arithmetic, then an
+//!    vector.shuffle (x 24) ... vector.store ... %bp   // 8 x 8 transpose in registers
+//!  }
 //!  scf.for %nc = ... step 32 {                        // N blocks: 256 x 512 of B in L2
 //!   scf.parallel (%mt) = ... {                        // 6-row tiles, one per thread
 //!     scf.for %nb = ... {                             // 16-column panels of the block
@@ -45,10 +48,23 @@
 //! f32 is 4-8x its codes: a skinny M spent most of its time writing and reading it), 64 k
 //! of a row at a time with the row's codes two such chunks on prefetched
 //! (`memref.prefetch`). Where M is skinny (up to 60 rows, 10 tiles of 6 or 5 of 12: the
-//! decode shape of LLM inference, 16 x N x K, among them), B's panels run in parallel
-//! instead of A's row tiles: each panel's block is decoded and at once swept by every row
-//! tile, so B's decoded values stay in the core's cache, and a few row tiles still give
-//! every thread work. The byte kernel's B words go the same way.
+//! decode shape of LLM inference, 16 x N x K, among them), groups of B's panels run in
+//! parallel instead of A's row tiles: each panel's block is decoded into its group's one
+//! buffer and at once swept by every row tile, so B's decoded values stay in the core's
+//! cache, and a few row tiles still give every thread work. The byte kernel's B words go
+//! the same way.
+//!
+//! B's decode (the f32 kernel's larger half at the decode shape) takes eight rows of a
+//! panel at a time, a vector of each row's codes at once, and transposes the block in
+//! registers into the panel's layout: by bit arithmetic on i32 lanes (`codes::decode`),
+//! eight k a step; or with `decode=f16`, where the format allows (lowp-formats'
+//! `f16_fields`: every named format but E5M2 FNUZ, custom ones with exponent fields of up
+//! to 4 bits), 16 k a step: each code's fields moved into an f16 bit pattern on 16-bit
+//! lanes (its NaN codes to an f16 NaN), two 8 x 8 blocks transposed at once, each half
+//! widened by the target's f16 -> f32 instruction and multiplied by `2^(15 - bias)`. Both
+//! give the table's values exactly. A group of rows reaching past B and the last k of a
+//! chunk short of a step take the table one code at a time; so does A (its 6-row tiles
+//! are not a transpose's width, and at the decode shape it is a few rows).
 //!
 //! The byte kernel (`dot=i8`) runs where both formats are small integers exactly
 //! (`lowp_formats::IntEmbedding`: E2M1 is `n / 2` with `|n| <= 12`, E2M3 `n / 8` with
@@ -61,9 +77,10 @@
 //! sums start from minus `max_a` times B's column sums of the interval (taking A's offset
 //! away), so at its end they are (widened to i32) the exact integer partial sums,
 //! converted to f32 (exact: the kernel runs only where an interval's sum stays within
-//! 2^24) and multiplied by `2^-(shift_a + shift_b)`: the same f32 values the f32 kernel sums for these formats, so where the two kernels'
-//! intervals are the same (every scale segment; K blocks of per-tensor and per-channel
-//! operands while K is at most both kernels' block) their results are the same bits.
+//! 2^24) and multiplied by `2^-(shift_a + shift_b)`: the same f32 values the f32 kernel
+//! sums for these formats, so where the two kernels' intervals are the same (every scale
+//! segment; K blocks of per-tensor and per-channel operands while K is at most both
+//! kernels' block) their results are the same bits.
 //! Formats that are not small integers (FP8, E3M2 FP6, ...) keep the f32 kernel.
 //!
 //! ```mlir
@@ -89,6 +106,10 @@
 //! * `dot=f32|i8` — the inner products: f32 FMAs (the default: portable IR), or the byte
 //!   kernel where the formats allow (x86 only: AVX2 with `lanes=8`, AVX512BW with
 //!   `lanes=16`). `lowp-jit` picks i8 when the host has the instructions.
+//! * `decode=bits|f16` — how the f32 kernel decodes B: bit arithmetic (the default: any
+//!   target), or through f16 where the format allows (a target without an f16 -> f32
+//!   instruction, x86 without F16C, gets a library call per value from LLVM). `lowp-jit`
+//!   picks f16 when the host has it.
 //!
 //! Runs on `func.func`. Dependent dialects: arith, math, memref, scf, vector, llvm.
 
@@ -98,6 +119,7 @@ use melior::dialect::arith::CmpiPredicate;
 use melior::ir::operation::{OperationLike, WalkOrder, WalkResult};
 use melior::ir::{OperationRef, ShapedTypeLike, Value, ValueLike};
 
+use crate::codes;
 use crate::expand_quantize::{
     ceil_div, code_format, decode_table, expand_op, int_table, layout_attr_of, load_code,
     loop_dialects, operand, storage_cast, unsupported, Decode, Scaled,
@@ -115,6 +137,10 @@ const DECODE_CHUNK: i64 = 64;
 /// block is then at most 64 KiB. 64 was measured at M = 1, 16, 48, 60 (two threads: 31 ->
 /// 26, 41 -> 34, 64 -> 66, 76 -> 71 ms at N = K = 8192).
 const SKINNY_ROWS: i64 = 64;
+
+/// B's panels per parallel iteration in the skinny form of `Gemm::sweep`: they share one
+/// slot of the panel buffers, allocated by the iteration.
+const SLOT_PANELS: i64 = 4;
 
 /// How many chunks ahead the decode prefetches a row's codes.
 const PREFETCH_CHUNKS: i64 = 2;
@@ -193,6 +219,18 @@ pub const PASS: PassDef = PassDef {
                           small integers exactly (FP4 E2M1, FP6 E2M3, ...), else f32",
             kind: OptionKind::Choice(&["f32", "i8"]),
         },
+        OptionDef {
+            name: "decode",
+            default: "bits",
+            description: "How the f32 kernel decodes B, eight codes of a row at once: bits \
+                          (integer arithmetic to f32, any target) or f16 (each code's fields \
+                          moved into an f16 pattern on 16-bit lanes, widened by the target's \
+                          f16 -> f32 instruction (x86 F16C, AArch64; elsewhere LLVM calls a \
+                          library function per value) and scaled by one multiply, where \
+                          lowp-formats' f16_fields allows: all formats but E5M2 FNUZ and \
+                          exponent fields over 4 bits)",
+            kind: OptionKind::Choice(&["bits", "f16"]),
+        },
     ],
     dependent_dialects: || {
         // `dot=i8` calls x86 intrinsics (`llvm.call_intrinsic`).
@@ -217,6 +255,8 @@ struct Plan {
     kc: i64,
     /// `dot=i8`: the byte kernel where the formats allow.
     dot_i8: bool,
+    /// `decode=f16`: B decoded through f16 where its format allows.
+    f16_decode: bool,
 }
 
 fn gcd(a: i64, b: i64) -> i64 {
@@ -265,6 +305,7 @@ fn plan(la: ScaleLayout, lb: ScaleLayout, options: &PassOptions) -> Plan {
         seg,
         kc,
         dot_i8: options.choice("dot") == "i8",
+        f16_decode: options.choice("decode") == "f16",
     }
 }
 
@@ -532,11 +573,20 @@ fn lower_scaled_matmul<'c, 'a>(
     Ok(())
 }
 
-/// One interval's partial sums of a tile: `(e, mt, pb, k0, s0, s1)` (`k0` the start of
+/// Where B's panel `pb` of the current K block is decoded: slot `slot` (the first index)
+/// of the kernel's panel buffers.
+#[derive(Clone, Copy)]
+struct PanelAt<'b, 'c, 'a> {
+    buffers: &'b [Value<'c, 'a>],
+    slot: Value<'c, 'a>,
+    pb: Value<'c, 'a>,
+}
+
+/// One interval's partial sums of a tile: `(e, panel, mt, k0, s0, s1)` (`k0` the start of
 /// its K block) to `2 mr` f32 vectors.
 type Interval<'f, 'c, 'a> = dyn Fn(
         &Emitter<'c, 'a>,
-        Value<'c, 'a>,
+        PanelAt<'_, 'c, 'a>,
         Value<'c, 'a>,
         Value<'c, 'a>,
         Value<'c, 'a>,
@@ -544,10 +594,12 @@ type Interval<'f, 'c, 'a> = dyn Fn(
     ) -> Vec<Value<'c, 'a>>
     + 'f;
 
-/// B's panel `pb` of the K block `k0..k1` decoded into the kernel's panel buffer:
-/// `(e, pb, k0, k1)`.
+/// B's panel of the K block `k0..k1` decoded into its slot: `(e, panel, k0, k1)`.
 type PanelDecode<'f, 'c, 'a> =
-    dyn Fn(&Emitter<'c, 'a>, Value<'c, 'a>, Value<'c, 'a>, Value<'c, 'a>) + 'f;
+    dyn Fn(&Emitter<'c, 'a>, PanelAt<'_, 'c, 'a>, Value<'c, 'a>, Value<'c, 'a>) + 'f;
+
+/// The kernel's panel buffers with `n` slots (`memref<? x ...>`, freed by the sweep).
+type PanelBuffers<'f, 'c, 'a> = dyn Fn(&Emitter<'c, 'a>, Value<'c, 'a>) -> Vec<Value<'c, 'a>> + 'f;
 
 /// What the decode and GEMM phases of one matmul share.
 struct Gemm<'c, 'a> {
@@ -589,17 +641,20 @@ impl<'c, 'a> Gemm<'c, 'a> {
     }
 
     /// The loops over K blocks, N blocks, row tiles (in parallel), the block's panels and
-    /// its intervals; `interval(e, mt, pb, k0, s0, s1)` emits one interval's partial sums
-    /// of the tile (`2 mr` f32 vectors, row-major), which are then scaled into `w`.
+    /// its intervals; `interval(e, panel, mt, k0, s0, s1)` emits one interval's partial
+    /// sums of the tile (`2 mr` f32 vectors, row-major), which are then scaled into `w`.
     ///
-    /// `decode(e, pb, k0, k1)` fills B's panel buffer for a K block: each K block begins
-    /// with its panels decoded in parallel; and where M is at most `SKINNY_ROWS / mr` (a
-    /// few row tiles: too few to share among threads, and A's block fits L2) the panels run
-    /// in parallel instead, each decoded and swept by all row tiles at once, so that B's
-    /// decoded values never leave the core's cache.
+    /// `decode(e, panel, k0, k1)` fills a slot of the panel buffers (`buffers(e, n)`, `n`
+    /// slots) for a K block: each K block begins with all its panels decoded in parallel,
+    /// a slot each; and where M is at most `SKINNY_ROWS / mr` (a few row tiles: too few to
+    /// share among threads, and A's block fits L2) groups of `SLOT_PANELS` panels run in
+    /// parallel instead, each panel decoded into its group's one slot and at once swept by
+    /// all row tiles, so that B's decoded values never leave the core's cache (a slot per
+    /// panel, written once a K block, missed in cache on every write: 8 MiB at N = 8192).
     fn sweep(
         &self,
         e: &Emitter<'c, 'a>,
+        buffers: &PanelBuffers<'_, 'c, 'a>,
         decode: &PanelDecode<'_, 'c, 'a>,
         interval: &Interval<'_, 'c, 'a>,
     ) {
@@ -612,28 +667,50 @@ impl<'c, 'a> Gemm<'c, 'a> {
             skinny,
             &[],
             |e| {
+                let group = e.index(SLOT_PANELS);
+                let groups = ceil_div(e, self.n_panels, group);
                 e.for_loop(zero, k, kc, &[], |e, k0, _| {
                     let k1 = e.minui(e.addi(k0, kc), k);
-                    self.par(e, self.n_panels, &|e, pb| {
-                        decode(e, pb, k0, k1);
-                        e.for_loop(zero, self.m_tiles, one, &[], |e, mt, _| {
-                            self.tile_block(e, interval, mt, pb, k0, k1);
+                    self.par(e, groups, &|e, gi| {
+                        let slot = buffers(e, one);
+                        let p0 = e.muli(gi, group);
+                        let p1 = e.minui(e.addi(p0, group), self.n_panels);
+                        e.for_loop(p0, p1, one, &[], |e, pb, _| {
+                            let panel = PanelAt {
+                                buffers: &slot,
+                                slot: zero,
+                                pb,
+                            };
+                            decode(e, panel, k0, k1);
+                            e.for_loop(zero, self.m_tiles, one, &[], |e, mt, _| {
+                                self.tile_block(e, interval, panel, mt, k0, k1);
+                                vec![]
+                            });
                             vec![]
                         });
+                        for &b in &slot {
+                            e.dealloc(b);
+                        }
                     });
                     vec![]
                 });
                 vec![]
             },
             |e| {
+                let all = buffers(e, self.n_panels);
+                let at = |pb| PanelAt {
+                    buffers: &all,
+                    slot: pb,
+                    pb,
+                };
                 e.for_loop(zero, k, kc, &[], |e, k0, _| {
                     let k1 = e.minui(e.addi(k0, kc), k);
-                    self.par(e, self.n_panels, &|e, pb| decode(e, pb, k0, k1));
+                    self.par(e, self.n_panels, &|e, pb| decode(e, at(pb), k0, k1));
                     e.for_loop(zero, self.n_panels, ncp, &[], |e, p0, _| {
                         let p1 = e.minui(e.addi(p0, ncp), self.n_panels);
                         self.par(e, self.m_tiles, &|e, mt| {
                             e.for_loop(p0, p1, one, &[], |e, pb, _| {
-                                self.tile_block(e, interval, mt, pb, k0, k1);
+                                self.tile_block(e, interval, at(pb), mt, k0, k1);
                                 vec![]
                             });
                         });
@@ -641,6 +718,9 @@ impl<'c, 'a> Gemm<'c, 'a> {
                     });
                     vec![]
                 });
+                for &b in &all {
+                    e.dealloc(b);
+                }
                 vec![]
             },
         );
@@ -652,11 +732,12 @@ impl<'c, 'a> Gemm<'c, 'a> {
         &self,
         e: &Emitter<'c, 'a>,
         interval: &Interval<'_, 'c, 'a>,
+        panel: PanelAt<'_, 'c, 'a>,
         mt: Value<'c, 'a>,
-        pb: Value<'c, 'a>,
         k0: Value<'c, 'a>,
         k1: Value<'c, 'a>,
     ) {
+        let pb = panel.pb;
         let zero = e.index(0);
         let Tile { lanes, mr: mr_c } = self.plan.tile;
         let vl = lanes as u64;
@@ -664,7 +745,7 @@ impl<'c, 'a> Gemm<'c, 'a> {
         let seg_len = e.index(self.interval);
         e.for_loop(k0, k1, seg_len, &[], |e, s0, _| {
             let s1 = e.minui(e.addi(s0, seg_len), k1);
-            let partial = interval(e, mt, pb, k0, s0, s1);
+            let partial = interval(e, panel, mt, k0, s0, s1);
             // Scale the segment once (or not at all: per-tensor / per-channel scales
             // multiply the total in the write-back).
             let scaled = self.plan.seg.map(|s| {
@@ -716,6 +797,114 @@ fn prefetch_codes<'c, 'a>(
     e.prefetch(side.bits, &[rr, col]);
 }
 
+/// `n` codes of row `rr` from k = `kk` (even where two codes share a byte), as a
+/// `vector<n x i<bits>>` of codes in k order (low nibble first).
+fn load_codes<'c, 'a>(
+    e: &Emitter<'c, 'a>,
+    side: &Side<'c, 'a>,
+    (rr, kk): (Value<'c, 'a>, Value<'c, 'a>),
+    n: u64,
+    bits: u32,
+) -> Value<'c, 'a> {
+    let lane = e.int_type(bits);
+    if side.packed {
+        let col = e.divui(kk, e.index(2));
+        let bytes = e.extui(
+            e.vload(side.bits, &[rr, col], n / 2),
+            e.vector_type(n / 2, lane),
+        );
+        let lo = e.andi(bytes, e.int_splat(bits, 0xF, n / 2));
+        let hi = e.shrui(bytes, e.int_splat(bits, 4, n / 2));
+        let half = n as i64 / 2;
+        let mask: Vec<i64> = (0..half).flat_map(|i| [i, half + i]).collect();
+        e.shuffle(lo, hi, lane, &mask)
+    } else {
+        e.extui(e.vload(side.bits, &[rr, kk], n), e.vector_type(n, lane))
+    }
+}
+
+/// One round of a register transpose: for each `(i, j)` of `pairs`, the two shuffles of
+/// `v[i]` and `v[j]` by `masks` (elements of `element`; indices past the first vector's
+/// length pick from the second).
+fn shuffle_round<'c, 'a>(
+    e: &Emitter<'c, 'a>,
+    v: &[Value<'c, 'a>],
+    element: melior::ir::Type<'c>,
+    masks: [&[i64]; 2],
+    pairs: [(usize, usize); 4],
+) -> Vec<Value<'c, 'a>> {
+    pairs
+        .into_iter()
+        .flat_map(|(i, j)| masks.map(|m| e.shuffle(v[i], v[j], element, m)))
+        .collect()
+}
+
+/// The transpose of an 8 x 8 block held as eight `vector<8xf32>` rows: lane `r` of result
+/// `c` is lane `c` of row `r`. Three rounds of two-source shuffles (24 in all, the
+/// unpack / 64-bit shuffle / 128-bit permute sequence of AVX).
+fn transpose8<'c, 'a>(e: &Emitter<'c, 'a>, rows: &[Value<'c, 'a>]) -> Vec<Value<'c, 'a>> {
+    let f32t = e.f32_type();
+    // Rows 2p, 2p + 1 interleaved: lanes (0, 1, 4, 5) then (2, 3, 6, 7) of both.
+    let t = shuffle_round(
+        e,
+        rows,
+        f32t,
+        [&[0, 8, 1, 9, 4, 12, 5, 13], &[2, 10, 3, 11, 6, 14, 7, 15]],
+        [(0, 1), (2, 3), (4, 5), (6, 7)],
+    );
+    // Rows 4q..4q + 4 of columns (0, 4), (1, 5), (2, 6), (3, 7).
+    let u = shuffle_round(
+        e,
+        &t,
+        f32t,
+        [&[0, 1, 8, 9, 4, 5, 12, 13], &[2, 3, 10, 11, 6, 7, 14, 15]],
+        [(0, 2), (1, 3), (4, 6), (5, 7)],
+    );
+    // Columns c and c + 4 of all eight rows.
+    let w = shuffle_round(
+        e,
+        &u,
+        f32t,
+        [&[0, 1, 2, 3, 8, 9, 10, 11], &[4, 5, 6, 7, 12, 13, 14, 15]],
+        [(0, 4), (1, 5), (2, 6), (3, 7)],
+    );
+    // w holds columns in the order 0, 4, 1, 5, 2, 6, 3, 7.
+    [0, 2, 4, 6, 1, 3, 5, 7].iter().map(|&i| w[i]).collect()
+}
+
+/// The transposes of the two 8 x 8 blocks of eight `vector<16xi16>` rows (k 0..8 in the
+/// low 128 bits, k 8..16 in the high): result `x` holds k = x of rows 0..8 in its low
+/// eight lanes and k = x + 8 in its high eight. Three rounds of shuffles that stay within
+/// 128-bit halves (x86's unpack of 16-, 32- and 64-bit elements: 24 in all, for 128
+/// codes).
+fn transpose8x16<'c, 'a>(e: &Emitter<'c, 'a>, rows: &[Value<'c, 'a>]) -> Vec<Value<'c, 'a>> {
+    let i16t = e.int_type(16);
+    // The pattern of one round in both halves: `granule`-lane runs of the first vector
+    // and then the second, from the low (`from` 0) or high (`from` 4) half of each half.
+    let mask = |granule: i64, from: i64| -> Vec<i64> {
+        (0..2)
+            .flat_map(|half| {
+                (0..4 / granule).flat_map(move |g| {
+                    (0..2).flat_map(move |src| {
+                        (0..granule).map(move |l| 16 * src + 8 * half + from + g * granule + l)
+                    })
+                })
+            })
+            .collect()
+    };
+    let rounds = [
+        (1, [(0, 1), (2, 3), (4, 5), (6, 7)]),
+        (2, [(0, 2), (1, 3), (4, 6), (5, 7)]),
+        (4, [(0, 4), (1, 5), (2, 6), (3, 7)]),
+    ];
+    rounds
+        .into_iter()
+        .fold(rows.to_vec(), |v, (granule, pairs)| {
+            let (lo, hi) = (mask(granule, 0), mask(granule, 4));
+            shuffle_round(e, &v, i16t, [&lo, &hi], pairs)
+        })
+}
+
 /// The f32 kernel: codes decoded to f32 through a table, A packed into row tiles and B
 /// into column panels, `2 mr` FMAs per k.
 fn gemm_f32<'c, 'a>(
@@ -742,61 +931,175 @@ fn gemm_f32<'c, 'a>(
     // block's start, so it is read back from cache, not memory: N x K f32 would be 4-8x
     // the codes, 256 MiB for FP8 at N = K = 8192); padding rows and columns are zero.
     let ap = e.alloc(f32t, &[None, None, Some(mr_c)], &[g.m_tiles, k], 64);
-    let bp = e.alloc(f32t, &[None, Some(g.kc), Some(nr_c)], &[g.n_panels], 64);
-    // Rows `panel * width ..` of a side's codes over k in `from..to`, decoded into
-    // `packed_to[panel, kk - from, j]`.
-    let decode_panels = |e: &Emitter<'c, 'a>,
-                         side: &Side<'c, 'a>,
-                         table: Value<'c, 'a>,
-                         packed_to: Value<'c, 'a>,
-                         width: Value<'c, 'a>,
-                         panel: Value<'c, 'a>,
-                         from: Value<'c, 'a>,
-                         to: Value<'c, 'a>| {
-        // Chunks of DECODE_CHUNK k: a row's codes of a chunk are read in order (one
-        // cache line of FP8 codes), and the chunk of the tile they fill stays in L1 until
-        // all its rows have written it.
-        let chunk = e.index(DECODE_CHUNK);
-        e.for_loop(from, to, chunk, &[], |e, c0, _| {
-            let c1 = e.minui(e.addi(c0, chunk), to);
-            e.for_loop(zero, width, one, &[], |e, j, _| {
-                let row = e.addi(e.muli(panel, width), j);
-                let real = e.cmpi(CmpiPredicate::Ult, row, side.rows);
-                let rr = e.minui(row, e.subi(side.rows, one));
-                prefetch_codes(e, side, rr, c0, k);
-                e.for_loop(c0, c1, one, &[], |e, kk, _| {
-                    let code = e.index_castui(
-                        load_code(e, side.bits, side.packed, side.format.bit_width(), rr, kk),
-                        e.index_type(),
-                    );
-                    let v = e.load(table, &[code]);
-                    let at = [panel, e.subi(kk, from), j];
-                    e.store(e.select(real, v, zf), packed_to, &at);
-                    vec![]
-                });
+    let panels =
+        |e: &Emitter<'c, 'a>, n| vec![e.alloc(f32t, &[None, Some(g.kc), Some(nr_c)], &[n], 64)];
+    // Row `j` of panel `panel` (`real`: inside the operand; `rr`: the row read, clamped)
+    // over k in `lo..hi`, decoded one code at a time into `packed_to[panel, kk - base, j]`.
+    let decode_row =
+        |e: &Emitter<'c, 'a>,
+         side: &Side<'c, 'a>,
+         table: Value<'c, 'a>,
+         packed_to: Value<'c, 'a>,
+         (panel, j): (Value<'c, 'a>, Value<'c, 'a>),
+         (real, rr): (Value<'c, 'a>, Value<'c, 'a>),
+         (base, lo, hi): (Value<'c, 'a>, Value<'c, 'a>, Value<'c, 'a>)| {
+            e.for_loop(lo, hi, one, &[], |e, kk, _| {
+                let code = e.index_castui(
+                    load_code(e, side.bits, side.packed, side.format.bit_width(), rr, kk),
+                    e.index_type(),
+                );
+                let v = e.load(table, &[code]);
+                e.store(
+                    e.select(real, v, zf),
+                    packed_to,
+                    &[panel, e.subi(kk, base), j],
+                );
+                vec![]
+            });
+        };
+    // Whether row `row` is inside the side, and the row to read for it (clamped: padding
+    // rows read the last row and store zeros).
+    let row_of = |e: &Emitter<'c, 'a>, side: &Side<'c, 'a>, row: Value<'c, 'a>| {
+        let real = e.cmpi(CmpiPredicate::Ult, row, side.rows);
+        (real, e.minui(row, e.subi(side.rows, one)))
+    };
+    // Chunks of DECODE_CHUNK k: a row's codes of a chunk are read in order (one cache line
+    // of FP8 codes), and the chunk of the tile they fill stays in L1 until all its rows
+    // have written it.
+    let chunk = e.index(DECODE_CHUNK);
+    // A's row tile `t`, all of K, one code at a time.
+    let decode_a = |e: &Emitter<'c, 'a>, t: Value<'c, 'a>| {
+        e.for_loop(zero, k, chunk, &[], |e, c0, _| {
+            let c1 = e.minui(e.addi(c0, chunk), k);
+            e.for_loop(zero, mr, one, &[], |e, j, _| {
+                let (real, rr) = row_of(e, a, e.addi(e.muli(t, mr), j));
+                prefetch_codes(e, a, rr, c0, k);
+                decode_row(e, a, table_a, ap, (t, j), (real, rr), (zero, c0, c1));
                 vec![]
             });
             vec![]
         });
     };
-    g.par(e, g.m_tiles, &|e, t| {
-        decode_panels(e, a, table_a, ap, mr, t, zero, k)
-    });
+    g.par(e, g.m_tiles, &|e, t| decode_a(e, t));
+    // B's panel over the K block `k0..k1`, eight rows at a time, decoded a vector of a
+    // row's codes at once and transposed in registers into the panel's layout (eight
+    // rows of one k contiguous): with `decode=f16` where the format allows, 16 k a step,
+    // the codes' f16 patterns on 16-bit lanes transposed two 8 x 8 blocks at once, then
+    // widened (`codes::f16_patterns`, `widen_f16`); else 8 k a step by `codes::decode`'s
+    // bit arithmetic on i32 lanes and a transpose of f32. Both give the table's values. A
+    // group of rows reaching past B (the last panel's padding) and a chunk's last few k
+    // take the table one code at a time. At the decode shape (16 x N x K) the table decode
+    // was most of the time: a table load and a 4-byte store a code took ~1.5 cycles.
+    let via_f16 = b.format.f16_fields().filter(|_| g.plan.f16_decode);
+    let step_k: i64 = if via_f16.is_some() { 16 } else { 8 };
+    // The vector step at `kk` of the rows `rows` (read rows), into `slot` of `bp` at
+    // column `j0`.
+    let decode_step = |e: &Emitter<'c, 'a>,
+                       (bp, slot, j0): (Value<'c, 'a>, Value<'c, 'a>, Value<'c, 'a>),
+                       rows: &[Value<'c, 'a>],
+                       kb: Value<'c, 'a>,
+                       kk: Value<'c, 'a>| {
+        let store = |e: &Emitter<'c, 'a>, v, x: i64| {
+            e.vstore(v, bp, &[slot, e.addi(kb, e.index(x)), j0]);
+        };
+        match via_f16 {
+            Some(fields) => {
+                let patterns: Vec<_> = rows
+                    .iter()
+                    .map(|&rr| {
+                        let codes = load_codes(e, b, (rr, kk), 16, 16);
+                        codes::f16_patterns(e, b.format, fields, codes)
+                    })
+                    .collect();
+                let i16t = e.int_type(16);
+                for (x, v) in transpose8x16(e, &patterns).into_iter().enumerate() {
+                    for half in 0..2i64 {
+                        let lanes: Vec<i64> = (8 * half..8 * half + 8).collect();
+                        let eight_rows = e.shuffle(v, v, i16t, &lanes);
+                        store(
+                            e,
+                            codes::widen_f16(e, fields, eight_rows),
+                            x as i64 + 8 * half,
+                        );
+                    }
+                }
+            }
+            None => {
+                let values: Vec<_> = rows
+                    .iter()
+                    .map(|&rr| codes::decode(e, b.format, load_codes(e, b, (rr, kk), 8, 32)))
+                    .collect();
+                for (x, v) in transpose8(e, &values).into_iter().enumerate() {
+                    store(e, v, x as i64);
+                }
+            }
+        }
+    };
+    let decode_b = |e: &Emitter<'c, 'a>, panel: PanelAt<'_, 'c, 'a>, k0: Value<'c, 'a>, k1| {
+        let (bp, slot, pb) = (panel.buffers[0], panel.slot, panel.pb);
+        let (eight, step) = (e.index(8), e.index(step_k));
+        e.for_loop(k0, k1, chunk, &[], |e, c0, _| {
+            let c1 = e.minui(e.addi(c0, chunk), k1);
+            let cv = e.addi(c0, e.muli(e.divui(e.subi(c1, c0), step), step));
+            for group in 0..nr_c / 8 {
+                let first = e.addi(e.muli(pb, nr), e.index(8 * group));
+                let rows: Vec<_> = (0..8)
+                    .map(|r| {
+                        let rows = row_of(e, b, e.addi(first, e.index(r)));
+                        prefetch_codes(e, b, rows.1, c0, k);
+                        rows
+                    })
+                    .collect();
+                let j0 = e.index(8 * group);
+                let inside = e.cmpi(CmpiPredicate::Ule, e.addi(first, eight), b.rows);
+                e.if_else(
+                    inside,
+                    &[],
+                    |e| {
+                        let read: Vec<_> = rows.iter().map(|&(_, rr)| rr).collect();
+                        e.for_loop(c0, cv, step, &[], |e, kk, _| {
+                            decode_step(e, (bp, slot, j0), &read, e.subi(kk, k0), kk);
+                            vec![]
+                        });
+                        vec![]
+                    },
+                    |e| {
+                        for (r, &rows) in rows.iter().enumerate() {
+                            let j = e.index(8 * group + r as i64);
+                            decode_row(e, b, table_b, bp, (slot, j), rows, (k0, c0, cv));
+                        }
+                        vec![]
+                    },
+                );
+            }
+            // The chunk's last few k (fewer than a step: K's end) one code at a time.
+            e.if_then(e.cmpi(CmpiPredicate::Ult, cv, c1), |e| {
+                e.for_loop(zero, nr, one, &[], |e, j, _| {
+                    let rows = row_of(e, b, e.addi(e.muli(pb, nr), j));
+                    decode_row(e, b, table_b, bp, (slot, j), rows, (k0, cv, c1));
+                    vec![]
+                });
+            });
+            vec![]
+        });
+    };
 
     let lane = e.index(lanes);
     let zv = e.zero_vector(vl);
     // One k of a tile (`kb`: k within its K block).
-    let step = |e: &Emitter<'c, 'a>, mt, pb, kk, kb, acc: &[Value<'c, 'a>]| {
-        let b0 = e.vload(bp, &[pb, kb, zero], vl);
-        let b1 = e.vload(bp, &[pb, kb, lane], vl);
-        let mut next = Vec::with_capacity(2 * mr_c as usize);
-        for i in 0..mr_c as usize {
-            let av = e.broadcast(e.load(ap, &[mt, kk, e.index(i as i64)]), vl);
-            next.push(e.fma(av, b0, acc[2 * i]));
-            next.push(e.fma(av, b1, acc[2 * i + 1]));
-        }
-        next
-    };
+    let step =
+        |e: &Emitter<'c, 'a>, panel: PanelAt<'_, 'c, 'a>, mt, kk, kb, acc: &[Value<'c, 'a>]| {
+            let (bp, slot) = (panel.buffers[0], panel.slot);
+            let b0 = e.vload(bp, &[slot, kb, zero], vl);
+            let b1 = e.vload(bp, &[slot, kb, lane], vl);
+            let mut next = Vec::with_capacity(2 * mr_c as usize);
+            for i in 0..mr_c as usize {
+                let av = e.broadcast(e.load(ap, &[mt, kk, e.index(i as i64)]), vl);
+                next.push(e.fma(av, b0, acc[2 * i]));
+                next.push(e.fma(av, b1, acc[2 * i + 1]));
+            }
+            next
+        };
     // A whole scale segment of up to 32 k is unrolled (`scf.if` on its length; a ragged
     // last segment takes the loop): MX FP8 at 2048^3 on one Zen 3 thread went from 72-74
     // to 77-78 GFLOP/s. Longer intervals (K blocks, 128-blocks) gained nothing.
@@ -805,12 +1108,11 @@ fn gemm_f32<'c, 'a>(
         _ => None,
     };
     let vt = e.vector_type(vl, f32t);
-    let decode_b = |e: &Emitter<'c, 'a>, p, k0, k1| decode_panels(e, b, table_b, bp, nr, p, k0, k1);
-    g.sweep(e, &decode_b, &|e, mt, pb, k0, s0, s1| {
+    g.sweep(e, &panels, &decode_b, &|e, panel, mt, k0, s0, s1| {
         let inits: Vec<Value> = (0..2 * mr_c).map(|_| zv).collect();
         let ragged = |e: &Emitter<'c, 'a>| {
             e.for_loop(s0, s1, one, &inits, |e, kk, acc| {
-                step(e, mt, pb, kk, e.subi(kk, k0), acc)
+                step(e, panel, mt, kk, e.subi(kk, k0), acc)
             })
         };
         let Some(u) = unroll else {
@@ -825,14 +1127,13 @@ fn gemm_f32<'c, 'a>(
                 let b0 = e.subi(s0, k0);
                 (0..u).fold(inits.clone(), |acc, x| {
                     let x = e.index(x);
-                    step(e, mt, pb, e.addi(s0, x), e.addi(b0, x), &acc)
+                    step(e, panel, mt, e.addi(s0, x), e.addi(b0, x), &acc)
                 })
             },
             ragged,
         )
     });
     e.dealloc(ap);
-    e.dealloc(bp);
     Ok(())
 }
 
@@ -948,15 +1249,15 @@ fn gemm_bytes<'c, 'a>(
     let q_per = e.index(g.interval / 4);
     // A's words for all of K; B's a K block at a time, as the f32 kernel's panels.
     let apw = e.alloc(i32t, &[None, None, Some(mr_c)], &[g.m_tiles, k4], 64);
-    let bpw = e.alloc(i32t, &[None, Some(g.kc / 4), Some(nr_c)], &[g.n_panels], 64);
-    // -ma x (B's column sum over each interval of the block): the sums start there, which
-    // takes away what A's offset adds to them.
-    let cs = e.alloc(
-        i32t,
-        &[None, Some(g.kc / g.interval), Some(nr_c)],
-        &[g.n_panels],
-        64,
-    );
+    // B's words of a K block, a panel to a slot; and -ma x (B's column sum over each
+    // interval of the block): the sums start there, which takes away what A's offset adds
+    // to them.
+    let panels = |e: &Emitter<'c, 'a>, n| {
+        vec![
+            e.alloc(i32t, &[None, Some(g.kc / 4), Some(nr_c)], &[n], 64),
+            e.alloc(i32t, &[None, Some(g.kc / g.interval), Some(nr_c)], &[n], 64),
+        ]
+    };
 
     // The word of 4 codes of row `rr` from k = 4 q: (byte, integer) per code, `pad` beyond
     // K (and where `real` is false).
@@ -1002,7 +1303,8 @@ fn gemm_bytes<'c, 'a>(
     });
     // Panel `p`'s words and interval sums of the K block `k0..k1` (`k0` a multiple of 4;
     // words past K are padding), each row's codes prefetched some chunks on.
-    let decode_b = |e: &Emitter<'c, 'a>, p: Value<'c, 'a>, k0: Value<'c, 'a>, k1: Value<'c, 'a>| {
+    let decode_b = |e: &Emitter<'c, 'a>, panel: PanelAt<'_, 'c, 'a>, k0: Value<'c, 'a>, k1| {
+        let (bpw, cs, slot, p) = (panel.buffers[0], panel.buffers[1], panel.slot, panel.pb);
         let qb = e.divui(k0, four);
         let intervals = ceil_div(e, e.subi(k1, k0), e.index(g.interval));
         e.for_loop(zero, nr, one, &[], |e, j, _| {
@@ -1015,7 +1317,7 @@ fn gemm_bytes<'c, 'a>(
                 let q1 = e.minui(e.addi(q0, q_per), k4);
                 let sum = e.for_loop(q0, q1, one, &[e.i32(0)], |e, q, acc| {
                     let (w, s) = word(e, b, table_b, rr, q, Some(real), 0);
-                    e.store(w, bpw, &[p, e.subi(q, qb), j]);
+                    e.store(w, bpw, &[slot, e.subi(q, qb), j]);
                     vec![e.addi(acc[0], s)]
                 });
                 // The sums start from minus A's offset times the column sum (narrow: in
@@ -1027,7 +1329,7 @@ fn gemm_bytes<'c, 'a>(
                 } else {
                     start
                 };
-                e.store(start, cs, &[p, f, j]);
+                e.store(start, cs, &[slot, f, j]);
                 vec![]
             });
             vec![]
@@ -1048,11 +1350,12 @@ fn gemm_bytes<'c, 'a>(
     let i16v = e.vector_type(2 * vl, i16t);
     let i32v = e.vector_type(vl, i32t);
     let f32v = e.vector_type(vl, e.f32_type());
-    g.sweep(e, &decode_b, &|e, mt, pb, k0, s0, s1| {
+    g.sweep(e, &panels, &decode_b, &|e, panel, mt, k0, s0, s1| {
+        let (bpw, cs, slot) = (panel.buffers[0], panel.buffers[1], panel.slot);
         let qb = e.divui(k0, four);
         let f = e.divui(e.subi(s0, k0), e.index(g.interval));
         let starts = [zero, lane].map(|c| {
-            let v = e.vload(cs, &[pb, f, c], vl);
+            let v = e.vload(cs, &[slot, f, c], vl);
             if d.narrow {
                 e.vector_bitcast(v, 2 * vl, i16t)
             } else {
@@ -1065,8 +1368,8 @@ fn gemm_bytes<'c, 'a>(
         let sums = e.for_loop(q0, q1, one, &inits, |e, q, acc| {
             let bytes = |v| e.vector_bitcast(v, 4 * vl, i8t);
             let qq = e.subi(q, qb);
-            let b0 = bytes(e.vload(bpw, &[pb, qq, zero], vl));
-            let b1 = bytes(e.vload(bpw, &[pb, qq, lane], vl));
+            let b0 = bytes(e.vload(bpw, &[slot, qq, zero], vl));
+            let b1 = bytes(e.vload(bpw, &[slot, qq, lane], vl));
             let mut next = Vec::with_capacity(2 * mr_c as usize);
             for i in 0..mr_c as usize {
                 let av = bytes(e.broadcast(e.load(apw, &[mt, q, e.index(i as i64)]), vl));
@@ -1094,8 +1397,6 @@ fn gemm_bytes<'c, 'a>(
             .map(|&s| e.mulf(e.sitofp(s, f32v), unit))
             .collect()
     });
-    for buffer in [apw, bpw, cs] {
-        e.dealloc(buffer);
-    }
+    e.dealloc(apw);
     Ok(())
 }

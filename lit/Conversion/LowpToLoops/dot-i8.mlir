@@ -10,7 +10,10 @@
 // table of n + 12 (unsigned bytes), B's through one of n; four k a word, A in 6-row tiles
 // of words, B in 16-column panels of words a K block (256 k: 64 words) at a time, with -12
 // times B's column sum per 32-block (its low 16 bits: the sums are i16 here). M = 20 is
-// skinny: B's panels run in parallel, each decoded, then swept by the four row tiles. Per 4 k: 2 word vectors of B, per row one word
+// skinny: groups of B's panels run in parallel (here the three panels make one group,
+// the parallel loop folded away), each panel decoded into the group's slot (a panel's
+// words and column terms), then swept by the four row tiles. Per 4 k: 2 word vectors of
+// B, per row one word
 // broadcast, pmaddubsw + addi into twelve vector<16xi16> that start from those column
 // terms (a 32-block's sums reach at most 32 x 12 x 60 = 23040); per block the sums widened
 // by pmaddwd with ones, converted, times 2^-4 (the two shifts), then scaled into W as the
@@ -20,23 +23,23 @@
 // CHECK-DAG:   %[[ONES:.*]] = arith.constant dense<1> : vector<16xi16>
 // CHECK-DAG:   arith.constant dense<[12, 13, 14, 15, 16, 18, 20, 24, 12, 11, 10, 9, 8, 6, 4, 0]> : vector<16xi32>
 // CHECK-DAG:   arith.constant dense<[0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 18, 20, 22, 24, 26, 28, 30, 32, 36, 40, 44, 48, 52, 56, 60, 0, -1, {{.*}}, -60]> : vector<64xi32>
-// CHECK-DAG:   %[[AW:.*]] = memref.alloc() {alignment = 64 : i64} : memref<4x25x6xi32>
-// CHECK-DAG:   %[[BW:.*]] = memref.alloc() {alignment = 64 : i64} : memref<3x64x16xi32>
-// CHECK-DAG:   %[[CS:.*]] = memref.alloc() {alignment = 64 : i64} : memref<3x8x16xi32>
+// CHECK:       %[[AW:.*]] = memref.alloc() {alignment = 64 : i64} : memref<4x25x6xi32>
 // CHECK:       arith.shli %{{.*}}, %c24_i32 : i32
 // CHECK:       memref.store %{{.*}}, %[[AW]]
-// CHECK:       scf.parallel (%[[P:[a-z0-9]+]]) = (%c0) to (%c3)
+// CHECK:       %[[BW:.*]] = memref.alloc() {alignment = 64 : i64} : memref<1x64x16xi32>
+// CHECK:       %[[CS:.*]] = memref.alloc() {alignment = 64 : i64} : memref<1x8x16xi32>
+// CHECK:       scf.for %[[P:[a-z0-9]+]] = %c0 to %c3
 // CHECK:         memref.prefetch
-// CHECK:             memref.store %{{.*}}, %[[BW]][%[[P]], %{{.*}}, %{{.*}}]
+// CHECK:             memref.store %{{.*}}, %[[BW]][%c0, %{{.*}}, %{{.*}}]
 // CHECK:           %[[T:.*]] = arith.muli %{{.*}}, %c-12_i32 : i32
 // CHECK:           %[[LOW:.*]] = arith.andi %[[T]], %c65535_i32 : i32
-// CHECK:           memref.store %[[LOW]], %[[CS]]
+// CHECK:           memref.store %[[LOW]], %[[CS]][%c0,
 // CHECK:       scf.for %{{.*}} = %c0 to %c4 step %c1
 // CHECK:         scf.for %[[S0:.*]] = %{{.*}} to %c100 step %c32
-// CHECK:           %[[START:.*]] = vector.load %[[CS]]{{.*}} : memref<3x8x16xi32>, vector<8xi32>
+// CHECK:           %[[START:.*]] = vector.load %[[CS]][%c0, {{.*}} : memref<1x8x16xi32>, vector<8xi32>
 // CHECK:           %[[START16:.*]] = vector.bitcast %[[START]] : vector<8xi32> to vector<16xi16>
 // CHECK:           %[[P:.*]]:12 = scf.for {{.*}} iter_args(%{{.*}} = %[[START16]], {{.*}}) -> (vector<16xi16>, vector<16xi16>, vector<16xi16>, vector<16xi16>, vector<16xi16>, vector<16xi16>, vector<16xi16>, vector<16xi16>, vector<16xi16>, vector<16xi16>, vector<16xi16>, vector<16xi16>)
-// CHECK:             %[[B0:.*]] = vector.load %[[BW]]{{.*}} : memref<3x64x16xi32>, vector<8xi32>
+// CHECK:             %[[B0:.*]] = vector.load %[[BW]][%c0, {{.*}} : memref<1x64x16xi32>, vector<8xi32>
 // CHECK:             %[[B0B:.*]] = vector.bitcast %[[B0]] : vector<8xi32> to vector<32xi8>
 // CHECK:             vector.load %[[BW]]
 // CHECK:             %[[A:.*]] = memref.load %[[AW]]
@@ -51,6 +54,8 @@
 // CHECK:           %[[F:.*]] = arith.sitofp %[[WIDE]] : vector<8xi32> to vector<8xf32>
 // CHECK:           %[[V:.*]] = arith.mulf %[[F]], %[[UNIT]] : vector<8xf32>
 // CHECK:           vector.fma %[[V]], %{{.*}}, %{{.*}} : vector<8xf32>
+// CHECK:       memref.dealloc %[[BW]]
+// CHECK:       memref.dealloc %[[CS]]
 // CHECK:       memref.dealloc %[[AW]]
 // ZMM-LABEL:   func.func @mxfp4_x_mxfp6
 // ZMM:         llvm.call_intrinsic "llvm.x86.avx512.pmaddubs.w.512"(%{{.*}}, %{{.*}}) : (vector<64xi8>, vector<64xi8>) -> vector<32xi16>

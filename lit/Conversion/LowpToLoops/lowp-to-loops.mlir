@@ -2,93 +2,131 @@
 // RUN: lowp-opt %s -split-input-file --pass-pipeline='builtin.module(func.func(lowp-to-loops{parallel=false kc=64},canonicalize,cse))' | FileCheck %s --check-prefix=SEQ
 // RUN: lowp-opt %s -split-input-file --lowp-cpu-pipeline | FileCheck %s --check-prefix=LLVM
 // RUN: lowp-opt %s -split-input-file --pass-pipeline='builtin.module(func.func(lowp-to-loops{kc=32},canonicalize,cse))' | FileCheck %s --check-prefix=KBLOCK
+// RUN: lowp-opt %s -split-input-file --pass-pipeline='builtin.module(func.func(lowp-to-loops{decode=f16},canonicalize,cse))' | FileCheck %s --check-prefix=F16
+// RUN: lowp-opt %s -split-input-file --pass-pipeline='builtin.module(func.func(lowp-to-loops{decode=f16}),lowp-cpu-pipeline)' | FileCheck %s --check-prefix=F16LLVM
 
 // The structure of the CPU lowering; its numerics are checked against the oracle by
 // lit/Run and tests/integration/to_loops.rs.
 
-// MX x MX: A decoded into two 6-row tiles of K x 6 (M = 8 padded), B into two 16-column
-// panels of 256 x 16 (a K block; here the only one), codes through a 16-entry table,
-// scales per 32-element segment (A's in row tiles, B's in column panels). M is skinny, so
-// the GEMM runs B's panels in parallel, each decoded and then swept by both row tiles: K
-// segments of 32, a 6x16 tile of twelve vector<8xf32> partial sums (a whole segment
-// unrolled, 32 x 12 FMAs; a ragged one in a loop), each segment scaled once (sa * sb)
-// into the f32 workspace, which keeps each tile's sums in one block.
+// MX x MX: A decoded into two 6-row tiles of K x 6 (M = 8 padded), codes through a
+// 16-entry table; scales per 32-element segment (A's in row tiles, B's in column panels).
+// M is skinny, so the GEMM runs groups of up to four 16-column panels of B in parallel
+// (N = 72: five panels, two groups), each group with one 256 x 16 slot (a K block; here
+// the only one) that each of its panels is decoded into and then swept by both row tiles.
+// B's decode takes eight rows at a time: a vector<8xi8> of each row's codes decoded by bit
+// arithmetic, the 8 x 8 block transposed by 24 shuffles into eight k of the slot; a group
+// of rows reaching past B (rows 72..79 of the last panel) takes the table one code at a
+// time. The GEMM: K segments of 32, a 6x16 tile of twelve vector<8xf32> partial sums (a
+// whole segment unrolled, 32 x 12 FMAs; a ragged one in a loop), each segment scaled once
+// (sa * sb) into the f32 workspace, which keeps each tile's sums in one block.
 // CHECK-LABEL: func.func @mxfp4
 // CHECK:       arith.constant dense<[0.000000e+00, 5.000000e-01, 1.000000e+00, 1.500000e+00, 2.000000e+00, 3.000000e+00, 4.000000e+00, 6.000000e+00, {{.*}}]> : vector<16xf32>
-// CHECK-DAG:   %[[AD:.*]] = memref.alloc() {alignment = 64 : i64} : memref<2x64x6xf32>
-// CHECK-DAG:   %[[BP:.*]] = memref.alloc() {alignment = 64 : i64} : memref<2x256x16xf32>
 // CHECK-DAG:   %[[SA:.*]] = memref.alloc() {alignment = 64 : i64} : memref<2x2x6xf32>
-// CHECK-DAG:   %[[SB:.*]] = memref.alloc() {alignment = 64 : i64} : memref<2x2x16xf32>
-// CHECK-DAG:   %[[W:.*]] = memref.alloc() {alignment = 64 : i64} : memref<2x2x6x16xf32>
+// CHECK-DAG:   %[[SB:.*]] = memref.alloc() {alignment = 64 : i64} : memref<5x2x16xf32>
+// CHECK-DAG:   %[[W:.*]] = memref.alloc() {alignment = 64 : i64} : memref<2x5x6x16xf32>
+// CHECK:       %[[AD:.*]] = memref.alloc() {alignment = 64 : i64} : memref<2x64x6xf32>
 // CHECK:       memref.store %{{.*}}, %[[AD]]
-// CHECK:       scf.parallel (%[[NB:[a-z0-9]+]]) = (%c0) to (%c2) step (%c1) {
-// CHECK-NEXT:    scf.for %{{.*}} = %c0 to %c16 step %c1 {
-// CHECK:           memref.store %{{.*}}, %[[BP]][%[[NB]], %{{.*}}, %{{.*}}] : memref<2x256x16xf32>
-// CHECK:         scf.for %[[MT:.*]] = %c0 to %c2 step %c1 {
-// CHECK:           scf.for %[[S0:.*]] = %{{.*}} to %{{.*}} step %c32
-// CHECK:             %[[WHOLE:.*]] = arith.cmpi eq, %{{.*}}, %c32 : index
-// CHECK:             %[[P:.*]]:12 = scf.if %[[WHOLE]] -> (vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>)
-// CHECK-COUNT-2:       vector.load %[[BP]][%[[NB]], %[[S0]], %{{.*}}]
-// CHECK:               memref.load %[[AD]][%[[MT]], %[[S0]], %{{.*}}] : memref<2x64x6xf32>
-// CHECK:               vector.broadcast %{{.*}} : f32 to vector<8xf32>
-// CHECK-COUNT-384:     vector.fma
-// CHECK-NOT:           vector.fma
-// CHECK:             } else {
-// CHECK:               scf.for %{{.*}} = %[[S0]] to %{{.*}} step %c1 iter_args
-// CHECK-COUNT-12:        vector.fma
+// CHECK:       scf.parallel (%[[G:[a-z0-9]+]]) = (%c0) to (%c2) step (%c1) {
+// CHECK-NEXT:    %[[BP:.*]] = memref.alloc() {alignment = 64 : i64} : memref<1x256x16xf32>
+// CHECK:         scf.for %[[NB:[a-z0-9]+]] = %{{.*}} to %{{.*}} step %c1 {
+// CHECK:           memref.prefetch
+// CHECK:           scf.if %{{.*}} {
+// CHECK-NEXT:        scf.for %[[KK:.*]] = %c0 to %c64 step %c8 {
+// CHECK-COUNT-8:       vector.load %{{.*}}[%{{.*}}, %[[KK]]] : memref<72x64xi8>, vector<8xi8>
+// CHECK-COUNT-24:      vector.shuffle {{.*}} : vector<8xf32>, vector<8xf32>
+// CHECK-COUNT-8:       vector.store %{{.*}}, %[[BP]][%c0, %{{.*}}, %c0] : memref<1x256x16xf32>, vector<8xf32>
+// CHECK:           } else {
+// CHECK:             memref.load %{{.*}} : memref<16xf32>
+// CHECK:             memref.store %{{.*}}, %[[BP]][%c0, %{{.*}}, %c0] : memref<1x256x16xf32>
+// CHECK:           scf.for %[[MT:.*]] = %c0 to %c2 step %c1 {
+// CHECK:             scf.for %[[S0:.*]] = %{{.*}} to %{{.*}} step %c32
+// CHECK:               %[[WHOLE:.*]] = arith.cmpi eq, %{{.*}}, %c32 : index
+// CHECK:               %[[P:.*]]:12 = scf.if %[[WHOLE]] -> (vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>)
+// CHECK-COUNT-2:         vector.load %[[BP]][%c0, %[[S0]], %{{.*}}]
+// CHECK:                 memref.load %[[AD]][%[[MT]], %[[S0]], %{{.*}}] : memref<2x64x6xf32>
+// CHECK:                 vector.broadcast %{{.*}} : f32 to vector<8xf32>
+// CHECK-COUNT-384:       vector.fma
 // CHECK-NOT:             vector.fma
-// CHECK:             %[[SEG:.*]] = arith.divui %[[S0]], %c32 : index
-// CHECK:             %[[SB0:.*]] = vector.load %[[SB]][%[[NB]], %[[SEG]], %c0]
-// CHECK:             memref.load %[[SA]][%[[MT]], %[[SEG]], %c0]
-// CHECK:             %[[WV:.*]] = vector.load %[[W]][%[[MT]], %[[NB]], %c0, %c0]
-// CHECK:             %[[SCALE:.*]] = arith.mulf %{{.*}}, %[[SB0]]
-// CHECK:             %[[UPD:.*]] = vector.fma %[[P]]#0, %[[SCALE]], %[[WV]] : vector<8xf32>
-// CHECK:             vector.store %[[UPD]], %[[W]][%[[MT]], %[[NB]], %c0, %c0]
+// CHECK:               } else {
+// CHECK:                 scf.for %{{.*}} = %[[S0]] to %{{.*}} step %c1 iter_args
+// CHECK-COUNT-12:          vector.fma
+// CHECK-NOT:               vector.fma
+// CHECK:               %[[SEG:.*]] = arith.divui %[[S0]], %c32 : index
+// CHECK:               %[[SB0:.*]] = vector.load %[[SB]][%[[NB]], %[[SEG]], %c0]
+// CHECK:               memref.load %[[SA]][%[[MT]], %[[SEG]], %c0]
+// CHECK:               %[[WV:.*]] = vector.load %[[W]][%[[MT]], %[[NB]], %c0, %c0]
+// CHECK:               %[[SCALE:.*]] = arith.mulf %{{.*}}, %[[SB0]]
+// CHECK:               %[[UPD:.*]] = vector.fma %[[P]]#0, %[[SCALE]], %[[WV]] : vector<8xf32>
+// CHECK:               vector.store %[[UPD]], %[[W]][%[[MT]], %[[NB]], %c0, %c0]
+// CHECK:         memref.dealloc %[[BP]] : memref<1x256x16xf32>
 // CHECK:       memref.dealloc %[[AD]]
-// With K blocks of 32, B's panels hold one block, decoded (in parallel) at its start, 64 k
-// of a row at a time, each row's codes prefetched two such chunks (128 k) on; the GEMM
-// reads the panels at k - k0.
+// With K blocks of 32, each group's slot holds one block: a panel's block is decoded at
+// its start, 64 k of a row at a time (here all 32), each row's codes prefetched two such
+// chunks (128 k) on; the GEMM reads the slot at k - k0.
 // KBLOCK-LABEL: func.func @mxfp4
-// KBLOCK:       %[[BP:.*]] = memref.alloc() {alignment = 64 : i64} : memref<2x32x16xf32>
 // KBLOCK:       scf.for %[[K0:.*]] = %c0 to %c64 step %c32 {
-// KBLOCK:         scf.parallel (%[[P:.*]]) = (%c0) to (%c2)
+// KBLOCK:         scf.parallel (%[[G:.*]]) = (%c0) to (%c2)
+// KBLOCK:           %[[BP:.*]] = memref.alloc() {alignment = 64 : i64} : memref<1x32x16xf32>
 // KBLOCK:           scf.for %[[C0:.*]] = %[[K0]] to %{{.*}} step %c64
 // KBLOCK:               %[[AHEAD:.*]] = arith.addi %[[C0]], %c128 : index
 // KBLOCK:               %[[AT:.*]] = arith.minui %[[AHEAD]], %c63 : index
-// KBLOCK:               memref.prefetch %{{.*}}[%{{.*}}, %[[AT]]], read, locality<3>, data : memref<20x64xi8>
-// KBLOCK:               memref.store %{{.*}}, %[[BP]][%[[P]], %{{.*}}, %{{.*}}] : memref<2x32x16xf32>
+// KBLOCK:               memref.prefetch %{{.*}}[%{{.*}}, %[[AT]]], read, locality<3>, data : memref<72x64xi8>
+// KBLOCK:               vector.store %{{.*}}, %[[BP]][%c0, %{{.*}}, %c0] : memref<1x32x16xf32>, vector<8xf32>
 // KBLOCK:           scf.for %[[MT:.*]] = %c0 to %c2
 // KBLOCK:             scf.for %[[S0:.*]] = %[[K0]] to %{{.*}} step %c32
 // KBLOCK:             %[[KB:.*]] = arith.subi %[[S0]], %[[K0]] : index
-// KBLOCK:             vector.load %[[BP]][%{{.*}}, %[[KB]], %c0] : memref<2x32x16xf32>, vector<8xf32>
+// KBLOCK:             vector.load %[[BP]][%c0, %[[KB]], %c0] : memref<1x32x16xf32>, vector<8xf32>
 // SEQ-LABEL:   func.func @mxfp4
 // SEQ-NOT:     scf.parallel
 // LLVM-LABEL:  llvm.func @mxfp4
 // LLVM:        llvm.intr.fmuladd
 // LLVM-NOT:    lowp.
-func.func @mxfp4(%a: memref<8x64xf4E2M1FN>, %sa: memref<8x2xf8E8M0FNU>, %b: memref<20x64xf4E2M1FN>,
-                 %sb: memref<20x2xf8E8M0FNU>, %c: memref<8x20xf32>) {
+func.func @mxfp4(%a: memref<8x64xf4E2M1FN>, %sa: memref<8x2xf8E8M0FNU>, %b: memref<72x64xf4E2M1FN>,
+                 %sb: memref<72x2xf8E8M0FNU>, %c: memref<8x72xf32>) {
   lowp.scaled_matmul %a[%sa], %b[%sb] into %c layouts(#lowp.mx<32>, #lowp.mx<32>)
-      : memref<8x64xf4E2M1FN>[memref<8x2xf8E8M0FNU>], memref<20x64xf4E2M1FN>[memref<20x2xf8E8M0FNU>] -> memref<8x20xf32>
+      : memref<8x64xf4E2M1FN>[memref<8x2xf8E8M0FNU>], memref<72x64xf4E2M1FN>[memref<72x2xf8E8M0FNU>] -> memref<8x72xf32>
   return
 }
 
 // -----
 
-// M = 128 (22 row tiles): B's panels of each K block are decoded in parallel first, then
-// the GEMM runs row tiles in parallel, each sweeping the block's panels.
+// M = 128 (22 row tiles): B's panels of each K block are decoded in parallel first, a
+// slot each, then the GEMM runs row tiles in parallel, each sweeping the block's panels.
 // CHECK-LABEL: func.func @many_rows
-// CHECK-DAG:   %[[AD:.*]] = memref.alloc() {alignment = 64 : i64} : memref<22x64x6xf32>
-// CHECK-DAG:   %[[BP:.*]] = memref.alloc() {alignment = 64 : i64} : memref<2x256x16xf32>
+// CHECK:       %[[AD:.*]] = memref.alloc() {alignment = 64 : i64} : memref<22x64x6xf32>
 // CHECK:       memref.store %{{.*}}, %[[AD]]
+// CHECK:       %[[BP:.*]] = memref.alloc() {alignment = 64 : i64} : memref<2x256x16xf32>
 // CHECK:       scf.parallel (%[[P:[a-z0-9]+]]) = (%c0) to (%c2) step (%c1) {
-// CHECK-NEXT:    scf.for %{{.*}} = %c0 to %c16 step %c1 {
-// CHECK:           memref.store %{{.*}}, %[[BP]][%[[P]], %{{.*}}, %{{.*}}] : memref<2x256x16xf32>
+// CHECK:         vector.store %{{.*}}, %[[BP]][%[[P]], %{{.*}}, %c0] : memref<2x256x16xf32>, vector<8xf32>
 // CHECK:       scf.parallel (%[[MT:[a-z0-9]+]]) = (%c0) to (%c22) step (%c1) {
 // CHECK-NEXT:    scf.for %[[NB:.*]] = %c0 to %c2 step %c1 {
 // CHECK-NEXT:      scf.for %[[S0:.*]] = %c0 to %c64 step %c32 {
 // CHECK:             vector.load %[[BP]][%[[NB]], %[[S0]], %c0]
 // CHECK:             memref.load %[[AD]][%[[MT]], %[[S0]], %c0]
+// With decode=f16 (E4M3 takes it: lowp-formats' f16_fields), B's rows are read 16 codes
+// at a time and turned into f16 patterns on 16-bit lanes: the magnitude shifted into
+// place, the sign to bit 15, E4M3's NaN codes (S.1111.111) to an f16 NaN; two 8 x 8
+// blocks transposed at once (24 shuffles of vector<16xi16> that stay within 128-bit
+// halves); each half widened to f32 and multiplied by 2^(15 - 7).
+// F16-LABEL:   func.func @many_rows
+// F16:         scf.for %[[KK:.*]] = %c0 to %c64 step %c16 {
+// F16:           %[[CODES:.*]] = vector.load %{{.*}}[%{{.*}}, %[[KK]]] : memref<20x64xi8>, vector<16xi8>
+// F16:           %[[WIDE:.*]] = arith.extui %[[CODES]] : vector<16xi8> to vector<16xi16>
+// F16:           %[[MAG:.*]] = arith.andi %[[WIDE]], %[[C127:.*]] : vector<16xi16>
+// F16:           %[[SIGN:.*]] = arith.andi %[[WIDE]], %{{.*}} : vector<16xi16>
+// F16:           %[[M7:.*]] = arith.shli %[[MAG]], %{{.*}} : vector<16xi16>
+// F16:           %[[S8:.*]] = arith.shli %[[SIGN]], %{{.*}} : vector<16xi16>
+// F16:           %[[PAT:.*]] = arith.ori %[[M7]], %[[S8]] : vector<16xi16>
+// F16:           %[[NAN:.*]] = arith.cmpi eq, %[[MAG]], %[[C127]] : vector<16xi16>
+// F16:           arith.select %[[NAN]], %{{.*}}, %[[PAT]] : vector<16xi1>, vector<16xi16>
+// F16-COUNT-24:  vector.shuffle {{.*}} : vector<16xi16>, vector<16xi16>
+// F16:           %[[LOW:.*]] = vector.shuffle %{{.*}} [0, 1, 2, 3, 4, 5, 6, 7] : vector<16xi16>, vector<16xi16>
+// F16:           %[[HALF:.*]] = vector.bitcast %[[LOW]] : vector<8xi16> to vector<8xf16>
+// F16:           %[[F32:.*]] = arith.extf %[[HALF]] : vector<8xf16> to vector<8xf32>
+// F16:           %[[V:.*]] = arith.mulf %[[F32]], %{{.*}} : vector<8xf32>
+// F16:           vector.store %[[V]], %{{.*}}[%{{.*}}, %[[KK]], %c0] : memref<2x256x16xf32>, vector<8xf32>
+// F16LLVM-LABEL: llvm.func @many_rows
+// F16LLVM:       llvm.fpext %{{.*}} : vector<8xf16> to vector<8xf32>
 func.func @many_rows(%a: memref<128x64xf8E4M3FN>, %sa: memref<128x2xf8E8M0FNU>, %b: memref<20x64xf8E4M3FN>,
                      %sb: memref<20x2xf8E8M0FNU>, %c: memref<128x20xf32>) {
   lowp.scaled_matmul %a[%sa], %b[%sb] into %c layouts(#lowp.mx<32>, #lowp.mx<32>)

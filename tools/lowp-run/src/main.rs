@@ -18,7 +18,7 @@ use std::process::ExitCode;
 use std::time::Instant;
 
 use lowp_formats::{ScaleLayout, ScaledFormat, FORMAT_NAMES_HELP, LAYOUT_NAMES_HELP};
-use lowp_jit::{Dot, MatmulIr, MatmulSpec, Session};
+use lowp_jit::{Decode, Dot, MatmulIr, MatmulSpec, Session};
 use melior::ir::operation::OperationLike;
 
 const USAGE: &str =
@@ -52,6 +52,9 @@ const USAGE: &str =
   --dot D         inner products of the CPU kernel: f32 (FMAs) or i8 (x86 byte dot
                   products where both formats are small integers: FP4 E2M1, FP6 E2M3,
                   ...; AVX2, or AVX512BW with 16 lanes); default: i8 where the host has it
+  --decode D      how the CPU kernel decodes B: bits (integer arithmetic) or f16 (codes
+                  moved into f16 patterns, widened by x86 F16C / AArch64, where the format
+                  allows); default: f16 where the host has it
   --target T      cpu (the default) or cuda: the op lowered by lowp-to-nvvm for --chip, as
                   PTX, run on GPU 0 through the CUDA driver
   --chip C        NVIDIA chip the PTX targets with --target cuda (default sm_90a)
@@ -132,6 +135,8 @@ struct Args {
     lanes: Option<u32>,
     /// `--dot`.
     dot: Option<Dot>,
+    /// `--decode`.
+    decode: Option<Decode>,
     /// The op `--gen` builds, from the flags above (checked with them).
     generated: Option<MatmulSpec>,
 }
@@ -282,6 +287,13 @@ fn parse_args(raw: Vec<String>) -> Result<Args, Usage> {
                         .ok_or_else(|| Usage(format!("--dot: '{d}' is not f32 or i8")))?,
                 );
             }
+            "--decode" => {
+                let d = named(&flag, value(), "bits or f16")?;
+                a.decode = Some(
+                    Decode::from_name(&d)
+                        .ok_or_else(|| Usage(format!("--decode: '{d}' is not bits or f16")))?,
+                );
+            }
             "--threads" => {
                 let t: usize = number(&flag, value(), "a positive integer")?;
                 if t == 0 {
@@ -365,6 +377,7 @@ fn parse_args(raw: Vec<String>) -> Result<Args, Usage> {
         let cpu = given(&[
             ("--lanes", a.lanes.is_some()),
             ("--dot", a.dot.is_some()),
+            ("--decode", a.decode.is_some()),
             ("--threads", a.threads.is_some() && !a.emulate),
             ("--opt-level", a.opt_level.is_some() && !a.emulate),
         ]);
@@ -401,6 +414,7 @@ fn parse_args(raw: Vec<String>) -> Result<Args, Usage> {
                     ("--threads", a.threads.is_some()),
                     ("--lanes", a.lanes.is_some()),
                     ("--dot", a.dot.is_some()),
+                    ("--decode", a.decode.is_some()),
                 ],
             ]
             .concat(),
@@ -597,6 +611,7 @@ fn run(a: Args) -> Result<bool, String> {
         session.set_lanes(l);
     }
     session.set_dot(a.dot);
+    session.set_decode(a.decode);
     let entry;
     let (spec, roles, mut module) = if a.gen {
         let spec = a
@@ -658,7 +673,7 @@ fn run(a: Args) -> Result<bool, String> {
         say!("lowp-run: {}", describe(&spec, target));
     } else {
         say!(
-            "lowp-run: {} {} lanes={} dot={}",
+            "lowp-run: {} {} lanes={} dot={} decode={}",
             describe(&spec, "cpu"),
             if threaded {
                 "threads=openmp"
@@ -678,7 +693,8 @@ fn run(a: Args) -> Result<bool, String> {
                     Dot::F32,
                 d => d,
             }
-            .name()
+            .name(),
+            session.decode().name()
         );
     }
     if a.cuda && (a.print_ptx || a.save_kernel.is_some()) {
@@ -918,7 +934,7 @@ fn run_generic(
     }
     say!(
         "lowp-run: @{entry} with {} memref arguments, random inputs (seed {}) (cpu) {} lanes={} \
-         dot={}",
+         dot={} decode={}",
         sig.len(),
         a.seed(),
         if threaded {
@@ -927,7 +943,8 @@ fn run_generic(
             "threads=1"
         },
         session.lanes(),
-        session.dot().name()
+        session.dot().name(),
+        session.decode().name()
     );
     let t0 = Instant::now();
     session.lower_cpu(&mut module).map_err(|e| e.to_string())?;
