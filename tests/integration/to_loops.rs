@@ -582,7 +582,15 @@ fn byte_kernel_is_the_f32_kernel_bit_for_bit() {
                 })
                 .collect();
             let mut a = operand_of(&data, m, k, fa, la, packed);
-            let b = operand(&mut rng, n, k, fb, la, false);
+            // B packed too where it can be (its words decode 32 codes from 16 bytes).
+            let b = operand(
+                &mut rng,
+                n,
+                k,
+                fb,
+                la,
+                fb.bit_width() == 4 && k % 2 == 0 && fi % 2 == 0,
+            );
             if la.scale_dtype() == lowp_formats::ScaleDtype::UE8M0 {
                 a.q.scales.values[1] = f32::NAN; // a NaN block scale: row 0's second block
             }

@@ -492,6 +492,19 @@ impl<'c, 'a> Emitter<'c, 'a> {
         self.val(arith::constant(self.ctx, dense.into(), self.loc))
     }
 
+    /// The `vector<len x iN>` constant of `values` (each truncated to N bits by MLIR).
+    pub fn int_vector(&self, bits: u32, values: &[i64]) -> Value<'c, 'a> {
+        let element = self.int_type(bits);
+        let t = self.vector_type(values.len() as u64, element);
+        let attrs: Vec<Attribute> = values
+            .iter()
+            .map(|&v| IntegerAttribute::new(element, v).into())
+            .collect();
+        let dense = melior::ir::attribute::DenseElementsAttribute::new(t, &attrs)
+            .expect("one value per element");
+        self.val(arith::constant(self.ctx, dense.into(), self.loc))
+    }
+
     /// `vector.bitcast` of a 1-D vector to `n` elements of `element` (the same bits).
     pub fn vector_bitcast(&self, v: Value<'c, '_>, n: u64, element: Type<'c>) -> Value<'c, 'a> {
         self.val(

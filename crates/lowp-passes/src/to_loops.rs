@@ -81,7 +81,11 @@
 //! sums for these formats, so where the two kernels' intervals are the same (every scale
 //! segment; K blocks of per-tensor and per-channel operands while K is at most both
 //! kernels' block) their results are the same bits.
-//! Formats that are not small integers (FP8, E3M2 FP6, ...) keep the f32 kernel.
+//! Formats that are not small integers (FP8, E3M2 FP6, ...) keep the f32 kernel. B's words
+//! are made as the f32 kernel's panels, eight rows at a time: 32 codes of a row looked up
+//! at once (`pshufb` on 16-byte slices of the integer table), the 8 x 8 block of words
+//! transposed in registers; the column sums then come from the stored words, eight
+//! columns at once.
 //!
 //! ```mlir
 //! %start = vector.bitcast (vector.load %colsums[...]) : vector<8xi32> to vector<16xi16>
@@ -797,6 +801,17 @@ fn prefetch_codes<'c, 'a>(
     e.prefetch(side.bits, &[rr, col]);
 }
 
+/// Whether row `row` is inside the side, and the row to read for it (clamped: padding
+/// rows read the last row and store zeros).
+fn row_of<'c, 'a>(
+    e: &Emitter<'c, 'a>,
+    side: &Side<'c, 'a>,
+    row: Value<'c, 'a>,
+) -> (Value<'c, 'a>, Value<'c, 'a>) {
+    let real = e.cmpi(CmpiPredicate::Ult, row, side.rows);
+    (real, e.minui(row, e.subi(side.rows, e.index(1))))
+}
+
 /// `n` codes of row `rr` from k = `kk` (even where two codes share a byte), as a
 /// `vector<n x i<bits>>` of codes in k order (low nibble first).
 fn load_codes<'c, 'a>(
@@ -839,16 +854,20 @@ fn shuffle_round<'c, 'a>(
         .collect()
 }
 
-/// The transpose of an 8 x 8 block held as eight `vector<8xf32>` rows: lane `r` of result
-/// `c` is lane `c` of row `r`. Three rounds of two-source shuffles (24 in all, the
-/// unpack / 64-bit shuffle / 128-bit permute sequence of AVX).
-fn transpose8<'c, 'a>(e: &Emitter<'c, 'a>, rows: &[Value<'c, 'a>]) -> Vec<Value<'c, 'a>> {
-    let f32t = e.f32_type();
+/// The transpose of an 8 x 8 block held as eight 8-lane rows of 32-bit `element`s (f32
+/// values, i32 words): lane `r` of result `c` is lane `c` of row `r`. Three rounds of
+/// two-source shuffles (24 in all, the unpack / 64-bit shuffle / 128-bit permute sequence
+/// of AVX).
+fn transpose8<'c, 'a>(
+    e: &Emitter<'c, 'a>,
+    rows: &[Value<'c, 'a>],
+    element: melior::ir::Type<'c>,
+) -> Vec<Value<'c, 'a>> {
     // Rows 2p, 2p + 1 interleaved: lanes (0, 1, 4, 5) then (2, 3, 6, 7) of both.
     let t = shuffle_round(
         e,
         rows,
-        f32t,
+        element,
         [&[0, 8, 1, 9, 4, 12, 5, 13], &[2, 10, 3, 11, 6, 14, 7, 15]],
         [(0, 1), (2, 3), (4, 5), (6, 7)],
     );
@@ -856,7 +875,7 @@ fn transpose8<'c, 'a>(e: &Emitter<'c, 'a>, rows: &[Value<'c, 'a>]) -> Vec<Value<
     let u = shuffle_round(
         e,
         &t,
-        f32t,
+        element,
         [&[0, 1, 8, 9, 4, 5, 12, 13], &[2, 3, 10, 11, 6, 7, 14, 15]],
         [(0, 2), (1, 3), (4, 6), (5, 7)],
     );
@@ -864,7 +883,7 @@ fn transpose8<'c, 'a>(e: &Emitter<'c, 'a>, rows: &[Value<'c, 'a>]) -> Vec<Value<
     let w = shuffle_round(
         e,
         &u,
-        f32t,
+        element,
         [&[0, 1, 2, 3, 8, 9, 10, 11], &[4, 5, 6, 7, 12, 13, 14, 15]],
         [(0, 4), (1, 5), (2, 6), (3, 7)],
     );
@@ -957,12 +976,6 @@ fn gemm_f32<'c, 'a>(
                 vec![]
             });
         };
-    // Whether row `row` is inside the side, and the row to read for it (clamped: padding
-    // rows read the last row and store zeros).
-    let row_of = |e: &Emitter<'c, 'a>, side: &Side<'c, 'a>, row: Value<'c, 'a>| {
-        let real = e.cmpi(CmpiPredicate::Ult, row, side.rows);
-        (real, e.minui(row, e.subi(side.rows, one)))
-    };
     // Chunks of DECODE_CHUNK k: a row's codes of a chunk are read in order (one cache line
     // of FP8 codes), and the chunk of the tile they fill stays in L1 until all its rows
     // have written it.
@@ -1029,7 +1042,7 @@ fn gemm_f32<'c, 'a>(
                     .iter()
                     .map(|&rr| codes::decode(e, b.format, load_codes(e, b, (rr, kk), 8, 32)))
                     .collect();
-                for (x, v) in transpose8(e, &values).into_iter().enumerate() {
+                for (x, v) in transpose8(e, &values, e.f32_type()).into_iter().enumerate() {
                     store(e, v, x as i64);
                 }
             }
@@ -1301,37 +1314,143 @@ fn gemm_bytes<'c, 'a>(
             vec![]
         });
     });
+    // B's integers as bytes, 32 codes of a row at once (x86 `pshufb`: a 16-byte table
+    // lookup in each 128-bit half, one per 16 codes of the table, the right one selected
+    // by the code's high bits).
+    let b_ints = ints(b, 0)?;
+    let chunks: Vec<Value<'c, 'a>> = b_ints
+        .chunks(16)
+        .map(|t| {
+            let entries: Vec<i64> = (0..32)
+                .map(|x| i64::from(*t.get(x % 16).unwrap_or(&0)))
+                .collect();
+            e.int_vector(8, &entries)
+        })
+        .collect();
+    let i8x32 = e.vector_type(32, i8t);
+    let splat8 = |e: &Emitter<'c, 'a>, v: i64| e.int_splat(8, v, 32);
+    let int_bytes = |e: &Emitter<'c, 'a>, rr: Value<'c, 'a>, kk: Value<'c, 'a>| {
+        let codes = if b.packed {
+            let bytes = e.vload(b.bits, &[rr, e.divui(kk, e.index(2))], 16);
+            let nibble = e.int_splat(8, 0xF, 16);
+            let lo = e.andi(bytes, nibble);
+            let hi = e.andi(e.shrui(bytes, e.int_splat(8, 4, 16)), nibble);
+            let mask: Vec<i64> = (0..16).flat_map(|i| [i, 16 + i]).collect();
+            e.shuffle(lo, hi, i8t, &mask)
+        } else {
+            e.andi(
+                e.vload(b.bits, &[rr, kk], 32),
+                splat8(e, b_ints.len() as i64 - 1),
+            )
+        };
+        let low = e.andi(codes, splat8(e, 0xF));
+        let high = e.shrui(codes, splat8(e, 4));
+        chunks
+            .iter()
+            .enumerate()
+            .fold(None, |acc, (t, &table)| {
+                let v = e.call_intrinsic("llvm.x86.avx2.pshuf.b", &[table, low], i8x32);
+                Some(match acc {
+                    None => v,
+                    Some(acc) => {
+                        e.select(e.cmpi(CmpiPredicate::Eq, high, splat8(e, t as i64)), v, acc)
+                    }
+                })
+            })
+            .expect("a table of at least one code")
+    };
+    let ones8 = splat8(e, 1);
+    let ones16 = e.int_splat(16, 1, 16);
+    let (i16x16, i32x8) = (e.vector_type(16, i16t), e.vector_type(8, i32t));
     // Panel `p`'s words and interval sums of the K block `k0..k1` (`k0` a multiple of 4;
-    // words past K are padding), each row's codes prefetched some chunks on.
+    // words past K are padding), each row's codes prefetched some chunks on: eight rows
+    // at a time, 32 k a step, each row's integers looked up at once and the 8 x 8 block of
+    // words transposed in registers into the panel's layout; a group of rows reaching past
+    // B and the block's last words short of a step one word at a time. Then the interval
+    // sums, eight columns at once from the stored words (pmaddubsw with ones, pmaddwd).
     let decode_b = |e: &Emitter<'c, 'a>, panel: PanelAt<'_, 'c, 'a>, k0: Value<'c, 'a>, k1| {
         let (bpw, cs, slot, p) = (panel.buffers[0], panel.buffers[1], panel.slot, panel.pb);
         let qb = e.divui(k0, four);
+        let q_end = ceil_div(e, k1, four);
+        let step = e.index(32);
+        let kv = e.addi(k0, e.muli(e.divui(e.subi(k1, k0), step), step));
+        let qv = e.divui(kv, four);
+        // Row `j`'s words `lo..hi` one at a time.
+        let words = |e: &Emitter<'c, 'a>, j, (real, rr), lo, hi| {
+            e.for_loop(lo, hi, one, &[], |e, q, _| {
+                let (w, _) = word(e, b, table_b, rr, q, Some(real), 0);
+                e.store(w, bpw, &[slot, e.subi(q, qb), j]);
+                vec![]
+            });
+        };
+        for group in 0..nr_c / 8 {
+            let first = e.addi(e.muli(p, nr), e.index(8 * group));
+            let rows: Vec<_> = (0..8)
+                .map(|r| {
+                    let rows = row_of(e, b, e.addi(first, e.index(r)));
+                    prefetch_codes(e, b, rows.1, k0, k);
+                    rows
+                })
+                .collect();
+            let j0 = e.index(8 * group);
+            let inside = e.cmpi(CmpiPredicate::Ule, e.addi(first, e.index(8)), b.rows);
+            e.if_else(
+                inside,
+                &[],
+                |e| {
+                    e.for_loop(k0, kv, step, &[], |e, kk, _| {
+                        let w: Vec<_> = rows
+                            .iter()
+                            .map(|&(_, rr)| e.vector_bitcast(int_bytes(e, rr, kk), 8, i32t))
+                            .collect();
+                        let q0 = e.divui(e.subi(kk, k0), four);
+                        for (x, v) in transpose8(e, &w, i32t).into_iter().enumerate() {
+                            e.vstore(v, bpw, &[slot, e.addi(q0, e.index(x as i64)), j0]);
+                        }
+                        vec![]
+                    });
+                    vec![]
+                },
+                |e| {
+                    for (r, &rows) in rows.iter().enumerate() {
+                        words(e, e.index(8 * group + r as i64), rows, qb, qv);
+                    }
+                    vec![]
+                },
+            );
+        }
+        e.if_then(e.cmpi(CmpiPredicate::Ult, qv, q_end), |e| {
+            e.for_loop(zero, nr, one, &[], |e, j, _| {
+                let rows = row_of(e, b, e.addi(e.muli(p, nr), j));
+                words(e, j, rows, qv, q_end);
+                vec![]
+            });
+        });
+        // The sums start from minus A's offset times the column sum (narrow: in the low
+        // i16 lane of the column's pair; whatever order the lanes wrap in, each ends within
+        // i16, so the widened sum is exact).
         let intervals = ceil_div(e, e.subi(k1, k0), e.index(g.interval));
-        e.for_loop(zero, nr, one, &[], |e, j, _| {
-            let col = e.addi(e.muli(p, nr), j);
-            let real = e.cmpi(CmpiPredicate::Ult, col, b.rows);
-            let rr = e.minui(col, e.subi(b.rows, one));
-            prefetch_codes(e, b, rr, k0, k);
-            e.for_loop(zero, intervals, one, &[], |e, f, _| {
-                let q0 = e.addi(qb, e.muli(f, q_per));
-                let q1 = e.minui(e.addi(q0, q_per), k4);
-                let sum = e.for_loop(q0, q1, one, &[e.i32(0)], |e, q, acc| {
-                    let (w, s) = word(e, b, table_b, rr, q, Some(real), 0);
-                    e.store(w, bpw, &[slot, e.subi(q, qb), j]);
-                    vec![e.addi(acc[0], s)]
+        let block_words = e.subi(q_end, qb);
+        e.for_loop(zero, intervals, one, &[], |e, f, _| {
+            let q0 = e.muli(f, q_per);
+            let q1 = e.minui(e.addi(q0, q_per), block_words);
+            for group in 0..nr_c / 8 {
+                let j0 = e.index(8 * group);
+                let zero8 = e.int_splat(32, 0, 8);
+                let sum = e.for_loop(q0, q1, one, &[zero8], |e, q, acc| {
+                    let w = e.vector_bitcast(e.vload(bpw, &[slot, q, j0], 8), 32, i8t);
+                    let pairs = e.call_intrinsic("llvm.x86.avx2.pmadd.ub.sw", &[ones8, w], i16x16);
+                    let quads = e.call_intrinsic("llvm.x86.avx2.pmadd.wd", &[pairs, ones16], i32x8);
+                    vec![e.addi(acc[0], quads)]
                 });
-                // The sums start from minus A's offset times the column sum (narrow: in
-                // the low i16 lane of the column's pair; whatever order the lanes wrap in,
-                // each ends within i16, so the widened sum is exact).
-                let start = e.muli(sum[0], e.i32(-ma as u32));
+                let start = e.muli(sum[0], e.int_splat(32, i64::from(-ma), 8));
                 let start = if d.narrow {
-                    e.andi(start, e.i32(0xFFFF))
+                    e.andi(start, e.int_splat(32, 0xFFFF, 8))
                 } else {
                     start
                 };
-                e.store(start, cs, &[slot, f, j]);
-                vec![]
-            });
+                e.vstore(start, cs, &[slot, f, j0]);
+            }
             vec![]
         });
     };

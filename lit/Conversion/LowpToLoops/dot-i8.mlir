@@ -12,12 +12,15 @@
 // times B's column sum per 32-block (its low 16 bits: the sums are i16 here). M = 20 is
 // skinny: groups of B's panels run in parallel (here the three panels make one group,
 // the parallel loop folded away), each panel decoded into the group's slot (a panel's
-// words and column terms), then swept by the four row tiles. Per 4 k: 2 word vectors of
-// B, per row one word
-// broadcast, pmaddubsw + addi into twelve vector<16xi16> that start from those column
-// terms (a 32-block's sums reach at most 32 x 12 x 60 = 23040); per block the sums widened
-// by pmaddwd with ones, converted, times 2^-4 (the two shifts), then scaled into W as the
-// f32 kernel does.
+// words and column terms), then swept by the four row tiles. B's words: eight rows at a
+// time, 32 codes of a row a step, looked up by pshufb in four 16-byte tables (E2M3's 64
+// codes; the code's top bits pick one), the 8 x 8 words transposed into the slot; rows
+// past B (32..47 here) and the last word (k 96..99) one word at a time; then the column
+// terms, eight columns at once from the stored words (pmaddubsw with ones, pmaddwd).
+// Per 4 k: 2 word vectors of B, per row one word broadcast, pmaddubsw + addi into twelve
+// vector<16xi16> that start from those column terms (a 32-block's sums reach at most 32 x
+// 12 x 60 = 23040); per block the sums widened by pmaddwd with ones, converted, times 2^-4
+// (the two shifts), then scaled into W as the f32 kernel does.
 // CHECK-LABEL: func.func @mxfp4_x_mxfp6
 // CHECK-DAG:   %[[UNIT:.*]] = arith.constant dense<6.250000e-02> : vector<8xf32>
 // CHECK-DAG:   %[[ONES:.*]] = arith.constant dense<1> : vector<16xi16>
@@ -30,10 +33,24 @@
 // CHECK:       %[[CS:.*]] = memref.alloc() {alignment = 64 : i64} : memref<1x8x16xi32>
 // CHECK:       scf.for %[[P:[a-z0-9]+]] = %c0 to %c3
 // CHECK:         memref.prefetch
-// CHECK:             memref.store %{{.*}}, %[[BW]][%c0, %{{.*}}, %{{.*}}]
-// CHECK:           %[[T:.*]] = arith.muli %{{.*}}, %c-12_i32 : i32
-// CHECK:           %[[LOW:.*]] = arith.andi %[[T]], %c65535_i32 : i32
-// CHECK:           memref.store %[[LOW]], %[[CS]][%c0,
+// CHECK:         scf.if %{{.*}} {
+// CHECK-NEXT:      scf.for %[[KK:.*]] = %c0 to %c96 step %c32 {
+// CHECK-NEXT:        %[[CODES:.*]] = vector.load %{{.*}}[%{{.*}}, %[[KK]]] : memref<40x100xi8>, vector<32xi8>
+// CHECK-COUNT-4:     llvm.call_intrinsic "llvm.x86.avx2.pshuf.b"
+// CHECK:             vector.bitcast %{{.*}} : vector<32xi8> to vector<8xi32>
+// CHECK-COUNT-24:    vector.shuffle {{.*}} : vector<8xi32>, vector<8xi32>
+// CHECK-COUNT-8:     vector.store %{{.*}}, %[[BW]][%c0, %{{.*}}, %c0] : memref<1x64x16xi32>, vector<8xi32>
+// CHECK:         } else {
+// CHECK:           memref.store %{{.*}}, %[[BW]][%c0, %{{.*}}, %c0] : memref<1x64x16xi32>
+// CHECK:         memref.store %{{.*}}, %[[BW]][%c0, %c24, %{{.*}}] : memref<1x64x16xi32>
+// CHECK:         scf.for %[[F:.*]] = %c0 to %c4 step %c1 {
+// CHECK:           %[[SUM:.*]] = scf.for {{.*}} -> (vector<8xi32>) {
+// CHECK:             %[[W:.*]] = vector.load %[[BW]][%c0, %{{.*}}, %c0] : memref<1x64x16xi32>, vector<8xi32>
+// CHECK:             %[[WB:.*]] = vector.bitcast %[[W]] : vector<8xi32> to vector<32xi8>
+// CHECK:             llvm.call_intrinsic "llvm.x86.avx2.pmadd.ub.sw"(%{{.*}}, %[[WB]])
+// CHECK:           %[[T:.*]] = arith.muli %[[SUM]], %{{.*}} : vector<8xi32>
+// CHECK:           %[[LOW:.*]] = arith.andi %[[T]], %{{.*}} : vector<8xi32>
+// CHECK:           vector.store %[[LOW]], %[[CS]][%c0, %[[F]], %c0]
 // CHECK:       scf.for %{{.*}} = %c0 to %c4 step %c1
 // CHECK:         scf.for %[[S0:.*]] = %{{.*}} to %c100 step %c32
 // CHECK:           %[[START:.*]] = vector.load %[[CS]][%c0, {{.*}} : memref<1x8x16xi32>, vector<8xi32>
