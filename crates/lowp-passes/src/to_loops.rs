@@ -812,6 +812,48 @@ fn row_of<'c, 'a>(
     (real, e.minui(row, e.subi(side.rows, e.index(1))))
 }
 
+/// Panel `pb`'s `nr` rows of a side (a multiple of 8), eight at a time: each row's codes
+/// prefetched from k = `from` on, then `whole(e, rows read, j0)` (`j0`: the group's first
+/// row in the panel) where all eight rows are inside the side, else `each(e, j, (real,
+/// rr))` for each row `j` of the group.
+#[allow(clippy::type_complexity)]
+fn row_groups<'c, 'a>(
+    e: &Emitter<'c, 'a>,
+    side: &Side<'c, 'a>,
+    (pb, nr): (Value<'c, 'a>, i64),
+    (from, k): (Value<'c, 'a>, Value<'c, 'a>),
+    whole: &dyn Fn(&Emitter<'c, 'a>, &[Value<'c, 'a>], Value<'c, 'a>),
+    each: &dyn Fn(&Emitter<'c, 'a>, Value<'c, 'a>, (Value<'c, 'a>, Value<'c, 'a>)),
+) {
+    for group in 0..nr / 8 {
+        let first = e.addi(e.muli(pb, e.index(nr)), e.index(8 * group));
+        let rows: Vec<_> = (0..8)
+            .map(|r| {
+                let rows = row_of(e, side, e.addi(first, e.index(r)));
+                prefetch_codes(e, side, rows.1, from, k);
+                rows
+            })
+            .collect();
+        let j0 = e.index(8 * group);
+        let inside = e.cmpi(CmpiPredicate::Ule, e.addi(first, e.index(8)), side.rows);
+        e.if_else(
+            inside,
+            &[],
+            |e| {
+                let read: Vec<_> = rows.iter().map(|&(_, rr)| rr).collect();
+                whole(e, &read, j0);
+                vec![]
+            },
+            |e| {
+                for (r, &rows) in rows.iter().enumerate() {
+                    each(e, e.index(8 * group + r as i64), rows);
+                }
+                vec![]
+            },
+        );
+    }
+}
+
 /// `n` codes of row `rr` from k = `kk` (even where two codes share a byte), as a
 /// `vector<n x i<bits>>` of codes in k order (low nibble first).
 fn load_codes<'c, 'a>(
@@ -1050,41 +1092,23 @@ fn gemm_f32<'c, 'a>(
     };
     let decode_b = |e: &Emitter<'c, 'a>, panel: PanelAt<'_, 'c, 'a>, k0: Value<'c, 'a>, k1| {
         let (bp, slot, pb) = (panel.buffers[0], panel.slot, panel.pb);
-        let (eight, step) = (e.index(8), e.index(step_k));
+        let step = e.index(step_k);
         e.for_loop(k0, k1, chunk, &[], |e, c0, _| {
             let c1 = e.minui(e.addi(c0, chunk), k1);
             let cv = e.addi(c0, e.muli(e.divui(e.subi(c1, c0), step), step));
-            for group in 0..nr_c / 8 {
-                let first = e.addi(e.muli(pb, nr), e.index(8 * group));
-                let rows: Vec<_> = (0..8)
-                    .map(|r| {
-                        let rows = row_of(e, b, e.addi(first, e.index(r)));
-                        prefetch_codes(e, b, rows.1, c0, k);
-                        rows
-                    })
-                    .collect();
-                let j0 = e.index(8 * group);
-                let inside = e.cmpi(CmpiPredicate::Ule, e.addi(first, eight), b.rows);
-                e.if_else(
-                    inside,
-                    &[],
-                    |e| {
-                        let read: Vec<_> = rows.iter().map(|&(_, rr)| rr).collect();
-                        e.for_loop(c0, cv, step, &[], |e, kk, _| {
-                            decode_step(e, (bp, slot, j0), &read, e.subi(kk, k0), kk);
-                            vec![]
-                        });
+            row_groups(
+                e,
+                b,
+                (pb, nr_c),
+                (c0, k),
+                &|e, read, j0| {
+                    e.for_loop(c0, cv, step, &[], |e, kk, _| {
+                        decode_step(e, (bp, slot, j0), read, e.subi(kk, k0), kk);
                         vec![]
-                    },
-                    |e| {
-                        for (r, &rows) in rows.iter().enumerate() {
-                            let j = e.index(8 * group + r as i64);
-                            decode_row(e, b, table_b, bp, (slot, j), rows, (k0, c0, cv));
-                        }
-                        vec![]
-                    },
-                );
-            }
+                    });
+                },
+                &|e, j, rows| decode_row(e, b, table_b, bp, (slot, j), rows, (k0, c0, cv)),
+            );
             // The chunk's last few k (fewer than a step: K's end) one code at a time.
             e.if_then(e.cmpi(CmpiPredicate::Ult, cv, c1), |e| {
                 e.for_loop(zero, nr, one, &[], |e, j, _| {
@@ -1383,42 +1407,26 @@ fn gemm_bytes<'c, 'a>(
                 vec![]
             });
         };
-        for group in 0..nr_c / 8 {
-            let first = e.addi(e.muli(p, nr), e.index(8 * group));
-            let rows: Vec<_> = (0..8)
-                .map(|r| {
-                    let rows = row_of(e, b, e.addi(first, e.index(r)));
-                    prefetch_codes(e, b, rows.1, k0, k);
-                    rows
-                })
-                .collect();
-            let j0 = e.index(8 * group);
-            let inside = e.cmpi(CmpiPredicate::Ule, e.addi(first, e.index(8)), b.rows);
-            e.if_else(
-                inside,
-                &[],
-                |e| {
-                    e.for_loop(k0, kv, step, &[], |e, kk, _| {
-                        let w: Vec<_> = rows
-                            .iter()
-                            .map(|&(_, rr)| e.vector_bitcast(int_bytes(e, rr, kk), 8, i32t))
-                            .collect();
-                        let q0 = e.divui(e.subi(kk, k0), four);
-                        for (x, v) in transpose8(e, &w, i32t).into_iter().enumerate() {
-                            e.vstore(v, bpw, &[slot, e.addi(q0, e.index(x as i64)), j0]);
-                        }
-                        vec![]
-                    });
-                    vec![]
-                },
-                |e| {
-                    for (r, &rows) in rows.iter().enumerate() {
-                        words(e, e.index(8 * group + r as i64), rows, qb, qv);
+        row_groups(
+            e,
+            b,
+            (p, nr_c),
+            (k0, k),
+            &|e, read, j0| {
+                e.for_loop(k0, kv, step, &[], |e, kk, _| {
+                    let w: Vec<_> = read
+                        .iter()
+                        .map(|&rr| e.vector_bitcast(int_bytes(e, rr, kk), 8, i32t))
+                        .collect();
+                    let q0 = e.divui(e.subi(kk, k0), four);
+                    for (x, v) in transpose8(e, &w, i32t).into_iter().enumerate() {
+                        e.vstore(v, bpw, &[slot, e.addi(q0, e.index(x as i64)), j0]);
                     }
                     vec![]
-                },
-            );
-        }
+                });
+            },
+            &|e, j, rows| words(e, j, rows, qb, qv),
+        );
         e.if_then(e.cmpi(CmpiPredicate::Ult, qv, q_end), |e| {
             e.for_loop(zero, nr, one, &[], |e, j, _| {
                 let rows = row_of(e, b, e.addi(e.muli(p, nr), j));
