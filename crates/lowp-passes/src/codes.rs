@@ -71,7 +71,7 @@ pub fn decode<'c, 'a>(
 /// The f16 bit patterns (`vector<N x i16>`) of a `vector<N x i16>` of codes (mirrors
 /// `ScaledFormat::f16_pattern`; `fields` must be the format's `f16_fields`): each code's
 /// fields moved in place, and an f16 NaN at the NaN codes the move misses. [`widen_f16`]
-/// finishes the decode.
+/// makes them f32 values, `2^-shift` of the codes'.
 pub fn f16_patterns<'c, 'a>(
     e: &Emitter<'c, 'a>,
     format: ScaledFormat,
@@ -97,22 +97,13 @@ pub fn f16_patterns<'c, 'a>(
     }
 }
 
-/// The `vector<N x f32>` values of `vector<N x i16>` f16 patterns from [`f16_patterns`]:
+/// The `vector<N x f32>` values of `vector<N x i16>` f16 patterns from [`f16_patterns`],
 /// widened by `arith.extf` (one instruction where the target converts f16: x86 F16C,
-/// AArch64) and multiplied by `2^shift`; exact, by `f16_fields`.
-pub fn widen_f16<'c, 'a>(
-    e: &Emitter<'c, 'a>,
-    fields: F16Fields,
-    pattern: Value<'c, '_>,
-) -> Value<'c, 'a> {
+/// AArch64): the codes' values times `2^-shift` of their `f16_fields`, exactly.
+pub fn widen_f16<'c, 'a>(e: &Emitter<'c, 'a>, pattern: Value<'c, '_>) -> Value<'c, 'a> {
     let lanes = vector_lanes(pattern.r#type()).expect("a vector of patterns");
     let half = e.vector_bitcast(pattern, lanes, e.f16_type());
-    let value = e.extf(half, e.vector_type(lanes, e.f32_type()));
-    if fields.shift == 0 {
-        return value;
-    }
-    let factor = f32::from_bits(((127 + fields.shift) as u32) << 23);
-    e.mulf(value, e.f32_splat(factor, lanes))
+    e.extf(half, e.vector_type(lanes, e.f32_type()))
 }
 
 /// Bits of `2^k` for `-149 <= k <= 127` (an f32 subnormal below -126).

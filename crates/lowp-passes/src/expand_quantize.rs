@@ -540,7 +540,19 @@ pub(crate) fn decode_table<'c, 'a>(
     func: OperationRef<'c, 'a>,
     format: ScaledFormat,
 ) -> Result<Value<'c, 'a>, PassError> {
-    let values = lowp_codec::decode_table(format);
+    scaled_decode_table(e, func, format, 0)
+}
+
+/// [`decode_table`] with every value times `2^pow2` (rounded as f32 products: the caller
+/// checks they are exact, as [`scales_exactly`] does).
+pub(crate) fn scaled_decode_table<'c, 'a>(
+    e: &Emitter<'c, 'a>,
+    func: OperationRef<'c, 'a>,
+    format: ScaledFormat,
+    pow2: i32,
+) -> Result<Value<'c, 'a>, PassError> {
+    let factor = (pow2 as f64).exp2();
+    let values = lowp_codec::decode_table(format).map(|v| (f64::from(v) * factor) as f32);
     let entries = format.code_count() as usize;
     let vector = Type::vector(&[entries as u64], Type::float32(e.ctx()));
     // SAFETY: an `entries`-element f32 vector type and as many floats.
@@ -552,6 +564,19 @@ pub(crate) fn decode_table<'c, 'a>(
         ))
     };
     entry_table(e, func, dense)
+}
+
+/// Whether every value of `format` times `2^pow2` is exactly an f32 and, where finite and
+/// nonzero, a normal one (so that the product's rounding, FTZ or DAZ change nothing).
+pub(crate) fn scales_exactly(format: ScaledFormat, pow2: i32) -> bool {
+    let factor = (pow2 as f64).exp2();
+    (0..format.code_count()).all(|c| {
+        let v = f64::from(format.decode(c as u8));
+        let w = v * factor;
+        !v.is_finite()
+            || v == 0.0
+            || (w.abs() >= f64::from(f32::MIN_POSITIVE) && w.abs() <= f64::from(f32::MAX))
+    })
 }
 
 /// A table of `i32` values in a stack buffer filled at the function's entry (the byte

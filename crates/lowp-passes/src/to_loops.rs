@@ -61,8 +61,9 @@
 //! `f16_fields`: every named format but E5M2 FNUZ, custom ones with exponent fields of up
 //! to 4 bits), 16 k a step: each code's fields moved into an f16 bit pattern on 16-bit
 //! lanes (its NaN codes to an f16 NaN), two 8 x 8 blocks transposed at once, each half
-//! widened by the target's f16 -> f32 instruction and multiplied by `2^(15 - bias)`. Both
-//! give the table's values exactly. A group of rows reaching past B and the last k of a
+//! widened by the target's f16 -> f32 instruction: B's values times `2^-(15 - bias)`, the
+//! power of two moved onto A's table (every product, so every sum, is unchanged). Both
+//! give the table's products exactly. A group of rows reaching past B and the last k of a
 //! chunk short of a step take the table one code at a time; so does A (its 6-row tiles
 //! are not a transpose's width, and at the decode shape it is a few rows).
 //!
@@ -125,8 +126,8 @@ use melior::ir::{OperationRef, ShapedTypeLike, Value, ValueLike};
 
 use crate::codes;
 use crate::expand_quantize::{
-    ceil_div, code_format, decode_table, expand_op, int_table, layout_attr_of, load_code,
-    loop_dialects, operand, storage_cast, unsupported, Decode, Scaled,
+    ceil_div, code_format, expand_op, int_table, layout_attr_of, load_code, loop_dialects, operand,
+    scaled_decode_table, scales_exactly, storage_cast, unsupported, Decode, Scaled,
 };
 use crate::ir::Emitter;
 use crate::registry::{OptionDef, OptionKind, PassDef, PassOptions};
@@ -230,9 +231,9 @@ pub const PASS: PassDef = PassDef {
                           (integer arithmetic to f32, any target) or f16 (each code's fields \
                           moved into an f16 pattern on 16-bit lanes, widened by the target's \
                           f16 -> f32 instruction (x86 F16C, AArch64; elsewhere LLVM calls a \
-                          library function per value) and scaled by one multiply, where \
-                          lowp-formats' f16_fields allows: all formats but E5M2 FNUZ and \
-                          exponent fields over 4 bits)",
+                          library function per value), the power of two between f16 and the \
+                          format moved onto A's table, where lowp-formats' f16_fields allows: \
+                          all formats but E5M2 FNUZ and exponent fields over 4 bits)",
             kind: OptionKind::Choice(&["bits", "f16"]),
         },
     ],
@@ -975,10 +976,19 @@ fn gemm_f32<'c, 'a>(
     b: &Side<'c, 'a>,
     func: OperationRef<'c, 'a>,
 ) -> Result<(), PassError> {
+    // B through f16 (`decode=f16`, where its format allows): its values come out times
+    // 2^-shift, and the 2^shift goes onto A's table instead (every product, so every sum,
+    // unchanged) where both sides take it exactly (always, for the products the contract
+    // admits; else B takes the bit arithmetic).
+    let via_f16 = b.format.f16_fields().filter(|f| {
+        g.plan.f16_decode && scales_exactly(a.format, f.shift) && scales_exactly(b.format, -f.shift)
+    });
+    let pow = via_f16.map_or(0, |f| f.shift);
     // Codes decode through a table of one f32 per code (one load instead of ~15 integer
-    // ops; 64 bytes for FP4, so it stays in L1).
-    let table_a = decode_table(e, func, a.format)?;
-    let table_b = decode_table(e, func, b.format)?;
+    // ops; 64 bytes for FP4, so it stays in L1): A's tiles and B's rows the vector decode
+    // leaves.
+    let table_a = scaled_decode_table(e, func, a.format, pow)?;
+    let table_b = scaled_decode_table(e, func, b.format, -pow)?;
     let f32t = e.f32_type();
     let (zero, one) = (e.index(0), e.index(1));
     let Tile { lanes, mr: mr_c } = g.plan.tile;
@@ -1045,7 +1055,6 @@ fn gemm_f32<'c, 'a>(
     // group of rows reaching past B (the last panel's padding) and a chunk's last few k
     // take the table one code at a time. At the decode shape (16 x N x K) the table decode
     // was most of the time: a table load and a 4-byte store a code took ~1.5 cycles.
-    let via_f16 = b.format.f16_fields().filter(|_| g.plan.f16_decode);
     let step_k: i64 = if via_f16.is_some() { 16 } else { 8 };
     // The vector step at `kk` of the rows `rows` (read rows), into `slot` of `bp` at
     // column `j0`.
@@ -1071,11 +1080,7 @@ fn gemm_f32<'c, 'a>(
                     for half in 0..2i64 {
                         let lanes: Vec<i64> = (8 * half..8 * half + 8).collect();
                         let eight_rows = e.shuffle(v, v, i16t, &lanes);
-                        store(
-                            e,
-                            codes::widen_f16(e, fields, eight_rows),
-                            x as i64 + 8 * half,
-                        );
+                        store(e, codes::widen_f16(e, eight_rows), x as i64 + 8 * half);
                     }
                 }
             }

@@ -107,8 +107,12 @@ func.func @mxfp4(%a: memref<8x64xf4E2M1FN>, %sa: memref<8x2xf8E8M0FNU>, %b: memr
 // at a time and turned into f16 patterns on 16-bit lanes: the magnitude shifted into
 // place, the sign to bit 15, E4M3's NaN codes (S.1111.111) to an f16 NaN; two 8 x 8
 // blocks transposed at once (24 shuffles of vector<16xi16> that stay within 128-bit
-// halves); each half widened to f32 and multiplied by 2^(15 - 7).
+// halves); each half widened to f32. B's values are then 2^-8 of E4M3's, and the 2^8 is
+// moved onto A's table (0, 2^-9 x 2^8 = 0.5, 1.0, ...; printed as little-endian hex),
+// B's table (for the rows and k the vectors leave) taking 2^-8 (0, 2^-17, 2^-16, ...).
 // F16-LABEL:   func.func @many_rows
+// F16-DAG:     arith.constant dense<"0x000000000000003F0000803F0000C03F{{.*}}"> : vector<256xf32>
+// F16-DAG:     arith.constant dense<"0x00000000000000370000803700{{.*}}"> : vector<256xf32>
 // F16:         scf.for %[[KK:.*]] = %c0 to %c64 step %c16 {
 // F16:           %[[CODES:.*]] = vector.load %{{.*}}[%{{.*}}, %[[KK]]] : memref<20x64xi8>, vector<16xi8>
 // F16:           %[[WIDE:.*]] = arith.extui %[[CODES]] : vector<16xi8> to vector<16xi16>
@@ -123,8 +127,8 @@ func.func @mxfp4(%a: memref<8x64xf4E2M1FN>, %sa: memref<8x2xf8E8M0FNU>, %b: memr
 // F16:           %[[LOW:.*]] = vector.shuffle %{{.*}} [0, 1, 2, 3, 4, 5, 6, 7] : vector<16xi16>, vector<16xi16>
 // F16:           %[[HALF:.*]] = vector.bitcast %[[LOW]] : vector<8xi16> to vector<8xf16>
 // F16:           %[[F32:.*]] = arith.extf %[[HALF]] : vector<8xf16> to vector<8xf32>
-// F16:           %[[V:.*]] = arith.mulf %[[F32]], %{{.*}} : vector<8xf32>
-// F16:           vector.store %[[V]], %{{.*}}[%{{.*}}, %[[KK]], %c0] : memref<2x256x16xf32>, vector<8xf32>
+// F16-NOT:       arith.mulf
+// F16:           vector.store %[[F32]], %{{.*}}[%{{.*}}, %[[KK]], %c0] : memref<2x256x16xf32>, vector<8xf32>
 // F16LLVM-LABEL: llvm.func @many_rows
 // F16LLVM:       llvm.fpext %{{.*}} : vector<8xf16> to vector<8xf32>
 func.func @many_rows(%a: memref<128x64xf8E4M3FN>, %sa: memref<128x2xf8E8M0FNU>, %b: memref<20x64xf8E4M3FN>,
