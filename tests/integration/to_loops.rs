@@ -440,11 +440,11 @@ pub(crate) fn mixed_cases(session: &Session, pre: Option<&str>) {
             ScaleLayout::MX,
             true,
         ),
-        // M past the skinny bound (the row tiles in parallel rather than B's panels),
-        // several K blocks.
+        // M past the skinny bound (252 rows: the row tiles in parallel rather than B's
+        // panels), several K blocks.
         (
             "many rows, mx",
-            70,
+            260,
             20,
             300,
             e4,
@@ -455,7 +455,7 @@ pub(crate) fn mixed_cases(session: &Session, pre: Option<&str>) {
         ),
         (
             "many rows, per_tensor x per_channel",
-            131,
+            300,
             9,
             520,
             ScaledFormat::F6E3M2,

@@ -195,6 +195,10 @@ impl<'c, 'a> Emitter<'c, 'a> {
     pub fn minui(&self, a: Value<'c, '_>, b: Value<'c, '_>) -> Value<'c, 'a> {
         self.val(arith::minui(a, b, self.loc))
     }
+    /// `arith.maxui`.
+    pub fn maxui(&self, a: Value<'c, '_>, b: Value<'c, '_>) -> Value<'c, 'a> {
+        self.val(arith::maxui(a, b, self.loc))
+    }
     /// `arith.maxsi`.
     pub fn maxsi(&self, a: Value<'c, '_>, b: Value<'c, '_>) -> Value<'c, 'a> {
         self.val(arith::maxsi(a, b, self.loc))

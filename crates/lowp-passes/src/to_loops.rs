@@ -47,12 +47,12 @@
 //! decoded a K block at a time, into panels the GEMM reads back from cache (all of B as
 //! f32 is 4-8x its codes: a skinny M spent most of its time writing and reading it), 64 k
 //! of a row at a time with the row's codes two such chunks on prefetched
-//! (`memref.prefetch`). Where M is skinny (up to 60 rows, 10 tiles of 6 or 5 of 12: the
+//! (`memref.prefetch`). Where M is skinny (up to 252 rows, 42 tiles of 6 or 21 of 12: the
 //! decode shape of LLM inference, 16 x N x K, among them), groups of B's panels run in
-//! parallel instead of A's row tiles: each panel's block is decoded into its group's one
-//! buffer and at once swept by every row tile, so B's decoded values stay in the core's
-//! cache, and a few row tiles still give every thread work. The byte kernel's B words go
-//! the same way.
+//! parallel instead of A's row tiles, each over all of K: each panel's block is decoded
+//! into its group's one buffer and at once swept by every row tile, so B's decoded values
+//! stay in the core's cache, a few row tiles still give every thread work, and each row of
+//! B is read in order through K. The byte kernel's B words go the same way.
 //!
 //! B's decode (the f32 kernel's larger half at the decode shape) takes eight rows of a
 //! panel at a time, a vector of each row's codes at once, and transposes the block in
@@ -137,15 +137,22 @@ use crate::PassError;
 /// a 64 x 16 chunk of a B panel (4 KiB of f32) stays in L1 while its 16 rows fill it.
 const DECODE_CHUNK: i64 = 64;
 
-/// The kernels run in parallel over B's panels rather than A's row tiles where M takes
-/// at most `SKINNY_ROWS / mr` row tiles (see `Gemm::sweep`): at K blocks of 256, A's
-/// block is then at most 64 KiB. 64 was measured at M = 1, 16, 48, 60 (two threads: 31 ->
-/// 26, 41 -> 34, 64 -> 66, 76 -> 71 ms at N = K = 8192).
-const SKINNY_ROWS: i64 = 64;
+/// The kernels run in parallel over groups of B's panels rather than A's row tiles where
+/// M takes at most `SKINNY_ROWS / mr` row tiles (see `Gemm::sweep`). With each group
+/// running through all of K (A's K block read again by every group), the panel form beat
+/// the row-tile form at every M measured up to 256 (FP8 per-tensor, N = K = 8192, two
+/// threads: M = 72 70 -> 56 ms, 128 114 -> 98, 256 209 -> 189; MXFP4 M = 256 99 -> 98),
+/// and no longer at 384 x 4096 x 4096 (73 -> 70) or 2048^3 (MXFP4 46 -> 54).
+const SKINNY_ROWS: i64 = 256;
 
-/// B's panels per parallel iteration in the skinny form of `Gemm::sweep`: they share one
-/// slot of the panel buffers, allocated by the iteration.
-const SLOT_PANELS: i64 = 4;
+/// At most this many of B's panels per parallel iteration in the skinny form of
+/// `Gemm::sweep`: they share one slot of the panel buffers, allocated by the iteration,
+/// and A's K blocks are read again for each group.
+const SLOT_PANELS: i64 = 8;
+
+/// How many groups of panels the skinny form aims for (fewer panels a group where N is
+/// small), so that threads have groups to share.
+const SKINNY_GROUPS: i64 = 64;
 
 /// How many chunks ahead the decode prefetches a row's codes.
 const PREFETCH_CHUNKS: i64 = 2;
@@ -651,11 +658,14 @@ impl<'c, 'a> Gemm<'c, 'a> {
     ///
     /// `decode(e, panel, k0, k1)` fills a slot of the panel buffers (`buffers(e, n)`, `n`
     /// slots) for a K block: each K block begins with all its panels decoded in parallel,
-    /// a slot each; and where M is at most `SKINNY_ROWS / mr` (a few row tiles: too few to
-    /// share among threads, and A's block fits L2) groups of `SLOT_PANELS` panels run in
-    /// parallel instead, each panel decoded into its group's one slot and at once swept by
-    /// all row tiles, so that B's decoded values never leave the core's cache (a slot per
-    /// panel, written once a K block, missed in cache on every write: 8 MiB at N = 8192).
+    /// a slot each; and where M is at most `SKINNY_ROWS / mr` (row tiles too few to share
+    /// among threads, or to pay for B's decoded block leaving the core's cache) groups of
+    /// up to `SLOT_PANELS` panels run in parallel instead, each through all of K, each
+    /// panel's K block decoded into the group's one slot and at once swept by all row
+    /// tiles: B's decoded values never leave the core's cache (a slot per panel, written
+    /// once a K block, missed in cache on every write: 8 MiB at N = 8192), and B's rows are
+    /// read in order (K blocks outside the panels read a row's next block an N sweep later,
+    /// its page gone from the TLB: 21 -> 19 ms at 16 x 8192 x 8192 FP8).
     fn sweep(
         &self,
         e: &Emitter<'c, 'a>,
@@ -672,14 +682,20 @@ impl<'c, 'a> Gemm<'c, 'a> {
             skinny,
             &[],
             |e| {
+                // Panels a group: enough groups to share out (64 where N allows), and at
+                // most SLOT_PANELS, over which A's K blocks are read again.
                 let group = e.index(SLOT_PANELS);
+                let group = e.maxui(
+                    e.index(1),
+                    e.minui(group, e.divui(self.n_panels, e.index(SKINNY_GROUPS))),
+                );
                 let groups = ceil_div(e, self.n_panels, group);
-                e.for_loop(zero, k, kc, &[], |e, k0, _| {
-                    let k1 = e.minui(e.addi(k0, kc), k);
-                    self.par(e, groups, &|e, gi| {
-                        let slot = buffers(e, one);
-                        let p0 = e.muli(gi, group);
-                        let p1 = e.minui(e.addi(p0, group), self.n_panels);
+                self.par(e, groups, &|e, gi| {
+                    let slot = buffers(e, one);
+                    let p0 = e.muli(gi, group);
+                    let p1 = e.minui(e.addi(p0, group), self.n_panels);
+                    e.for_loop(zero, k, kc, &[], |e, k0, _| {
+                        let k1 = e.minui(e.addi(k0, kc), k);
                         e.for_loop(p0, p1, one, &[], |e, pb, _| {
                             let panel = PanelAt {
                                 buffers: &slot,
@@ -693,11 +709,11 @@ impl<'c, 'a> Gemm<'c, 'a> {
                             });
                             vec![]
                         });
-                        for &b in &slot {
-                            e.dealloc(b);
-                        }
+                        vec![]
                     });
-                    vec![]
+                    for &b in &slot {
+                        e.dealloc(b);
+                    }
                 });
                 vec![]
             },

@@ -10,9 +10,9 @@
 // table of n + 12 (unsigned bytes), B's through one of n; four k a word, A in 6-row tiles
 // of words, B in 16-column panels of words a K block (256 k: 64 words) at a time, with -12
 // times B's column sum per 32-block (its low 16 bits: the sums are i16 here). M = 20 is
-// skinny: groups of B's panels run in parallel (here the three panels make one group,
-// the parallel loop folded away), each panel decoded into the group's slot (a panel's
-// words and column terms), then swept by the four row tiles. B's words: eight rows at a
+// skinny: groups of B's panels run in parallel through all of K (here a panel a group),
+// each panel decoded into the group's slot (a panel's words and column terms), then
+// swept by the four row tiles. B's words: eight rows at a
 // time, 32 codes of a row a step, looked up by pshufb in four 16-byte tables (E2M3's 64
 // codes; the code's top bits pick one), the 8 x 8 words transposed into the slot; rows
 // past B (32..47 here) and the last word (k 96..99) one word at a time; then the column
@@ -29,9 +29,10 @@
 // CHECK:       %[[AW:.*]] = memref.alloc() {alignment = 64 : i64} : memref<4x25x6xi32>
 // CHECK:       arith.shli %{{.*}}, %c24_i32 : i32
 // CHECK:       memref.store %{{.*}}, %[[AW]]
-// CHECK:       %[[BW:.*]] = memref.alloc() {alignment = 64 : i64} : memref<1x64x16xi32>
-// CHECK:       %[[CS:.*]] = memref.alloc() {alignment = 64 : i64} : memref<1x8x16xi32>
-// CHECK:       scf.for %[[P:[a-z0-9]+]] = %c0 to %c3
+// CHECK:       scf.parallel (%[[G:[a-z0-9]+]]) = (%c0) to (%c3)
+// CHECK-NEXT:    %[[BW:.*]] = memref.alloc() {alignment = 64 : i64} : memref<1x64x16xi32>
+// CHECK-NEXT:    %[[CS:.*]] = memref.alloc() {alignment = 64 : i64} : memref<1x8x16xi32>
+// CHECK:         scf.for %[[P:[a-z0-9]+]] = %[[G]] to
 // CHECK:         memref.prefetch
 // CHECK:         scf.if %{{.*}} {
 // CHECK-NEXT:      scf.for %[[KK:.*]] = %c0 to %c96 step %c32 {

@@ -10,9 +10,10 @@
 
 // MX x MX: A decoded into two 6-row tiles of K x 6 (M = 8 padded), codes through a
 // 16-entry table; scales per 32-element segment (A's in row tiles, B's in column panels).
-// M is skinny, so the GEMM runs groups of up to four 16-column panels of B in parallel
-// (N = 72: five panels, two groups), each group with one 256 x 16 slot (a K block; here
-// the only one) that each of its panels is decoded into and then swept by both row tiles.
+// M is skinny, so the GEMM runs groups of B's 16-column panels in parallel, each through
+// all of K (up to eight panels a group, fewer where N gives fewer than 64 groups: here five
+// panels, a group each), each group with one 256 x 16 slot (a K block; here the only one)
+// that each of its panels is decoded into and then swept by both row tiles.
 // B's decode takes eight rows at a time: a vector<8xi8> of each row's codes decoded by bit
 // arithmetic, the 8 x 8 block transposed by 24 shuffles into eight k of the slot; a group
 // of rows reaching past B (rows 72..79 of the last panel) takes the table one code at a
@@ -26,7 +27,7 @@
 // CHECK-DAG:   %[[W:.*]] = memref.alloc() {alignment = 64 : i64} : memref<2x5x6x16xf32>
 // CHECK:       %[[AD:.*]] = memref.alloc() {alignment = 64 : i64} : memref<2x64x6xf32>
 // CHECK:       memref.store %{{.*}}, %[[AD]]
-// CHECK:       scf.parallel (%[[G:[a-z0-9]+]]) = (%c0) to (%c2) step (%c1) {
+// CHECK:       scf.parallel (%[[G:[a-z0-9]+]]) = (%c0) to (%c5) step (%c1) {
 // CHECK-NEXT:    %[[BP:.*]] = memref.alloc() {alignment = 64 : i64} : memref<1x256x16xf32>
 // CHECK:         scf.for %[[NB:[a-z0-9]+]] = %{{.*}} to %{{.*}} step %c1 {
 // CHECK:           memref.prefetch
@@ -60,13 +61,13 @@
 // CHECK:               vector.store %[[UPD]], %[[W]][%[[MT]], %[[NB]], %c0, %c0]
 // CHECK:         memref.dealloc %[[BP]] : memref<1x256x16xf32>
 // CHECK:       memref.dealloc %[[AD]]
-// With K blocks of 32, each group's slot holds one block: a panel's block is decoded at
-// its start, 64 k of a row at a time (here all 32), each row's codes prefetched two such
-// chunks (128 k) on; the GEMM reads the slot at k - k0.
+// With K blocks of 32, each group's slot holds one block: the group runs through K, a
+// panel's block decoded at its start, 64 k of a row at a time (here all 32), each row's
+// codes prefetched two such chunks (128 k) on; the GEMM reads the slot at k - k0.
 // KBLOCK-LABEL: func.func @mxfp4
-// KBLOCK:       scf.for %[[K0:.*]] = %c0 to %c64 step %c32 {
-// KBLOCK:         scf.parallel (%[[G:.*]]) = (%c0) to (%c2)
-// KBLOCK:           %[[BP:.*]] = memref.alloc() {alignment = 64 : i64} : memref<1x32x16xf32>
+// KBLOCK:       scf.parallel (%[[G:.*]]) = (%c0) to (%c5)
+// KBLOCK:         %[[BP:.*]] = memref.alloc() {alignment = 64 : i64} : memref<1x32x16xf32>
+// KBLOCK:         scf.for %[[K0:.*]] = %c0 to %c64 step %c32 {
 // KBLOCK:           scf.for %[[C0:.*]] = %[[K0]] to %{{.*}} step %c64
 // KBLOCK:               %[[AHEAD:.*]] = arith.addi %[[C0]], %c128 : index
 // KBLOCK:               %[[AT:.*]] = arith.minui %[[AHEAD]], %c63 : index
@@ -90,15 +91,15 @@ func.func @mxfp4(%a: memref<8x64xf4E2M1FN>, %sa: memref<8x2xf8E8M0FNU>, %b: memr
 
 // -----
 
-// M = 128 (22 row tiles): B's panels of each K block are decoded in parallel first, a
+// M = 264 (44 row tiles, past the skinny form's 42): B's panels of each K block are decoded in parallel first, a
 // slot each, then the GEMM runs row tiles in parallel, each sweeping the block's panels.
 // CHECK-LABEL: func.func @many_rows
-// CHECK:       %[[AD:.*]] = memref.alloc() {alignment = 64 : i64} : memref<22x64x6xf32>
+// CHECK:       %[[AD:.*]] = memref.alloc() {alignment = 64 : i64} : memref<44x64x6xf32>
 // CHECK:       memref.store %{{.*}}, %[[AD]]
 // CHECK:       %[[BP:.*]] = memref.alloc() {alignment = 64 : i64} : memref<2x256x16xf32>
 // CHECK:       scf.parallel (%[[P:[a-z0-9]+]]) = (%c0) to (%c2) step (%c1) {
 // CHECK:         vector.store %{{.*}}, %[[BP]][%[[P]], %{{.*}}, %c0] : memref<2x256x16xf32>, vector<8xf32>
-// CHECK:       scf.parallel (%[[MT:[a-z0-9]+]]) = (%c0) to (%c22) step (%c1) {
+// CHECK:       scf.parallel (%[[MT:[a-z0-9]+]]) = (%c0) to (%c44) step (%c1) {
 // CHECK-NEXT:    scf.for %[[NB:.*]] = %c0 to %c2 step %c1 {
 // CHECK-NEXT:      scf.for %[[S0:.*]] = %c0 to %c64 step %c32 {
 // CHECK:             vector.load %[[BP]][%[[NB]], %[[S0]], %c0]
@@ -131,10 +132,10 @@ func.func @mxfp4(%a: memref<8x64xf4E2M1FN>, %sa: memref<8x2xf8E8M0FNU>, %b: memr
 // F16:           vector.store %[[F32]], %{{.*}}[%{{.*}}, %[[KK]], %c0] : memref<2x256x16xf32>, vector<8xf32>
 // F16LLVM-LABEL: llvm.func @many_rows
 // F16LLVM:       llvm.fpext %{{.*}} : vector<8xf16> to vector<8xf32>
-func.func @many_rows(%a: memref<128x64xf8E4M3FN>, %sa: memref<128x2xf8E8M0FNU>, %b: memref<20x64xf8E4M3FN>,
-                     %sb: memref<20x2xf8E8M0FNU>, %c: memref<128x20xf32>) {
+func.func @many_rows(%a: memref<264x64xf8E4M3FN>, %sa: memref<264x2xf8E8M0FNU>, %b: memref<20x64xf8E4M3FN>,
+                     %sb: memref<20x2xf8E8M0FNU>, %c: memref<264x20xf32>) {
   lowp.scaled_matmul %a[%sa], %b[%sb] into %c layouts(#lowp.mx<32>, #lowp.mx<32>)
-      : memref<128x64xf8E4M3FN>[memref<128x2xf8E8M0FNU>], memref<20x64xf8E4M3FN>[memref<20x2xf8E8M0FNU>] -> memref<128x20xf32>
+      : memref<264x64xf8E4M3FN>[memref<264x2xf8E8M0FNU>], memref<20x64xf8E4M3FN>[memref<20x2xf8E8M0FNU>] -> memref<264x20xf32>
   return
 }
 
