@@ -4,6 +4,8 @@
 // RUN: lowp-opt %s -split-input-file --pass-pipeline='builtin.module(func.func(lowp-to-loops{kc=32},canonicalize,cse))' | FileCheck %s --check-prefix=KBLOCK
 // RUN: lowp-opt %s -split-input-file --pass-pipeline='builtin.module(func.func(lowp-to-loops{decode=f16},canonicalize,cse))' | FileCheck %s --check-prefix=F16
 // RUN: lowp-opt %s -split-input-file --pass-pipeline='builtin.module(func.func(lowp-to-loops{decode=f16}),lowp-cpu-pipeline)' | FileCheck %s --check-prefix=F16LLVM
+// RUN: not lowp-opt %s --pass-pipeline='builtin.module(func.func(lowp-to-loops{decode=f17}))' 2>&1 | FileCheck %s --check-prefix=BADDECODE
+// BADDECODE: error: option 'decode' of lowp-to-loops: 'f17' is not accepted; expected bits, f16
 
 // The structure of the CPU lowering; its numerics are checked against the oracle by
 // lit/Run and tests/integration/to_loops.rs.
