@@ -308,34 +308,13 @@ fn f16_fields_decode_every_code_exactly() {
 #[test]
 fn f16_fields_name_the_nan_codes() {
     use lowp_formats::F16Fields;
-    let fields = |f: ScaledFormat| f.f16_fields().expect("takes the f16 route");
-    assert_eq!(
-        fields(ScaledFormat::F8E4M3),
-        F16Fields {
-            shift: 8,
-            nan: Some((0x7F, 0x7F))
-        }
-    );
-    assert_eq!(
-        fields(ScaledFormat::F8E5M2),
-        F16Fields {
-            shift: 0,
-            nan: None
-        }
-    );
-    assert_eq!(
-        fields(ScaledFormat::F8E4M3Fnuz),
-        F16Fields {
-            shift: 7,
-            nan: Some((0xFF, 0x80))
-        }
-    );
-    assert_eq!(
-        fields(ScaledFormat::F4E2M1),
-        F16Fields {
-            shift: 14,
-            nan: None
-        }
-    );
+    for (f, shift, nan) in [
+        (ScaledFormat::F8E4M3, 8, Some((0x7F, 0x7F))),
+        (ScaledFormat::F8E5M2, 0, None),
+        (ScaledFormat::F8E4M3Fnuz, 7, Some((0xFF, 0x80))),
+        (ScaledFormat::F4E2M1, 14, None),
+    ] {
+        assert_eq!(f.f16_fields(), Some(F16Fields { shift, nan }), "{f}");
+    }
     assert_eq!(ScaledFormat::F8E5M2Fnuz.f16_fields(), None);
 }
