@@ -488,24 +488,24 @@ impl<'c, 'a> Emitter<'c, 'a> {
 
     /// A vector of `n` copies of the `iN` constant `v`.
     pub fn int_splat(&self, bits: u32, v: i64, n: u64) -> Value<'c, 'a> {
-        let element = self.int_type(bits);
-        let t = self.vector_type(n, element);
-        let value = IntegerAttribute::new(element, v).into();
-        let dense = melior::ir::attribute::DenseElementsAttribute::new(t, &[value])
-            .expect("splat of one value");
-        self.val(arith::constant(self.ctx, dense.into(), self.loc))
+        self.int_dense(bits, &[v], n)
     }
 
     /// The `vector<len x iN>` constant of `values` (each truncated to N bits by MLIR).
     pub fn int_vector(&self, bits: u32, values: &[i64]) -> Value<'c, 'a> {
+        self.int_dense(bits, values, values.len() as u64)
+    }
+
+    /// A `vector<n x iN>` constant of `values`: one value (a splat) or `n`.
+    fn int_dense(&self, bits: u32, values: &[i64], n: u64) -> Value<'c, 'a> {
         let element = self.int_type(bits);
-        let t = self.vector_type(values.len() as u64, element);
+        let t = self.vector_type(n, element);
         let attrs: Vec<Attribute> = values
             .iter()
             .map(|&v| IntegerAttribute::new(element, v).into())
             .collect();
         let dense = melior::ir::attribute::DenseElementsAttribute::new(t, &attrs)
-            .expect("one value per element");
+            .expect("a splat or one value per element");
         self.val(arith::constant(self.ctx, dense.into(), self.loc))
     }
 

@@ -994,11 +994,13 @@ fn gemm_f32<'c, 'a>(
 ) -> Result<(), PassError> {
     // B through f16 (`decode=f16`, where its format allows): its values come out times
     // 2^-shift, and the 2^shift goes onto A's table instead (every product, so every sum,
-    // unchanged) where both sides take it exactly (always, for the products the contract
-    // admits; else B takes the bit arithmetic).
-    let via_f16 = b.format.f16_fields().filter(|f| {
-        g.plan.f16_decode && scales_exactly(a.format, f.shift) && scales_exactly(b.format, -f.shift)
-    });
+    // unchanged) where A takes it exactly (always, for the products the contract admits;
+    // else B takes the bit arithmetic). B's table times 2^-shift is exact by `f16_fields`:
+    // those are the f16 values, all normal in f32.
+    let via_f16 = b
+        .format
+        .f16_fields()
+        .filter(|f| g.plan.f16_decode && scales_exactly(a.format, f.shift));
     let pow = via_f16.map_or(0, |f| f.shift);
     // Codes decode through a table of one f32 per code (one load instead of ~15 integer
     // ops; 64 bytes for FP4, so it stays in L1): A's tiles and B's rows the vector decode
@@ -1130,7 +1132,8 @@ fn gemm_f32<'c, 'a>(
                 },
                 &|e, j, rows| decode_row(e, b, table_b, bp, (slot, j), rows, (k0, c0, cv)),
             );
-            // The chunk's last few k (fewer than a step: K's end) one code at a time.
+            // The chunk's last few k (fewer than a step: the end of K or of a K block that is
+            // not a whole number of steps) one code at a time.
             e.if_then(e.cmpi(CmpiPredicate::Ult, cv, c1), |e| {
                 e.for_loop(zero, nr, one, &[], |e, j, _| {
                     let rows = row_of(e, b, e.addi(e.muli(pb, nr), j));
@@ -1292,7 +1295,8 @@ fn gemm_bytes<'c, 'a>(
     };
     let ma = d.a.max as i32;
     let table_a = int_table(e, func, &ints(a, ma)?)?;
-    let table_b = int_table(e, func, &ints(b, 0)?)?;
+    let b_ints = ints(b, 0)?;
+    let table_b = int_table(e, func, &b_ints)?;
     let i32t = e.int_type(32);
     let i8t = e.int_type(8);
     let i16t = e.int_type(16);
@@ -1317,8 +1321,8 @@ fn gemm_bytes<'c, 'a>(
         ]
     };
 
-    // The word of 4 codes of row `rr` from k = 4 q: (byte, integer) per code, `pad` beyond
-    // K (and where `real` is false).
+    // The word of 4 codes of row `rr` from k = 4 q: each code's integer as a byte, `pad`
+    // beyond K (and where `real` is false).
     let word = |e: &Emitter<'c, 'a>,
                 side: &Side<'c, 'a>,
                 table: Value<'c, 'a>,
@@ -1327,7 +1331,6 @@ fn gemm_bytes<'c, 'a>(
                 real: Option<Value<'c, 'a>>,
                 pad: i32| {
         let mut word = e.i32(0);
-        let mut sum = e.i32(0);
         for byte in 0..4 {
             let kk = e.addi(e.muli(q, four), e.index(byte));
             let mut valid = e.cmpi(CmpiPredicate::Ult, kk, k);
@@ -1342,9 +1345,8 @@ fn gemm_bytes<'c, 'a>(
             let v = e.select(valid, e.load(table, &[code]), e.i32(pad as u32));
             let bits = e.andi(v, e.i32(0xFF));
             word = e.ori(word, e.shli(bits, e.i32(8 * byte as u32)));
-            sum = e.addi(sum, v);
         }
-        (word, sum)
+        word
     };
     g.par(e, g.m_tiles, &|e, t| {
         e.for_loop(zero, k4, one, &[], |e, q, _| {
@@ -1352,7 +1354,7 @@ fn gemm_bytes<'c, 'a>(
                 let row = e.addi(e.muli(t, mr), i);
                 let rr = e.minui(row, e.subi(a.rows, one));
                 // Past K: n = 0, stored as its offset ma.
-                let (w, _) = word(e, a, table_a, rr, q, None, ma);
+                let w = word(e, a, table_a, rr, q, None, ma);
                 e.store(w, apw, &[t, q, i]);
                 vec![]
             });
@@ -1362,7 +1364,6 @@ fn gemm_bytes<'c, 'a>(
     // B's integers as bytes, 32 codes of a row at once (x86 `pshufb`: a 16-byte table
     // lookup in each 128-bit half, one per 16 codes of the table, the right one selected
     // by the code's high bits).
-    let b_ints = ints(b, 0)?;
     let chunks: Vec<Value<'c, 'a>> = b_ints
         .chunks(16)
         .map(|t| {
@@ -1423,7 +1424,7 @@ fn gemm_bytes<'c, 'a>(
         // Row `j`'s words `lo..hi` one at a time.
         let words = |e: &Emitter<'c, 'a>, j, (real, rr), lo, hi| {
             e.for_loop(lo, hi, one, &[], |e, q, _| {
-                let (w, _) = word(e, b, table_b, rr, q, Some(real), 0);
+                let w = word(e, b, table_b, rr, q, Some(real), 0);
                 e.store(w, bpw, &[slot, e.subi(q, qb), j]);
                 vec![]
             });
