@@ -118,7 +118,7 @@
 //!
 //! Runs on `func.func`. Dependent dialects: arith, math, memref, scf, vector, llvm.
 
-use lowp_formats::{IntEmbedding, ScaleLayout, ScaledFormat};
+use lowp_formats::{F16Fields, IntEmbedding, ScaleLayout, ScaledFormat};
 use melior::dialect::arith::CmpiPredicate;
 
 use melior::ir::operation::{OperationLike, WalkOrder, WalkResult};
@@ -997,10 +997,11 @@ fn gemm_f32<'c, 'a>(
     // unchanged) where A takes it exactly (always, for the products the contract admits;
     // else B takes the bit arithmetic). B's table times 2^-shift is exact by `f16_fields`:
     // those are the f16 values, all normal in f32.
-    let via_f16 = b
-        .format
-        .f16_fields()
-        .filter(|f| g.plan.f16_decode && scales_exactly(a.format, f.shift));
+    let via_f16 = g
+        .plan
+        .f16_decode
+        .then(|| f16_route(a.format, b.format))
+        .flatten();
     let pow = via_f16.map_or(0, |f| f.shift);
     // Codes decode through a table of one f32 per code (one load instead of ~15 integer
     // ops; 64 bytes for FP4, so it stays in L1): A's tiles and B's rows the vector decode
@@ -1196,6 +1197,19 @@ fn gemm_f32<'c, 'a>(
     });
     e.dealloc(ap);
     Ok(())
+}
+
+/// B's f16 fields where the f32 kernel under `decode=f16` takes them for these formats
+/// (`None`: B through the bit arithmetic): B's format embeds in f16 (lowp-formats'
+/// `f16_fields`) and A's table takes the power of two between them exactly.
+fn f16_route(fa: ScaledFormat, fb: ScaledFormat) -> Option<F16Fields> {
+    fb.f16_fields().filter(|f| scales_exactly(fa, f.shift))
+}
+
+/// Whether the f32 kernel under `lowp-to-loops{decode=f16}` decodes B through f16 for a
+/// matmul of these formats (else through the bit arithmetic, as under `decode=bits`).
+pub fn takes_f16_decode(fa: ScaledFormat, fb: ScaledFormat) -> bool {
+    f16_route(fa, fb).is_some()
 }
 
 /// The byte kernel's plan (`dot=i8`): both formats as integers (`value = n 2^-shift`, see

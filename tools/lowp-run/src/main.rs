@@ -672,8 +672,24 @@ fn run(a: Args) -> Result<bool, String> {
         };
         say!("lowp-run: {}", describe(&spec, target));
     } else {
+        // The kernel these formats and layouts take, not the one asked for: the byte kernel
+        // only where they are small integers, B through f16 only where its format embeds.
+        let byte = session.dot() == Dot::I8
+            && lowp_passes::to_loops::takes_byte_dot(
+                spec.lhs,
+                spec.rhs,
+                spec.lhs_layout,
+                spec.rhs_layout,
+            );
+        let kernel = if byte {
+            "dot=i8".to_string()
+        } else {
+            let f16 = session.decode() == Decode::F16
+                && lowp_passes::to_loops::takes_f16_decode(spec.lhs, spec.rhs);
+            format!("dot=f32 decode={}", if f16 { "f16" } else { "bits" })
+        };
         say!(
-            "lowp-run: {} {} lanes={} dot={} decode={}",
+            "lowp-run: {} {} lanes={} {kernel}",
             describe(&spec, "cpu"),
             if threaded {
                 "threads=openmp"
@@ -681,20 +697,6 @@ fn run(a: Args) -> Result<bool, String> {
                 "threads=1"
             },
             session.lanes(),
-            match session.dot() {
-                // What the kernel of these formats and layouts takes.
-                Dot::I8
-                    if !lowp_passes::to_loops::takes_byte_dot(
-                        spec.lhs,
-                        spec.rhs,
-                        spec.lhs_layout,
-                        spec.rhs_layout,
-                    ) =>
-                    Dot::F32,
-                d => d,
-            }
-            .name(),
-            session.decode().name()
         );
     }
     if a.cuda && (a.print_ptx || a.save_kernel.is_some()) {
