@@ -824,6 +824,110 @@ fn b_decode_routes_agree_bit_for_bit() {
     }
 }
 
+/// The f32 kernel's narrow form (M of at most two vectors, fewer rows of FMAs than the row
+/// tiles: A's rows the vectors, B's columns broadcast, B decoded along K untransposed)
+/// gives the row-tile form's bits (`narrow=false`): both tiles (8 lanes: M = 7 one vector
+/// of 12 columns, 13 and 16 two of 6; 16 lanes, in two ymm halves here: M = 14 one vector
+/// of 24 columns, 28 two of 12), both decodes of B, every layout, packed FP4,
+/// NaN / inf codes in A and every code of B's format in one of its rows, N past a strip
+/// (45), K past a block (300), bias and bf16; and both agree with the oracle.
+#[test]
+fn narrow_form_is_the_row_tile_form_bit_for_bit() {
+    let mut rng = SplitMix64::new(41);
+    let (e4, e5, f4) = (
+        ScaledFormat::F8E4M3,
+        ScaledFormat::F8E5M2,
+        ScaledFormat::F4E2M1,
+    );
+    let pairs = [
+        (e4, ScaleLayout::PerTensor, e4, ScaleLayout::PerTensor),
+        (e4, ScaleLayout::MX, e5, ScaleLayout::MX),
+        (f4, ScaleLayout::NVFP4, f4, ScaleLayout::NVFP4),
+        (
+            ScaledFormat::F6E3M2,
+            ScaleLayout::PerChannel,
+            ScaledFormat::custom(3, 4),
+            ScaleLayout::PerTensor,
+        ),
+        (
+            e5,
+            ScaleLayout::Blockwise { rows: 1, cols: 128 },
+            e4,
+            ScaleLayout::Blockwise {
+                rows: 128,
+                cols: 128,
+            },
+        ),
+        (
+            ScaledFormat::custom(3, 0),
+            ScaleLayout::MX,
+            ScaledFormat::F8E4M3,
+            ScaleLayout::MX,
+        ),
+        (
+            e4,
+            ScaleLayout::PerTensor,
+            ScaledFormat::F8E5M2Fnuz,
+            ScaleLayout::PerChannel,
+        ),
+    ];
+    let (n, k) = (45, 300);
+    let cases = |ms: &[usize], rng: &mut SplitMix64| {
+        let mut problems = Vec::new();
+        for &m in ms {
+            for (i, &(fa, la, fb, lb)) in pairs.iter().enumerate() {
+                let mut a = operand(rng, m, k, fa, la, fa.bit_width() == 4);
+                let mut b = operand(rng, n, k, fb, lb, false);
+                // Row 3 of B holds every code in turn (NaN and inf where the format has
+                // them); the first pair also puts A's NaN / inf codes in its last row.
+                let count = fb.code_count();
+                for x in 0..k {
+                    b.q.codes[3 * k + x] = ((x * 37) % count as usize) as u8;
+                }
+                if i == 0 {
+                    a.q.codes[(m - 1) * k] = 0x7F; // NaN
+                    a.q.codes[(m - 1) * k + 1] = 0x7E; // max
+                }
+                problems.push((
+                    format!("M={m} {fa} {la} x {fb} {lb}"),
+                    Problem {
+                        a,
+                        b,
+                        bias: (i % 2 == 0).then(|| rng.normal_vec(n)),
+                        bf16: i == 3,
+                    },
+                ));
+            }
+        }
+        problems
+    };
+    let mut runs = vec![(8, "bits", cases(&[7, 13], &mut rng))];
+    if lowp_jit::host_f16() {
+        runs.push((8, "f16", cases(&[16], &mut rng)));
+    }
+    runs.push((16, "bits", cases(&[14, 28], &mut rng)));
+    for (lanes, decode, problems) in runs {
+        let session = Session::new();
+        let form = |narrow: bool| {
+            format!(
+                "builtin.module(func.func(lowp-to-loops{{dot=f32 lanes={lanes} \
+                 decode={decode} narrow={narrow}}}))"
+            )
+        };
+        let narrow = run_and_check(&session, &problems, Some(&form(true)));
+        let tiles = run_and_check(&session, &problems, Some(&form(false)));
+        for (i, (what, _)) in problems.iter().enumerate() {
+            for (x, (u, v)) in narrow[i].iter().zip(&tiles[i]).enumerate() {
+                assert!(
+                    u.to_bits() == v.to_bits() || (u.is_nan() && v.is_nan()),
+                    "{what}, lanes={lanes} decode={decode}: out[{x}] narrow {u:e}, row \
+                     tiles {v:e}"
+                );
+            }
+        }
+    }
+}
+
 /// `src` with the sizes of every 2-D memref type made dynamic (`memref<13x21x...>` to
 /// `memref<?x?x...>`).
 fn dynamic_shapes(src: &str) -> String {

@@ -54,6 +54,14 @@
 //! stay in the core's cache, a few row tiles still give every thread work, and each row of
 //! B is read in order through K. The byte kernel's B words go the same way.
 //!
+//! Where M is known when the pass runs and at most two vectors of rows, and that is fewer
+//! rows of FMAs than the row tiles (8 lanes: M = 7-8 and 13-16, the decode shape 16 x N x K
+//! among them), the f32 kernel takes its narrow form instead (`narrow.rs`): A's rows are
+//! the vectors and B's columns are broadcast (a 16 x 6 or 8 x 12 tile), so B is decoded
+//! along K as stored, with no transpose, into a buffer each strip of B's columns is
+//! decoded into and swept from at once; the same sums in the same order, so the same bits
+//! (`narrow=false` keeps the row tiles).
+//!
 //! B's decode (the f32 kernel's larger half at the decode shape) takes eight rows of a
 //! panel at a time, a vector of each row's codes at once, and transposes the block in
 //! registers into the panel's layout: by bit arithmetic on i32 lanes (`codes::decode`),
@@ -115,6 +123,7 @@
 //!   target), or through f16 where the format allows (a target without an f16 -> f32
 //!   instruction, x86 without F16C, gets a library call per value from LLVM). `lowp-jit`
 //!   picks f16 when the host has it.
+//! * `narrow=true|false` — the f32 kernel's narrow form where M allows (default true).
 //!
 //! Runs on `func.func`. Dependent dialects: arith, math, memref, scf, vector, llvm.
 
@@ -132,6 +141,8 @@ use crate::expand_quantize::{
 use crate::ir::Emitter;
 use crate::registry::{OptionDef, OptionKind, PassDef, PassOptions};
 use crate::PassError;
+
+mod narrow;
 
 /// K steps the decode phases take a row at a time: 64 FP8 codes are one cache line, and
 /// a 64 x 16 chunk of a B panel (4 KiB of f32) stays in L1 while its 16 rows fill it.
@@ -243,6 +254,14 @@ pub const PASS: PassDef = PassDef {
                           all formats but E5M2 FNUZ and exponent fields over 4 bits)",
             kind: OptionKind::Choice(&["bits", "f16"]),
         },
+        OptionDef {
+            name: "narrow",
+            default: "true",
+            description: "Where M is static and at most two vectors of lanes (16 with 8 \
+                          lanes), the f32 kernel's narrow form: A's rows as the vectors, B's \
+                          columns broadcast, B decoded along K with no transpose",
+            kind: OptionKind::Bool,
+        },
     ],
     dependent_dialects: || {
         // `dot=i8` calls x86 intrinsics (`llvm.call_intrinsic`).
@@ -269,6 +288,8 @@ struct Plan {
     dot_i8: bool,
     /// `decode=f16`: B decoded through f16 where its format allows.
     f16_decode: bool,
+    /// `narrow=true`: the narrow form where M is at most two vectors (`narrow::vectors`).
+    narrow: bool,
 }
 
 fn gcd(a: i64, b: i64) -> i64 {
@@ -318,6 +339,7 @@ fn plan(la: ScaleLayout, lb: ScaleLayout, options: &PassOptions) -> Plan {
         kc,
         dot_i8: options.choice("dot") == "i8",
         f16_decode: options.choice("decode") == "f16",
+        narrow: options.flag("narrow"),
     }
 }
 
@@ -468,6 +490,30 @@ fn lower_scaled_matmul<'c, 'a>(
     } else {
         None
     };
+    if let Some(mv) = narrow::vectors(crate::ir::static_index(m), plan.tile)
+        .filter(|_| plan.narrow && bytes.is_none())
+    {
+        let (via_f16, table_a, table_b) = f32_tables(e, func, &plan, &a, &b)?;
+        let interval = plan.seg.unwrap_or(plan.kc);
+        let tables = (table_a, table_b);
+        let nw = narrow::gemm(e, &plan, (&a, &b), k, mv, tables, via_f16, interval);
+        let nr = e.index(nw.nr);
+        write_back(e, plan.parallel, op, &o, (&a, &b), &|e, r, c| {
+            let (p, j) = (e.divui(c, nr), e.remui(c, nr));
+            let v = e.load(nw.w, &[p, j, r]);
+            match plan.seg {
+                Some(_) => v,
+                None => e.mulf(
+                    v,
+                    e.mulf(e.load(nw.sa, &[zero, r]), e.load(nw.sb, &[p, zero, j])),
+                ),
+            }
+        })?;
+        for buffer in [nw.sa, nw.sb, nw.w] {
+            e.dealloc(buffer);
+        }
+        return Ok(());
+    }
     let m_tiles = ceil_div(e, m, mr);
     let n_panels = ceil_div(e, n, nr);
     let segments = match plan.seg {
@@ -542,6 +588,37 @@ fn lower_scaled_matmul<'c, 'a>(
     }
 
     // ---- write-back ------------------------------------------------------------------
+    write_back(e, plan.parallel, op, &o, (&a, &b), &|e, r, c| {
+        let (mt, i) = (e.divui(r, mr), e.remui(r, mr));
+        let (pb, nn) = (e.divui(c, nr), e.remui(c, nr));
+        let v = e.load(g.w, &[mt, pb, i, nn]);
+        match plan.seg {
+            Some(_) => v,
+            // The contract's one scale product (`sa * sb` first: the total times one
+            // scale alone may leave f32's range where the product does not).
+            None => e.mulf(
+                v,
+                e.mulf(e.load(g.sa, &[mt, zero, i]), e.load(g.sbp, &[pb, zero, nn])),
+            ),
+        }
+    })?;
+    for buffer in [g.sa, g.sbp, g.w] {
+        e.dealloc(buffer);
+    }
+    Ok(())
+}
+
+/// The write-back: `out[r, c]` for every row and column from `sum(e, r, c)` (the scaled
+/// sum, per-tensor and per-channel scales applied), times the NVFP4 globals, plus the bias,
+/// rounded to the output's type.
+fn write_back<'c, 'a>(
+    e: &Emitter<'c, 'a>,
+    parallel: bool,
+    op: OperationRef<'c, 'a>,
+    o: &MatmulOperands<'c, 'a>,
+    (a, b): (&Side<'c, 'a>, &Side<'c, 'a>),
+    sum: &dyn Fn(&Emitter<'c, 'a>, Value<'c, 'a>, Value<'c, 'a>) -> Value<'c, 'a>,
+) -> Result<(), PassError> {
     let global = match (a.scaled.global_value(e), b.scaled.global_value(e)) {
         (None, None) => None,
         (ga, gb) => Some(e.mulf(
@@ -552,20 +629,11 @@ fn lower_scaled_matmul<'c, 'a>(
     let out_type = melior::ir::r#type::MemRefType::try_from(o.out.r#type())
         .map_err(|_| unsupported(op, "result is not a memref"))?
         .element();
-    let bf16 = out_type != f32t;
-    g.par(e, m, &|e, r| {
-        let (mt, i) = (e.divui(r, mr), e.remui(r, mr));
-        e.for_loop(zero, n, one, &[], |e, c, _| {
-            let (pb, nn) = (e.divui(c, nr), e.remui(c, nr));
-            let mut v = e.load(g.w, &[mt, pb, i, nn]);
-            if plan.seg.is_none() {
-                // The contract's one scale product (`sa * sb` first: the total times
-                // one scale alone may leave f32's range where the product does not).
-                v = e.mulf(
-                    v,
-                    e.mulf(e.load(g.sa, &[mt, zero, i]), e.load(g.sbp, &[pb, zero, nn])),
-                );
-            }
+    let bf16 = out_type != e.f32_type();
+    let (zero, one) = (e.index(0), e.index(1));
+    par(e, parallel, a.rows, &|e, r| {
+        e.for_loop(zero, b.rows, one, &[], |e, c, _| {
+            let mut v = sum(e, r, c);
             if let Some(g) = global {
                 v = e.mulf(v, g);
             }
@@ -579,10 +647,25 @@ fn lower_scaled_matmul<'c, 'a>(
             vec![]
         });
     });
-    for buffer in [g.sa, g.sbp, g.w] {
-        e.dealloc(buffer);
-    }
     Ok(())
+}
+
+/// Run `body` over `0..n`, as `scf.parallel` where `parallel`, else `scf.for`.
+fn par<'c, 'a>(
+    e: &Emitter<'c, 'a>,
+    parallel: bool,
+    n: Value<'c, 'a>,
+    body: &dyn Fn(&Emitter<'c, 'a>, Value<'c, 'a>),
+) {
+    let (zero, one) = (e.index(0), e.index(1));
+    if parallel {
+        e.parallel_loop(zero, n, one, |e, i| body(e, i));
+    } else {
+        e.for_loop(zero, n, one, &[], |e, i, _| {
+            body(e, i);
+            vec![]
+        });
+    }
 }
 
 /// Where B's panel `pb` of the current K block is decoded: slot `slot` (the first index)
@@ -641,15 +724,7 @@ impl<'c, 'a> Gemm<'c, 'a> {
         n: Value<'c, 'a>,
         body: &dyn Fn(&Emitter<'c, 'a>, Value<'c, 'a>),
     ) {
-        let (zero, one) = (e.index(0), e.index(1));
-        if self.plan.parallel {
-            e.parallel_loop(zero, n, one, |e, i| body(e, i));
-        } else {
-            e.for_loop(zero, n, one, &[], |e, i, _| {
-                body(e, i);
-                vec![]
-            });
-        }
+        par(e, self.plan.parallel, n, body);
     }
 
     /// The loops over K blocks, N blocks, row tiles (in parallel), the block's panels and
@@ -983,6 +1058,35 @@ fn transpose8x16<'c, 'a>(e: &Emitter<'c, 'a>, rows: &[Value<'c, 'a>]) -> Vec<Val
         })
 }
 
+/// The f32 kernels' decode of codes: B's f16 fields where it goes through f16 patterns,
+/// and the two tables of one f32 per code (one load instead of ~15 integer ops; 64 bytes
+/// for FP4, so it stays in L1) for A and for what B's vector decode leaves.
+///
+/// B through f16 (`decode=f16`, where its format allows): its values come out times
+/// 2^-shift, and the 2^shift goes onto A's table instead (every product, so every sum,
+/// unchanged) where A takes it exactly (always, for the products the contract admits;
+/// else B takes the bit arithmetic). B's table times 2^-shift is exact by `f16_fields`:
+/// those are the f16 values, all normal in f32.
+#[allow(clippy::type_complexity)]
+fn f32_tables<'c, 'a>(
+    e: &Emitter<'c, 'a>,
+    func: OperationRef<'c, 'a>,
+    plan: &Plan,
+    a: &Side<'c, 'a>,
+    b: &Side<'c, 'a>,
+) -> Result<(Option<F16Fields>, Value<'c, 'a>, Value<'c, 'a>), PassError> {
+    let via_f16 = plan
+        .f16_decode
+        .then(|| f16_route(a.format, b.format))
+        .flatten();
+    let pow = via_f16.map_or(0, |f| f.shift);
+    Ok((
+        via_f16,
+        scaled_decode_table(e, func, a.format, pow)?,
+        scaled_decode_table(e, func, b.format, -pow)?,
+    ))
+}
+
 /// The f32 kernel: codes decoded to f32 through a table, A packed into row tiles and B
 /// into column panels, `2 mr` FMAs per k.
 fn gemm_f32<'c, 'a>(
@@ -992,22 +1096,7 @@ fn gemm_f32<'c, 'a>(
     b: &Side<'c, 'a>,
     func: OperationRef<'c, 'a>,
 ) -> Result<(), PassError> {
-    // B through f16 (`decode=f16`, where its format allows): its values come out times
-    // 2^-shift, and the 2^shift goes onto A's table instead (every product, so every sum,
-    // unchanged) where A takes it exactly (always, for the products the contract admits;
-    // else B takes the bit arithmetic). B's table times 2^-shift is exact by `f16_fields`:
-    // those are the f16 values, all normal in f32.
-    let via_f16 = g
-        .plan
-        .f16_decode
-        .then(|| f16_route(a.format, b.format))
-        .flatten();
-    let pow = via_f16.map_or(0, |f| f.shift);
-    // Codes decode through a table of one f32 per code (one load instead of ~15 integer
-    // ops; 64 bytes for FP4, so it stays in L1): A's tiles and B's rows the vector decode
-    // leaves.
-    let table_a = scaled_decode_table(e, func, a.format, pow)?;
-    let table_b = scaled_decode_table(e, func, b.format, -pow)?;
+    let (via_f16, table_a, table_b) = f32_tables(e, func, &g.plan, a, b)?;
     let f32t = e.f32_type();
     let (zero, one) = (e.index(0), e.index(1));
     let Tile { lanes, mr: mr_c } = g.plan.tile;

@@ -4,13 +4,15 @@
 // RUN: lowp-opt %s -split-input-file --pass-pipeline='builtin.module(func.func(lowp-to-loops{kc=32},canonicalize,cse))' | FileCheck %s --check-prefix=KBLOCK
 // RUN: lowp-opt %s -split-input-file --pass-pipeline='builtin.module(func.func(lowp-to-loops{decode=f16},canonicalize,cse))' | FileCheck %s --check-prefix=F16
 // RUN: lowp-opt %s -split-input-file --pass-pipeline='builtin.module(func.func(lowp-to-loops{decode=f16}),lowp-cpu-pipeline)' | FileCheck %s --check-prefix=F16LLVM
+// RUN: lowp-opt %s -split-input-file --pass-pipeline='builtin.module(func.func(lowp-to-loops{narrow=false},canonicalize,cse))' | FileCheck %s --check-prefix=ROWS
 // RUN: not lowp-opt %s --pass-pipeline='builtin.module(func.func(lowp-to-loops{decode=f17}))' 2>&1 | FileCheck %s --check-prefix=BADDECODE
 // BADDECODE: error: option 'decode' of lowp-to-loops: 'f17' is not accepted; expected bits, f16
 
 // The structure of the CPU lowering; its numerics are checked against the oracle by
 // lit/Run and tests/integration/to_loops.rs.
 
-// MX x MX: A decoded into two 6-row tiles of K x 6 (M = 8 padded), codes through a
+// MX x MX: A decoded into two 6-row tiles of K x 6 (M = 10 padded; the narrow form takes
+// M = 7-8 and 13-16, see @narrow), codes through a
 // 16-entry table; scales per 32-element segment (A's in row tiles, B's in column panels).
 // M is skinny, so the GEMM runs groups of B's 16-column panels in parallel, each through
 // all of K (up to eight panels a group, fewer where N gives fewer than 64 groups: here five
@@ -84,10 +86,10 @@
 // LLVM-LABEL:  llvm.func @mxfp4
 // LLVM:        llvm.intr.fmuladd
 // LLVM-NOT:    lowp.
-func.func @mxfp4(%a: memref<8x64xf4E2M1FN>, %sa: memref<8x2xf8E8M0FNU>, %b: memref<72x64xf4E2M1FN>,
-                 %sb: memref<72x2xf8E8M0FNU>, %c: memref<8x72xf32>) {
+func.func @mxfp4(%a: memref<10x64xf4E2M1FN>, %sa: memref<10x2xf8E8M0FNU>, %b: memref<72x64xf4E2M1FN>,
+                 %sb: memref<72x2xf8E8M0FNU>, %c: memref<10x72xf32>) {
   lowp.scaled_matmul %a[%sa], %b[%sb] into %c layouts(#lowp.mx<32>, #lowp.mx<32>)
-      : memref<8x64xf4E2M1FN>[memref<8x2xf8E8M0FNU>], memref<72x64xf4E2M1FN>[memref<72x2xf8E8M0FNU>] -> memref<8x72xf32>
+      : memref<10x64xf4E2M1FN>[memref<10x2xf8E8M0FNU>], memref<72x64xf4E2M1FN>[memref<72x2xf8E8M0FNU>] -> memref<10x72xf32>
   return
 }
 
@@ -138,6 +140,76 @@ func.func @many_rows(%a: memref<264x64xf8E4M3FN>, %sa: memref<264x2xf8E8M0FNU>, 
                      %sb: memref<20x2xf8E8M0FNU>, %c: memref<264x20xf32>) {
   lowp.scaled_matmul %a[%sa], %b[%sb] into %c layouts(#lowp.mx<32>, #lowp.mx<32>)
       : memref<264x64xf8E4M3FN>[memref<264x2xf8E8M0FNU>], memref<20x64xf8E4M3FN>[memref<20x2xf8E8M0FNU>] -> memref<264x20xf32>
+  return
+}
+
+// -----
+
+// M = 16, two vectors of eight rows: the narrow form. A decoded into K x 16 (one k's rows
+// contiguous), its scales into segments x 16, B's into strips of 6 columns (20 columns: 4
+// strips, the last two columns past B); the sums a 6 x 16 block per strip. Groups of
+// strips run in parallel (4 here, a strip each), each with one 6 x 256 buffer that a
+// strip's K block is decoded into, a row at a time along K, eight codes a step, no
+// transpose; the GEMM then loads A's two vectors of a k and broadcasts each of the six
+// columns from the buffer: 12 FMAs a k, a whole segment of 32 k unrolled; each segment
+// scaled once (sa * sb) into the sums. The write-back reads the sums by strip and column.
+// CHECK-LABEL: func.func @narrow
+// CHECK-DAG:   %[[AP:.*]] = memref.alloc() {alignment = 64 : i64} : memref<64x16xf32>
+// CHECK-DAG:   %[[SA:.*]] = memref.alloc() {alignment = 64 : i64} : memref<2x16xf32>
+// CHECK-DAG:   %[[SB:.*]] = memref.alloc() {alignment = 64 : i64} : memref<4x2x6xf32>
+// CHECK-DAG:   %[[W:.*]] = memref.alloc() {alignment = 64 : i64} : memref<4x6x16xf32>
+// CHECK:       memref.store %{{.*}}, %[[AP]][%{{.*}}, %{{.*}}] : memref<64x16xf32>
+// CHECK:       scf.parallel (%{{.*}}) = (%c0) to (%c4) step (%c1) {
+// CHECK:         vector.store %{{.*}}, %[[W]]
+// CHECK:       scf.parallel (%[[G:[a-z0-9]+]]) = (%c0) to (%c4) step (%c1) {
+// CHECK-NEXT:    %[[BS:.*]] = memref.alloc() {alignment = 64 : i64} : memref<6x256xf32>
+// CHECK:         scf.for %[[P:[a-z0-9]+]] = %[[G]] to %{{.*}} step %c1 {
+// CHECK:           scf.for %[[KK:.*]] = %c0 to %c64 step %c8 {
+// CHECK-NEXT:        vector.load %{{.*}}[%{{.*}}, %[[KK]]] : memref<20x64xi8>, vector<8xi8>
+// CHECK-NOT:         vector.shuffle
+// CHECK:             vector.store %{{.*}}, %[[BS]][%c0, %[[KK]]] : memref<6x256xf32>, vector<8xf32>
+// CHECK-COUNT-5:   vector.store %{{.*}}, %[[BS]][%c{{[1-5]}}, %{{.*}}] : memref<6x256xf32>, vector<8xf32>
+// CHECK:           scf.for %[[S0:.*]] = %c0 to %c64 step %c32 {
+// CHECK:             %[[PS:.*]]:12 = scf.if %{{.*}} -> (vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>)
+// CHECK-NEXT:          vector.load %[[AP]][%[[S0]], %c0] : memref<64x16xf32>, vector<8xf32>
+// CHECK-NEXT:          vector.load %[[AP]][%[[S0]], %c8] : memref<64x16xf32>, vector<8xf32>
+// CHECK-NEXT:          %[[B0:.*]] = memref.load %[[BS]][%c0, %[[S0]]] : memref<6x256xf32>
+// CHECK-NEXT:          vector.broadcast %[[B0]] : f32 to vector<8xf32>
+// CHECK-COUNT-384:     vector.fma
+// CHECK-NOT:           vector.fma
+// CHECK:             } else {
+// CHECK:               scf.for %{{.*}} = %[[S0]] to %{{.*}} step %c1 iter_args
+// CHECK-COUNT-12:        vector.fma
+// CHECK-NOT:             vector.fma
+// CHECK:             %[[SEG:.*]] = arith.divui %[[S0]], %c32 : index
+// CHECK:             %[[SA0:.*]] = vector.load %[[SA]][%[[SEG]], %c0] : memref<2x16xf32>, vector<8xf32>
+// CHECK:             %[[SB0:.*]] = memref.load %[[SB]][%[[P]], %[[SEG]], %c0] : memref<4x2x6xf32>
+// CHECK:             %[[WV:.*]] = vector.load %[[W]][%[[P]], %c0, %c0] : memref<4x6x16xf32>, vector<8xf32>
+// CHECK:             %[[UPD:.*]] = vector.fma %[[PS]]#0, %{{.*}}, %[[WV]] : vector<8xf32>
+// CHECK:             vector.store %[[UPD]], %[[W]][%[[P]], %c0, %c0] : memref<4x6x16xf32>, vector<8xf32>
+// CHECK:         memref.dealloc %[[BS]] : memref<6x256xf32>
+// CHECK:       scf.parallel (%[[R:.*]]) = (%c0) to (%c16)
+// CHECK:         scf.for %[[C:.*]] = %c0 to %c20 step %c1 {
+// CHECK:           %[[STRIP:.*]] = arith.divui %[[C]], %c6 : index
+// CHECK:           %[[J:.*]] = arith.remui %[[C]], %c6 : index
+// CHECK:           memref.load %[[W]][%[[STRIP]], %[[J]], %[[R]]] : memref<4x6x16xf32>
+// Through f16: 16 codes of a row a step, their f16 patterns widened a half at a time.
+// F16-LABEL:   func.func @narrow
+// F16:           scf.for %[[KK:.*]] = %c0 to %c64 step %c16 {
+// F16-NEXT:        vector.load %{{.*}}[%{{.*}}, %[[KK]]] : memref<20x64xi8>, vector<16xi8>
+// F16:             %[[PAT:.*]] = arith.select %{{.*}} : vector<16xi1>, vector<16xi16>
+// F16-NEXT:        vector.shuffle %[[PAT]], %[[PAT]] [0, 1, 2, 3, 4, 5, 6, 7] : vector<16xi16>, vector<16xi16>
+// F16:             arith.extf %{{.*}} : vector<8xf16> to vector<8xf32>
+// F16:             vector.shuffle %[[PAT]], %[[PAT]] [8, 9, 10, 11, 12, 13, 14, 15] : vector<16xi16>, vector<16xi16>
+// F16:             arith.extf %{{.*}} : vector<8xf16> to vector<8xf32>
+// F16:             vector.store %{{.*}}, %{{.*}}[%c0, %{{.*}}] : memref<6x256xf32>, vector<8xf32>
+// With narrow=false the row tiles run (three of 6 rows).
+// ROWS-LABEL:  func.func @narrow
+// ROWS:        memref.alloc() {alignment = 64 : i64} : memref<3x64x6xf32>
+func.func @narrow(%a: memref<16x64xf8E4M3FN>, %sa: memref<16x2xf8E8M0FNU>, %b: memref<20x64xf8E4M3FN>,
+                  %sb: memref<20x2xf8E8M0FNU>, %c: memref<16x20xf32>) {
+  lowp.scaled_matmul %a[%sa], %b[%sb] into %c layouts(#lowp.mx<32>, #lowp.mx<32>)
+      : memref<16x64xf8E4M3FN>[memref<16x2xf8E8M0FNU>], memref<20x64xf8E4M3FN>[memref<20x2xf8E8M0FNU>] -> memref<16x20xf32>
   return
 }
 
