@@ -948,3 +948,35 @@ fn dynamic_shapes(src: &str) -> String {
     out.push_str(rest);
     out
 }
+
+/// An odd K block (`kc=13`, taken as 14) with packed FP4 codes: the vector decodes read two
+/// codes a byte from each block's start, which was odd (and read the wrong nibbles) before
+/// K blocks were made even; the narrow form (M = 16) and the row tiles (M = 30), B through
+/// bits and f16, and the byte kernel.
+#[test]
+fn odd_k_blocks_read_packed_codes_whole() {
+    let mut rng = SplitMix64::new(3);
+    let f4 = ScaledFormat::F4E2M1;
+    let problems: Vec<_> = [(16, 20, 64), (30, 20, 300)]
+        .into_iter()
+        .map(|(m, n, k)| {
+            let a = operand(&mut rng, m, k, f4, ScaleLayout::PerTensor, true);
+            let b = operand(&mut rng, n, k, f4, ScaleLayout::PerTensor, true);
+            let p = Problem {
+                a,
+                b,
+                bias: None,
+                bf16: false,
+            };
+            (format!("{m}x{n}x{k} packed per_tensor, kc=13"), p)
+        })
+        .collect();
+    let mut options = vec!["dot=f32 decode=bits", "dot=i8"];
+    if lowp_jit::host_f16() {
+        options.push("dot=f32 decode=f16");
+    }
+    for o in options {
+        let pre = format!("builtin.module(func.func(lowp-to-loops{{kc=13 {o}}}))");
+        run_and_check(&Session::new(), &problems, Some(&pre));
+    }
+}

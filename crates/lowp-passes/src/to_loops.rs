@@ -111,7 +111,8 @@
 //! Options:
 //! * `parallel=true|false` — emit the row-tile loop as `scf.parallel` (default true); a
 //!   pipeline turns it into threads with `convert-scf-to-openmp`, or into a plain loop.
-//! * `kc=N` — the K block (default 256; rounded up to a multiple of the scale segment).
+//! * `kc=N` — the K block (default 256; rounded up to a multiple of the scale segment and
+//!   of 2).
 //! * `nc=N` — the N block in columns (default 512: a 256 x 512 f32 block of B is 512 KiB,
 //!   inside a 1-2 MiB L2 with room for A).
 //! * `lanes=8|16` — f32 lanes per vector: 8 (AVX2, the default) or 16 (AVX-512, with a
@@ -213,7 +214,8 @@ pub const PASS: PassDef = PassDef {
         OptionDef {
             name: "kc",
             default: "256",
-            description: "K block of the GEMM (rounded up to a multiple of the scale segment)",
+            description: "K block of the GEMM (rounded up to a multiple of the scale segment \
+                          and of 2)",
             kind: OptionKind::UInt {
                 min: 1,
                 max: 1 << 20,
@@ -320,11 +322,14 @@ pub(crate) fn segment(la: ScaleLayout, lb: ScaleLayout) -> Option<i64> {
 
 fn plan(la: ScaleLayout, lb: ScaleLayout, options: &PassOptions) -> Plan {
     let seg = segment(la, lb);
-    let kc = options.uint("kc") as i64;
-    let kc = match seg {
-        Some(s) => (kc + s - 1) / s * s,
-        None => kc,
+    // K blocks start at even k: the vector decodes read packed FP4 codes two to a byte
+    // from a block's start (an odd start read the neighbouring nibbles).
+    let unit = match seg {
+        Some(s) if s % 2 == 0 => s,
+        Some(s) => 2 * s,
+        None => 2,
     };
+    let kc = (options.uint("kc") as i64 + unit - 1) / unit * unit;
     let tile = Tile::for_lanes(if options.choice("lanes") == "16" {
         16
     } else {
