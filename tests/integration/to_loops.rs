@@ -824,16 +824,11 @@ fn b_decode_routes_agree_bit_for_bit() {
     }
 }
 
-/// The f32 kernel's narrow form (M of at most two vectors, fewer rows of FMAs than the row
-/// tiles: A's rows the vectors, B's columns broadcast, B decoded along K untransposed)
-/// gives the row-tile form's bits (`narrow=false`): both tiles (8 lanes: M = 7 one vector
-/// of 12 columns, 13 and 16 two of 6; 16 lanes, in two ymm halves here: M = 14 one vector
-/// of 24 columns, 28 two of 12), both decodes of B, every layout, packed FP4,
-/// NaN / inf codes in A and every code of B's format in one of its rows, N past a strip
-/// (45), K past a block (300), bias and bf16; and both agree with the oracle.
-#[test]
-fn narrow_form_is_the_row_tile_form_bit_for_bit() {
-    let mut rng = SplitMix64::new(41);
+/// Problems of `m` rows for the forms of few rows (narrow, GEMV), for each `m` of `ms`:
+/// seven pairs of formats and layouts (every layout, packed FP4, FNUZ), N past a strip or a
+/// group of B's rows (45), K past a block, a step and a segment (300), row 3 of B every
+/// code of its format in turn, A's NaN / max codes in its last row, bias and bf16.
+fn few_row_cases(ms: &[usize], rng: &mut SplitMix64) -> Vec<(String, Problem)> {
     let (e4, e5, f4) = (
         ScaledFormat::F8E4M3,
         ScaledFormat::F8E5M2,
@@ -872,35 +867,47 @@ fn narrow_form_is_the_row_tile_form_bit_for_bit() {
         ),
     ];
     let (n, k) = (45, 300);
-    let cases = |ms: &[usize], rng: &mut SplitMix64| {
-        let mut problems = Vec::new();
-        for &m in ms {
-            for (i, &(fa, la, fb, lb)) in pairs.iter().enumerate() {
-                let mut a = operand(rng, m, k, fa, la, fa.bit_width() == 4);
-                let mut b = operand(rng, n, k, fb, lb, false);
-                // Row 3 of B holds every code in turn (NaN and inf where the format has
-                // them); the first pair also puts A's NaN / inf codes in its last row.
-                let count = fb.code_count();
-                for x in 0..k {
-                    b.q.codes[3 * k + x] = ((x * 37) % count as usize) as u8;
-                }
-                if i == 0 {
-                    a.q.codes[(m - 1) * k] = 0x7F; // NaN
-                    a.q.codes[(m - 1) * k + 1] = 0x7E; // max
-                }
-                problems.push((
-                    format!("M={m} {fa} {la} x {fb} {lb}"),
-                    Problem {
-                        a,
-                        b,
-                        bias: (i % 2 == 0).then(|| rng.normal_vec(n)),
-                        bf16: i == 3,
-                    },
-                ));
+    let mut problems = Vec::new();
+    for &m in ms {
+        for (i, &(fa, la, fb, lb)) in pairs.iter().enumerate() {
+            let mut a = operand(rng, m, k, fa, la, fa.bit_width() == 4);
+            let mut b = operand(rng, n, k, fb, lb, false);
+            // Row 3 of B holds every code in turn (NaN and inf where the format has
+            // them); the first pair also puts A's NaN / inf codes in its last row.
+            let count = fb.code_count();
+            for x in 0..k {
+                b.q.codes[3 * k + x] = ((x * 37) % count as usize) as u8;
             }
+            if i == 0 {
+                a.q.codes[(m - 1) * k] = 0x7F; // NaN
+                a.q.codes[(m - 1) * k + 1] = 0x7E; // max
+            }
+            problems.push((
+                format!("M={m} {fa} {la} x {fb} {lb}"),
+                Problem {
+                    a,
+                    b,
+                    bias: (i % 2 == 0).then(|| rng.normal_vec(n)),
+                    bf16: i == 3,
+                },
+            ));
         }
-        problems
-    };
+    }
+    problems
+}
+
+/// The f32 kernel's narrow form (M of at most two vectors, fewer rows of FMAs than the row
+/// tiles: A's rows the vectors, B's columns broadcast, B decoded along K untransposed)
+/// gives the row-tile form's bits (`narrow=false`): both tiles (8 lanes: M = 7 one vector
+/// of 12 columns, 13 and 16 two of 6; 16 lanes, in two ymm halves here: M = 14 one vector
+/// of 24 columns, 28 two of 12), both decodes of B, every layout, packed FP4,
+/// NaN / max codes in A and every code of B's format in one of its rows, N past a strip
+/// (45), K past a block (300), bias and bf16 (`few_row_cases`); and both agree with the
+/// oracle.
+#[test]
+fn narrow_form_is_the_row_tile_form_bit_for_bit() {
+    let mut rng = SplitMix64::new(41);
+    let cases = few_row_cases;
     let mut runs = vec![(8, "bits", cases(&[7, 13], &mut rng))];
     if lowp_jit::host_f16() {
         runs.push((8, "f16", cases(&[16], &mut rng)));
@@ -925,6 +932,30 @@ fn narrow_form_is_the_row_tile_form_bit_for_bit() {
                 );
             }
         }
+    }
+}
+
+/// The f32 kernel's GEMV form (M of at most 3: each output a dot product along K, B's rows
+/// decoded into registers) agrees with the oracle: M = 1..3, both vector widths, both
+/// decodes of B, on `few_row_cases` (K = 300: a segment or K block's last k short of a
+/// step one at a time; N = 45: the last group of B's rows past B).
+#[test]
+fn gemv_form_matches_the_oracle() {
+    let mut rng = SplitMix64::new(43);
+    let mut runs = vec![(8, "bits", few_row_cases(&[1, 3], &mut rng))];
+    if lowp_jit::host_f16() {
+        runs.push((8, "f16", few_row_cases(&[2, 3], &mut rng)));
+    }
+    runs.push((16, "f16", few_row_cases(&[1], &mut rng)));
+    runs.push((16, "bits", few_row_cases(&[3], &mut rng)));
+    for (lanes, decode, problems) in runs {
+        if decode == "f16" && !lowp_jit::host_f16() {
+            continue;
+        }
+        let pre = format!(
+            "builtin.module(func.func(lowp-to-loops{{dot=f32 lanes={lanes} decode={decode}}}))"
+        );
+        run_and_check(&Session::new(), &problems, Some(&pre));
     }
 }
 
@@ -977,6 +1008,104 @@ fn odd_k_blocks_read_packed_codes_whole() {
     }
     for o in options {
         let pre = format!("builtin.module(func.func(lowp-to-loops{{kc=13 {o}}}))");
+        run_and_check(&Session::new(), &problems, Some(&pre));
+    }
+}
+
+/// lowp-to-loops under random options (kc, nc, lanes, dot, decode, narrow, gemv, parallel)
+/// on random problems (formats, layout pairs, packing, M from 1 to 40 or past the skinny
+/// bound, N, K, bias, bf16), each against the oracle: the option combinations no directed
+/// test names (an odd kc once read packed codes off by a nibble). Eight trials of four
+/// problems; `LOWP_SWEEP_TRIALS` and `LOWP_SWEEP_SEED` run more (the byte kernel only with
+/// 8 lanes: 16 needs AVX512BW, which LLVM cannot compile for a host without it).
+#[test]
+fn random_options_match_the_oracle() {
+    let env = |name: &str, default: u64| {
+        std::env::var(name)
+            .ok()
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(default)
+    };
+    let trials = env("LOWP_SWEEP_TRIALS", 8);
+    let mut rng = SplitMix64::new(env("LOWP_SWEEP_SEED", 1));
+    let mut formats = ScaledFormat::NAMED.to_vec();
+    formats.extend([
+        ScaledFormat::custom(3, 0),
+        ScaledFormat::custom(2, 2),
+        ScaledFormat::custom(3, 4),
+        ScaledFormat::custom(5, 1),
+    ]);
+    let pairs = [
+        (ScaleLayout::PerTensor, ScaleLayout::PerTensor),
+        (ScaleLayout::PerChannel, ScaleLayout::PerTensor),
+        (ScaleLayout::PerTensor, ScaleLayout::MX),
+        (ScaleLayout::MX, ScaleLayout::MX),
+        (ScaleLayout::NVFP4, ScaleLayout::NVFP4),
+        (ScaleLayout::NVFP4_GLOBAL, ScaleLayout::NVFP4_GLOBAL),
+        (ScaleLayout::MX, ScaleLayout::NVFP4),
+        (
+            ScaleLayout::Blockwise { rows: 1, cols: 128 },
+            ScaleLayout::Blockwise {
+                rows: 128,
+                cols: 128,
+            },
+        ),
+        (
+            ScaleLayout::Blockwise { rows: 2, cols: 64 },
+            ScaleLayout::Blockwise { rows: 16, cols: 32 },
+        ),
+    ];
+    let pick = |rng: &mut SplitMix64, n: usize| (rng.next_u64() % n as u64) as usize;
+    for t in 0..trials {
+        let lanes = [8, 16][pick(&mut rng, 2)];
+        let dot = if lanes == 16 {
+            "f32"
+        } else {
+            ["f32", "i8"][pick(&mut rng, 2)]
+        };
+        let decode = if lowp_jit::host_f16() {
+            ["bits", "f16"][pick(&mut rng, 2)]
+        } else {
+            "bits"
+        };
+        let options = format!(
+            "kc={} nc={} lanes={lanes} dot={dot} decode={decode} narrow={} gemv={} \
+             parallel={}",
+            1 + pick(&mut rng, 300),
+            1 + pick(&mut rng, 100),
+            pick(&mut rng, 2) == 0,
+            pick(&mut rng, 2) == 0,
+            pick(&mut rng, 3) != 0,
+        );
+        let mut problems = Vec::new();
+        while problems.len() < 4 {
+            let fa = formats[pick(&mut rng, formats.len())];
+            let fb = formats[pick(&mut rng, formats.len())];
+            let (la, lb) = pairs[pick(&mut rng, pairs.len())];
+            if !valid_pair(fa, la) || !valid_pair(fb, lb) {
+                continue;
+            }
+            let m = if pick(&mut rng, 8) == 0 {
+                250 + pick(&mut rng, 20)
+            } else {
+                1 + pick(&mut rng, 40)
+            };
+            let n = 1 + pick(&mut rng, 60);
+            let pa = fa.bit_width() == 4 && pick(&mut rng, 2) == 0;
+            let pb = fb.bit_width() == 4 && pick(&mut rng, 2) == 0;
+            let k = (1 + pick(&mut rng, 400)).next_multiple_of(if pa || pb { 2 } else { 1 });
+            let a = operand(&mut rng, m, k, fa, la, pa);
+            let b = operand(&mut rng, n, k, fb, lb, pb);
+            let bias = (pick(&mut rng, 2) == 0).then(|| rng.normal_vec(n));
+            let bf16 = pick(&mut rng, 4) == 0;
+            let what = format!(
+                "trial {t} {{{options}}}: {m}x{n}x{k} {fa}{} {la} x {fb}{} {lb}",
+                if pa { " packed" } else { "" },
+                if pb { " packed" } else { "" }
+            );
+            problems.push((what, Problem { a, b, bias, bf16 }));
+        }
+        let pre = format!("builtin.module(func.func(lowp-to-loops{{{options}}}))");
         run_and_check(&Session::new(), &problems, Some(&pre));
     }
 }

@@ -4,7 +4,7 @@
 // RUN: lowp-opt %s -split-input-file --pass-pipeline='builtin.module(func.func(lowp-to-loops{kc=32},canonicalize,cse))' | FileCheck %s --check-prefix=KBLOCK
 // RUN: lowp-opt %s -split-input-file --pass-pipeline='builtin.module(func.func(lowp-to-loops{decode=f16},canonicalize,cse))' | FileCheck %s --check-prefix=F16
 // RUN: lowp-opt %s -split-input-file --pass-pipeline='builtin.module(func.func(lowp-to-loops{decode=f16}),lowp-cpu-pipeline)' | FileCheck %s --check-prefix=F16LLVM
-// RUN: lowp-opt %s -split-input-file --pass-pipeline='builtin.module(func.func(lowp-to-loops{narrow=false},canonicalize,cse))' | FileCheck %s --check-prefix=ROWS
+// RUN: lowp-opt %s -split-input-file --pass-pipeline='builtin.module(func.func(lowp-to-loops{narrow=false gemv=false},canonicalize,cse))' | FileCheck %s --check-prefix=ROWS
 // RUN: not lowp-opt %s --pass-pipeline='builtin.module(func.func(lowp-to-loops{decode=f17}))' 2>&1 | FileCheck %s --check-prefix=BADDECODE
 // BADDECODE: error: option 'decode' of lowp-to-loops: 'f17' is not accepted; expected bits, f16
 
@@ -210,6 +210,57 @@ func.func @narrow(%a: memref<16x64xf8E4M3FN>, %sa: memref<16x2xf8E8M0FNU>, %b: m
                   %sb: memref<20x2xf8E8M0FNU>, %c: memref<16x20xf32>) {
   lowp.scaled_matmul %a[%sa], %b[%sb] into %c layouts(#lowp.mx<32>, #lowp.mx<32>)
       : memref<16x64xf8E4M3FN>[memref<16x2xf8E8M0FNU>], memref<20x64xf8E4M3FN>[memref<20x2xf8E8M0FNU>] -> memref<16x20xf32>
+  return
+}
+
+// -----
+
+// M = 1: the GEMV form. A decoded row-major (1 x 64), the sums 1 x 20 (columns in groups
+// of 4 rows of B, the last group's rows past B clamped and never written back). Each
+// group runs the scale segments with one vector of totals carried through them; a
+// segment's whole steps of 8 k (bits: codes::decode on vector<8xi32>) multiply A's vector
+// with each row's decoded codes into four vector accumulators, B read straight into
+// registers (nothing stored); the segment's last few k go into lane 0 one at a time; then
+// the four accumulators' lane sums come out as one vector (pairwise shuffles and adds,
+// the four missing vectors zero), scaled lane by lane by sa * sb into the totals.
+// CHECK-LABEL: func.func @gemv
+// CHECK-DAG:   %[[AP:.*]] = memref.alloc() {alignment = 64 : i64} : memref<1x64xf32>
+// CHECK-DAG:   %[[W:.*]] = memref.alloc() {alignment = 64 : i64} : memref<1x20xf32>
+// CHECK:       scf.parallel (%{{.*}}) = (%c0) to (%c5) step (%c1) {
+// CHECK:         %[[T:.*]] = scf.for %[[S0:.*]] = %c0 to %c64 step %c32 iter_args({{.*}}) -> (vector<8xf32>) {
+// CHECK:           %[[ACC:.*]]:4 = scf.for %[[KK:.*]] = %[[S0]] to %{{.*}} step %c8 iter_args({{.*}}) -> (vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>) {
+// CHECK-NEXT:        %[[AV:.*]] = vector.load %[[AP]][%c0, %[[KK]]] : memref<1x64xf32>, vector<8xf32>
+// CHECK:             memref.prefetch
+// CHECK-NEXT:        vector.load %{{.*}}[%{{.*}}, %[[KK]]] : memref<20x64xi8>, vector<8xi8>
+// CHECK:             vector.fma %[[AV]], %{{.*}} : vector<8xf32>
+// CHECK-NOT:         vector.store
+// CHECK:             scf.yield
+// CHECK:           %[[TAIL:.*]]:4 = scf.for %{{.*}} = %{{.*}} to %{{.*}} step %c1 iter_args({{.*}}) -> (vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>) {
+// CHECK:             arith.select %{{.*}} : vector<8xi1>, vector<8xf32>
+// CHECK:           arith.divui %[[S0]], %c32 : index
+// CHECK:           vector.shuffle %[[TAIL]]#0, %[[TAIL]]#1 [0, 8, 2, 10, 4, 12, 6, 14] : vector<8xf32>, vector<8xf32>
+// CHECK:           vector.shuffle %{{.*}} [0, 1, 8, 9, 4, 5, 12, 13] : vector<8xf32>, vector<8xf32>
+// CHECK:           vector.shuffle %{{.*}} [0, 1, 2, 3, 8, 9, 10, 11] : vector<8xf32>, vector<8xf32>
+// CHECK:           %[[SCALES:.*]] = vector.from_elements
+// CHECK:           vector.fma %{{.*}}, %[[SCALES]], %{{.*}} : vector<8xf32>
+// CHECK:         vector.extract %[[T]][0] : f32 from vector<8xf32>
+// CHECK:         memref.store %{{.*}}, %[[W]][%c0, %{{.*}}] : memref<1x20xf32>
+// CHECK:       scf.for %[[C:.*]] = %c0 to %c20 step %c1 {
+// CHECK:         memref.load %[[W]][%c0, %[[C]]] : memref<1x20xf32>
+// Through f16: 16 codes a step, widened in two halves, two FMAs per row of B.
+// F16-LABEL:   func.func @gemv
+// F16:           scf.for %[[KK:.*]] = %{{.*}} to %{{.*}} step %c16 iter_args
+// F16:             vector.load %{{.*}}[%{{.*}}, %[[KK]]] : memref<20x64xi8>, vector<16xi8>
+// F16:             arith.extf %{{.*}} : vector<8xf16> to vector<8xf32>
+// F16:             arith.extf %{{.*}} : vector<8xf16> to vector<8xf32>
+// F16-COUNT-2:     vector.fma
+// With gemv=false (and narrow=false) the row tiles run.
+// ROWS-LABEL:  func.func @gemv
+// ROWS:        memref.alloc() {alignment = 64 : i64} : memref<1x64x6xf32>
+func.func @gemv(%a: memref<1x64xf8E4M3FN>, %sa: memref<1x2xf8E8M0FNU>, %b: memref<20x64xf8E4M3FN>,
+                %sb: memref<20x2xf8E8M0FNU>, %c: memref<1x20xf32>) {
+  lowp.scaled_matmul %a[%sa], %b[%sb] into %c layouts(#lowp.mx<32>, #lowp.mx<32>)
+      : memref<1x64xf8E4M3FN>[memref<1x2xf8E8M0FNU>], memref<20x64xf8E4M3FN>[memref<20x2xf8E8M0FNU>] -> memref<1x20xf32>
   return
 }
 

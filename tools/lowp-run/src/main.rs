@@ -672,22 +672,19 @@ fn run(a: Args) -> Result<bool, String> {
         };
         say!("lowp-run: {}", describe(&spec, target));
     } else {
-        // The kernel these formats and layouts take, not the one asked for: the byte kernel
-        // only where they are small integers, B through f16 only where its format embeds.
-        let byte = session.dot() == Dot::I8
-            && lowp_passes::to_loops::takes_byte_dot(
-                spec.lhs,
-                spec.rhs,
-                spec.lhs_layout,
-                spec.rhs_layout,
-            );
-        let kernel = if byte {
-            "dot=i8".to_string()
-        } else {
-            let f16 = session.decode() == Decode::F16
-                && lowp_passes::to_loops::takes_f16_decode(spec.lhs, spec.rhs);
-            format!("dot=f32 decode={}", if f16 { "f16" } else { "bits" })
-        };
+        // The kernel these formats, layouts and M take, not the one asked for: the byte
+        // kernel only where they are small integers, B through f16 only where its format
+        // embeds, the form (GEMV, narrow, row tiles) by M.
+        let kernel = lowp_passes::to_loops::kernel_taken(
+            (spec.lhs, spec.rhs),
+            (spec.lhs_layout, spec.rhs_layout),
+            Some(spec.m as i64),
+            (
+                session.dot() == Dot::I8,
+                session.decode() == Decode::F16,
+                i64::from(session.lanes()),
+            ),
+        );
         say!(
             "lowp-run: {} {} lanes={} {kernel}",
             describe(&spec, "cpu"),

@@ -1,0 +1,281 @@
+//! The GEMV form of `lowp-to-loops`: where A has at most `GEMV_ROWS` rows (M known when
+//! the pass runs: batch-1 LLM decoding is M = 1), each output is a dot product along K.
+//! B's rows are decoded as stored, a vector of codes at a time, straight into registers
+//! (no buffer, no transpose) and multiplied with A's decoded rows (`M x K` f32, contiguous
+//! along K) into vector accumulators, up to four rows of B at once; at each scale
+//! segment's end the accumulators' lane sums come out as one vector (a transposed
+//! horizontal sum) and are scaled once (`sa * sb`, lane by lane) into vector totals. The
+//! row-tile form runs M = 1 as a tile of 6 rows and stores, transposes and reloads every
+//! decoded value of B; the byte kernel pads M alike.
+//!
+//! ```mlir
+//! %ap = memref.alloc(%K) : memref<1x?xf32>            // A decoded, row-major
+//! scf.parallel (%q) = ... {                            // groups of 12 rows of B
+//!   scf.for %s0 = ... step 32 iter_args(%t) {          // scale segments
+//!     %acc:4 = scf.for %kk = ... step 16 iter_args(...) {
+//!       %codes = vector.load %b[%row, %kk] : memref<?x?xi8>, vector<16xi8>   (x 4 rows)
+//!       %lo = arith.extf ... : vector<8xf16> to vector<8xf32>  (and %hi)
+//!       vector.fma %a_lo, %lo, %acc ...  vector.fma %a_hi, %hi, ...
+//!     }
+//!     // the segment's last k short of a step one at a time (into lane 0), the lane sums
+//!     // as one vector (shuffles and adds), `%t = fma(%sums, [sa * sb, ...], %t)`
+//! ```
+//!
+//! The sums of a segment are added in another order than the tiles' (by lanes, then
+//! across them), within the oracle's f32 summation bound as every form is.
+
+use melior::dialect::arith::CmpiPredicate;
+use melior::ir::Value;
+
+use super::{load_codes, par, prefetch_codes, Plan, Side};
+use crate::codes;
+use crate::expand_quantize::{ceil_div, load_code};
+use crate::ir::Emitter;
+use lowp_formats::F16Fields;
+
+/// The most rows of A the GEMV form takes. At 1-3 x 8192 x 8192 on two Zen 3 threads it
+/// beat the row tiles (FP8 per-tensor M = 1 5.4-5.7 against 10.7-11.1 ms, M = 3 8.0
+/// against 11.6; MX FP8 M = 3 12.5 against 17.1) and the byte kernel (MXFP4 M = 1 5.8
+/// against 8.1-9.3, M = 3 9.9 against 13.0); at M = 4 twelve accumulators and A's eight
+/// vectors no longer fit sixteen registers (MX FP8 55-61 ms against 12), at 5-6 the row
+/// tiles won (12.3-12.8 against 11.1).
+pub(super) const GEMV_ROWS: i64 = 3;
+
+/// Vector accumulators the form keeps at most: `M` rows of A times `12 / M` rows of B,
+/// and at most `GROUP_ROWS` rows of B (four rows of B streaming at once ran 1 x 8192 x
+/// 8192 FP8 in 5.4-5.6 ms, twelve in 6.3-6.4: fewer streams for the prefetchers).
+const ACCUMULATORS: i64 = 12;
+
+/// The most rows of B a group decodes at once (see `ACCUMULATORS`).
+const GROUP_ROWS: i64 = 4;
+
+/// K steps of one decode: 16 codes through f16 patterns, else a vector of `lanes`.
+fn step_k(via_f16: bool, lanes: i64) -> i64 {
+    if via_f16 {
+        16
+    } else {
+        lanes
+    }
+}
+
+/// Whether the GEMV form runs for `m` rows (known when the pass runs): `1..=GEMV_ROWS`,
+/// and scale segments (where the scales change along K) whole numbers of decode steps.
+pub(super) fn takes(m: Option<i64>, plan: &Plan, via_f16: bool) -> bool {
+    let step = step_k(via_f16, plan.tile.lanes);
+    m.is_some_and(|m| (1..=GEMV_ROWS).contains(&m)) && plan.seg.is_none_or(|s| s % step == 0)
+}
+
+/// The GEMV form's sums, `w[row, column]` (columns padded to whole groups of B's rows;
+/// per-tensor and per-channel scales not yet applied).
+pub(super) struct Gemv<'c, 'a> {
+    pub w: Value<'c, 'a>,
+}
+
+/// The decode and dot products of the GEMV form for `m` rows (see the module header).
+/// `table_a` / `table_b` decode one code (scaled by `2^shift` / `2^-shift` where `via_f16`
+/// holds B's f16 fields).
+pub(super) fn gemm<'c, 'a>(
+    e: &Emitter<'c, 'a>,
+    plan: &Plan,
+    (a, b): (&Side<'c, 'a>, &Side<'c, 'a>),
+    (m, k): (i64, Value<'c, 'a>),
+    (table_a, table_b): (Value<'c, 'a>, Value<'c, 'a>),
+    via_f16: Option<F16Fields>,
+) -> Gemv<'c, 'a> {
+    let f32t = e.f32_type();
+    let (zero, one) = (e.index(0), e.index(1));
+    let lanes = plan.tile.lanes;
+    let vl = lanes as u64;
+    let step = step_k(via_f16.is_some(), lanes);
+    let parts = (step / lanes) as usize;
+    let rb = (ACCUMULATORS / m).clamp(1, GROUP_ROWS);
+    let n = b.rows;
+    let groups = ceil_div(e, n, e.index(rb));
+    let mu = m as usize;
+
+    // A decoded row-major; its scales per row and segment.
+    let ap = e.alloc(f32t, &[Some(m), None], &[k], 64);
+    let segments = match plan.seg {
+        Some(s) => ceil_div(e, k, e.index(s)),
+        None => one,
+    };
+    let seg_stride = e.index(plan.seg.unwrap_or(1));
+    let sa = e.alloc(f32t, &[Some(m), None], &[segments], 64);
+    let w = e.alloc(f32t, &[Some(m), None], &[e.muli(groups, e.index(rb))], 64);
+    for r in 0..m {
+        let rr = e.index(r);
+        par(e, plan.parallel, k, &|e, kk| {
+            let code = e.index_castui(
+                load_code(e, a.bits, a.packed, a.format.bit_width(), rr, kk),
+                e.index_type(),
+            );
+            e.store(e.load(table_a, &[code]), ap, &[rr, kk]);
+        });
+        e.for_loop(zero, segments, one, &[], |e, s, _| {
+            let v = a.scaled.block_value(e, rr, e.muli(s, seg_stride));
+            e.store(v, sa, &[rr, s]);
+            vec![]
+        });
+    }
+
+    // One step of B's row `rr` at `kk`: `parts` vectors of decoded values.
+    let decode = |e: &Emitter<'c, 'a>, rr, kk| -> Vec<Value<'c, 'a>> {
+        match via_f16 {
+            Some(fields) => {
+                let codes = load_codes(e, b, (rr, kk), 16, 16);
+                let v = codes::f16_patterns(e, b.format, fields, codes);
+                let i16t = e.int_type(16);
+                (0..parts as i64)
+                    .map(|p| {
+                        let part = if parts == 1 {
+                            v
+                        } else {
+                            let lanes: Vec<i64> = (p * lanes..(p + 1) * lanes).collect();
+                            e.shuffle(v, v, i16t, &lanes)
+                        };
+                        codes::widen_f16(e, part)
+                    })
+                    .collect()
+            }
+            None => vec![codes::decode(
+                e,
+                b.format,
+                load_codes(e, b, (rr, kk), vl, 32),
+            )],
+        }
+    };
+    // The lane sums of `lanes` vectors as one vector (lane x: the sum of vector x's lanes):
+    // rounds of pairwise sums, each round's shuffles interleaving runs of `g` lanes of two
+    // vectors (`g` = 1, 2, 4, ...), the transposed form of a horizontal sum (21 shuffles
+    // and adds for eight vectors against 56 one at a time).
+    let lane_sums = |e: &Emitter<'c, 'a>, vs: &[Value<'c, 'a>]| -> Value<'c, 'a> {
+        let mut vs = vs.to_vec();
+        let mut g = 1;
+        while vs.len() > 1 {
+            let pick = |from: i64| -> Vec<i64> {
+                (0..lanes / (2 * g))
+                    .flat_map(|blk| {
+                        let at = blk * 2 * g + from;
+                        (at..at + g).chain(lanes + at..lanes + at + g)
+                    })
+                    .collect()
+            };
+            let (lo, hi) = (pick(0), pick(g));
+            vs = vs
+                .chunks(2)
+                .map(|p| {
+                    let a = e.shuffle(p[0], p[1], f32t, &lo);
+                    e.addf(a, e.shuffle(p[0], p[1], f32t, &hi))
+                })
+                .collect();
+            g *= 2;
+        }
+        vs[0]
+    };
+    let seg_len = match plan.seg {
+        Some(s) => e.index(s),
+        None => e.maxui(k, one),
+    };
+    let stride = e.index(step);
+    let count = (m * rb) as usize;
+    let sets = count.div_ceil(lanes as usize);
+    let zv = e.zero_vector(vl);
+    // Lane 0 alone: where a product one k at a time joins an accumulator.
+    let first = {
+        let idx = e.int_vector(32, &(0..lanes).collect::<Vec<_>>());
+        e.cmpi(CmpiPredicate::Eq, idx, e.int_splat(32, 0, vl))
+    };
+    par(e, plan.parallel, groups, &|e, q| {
+        let rows: Vec<Value> = (0..rb)
+            .map(|j| e.minui(e.addi(e.muli(q, e.index(rb)), e.index(j)), e.subi(n, one)))
+            .collect();
+        // The totals, `lanes` accumulators to a vector (accumulator `x = i rb + j`: row i
+        // of A, row j of the group), carried through the segments.
+        let totals: Vec<Value> = (0..sets).map(|_| zv).collect();
+        let totals = e.for_loop(zero, k, seg_len, &totals, |e, s0, totals| {
+            let s1 = e.minui(e.addi(s0, seg_len), k);
+            let sv = e.addi(s0, e.muli(e.divui(e.subi(s1, s0), stride), stride));
+            let inits: Vec<Value> = (0..count).map(|_| zv).collect();
+            let acc = e.for_loop(s0, sv, stride, &inits, |e, kk, acc| {
+                let av: Vec<Vec<Value>> = (0..m)
+                    .map(|i| {
+                        (0..parts as i64)
+                            .map(|p| e.vload(ap, &[e.index(i), e.addi(kk, e.index(p * lanes))], vl))
+                            .collect()
+                    })
+                    .collect();
+                let mut next = acc.to_vec();
+                for (j, &rr) in rows.iter().enumerate() {
+                    prefetch_codes(e, b, rr, kk, k);
+                    let bv = decode(e, rr, kk);
+                    for (i, a_row) in av.iter().enumerate() {
+                        let x = i * rb as usize + j;
+                        for (&a, &b) in a_row.iter().zip(&bv) {
+                            next[x] = e.fma(a, b, next[x]);
+                        }
+                    }
+                }
+                next
+            });
+            // The segment's last k short of a step, one at a time, into lane 0.
+            let acc = e.for_loop(sv, s1, one, &acc, |e, kk, acc| {
+                let mut next = acc.to_vec();
+                for (j, &rr) in rows.iter().enumerate() {
+                    let code = e.index_castui(
+                        load_code(e, b.bits, b.packed, b.format.bit_width(), rr, kk),
+                        e.index_type(),
+                    );
+                    let bv = e.load(table_b, &[code]);
+                    for i in 0..mu {
+                        let x = i * rb as usize + j;
+                        let p = e.mulf(e.load(ap, &[e.index(i as i64), kk]), bv);
+                        next[x] = e.addf(next[x], e.select(first, e.broadcast(p, vl), zv));
+                    }
+                }
+                next
+            });
+            // Each set's lane sums, into the totals: times `sa * sb` once a scale segment
+            // (a vector of the products, lane by lane), else as they are (the write-back
+            // applies per-tensor and per-channel scales).
+            let seg = plan.seg.map(|s| e.divui(s0, e.index(s)));
+            let sb: Vec<Option<Value>> = rows
+                .iter()
+                .map(|&rr| seg.map(|_| b.scaled.block_value(e, rr, s0)))
+                .collect();
+            (0..sets)
+                .map(|set| {
+                    let lanes_of = set * lanes as usize..(set + 1) * lanes as usize;
+                    let vs: Vec<Value> = lanes_of
+                        .clone()
+                        .map(|x| if x < count { acc[x] } else { zv })
+                        .collect();
+                    let sums = lane_sums(e, &vs);
+                    match seg {
+                        Some(seg) => {
+                            let scales: Vec<Value> = lanes_of
+                                .map(|x| match (x < count, sb[x % rb as usize]) {
+                                    (true, Some(sb)) => {
+                                        let i = e.index((x / rb as usize) as i64);
+                                        e.mulf(e.load(sa, &[i, seg]), sb)
+                                    }
+                                    _ => e.f32(0.0),
+                                })
+                                .collect();
+                            e.fma(sums, e.from_elements(&scales), totals[set])
+                        }
+                        None => e.addf(totals[set], sums),
+                    }
+                })
+                .collect()
+        });
+        for x in 0..count {
+            let (i, j) = (x as i64 / rb, x as i64 % rb);
+            let col = e.addi(e.muli(q, e.index(rb)), e.index(j));
+            let v = e.extract(totals[x / lanes as usize], x as i64 % lanes, f32t);
+            e.store(v, w, &[e.index(i), col]);
+        }
+    });
+    e.dealloc(ap);
+    e.dealloc(sa);
+    Gemv { w }
+}
