@@ -3,7 +3,8 @@
 
 For each workload and size it runs
   * lowp:   `lowp-run --gen ... --bench N` (JIT-compiled lowp-to-loops kernel, release build:
-            the byte kernel where the formats and the host allow it, the `dot` column), and
+            the byte kernel where the formats and the host allow it, the GEMV or narrow form
+            where M is small: the `dot, form` column), and
             the same with `--dot f32` (the f32 kernel);
   * numpy:  decode the codes (ml_dtypes astype, or a lookup table for a custom format),
             multiply by the broadcast block scales, then OpenBLAS sgemm (A @ B.T);
@@ -90,12 +91,15 @@ def numpy_path(m, n, k, dtype, block, scale_kind, runs, rng):
 
 
 def lowp_path(lowp_run, m, n, k, flags, runs):
-    """Median seconds, (pipeline ms, JIT ms) and the kernel's inner products (`dot=`)."""
+    """Median seconds, (pipeline ms, JIT ms) and the kernel taken (`dot=` and `form=`)."""
     cmd = [lowp_run, "--gen", "--m", str(m), "--n", str(n), "--k", str(k), *flags, "--bench", str(runs)]
     out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
     ms = float(re.search(r"median_ms=([0-9.]+)", out).group(1))
     compile_ms = re.search(r"pipeline_ms=([0-9.]+) jit_ms=([0-9.]+)", out)
     dot = re.search(r"dot=(\w+)", out).group(1)
+    form = re.search(r"form=(\w+)", out)
+    if form:
+        dot = f"{dot} {form.group(1)}"
     return ms / 1e3, (float(compile_ms.group(1)), float(compile_ms.group(2))), dot
 
 
@@ -136,7 +140,7 @@ def main():
             print(f"  measured numpy {name} {s}", file=sys.stderr)
     print(f"threads: {os.cpu_count()} cores; numpy {np.__version__}, ml_dtypes {ml_dtypes.__version__}")
     print(
-        "| workload | M x N x K | dot | lowp GFLOP/s | lowp --dot f32 | numpy decode+scale+sgemm GFLOP/s "
+        "| workload | M x N x K | dot, form | lowp GFLOP/s | lowp --dot f32 | numpy decode+scale+sgemm GFLOP/s "
         "| lowp / numpy | sgemm alone GFLOP/s |"
     )
     print("|---|---|---|---|---|---|---|---|")
