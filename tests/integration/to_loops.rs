@@ -230,10 +230,27 @@ pub(crate) fn problems_module<'s, S>(
     problems: &[(S, Problem)],
     pre: Option<&str>,
 ) -> melior::ir::Module<'s> {
+    shaped_module(session, problems, pre, false)
+}
+
+/// [`problems_module`], with every 2-D memref dynamic where `dynamic`.
+fn shaped_module<'s, S>(
+    session: &'s Session,
+    problems: &[(S, Problem)],
+    pre: Option<&str>,
+    dynamic: bool,
+) -> melior::ir::Module<'s> {
     let src: String = problems
         .iter()
         .enumerate()
-        .map(|(i, (_, p))| source(&format!("p{i}"), p))
+        .map(|(i, (_, p))| {
+            let src = source(&format!("p{i}"), p);
+            if dynamic {
+                dynamic_shapes(&src)
+            } else {
+                src
+            }
+        })
         .collect();
     let mut module = session.parse(&src).unwrap_or_else(|e| panic!("{e}"));
     if let Some(pre) = pre {
@@ -253,7 +270,18 @@ pub(crate) fn run_and_check<S: AsRef<str>>(
     problems: &[(S, Problem)],
     pre: Option<&str>,
 ) -> Vec<Vec<f32>> {
-    let module = problems_module(session, problems, pre);
+    run_and_check_shaped(session, problems, pre, false)
+}
+
+/// [`run_and_check`], with every 2-D memref dynamic where `dynamic` (sizes from the
+/// descriptors: the pass then picks a form by M at run time).
+fn run_and_check_shaped<S: AsRef<str>>(
+    session: &Session,
+    problems: &[(S, Problem)],
+    pre: Option<&str>,
+    dynamic: bool,
+) -> Vec<Vec<f32>> {
+    let module = shaped_module(session, problems, pre, dynamic);
     // An emulated GPU kernel (`emulate=true`) at -O0: what it checks is the kernel's logic,
     // not the host code LLVM makes of it, and its blocks are large (the fold test's module,
     // three stage loops per op, took LLVM -O2 300 s against 30 s).
@@ -923,6 +951,8 @@ fn narrow_form_is_the_row_tile_form_bit_for_bit() {
         };
         let narrow = run_and_check(&session, &problems, Some(&form(true)));
         let tiles = run_and_check(&session, &problems, Some(&form(false)));
+        // M known only at run time: the same form under its branch.
+        let dynamic = run_and_check_shaped(&session, &problems, Some(&form(true)), true);
         for (i, (what, _)) in problems.iter().enumerate() {
             for (x, (u, v)) in narrow[i].iter().zip(&tiles[i]).enumerate() {
                 assert!(
@@ -931,6 +961,7 @@ fn narrow_form_is_the_row_tile_form_bit_for_bit() {
                      tiles {v:e}"
                 );
             }
+            same_bits(&narrow[i], &dynamic[i], &format!("{what}, dynamic M"));
         }
     }
 }
@@ -955,7 +986,26 @@ fn gemv_form_matches_the_oracle() {
         let pre = format!(
             "builtin.module(func.func(lowp-to-loops{{dot=f32 lanes={lanes} decode={decode}}}))"
         );
-        run_and_check(&Session::new(), &problems, Some(&pre));
+        let session = Session::new();
+        let gemv = run_and_check(&session, &problems, Some(&pre));
+        // M known only at run time: the same form under its branch (M = 1 only; 2 and 3
+        // take the row tiles then).
+        let dynamic = run_and_check_shaped(&session, &problems, Some(&pre), true);
+        for (i, (what, p)) in problems.iter().enumerate() {
+            if p.a.q.rows == 1 {
+                same_bits(&gemv[i], &dynamic[i], &format!("{what}, dynamic M"));
+            }
+        }
+    }
+}
+
+/// `u` and `v` are the same bits (any NaN alike).
+fn same_bits(u: &[f32], v: &[f32], what: &str) {
+    for (x, (u, v)) in u.iter().zip(v).enumerate() {
+        assert!(
+            u.to_bits() == v.to_bits() || (u.is_nan() && v.is_nan()),
+            "{what}: out[{x}] {u:e} against {v:e}"
+        );
     }
 }
 

@@ -66,7 +66,9 @@
 //! of either kernel (`gemv.rs`): each output a dot product along K, B's rows decoded a
 //! vector at a time straight into registers and multiplied with A's rows, four rows of B
 //! at once; a scale segment's vector accumulators reduced to one vector of lane sums and
-//! scaled into the totals once.
+//! scaled into the totals once. Where M is known only at run time, each of these forms
+//! runs under a branch on it (M = 1 the GEMV form, the narrow form's ranges), the row
+//! tiles last.
 //!
 //! B's decode (the f32 kernel's larger half at the decode shape) takes eight rows of a
 //! panel at a time, a vector of each row's codes at once, and transposes the block in
@@ -493,14 +495,7 @@ fn lower_scaled_matmul<'c, 'a>(
     };
     let a = side(o.lhs, o.lhs_scales, o.lhs_global, la)?;
     let b = side(o.rhs, o.rhs_scales, o.rhs_global, lb)?;
-    let f32t = e.f32_type();
-    let (zero, one) = (e.index(0), e.index(1));
-    let Tile { lanes, mr: mr_c } = plan.tile;
-    let nr_c = plan.tile.nr();
-    let vl = lanes as u64;
-    let (mr, nr) = (e.index(mr_c), e.index(nr_c));
     let m = a.rows;
-    let n = b.rows;
     let k = {
         let d = e.dim(o.lhs, 1);
         if a.packed {
@@ -514,14 +509,115 @@ fn lower_scaled_matmul<'c, 'a>(
     } else {
         None
     };
+    let mm = Matmul {
+        op,
+        func,
+        o: &o,
+        plan,
+        a: &a,
+        b: &b,
+        k,
+        bytes,
+    };
+    let formats = (a.format, b.format);
     let static_m = crate::ir::static_index(m);
-    let form = form_of(&plan, static_m, (a.format, b.format), bytes.is_some());
-    if form == Form::Gemv {
-        let rows = static_m.expect("gemv::takes a static M");
-        let (via_f16, table_a, table_b) = f32_tables(e, func, &plan, &a, &b)?;
+    if static_m.is_some() {
+        return lower_form(e, &mm, form_of(&plan, static_m, formats, bytes.is_some()));
+    }
+    // M known only at run time: the forms of a few rows where M turns out to take them
+    // (batch-1 decoding through the GEMV form, the decode shape's 13-16 rows through the
+    // narrow one), each under its own branch, else the row tiles.
+    let mut branches: Vec<(i64, i64, Form)> = Vec::new();
+    for rows in 1..=2 * plan.tile.lanes {
+        let form = form_of(&plan, Some(rows), formats, bytes.is_some());
+        match (form, branches.last_mut()) {
+            (Form::Tiles, _) => {}
+            (Form::Gemv(_), _) if rows > 1 => {}
+            (Form::Narrow(mv), Some((_, hi, Form::Narrow(last))))
+                if *last == mv && *hi == rows - 1 =>
+            {
+                *hi = rows;
+            }
+            (form, _) => branches.push((rows, rows, form)),
+        }
+    }
+    let failed = std::cell::RefCell::new(None);
+    run_time_forms(e, &mm, &branches, &failed);
+    match failed.into_inner() {
+        Some(why) => Err(why),
+        None => Ok(()),
+    }
+}
+
+/// What the forms of one matmul share.
+struct Matmul<'r, 'c, 'a> {
+    op: OperationRef<'c, 'a>,
+    func: OperationRef<'c, 'a>,
+    o: &'r MatmulOperands<'c, 'a>,
+    plan: Plan,
+    a: &'r Side<'c, 'a>,
+    b: &'r Side<'c, 'a>,
+    k: Value<'c, 'a>,
+    bytes: Option<ByteDot>,
+}
+
+/// The forms of `branches` (`(lo, hi, form)`: M in `lo..=hi` takes `form`), each under a
+/// branch on the run-time M, the row tiles last; the first error into `failed`.
+fn run_time_forms<'c, 'a>(
+    e: &Emitter<'c, 'a>,
+    mm: &Matmul<'_, 'c, 'a>,
+    branches: &[(i64, i64, Form)],
+    failed: &std::cell::RefCell<Option<PassError>>,
+) {
+    let attempt = |e: &Emitter<'c, 'a>, form| {
+        if let Err(why) = lower_form(e, mm, form) {
+            failed.borrow_mut().get_or_insert(why);
+        }
+    };
+    let Some((&(lo, hi, form), rest)) = branches.split_first() else {
+        return attempt(e, Form::Tiles);
+    };
+    let m = mm.a.rows;
+    let inside = e.andi(
+        e.cmpi(CmpiPredicate::Uge, m, e.index(lo)),
+        e.cmpi(CmpiPredicate::Ule, m, e.index(hi)),
+    );
+    e.if_else(
+        inside,
+        &[],
+        |e| {
+            attempt(e, form);
+            vec![]
+        },
+        |e| {
+            run_time_forms(e, mm, rest, failed);
+            vec![]
+        },
+    );
+}
+
+/// One matmul in `form`: its decode, GEMM and write-back.
+fn lower_form<'c, 'a>(
+    e: &Emitter<'c, 'a>,
+    mm: &Matmul<'_, 'c, 'a>,
+    form: Form,
+) -> Result<(), PassError> {
+    let Matmul {
+        op,
+        func,
+        o,
+        plan,
+        a,
+        b,
+        k,
+        bytes: _,
+    } = *mm;
+    let zero = e.index(0);
+    if let Form::Gemv(rows) = form {
+        let (via_f16, table_a, table_b) = f32_tables(e, func, &plan, a, b)?;
         let tables = (table_a, table_b);
-        let gw = gemv::gemm(e, &plan, (&a, &b), (rows, k), tables, via_f16);
-        write_back(e, plan.parallel, op, &o, (&a, &b), &|e, r, c| {
+        let gw = gemv::gemm(e, &plan, (a, b), (rows, k), tables, via_f16);
+        write_back(e, plan.parallel, op, o, (a, b), &|e, r, c| {
             let v = e.load(gw.w, &[r, c]);
             match plan.seg {
                 Some(_) => v,
@@ -538,12 +634,12 @@ fn lower_scaled_matmul<'c, 'a>(
         return Ok(());
     }
     if let Form::Narrow(mv) = form {
-        let (via_f16, table_a, table_b) = f32_tables(e, func, &plan, &a, &b)?;
+        let (via_f16, table_a, table_b) = f32_tables(e, func, &plan, a, b)?;
         let interval = plan.seg.unwrap_or(plan.kc);
         let tables = (table_a, table_b);
-        let nw = narrow::gemm(e, &plan, (&a, &b), k, mv, tables, via_f16, interval);
+        let nw = narrow::gemm(e, &plan, (a, b), k, mv, tables, via_f16, interval);
         let nr = e.index(nw.nr);
-        write_back(e, plan.parallel, op, &o, (&a, &b), &|e, r, c| {
+        write_back(e, plan.parallel, op, o, (a, b), &|e, r, c| {
             let (p, j) = (e.divui(c, nr), e.remui(c, nr));
             let v = e.load(nw.w, &[p, j, r]);
             match plan.seg {
@@ -559,6 +655,28 @@ fn lower_scaled_matmul<'c, 'a>(
         }
         return Ok(());
     }
+    lower_tiles(e, mm)
+}
+
+/// The row-tile form (f32 or byte kernel).
+fn lower_tiles<'c, 'a>(e: &Emitter<'c, 'a>, mm: &Matmul<'_, 'c, 'a>) -> Result<(), PassError> {
+    let Matmul {
+        op,
+        func,
+        o,
+        plan,
+        a,
+        b,
+        k,
+        bytes,
+    } = *mm;
+    let f32t = e.f32_type();
+    let (zero, one) = (e.index(0), e.index(1));
+    let Tile { lanes, mr: mr_c } = plan.tile;
+    let nr_c = plan.tile.nr();
+    let vl = lanes as u64;
+    let (mr, nr) = (e.index(mr_c), e.index(nr_c));
+    let (m, n) = (a.rows, b.rows);
     let m_tiles = ceil_div(e, m, mr);
     let n_panels = ceil_div(e, n, nr);
     let segments = match plan.seg {
@@ -611,8 +729,8 @@ fn lower_scaled_matmul<'c, 'a>(
             vec![]
         });
     };
-    g.par(e, m_tiles, &|e, t| decode_scales(e, &a, g.sa, mr, m, t));
-    g.par(e, n_panels, &|e, p| decode_scales(e, &b, g.sbp, nr, n, p));
+    g.par(e, m_tiles, &|e, t| decode_scales(e, a, g.sa, mr, m, t));
+    g.par(e, n_panels, &|e, p| decode_scales(e, b, g.sbp, nr, n, p));
     // W = 0.
     let zv = e.zero_vector(vl);
     g.par(e, m_tiles, &|e, t| {
@@ -628,12 +746,12 @@ fn lower_scaled_matmul<'c, 'a>(
 
     // ---- GEMM ------------------------------------------------------------------------
     match bytes {
-        Some(d) => gemm_bytes(e, &g, &a, &b, d, func)?,
-        None => gemm_f32(e, &g, &a, &b, func)?,
+        Some(d) => gemm_bytes(e, &g, a, b, d, func)?,
+        None => gemm_f32(e, &g, a, b, func)?,
     }
 
     // ---- write-back ------------------------------------------------------------------
-    write_back(e, plan.parallel, op, &o, (&a, &b), &|e, r, c| {
+    write_back(e, plan.parallel, op, o, (a, b), &|e, r, c| {
         let (mt, i) = (e.divui(r, mr), e.remui(r, mr));
         let (pb, nn) = (e.divui(c, nr), e.remui(c, nr));
         let v = e.load(g.w, &[mt, pb, i, nn]);
@@ -1106,9 +1224,9 @@ fn transpose8x16<'c, 'a>(e: &Emitter<'c, 'a>, rows: &[Value<'c, 'a>]) -> Vec<Val
 /// Which form of the GEMM a matmul takes (see the module header).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Form {
-    /// Each output a dot product along K (`gemv.rs`): M static and at most
+    /// Each output a dot product along K (`gemv.rs`) for this many rows of A: at most
     /// `gemv::GEMV_ROWS`, ahead of the byte kernel too (at M <= 3 it ran MXFP4 1.4x faster).
-    Gemv,
+    Gemv(i64),
     /// A's rows as `mv` vectors, B broadcast (`narrow.rs`), f32 kernel only.
     Narrow(i64),
     /// Row tiles of A, column panels of B (f32 or byte kernel).
@@ -1124,8 +1242,8 @@ fn form_of(
     bytes: bool,
 ) -> Form {
     let f16 = plan.f16_decode && f16_route(fa, fb).is_some();
-    if plan.gemv && gemv::takes(m, plan, f16) {
-        return Form::Gemv;
+    if let Some(rows) = m.filter(|_| plan.gemv && gemv::takes(m, plan, f16)) {
+        return Form::Gemv(rows);
     }
     match narrow::vectors(m, plan.tile) {
         Some(mv) if plan.narrow && !bytes => Form::Narrow(mv),
@@ -1158,7 +1276,7 @@ pub fn kernel_taken(
     let bytes = dot_i8 && takes_byte_dot(fa, fb, la, lb);
     let form = form_of(&plan, m, (fa, fb), bytes);
     let name = match form {
-        Form::Gemv => "gemv",
+        Form::Gemv(_) => "gemv",
         Form::Narrow(_) => "narrow",
         Form::Tiles => "tiles",
     };

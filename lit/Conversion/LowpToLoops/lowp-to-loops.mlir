@@ -266,6 +266,39 @@ func.func @gemv(%a: memref<1x64xf8E4M3FN>, %sa: memref<1x2xf8E8M0FNU>, %b: memre
 
 // -----
 
+// M known only at run time: each form of few rows under a branch on it (M = 1 the GEMV
+// form, 7-8 and 13-16 the narrow one with one and two vectors of rows), the row tiles
+// last.
+// CHECK-LABEL: func.func @dynamic_m
+// CHECK:       %[[M:.*]] = memref.dim %{{.*}}, %c0 : memref<?x64xf8E4M3FN>
+// CHECK:       arith.cmpi uge, %[[M]], %c1 : index
+// CHECK:       arith.cmpi ule, %[[M]], %c1 : index
+// CHECK:       scf.if
+// CHECK:         memref.alloc() {alignment = 64 : i64} : memref<1x64xf32>
+// CHECK:       } else {
+// CHECK:         arith.cmpi uge, %[[M]], %c7 : index
+// CHECK:         arith.cmpi ule, %[[M]], %c8 : index
+// CHECK:         scf.if
+// CHECK:           memref.alloc() {alignment = 64 : i64} : memref<64x8xf32>
+// CHECK:         } else {
+// CHECK:           arith.cmpi uge, %[[M]], %c13 : index
+// CHECK:           arith.cmpi ule, %[[M]], %c16 : index
+// CHECK:           scf.if
+// CHECK:             memref.alloc() {alignment = 64 : i64} : memref<64x16xf32>
+// CHECK:           } else {
+// CHECK:             memref.alloc(%{{.*}}) {alignment = 64 : i64} : memref<?x64x6xf32>
+// ROWS-LABEL:  func.func @dynamic_m
+// ROWS-NOT:    scf.if
+// ROWS:        memref.alloc(%{{.*}}) {alignment = 64 : i64} : memref<?x64x6xf32>
+func.func @dynamic_m(%a: memref<?x64xf8E4M3FN>, %sa: memref<1x1xf32>, %b: memref<20x64xf8E4M3FN>,
+                     %sb: memref<1x1xf32>, %c: memref<?x20xf32>) {
+  lowp.scaled_matmul %a[%sa], %b[%sb] into %c layouts(#lowp.per_tensor, #lowp.per_tensor)
+      : memref<?x64xf8E4M3FN>[memref<1x1xf32>], memref<20x64xf8E4M3FN>[memref<1x1xf32>] -> memref<?x20xf32>
+  return
+}
+
+// -----
+
 // Per-tensor x per-channel: no scale changes along K, so partial sums are added unscaled
 // and the scales multiply the total in the write-back, then the bias; bf16 results are
 // rounded with arith.truncf.
