@@ -74,6 +74,20 @@ pub fn valid_pair(f: ScaledFormat, l: ScaleLayout) -> bool {
     }
 }
 
+/// Every named format and four custom ones (E3M0, E2M2, E3M4, E5M1: no mantissa, an FP4
+/// and an FP8 shape, and an exponent field f16 cannot hold), as the format sweeps take
+/// them.
+pub fn named_and_custom_formats() -> Vec<ScaledFormat> {
+    let mut formats = ScaledFormat::NAMED.to_vec();
+    formats.extend([
+        ScaledFormat::custom(3, 0),
+        ScaledFormat::custom(2, 2),
+        ScaledFormat::custom(3, 4),
+        ScaledFormat::custom(5, 1),
+    ]);
+    formats
+}
+
 /// One layout of each kind, as the matmul suites sweep them (A's side; blockwise B takes
 /// 128 x 128 blocks where a test pairs them).
 pub const MATMUL_LAYOUTS: [ScaleLayout; 6] = [

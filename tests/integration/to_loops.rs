@@ -1078,13 +1078,7 @@ fn random_options_match_the_oracle() {
     };
     let trials = env("LOWP_SWEEP_TRIALS", 8);
     let mut rng = SplitMix64::new(env("LOWP_SWEEP_SEED", 1));
-    let mut formats = ScaledFormat::NAMED.to_vec();
-    formats.extend([
-        ScaledFormat::custom(3, 0),
-        ScaledFormat::custom(2, 2),
-        ScaledFormat::custom(3, 4),
-        ScaledFormat::custom(5, 1),
-    ]);
+    let formats = lowp_tests::named_and_custom_formats();
     let pairs = [
         (ScaleLayout::PerTensor, ScaleLayout::PerTensor),
         (ScaleLayout::PerChannel, ScaleLayout::PerTensor),

@@ -1213,13 +1213,7 @@ fn tcgen05_block_scaled_kinds_match_the_oracle() {
 fn mma_sync_takes_exactly_the_embeddable_ops() {
     let session = Session::new();
     let mut rng = SplitMix64::new(3);
-    let mut formats = ScaledFormat::NAMED.to_vec();
-    formats.extend([
-        ScaledFormat::custom(3, 0),
-        ScaledFormat::custom(2, 2),
-        ScaledFormat::custom(3, 4),
-        ScaledFormat::custom(5, 1),
-    ]);
+    let formats = lowp_tests::named_and_custom_formats();
     let takes = |f: ScaledFormat| {
         matches!(f, ScaledFormat::F8E4M3 | ScaledFormat::F8E5M2)
             || (f.fp8_embedding().is_some() && f.bit_width() <= 6)

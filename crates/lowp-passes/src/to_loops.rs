@@ -1469,7 +1469,6 @@ fn gemm_f32<'c, 'a>(
     };
 
     let lane = e.index(lanes);
-    let zv = e.zero_vector(vl);
     // One k of a tile (`kb`: k within its K block).
     let step =
         |e: &Emitter<'c, 'a>, panel: PanelAt<'_, 'c, 'a>, mt, kk, kb, acc: &[Value<'c, 'a>]| {
@@ -1491,34 +1490,59 @@ fn gemm_f32<'c, 'a>(
         Some(_) if g.interval <= 32 => Some(g.interval),
         _ => None,
     };
-    let vt = e.vector_type(vl, f32t);
     g.sweep(e, &panels, &decode_b, &|e, panel, mt, k0, s0, s1| {
-        let inits: Vec<Value> = (0..2 * mr_c).map(|_| zv).collect();
-        let ragged = |e: &Emitter<'c, 'a>| {
-            e.for_loop(s0, s1, one, &inits, |e, kk, acc| {
-                step(e, panel, mt, kk, e.subi(kk, k0), acc)
-            })
-        };
-        let Some(u) = unroll else {
-            return ragged(e);
-        };
-        let whole = e.cmpi(CmpiPredicate::Eq, e.subi(s1, s0), e.index(u));
-        let types = vec![vt; inits.len()];
-        e.if_else(
-            whole,
-            &types,
-            |e| {
-                let b0 = e.subi(s0, k0);
-                (0..u).fold(inits.clone(), |acc, x| {
-                    let x = e.index(x);
-                    step(e, panel, mt, e.addi(s0, x), e.addi(b0, x), &acc)
-                })
-            },
-            ragged,
+        interval_sums(
+            e,
+            (k0, s0, s1),
+            unroll,
+            (2 * mr_c, vl),
+            &|e, kk, kb, acc| step(e, panel, mt, kk, kb, acc),
         )
     });
     e.dealloc(ap);
     Ok(())
+}
+
+/// One interval's partial sums, `count` vectors of `lanes` f32 from zero: `step(e, k, k -
+/// k0, acc)` for each k of `s0..s1` in order (`k0`: the K block's start), a whole interval
+/// of `unroll` k unrolled (`scf.if` on its length), else in a loop.
+#[allow(clippy::type_complexity)]
+pub(crate) fn interval_sums<'c, 'a>(
+    e: &Emitter<'c, 'a>,
+    (k0, s0, s1): (Value<'c, 'a>, Value<'c, 'a>, Value<'c, 'a>),
+    unroll: Option<i64>,
+    (count, lanes): (i64, u64),
+    step: &dyn Fn(
+        &Emitter<'c, 'a>,
+        Value<'c, 'a>,
+        Value<'c, 'a>,
+        &[Value<'c, 'a>],
+    ) -> Vec<Value<'c, 'a>>,
+) -> Vec<Value<'c, 'a>> {
+    let one = e.index(1);
+    let inits: Vec<Value> = (0..count).map(|_| e.zero_vector(lanes)).collect();
+    let ragged = |e: &Emitter<'c, 'a>| {
+        e.for_loop(s0, s1, one, &inits, |e, kk, acc| {
+            step(e, kk, e.subi(kk, k0), acc)
+        })
+    };
+    let Some(u) = unroll else {
+        return ragged(e);
+    };
+    let whole = e.cmpi(CmpiPredicate::Eq, e.subi(s1, s0), e.index(u));
+    let types = vec![e.vector_type(lanes, e.f32_type()); inits.len()];
+    e.if_else(
+        whole,
+        &types,
+        |e| {
+            let b0 = e.subi(s0, k0);
+            (0..u).fold(inits.clone(), |acc, x| {
+                let x = e.index(x);
+                step(e, e.addi(s0, x), e.addi(b0, x), &acc)
+            })
+        },
+        ragged,
+    )
 }
 
 /// B's f16 fields where the f32 kernel under `decode=f16` takes them for these formats

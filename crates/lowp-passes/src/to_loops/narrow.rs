@@ -33,7 +33,8 @@
 use melior::ir::Value;
 
 use super::{
-    load_codes, par, prefetch_codes, Plan, Side, Tile, DECODE_CHUNK, SKINNY_GROUPS, SLOT_PANELS,
+    interval_sums, load_codes, par, prefetch_codes, Plan, Side, Tile, DECODE_CHUNK, SKINNY_GROUPS,
+    SLOT_PANELS,
 };
 use crate::codes;
 use crate::expand_quantize::{ceil_div, load_code};
@@ -197,7 +198,6 @@ pub(super) fn gemm<'c, 'a>(
         Some(_) if interval <= 32 => Some(interval),
         _ => None,
     };
-    let vt = e.vector_type(vl, f32t);
     let kc = e.index(plan.kc);
     let group = e.maxui(
         one,
@@ -222,31 +222,10 @@ pub(super) fn gemm<'c, 'a>(
                 let seg_len = e.index(interval);
                 e.for_loop(k0, k1, seg_len, &[], |e, s0, _| {
                     let s1 = e.minui(e.addi(s0, seg_len), k1);
-                    let inits: Vec<Value> = (0..nr * mv).map(|_| zv).collect();
-                    let ragged = |e: &Emitter<'c, 'a>| {
-                        e.for_loop(s0, s1, one, &inits, |e, kk, acc| {
-                            step(e, bs, kk, e.subi(kk, k0), acc)
-                        })
-                    };
-                    let partial = match unroll {
-                        None => ragged(e),
-                        Some(u) => {
-                            let whole = e.cmpi(CmpiPredicate::Eq, e.subi(s1, s0), e.index(u));
-                            let types = vec![vt; inits.len()];
-                            e.if_else(
-                                whole,
-                                &types,
-                                |e| {
-                                    let b0 = e.subi(s0, k0);
-                                    (0..u).fold(inits.clone(), |acc, x| {
-                                        let x = e.index(x);
-                                        step(e, bs, e.addi(s0, x), e.addi(b0, x), &acc)
-                                    })
-                                },
-                                ragged,
-                            )
-                        }
-                    };
+                    let partial =
+                        interval_sums(e, (k0, s0, s1), unroll, (nr * mv, vl), &|e, kk, kb, acc| {
+                            step(e, bs, kk, kb, acc)
+                        });
                     // Fold the interval into the sums: times `sa * sb` once per scale
                     // segment, else as it is.
                     let seg = plan.seg.map(|s| e.divui(s0, e.index(s)));
