@@ -314,6 +314,14 @@ struct Plan {
     gemv: bool,
 }
 
+impl Plan {
+    /// B's f16 fields where the f32 kernels decode B through f16 patterns for these
+    /// formats (`decode=f16` and `f16_route`), else `None` (the bit arithmetic).
+    fn b_through_f16(&self, fa: ScaledFormat, fb: ScaledFormat) -> Option<F16Fields> {
+        self.f16_decode.then(|| f16_route(fa, fb)).flatten()
+    }
+}
+
 fn gcd(a: i64, b: i64) -> i64 {
     if b == 0 {
         a
@@ -471,6 +479,19 @@ struct Side<'c, 'a> {
     rows: Value<'c, 'a>,
 }
 
+impl<'c, 'a> Side<'c, 'a> {
+    /// The entry of `table` (one per code) for the code at row `rr`, k = `kk`.
+    fn table_value(
+        &self,
+        e: &Emitter<'c, 'a>,
+        table: Value<'c, 'a>,
+        (rr, kk): (Value<'c, 'a>, Value<'c, 'a>),
+    ) -> Value<'c, 'a> {
+        let code = load_code(e, self.bits, self.packed, self.format.bit_width(), rr, kk);
+        e.load(table, &[e.index_castui(code, e.index_type())])
+    }
+}
+
 fn lower_scaled_matmul<'c, 'a>(
     e: &Emitter<'c, 'a>,
     op: OperationRef<'c, 'a>,
@@ -617,19 +638,19 @@ fn lower_form<'c, 'a>(
         let (via_f16, table_a, table_b) = f32_tables(e, func, &plan, a, b)?;
         let tables = (table_a, table_b);
         let gw = gemv::gemm(e, &plan, (a, b), (rows, k), tables, via_f16);
-        write_back(e, plan.parallel, op, o, (a, b), &|e, r, c| {
-            let v = e.load(gw.w, &[r, c]);
-            match plan.seg {
-                Some(_) => v,
-                None => e.mulf(
-                    v,
-                    e.mulf(
-                        a.scaled.block_value(e, r, zero),
-                        b.scaled.block_value(e, c, zero),
-                    ),
-                ),
-            }
-        })?;
+        write_back(
+            e,
+            &plan,
+            (op, o),
+            (a, b),
+            &|e, r, c| e.load(gw.w, &[r, c]),
+            &|e, r, c| {
+                (
+                    a.scaled.block_value(e, r, zero),
+                    b.scaled.block_value(e, c, zero),
+                )
+            },
+        )?;
         e.dealloc(gw.w);
         return Ok(());
     }
@@ -639,17 +660,21 @@ fn lower_form<'c, 'a>(
         let tables = (table_a, table_b);
         let nw = narrow::gemm(e, &plan, (a, b), k, mv, tables, via_f16, interval);
         let nr = e.index(nw.nr);
-        write_back(e, plan.parallel, op, o, (a, b), &|e, r, c| {
-            let (p, j) = (e.divui(c, nr), e.remui(c, nr));
-            let v = e.load(nw.w, &[p, j, r]);
-            match plan.seg {
-                Some(_) => v,
-                None => e.mulf(
-                    v,
-                    e.mulf(e.load(nw.sa, &[zero, r]), e.load(nw.sb, &[p, zero, j])),
-                ),
-            }
-        })?;
+        let strip = |e: &Emitter<'c, 'a>, c| (e.divui(c, nr), e.remui(c, nr));
+        write_back(
+            e,
+            &plan,
+            (op, o),
+            (a, b),
+            &|e, r, c| {
+                let (p, j) = strip(e, c);
+                e.load(nw.w, &[p, j, r])
+            },
+            &|e, r, c| {
+                let (p, j) = strip(e, c);
+                (e.load(nw.sa, &[zero, r]), e.load(nw.sb, &[p, zero, j]))
+            },
+        )?;
         for buffer in [nw.sa, nw.sb, nw.w] {
             e.dealloc(buffer);
         }
@@ -751,36 +776,45 @@ fn lower_tiles<'c, 'a>(e: &Emitter<'c, 'a>, mm: &Matmul<'_, 'c, 'a>) -> Result<(
     }
 
     // ---- write-back ------------------------------------------------------------------
-    write_back(e, plan.parallel, op, o, (a, b), &|e, r, c| {
-        let (mt, i) = (e.divui(r, mr), e.remui(r, mr));
-        let (pb, nn) = (e.divui(c, nr), e.remui(c, nr));
-        let v = e.load(g.w, &[mt, pb, i, nn]);
-        match plan.seg {
-            Some(_) => v,
-            // The contract's one scale product (`sa * sb` first: the total times one
-            // scale alone may leave f32's range where the product does not).
-            None => e.mulf(
-                v,
-                e.mulf(e.load(g.sa, &[mt, zero, i]), e.load(g.sbp, &[pb, zero, nn])),
-            ),
-        }
-    })?;
+    // Row r is row i of tile mt; column c column nn of panel pb.
+    let tile = |e: &Emitter<'c, 'a>, r| (e.divui(r, mr), e.remui(r, mr));
+    let panel = |e: &Emitter<'c, 'a>, c| (e.divui(c, nr), e.remui(c, nr));
+    write_back(
+        e,
+        &plan,
+        (op, o),
+        (a, b),
+        &|e, r, c| {
+            let ((mt, i), (pb, nn)) = (tile(e, r), panel(e, c));
+            e.load(g.w, &[mt, pb, i, nn])
+        },
+        &|e, r, c| {
+            let ((mt, i), (pb, nn)) = (tile(e, r), panel(e, c));
+            (e.load(g.sa, &[mt, zero, i]), e.load(g.sbp, &[pb, zero, nn]))
+        },
+    )?;
     for buffer in [g.sa, g.sbp, g.w] {
         e.dealloc(buffer);
     }
     Ok(())
 }
 
-/// The write-back: `out[r, c]` for every row and column from `sum(e, r, c)` (the scaled
-/// sum, per-tensor and per-channel scales applied), times the NVFP4 globals, plus the bias,
+/// The write-back: `out[r, c]` for every row and column from `sum(e, r, c)` (the form's
+/// sum, scaled per segment where `plan.seg` is some), times `sa * sb` from `scales(e, r,
+/// c)` where the scales do not change along K, times the NVFP4 globals, plus the bias,
 /// rounded to the output's type.
+#[allow(clippy::type_complexity)]
 fn write_back<'c, 'a>(
     e: &Emitter<'c, 'a>,
-    parallel: bool,
-    op: OperationRef<'c, 'a>,
-    o: &MatmulOperands<'c, 'a>,
+    plan: &Plan,
+    (op, o): (OperationRef<'c, 'a>, &MatmulOperands<'c, 'a>),
     (a, b): (&Side<'c, 'a>, &Side<'c, 'a>),
     sum: &dyn Fn(&Emitter<'c, 'a>, Value<'c, 'a>, Value<'c, 'a>) -> Value<'c, 'a>,
+    scales: &dyn Fn(
+        &Emitter<'c, 'a>,
+        Value<'c, 'a>,
+        Value<'c, 'a>,
+    ) -> (Value<'c, 'a>, Value<'c, 'a>),
 ) -> Result<(), PassError> {
     let global = match (a.scaled.global_value(e), b.scaled.global_value(e)) {
         (None, None) => None,
@@ -794,9 +828,15 @@ fn write_back<'c, 'a>(
         .element();
     let bf16 = out_type != e.f32_type();
     let (zero, one) = (e.index(0), e.index(1));
-    par(e, parallel, a.rows, &|e, r| {
+    par(e, plan.parallel, a.rows, &|e, r| {
         e.for_loop(zero, b.rows, one, &[], |e, c, _| {
             let mut v = sum(e, r, c);
+            if plan.seg.is_none() {
+                // The contract's one scale product (`sa * sb` first: the total times one
+                // scale alone may leave f32's range where the product does not).
+                let (sa, sb) = scales(e, r, c);
+                v = e.mulf(v, e.mulf(sa, sb));
+            }
             if let Some(g) = global {
                 v = e.mulf(v, g);
             }
@@ -1241,7 +1281,7 @@ fn form_of(
     (fa, fb): (ScaledFormat, ScaledFormat),
     bytes: bool,
 ) -> Form {
-    let f16 = plan.f16_decode && f16_route(fa, fb).is_some();
+    let f16 = plan.b_through_f16(fa, fb).is_some();
     if let Some(rows) = m.filter(|_| plan.gemv && gemv::takes(m, plan, f16)) {
         return Form::Gemv(rows);
     }
@@ -1254,26 +1294,30 @@ fn form_of(
 /// The CPU kernel `lowp-to-loops{dot=..., decode=..., lanes=...}` (other options at their
 /// defaults) generates for a matmul of these formats and layouts with `m` rows (where known
 /// when the pass runs), as `lowp-run` reports it: `dot=i8 form=tiles` for the byte kernel,
-/// else `dot=f32 decode=bits|f16 form=gemv|narrow|tiles`.
+/// else `dot=f32 decode=bits|f16 form=gemv|narrow|tiles` (`lanes` of 16 or more: the
+/// 16-lane tile, else the 8-lane one).
 pub fn kernel_taken(
     (fa, fb): (ScaledFormat, ScaledFormat),
     (la, lb): (ScaleLayout, ScaleLayout),
     m: Option<i64>,
     (dot_i8, decode_f16, lanes): (bool, bool, i64),
 ) -> String {
-    let seg = segment(la, lb);
-    let plan = Plan {
-        parallel: true,
-        tile: Tile::for_lanes(lanes),
-        nc_panels: 1,
-        seg,
-        kc: 256,
-        dot_i8,
-        f16_decode: decode_f16,
-        narrow: true,
-        gemv: true,
-    };
-    let bytes = dot_i8 && takes_byte_dot(fa, fb, la, lb);
+    // The plan the pass makes of these options, the others at their defaults.
+    let values: Vec<String> = PASS
+        .options
+        .iter()
+        .map(|o| match o.name {
+            "dot" => (if dot_i8 { "i8" } else { "f32" }).to_string(),
+            "decode" => (if decode_f16 { "f16" } else { "bits" }).to_string(),
+            "lanes" => (if lanes >= 16 { "16" } else { "8" }).to_string(),
+            _ => o.default.to_string(),
+        })
+        .collect();
+    let options = PASS
+        .parse_options(&values)
+        .expect("the pass's defaults and these choices are accepted");
+    let plan = plan(la, lb, &options);
+    let bytes = plan.dot_i8 && byte_dot(plan.seg, plan.kc, fa, fb).is_some();
     let form = form_of(&plan, m, (fa, fb), bytes);
     let name = match form {
         Form::Gemv(_) => "gemv",
@@ -1283,7 +1327,7 @@ pub fn kernel_taken(
     if bytes && form == Form::Tiles {
         format!("dot=i8 form={name}")
     } else {
-        let f16 = decode_f16 && f16_route(fa, fb).is_some();
+        let f16 = plan.b_through_f16(fa, fb).is_some();
         format!(
             "dot=f32 decode={} form={name}",
             if f16 { "f16" } else { "bits" }
@@ -1308,10 +1352,7 @@ fn f32_tables<'c, 'a>(
     a: &Side<'c, 'a>,
     b: &Side<'c, 'a>,
 ) -> Result<(Option<F16Fields>, Value<'c, 'a>, Value<'c, 'a>), PassError> {
-    let via_f16 = plan
-        .f16_decode
-        .then(|| f16_route(a.format, b.format))
-        .flatten();
+    let via_f16 = plan.b_through_f16(a.format, b.format);
     let pow = via_f16.map_or(0, |f| f.shift);
     Ok((
         via_f16,
@@ -1356,11 +1397,7 @@ fn gemm_f32<'c, 'a>(
          (real, rr): (Value<'c, 'a>, Value<'c, 'a>),
          (base, lo, hi): (Value<'c, 'a>, Value<'c, 'a>, Value<'c, 'a>)| {
             e.for_loop(lo, hi, one, &[], |e, kk, _| {
-                let code = e.index_castui(
-                    load_code(e, side.bits, side.packed, side.format.bit_width(), rr, kk),
-                    e.index_type(),
-                );
-                let v = e.load(table, &[code]);
+                let v = side.table_value(e, table, (rr, kk));
                 e.store(
                     e.select(real, v, zf),
                     packed_to,
@@ -1692,11 +1729,11 @@ fn gemm_bytes<'c, 'a>(
                 valid = e.andi(valid, real);
             }
             let kk = e.minui(kk, e.subi(k, one));
-            let code = e.index_castui(
-                load_code(e, side.bits, side.packed, side.format.bit_width(), rr, kk),
-                e.index_type(),
+            let v = e.select(
+                valid,
+                side.table_value(e, table, (rr, kk)),
+                e.i32(pad as u32),
             );
-            let v = e.select(valid, e.load(table, &[code]), e.i32(pad as u32));
             let bits = e.andi(v, e.i32(0xFF));
             word = e.ori(word, e.shli(bits, e.i32(8 * byte as u32)));
         }

@@ -29,7 +29,7 @@ use melior::ir::Value;
 
 use super::{load_codes, par, prefetch_codes, Plan, Side};
 use crate::codes;
-use crate::expand_quantize::{ceil_div, load_code};
+use crate::expand_quantize::ceil_div;
 use crate::ir::Emitter;
 use lowp_formats::F16Fields;
 
@@ -105,11 +105,7 @@ pub(super) fn gemm<'c, 'a>(
     for r in 0..m {
         let rr = e.index(r);
         par(e, plan.parallel, k, &|e, kk| {
-            let code = e.index_castui(
-                load_code(e, a.bits, a.packed, a.format.bit_width(), rr, kk),
-                e.index_type(),
-            );
-            e.store(e.load(table_a, &[code]), ap, &[rr, kk]);
+            e.store(a.table_value(e, table_a, (rr, kk)), ap, &[rr, kk]);
         });
         e.for_loop(zero, segments, one, &[], |e, s, _| {
             let v = a.scaled.block_value(e, rr, e.muli(s, seg_stride));
@@ -221,11 +217,7 @@ pub(super) fn gemm<'c, 'a>(
             let acc = e.for_loop(sv, s1, one, &acc, |e, kk, acc| {
                 let mut next = acc.to_vec();
                 for (j, &rr) in rows.iter().enumerate() {
-                    let code = e.index_castui(
-                        load_code(e, b.bits, b.packed, b.format.bit_width(), rr, kk),
-                        e.index_type(),
-                    );
-                    let bv = e.load(table_b, &[code]);
+                    let bv = b.table_value(e, table_b, (rr, kk));
                     for i in 0..mu {
                         let x = i * rb as usize + j;
                         let p = e.mulf(e.load(ap, &[e.index(i as i64), kk]), bv);

@@ -37,7 +37,7 @@ use super::{
     SLOT_PANELS,
 };
 use crate::codes;
-use crate::expand_quantize::{ceil_div, load_code};
+use crate::expand_quantize::ceil_div;
 use crate::ir::Emitter;
 use lowp_formats::F16Fields;
 use melior::dialect::arith::CmpiPredicate;
@@ -106,11 +106,8 @@ pub(super) fn gemm<'c, 'a>(
         let real = e.cmpi(CmpiPredicate::Ult, r, a.rows);
         let rr = e.minui(r, e.subi(a.rows, one));
         e.for_loop(zero, k, one, &[], |e, kk, _| {
-            let code = e.index_castui(
-                load_code(e, a.bits, a.packed, a.format.bit_width(), rr, kk),
-                e.index_type(),
-            );
-            e.store(e.select(real, e.load(table_a, &[code]), zf), ap, &[kk, r]);
+            let v = a.table_value(e, table_a, (rr, kk));
+            e.store(e.select(real, v, zf), ap, &[kk, r]);
             vec![]
         });
         e.for_loop(zero, segments, one, &[], |e, s, _| {
@@ -169,11 +166,11 @@ pub(super) fn gemm<'c, 'a>(
             vec![]
         });
         e.for_loop(kv, k1, one, &[], |e, kk, _| {
-            let code = e.index_castui(
-                load_code(e, b.bits, b.packed, b.format.bit_width(), rr, kk),
-                e.index_type(),
+            e.store(
+                b.table_value(e, table_b, (rr, kk)),
+                bs,
+                &[j, e.subi(kk, k0)],
             );
-            e.store(e.load(table_b, &[code]), bs, &[j, e.subi(kk, k0)]);
             vec![]
         });
     };
