@@ -1153,3 +1153,64 @@ fn random_options_match_the_oracle() {
         run_and_check(&Session::new(), &problems, Some(&pre));
     }
 }
+
+/// An x86 intrinsic from an extension the host lacks (here the 512-bit byte kernel,
+/// `lowp-to-loops{lanes=16 dot=i8}` run by a pipeline of the user's own, which
+/// [`Session::lower_cpu`] would have refused) is refused by the JIT at the call's location:
+/// LLVM's instruction selection would stop the process. A host with AVX512BW runs it.
+#[test]
+fn jit_refuses_intrinsics_the_host_lacks() {
+    use lowp_jit::x86_intrinsic_needs as needs;
+    assert_eq!(needs("llvm.x86.avx2.pmadd.ub.sw"), ["avx2"]);
+    assert_eq!(
+        needs("llvm.x86.avx512.pmaddubs.w.512"),
+        ["avx512f", "avx512bw"]
+    );
+    assert_eq!(
+        needs("llvm.x86.avx512.pmaddw.d.512"),
+        ["avx512f", "avx512bw"]
+    );
+    assert_eq!(needs("llvm.x86.avx512.mask.compress"), ["avx512f"]);
+    assert_eq!(
+        needs("llvm.x86.avx512.vpdpbusd.256"),
+        ["avx512f", "avx512vnni", "avx512vl"]
+    );
+    assert_eq!(
+        needs("llvm.x86.avx512bf16.dpbf16ps.512"),
+        ["avx512f", "avx512bf16"]
+    );
+    assert_eq!(needs("llvm.x86.vcvtph2ps.256"), ["f16c"]);
+    assert_eq!(needs("llvm.x86.sse41.pblendvb"), ["sse4.1"]);
+    assert!(needs("llvm.x86.sse2.pause").is_empty());
+    assert!(needs("llvm.fma.f32").is_empty());
+
+    let mut rng = SplitMix64::new(5);
+    let (f, l) = (ScaledFormat::F4E2M1, ScaleLayout::MX);
+    let problems = [(
+        "MXFP4 byte kernel, 16 lanes".to_string(),
+        Problem {
+            a: operand(&mut rng, 5, 64, f, l, true),
+            b: operand(&mut rng, 40, 64, f, l, true),
+            bias: None,
+            bf16: false,
+        },
+    )];
+    let pre = "builtin.module(func.func(lowp-to-loops{lanes=16 dot=i8}))";
+    let session = Session::new();
+    if lowp_jit::host_byte_dot(16) {
+        run_and_check(&session, &problems, Some(pre));
+        return;
+    }
+    let module = problems_module(&session, &problems, Some(pre));
+    let err = match session.compile_cpu(module, 2) {
+        Ok(_) => panic!("the JIT compiled AVX512BW code for a CPU without it"),
+        Err(e) => e.to_string(),
+    };
+    for part in [
+        "error: 'llvm.x86.avx512.pmaddubs.w.512' needs ",
+        "avx512bw",
+        "which this CPU lacks",
+    ] {
+        assert!(err.contains(part), "{part:?} not in:\n{err}");
+    }
+}

@@ -11,6 +11,7 @@
 
 pub mod generic;
 pub mod gpu;
+mod host;
 pub mod matmul;
 mod memref;
 
@@ -23,6 +24,7 @@ use melior::ir::Module;
 use melior::pass::PassManager;
 use melior::Context;
 
+pub use host::x86_intrinsic_needs;
 pub use lowp_dialect::exit_on_llvm_fatal_error;
 pub use matmul::{BenchReport, CheckReport, MatmulInputs, MatmulIr, MatmulSpec, Role};
 pub use memref::MemRefArg;
@@ -521,6 +523,7 @@ impl Jit {
         if lowp_passes::ir::emit_reserved_llvm_name(module.as_operation()).is_some()
             || lowp_passes::ir::emit_missing_resource(module.as_operation()).is_some()
             || emit_untranslatable(module).is_some()
+            || host::emit_missing_extension(module).is_some()
         {
             return Err(JitError::Engine {
                 diagnostics: session.take_diagnostics(),
