@@ -1,6 +1,7 @@
-//! Fuzzing lowp-opt: hundreds of mutated versions of the lit inputs, parsed, verified and run
-//! through lowp's passes. Every outcome must be success or MLIR's diagnostics with exit
-//! status 1: never a crash, abort, hang or a silent failure.
+//! Fuzzing the tools: hundreds of mutated versions of the lit inputs, parsed, verified and run
+//! through lowp's passes (lowp-opt), LLVM's backends (lowp-translate) or compiled, run and
+//! checked (lowp-run). Every outcome must be success or diagnostics with exit status 1:
+//! never a crash, abort, hang, wrong result or a silent failure.
 
 use std::io::Write;
 use std::process::{Command, Stdio};
@@ -206,17 +207,94 @@ fn mutate(rng: &mut SplitMix64, text: &str) -> String {
     s
 }
 
+/// What a consistent mutant swaps, each within its kind: sizes, code formats, scale layouts.
+const KINDS: [&[&str]; 3] = [
+    &[
+        "0", "1", "2", "3", "7", "8", "16", "31", "32", "33", "48", "64", "65", "128", "255", "256",
+    ],
+    &[
+        "f4E2M1FN",
+        "f6E2M3FN",
+        "f6E3M2FN",
+        "f8E4M3FN",
+        "f8E5M2",
+        "f8E4M3FNUZ",
+        "f8E5M2FNUZ",
+        "!lowp.mf<e3m0>",
+        "!lowp.mf<e2m2>",
+        "!lowp.packed<f4E2M1FN>",
+    ],
+    &[
+        "#lowp.per_tensor",
+        "#lowp.per_channel",
+        "#lowp.mx<16>",
+        "#lowp.mx<32>",
+        "#lowp.nvfp4<16>",
+        "#lowp.nvfp4<16, global>",
+        "#lowp.blockwise<1x32>",
+        "#lowp.blockwise<128x128>",
+    ],
+];
+
+/// Where `token` stands alone in `s`: not inside a name (`%arg0`, `f8E5M2FNUZ`) or a number,
+/// an `x` between a shape's sizes counting as a separator.
+fn occurrences(s: &str, token: &str) -> Vec<usize> {
+    let b = s.as_bytes();
+    let joined = |c: u8| c.is_ascii_alphanumeric() || c == b'_' || c == b'%' || c == b'.';
+    s.match_indices(token)
+        .map(|(i, _)| i)
+        .filter(|&i| {
+            let end = i + token.len();
+            let shape_x = |at: usize| b[at] == b'x';
+            let before_ok = i == 0
+                || !joined(b[i - 1])
+                || (shape_x(i - 1) && i >= 2 && b[i - 2].is_ascii_digit());
+            let after_ok = end == b.len()
+                || !joined(b[end])
+                || (shape_x(end) && token.bytes().all(|c| c.is_ascii_digit()));
+            before_ok && after_ok
+        })
+        .collect()
+}
+
+/// A consistent mutant: one to three times, a size, element type or layout that `text`
+/// holds replaced everywhere by another of its kind, so that shapes and types still agree
+/// where they did (a valid module often stays valid, with new sizes or formats).
+fn substitute(rng: &mut SplitMix64, text: &str) -> String {
+    let mut s = text.to_string();
+    for _ in 0..1 + rng.next_u64() % 3 {
+        let present: Vec<(usize, &str)> = KINDS
+            .iter()
+            .enumerate()
+            .flat_map(|(k, tokens)| tokens.iter().map(move |t| (k, *t)))
+            .filter(|(_, t)| !occurrences(&s, t).is_empty())
+            .collect();
+        if present.is_empty() {
+            break;
+        }
+        let (kind, old) = *pick(rng, &present);
+        let new = *pick(rng, KINDS[kind]);
+        for at in occurrences(&s, old).into_iter().rev() {
+            s.replace_range(at..at + old.len(), new);
+        }
+    }
+    s
+}
+
 /// Crashes of upstream MLIR 22 itself, each pinned by an XFAIL test in
 /// lit/Tools/upstream-bugs.test: (the stack-dump frame, the text of the input that triggers
 /// it).
 const KNOWN_UPSTREAM_CRASHES: &[(&str, &str)] =
     &[("custom op parser 'llvm.extractvalue'", "4294967297")];
 
-/// Feed `n` mutants of `inputs` to `tool` (reading stdin) with the arguments `args(i)`;
-/// every run must succeed or fail with a diagnostic and status 1. Returns (ok, rejected).
+/// Feed `n` mutants (`mutate`) of `inputs` to `tool` (reading stdin) with the arguments
+/// `args(i, mutant)`; every run must succeed or fail with a diagnostic and status 1, and
+/// none may print a failed check (`check: FAIL`, lowp-run's wrong result). Returns (ok,
+/// rejected).
 fn run_mutants(
     tool: &std::path::Path,
-    args: &dyn Fn(usize) -> Vec<String>,
+    args: &dyn Fn(usize, &str) -> Vec<String>,
+    mutate: fn(&mut SplitMix64, &str) -> String,
     inputs: &[String],
     n: usize,
     seed: u64,
@@ -226,24 +304,28 @@ fn run_mutants(
     for i in 0..n {
         let original = pick(&mut rng, inputs).clone();
         let source = mutate(&mut rng, &original);
-        let argv = args(i);
+        let argv = args(i, &source);
         let mut child = Command::new(tool)
             .args(&argv)
             .stdin(Stdio::piped())
-            .stdout(Stdio::null())
+            .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
             .unwrap();
         let _ = child.stdin.take().unwrap().write_all(source.as_bytes());
-        // Drain stderr while the child runs: a diagnostic longer than the pipe's buffer
-        // (MLIR's "see current operation" dump of a whole module) would otherwise block
-        // the child on its write, and read here as a hang.
-        let mut pipe = child.stderr.take().unwrap();
-        let drain = std::thread::spawn(move || {
-            let mut bytes = Vec::new();
-            let _ = std::io::Read::read_to_end(&mut pipe, &mut bytes);
-            String::from_utf8_lossy(&bytes).into_owned()
-        });
+        // Drain both outputs while the child runs: a diagnostic longer than the pipe's
+        // buffer (MLIR's "see current operation" dump of a whole module) would otherwise
+        // block the child on its write, and read here as a hang.
+        let drain = |pipe: Option<_>| {
+            let mut pipe: Box<dyn std::io::Read + Send> = pipe.unwrap();
+            std::thread::spawn(move || {
+                let mut bytes = Vec::new();
+                let _ = pipe.read_to_end(&mut bytes);
+                String::from_utf8_lossy(&bytes).into_owned()
+            })
+        };
+        let out = drain(child.stdout.take().map(|p| Box::new(p) as _));
+        let err = drain(child.stderr.take().map(|p| Box::new(p) as _));
         let start = Instant::now();
         let status = loop {
             if let Some(status) = child.try_wait().unwrap() {
@@ -258,12 +340,18 @@ fn run_mutants(
             }
             std::thread::sleep(Duration::from_millis(2));
         };
-        let stderr = drain.join().unwrap();
+        let stdout = out.join().unwrap();
+        assert!(
+            !stdout.contains("check: FAIL"),
+            "mutant {i} ran to a wrong result ({argv:?}):\n{source}\n--- stdout:\n{stdout}"
+        );
+        let stderr = err.join().unwrap();
         match status.code() {
             Some(0) => ok += 1,
             Some(1) => {
+                let name = tool.file_name().unwrap().to_string_lossy();
                 assert!(
-                    stderr.contains("error"),
+                    stderr.contains("error") || stderr.starts_with(&format!("{name}: ")),
                     "mutant {i} failed without a diagnostic ({argv:?}):\n{source}\n--- stderr:\n{stderr}"
                 );
                 rejected += 1;
@@ -299,7 +387,7 @@ fn mutated_lit_inputs_give_diagnostics_never_crashes() {
     let inputs = inputs();
     assert!(inputs.len() > 20, "lit inputs not found");
     let n = env_or("LOWP_FUZZ_N", 500) as usize;
-    let args = |i: usize| {
+    let args = |i: usize, _: &str| {
         let mut a = vec!["-".to_string()];
         if let Some(p) = PIPELINES[i % PIPELINES.len()] {
             a.push(format!("--pass-pipeline={p}"));
@@ -309,6 +397,7 @@ fn mutated_lit_inputs_give_diagnostics_never_crashes() {
     let (ok, rejected) = run_mutants(
         &lowp_tests::tool("lowp-opt"),
         &args,
+        mutate,
         &inputs,
         n,
         env_or("LOWP_FUZZ_SEED", 0x10f7),
@@ -327,7 +416,7 @@ fn mutated_target_inputs_through_the_backends_never_crash() {
     let inputs = inputs_under("lit/Target");
     let chips = ["sm_89", "sm_90a", "gfx942", "gfx950", "host"];
     let n = env_or("LOWP_FUZZ_N", 150) as usize;
-    let args = |i: usize| {
+    let args = |i: usize, _: &str| {
         vec![
             "-".to_string(),
             "--emit=asm".into(),
@@ -337,6 +426,7 @@ fn mutated_target_inputs_through_the_backends_never_crash() {
     let (ok, rejected) = run_mutants(
         &lowp_tests::tool("lowp-translate"),
         &args,
+        mutate,
         &inputs,
         n,
         env_or("LOWP_FUZZ_SEED", 0x7a1),
@@ -346,6 +436,81 @@ fn mutated_target_inputs_through_the_backends_never_crash() {
     );
     assert!(
         ok > 5 && rejected > 20,
+        "mutations too weak or too strong: {ok} ok, {rejected} rejected"
+    );
+}
+
+/// The JIT path: consistent mutants of lowp-run's inputs (lit/Run/Inputs and generated
+/// matmuls of several formats and layouts) compiled for the CPU, or for a GPU kernel
+/// emulated on it, run and checked against the oracle: each passes its check or is refused
+/// in one line, never a crash, hang or wrong result.
+#[test]
+fn mutated_run_inputs_pass_their_check_or_are_refused() {
+    let run = lowp_tests::tool("lowp-run");
+    let mut inputs = inputs_under("lit/Run/Inputs");
+    for (m, n, k, a, b, layout) in [
+        ("5", "8", "64", "f4e2m1", "f4e2m1", "mx"),
+        ("1", "16", "256", "f8e4m3", "f8e5m2", "per_tensor"),
+        ("13", "7", "128", "f6e2m3", "f8e4m3", "mx"),
+        ("3", "9", "64", "f4e2m1", "f4e2m1", "nvfp4+global"),
+        ("16", "8", "256", "f8e4m3", "f8e4m3", "blockwise/1x128"),
+        ("7", "24", "96", "f8e5m2fnuz", "f8e4m3fnuz", "per_channel"),
+    ] {
+        let out = Command::new(&run)
+            .args([
+                "--gen", "--m", m, "--n", n, "--k", k, "--lhs", a, "--rhs", b,
+            ])
+            .args(["--layout", layout, "--print-mlir"])
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        inputs.push(String::from_utf8(out.stdout).unwrap());
+    }
+    let extras: [&[&str]; 6] = [
+        &[],
+        &["--specials"],
+        &["--threads", "1", "--dot", "f32", "--decode", "bits"],
+        &["--target", "cuda", "--emulate"],
+        &["--target", "cuda", "--emulate", "--chip", "sm_89"],
+        &[
+            "--target",
+            "cuda",
+            "--emulate",
+            "--kernel",
+            "generic",
+            "--specials",
+        ],
+    ];
+    let args = |i: usize, source: &str| {
+        // The entry: the first function holding a scaled_matmul (else the first).
+        let functions: Vec<&str> = source.split("func.func @").skip(1).collect();
+        let entry = functions
+            .iter()
+            .find(|f| f.contains("lowp.scaled_matmul"))
+            .or(functions.first())
+            .and_then(|f| f.split('(').next())
+            .unwrap_or("scaled_matmul")
+            .trim_matches('"');
+        let mut a: Vec<String> = ["-", "--entry", entry, "--check"].map(String::from).into();
+        a.extend(extras[i % extras.len()].iter().map(|s| s.to_string()));
+        a
+    };
+    let n = env_or("LOWP_FUZZ_N", 120) as usize;
+    let (ok, rejected) = run_mutants(
+        &run,
+        &args,
+        substitute,
+        &inputs,
+        n,
+        env_or("LOWP_FUZZ_SEED", 0x2e5),
+    );
+    eprintln!("fuzz lowp-run: {n} mutants, {ok} passed their check, {rejected} refused");
+    assert!(
+        ok > 10 && rejected > 10,
         "mutations too weak or too strong: {ok} ok, {rejected} rejected"
     );
 }

@@ -26,6 +26,7 @@ const USAGE: &str =
        lowp-run --gen --m M --n N --k K --lhs FMT --rhs FMT --layout L [--rhs-layout L]
                 [--block B] [--packed] [--bias] [--bf16] [--check] [--bench N] [--print-mlir]
                 [--specials]
+  FILE.mlir       the module to run (- reads stdin)
   --entry F       function to run (its lowp.scaled_matmul takes its operands from the arguments)
   --gen           build a scaled_matmul from the flags instead of reading a file
   --lhs/--rhs     element formats (f8e4m3, f4e2m1, f4e3m0, ...)
@@ -354,7 +355,9 @@ fn parse_args(raw: Vec<String>) -> Result<Args, Usage> {
                 a.tuning.push((name, v));
             }
             "--save-kernel" => a.save_kernel = Some(named(&flag, value(), "a directory")?),
-            f if f.starts_with('-') => return Err(Usage(format!("unknown option '{f}'\n{USAGE}"))),
+            f if f.starts_with('-') && f != "-" => {
+                return Err(Usage(format!("unknown option '{f}'\n{USAGE}")))
+            }
             _ => {
                 if a.file.replace(arg.clone()).is_some() {
                     return Err(Usage(format!("more than one input file ('{arg}')")));
@@ -637,8 +640,11 @@ fn run(a: Args) -> Result<bool, String> {
             .entry
             .clone()
             .ok_or("--entry F is required with an input file")?;
-        if let Err(e) = std::fs::metadata(&file) {
-            return Err(format!("cannot read '{file}': {e}"));
+        // (`-` is stdin, which MLIR's parser reads.)
+        if file != "-" {
+            if let Err(e) = std::fs::metadata(&file) {
+                return Err(format!("cannot read '{file}': {e}"));
+            }
         }
         let module = session.parse_file(&file).map_err(|e| e.to_string())?;
         match MatmulSpec::from_entry(&module, &entry) {
