@@ -67,8 +67,8 @@
 //! vector at a time straight into registers and multiplied with A's rows, four rows of B
 //! at once; a scale segment's vector accumulators reduced to one vector of lane sums and
 //! scaled into the totals once. Where M is known only at run time, each of these forms
-//! runs under a branch on it (M = 1 the GEMV form, the narrow form's ranges), the row
-//! tiles last.
+//! runs under a branch on it (M = 1, 2 and 3 a GEMV form each, the narrow form's ranges),
+//! the row tiles last.
 //!
 //! B's decode (the f32 kernel's larger half at the decode shape) takes eight rows of a
 //! panel at a time, a vector of each row's codes at once, and transposes the block in
@@ -546,14 +546,14 @@ fn lower_scaled_matmul<'c, 'a>(
         return lower_form(e, &mm, form_of(&plan, static_m, formats, bytes.is_some()));
     }
     // M known only at run time: the forms of a few rows where M turns out to take them
-    // (batch-1 decoding through the GEMV form, the decode shape's 13-16 rows through the
-    // narrow one), each under its own branch, else the row tiles.
+    // (batch decoding of 1-3 rows through the GEMV form, a copy for each M; the decode
+    // shape's 13-16 rows through the narrow one), each under its own branch, else the row
+    // tiles.
     let mut branches: Vec<(i64, i64, Form)> = Vec::new();
     for rows in 1..=2 * plan.tile.lanes {
         let form = form_of(&plan, Some(rows), formats, bytes.is_some());
         match (form, branches.last_mut()) {
             (Form::Tiles, _) => {}
-            (Form::Gemv(_), _) if rows > 1 => {}
             (Form::Narrow(mv), Some((_, hi, Form::Narrow(last))))
                 if *last == mv && *hi == rows - 1 =>
             {

@@ -266,9 +266,9 @@ func.func @gemv(%a: memref<1x64xf8E4M3FN>, %sa: memref<1x2xf8E8M0FNU>, %b: memre
 
 // -----
 
-// M known only at run time: each form of few rows under a branch on it (M = 1 the GEMV
-// form, 7-8 and 13-16 the narrow one with one and two vectors of rows), the row tiles
-// last.
+// M known only at run time: each form of few rows under a branch on it (M = 1, 2 and 3
+// a GEMV form each, 7-8 and 13-16 the narrow one with one and two vectors of rows), the
+// row tiles last.
 // CHECK-LABEL: func.func @dynamic_m
 // CHECK:       %[[M:.*]] = memref.dim %{{.*}}, %c0 : memref<?x64xf8E4M3FN>
 // CHECK:       arith.cmpi uge, %[[M]], %c1 : index
@@ -276,17 +276,27 @@ func.func @gemv(%a: memref<1x64xf8E4M3FN>, %sa: memref<1x2xf8E8M0FNU>, %b: memre
 // CHECK:       scf.if
 // CHECK:         memref.alloc() {alignment = 64 : i64} : memref<1x64xf32>
 // CHECK:       } else {
-// CHECK:         arith.cmpi uge, %[[M]], %c7 : index
-// CHECK:         arith.cmpi ule, %[[M]], %c8 : index
+// CHECK:         arith.cmpi uge, %[[M]], %c2 : index
+// CHECK:         arith.cmpi ule, %[[M]], %c2 : index
 // CHECK:         scf.if
-// CHECK:           memref.alloc() {alignment = 64 : i64} : memref<64x8xf32>
+// CHECK:           memref.alloc() {alignment = 64 : i64} : memref<2x64xf32>
 // CHECK:         } else {
-// CHECK:           arith.cmpi uge, %[[M]], %c13 : index
-// CHECK:           arith.cmpi ule, %[[M]], %c16 : index
+// CHECK:           arith.cmpi uge, %[[M]], %c3 : index
+// CHECK:           arith.cmpi ule, %[[M]], %c3 : index
 // CHECK:           scf.if
-// CHECK:             memref.alloc() {alignment = 64 : i64} : memref<64x16xf32>
+// CHECK:             memref.alloc() {alignment = 64 : i64} : memref<3x64xf32>
 // CHECK:           } else {
-// CHECK:             memref.alloc(%{{.*}}) {alignment = 64 : i64} : memref<?x64x6xf32>
+// CHECK:             arith.cmpi uge, %[[M]], %c7 : index
+// CHECK:             arith.cmpi ule, %[[M]], %c8 : index
+// CHECK:             scf.if
+// CHECK:               memref.alloc() {alignment = 64 : i64} : memref<64x8xf32>
+// CHECK:             } else {
+// CHECK:               arith.cmpi uge, %[[M]], %c13 : index
+// CHECK:               arith.cmpi ule, %[[M]], %c16 : index
+// CHECK:               scf.if
+// CHECK:                 memref.alloc() {alignment = 64 : i64} : memref<64x16xf32>
+// CHECK:               } else {
+// CHECK:                 memref.alloc(%{{.*}}) {alignment = 64 : i64} : memref<?x64x6xf32>
 // ROWS-LABEL:  func.func @dynamic_m
 // ROWS-NOT:    scf.if
 // ROWS:        memref.alloc(%{{.*}}) {alignment = 64 : i64} : memref<?x64x6xf32>
