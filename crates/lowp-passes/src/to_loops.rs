@@ -62,13 +62,14 @@
 //! decoded into and swept from at once; the same sums in the same order, so the same bits
 //! (`narrow=false` keeps the row tiles).
 //!
-//! Where M is known and at most 3 (batch-1 decoding is M = 1), the GEMV form runs instead
-//! of either kernel (`gemv.rs`): each output a dot product along K, B's rows decoded a
-//! vector at a time straight into registers and multiplied with A's rows, four rows of B
-//! at once; a scale segment's vector accumulators reduced to one vector of lane sums and
-//! scaled into the totals once. Where M is known only at run time, each of these forms
-//! runs under a branch on it (M = 1, 2 and 3 a GEMV form each, the narrow form's ranges),
-//! the row tiles last.
+//! Where M is known and small (batch decoding: at most 3 rows, or up to 8 where the scales
+//! change along K no more often than every 128, 5 beside the byte kernel), the GEMV form
+//! runs instead of either kernel (`gemv.rs`): each output a dot product along K, B's rows
+//! decoded a vector at a time straight into registers and multiplied with A's rows, up to
+//! four rows of B at once; a scale segment's vector accumulators reduced to one vector of
+//! lane sums and scaled into the totals once. Where M is known only at run time, each of
+//! these forms runs under a branch on it (a GEMV form for each M it takes, the narrow
+//! form's ranges), the row tiles last.
 //!
 //! B's decode (the f32 kernel's larger half at the decode shape) takes eight rows of a
 //! panel at a time, a vector of each row's codes at once, and transposes the block in
@@ -277,9 +278,10 @@ pub const PASS: PassDef = PassDef {
         OptionDef {
             name: "gemv",
             default: "true",
-            description: "Where M is static and at most 3, the GEMV form (ahead of the byte \
-                          kernel too): each output a dot product along K, B's rows decoded \
-                          into registers",
+            description: "Where M is small (at most 3 rows; up to 8 with per-tensor, \
+                          per-channel or 128-long scale blocks, 5 where the byte kernel would \
+                          run), the GEMV form: each output a dot product along K, B's rows \
+                          decoded into registers",
             kind: OptionKind::Bool,
         },
     ],
@@ -310,7 +312,7 @@ struct Plan {
     f16_decode: bool,
     /// `narrow=true`: the narrow form where M is at most two vectors (`narrow::vectors`).
     narrow: bool,
-    /// `gemv=true`: the GEMV form where M is at most `gemv::GEMV_ROWS`.
+    /// `gemv=true`: the GEMV form where M is as small as `gemv::takes` asks.
     gemv: bool,
 }
 
@@ -546,7 +548,7 @@ fn lower_scaled_matmul<'c, 'a>(
         return lower_form(e, &mm, form_of(&plan, static_m, formats, bytes.is_some()));
     }
     // M known only at run time: the forms of a few rows where M turns out to take them
-    // (batch decoding of 1-3 rows through the GEMV form, a copy for each M; the decode
+    // (batch decoding of a few rows through the GEMV form, a copy for each M; the decode
     // shape's 13-16 rows through the narrow one), each under its own branch, else the row
     // tiles.
     let mut branches: Vec<(i64, i64, Form)> = Vec::new();
@@ -1264,8 +1266,9 @@ fn transpose8x16<'c, 'a>(e: &Emitter<'c, 'a>, rows: &[Value<'c, 'a>]) -> Vec<Val
 /// Which form of the GEMM a matmul takes (see the module header).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Form {
-    /// Each output a dot product along K (`gemv.rs`) for this many rows of A: at most
-    /// `gemv::GEMV_ROWS`, ahead of the byte kernel too (at M <= 3 it ran MXFP4 1.4x faster).
+    /// Each output a dot product along K (`gemv.rs`) for this many rows of A (as
+    /// `gemv::takes` allows), ahead of the byte kernel too (at M <= 3 it ran MXFP4 1.4x
+    /// faster).
     Gemv(i64),
     /// A's rows as `mv` vectors, B broadcast (`narrow.rs`), f32 kernel only.
     Narrow(i64),
@@ -1282,7 +1285,7 @@ fn form_of(
     bytes: bool,
 ) -> Form {
     let f16 = plan.b_through_f16(fa, fb).is_some();
-    if let Some(rows) = m.filter(|_| plan.gemv && gemv::takes(m, plan, f16)) {
+    if let Some(rows) = m.filter(|_| plan.gemv && gemv::takes(m, plan, f16, bytes)) {
         return Form::Gemv(rows);
     }
     match narrow::vectors(m, plan.tile) {

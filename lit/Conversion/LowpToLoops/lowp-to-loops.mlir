@@ -266,8 +266,47 @@ func.func @gemv(%a: memref<1x64xf8E4M3FN>, %sa: memref<1x2xf8E8M0FNU>, %b: memre
 
 // -----
 
-// M known only at run time: each form of few rows under a branch on it (M = 1, 2 and 3
-// a GEMV form each, 7-8 and 13-16 the narrow one with one and two vectors of rows), the
+// Past 3 rows, with no scale segments along K (per-tensor here), the GEMV form still runs
+// (up to 8 rows), the group's rows of B decoded first (two here: four rows of A times two
+// accumulators, their vectors and the decode's in sixteen registers), then A's rows loaded
+// one at a time, each into its FMAs with both.
+// CHECK-LABEL: func.func @gemv_b_first
+// CHECK-DAG:   %[[AP:.*]] = memref.alloc() {alignment = 64 : i64} : memref<4x64xf32>
+// CHECK:       scf.for %[[KK:.*]] = %{{.*}} to %{{.*}} step %c8 iter_args({{.*}}) -> (vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>) {
+// CHECK:         vector.load %{{.*}}[%{{.*}}, %[[KK]]] : memref<20x64xi8>, vector<8xi8>
+// CHECK:         vector.load %{{.*}}[%{{.*}}, %[[KK]]] : memref<20x64xi8>, vector<8xi8>
+// CHECK:         %[[A0:.*]] = vector.load %[[AP]][%c0, %[[KK]]] : memref<4x64xf32>, vector<8xf32>
+// CHECK-NEXT:    vector.fma %[[A0]]
+// CHECK-NEXT:    vector.fma %[[A0]]
+// CHECK-NEXT:    %[[A1:.*]] = vector.load %[[AP]][%c1, %[[KK]]] : memref<4x64xf32>, vector<8xf32>
+// CHECK-NEXT:    vector.fma %[[A1]]
+// CHECK-NEXT:    vector.fma %[[A1]]
+// CHECK:         vector.load %[[AP]][%c3, %[[KK]]]
+// With MX's 32-blocks, 4 rows take the row tiles (see gemv.rs's LONG_SEGMENT).
+// ROWS-LABEL:  func.func @gemv_b_first
+// ROWS:        memref.alloc() {alignment = 64 : i64} : memref<1x64x6xf32>
+// ROWS-LABEL:  func.func @mx_four_rows
+// ROWS:        memref.alloc() {alignment = 64 : i64} : memref<1x64x6xf32>
+// CHECK-LABEL: func.func @mx_four_rows
+// CHECK-NOT:   memref<4x64xf32>
+// CHECK:       memref.alloc() {alignment = 64 : i64} : memref<1x64x6xf32>
+func.func @gemv_b_first(%a: memref<4x64xf8E4M3FN>, %sa: memref<1x1xf32>, %b: memref<20x64xf8E4M3FN>,
+                        %sb: memref<1x1xf32>, %c: memref<4x20xf32>) {
+  lowp.scaled_matmul %a[%sa], %b[%sb] into %c layouts(#lowp.per_tensor, #lowp.per_tensor)
+      : memref<4x64xf8E4M3FN>[memref<1x1xf32>], memref<20x64xf8E4M3FN>[memref<1x1xf32>] -> memref<4x20xf32>
+  return
+}
+func.func @mx_four_rows(%a: memref<4x64xf8E4M3FN>, %sa: memref<4x2xf8E8M0FNU>, %b: memref<20x64xf8E4M3FN>,
+                        %sb: memref<20x2xf8E8M0FNU>, %c: memref<4x20xf32>) {
+  lowp.scaled_matmul %a[%sa], %b[%sb] into %c layouts(#lowp.mx<32>, #lowp.mx<32>)
+      : memref<4x64xf8E4M3FN>[memref<4x2xf8E8M0FNU>], memref<20x64xf8E4M3FN>[memref<20x2xf8E8M0FNU>] -> memref<4x20xf32>
+  return
+}
+
+// -----
+
+// M known only at run time: each form of few rows under a branch on it (M = 1 to 8 a
+// GEMV form each, per-tensor here; 13-16 the narrow one with two vectors of rows), the
 // row tiles last.
 // CHECK-LABEL: func.func @dynamic_m
 // CHECK:       %[[M:.*]] = memref.dim %{{.*}}, %c0 : memref<?x64xf8E4M3FN>
@@ -286,17 +325,37 @@ func.func @gemv(%a: memref<1x64xf8E4M3FN>, %sa: memref<1x2xf8E8M0FNU>, %b: memre
 // CHECK:           scf.if
 // CHECK:             memref.alloc() {alignment = 64 : i64} : memref<3x64xf32>
 // CHECK:           } else {
-// CHECK:             arith.cmpi uge, %[[M]], %c7 : index
-// CHECK:             arith.cmpi ule, %[[M]], %c8 : index
+// CHECK:             arith.cmpi uge, %[[M]], %c4 : index
+// CHECK:             arith.cmpi ule, %[[M]], %c4 : index
 // CHECK:             scf.if
-// CHECK:               memref.alloc() {alignment = 64 : i64} : memref<64x8xf32>
+// CHECK:               memref.alloc() {alignment = 64 : i64} : memref<4x64xf32>
 // CHECK:             } else {
-// CHECK:               arith.cmpi uge, %[[M]], %c13 : index
-// CHECK:               arith.cmpi ule, %[[M]], %c16 : index
+// CHECK:               arith.cmpi uge, %[[M]], %c5 : index
+// CHECK:               arith.cmpi ule, %[[M]], %c5 : index
 // CHECK:               scf.if
-// CHECK:                 memref.alloc() {alignment = 64 : i64} : memref<64x16xf32>
+// CHECK:                 memref.alloc() {alignment = 64 : i64} : memref<5x64xf32>
 // CHECK:               } else {
-// CHECK:                 memref.alloc(%{{.*}}) {alignment = 64 : i64} : memref<?x64x6xf32>
+// CHECK:                 arith.cmpi uge, %[[M]], %c6 : index
+// CHECK:                 arith.cmpi ule, %[[M]], %c6 : index
+// CHECK:                 scf.if
+// CHECK:                   memref.alloc() {alignment = 64 : i64} : memref<6x64xf32>
+// CHECK:                 } else {
+// CHECK:                   arith.cmpi uge, %[[M]], %c7 : index
+// CHECK:                   arith.cmpi ule, %[[M]], %c7 : index
+// CHECK:                   scf.if
+// CHECK:                     memref.alloc() {alignment = 64 : i64} : memref<7x64xf32>
+// CHECK:                   } else {
+// CHECK:                     arith.cmpi uge, %[[M]], %c8 : index
+// CHECK:                     arith.cmpi ule, %[[M]], %c8 : index
+// CHECK:                     scf.if
+// CHECK:                       memref.alloc() {alignment = 64 : i64} : memref<8x64xf32>
+// CHECK:                     } else {
+// CHECK:                       arith.cmpi uge, %[[M]], %c13 : index
+// CHECK:                       arith.cmpi ule, %[[M]], %c16 : index
+// CHECK:                       scf.if
+// CHECK:                         memref.alloc() {alignment = 64 : i64} : memref<64x16xf32>
+// CHECK:                       } else {
+// CHECK:                         memref.alloc(%{{.*}}) {alignment = 64 : i64} : memref<?x64x6xf32>
 // ROWS-LABEL:  func.func @dynamic_m
 // ROWS-NOT:    scf.if
 // ROWS:        memref.alloc(%{{.*}}) {alignment = 64 : i64} : memref<?x64x6xf32>

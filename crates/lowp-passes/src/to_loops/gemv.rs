@@ -1,8 +1,10 @@
-//! The GEMV form of `lowp-to-loops`: where A has at most `GEMV_ROWS` rows (M known when
-//! the pass runs: batch-1 LLM decoding is M = 1), each output is a dot product along K.
+//! The GEMV form of `lowp-to-loops`: where A has few rows (M known when the pass runs:
+//! batch-1 LLM decoding is M = 1; up to 3, or 8 where the scales change along K no more
+//! often than every 128, see `takes`), each output is a dot product along K.
 //! B's rows are decoded as stored, a vector of codes at a time, straight into registers
 //! (no buffer, no transpose) and multiplied with A's decoded rows (`M x K` f32, contiguous
-//! along K) into vector accumulators, up to four rows of B at once; at each scale
+//! along K) into vector accumulators, up to four rows of B at once (beyond 3 rows of A,
+//! the group's rows of B decoded first, A's loaded one row at a time); at each scale
 //! segment's end the accumulators' lane sums come out as one vector (a transposed
 //! horizontal sum) and are scaled once (`sa * sb`, lane by lane) into vector totals. The
 //! row-tile form runs M = 1 as a tile of 6 rows and stores, transposes and reloads every
@@ -33,13 +35,22 @@ use crate::expand_quantize::ceil_div;
 use crate::ir::Emitter;
 use lowp_formats::F16Fields;
 
-/// The most rows of A the GEMV form takes. At 1-3 x 8192 x 8192 on two Zen 3 threads it
-/// beat the row tiles (FP8 per-tensor M = 1 5.4-5.7 against 10.7-11.1 ms, M = 3 8.0
-/// against 11.6; MX FP8 M = 3 12.5 against 17.1) and the byte kernel (MXFP4 M = 1 5.8
-/// against 8.1-9.3, M = 3 9.9 against 13.0); at M = 4 twelve accumulators and A's eight
-/// vectors no longer fit sixteen registers (MX FP8 55-61 ms against 12), at 5-6 the row
-/// tiles won (12.3-12.8 against 11.1).
-pub(super) const GEMV_ROWS: i64 = 3;
+/// The most rows of A the GEMV form takes (f32 kernel, scale segments none or long). On
+/// two Zen 3 threads at N = K = 8192 (ms, alternated with the forms it replaces): up to
+/// 3 rows A's vectors loaded first beat the row tiles (FP8 per-tensor M = 1 5.4-5.7
+/// against 10.7-11.1, M = 3 8.0 against 11.6; MX FP8 M = 3 12.5 against 17.1) and the
+/// byte kernel (MXFP4 M = 1 5.8 against 8.1-9.3, M = 3 9.9 against 13.0); at 4-8 rows B's
+/// rows decoded first (A's loaded then were twelve accumulators and eight vectors of A in
+/// sixteen registers at M = 4: MX FP8 55-61 against 12) beat the tiles and narrow form
+/// (FP8 per-tensor M = 4 8.2-13.2 against 12.0-19.0, 6 9.3-10.1 against 11.6-23.2, 7
+/// 11.8-13.8 against 21.5-23.9, 8 12.3-14.4 against 17.2-25.2; per-channel and
+/// blockwise/1x128 alike) and lost at 9 (20.4-21.4 against 16.5-21.2) and beyond.
+pub(super) const GEMV_ROWS: i64 = 8;
+
+/// The most rows of A the GEMV form takes where the byte kernel would run (FP4 E2M1
+/// per-tensor: M = 4 8.0-8.2 against 9.9-11.7, 5 8.9-10.0 against 10.0-11.5; at 6 the
+/// byte kernel won, 8.2-12.5 against 9.7-14.5, at 8 10.7-12.9 against 16.2-17.1).
+const BYTE_GEMV_ROWS: i64 = 5;
 
 /// Vector accumulators the form keeps at most: `M` rows of A times `12 / M` rows of B,
 /// and at most `GROUP_ROWS` rows of B (four rows of B streaming at once ran 1 x 8192 x
@@ -48,6 +59,29 @@ const ACCUMULATORS: i64 = 12;
 
 /// The most rows of B a group decodes at once (see `ACCUMULATORS`).
 const GROUP_ROWS: i64 = 4;
+
+/// The shortest scale segment with which the form takes more than `A_FIRST_ROWS` rows:
+/// each segment ends in the lane sums and scaling of every accumulator, which at MX's 32
+/// (two steps of 16) cost more than the row tiles save (MX FP8 4 x 8192 x 8192 12.2-14.7
+/// against 12.2-12.6 ms, 6 rows 14.6-17.7 against 12.3-13.9).
+const LONG_SEGMENT: i64 = 128;
+
+/// The most rows of A loaded ahead of the group's rows of B; past them B's rows are
+/// decoded first and A's rows loaded one at a time, to keep A's vectors out of registers.
+const A_FIRST_ROWS: i64 = 3;
+
+/// Rows of B a group takes with `m` rows of A and `parts` vectors a step: `12 / m` up to
+/// `A_FIRST_ROWS` rows; past them as many as keep the accumulators, B's decoded vectors
+/// and four for the decode's work within sixteen registers.
+fn group_rows(m: i64, parts: i64) -> i64 {
+    if m <= A_FIRST_ROWS {
+        return (ACCUMULATORS / m).clamp(1, GROUP_ROWS);
+    }
+    (1..=GROUP_ROWS)
+        .rev()
+        .find(|r| m * r + parts * r + 4 <= 16)
+        .unwrap_or(1)
+}
 
 /// K steps of one decode: 16 codes through f16 patterns, else a vector of `lanes`.
 fn step_k(via_f16: bool, lanes: i64) -> i64 {
@@ -58,11 +92,18 @@ fn step_k(via_f16: bool, lanes: i64) -> i64 {
     }
 }
 
-/// Whether the GEMV form runs for `m` rows (known when the pass runs): `1..=GEMV_ROWS`,
-/// and scale segments (where the scales change along K) whole numbers of decode steps.
-pub(super) fn takes(m: Option<i64>, plan: &Plan, via_f16: bool) -> bool {
+/// Whether the GEMV form runs for `m` rows (known when the pass runs): up to
+/// `A_FIRST_ROWS` with scale segments shorter than `LONG_SEGMENT`, else `GEMV_ROWS`
+/// (`BYTE_GEMV_ROWS` where `bytes`: the byte kernel would run); scale segments (where
+/// the scales change along K) whole numbers of decode steps.
+pub(super) fn takes(m: Option<i64>, plan: &Plan, via_f16: bool, bytes: bool) -> bool {
     let step = step_k(via_f16, plan.tile.lanes);
-    m.is_some_and(|m| (1..=GEMV_ROWS).contains(&m)) && plan.seg.is_none_or(|s| s % step == 0)
+    let rows = match plan.seg {
+        Some(s) if s < LONG_SEGMENT => A_FIRST_ROWS,
+        _ if bytes => BYTE_GEMV_ROWS,
+        _ => GEMV_ROWS,
+    };
+    m.is_some_and(|m| (1..=rows).contains(&m)) && plan.seg.is_none_or(|s| s % step == 0)
 }
 
 /// The GEMV form's sums, `w[row, column]` (columns padded to whole groups of B's rows;
@@ -88,7 +129,8 @@ pub(super) fn gemm<'c, 'a>(
     let vl = lanes as u64;
     let step = step_k(via_f16.is_some(), lanes);
     let parts = (step / lanes) as usize;
-    let rb = (ACCUMULATORS / m).clamp(1, GROUP_ROWS);
+    let rb = group_rows(m, parts as i64);
+    let b_first = m > A_FIRST_ROWS;
     let n = b.rows;
     let groups = ceil_div(e, n, e.index(rb));
     let mu = m as usize;
@@ -193,21 +235,37 @@ pub(super) fn gemm<'c, 'a>(
             let sv = e.addi(s0, e.muli(e.divui(e.subi(s1, s0), stride), stride));
             let inits: Vec<Value> = (0..count).map(|_| zv).collect();
             let acc = e.for_loop(s0, sv, stride, &inits, |e, kk, acc| {
-                let av: Vec<Vec<Value>> = (0..m)
-                    .map(|i| {
-                        (0..parts as i64)
-                            .map(|p| e.vload(ap, &[e.index(i), e.addi(kk, e.index(p * lanes))], vl))
-                            .collect()
-                    })
-                    .collect();
-                let mut next = acc.to_vec();
-                for (j, &rr) in rows.iter().enumerate() {
+                let a_row = |e: &Emitter<'c, 'a>, i: i64| -> Vec<Value<'c, 'a>> {
+                    (0..parts as i64)
+                        .map(|p| e.vload(ap, &[e.index(i), e.addi(kk, e.index(p * lanes))], vl))
+                        .collect()
+                };
+                let b_row = |e: &Emitter<'c, 'a>, rr| {
                     prefetch_codes(e, b, rr, kk, k);
-                    let bv = decode(e, rr, kk);
-                    for (i, a_row) in av.iter().enumerate() {
-                        let x = i * rb as usize + j;
-                        for (&a, &b) in a_row.iter().zip(&bv) {
-                            next[x] = e.fma(a, b, next[x]);
+                    decode(e, rr, kk)
+                };
+                let mut next = acc.to_vec();
+                let mut fma = |x: usize, av: &[Value<'c, 'a>], bv: &[Value<'c, 'a>]| {
+                    for (&a, &b) in av.iter().zip(bv) {
+                        next[x] = e.fma(a, b, next[x]);
+                    }
+                };
+                if b_first {
+                    // The group's rows of B decoded, then A's rows one at a time.
+                    let bvs: Vec<_> = rows.iter().map(|&rr| b_row(e, rr)).collect();
+                    for i in 0..mu {
+                        let av = a_row(e, i as i64);
+                        for (j, bv) in bvs.iter().enumerate() {
+                            fma(i * rb as usize + j, &av, bv);
+                        }
+                    }
+                } else {
+                    // A's rows loaded, then the group's rows of B one at a time.
+                    let avs: Vec<_> = (0..m).map(|i| a_row(e, i)).collect();
+                    for (j, &rr) in rows.iter().enumerate() {
+                        let bv = b_row(e, rr);
+                        for (i, av) in avs.iter().enumerate() {
+                            fma(i * rb as usize + j, av, &bv);
                         }
                     }
                 }
