@@ -5,7 +5,8 @@
 //! (`lowp-cpu-pipeline` (or `lowp-cpu-openmp-pipeline` with threads)), JIT it with MLIR's
 //! ExecutionEngine, and call its functions with Rust buffers as memref arguments
 //! ([`MemRefArg`]). Every failure is a [`JitError`] carrying MLIR's located diagnostics;
-//! nothing panics on bad input.
+//! nothing panics on bad input, and a module calling an x86 intrinsic this CPU lacks is
+//! refused before LLVM's instruction selection would stop the process (`host.rs`).
 
 #![deny(missing_docs)]
 
