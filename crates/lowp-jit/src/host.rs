@@ -15,13 +15,35 @@
 use melior::ir::operation::{OperationLike, WalkOrder, WalkResult};
 use melior::ir::Module;
 
+/// The x86 families outside AVX-512 by the start of their intrinsics' names (after
+/// `llvm.x86.`), and the extension each needs; the first match counts (`avx2.` before
+/// `avx.`, `bmi.bextr` before `bmi.`).
+const FAMILIES: [(&str, &str); 17] = [
+    ("avxvnni.", "avxvnni"),
+    ("avx2.", "avx2"),
+    ("fma.", "fma"),
+    ("avx.", "avx"),
+    ("vcvtph2ps", "f16c"),
+    ("vcvtps2ph", "f16c"),
+    ("sse42.", "sse4.2"),
+    ("crc32.", "sse4.2"),
+    ("sse41.", "sse4.1"),
+    ("ssse3.", "ssse3"),
+    ("sse3.", "sse3"),
+    ("aesni.", "aes"),
+    ("pclmulqdq", "pclmulqdq"),
+    ("sha1", "sha"),
+    ("sha256", "sha"),
+    ("bmi.bextr", "bmi1"),
+    ("bmi.", "bmi2"),
+];
+
 /// The CPU extensions (as `is_x86_feature_detected!` spells them) the x86 intrinsic
 /// `name` needs; empty for a name outside `llvm.x86.` or a family the table lacks.
 pub fn x86_intrinsic_needs(name: &str) -> Vec<&'static str> {
     let Some(op) = name.strip_prefix("llvm.x86.") else {
         return Vec::new();
     };
-    let prefixed = |families: &[&str]| families.iter().any(|f| op.starts_with(f));
     if let Some(rest) = op.strip_prefix("avx512") {
         // avx512bf16.*, avx512fp16.*, or the AVX512F family avx512.* whose byte / word
         // ops are AVX512BW's, dot products AVX512VNNI's, and 128 / 256-bit forms AVX512VL's.
@@ -60,38 +82,11 @@ pub fn x86_intrinsic_needs(name: &str) -> Vec<&'static str> {
         }
         return needs;
     }
-    let one = if prefixed(&["avxvnni."]) {
-        "avxvnni"
-    } else if prefixed(&["avx2."]) {
-        "avx2"
-    } else if prefixed(&["fma."]) {
-        "fma"
-    } else if prefixed(&["avx."]) {
-        "avx"
-    } else if prefixed(&["vcvtph2ps", "vcvtps2ph"]) {
-        "f16c"
-    } else if prefixed(&["sse42.", "crc32."]) {
-        "sse4.2"
-    } else if prefixed(&["sse41."]) {
-        "sse4.1"
-    } else if prefixed(&["ssse3."]) {
-        "ssse3"
-    } else if prefixed(&["sse3."]) {
-        "sse3"
-    } else if prefixed(&["aesni."]) {
-        "aes"
-    } else if prefixed(&["pclmulqdq"]) {
-        "pclmulqdq"
-    } else if prefixed(&["sha1", "sha256"]) {
-        "sha"
-    } else if prefixed(&["bmi.bextr"]) {
-        "bmi1"
-    } else if prefixed(&["bmi."]) {
-        "bmi2"
-    } else {
-        return Vec::new();
-    };
-    vec![one]
+    FAMILIES
+        .iter()
+        .find(|(prefix, _)| op.starts_with(prefix))
+        .map(|&(_, extension)| vec![extension])
+        .unwrap_or_default()
 }
 
 /// Whether this CPU has the extension `feature` (a name [`x86_intrinsic_needs`] returns).
