@@ -257,7 +257,7 @@ fn occurrences(s: &str, token: &str) -> Vec<usize> {
         .collect()
 }
 
-/// A consistent mutant: one to three times, a size, element type or layout that `text`
+/// A consistent mutant: one to three times, a size, code format or layout that `text`
 /// holds replaced everywhere by another of its kind, so that shapes and types still agree
 /// where they did (a valid module often stays valid, with new sizes or formats).
 fn substitute(rng: &mut SplitMix64, text: &str) -> String {
