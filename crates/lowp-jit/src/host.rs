@@ -1,4 +1,4 @@
-//! What the host CPU lacks for a module's target intrinsics.
+//! What the host CPU has, and what it lacks for a module's target intrinsics.
 //!
 //! The JIT compiles for the host's own features. A call of an x86 intrinsic from an
 //! extension the host does not have (`llvm.x86.avx512.pmaddubs.w.512` from
@@ -89,8 +89,10 @@ pub fn x86_intrinsic_needs(name: &str) -> Vec<&'static str> {
         .unwrap_or_default()
 }
 
-/// Whether this CPU has the extension `feature` (a name [`x86_intrinsic_needs`] returns).
-fn host_has(feature: &str) -> bool {
+/// Whether this CPU has the x86 extension `feature` (a name [`x86_intrinsic_needs`]
+/// returns); false on other CPUs. The one place lowp-jit asks the CPU (`host_lanes`,
+/// `host_byte_dot`, `host_f16` and the intrinsic check).
+pub(crate) fn host_has(feature: &str) -> bool {
     #[cfg(target_arch = "x86_64")]
     {
         use std::arch::is_x86_feature_detected as has;

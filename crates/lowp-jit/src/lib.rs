@@ -33,13 +33,11 @@ pub use memref::MemRefArg;
 /// f32 lanes per vector register of this CPU: 16 with AVX-512F, else 8 (AVX2; other
 /// targets' LLVM backends split or widen the 8-lane vectors as they need).
 pub fn host_lanes() -> u32 {
-    #[cfg(target_arch = "x86_64")]
-    {
-        if std::arch::is_x86_feature_detected!("avx512f") {
-            return 16;
-        }
+    if host::host_has("avx512f") {
+        16
+    } else {
+        8
     }
-    8
 }
 
 /// Inner products of the CPU kernel (`lowp-to-loops{dot=...}`).
@@ -68,12 +66,12 @@ impl Dot {
 }
 
 /// The x86 extension the byte kernel needs with vectors of `lanes` f32 (as
-/// [`host_byte_dot`] checks it): AVX2 for 8 lanes, AVX512BW for 16.
+/// `is_x86_feature_detected!` spells it): avx2 for 8 lanes, avx512bw for 16.
 fn byte_dot_extension(lanes: u32) -> &'static str {
     if lanes >= 16 {
-        "AVX512BW"
+        "avx512bw"
     } else {
-        "AVX2"
+        "avx2"
     }
 }
 
@@ -81,18 +79,7 @@ fn byte_dot_extension(lanes: u32) -> &'static str {
 /// AVX2 for 8 lanes, AVX512BW for 16 (LLVM cannot compile the 512-bit intrinsics for a
 /// CPU without them).
 pub fn host_byte_dot(lanes: u32) -> bool {
-    #[cfg(target_arch = "x86_64")]
-    {
-        if lanes >= 16 {
-            return std::arch::is_x86_feature_detected!("avx512bw");
-        }
-        std::arch::is_x86_feature_detected!("avx2")
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    {
-        let _ = lanes;
-        false
-    }
+    host::host_has(byte_dot_extension(lanes))
 }
 
 /// How the CPU kernel decodes B (`lowp-to-loops{decode=...}`).
@@ -125,12 +112,9 @@ impl Decode {
 /// Whether this CPU widens f16 to f32 in one instruction (x86 F16C, every AArch64):
 /// without it LLVM calls a library function per value, which the JIT may not have.
 pub fn host_f16() -> bool {
-    #[cfg(target_arch = "x86_64")]
-    {
-        std::arch::is_x86_feature_detected!("f16c")
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    {
+    if cfg!(target_arch = "x86_64") {
+        host::host_has("f16c")
+    } else {
         cfg!(target_arch = "aarch64")
     }
 }
@@ -443,7 +427,7 @@ impl Session {
                 diagnostics: format!(
                     "dot=i8 with {} lanes needs {}, which this CPU lacks",
                     self.lanes,
-                    byte_dot_extension(self.lanes)
+                    byte_dot_extension(self.lanes).to_uppercase()
                 ),
             });
         }
