@@ -25,7 +25,10 @@ for tool in ["lowp-opt", "lowp-fmt", "lowp-run", "lowp-translate", "lowp-gpu-run
         lit_config.fatal(f"{path} not found: build it first (cargo build --workspace)")
     config.substitutions.append((r"\b%s\b" % tool.replace("-", r"\-"), path))
 
-# FileCheck, not, count from LLVM 22 come first on PATH.
+# MLIR's runtime libraries (vector.print's printF32) for mlir-runner: %mlir_lib.
+config.substitutions.append(("%mlir_lib", os.path.join(os.path.dirname(llvm_bin), "lib")))
+
+# FileCheck, not, count, mlir-runner from LLVM 22 come first on PATH.
 config.environment["PATH"] = os.pathsep.join([llvm_bin, config.environment.get("PATH", "")])
 
 # GPU tests say `REQUIRES: cuda`; they run only where a CUDA driver is present.

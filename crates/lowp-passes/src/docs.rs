@@ -20,6 +20,7 @@ fn header(source: &str) -> String {
 
 fn source_of(pass: &PassDef) -> &'static str {
     match pass.argument {
+        "lowp-assert-shapes" => include_str!("assert_shapes.rs"),
         "lowp-expand-quantize" => include_str!("expand_quantize.rs"),
         "lowp-to-loops" => include_str!("to_loops.rs"),
         "lowp-to-parallel-loops" => include_str!("to_parallel_loops.rs"),

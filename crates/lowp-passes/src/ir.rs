@@ -1304,6 +1304,54 @@ pub fn enclosing<'c, 'a>(op: OperationRef<'c, 'a>, name: &str) -> Option<Operati
     None
 }
 
+/// `file:line:col` of a location: of a file location itself, of the child of a named one,
+/// of the callee of a call site, of the first of a fused one; `loc(unknown)` and other
+/// kinds print as MLIR prints them.
+pub fn location_text(loc: melior::ir::Location) -> String {
+    location_text_at(loc.to_raw(), 0).unwrap_or_else(|| loc.to_string())
+}
+
+fn location_text_at(raw: mlir_sys::MlirLocation, depth: u32) -> Option<String> {
+    if depth > 16 {
+        return None;
+    }
+    // SAFETY: predicates and accessors on a live location; a fused location's array is
+    // filled by the C API with its count of locations.
+    unsafe {
+        if mlir_sys::mlirLocationIsAFileLineColRange(raw) {
+            let file = text_of(mlir_sys::mlirIdentifierStr(
+                mlir_sys::mlirLocationFileLineColRangeGetFilename(raw),
+            ));
+            return Some(format!(
+                "{file}:{}:{}",
+                mlir_sys::mlirLocationFileLineColRangeGetStartLine(raw),
+                mlir_sys::mlirLocationFileLineColRangeGetStartColumn(raw)
+            ));
+        }
+        if mlir_sys::mlirLocationIsAName(raw) {
+            return location_text_at(mlir_sys::mlirLocationNameGetChildLoc(raw), depth + 1);
+        }
+        if mlir_sys::mlirLocationIsACallSite(raw) {
+            return location_text_at(mlir_sys::mlirLocationCallSiteGetCallee(raw), depth + 1);
+        }
+        if mlir_sys::mlirLocationIsAFused(raw) {
+            let n = mlir_sys::mlirLocationFusedGetNumLocations(raw) as usize;
+            if n == 0 {
+                return None;
+            }
+            let mut all = vec![
+                mlir_sys::MlirLocation {
+                    ptr: std::ptr::null()
+                };
+                n
+            ];
+            mlir_sys::mlirLocationFusedGetLocations(raw, all.as_mut_ptr());
+            return location_text_at(all[0], depth + 1);
+        }
+    }
+    None
+}
+
 /// The text of a C API string (empty for an empty one, whose data pointer may be null:
 /// melior's `StringRef::as_str` builds a slice from it and aborts).
 pub fn text_of(s: mlir_sys::MlirStringRef) -> String {

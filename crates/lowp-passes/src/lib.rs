@@ -7,6 +7,7 @@
 //!
 //! | argument | module | rewrites |
 //! |---|---|---|
+//! | `lowp-assert-shapes` | [`assert_shapes`] | sizes of lowp ops' dynamic dimensions -> cf.assert checks before the op (K, M, N, bias, scale arrays) |
 //! | `lowp-expand-quantize` | [`expand_quantize`] | compute_scales / quantize / dequantize -> scf + arith + math + memref |
 //! | `lowp-to-loops` | [`to_loops`] | scaled_matmul -> decode + register-blocked vector GEMM (and quantization ops as above) |
 //! | `lowp-to-parallel-loops` | [`to_parallel_loops`] | scaled_matmul -> one 2-D scf.parallel over the output, bit-decoded, scratch-free (the GPU-mappable form) |
@@ -28,6 +29,7 @@
 
 #![deny(missing_docs)]
 
+pub mod assert_shapes;
 pub mod chip;
 mod code_words;
 pub mod codes;

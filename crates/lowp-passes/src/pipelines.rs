@@ -18,7 +18,7 @@ pub struct PipelineDef {
 macro_rules! cpu_passes {
     ($threads:literal, $omp_llvm:literal) => {
         concat!(
-            "func.func(lowp-to-loops),",
+            "func.func(lowp-assert-shapes,lowp-to-loops),",
             "lowp-lower-storage,",
             "canonicalize,cse,",
             // bf16 conversions as integer arithmetic (round to nearest even): without
@@ -68,7 +68,7 @@ pub const GPU_GENERIC: PipelineDef = PipelineDef {
     description: "Lower lowp.scaled_matmul to the generic GPU kernel (lowp-to-parallel-loops, \
                   32x8-thread blocks, gpu-kernel-outlining); target passes follow",
     passes: concat!(
-        "func.func(lowp-to-parallel-loops),",
+        "func.func(lowp-assert-shapes,lowp-to-parallel-loops),",
         "lowp-lower-storage,",
         "func.func(scf-parallel-loop-tiling{parallel-loop-tile-sizes=32,8 no-min-max-bounds=true},",
         "gpu-map-parallel-loops,convert-parallel-loops-to-gpu,lowp-fold-grid),",
@@ -87,7 +87,7 @@ pub const GPU_GENERIC: PipelineDef = PipelineDef {
 /// before the mapping: it would merge the block and thread loops into one.
 fn gpu_front(lowering: &str) -> String {
     format!(
-        "builtin.module(func.func({lowering}),lowp-lower-storage,\
+        "builtin.module(func.func(lowp-assert-shapes,{lowering}),lowp-lower-storage,\
          func.func(gpu-map-parallel-loops,convert-parallel-loops-to-gpu,lowp-fold-grid),\
          gpu-launch-sink-index-computations,gpu-kernel-outlining,canonicalize,cse)"
     )

@@ -160,6 +160,7 @@ pub fn check_option(argument: &str, name: &str, value: &str) -> Result<&'static 
 /// Every lowp pass.
 pub fn all_passes() -> &'static [PassDef] {
     &[
+        crate::assert_shapes::PASS,
         crate::expand_quantize::PASS,
         crate::to_loops::PASS,
         crate::to_parallel_loops::PASS,

@@ -27,7 +27,8 @@
 //  9. Memref operands have a strided layout with contiguous rows, in the
 //     default or a numbered memory space.
 //
-// Dynamic dimensions are checked at run time by the lowering, not here.
+// Dynamic dimensions are checked at run time by lowp-assert-shapes (cf.assert
+// before the op; the lowp pipelines run it first), not here.
 //
 // Also here: the destination-style, memory-effect and bufferization methods of
 // compute_scales, quantize, dequantize and scaled_matmul. Their `into` operands
