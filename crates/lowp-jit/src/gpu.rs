@@ -230,6 +230,26 @@ impl Session {
                 lowp_passes::to_nvvm::KERNELS.join(", ")
             )));
         }
+        // The runner launches a grid of constant size with the shapes in the kernel.
+        if let Some(func) = crate::find_function(module, entry) {
+            let ft = crate::entry_type(func, entry).map_err(launch_error)?;
+            for i in 0..ft.input_count() {
+                let t = ft.input(i).map_err(|e| launch_error(e.to_string()))?;
+                // SAFETY: predicates on a live type.
+                let dynamic = unsafe {
+                    let raw = t.to_raw();
+                    mlir_sys::mlirTypeIsAShaped(raw)
+                        && mlir_sys::mlirShapedTypeHasRank(raw)
+                        && !mlir_sys::mlirShapedTypeHasStaticShape(raw)
+                };
+                if dynamic {
+                    return Err(launch_error(format!(
+                        "argument #{i} of @{entry} is {t}: the GPU runner launches kernels \
+                         of static shapes (lowp-translate compiles dynamic ones)"
+                    )));
+                }
+            }
+        }
         self.run_pipeline(
             module,
             &lowp_passes::pipelines::nvvm_front_with(chip, kernel, tuning),

@@ -27,7 +27,9 @@ use melior::Context;
 
 pub use host::x86_intrinsic_needs;
 pub use lowp_dialect::exit_on_llvm_fatal_error;
-pub use matmul::{BenchReport, CheckReport, MatmulInputs, MatmulIr, MatmulSpec, Role};
+pub use matmul::{
+    BenchReport, CheckReport, DynamicSizes, GivenSizes, MatmulInputs, MatmulIr, MatmulSpec, Role,
+};
 pub use memref::MemRefArg;
 
 /// f32 lanes per vector register of this CPU: 16 with AVX-512F, else 8 (AVX2; other
@@ -628,24 +630,7 @@ fn format_diagnostic(d: &melior::diagnostic::Diagnostic) -> String {
         DiagnosticSeverity::Note => "note",
         DiagnosticSeverity::Remark => "remark",
     };
-    let loc = d.location();
-    let raw = loc.to_raw();
-    // SAFETY: accessors on a live location.
-    let place = unsafe {
-        if mlir_sys::mlirLocationIsAFileLineColRange(raw) {
-            let file =
-                mlir_sys::mlirIdentifierStr(mlir_sys::mlirLocationFileLineColRangeGetFilename(raw));
-            let file = std::slice::from_raw_parts(file.data as *const u8, file.length);
-            format!(
-                "{}:{}:{}",
-                String::from_utf8_lossy(file),
-                mlir_sys::mlirLocationFileLineColRangeGetStartLine(raw),
-                mlir_sys::mlirLocationFileLineColRangeGetStartColumn(raw)
-            )
-        } else {
-            loc.to_string()
-        }
-    };
+    let place = lowp_passes::ir::location_text(d.location());
     let mut text = format!("{place}: {severity}: {d}");
     for i in 0..d.note_count() {
         if let Ok(note) = d.note(i) {

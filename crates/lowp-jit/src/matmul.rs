@@ -10,7 +10,7 @@ pub use lowp_formats::problem::{
 use std::time::Instant;
 
 use lowp_formats::problem::ROLES;
-use lowp_formats::{QuantizedTensor, ScaleDtype, ScaleLayout, ScaledFormat};
+use lowp_formats::{QuantizedTensor, ScaleDtype, ScaleLayout};
 use melior::ir::attribute::{StringAttribute, TypeAttribute};
 use melior::ir::operation::{OperationLike, WalkOrder, WalkResult};
 use melior::ir::r#type::{FunctionType, MemRefType};
@@ -41,21 +41,69 @@ fn dtype_type(ctx: &Context, dtype: ScaleDtype) -> Type<'_> {
     }
 }
 
-fn static_shape(t: Type<'_>) -> Result<(Vec<i64>, Type<'_>), String> {
+/// The shape of a memref type (`None`: a dynamic size) and its element type.
+fn shape_of(t: Type<'_>) -> Result<(Vec<Option<usize>>, Type<'_>), String> {
     let m = MemRefType::try_from(t).map_err(|_| format!("{t} is not a memref"))?;
     // SAFETY: reading a live shaped type.
-    let dims: Vec<i64> = unsafe {
+    let dims = unsafe {
         let raw = t.to_raw();
-        if !mlir_sys::mlirShapedTypeHasStaticShape(raw) {
-            return Err(format!(
-                "{t} has dynamic dimensions: give static shapes (or use --gen)"
-            ));
-        }
         (0..mlir_sys::mlirShapedTypeGetRank(raw))
-            .map(|i| mlir_sys::mlirShapedTypeGetDimSize(raw, i as isize))
+            .map(|i| {
+                (!mlir_sys::mlirShapedTypeIsDynamicDim(raw, i as isize))
+                    .then(|| mlir_sys::mlirShapedTypeGetDimSize(raw, i as isize) as usize)
+            })
             .collect()
     };
     Ok((dims, m.element()))
+}
+
+/// Sizes for an entry's dynamic dimensions (`lowp-run FILE --m M --n N --k K`): each gives
+/// the size where the entry's types leave it open, and must agree where they fix it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct GivenSizes {
+    /// Rows of A and C.
+    pub m: Option<usize>,
+    /// Rows of B, columns of C.
+    pub n: Option<usize>,
+    /// The reduction length (logical: two codes a byte in packed storage).
+    pub k: Option<usize>,
+}
+
+/// Which sizes of a generated entry's types are dynamic (`?`): `lowp-run --gen --dynamic`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct DynamicSizes {
+    /// M: rows of A, of C, and of A's scales where they follow the rows.
+    pub m: bool,
+    /// N: rows of B, columns of C, the bias, and B's scale rows where they follow them.
+    pub n: bool,
+    /// K: columns of A and B, and the scale columns of K-blocked layouts.
+    pub k: bool,
+}
+
+/// One of M, N, K: the size the flag `flag` gives, else the one the types fix (`seen`:
+/// what each place of the entry says, `None` where it is dynamic).
+fn settle(
+    entry: &str,
+    name: &str,
+    flag: &str,
+    given: Option<usize>,
+    seen: &[(&str, Option<usize>)],
+) -> Result<usize, String> {
+    let fixed = seen.iter().find_map(|(what, v)| v.map(|v| (*what, v)));
+    match (given, fixed) {
+        (Some(g), Some((what, v))) if g != v => Err(format!(
+            "{flag} {g}, but {what} of @{entry}'s lowp.scaled_matmul fixes {name} = {v}"
+        )),
+        (Some(g), _) => Ok(g),
+        (None, Some((_, v))) => Ok(v),
+        (None, None) => Err(format!(
+            "{name} of @{entry}'s lowp.scaled_matmul is dynamic ({}): give it with {flag}",
+            seen.iter()
+                .map(|(what, _)| *what)
+                .collect::<Vec<_>>()
+                .join(", ")
+        )),
+    }
 }
 
 /// Owned argument buffers of one call.
@@ -80,9 +128,30 @@ pub trait MatmulIr: Sized {
     /// dialect's op builders.
     fn build_module<'c>(&self, ctx: &'c Context, name: &str) -> Module<'c>;
 
+    /// [`build_module`](Self::build_module) with the sizes `dynamic` names left dynamic
+    /// (`?`) in the entry's types: the call passes them in the memref descriptors.
+    fn build_module_dynamic<'c>(
+        &self,
+        ctx: &'c Context,
+        name: &str,
+        dynamic: DynamicSizes,
+    ) -> Module<'c>;
+
     /// The spec of an entry holding one `lowp.scaled_matmul` with static shapes, and the role
     /// of each of its arguments.
-    fn from_entry(module: &Module, entry: &str) -> Result<(Self, Vec<Role>), String>;
+    fn from_entry(module: &Module, entry: &str) -> Result<(Self, Vec<Role>), String> {
+        Self::from_entry_with(module, entry, GivenSizes::default())
+    }
+
+    /// [`from_entry`](Self::from_entry) for an entry whose types may leave M, N or K
+    /// dynamic: `given` supplies them (and must agree with the sizes the types fix). Every
+    /// size of every operand is checked against the problem, so that a call with these
+    /// sizes passes the entry's `lowp-assert-shapes` checks.
+    fn from_entry_with(
+        module: &Module,
+        entry: &str,
+        given: GivenSizes,
+    ) -> Result<(Self, Vec<Role>), String>;
 
     /// Call the entry once; the result as f32.
     fn run(
@@ -108,6 +177,15 @@ impl MatmulIr for MatmulSpec {
     /// A module with `func.func @<name>` holding one `lowp.scaled_matmul`, built with the
     /// dialect's op builders.
     fn build_module<'c>(&self, ctx: &'c Context, name: &str) -> Module<'c> {
+        self.build_module_dynamic(ctx, name, DynamicSizes::default())
+    }
+
+    fn build_module_dynamic<'c>(
+        &self,
+        ctx: &'c Context,
+        name: &str,
+        dynamic: DynamicSizes,
+    ) -> Module<'c> {
         // Diagnostics on the generated ops name the problem instead of `loc(unknown)`.
         let loc = Location::new(
             ctx,
@@ -118,22 +196,53 @@ impl MatmulIr for MatmulSpec {
             1,
             1,
         );
-        let f32t = Type::float32(ctx);
-        let scalar: Type = MemRefType::new(f32t, &[], None, None).into();
-        let out_el = if self.bf16 { Type::bfloat16(ctx) } else { f32t };
+        let out_el = if self.bf16 {
+            Type::bfloat16(ctx)
+        } else {
+            Type::float32(ctx)
+        };
         let types: Vec<Type> = self
             .roles()
             .into_iter()
-            .map(|r| match r {
-                Role::Lhs => self.codes_type(ctx, self.m, self.lhs, self.lhs_packed),
-                Role::LhsScales => self.scales_type(ctx, self.m, self.lhs_layout),
-                Role::Rhs => self.codes_type(ctx, self.n, self.rhs, self.rhs_packed),
-                Role::RhsScales => self.scales_type(ctx, self.n, self.rhs_layout),
-                Role::LhsGlobal | Role::RhsGlobal => scalar,
-                Role::Bias => MemRefType::new(f32t, &[self.n as i64], None, None).into(),
-                Role::Out => {
-                    MemRefType::new(out_el, &[self.m as i64, self.n as i64], None, None).into()
-                }
+            .map(|r| {
+                let (element, shape) = match r {
+                    Role::Lhs | Role::Rhs => {
+                        let (f, packed) = if r == Role::Lhs {
+                            (self.lhs, self.lhs_packed)
+                        } else {
+                            (self.rhs, self.rhs_packed)
+                        };
+                        let element = if packed {
+                            lowp_dialect::packed_type(ctx, f).expect("validated spec")
+                        } else {
+                            lowp_dialect::format_type(ctx, f)
+                        };
+                        (element, self.operand_shape(r))
+                    }
+                    Role::LhsScales | Role::RhsScales => {
+                        let layout = if r == Role::LhsScales {
+                            self.lhs_layout
+                        } else {
+                            self.rhs_layout
+                        };
+                        (dtype_type(ctx, layout.scale_dtype()), self.operand_shape(r))
+                    }
+                    Role::LhsGlobal | Role::RhsGlobal | Role::Bias => {
+                        (Type::float32(ctx), self.operand_shape(r))
+                    }
+                    Role::Out => (out_el, self.operand_shape(r)),
+                };
+                let dims: Vec<i64> = shape
+                    .iter()
+                    .zip(self.operand_sizes(r))
+                    .map(|(&d, size)| match size {
+                        Some(b'm') if dynamic.m => i64::MIN,
+                        Some(b'n') if dynamic.n => i64::MIN,
+                        Some(b'k') if dynamic.k => i64::MIN,
+                        _ => d as i64,
+                    })
+                    .collect();
+                MemRefType::new(element, &dims, None, None).into()
             })
             .collect();
         let block = Block::new(&types.iter().map(|t| (*t, loc)).collect::<Vec<_>>());
@@ -181,7 +290,11 @@ impl MatmulIr for MatmulSpec {
     /// Read the problem off an entry function whose `lowp.scaled_matmul` takes all its
     /// operands from the function's arguments (static shapes). Returns the spec and the role
     /// of each argument.
-    fn from_entry(module: &Module, entry: &str) -> Result<(Self, Vec<Role>), String> {
+    fn from_entry_with(
+        module: &Module,
+        entry: &str,
+        given: GivenSizes,
+    ) -> Result<(Self, Vec<Role>), String> {
         let func = crate::find_function(module, entry)
             .ok_or_else(|| format!("no function @{entry} in the module"))?;
         crate::entry_type(func, entry)?;
@@ -295,9 +408,9 @@ impl MatmulIr for MatmulSpec {
                 .find(|(r, _)| *r == role)
                 .map(|(_, t)| *t)
         };
-        let (ashape, ael) = static_shape(ty(Role::Lhs).expect("lhs"))?;
-        let (bshape, bel) = static_shape(ty(Role::Rhs).expect("rhs"))?;
-        let (_, oel) = static_shape(ty(Role::Out).expect("out"))?;
+        let (ashape, ael) = shape_of(ty(Role::Lhs).expect("lhs"))?;
+        let (bshape, bel) = shape_of(ty(Role::Rhs).expect("rhs"))?;
+        let (oshape, oel) = shape_of(ty(Role::Out).expect("out"))?;
         let ai = lowp_dialect::code_type_info(ael).ok_or("lhs has no lowp format")?;
         let bi = lowp_dialect::code_type_info(bel).ok_or("rhs has no lowp format")?;
         let layout = |name: &str| {
@@ -306,10 +419,43 @@ impl MatmulIr for MatmulSpec {
                 .and_then(lowp_dialect::layout_of)
                 .ok_or_else(|| format!("missing {name}"))
         };
-        let k = ashape[1] as usize * if ai.packed { 2 } else { 1 };
+        // M, N, K: from the types where they fix them, else from `given`.
+        let bias_len = match ty(Role::Bias) {
+            Some(t) => shape_of(t)?.0[0],
+            None => None,
+        };
+        let logical_k = |cols: Option<usize>, packed: bool| cols.map(|c| c * (1 + packed as usize));
+        let m = settle(
+            entry,
+            "M",
+            "--m",
+            given.m,
+            &[("lhs's rows", ashape[0]), ("the result's rows", oshape[0])],
+        )?;
+        let n = settle(
+            entry,
+            "N",
+            "--n",
+            given.n,
+            &[
+                ("rhs's rows", bshape[0]),
+                ("the result's columns", oshape[1]),
+                ("the bias's length", bias_len),
+            ],
+        )?;
+        let k = settle(
+            entry,
+            "K",
+            "--k",
+            given.k,
+            &[
+                ("lhs's columns", logical_k(ashape[1], ai.packed)),
+                ("rhs's columns", logical_k(bshape[1], bi.packed)),
+            ],
+        )?;
         let spec = MatmulSpec {
-            m: ashape[0] as usize,
-            n: bshape[0] as usize,
+            m,
+            n,
             k,
             lhs: ai.format,
             rhs: bi.format,
@@ -321,6 +467,30 @@ impl MatmulIr for MatmulSpec {
             // SAFETY: a predicate on a live type.
             bf16: unsafe { !mlir_sys::mlirTypeIsAF32(oel.to_raw()) },
         };
+        // Every size of every operand, static or not, as the problem makes it: the call
+        // passes these shapes, and the entry's checks (lowp-assert-shapes) would stop a
+        // call whose dynamic sizes disagree with its static ones.
+        for &(role, t) in &operand_types {
+            let (dims, _) = shape_of(t)?;
+            let want = spec.operand_shape(role);
+            let agrees = dims.len() == want.len()
+                && dims
+                    .iter()
+                    .zip(&want)
+                    .all(|(d, w)| d.is_none_or(|d| d == *w));
+            if !agrees {
+                let want: Vec<String> = want.iter().map(|w| w.to_string()).collect();
+                return Err(format!(
+                    "operand {role:?} of @{entry}'s lowp.scaled_matmul is {t}, but a {m}x{n}x{k} \
+                     problem makes it {}",
+                    if want.is_empty() {
+                        "a scalar".to_string()
+                    } else {
+                        want.join("x")
+                    }
+                ));
+            }
+        }
         Ok((spec, roles))
     }
 
@@ -377,46 +547,47 @@ impl MatmulIr for MatmulSpec {
     }
 }
 
-/// The memref types of a spec's operands.
-trait OperandTypes {
-    fn codes_type<'c>(
-        &self,
-        ctx: &'c Context,
-        rows: usize,
-        f: ScaledFormat,
-        packed: bool,
-    ) -> Type<'c>;
-    fn scales_type<'c>(&self, ctx: &'c Context, rows: usize, l: ScaleLayout) -> Type<'c>;
+/// The shapes of a spec's operands.
+trait OperandShapes {
+    /// The shape of the operand `role` takes.
+    fn operand_shape(&self, role: Role) -> Vec<usize>;
+    /// For each dimension of [`operand_shape`](Self::operand_shape), the size it follows:
+    /// `b'm'`, `b'n'`, `b'k'`, or `None` (a constant 1 of per-tensor scales, of scale
+    /// columns that do not split K).
+    fn operand_sizes(&self, role: Role) -> Vec<Option<u8>>;
 }
 
-impl OperandTypes for MatmulSpec {
-    fn codes_type<'c>(
-        &self,
-        ctx: &'c Context,
-        rows: usize,
-        f: ScaledFormat,
-        packed: bool,
-    ) -> Type<'c> {
-        let (element, cols) = if packed {
-            (
-                lowp_dialect::packed_type(ctx, f).expect("validated spec"),
-                self.k / 2,
-            )
-        } else {
-            (lowp_dialect::format_type(ctx, f), self.k)
-        };
-        MemRefType::new(element, &[rows as i64, cols as i64], None, None).into()
+impl OperandShapes for MatmulSpec {
+    fn operand_shape(&self, role: Role) -> Vec<usize> {
+        let cols = |packed: bool| if packed { self.k / 2 } else { self.k };
+        let pair = |(r, c): (usize, usize)| vec![r, c];
+        match role {
+            Role::Lhs => vec![self.m, cols(self.lhs_packed)],
+            Role::Rhs => vec![self.n, cols(self.rhs_packed)],
+            Role::LhsScales => pair(self.lhs_layout.scale_shape(self.m, self.k)),
+            Role::RhsScales => pair(self.rhs_layout.scale_shape(self.n, self.k)),
+            Role::LhsGlobal | Role::RhsGlobal => vec![],
+            Role::Bias => vec![self.n],
+            Role::Out => vec![self.m, self.n],
+        }
     }
 
-    fn scales_type<'c>(&self, ctx: &'c Context, rows: usize, l: ScaleLayout) -> Type<'c> {
-        let (r, c) = l.scale_shape(rows, self.k);
-        MemRefType::new(
-            dtype_type(ctx, l.scale_dtype()),
-            &[r as i64, c as i64],
-            None,
-            None,
-        )
-        .into()
+    fn operand_sizes(&self, role: Role) -> Vec<Option<u8>> {
+        let scales = |layout: ScaleLayout, rows: u8| {
+            vec![
+                (layout != ScaleLayout::PerTensor).then_some(rows),
+                layout.is_k_blocked().then_some(b'k'),
+            ]
+        };
+        match role {
+            Role::Lhs => vec![Some(b'm'), Some(b'k')],
+            Role::Rhs => vec![Some(b'n'), Some(b'k')],
+            Role::LhsScales => scales(self.lhs_layout, b'm'),
+            Role::RhsScales => scales(self.rhs_layout, b'n'),
+            Role::LhsGlobal | Role::RhsGlobal => vec![],
+            Role::Bias => vec![Some(b'n')],
+            Role::Out => vec![Some(b'm'), Some(b'n')],
+        }
     }
 }
 
@@ -450,12 +621,6 @@ impl CallBuffers for MatmulSpec {
     }
 
     fn args<'b>(&self, roles: &[Role], buf: &'b mut Buffers) -> Vec<MemRefArg<'b>> {
-        let (a_cols, b_cols) = (
-            if self.lhs_packed { self.k / 2 } else { self.k },
-            if self.rhs_packed { self.k / 2 } else { self.k },
-        );
-        let (sar, sac) = self.lhs_layout.scale_shape(self.m, self.k);
-        let (sbr, sbc) = self.rhs_layout.scale_shape(self.n, self.k);
         let Buffers {
             a,
             b,
@@ -474,34 +639,33 @@ impl CallBuffers for MatmulSpec {
             (Some(a), Some(b), Some(ga), Some(gb), Some(bias));
         let (mut sa, mut sb) = (Some((sa8, sa32)), Some((sb8, sb32)));
         let mut out = Some((out32, out16));
-        let scales = |pair: (&'b mut Vec<u8>, &'b mut Vec<f32>), r: usize, c: usize| {
+        let scales = |pair: (&'b mut Vec<u8>, &'b mut Vec<f32>), shape: &[usize]| {
             if pair.0.is_empty() {
-                MemRefArg::new(pair.1.as_mut_slice(), &[r, c])
+                MemRefArg::new(pair.1.as_mut_slice(), shape)
             } else {
-                MemRefArg::new(pair.0.as_mut_slice(), &[r, c])
+                MemRefArg::new(pair.0.as_mut_slice(), shape)
             }
         };
         let taken = "each role appears once";
         roles
             .iter()
-            .map(|r| match r {
-                Role::Lhs => {
-                    MemRefArg::new(a.take().expect(taken).as_mut_slice(), &[self.m, a_cols])
-                }
-                Role::LhsScales => scales(sa.take().expect(taken), sar, sac),
-                Role::LhsGlobal => MemRefArg::scalar(ga.take().expect(taken)),
-                Role::Rhs => {
-                    MemRefArg::new(b.take().expect(taken).as_mut_slice(), &[self.n, b_cols])
-                }
-                Role::RhsScales => scales(sb.take().expect(taken), sbr, sbc),
-                Role::RhsGlobal => MemRefArg::scalar(gb.take().expect(taken)),
-                Role::Bias => MemRefArg::new(bias.take().expect(taken).as_mut_slice(), &[self.n]),
-                Role::Out => {
-                    let (o32, o16) = out.take().expect(taken);
-                    if self.bf16 {
-                        MemRefArg::new(o16.as_mut_slice(), &[self.m, self.n])
-                    } else {
-                        MemRefArg::new(o32.as_mut_slice(), &[self.m, self.n])
+            .map(|&r| {
+                let shape = self.operand_shape(r);
+                match r {
+                    Role::Lhs => MemRefArg::new(a.take().expect(taken).as_mut_slice(), &shape),
+                    Role::LhsScales => scales(sa.take().expect(taken), &shape),
+                    Role::LhsGlobal => MemRefArg::scalar(ga.take().expect(taken)),
+                    Role::Rhs => MemRefArg::new(b.take().expect(taken).as_mut_slice(), &shape),
+                    Role::RhsScales => scales(sb.take().expect(taken), &shape),
+                    Role::RhsGlobal => MemRefArg::scalar(gb.take().expect(taken)),
+                    Role::Bias => MemRefArg::new(bias.take().expect(taken).as_mut_slice(), &shape),
+                    Role::Out => {
+                        let (o32, o16) = out.take().expect(taken);
+                        if self.bf16 {
+                            MemRefArg::new(o16.as_mut_slice(), &shape)
+                        } else {
+                            MemRefArg::new(o32.as_mut_slice(), &shape)
+                        }
                     }
                 }
             })

@@ -1,14 +1,14 @@
 //! `lowp-run`: JIT-compile lowp IR for the CPU and run it.
 //!
 //! ```text
-//! lowp-run FILE.mlir --entry F [--check] [--bench N] [--seed S] [--opt-level L]
+//! lowp-run FILE.mlir --entry F [--m M --n N --k K] [--check] [--bench N] [--seed S]
 //! lowp-run --gen --m 1024 --n 1024 --k 1024 --lhs f4e2m1 --rhs f4e2m1 --layout mx
 //!          [--rhs-layout L] [--block 32] [--packed] [--bias] [--bf16]
-//!          [--check] [--bench N] [--print-mlir] [--seed S] [--opt-level L]
+//!          [--dynamic m,n,k] [--check] [--bench N] [--print-mlir] [--seed S] [--opt-level L]
 //! ```
 //! The entry's `lowp.scaled_matmul` gets seeded random inputs per operand type (quantized by
-//! lowp-formats); `--check` compares the result with the oracle, `--bench` times it. An entry
-//! without a scaled_matmul (quantize / dequantize pipelines, say) runs with random inputs per
+//! lowp-formats; `--m`, `--n`, `--k` give the sizes its types leave dynamic); `--check`
+//! compares the result with the oracle, `--bench` times it. An entry without a scaled_matmul (quantize / dequantize pipelines, say) runs with random inputs per
 //! memref argument type and prints a summary of every buffer after the call. The
 //! last line is the summary: `check: PASS max_abs_err=... max_rel_err=...` and/or
 //! `bench: median_ms=... gflops=...`. Exit status: 0 success, 1 check failure or a compile /
@@ -18,17 +18,23 @@ use std::process::ExitCode;
 use std::time::Instant;
 
 use lowp_formats::{ScaleLayout, ScaledFormat, FORMAT_NAMES_HELP, LAYOUT_NAMES_HELP};
-use lowp_jit::{Decode, Dot, MatmulIr, MatmulSpec, Session};
+use lowp_jit::{Decode, Dot, DynamicSizes, GivenSizes, MatmulIr, MatmulSpec, Session};
 use melior::ir::operation::OperationLike;
 
 const USAGE: &str =
-    "usage: lowp-run FILE.mlir --entry F [--check] [--bench N] [--seed S] [--opt-level L]
+    "usage: lowp-run FILE.mlir --entry F [--m M --n N --k K] [--check] [--bench N] [--seed S]
+                [--opt-level L]
        lowp-run --gen --m M --n N --k K --lhs FMT --rhs FMT --layout L [--rhs-layout L]
-                [--block B] [--packed] [--bias] [--bf16] [--check] [--bench N] [--print-mlir]
-                [--specials]
+                [--block B] [--packed] [--bias] [--bf16] [--dynamic m,n,k] [--check]
+                [--bench N] [--print-mlir] [--specials]
   FILE.mlir       the module to run (- reads stdin)
   --entry F       function to run (its lowp.scaled_matmul takes its operands from the arguments)
+  --m/--n/--k     with a file: the sizes the entry's types leave dynamic ('?'); where they
+                  fix a size, the flag must agree
   --gen           build a scaled_matmul from the flags instead of reading a file
+  --dynamic D     with --gen: leave the sizes D (m, n, k, comma-separated) dynamic ('?') in
+                  the entry's types; the call passes them (the code that runs for an M, N or
+                  K known only at run time)
   --lhs/--rhs     element formats (f8e4m3, f4e2m1, f4e3m0, ...)
   --layout L      scale layout of both operands (per_tensor, per_channel, mx, mx/16, nvfp4,
                   nvfp4+global, blockwise/1x128, ...); --rhs-layout overrides B's
@@ -138,6 +144,8 @@ struct Args {
     dot: Option<Dot>,
     /// `--decode`.
     decode: Option<Decode>,
+    /// `--dynamic`: the sizes `--gen`'s entry leaves dynamic.
+    dynamic: DynamicSizes,
     /// The op `--gen` builds, from the flags above (checked with them).
     generated: Option<MatmulSpec>,
 }
@@ -228,6 +236,30 @@ fn parse_args(raw: Vec<String>) -> Result<Args, Usage> {
             "--m" => a.m = Some(size(&flag, value())?),
             "--n" => a.n = Some(size(&flag, value())?),
             "--k" => a.k = Some(size(&flag, value())?),
+            "--dynamic" => {
+                let v = named(
+                    &flag,
+                    value(),
+                    "sizes to leave dynamic: m, n, k (comma-separated)",
+                )?;
+                for part in v.split(',') {
+                    let slot = match part.trim() {
+                        "m" | "M" => &mut a.dynamic.m,
+                        "n" | "N" => &mut a.dynamic.n,
+                        "k" | "K" => &mut a.dynamic.k,
+                        other => {
+                            return Err(Usage(format!(
+                                "--dynamic: '{other}' is not m, n or k (give them \
+                                 comma-separated: --dynamic m,k)"
+                            )))
+                        }
+                    };
+                    if *slot {
+                        return Err(Usage(format!("--dynamic: '{part}' is named twice")));
+                    }
+                    *slot = true;
+                }
+            }
             "--lhs" | "--rhs" => {
                 let v = value()
                     .ok_or_else(|| Usage(format!("{flag} needs a format: {FORMAT_NAMES_HELP}")))?;
@@ -449,10 +481,9 @@ fn parse_args(raw: Vec<String>) -> Result<Args, Usage> {
     }
     if a.file.is_some() && !a.gen {
         // The op of a file's entry has its own shape and formats.
+        // (--m, --n, --k give the sizes its types leave dynamic.)
         let generated = given(&[
-            ("--m", a.m.is_some()),
-            ("--n", a.n.is_some()),
-            ("--k", a.k.is_some()),
+            ("--dynamic", a.dynamic != DynamicSizes::default()),
             ("--lhs", a.lhs.is_some()),
             ("--rhs", a.rhs.is_some()),
             ("--layout", a.layout.is_some()),
@@ -622,7 +653,7 @@ fn run(a: Args) -> Result<bool, String> {
             .clone()
             .expect("--gen's op, built with the flags");
         entry = a.entry.clone().unwrap_or_else(|| "scaled_matmul".into());
-        let module = spec.build_module(session.context(), &entry);
+        let module = spec.build_module_dynamic(session.context(), &entry, a.dynamic);
         if !module.as_operation().verify() {
             return Err(format!(
                 "generated module does not verify:\n{}",
@@ -647,7 +678,12 @@ fn run(a: Args) -> Result<bool, String> {
             }
         }
         let module = session.parse_file(&file).map_err(|e| e.to_string())?;
-        match MatmulSpec::from_entry(&module, &entry) {
+        let sizes = GivenSizes {
+            m: a.m,
+            n: a.n,
+            k: a.k,
+        };
+        match MatmulSpec::from_entry_with(&module, &entry, sizes) {
             Ok((spec, roles)) => {
                 spec.validate_problem()?;
                 (spec, roles, module)
@@ -656,6 +692,7 @@ fn run(a: Args) -> Result<bool, String> {
             // checking and input files need the matmul's structure.
             Err(why)
                 if a.check
+                    || sizes != GivenSizes::default()
                     || a.inputs.is_some()
                     || a.save_inputs.is_some()
                     || a.specials
