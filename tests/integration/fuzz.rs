@@ -211,8 +211,8 @@ fn mutate(rng: &mut SplitMix64, text: &str) -> String {
 /// What a consistent mutant swaps, each within its kind: sizes, code formats, scale layouts.
 const KINDS: [&[&str]; 3] = [
     &[
-        "0", "1", "2", "3", "7", "8", "16", "31", "32", "33", "48", "64", "65", "128", "255", "256",
-        "?",
+        "0", "1", "2", "3", "7", "8", "16", "31", "32", "33", "48", "64", "65", "128", "255",
+        "256", "?",
     ],
     &[
         "f4E2M1FN",
@@ -249,12 +249,10 @@ fn occurrences(s: &str, token: &str) -> Vec<usize> {
             let end = i + token.len();
             let shape_x = |at: usize| b[at] == b'x';
             let size = |c: u8| c.is_ascii_digit() || c == b'?';
-            let before_ok = i == 0
-                || !joined(b[i - 1])
-                || (shape_x(i - 1) && i >= 2 && size(b[i - 2]));
-            let after_ok = end == b.len()
-                || !joined(b[end])
-                || (shape_x(end) && token.bytes().all(size));
+            let before_ok =
+                i == 0 || !joined(b[i - 1]) || (shape_x(i - 1) && i >= 2 && size(b[i - 2]));
+            let after_ok =
+                end == b.len() || !joined(b[end]) || (shape_x(end) && token.bytes().all(size));
             before_ok && after_ok
         })
         .collect()

@@ -910,6 +910,16 @@ fn few_row_cases(ms: &[usize], rng: &mut SplitMix64) -> Vec<(String, Problem)> {
                 a.q.codes[(m - 1) * k] = 0x7F; // NaN
                 a.q.codes[(m - 1) * k + 1] = 0x7E; // max
             }
+            // E8M0 scales beyond the GEMV form's fold (2^-32 ..= 2^32): one of B's (its
+            // group of rows computed segment by segment), and in the other MX pair one of
+            // A's (all of it).
+            let blocks = k.div_ceil(32);
+            if i == 1 {
+                b.q.scales.values[5 * blocks + 1] = 2f32.powi(40);
+            }
+            if i == 5 {
+                a.q.scales.values[(m - 1) * blocks] = 2f32.powi(-50);
+            }
             problems.push((
                 format!("M={m} {fa} {la} x {fb} {lb}"),
                 Problem {
@@ -966,16 +976,17 @@ fn narrow_form_is_the_row_tile_form_bit_for_bit() {
     }
 }
 
-/// The f32 kernel's GEMV form (M of at most 3, or 8 where scale blocks are long: each
-/// output a dot product along K, B's rows decoded into registers) agrees with the oracle:
-/// M = 1-6 and 8, both vector widths, both
+/// The f32 kernel's GEMV form (M of at most 3, or 8 where scale blocks are long or MX
+/// scales fold into the decoded values: each output a dot product along K, B's rows
+/// decoded into registers) agrees with the oracle: M = 1-6 and 8, both vector widths, both
 /// decodes of B, on `few_row_cases` (K = 300: a segment or K block's last k short of a
-/// step one at a time; N = 45: the last group of B's rows past B).
+/// step one at a time; N = 45: the last group of B's rows past B; MX scales beyond the
+/// fold's range in A and in one group of B: those computed segment by segment).
 #[test]
 fn gemv_form_matches_the_oracle() {
     let mut rng = SplitMix64::new(43);
-    // Past 3 rows (B's rows decoded first; per-tensor, per-channel and 128-long blocks
-    // only, the other pairs take the row tiles) up to 8.
+    // Past 3 rows (B's rows decoded first; per-tensor, per-channel, 128-long blocks and
+    // MX folded, NVFP4 takes the row tiles) up to 8.
     let mut runs = vec![(8, "bits", few_row_cases(&[1, 3, 8], &mut rng))];
     if lowp_jit::host_f16() {
         runs.push((8, "f16", few_row_cases(&[2, 5], &mut rng)));

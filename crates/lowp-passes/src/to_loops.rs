@@ -314,6 +314,9 @@ struct Plan {
     narrow: bool,
     /// `gemv=true`: the GEMV form where M is as small as `gemv::takes` asks.
     gemv: bool,
+    /// Both operands' scales are E8M0 (MX): powers of two, which the GEMV form may fold
+    /// into the decoded values (`gemv::folds`).
+    e8m0: bool,
 }
 
 impl Plan {
@@ -376,6 +379,7 @@ fn plan(la: ScaleLayout, lb: ScaleLayout, options: &PassOptions) -> Plan {
         f16_decode: options.choice("decode") == "f16",
         narrow: options.flag("narrow"),
         gemv: options.flag("gemv"),
+        e8m0: matches!((la, lb), (ScaleLayout::Mx { .. }, ScaleLayout::Mx { .. })),
     }
 }
 
@@ -1285,7 +1289,8 @@ fn form_of(
     bytes: bool,
 ) -> Form {
     let f16 = plan.b_through_f16(fa, fb).is_some();
-    if let Some(rows) = m.filter(|_| plan.gemv && gemv::takes(m, plan, f16, bytes)) {
+    let fold = gemv::folds(plan, (fa, fb));
+    if let Some(rows) = m.filter(|_| plan.gemv && gemv::takes(m, plan, f16, bytes, fold)) {
         return Form::Gemv(rows);
     }
     match narrow::vectors(m, plan.tile) {

@@ -282,14 +282,35 @@ func.func @gemv(%a: memref<1x64xf8E4M3FN>, %sa: memref<1x2xf8E8M0FNU>, %b: memre
 // CHECK-NEXT:    vector.fma %[[A1]]
 // CHECK-NEXT:    vector.fma %[[A1]]
 // CHECK:         vector.load %[[AP]][%c3, %[[KK]]]
-// With MX's 32-blocks, 4 rows take the row tiles (see gemv.rs's LONG_SEGMENT).
+// With MX's 32-blocks, 4 rows take the GEMV form by folding the scales (powers of two)
+// into the decoded values (see gemv.rs's `folds`): A decoded twice, as it is and times its
+// scales; each E8M0 scale checked against the fold's exponents (code - 95 <= 64: 2^-32 ..=
+// 2^32); a group of B's rows folded (B's decoded vectors times their row's scale, the
+// accumulators along all of K, lane sums once) where A's scales and the group's are in
+// range, else segment by segment as below 4 rows. gemv=false: the row tiles.
 // ROWS-LABEL:  func.func @gemv_b_first
 // ROWS:        memref.alloc() {alignment = 64 : i64} : memref<1x64x6xf32>
 // ROWS-LABEL:  func.func @mx_four_rows
 // ROWS:        memref.alloc() {alignment = 64 : i64} : memref<1x64x6xf32>
 // CHECK-LABEL: func.func @mx_four_rows
-// CHECK-NOT:   memref<4x64xf32>
-// CHECK:       memref.alloc() {alignment = 64 : i64} : memref<1x64x6xf32>
+// CHECK:       memref.alloc() {alignment = 64 : i64} : memref<4x64xf32>
+// CHECK:       memref.alloc() {alignment = 64 : i64} : memref<4x64xf32>
+// CHECK:       %[[LOW:.*]] = arith.subi %{{.*}}, %c95_i32 : i32
+// CHECK:       arith.cmpi ule, %[[LOW]], %c64_i32 : i32
+// CHECK:       scf.parallel
+// CHECK:         %[[TRIED:.*]]:2 = scf.if %{{.*}} -> (vector<8xf32>, i1) {
+// CHECK:           scf.for %{{.*}} = %c0 to %c64 step %c32 iter_args({{.*}}, %{{.*}} = %true)
+// CHECK:             %[[LOWB:.*]] = arith.subi %{{.*}}, %c95_i32 : i32
+// CHECK:             arith.cmpi ule, %[[LOWB]], %c64_i32 : i32
+// CHECK:             %[[SB:.*]] = vector.broadcast %{{.*}} : f32 to vector<8xf32>
+// CHECK:             scf.for %{{.*}} step %c8 iter_args
+// CHECK:               %[[BS:.*]] = arith.mulf %{{.*}}, %[[SB]] : vector<8xf32>
+// CHECK:               vector.fma %{{.*}}, %[[BS]]
+// CHECK:         %[[TOTALS:.*]] = scf.if %[[TRIED]]#1 -> (vector<8xf32>) {
+// CHECK-NEXT:      scf.yield %[[TRIED]]#0 : vector<8xf32>
+// CHECK-NEXT:    } else {
+// CHECK:           scf.for %{{.*}} = %c0 to %c64 step %c32 iter_args
+// CHECK-NOT:     memref<1x64x6xf32>
 func.func @gemv_b_first(%a: memref<4x64xf8E4M3FN>, %sa: memref<1x1xf32>, %b: memref<20x64xf8E4M3FN>,
                         %sb: memref<1x1xf32>, %c: memref<4x20xf32>) {
   lowp.scaled_matmul %a[%sa], %b[%sb] into %c layouts(#lowp.per_tensor, #lowp.per_tensor)

@@ -27,13 +27,13 @@
 //! across them), within the oracle's f32 summation bound as every form is.
 
 use melior::dialect::arith::CmpiPredicate;
-use melior::ir::Value;
+use melior::ir::{Value, ValueLike};
 
 use super::{load_codes, par, prefetch_codes, Plan, Side};
 use crate::codes;
 use crate::expand_quantize::ceil_div;
 use crate::ir::Emitter;
-use lowp_formats::F16Fields;
+use lowp_formats::{F16Fields, ScaledFormat};
 
 /// The most rows of A the GEMV form takes (f32 kernel, scale segments none or long). On
 /// two Zen 3 threads at N = K = 8192 (ms, alternated with the forms it replaces): up to
@@ -92,14 +92,33 @@ fn step_k(via_f16: bool, lanes: i64) -> i64 {
     }
 }
 
+/// The E8M0 exponents (of `2^e`) within which the form folds the scales into the decoded
+/// values: with codes of magnitudes `2^-16 ..= 2^16` (see `folds`), each folded value is
+/// an f32 normal number and each product of two below `2^96`, as the oracle's block sums
+/// times their scales are (its rounding aside).
+const FOLD_EXPONENTS: i64 = 32;
+
+/// Whether the form folds the scales into the decoded values: both operands' scales
+/// E8M0 (powers of two: a decoded value times its scale is exact while it stays a normal
+/// f32) in segments (MX), both formats' codes within `2^-16 ..= 2^16` (every OCP format;
+/// not customs with wider exponents). The accumulators then run along all of K, with
+/// no lane sums and scaling at each segment's end; a group of rows whose scales leave
+/// `2^-FOLD_EXPONENTS ..= 2^FOLD_EXPONENTS` (or are NaN), or an A whose scales do, is
+/// computed segment by segment instead.
+pub(super) fn folds(plan: &Plan, (fa, fb): (ScaledFormat, ScaledFormat)) -> bool {
+    let small = |f: ScaledFormat| f.max_finite() <= 65536.0 && f.min_positive() >= 2f32.powi(-16);
+    plan.seg.is_some() && plan.e8m0 && small(fa) && small(fb)
+}
+
 /// Whether the GEMV form runs for `m` rows (known when the pass runs): up to
-/// `A_FIRST_ROWS` with scale segments shorter than `LONG_SEGMENT`, else `GEMV_ROWS`
-/// (`BYTE_GEMV_ROWS` where `bytes`: the byte kernel would run); scale segments (where
-/// the scales change along K) whole numbers of decode steps.
-pub(super) fn takes(m: Option<i64>, plan: &Plan, via_f16: bool, bytes: bool) -> bool {
+/// `A_FIRST_ROWS` with scale segments shorter than `LONG_SEGMENT` (unless the f32 kernel
+/// can `fold` the scales: then up to `GEMV_ROWS`, folded past `A_FIRST_ROWS`), else
+/// `GEMV_ROWS` (`BYTE_GEMV_ROWS` where `bytes`: the byte kernel would run); scale
+/// segments (where the scales change along K) whole numbers of decode steps.
+pub(super) fn takes(m: Option<i64>, plan: &Plan, via_f16: bool, bytes: bool, fold: bool) -> bool {
     let step = step_k(via_f16, plan.tile.lanes);
     let rows = match plan.seg {
-        Some(s) if s < LONG_SEGMENT => A_FIRST_ROWS,
+        Some(s) if s < LONG_SEGMENT && !(fold && !bytes) => A_FIRST_ROWS,
         _ if bytes => BYTE_GEMV_ROWS,
         _ => GEMV_ROWS,
     };
@@ -110,6 +129,22 @@ pub(super) fn takes(m: Option<i64>, plan: &Plan, via_f16: bool, bytes: bool) -> 
 /// per-tensor and per-channel scales not yet applied).
 pub(super) struct Gemv<'c, 'a> {
     pub w: Value<'c, 'a>,
+}
+
+/// Whether an E8M0 scale as stored (`i8` or `i32`) is within the fold's exponents.
+fn in_fold_range<'c, 'a>(e: &Emitter<'c, 'a>, stored: Value<'c, '_>) -> Value<'c, 'a> {
+    let i32t = e.int_type(32);
+    let word = if stored.r#type() == i32t {
+        e.andi(stored, e.i32(0xFF))
+    } else {
+        e.extui(stored, i32t)
+    };
+    let from_low = e.subi(word, e.i32((127 - FOLD_EXPONENTS) as u32));
+    e.cmpi(
+        CmpiPredicate::Ule,
+        from_low,
+        e.i32(2 * FOLD_EXPONENTS as u32),
+    )
 }
 
 /// The decode and dot products of the GEMV form for `m` rows (see the module header).
@@ -144,16 +179,32 @@ pub(super) fn gemm<'c, 'a>(
     let seg_stride = e.index(plan.seg.unwrap_or(1));
     let sa = e.alloc(f32t, &[Some(m), None], &[segments], 64);
     let w = e.alloc(f32t, &[Some(m), None], &[e.muli(groups, e.index(rb))], 64);
+    // Folding where it lets the form take more than A_FIRST_ROWS rows (see `takes`).
+    let fold = m > A_FIRST_ROWS
+        && plan.seg.is_some_and(|s| s < LONG_SEGMENT)
+        && folds(plan, (a.format, b.format));
+    // Folding: A decoded times its scales too, and whether all of them are in range.
+    let aps = fold.then(|| e.alloc(f32t, &[Some(m), None], &[k], 64));
+    let mut a_in_range = e.bool(true);
     for r in 0..m {
         let rr = e.index(r);
         par(e, plan.parallel, k, &|e, kk| {
-            e.store(a.table_value(e, table_a, (rr, kk)), ap, &[rr, kk]);
+            let v = a.table_value(e, table_a, (rr, kk));
+            e.store(v, ap, &[rr, kk]);
+            if let Some(aps) = aps {
+                e.store(e.mulf(v, a.scaled.block_value(e, rr, kk)), aps, &[rr, kk]);
+            }
         });
-        e.for_loop(zero, segments, one, &[], |e, s, _| {
-            let v = a.scaled.block_value(e, rr, e.muli(s, seg_stride));
-            e.store(v, sa, &[rr, s]);
-            vec![]
+        let ok = e.for_loop(zero, segments, one, &[a_in_range], |e, s, ok| {
+            let stored = a.scaled.block_stored(e, rr, e.muli(s, seg_stride));
+            e.store(a.scaled.decode_stored(e, stored), sa, &[rr, s]);
+            vec![if fold {
+                e.andi(ok[0], in_fold_range(e, stored))
+            } else {
+                ok[0]
+            }]
         });
+        a_in_range = ok[0];
     }
 
     // One step of B's row `rr` at `kk`: `parts` vectors of decoded values.
@@ -223,26 +274,36 @@ pub(super) fn gemm<'c, 'a>(
         let idx = e.int_vector(32, &(0..lanes).collect::<Vec<_>>());
         e.cmpi(CmpiPredicate::Eq, idx, e.int_splat(32, 0, vl))
     };
+    let vt = e.vector_type(vl, f32t);
     par(e, plan.parallel, groups, &|e, q| {
         let rows: Vec<Value> = (0..rb)
             .map(|j| e.minui(e.addi(e.muli(q, e.index(rb)), e.index(j)), e.subi(n, one)))
             .collect();
-        // The totals, `lanes` accumulators to a vector (accumulator `x = i rb + j`: row i
-        // of A, row j of the group), carried through the segments.
-        let totals: Vec<Value> = (0..sets).map(|_| zv).collect();
-        let totals = e.for_loop(zero, k, seg_len, &totals, |e, s0, totals| {
-            let s1 = e.minui(e.addi(s0, seg_len), k);
+        // The products of k in [s0, s1) into the accumulators `acc` (accumulator `x = i rb +
+        // j`: row i of A, row j of the group): A's decoded values from `abuf`, B's times
+        // `sb[j]` where given (folded scales).
+        let steps = |e: &Emitter<'c, 'a>,
+                     (s0, s1): (Value<'c, 'a>, Value<'c, 'a>),
+                     acc: &[Value<'c, 'a>],
+                     abuf: Value<'c, 'a>,
+                     sb: Option<&[Value<'c, 'a>]>|
+         -> Vec<Value<'c, 'a>> {
             let sv = e.addi(s0, e.muli(e.divui(e.subi(s1, s0), stride), stride));
-            let inits: Vec<Value> = (0..count).map(|_| zv).collect();
-            let acc = e.for_loop(s0, sv, stride, &inits, |e, kk, acc| {
+            let sbv: Option<Vec<Value>> =
+                sb.map(|sb| sb.iter().map(|&v| e.broadcast(v, vl)).collect());
+            let acc = e.for_loop(s0, sv, stride, acc, |e, kk, acc| {
                 let a_row = |e: &Emitter<'c, 'a>, i: i64| -> Vec<Value<'c, 'a>> {
                     (0..parts as i64)
-                        .map(|p| e.vload(ap, &[e.index(i), e.addi(kk, e.index(p * lanes))], vl))
+                        .map(|p| e.vload(abuf, &[e.index(i), e.addi(kk, e.index(p * lanes))], vl))
                         .collect()
                 };
-                let b_row = |e: &Emitter<'c, 'a>, rr| {
+                let b_row = |e: &Emitter<'c, 'a>, j: usize, rr| {
                     prefetch_codes(e, b, rr, kk, k);
-                    decode(e, rr, kk)
+                    let v = decode(e, rr, kk);
+                    match &sbv {
+                        Some(sbv) => v.into_iter().map(|x| e.mulf(x, sbv[j])).collect(),
+                        None => v,
+                    }
                 };
                 let mut next = acc.to_vec();
                 let mut fma = |x: usize, av: &[Value<'c, 'a>], bv: &[Value<'c, 'a>]| {
@@ -252,7 +313,11 @@ pub(super) fn gemm<'c, 'a>(
                 };
                 if b_first {
                     // The group's rows of B decoded, then A's rows one at a time.
-                    let bvs: Vec<_> = rows.iter().map(|&rr| b_row(e, rr)).collect();
+                    let bvs: Vec<_> = rows
+                        .iter()
+                        .enumerate()
+                        .map(|(j, &rr)| b_row(e, j, rr))
+                        .collect();
                     for i in 0..mu {
                         let av = a_row(e, i as i64);
                         for (j, bv) in bvs.iter().enumerate() {
@@ -263,7 +328,7 @@ pub(super) fn gemm<'c, 'a>(
                     // A's rows loaded, then the group's rows of B one at a time.
                     let avs: Vec<_> = (0..m).map(|i| a_row(e, i)).collect();
                     for (j, &rr) in rows.iter().enumerate() {
-                        let bv = b_row(e, rr);
+                        let bv = b_row(e, j, rr);
                         for (i, av) in avs.iter().enumerate() {
                             fma(i * rb as usize + j, av, &bv);
                         }
@@ -272,52 +337,110 @@ pub(super) fn gemm<'c, 'a>(
                 next
             });
             // The segment's last k short of a step, one at a time, into lane 0.
-            let acc = e.for_loop(sv, s1, one, &acc, |e, kk, acc| {
+            e.for_loop(sv, s1, one, &acc, |e, kk, acc| {
                 let mut next = acc.to_vec();
                 for (j, &rr) in rows.iter().enumerate() {
-                    let bv = b.table_value(e, table_b, (rr, kk));
+                    let mut bv = b.table_value(e, table_b, (rr, kk));
+                    if let Some(sb) = sb {
+                        bv = e.mulf(bv, sb[j]);
+                    }
                     for i in 0..mu {
                         let x = i * rb as usize + j;
-                        let p = e.mulf(e.load(ap, &[e.index(i as i64), kk]), bv);
+                        let p = e.mulf(e.load(abuf, &[e.index(i as i64), kk]), bv);
                         next[x] = e.addf(next[x], e.select(first, e.broadcast(p, vl), zv));
                     }
                 }
                 next
-            });
-            // Each set's lane sums, into the totals: times `sa * sb` once a scale segment
-            // (a vector of the products, lane by lane), else as they are (the write-back
-            // applies per-tensor and per-channel scales).
-            let seg = plan.seg.map(|s| e.divui(s0, e.index(s)));
-            let sb: Vec<Option<Value>> = rows
-                .iter()
-                .map(|&rr| seg.map(|_| b.scaled.block_value(e, rr, s0)))
-                .collect();
-            (0..sets)
-                .map(|set| {
-                    let lanes_of = set * lanes as usize..(set + 1) * lanes as usize;
-                    let vs: Vec<Value> = lanes_of
-                        .clone()
-                        .map(|x| if x < count { acc[x] } else { zv })
-                        .collect();
-                    let sums = lane_sums(e, &vs);
-                    match seg {
-                        Some(seg) => {
-                            let scales: Vec<Value> = lanes_of
-                                .map(|x| match (x < count, sb[x % rb as usize]) {
-                                    (true, Some(sb)) => {
-                                        let i = e.index((x / rb as usize) as i64);
-                                        e.mulf(e.load(sa, &[i, seg]), sb)
-                                    }
-                                    _ => e.f32(0.0),
+            })
+        };
+        // The accumulators of set `set` (`lanes` of them, zeros past the last).
+        let set_of = |acc: &[Value<'c, 'a>], set: usize| -> Vec<Value<'c, 'a>> {
+            (set * lanes as usize..(set + 1) * lanes as usize)
+                .map(|x| if x < count { acc[x] } else { zv })
+                .collect()
+        };
+        let zeros = |n: usize| -> Vec<Value<'c, 'a>> { (0..n).map(|_| zv).collect() };
+        // Segment by segment: the totals, `lanes` accumulators to a vector, carried through
+        // the segments; each segment's sums come out as lane sums and join them times `sa *
+        // sb` (a vector of the products, lane by lane), or as they are where the scales do
+        // not change along K (the write-back applies per-tensor and per-channel scales).
+        let segmented = |e: &Emitter<'c, 'a>| -> Vec<Value<'c, 'a>> {
+            e.for_loop(zero, k, seg_len, &zeros(sets), |e, s0, totals| {
+                let s1 = e.minui(e.addi(s0, seg_len), k);
+                let acc = steps(e, (s0, s1), &zeros(count), ap, None);
+                let seg = plan.seg.map(|s| e.divui(s0, e.index(s)));
+                let sb: Vec<Option<Value>> = rows
+                    .iter()
+                    .map(|&rr| seg.map(|_| b.scaled.block_value(e, rr, s0)))
+                    .collect();
+                (0..sets)
+                    .map(|set| {
+                        let sums = lane_sums(e, &set_of(&acc, set));
+                        match seg {
+                            Some(seg) => {
+                                let scales: Vec<Value> = (set * lanes as usize
+                                    ..(set + 1) * lanes as usize)
+                                    .map(|x| match (x < count, sb[x % rb as usize]) {
+                                        (true, Some(sb)) => {
+                                            let i = e.index((x / rb as usize) as i64);
+                                            e.mulf(e.load(sa, &[i, seg]), sb)
+                                        }
+                                        _ => e.f32(0.0),
+                                    })
+                                    .collect();
+                                e.fma(sums, e.from_elements(&scales), totals[set])
+                            }
+                            None => e.addf(totals[set], sums),
+                        }
+                    })
+                    .collect()
+            })
+        };
+        let totals = match aps {
+            // Folded: the accumulators along all of K, over A times its scales and B's
+            // decoded vectors times theirs; lane sums once at the end. Where A's or the
+            // group's scales leave the fold's range, segment by segment.
+            Some(aps) => {
+                let mut types = vec![vt; sets];
+                types.push(e.int_type(1));
+                let tried = e.if_else(
+                    a_in_range,
+                    &types,
+                    |e| {
+                        let mut inits = zeros(count);
+                        inits.push(e.bool(true));
+                        let out = e.for_loop(zero, k, seg_len, &inits, |e, s0, carried| {
+                            let s1 = e.minui(e.addi(s0, seg_len), k);
+                            let mut ok = carried[count];
+                            let sb: Vec<Value> = rows
+                                .iter()
+                                .map(|&rr| {
+                                    let stored = b.scaled.block_stored(e, rr, s0);
+                                    ok = e.andi(ok, in_fold_range(e, stored));
+                                    b.scaled.decode_stored(e, stored)
                                 })
                                 .collect();
-                            e.fma(sums, e.from_elements(&scales), totals[set])
-                        }
-                        None => e.addf(totals[set], sums),
-                    }
-                })
-                .collect()
-        });
+                            let mut next = steps(e, (s0, s1), &carried[..count], aps, Some(&sb));
+                            next.push(ok);
+                            next
+                        });
+                        let mut sums: Vec<Value> = (0..sets)
+                            .map(|set| lane_sums(e, &set_of(&out, set)))
+                            .collect();
+                        sums.push(out[count]);
+                        sums
+                    },
+                    |e| {
+                        let mut none = zeros(sets);
+                        none.push(e.bool(false));
+                        none
+                    },
+                );
+                let folded = tried[..sets].to_vec();
+                e.if_else(tried[sets], &vec![vt; sets], |_| folded, segmented)
+            }
+            None => segmented(e),
+        };
         for x in 0..count {
             let (i, j) = (x as i64 / rb, x as i64 % rb);
             let col = e.addi(e.muli(q, e.index(rb)), e.index(j));
@@ -325,6 +448,9 @@ pub(super) fn gemm<'c, 'a>(
             e.store(v, w, &[e.index(i), col]);
         }
     });
+    if let Some(aps) = aps {
+        e.dealloc(aps);
+    }
     e.dealloc(ap);
     e.dealloc(sa);
     Gemv { w }
