@@ -54,13 +54,15 @@ func.func @static(%a: memref<4x64xf8E4M3FN>, %sa: memref<1x1xf32>, %b: memref<16
 // CHECK:         cf.assert %[[OK3]], "{{.*}}: the bias's length is not N"
 // CHECK:         cf.assert %{{.*}}, "{{.*}}: lhs scales (#lowp.blockwise<1x128>) need a row per row of lhs"
 // CHECK:         %[[SAC:.*]] = memref.dim %[[SA]], %c1
-// CHECK:         %[[UP:.*]] = arith.addi %[[K]], %c127
-// CHECK:         %[[KBLOCKS:.*]] = arith.divui %[[UP]], %c128
+// CHECK:         %[[UP:.*]] = arith.addi %[[K]], %c128
+// CHECK:         %[[LAST:.*]] = arith.subi %[[UP]], %c1
+// CHECK:         %[[KBLOCKS:.*]] = arith.divui %[[LAST]], %c128
 // CHECK:         %[[OK4:.*]] = arith.cmpi eq, %[[SAC]], %[[KBLOCKS]]
 // CHECK:         cf.assert %[[OK4]], "{{.*}}: lhs scales (#lowp.blockwise<1x128>) need ceil(K / 128) columns"
 // CHECK:         %[[SBR:.*]] = memref.dim %[[SB]], %c0
-// CHECK:         %[[NUP:.*]] = arith.addi %[[N]], %c127
-// CHECK:         %[[NBLOCKS:.*]] = arith.divui %[[NUP]], %c128
+// CHECK:         %[[NUP:.*]] = arith.addi %[[N]], %c128
+// CHECK:         %[[NLAST:.*]] = arith.subi %[[NUP]], %c1
+// CHECK:         %[[NBLOCKS:.*]] = arith.divui %[[NLAST]], %c128
 // CHECK:         %[[OK5:.*]] = arith.cmpi eq, %[[SBR]], %[[NBLOCKS]]
 // CHECK:         cf.assert %[[OK5]], "{{.*}}: rhs scales (#lowp.blockwise<128x128>) need ceil(rows of rhs / 128) rows"
 // CHECK:         cf.assert %{{.*}}, "{{.*}}: rhs scales (#lowp.blockwise<128x128>) need ceil(K / 128) columns"

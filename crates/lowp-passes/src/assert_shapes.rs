@@ -39,8 +39,8 @@ use melior::dialect::DialectHandle;
 use melior::ir::operation::{OperationBuilder, OperationLike, WalkOrder, WalkResult};
 use melior::ir::{OperationRef, Type, TypeLike, Value, ValueLike};
 
-use crate::expand_quantize::{layout_attr_of, unsupported};
-use crate::ir::{enclosing, location_text, Emitter};
+use crate::expand_quantize::{ceil_div, layout_attr_of, unsupported};
+use crate::ir::{enclosing, location_text, static_dim, Emitter};
 use crate::registry::{PassDef, PassOptions};
 use crate::PassError;
 
@@ -104,19 +104,7 @@ impl<'c, 'a> Size<'c, 'a> {
                 times,
                 block,
             } => {
-                // SAFETY: reading a live ranked shaped type (the op's verifier checked the
-                // rank of each operand it relates).
-                let d = unsafe {
-                    let t = of.r#type().to_raw();
-                    if !mlir_sys::mlirTypeIsAShaped(t)
-                        || !mlir_sys::mlirShapedTypeHasRank(t)
-                        || mlir_sys::mlirShapedTypeGetRank(t) <= index as i64
-                        || mlir_sys::mlirShapedTypeIsDynamicDim(t, index as isize)
-                    {
-                        return None;
-                    }
-                    mlir_sys::mlirShapedTypeGetDimSize(t, index as isize)
-                };
+                let d = static_dim(of.r#type(), index as i64)?;
                 Some((d * times + block - 1) / block)
             }
         }
@@ -140,7 +128,7 @@ impl<'c, 'a> Size<'c, 'a> {
                     d = e.muli(d, e.index(times));
                 }
                 if block != 1 {
-                    d = e.divui(e.addi(d, e.index(block - 1)), e.index(block));
+                    d = ceil_div(e, d, e.index(block));
                 }
                 d
             }

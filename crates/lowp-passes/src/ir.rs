@@ -1119,6 +1119,23 @@ pub fn constant_int(v: Value) -> Option<i64> {
     }
 }
 
+/// Dimension `index` of a ranked shaped type (memref or tensor) where it is static; `None`
+/// where it is dynamic, out of the rank, or `t` is not a ranked shaped type.
+pub fn static_dim(t: Type, index: i64) -> Option<i64> {
+    // SAFETY: a shaped type's size at an index checked against its rank.
+    unsafe {
+        let t = t.to_raw();
+        if !mlir_sys::mlirTypeIsAShaped(t)
+            || !mlir_sys::mlirShapedTypeHasRank(t)
+            || !(0..mlir_sys::mlirShapedTypeGetRank(t)).contains(&index)
+            || mlir_sys::mlirShapedTypeIsDynamicDim(t, index as isize)
+        {
+            return None;
+        }
+        Some(mlir_sys::mlirShapedTypeGetDimSize(t, index as isize))
+    }
+}
+
 /// The value of index or integer `v` where constants alone decide it: an `arith.constant`,
 /// arith's integer arithmetic, `memref.dim` of a static size and `affine.apply` of such
 /// values (what a grid size is before `canonicalize` folds it). `None` where a run-time
@@ -1165,22 +1182,7 @@ fn static_index_at(v: Value, depth: u32) -> Option<i64> {
         "arith.minui" | "arith.minsi" => binary(|a, b| Some(a.min(b))),
         "arith.maxui" | "arith.maxsi" => binary(|a, b| Some(a.max(b))),
         "arith.index_cast" | "arith.index_castui" => at(0),
-        "memref.dim" => {
-            let index = at(1)?;
-            let t = op.operand(0).ok()?.r#type();
-            // SAFETY: a shaped type's size at an index checked against its rank.
-            unsafe {
-                let t = t.to_raw();
-                if !mlir_sys::mlirTypeIsAShaped(t)
-                    || !mlir_sys::mlirShapedTypeHasRank(t)
-                    || !(0..mlir_sys::mlirShapedTypeGetRank(t)).contains(&index)
-                    || mlir_sys::mlirShapedTypeIsDynamicDim(t, index as isize)
-                {
-                    return None;
-                }
-                Some(mlir_sys::mlirShapedTypeGetDimSize(t, index as isize))
-            }
-        }
+        "memref.dim" => static_dim(op.operand(0).ok()?.r#type(), at(1)?),
         "affine.apply" => {
             // SAFETY: the `map` attribute of affine.apply, checked to be an affine map.
             let map = unsafe {
