@@ -205,34 +205,26 @@ impl MatmulIr for MatmulSpec {
             .roles()
             .into_iter()
             .map(|r| {
-                let (element, shape) = match r {
+                let element = match r {
                     Role::Lhs | Role::Rhs => {
                         let (f, packed) = if r == Role::Lhs {
                             (self.lhs, self.lhs_packed)
                         } else {
                             (self.rhs, self.rhs_packed)
                         };
-                        let element = if packed {
+                        if packed {
                             lowp_dialect::packed_type(ctx, f).expect("validated spec")
                         } else {
                             lowp_dialect::format_type(ctx, f)
-                        };
-                        (element, self.operand_shape(r))
+                        }
                     }
-                    Role::LhsScales | Role::RhsScales => {
-                        let layout = if r == Role::LhsScales {
-                            self.lhs_layout
-                        } else {
-                            self.rhs_layout
-                        };
-                        (dtype_type(ctx, layout.scale_dtype()), self.operand_shape(r))
-                    }
-                    Role::LhsGlobal | Role::RhsGlobal | Role::Bias => {
-                        (Type::float32(ctx), self.operand_shape(r))
-                    }
-                    Role::Out => (out_el, self.operand_shape(r)),
+                    Role::LhsScales => dtype_type(ctx, self.lhs_layout.scale_dtype()),
+                    Role::RhsScales => dtype_type(ctx, self.rhs_layout.scale_dtype()),
+                    Role::LhsGlobal | Role::RhsGlobal | Role::Bias => Type::float32(ctx),
+                    Role::Out => out_el,
                 };
-                let dims: Vec<i64> = shape
+                let dims: Vec<i64> = self
+                    .operand_shape(r)
                     .iter()
                     .zip(self.operand_sizes(r))
                     .map(|(&d, size)| match size {
@@ -288,8 +280,8 @@ impl MatmulIr for MatmulSpec {
     }
 
     /// Read the problem off an entry function whose `lowp.scaled_matmul` takes all its
-    /// operands from the function's arguments (static shapes). Returns the spec and the role
-    /// of each argument.
+    /// operands from the function's arguments (sizes its types leave dynamic from `given`).
+    /// Returns the spec and the role of each argument.
     fn from_entry_with(
         module: &Module,
         entry: &str,
@@ -402,15 +394,20 @@ impl MatmulIr for MatmulSpec {
                 })
             })
             .collect::<Result<_, _>>()?;
-        let ty = |role: Role| {
-            operand_types
+        // Each operand's sizes (`None`: dynamic) and element type, read once.
+        let shapes: Vec<(Role, Vec<Option<usize>>, Type)> = operand_types
+            .iter()
+            .map(|&(role, t)| shape_of(t).map(|(dims, el)| (role, dims, el)))
+            .collect::<Result<_, _>>()?;
+        let shape = |role: Role| {
+            shapes
                 .iter()
-                .find(|(r, _)| *r == role)
-                .map(|(_, t)| *t)
+                .find(|(r, _, _)| *r == role)
+                .map(|(_, dims, el)| (dims.clone(), *el))
         };
-        let (ashape, ael) = shape_of(ty(Role::Lhs).expect("lhs"))?;
-        let (bshape, bel) = shape_of(ty(Role::Rhs).expect("rhs"))?;
-        let (oshape, oel) = shape_of(ty(Role::Out).expect("out"))?;
+        let (ashape, ael) = shape(Role::Lhs).expect("lhs");
+        let (bshape, bel) = shape(Role::Rhs).expect("rhs");
+        let (oshape, oel) = shape(Role::Out).expect("out");
         let ai = lowp_dialect::code_type_info(ael).ok_or("lhs has no lowp format")?;
         let bi = lowp_dialect::code_type_info(bel).ok_or("rhs has no lowp format")?;
         let layout = |name: &str| {
@@ -420,10 +417,7 @@ impl MatmulIr for MatmulSpec {
                 .ok_or_else(|| format!("missing {name}"))
         };
         // M, N, K: from the types where they fix them, else from `given`.
-        let bias_len = match ty(Role::Bias) {
-            Some(t) => shape_of(t)?.0[0],
-            None => None,
-        };
+        let bias_len = shape(Role::Bias).and_then(|(dims, _)| dims[0]);
         let logical_k = |cols: Option<usize>, packed: bool| cols.map(|c| c * (1 + packed as usize));
         let m = settle(
             entry,
@@ -470,8 +464,7 @@ impl MatmulIr for MatmulSpec {
         // Every size of every operand, static or not, as the problem makes it: the call
         // passes these shapes, and the entry's checks (lowp-assert-shapes) would stop a
         // call whose dynamic sizes disagree with its static ones.
-        for &(role, t) in &operand_types {
-            let (dims, _) = shape_of(t)?;
+        for (&(role, t), (_, dims, _)) in operand_types.iter().zip(&shapes) {
             let want = spec.operand_shape(role);
             let agrees = dims.len() == want.len()
                 && dims

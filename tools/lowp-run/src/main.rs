@@ -8,8 +8,9 @@
 //! ```
 //! The entry's `lowp.scaled_matmul` gets seeded random inputs per operand type (quantized by
 //! lowp-formats; `--m`, `--n`, `--k` give the sizes its types leave dynamic); `--check`
-//! compares the result with the oracle, `--bench` times it. An entry without a scaled_matmul (quantize / dequantize pipelines, say) runs with random inputs per
-//! memref argument type and prints a summary of every buffer after the call. The
+//! compares the result with the oracle, `--bench` times it. An entry without a
+//! scaled_matmul (quantize / dequantize pipelines, say) runs with random inputs per memref
+//! argument type and prints a summary of every buffer after the call. The
 //! last line is the summary: `check: PASS max_abs_err=... max_rel_err=...` and/or
 //! `bench: median_ms=... gflops=...`. Exit status: 0 success, 1 check failure or a compile /
 //! run error (with MLIR's located diagnostics), 2 bad command line.

@@ -1,6 +1,7 @@
 //! The GEMV form of `lowp-to-loops`: where A has few rows (M known when the pass runs:
 //! batch-1 LLM decoding is M = 1; up to 3, or 8 where the scales change along K no more
-//! often than every 128, see `takes`), each output is a dot product along K.
+//! often than every 128 or MX's E8M0 scales fold into the decoded values, see `takes` and
+//! `folds`), each output is a dot product along K.
 //! B's rows are decoded as stored, a vector of codes at a time, straight into registers
 //! (no buffer, no transpose) and multiplied with A's decoded rows (`M x K` f32, contiguous
 //! along K) into vector accumulators, up to four rows of B at once (beyond 3 rows of A,
@@ -118,7 +119,7 @@ pub(super) fn folds(plan: &Plan, (fa, fb): (ScaledFormat, ScaledFormat)) -> bool
 pub(super) fn takes(m: Option<i64>, plan: &Plan, via_f16: bool, bytes: bool, fold: bool) -> bool {
     let step = step_k(via_f16, plan.tile.lanes);
     let rows = match plan.seg {
-        Some(s) if s < LONG_SEGMENT && !(fold && !bytes) => A_FIRST_ROWS,
+        Some(s) if s < LONG_SEGMENT && (bytes || !fold) => A_FIRST_ROWS,
         _ if bytes => BYTE_GEMV_ROWS,
         _ => GEMV_ROWS,
     };
