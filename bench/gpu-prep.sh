@@ -146,6 +146,14 @@ for s in 8192x8192x8192 4096x4096x4096 16x8192x8192 16x4096x8192; do
     esac
   done
 done
+# E3M4, which no FP8 type holds: the f16 form of mma.sync (auto's choice on every chip)
+# against the generic decode kernel it replaces.
+save "time-mma-sync-4096x4096x4096-f8e3m4" --m 4096 --n 4096 --k 4096 --lhs f8e3m4 --rhs f8e3m4 \
+  --layout per_channel --kernel mma-sync
+save "time-generic-4096x4096x4096-f8e3m4" --m 4096 --n 4096 --k 4096 --lhs f8e3m4 --rhs f8e3m4 \
+  --layout per_channel --kernel generic
+save "time-mma-sync-16x8192x8192-f8e3m4" --m 16 --n 8192 --k 8192 --lhs f8e3m4 --rhs f8e3m4 \
+  --layout per_channel --kernel mma-sync
 # ---- assembled only (no Blackwell there): sm_100a's tcgen05 kinds, for ptxas -arch=sm_100a.
 sass=(
   "f8e4m3 --rhs f8e4m3 --layout per_tensor"

@@ -3,7 +3,8 @@
 //! layout:
 //! the launch read from gpu.launch_func covers C, every memref operand is an entry
 //! argument, the PTX entry declares exactly the parameters `GpuKernel::launch` passes, and
-//! `auto` / `mma-sync` use their instruction exactly where they should, with no local memory. Where a CUDA GPU is
+//! `auto` / `mma-sync` use their instruction exactly where they should (FP8, or f16 for the
+//! formats no FP8 type holds), with no local memory. Where a CUDA GPU is
 //! present the kernels also run and are checked against the oracle (lit's
 //! Run/Cuda/check.test does the same through lowp-run).
 
@@ -55,16 +56,30 @@ fn kernels_compile_for_every_format_and_layout() {
         .flat_map(|s| [(s, "generic"), (s, "auto"), (s, "mma-sync")])
     {
         let fp8 = mma_format(spec.lhs) && mma_format(spec.rhs);
-        if choice == "mma-sync" && !fp8 {
+        // Formats no FP8 type holds but f16's fields do: the f16 mma.sync form.
+        let f16 = !fp8 && spec.lhs.f16_fields().is_some() && spec.rhs.f16_fields().is_some();
+        if choice == "mma-sync" && !fp8 && !f16 {
             continue;
         }
         let mut module = spec.build_module(session.context(), "mm");
         let kernel = session
             .compile_nvvm(&mut module, "mm", "sm_90a", choice)
             .unwrap_or_else(|e| panic!("{spec:?} {choice}: {e}"));
-        let uses_mma = kernel.ptx.contains("mma.sync.aligned.m16n8k32.row.col.f32");
+        let uses_mma = kernel.ptx.contains("mma.sync.aligned.m16n8k32.row.col.f32")
+            || kernel
+                .ptx
+                .contains("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32");
         let uses_wgmma = kernel.ptx.contains("wgmma.mma_async.sync.aligned.m64n");
-        assert_eq!(uses_mma, choice == "mma-sync", "{spec:?} {choice}");
+        assert_eq!(
+            uses_mma,
+            choice == "mma-sync" || (choice == "auto" && f16),
+            "{spec:?} {choice}"
+        );
+        assert_eq!(
+            kernel.ptx.contains("m16n8k16.row.col.f32.f16.f16.f32"),
+            uses_mma && f16,
+            "{spec:?} {choice}"
+        );
         assert_eq!(uses_wgmma, choice == "auto" && fp8, "{spec:?} {choice}");
         // Fragments and accumulators stay in registers.
         assert!(

@@ -128,6 +128,113 @@ fn fp8_kernels_tiles_and_ragged_edges() {
     }
 }
 
+/// The f16 form of the mma.sync kernel (`mma.sync.m16n8k16.f32.f16.f16`), which takes the
+/// formats no FP8 type holds: E3M4, E2M5 and a 7-bit custom beside E4M3 / E5M2, E4M3 FNUZ,
+/// packed E2M1 beside E3M4 (its codes a byte's nibbles), with each scale segment (per
+/// tensor, per channel, MX, 16-blocks, blockwise); several blocks and warps, ragged M, N
+/// and K, K odd (rows not 2-byte aligned: the code-by-code loads), subnormal codes, zeros
+/// of both signs, and NaN / infinity codes written into the operands. Checked in the IR
+/// first: the instruction, and no FP8 one.
+#[test]
+fn mma_sync_f16_form_matches_the_oracle() {
+    let session = Session::new();
+    let mut rng = SplitMix64::new(16);
+    let (e4, e5, fnuz) = (
+        ScaledFormat::F8E4M3,
+        ScaledFormat::F8E5M2,
+        ScaledFormat::F8E4M3Fnuz,
+    );
+    let (e3m4, e2m5, e3m3) = (
+        ScaledFormat::custom(3, 4),
+        ScaledFormat::custom(2, 5),
+        ScaledFormat::custom(3, 3),
+    );
+    let f4 = ScaledFormat::F4E2M1;
+    let blockwise = ScaleLayout::Blockwise { rows: 1, cols: 128 };
+    let pairs = [
+        (
+            e3m4,
+            ScaleLayout::PerTensor,
+            false,
+            e4,
+            ScaleLayout::PerChannel,
+        ),
+        (
+            e5,
+            ScaleLayout::PerChannel,
+            false,
+            e2m5,
+            ScaleLayout::PerChannel,
+        ),
+        (f4, ScaleLayout::MX, true, e3m4, ScaleLayout::MX),
+        (
+            e3m4,
+            ScaleLayout::Mx { block: 16 },
+            false,
+            f4,
+            ScaleLayout::Mx { block: 16 },
+        ),
+        (fnuz, blockwise, false, e3m3, blockwise),
+    ];
+    let mut problems = Vec::new();
+    for (m, n, k) in [
+        (130, 70, 96),
+        (33, 65, 250),
+        (5, 3, 18),
+        (19, 37, 75),
+        (70, 9, 1),
+    ] {
+        for &(fa, la, pa, fb, lb) in &pairs {
+            let packed = pa && k % 2 == 0;
+            // Subnormal codes and signed zeros in the first rows of A.
+            let mut data: Vec<f32> = (0..m * k)
+                .map(|i| rng.normal() * (1.0 + (i % 7) as f32))
+                .collect();
+            for (r, factor) in [(0, 0.0), (1, -0.0), (2, 2f32.powi(-9))] {
+                if r < m {
+                    for x in &mut data[r * k..(r + 1) * k] {
+                        *x *= factor;
+                    }
+                }
+            }
+            let mut a = operand_of(&data, m, k, fa, la, packed);
+            let mut b = operand(&mut rng, n, k, fb, lb, false);
+            // A NaN code (and E5M2's infinities) where the format has them, in row 3 of A
+            // and the last column of B.
+            if !packed && fa.has_nan() && m > 3 {
+                a.q.codes[3 * k + k / 2] = (0..=255u8).find(|&c| fa.decode(c).is_nan()).unwrap();
+            }
+            if fb.has_nan() {
+                b.q.codes[(n - 1) * k] = (0..=255u8).find(|&c| fb.decode(c).is_nan()).unwrap();
+            }
+            if fa.has_inf() && m > 4 && k > 2 {
+                a.q.codes[4 * k + 1] = 0x7C;
+                a.q.codes[4 * k + 2] = 0xFC;
+            }
+            problems.push((
+                format!("{m}x{n}x{k} {fa} {la} x {fb} {lb}"),
+                Problem {
+                    a,
+                    b,
+                    bias: Some(rng.normal_vec(n)),
+                    bf16: false,
+                },
+            ));
+        }
+    }
+    for chip in ["sm_90a", "sm_89"] {
+        let ir = lowered(&session, &problems, chip, "mma-sync");
+        assert!(ir.contains("nvvm.mma.sync"), "{chip}");
+        assert!(ir.contains("#nvvm.shape<m = 16, n = 8, k = 16>"), "{chip}");
+        assert!(!ir.contains("m16n8k32"), "{chip}");
+        run_and_check(&session, &problems, Some(&emulated(chip, "mma-sync")));
+    }
+    // `auto` on sm_90a and sm_100a takes it where no FP8 kernel does.
+    for chip in ["sm_90a", "sm_100a"] {
+        assert!(lowered(&session, &problems[..1], chip, "auto").contains("nvvm.mma.sync"));
+    }
+}
+
 /// (A, its layout, packed, B, its layout, packed) for the cp.async pipeline's tests: FP8
 /// with every scale segment (per-tensor, MX, blockwise, per-channel, MX64 x blockwise
 /// 16x256), packed E2M1, FP6, FP6 x FP4, a custom format.
@@ -1207,16 +1314,19 @@ fn tcgen05_block_scaled_kinds_match_the_oracle() {
 }
 
 /// `kernel=mma-sync` accepts exactly the ops whose formats are E4M3 / E5M2 or embed in them
-/// (at most 6 bits) and whose scales change along K every 16 or a multiple of 32; the
-/// others are refused with the reason.
+/// (at most 6 bits), or whose fields move into f16's (the f16 form), and whose scales
+/// change along K every 16 or a multiple of 16; the others are refused with the reason.
 #[test]
 fn mma_sync_takes_exactly_the_embeddable_ops() {
     let session = Session::new();
     let mut rng = SplitMix64::new(3);
     let formats = lowp_tests::named_and_custom_formats();
+    // FP8 (E4M3 / E5M2, or embedded in them by a table the registers hold), else f16
+    // (formats whose fields move into f16's: all but E5M2 FNUZ and wide exponents).
     let takes = |f: ScaledFormat| {
         matches!(f, ScaledFormat::F8E4M3 | ScaledFormat::F8E5M2)
             || (f.fp8_embedding().is_some() && f.bit_width() <= 6)
+            || f.f16_fields().is_some()
     };
     let layouts = [
         (ScaleLayout::MX, true),

@@ -106,6 +106,69 @@ pub fn widen_f16<'c, 'a>(e: &Emitter<'c, 'a>, pattern: Value<'c, '_>) -> Value<'
     e.extf(half, e.vector_type(lanes, e.f32_type()))
 }
 
+/// The f16 bit patterns of two codes at once, for an f16 tensor-core instruction's
+/// registers: `pair` (`i32`) holds a code in bits 0..8 and one in bits 16..24 (bits above a
+/// code's width ignored); the result holds their patterns in the same halves (mirrors
+/// `ScaledFormat::f16_pattern`, with an f16 NaN at the NaN codes the move misses, as
+/// [`f16_patterns`]; `fields` must be the format's `f16_fields`). A lone code in the low
+/// half gets +0 beside it.
+pub fn f16_pattern_pair<'c, 'a>(
+    e: &Emitter<'c, 'a>,
+    format: ScaledFormat,
+    fields: F16Fields,
+    pair: Value<'c, '_>,
+) -> Value<'c, 'a> {
+    let (eb, mb, _) = format.fields();
+    let both = |v: u32| e.i32(v | v << 16);
+    let magnitude = e.andi(pair, both((1 << (eb + mb)) - 1));
+    let sign = e.andi(pair, both(1 << (eb + mb)));
+    // (Within each half: the magnitude ends below bit 15, the sign lands on it.)
+    let pattern = e.ori(
+        e.shli(magnitude, e.i32(10 - mb)),
+        e.shli(sign, e.i32(15 - eb - mb)),
+    );
+    match fields.nan {
+        Some((mask, value)) => {
+            let (mask, value) = (u32::from(mask), u32::from(value));
+            let low = e.cmpi(CmpiPredicate::Eq, e.andi(pair, e.i32(mask)), e.i32(value));
+            let high = e.cmpi(
+                CmpiPredicate::Eq,
+                e.andi(pair, e.i32(mask << 16)),
+                e.i32(value << 16),
+            );
+            let pattern = e.select(
+                low,
+                e.ori(e.andi(pattern, e.i32(0xFFFF_0000)), e.i32(0x7E00)),
+                pattern,
+            );
+            e.select(
+                high,
+                e.ori(e.andi(pattern, e.i32(0xFFFF)), e.i32(0x7E00_0000)),
+                pattern,
+            )
+        }
+        None => pattern,
+    }
+}
+
+/// The `f32` value of the IEEE f16 bit pattern in the low 16 bits of an `i32` (higher bits
+/// ignored), by integer arithmetic (no f16 type: the same on every host). As
+/// [`ue4m3_decode`]: the 15 magnitude bits moved to an f32's bits 13..28 are the value times
+/// 2^-112, subnormals included, so one exact multiply rebiases them; exponent 31 is
+/// infinity or NaN.
+pub fn f16_value<'c, 'a>(e: &Emitter<'c, 'a>, pattern: Value<'c, '_>) -> Value<'c, 'a> {
+    let f32t = e.f32_type();
+    let magnitude = e.andi(pattern, e.i32(0x7FFF));
+    let moved = e.bitcast(e.shli(magnitude, e.i32(13)), f32t);
+    let value = e.mulf(moved, e.f32(2f32.powi(112)));
+    let special = e.cmpi(CmpiPredicate::Uge, magnitude, e.i32(0x7C00));
+    let is_nan = e.cmpi(CmpiPredicate::Ugt, magnitude, e.i32(0x7C00));
+    let special_value = e.select(is_nan, e.f32(f32::NAN), e.f32(f32::INFINITY));
+    let value = e.select(special, special_value, value);
+    let sign = e.shli(e.andi(pattern, e.i32(0x8000)), e.i32(16));
+    e.bitcast(e.ori(e.bitcast(value, e.int_type(32)), sign), f32t)
+}
+
 /// Bits of `2^k` for `-149 <= k <= 127` (an f32 subnormal below -126).
 const fn decode_unit_bits(k: i32) -> u32 {
     if k >= -126 {

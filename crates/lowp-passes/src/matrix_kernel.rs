@@ -29,7 +29,7 @@
 //! lane's registers in memory, each instruction computed with loops from the registers of
 //! the lanes the inverse map names, as the vendor's ISA defines it.
 
-use lowp_formats::ScaledFormat;
+use lowp_formats::{F16Fields, ScaledFormat};
 use melior::dialect::arith::CmpiPredicate;
 use melior::ir::operation::OperationBuilder;
 use melior::ir::operation::OperationLike;
@@ -212,6 +212,9 @@ pub(crate) struct Operand {
     pub(crate) table: Option<Table>,
     /// Values reach the instruction times `2^-shift`.
     pub(crate) shift: i32,
+    /// The codes reach an f16 instruction as IEEE f16 bit patterns, their fields moved
+    /// (`ScaledFormat::f16_fields`: `ty` is then the stored format, `shift` the fields').
+    pub(crate) f16: Option<F16Fields>,
 }
 
 impl Operand {
@@ -230,6 +233,7 @@ impl Operand {
                 ty: format,
                 table: None,
                 shift: 0,
+                f16: None,
             });
         }
         let names: Vec<String> = types.iter().map(|t| t.to_string()).collect();
@@ -271,6 +275,32 @@ impl Operand {
             ty,
             table: Some(table),
             shift,
+            f16: None,
+        })
+    }
+
+    /// `format`'s codes as the f16 patterns of their fields, for an f16 instruction (every
+    /// format whose exponent field f16's holds, E2M1 to E5M2 and E3M4, its specials
+    /// included), or why not.
+    pub(crate) fn f16(format: ScaledFormat, packed: bool) -> Result<Self, String> {
+        let fields = format.f16_fields().ok_or_else(|| {
+            let (e, _, bias) = format.fields();
+            let why = if e > 5 {
+                format!("its exponent field has {e} bits, f16's 5")
+            } else if e == 5 && !format.has_inf() {
+                "its exponent 31 is finite, f16's infinity and NaN".to_string()
+            } else {
+                format!("its bias {bias} leaves f32's normal range")
+            };
+            format!("{format}'s fields do not move into f16's: {why}")
+        })?;
+        Ok(Self {
+            packed,
+            width: format.bit_width(),
+            ty: format,
+            table: None,
+            shift: fields.shift,
+            f16: Some(fields),
         })
     }
 }
@@ -349,10 +379,22 @@ impl Plan {
 
 /// An operand's registers read a word at a time ([`Kernel::fragments`]).
 struct WordReads {
-    /// Stored bytes per register: 4, or 2 for 4 packed codes an FP8 instruction reads.
+    /// Stored bytes per register: 4, or 2 for 4 packed codes an FP8 instruction reads (and
+    /// for 2 codes an f16 instruction reads, 1 packed).
     bytes: u32,
-    /// The table's word rule and the byte permute that applies it, if translated.
-    translated: Option<(WordRule, Permute)>,
+    /// What makes the stored bytes the register.
+    apply: Apply,
+}
+
+/// How stored bytes become an instruction register.
+#[derive(Clone, Copy)]
+enum Apply {
+    /// They are the register.
+    AsStored,
+    /// Translated by the table's word rule with the byte permute.
+    Translated(WordRule, Permute),
+    /// Two codes spread to the halves and moved into f16 patterns.
+    F16(F16Fields),
 }
 
 /// Where a row-major code memref's rows are (one byte an element): the address of element
@@ -526,6 +568,9 @@ impl<'p, 'c, 'a> Kernel<'p, 'c, 'a> {
         if let Some(table) = &src.table {
             code = translate(e, table, code);
         }
+        if let Some(fields) = src.f16 {
+            code = codes::f16_pattern_pair(e, src.ty, fields, code);
+        }
         e.select(inside, code, e.i32(0))
     }
 
@@ -552,18 +597,49 @@ impl<'p, 'c, 'a> Kernel<'p, 'c, 'a> {
     /// load of their 2 (packed) or 4 bytes, then four translated at once.
     fn word_reads(&self, src: &Operand, width: u32) -> Option<WordReads> {
         let stored_width = if src.packed { 4 } else { 8 };
-        match (&src.table, self.permute) {
-            (None, _) if stored_width == width => Some(WordReads {
-                bytes: 4,
-                translated: None,
+        match (&src.table, self.permute, src.f16) {
+            (None, _, Some(fields)) if width == 16 => Some(WordReads {
+                bytes: if src.packed { 1 } else { 2 },
+                apply: Apply::F16(fields),
             }),
-            (Some(table), Some(p)) if width == 8 => {
+            (None, _, None) if stored_width == width => Some(WordReads {
+                bytes: 4,
+                apply: Apply::AsStored,
+            }),
+            (Some(table), Some(p), None) if width == 8 => {
                 WordRule::of(table, src.packed).map(|rule| WordReads {
                     bytes: if src.packed { 2 } else { 4 },
-                    translated: Some((rule, p)),
+                    apply: Apply::Translated(rule, p),
                 })
             }
             _ => None,
+        }
+    }
+
+    /// The register of stored bytes read at once ([`Kernel::stored_word`]).
+    fn applied(
+        &self,
+        e: &Emitter<'c, 'a>,
+        src: &Operand,
+        apply: Apply,
+        stored: Value<'c, 'a>,
+    ) -> Value<'c, 'a> {
+        match apply {
+            Apply::AsStored => stored,
+            Apply::Translated(rule, p) => rule.apply(e, p, src.packed, stored),
+            Apply::F16(fields) => {
+                // The two codes to bits 0.. and 16.. (packed: the byte's nibbles).
+                let (low, high, up) = if src.packed {
+                    (0xF, 0xF0, 12)
+                } else {
+                    (0xFF, 0xFF00, 8)
+                };
+                let pair = e.ori(
+                    e.andi(stored, e.i32(low)),
+                    e.shli(e.andi(stored, e.i32(high)), e.i32(up)),
+                );
+                codes::f16_pattern_pair(e, src.ty, fields, pair)
+            }
         }
     }
 
@@ -596,7 +672,11 @@ impl<'p, 'c, 'a> Kernel<'p, 'c, 'a> {
         } else {
             kw
         };
-        let mut stored = e.int_of_bytes(e.vload_aligned(bits, &[row, byte], n as u64, n as i64), n);
+        let mut stored = if n == 1 {
+            e.load(bits, &[row, byte])
+        } else {
+            e.int_of_bytes(e.vload_aligned(bits, &[row, byte], n as u64, n as i64), n)
+        };
         if !src.packed && src.width < 8 {
             // A code's byte may hold bits above its width, which decoding ignores.
             let byte_mask = (1i64 << src.width) - 1;
@@ -719,11 +799,10 @@ impl<'p, 'c, 'a> Kernel<'p, 'c, 'a> {
                             .zip(stored)
                             .flat_map(|(&x, words)| {
                                 let r = reads[x].as_ref().expect("read a word at a time");
-                                let packed = sides[x].1.packed;
-                                words.into_iter().map(move |w| match r.translated {
-                                    Some((rule, p)) => rule.apply(e, p, packed, w),
-                                    None => w,
-                                })
+                                let src = sides[x].1;
+                                words
+                                    .into_iter()
+                                    .map(move |w| self.applied(e, src, r.apply, w))
                             })
                             .collect()
                     },
@@ -1394,7 +1473,7 @@ fn emulated_instr<'c, 'a>(
                    owner: (Value<'c, 'a>, Value<'c, 'a>),
                    k: Value<'c, 'a>,
                    width: u32,
-                   ty: ScaledFormat| {
+                   src: &Operand| {
         let (lane, reg) = owner;
         let at = e.addi(
             e.muli(lane, e.index(per_lane as i64)),
@@ -1407,7 +1486,11 @@ fn emulated_instr<'c, 'a>(
             e.int_type(32),
         );
         let code = e.andi(e.shrui(word, shift), e.i32((1 << width) - 1));
-        codes::decode(e, ty, code)
+        if src.f16.is_some() {
+            codes::f16_value(e, code)
+        } else {
+            codes::decode(e, src.ty, code)
+        }
     };
     let block = if kn.plan.scaled { 32 } else { s.k };
     e.for_loop(zero, e.index(s.lanes), one, &[], |e, lane, _| {
@@ -1430,7 +1513,7 @@ fn emulated_instr<'c, 'a>(
                             ri.a_owner(e, row, k),
                             k,
                             s.a_bits,
-                            kn.plan.a.ty,
+                            &kn.plan.a,
                         );
                         let y = element(
                             e,
@@ -1440,7 +1523,7 @@ fn emulated_instr<'c, 'a>(
                             ri.b_owner(e, col, k),
                             k,
                             s.b_bits,
-                            kn.plan.b.ty,
+                            &kn.plan.b,
                         );
                         vec![e.addf(acc[0], e.mulf(x, y))]
                     })[0];

@@ -5,15 +5,16 @@
 // RUN: not lowp-opt %s --pass-pipeline='builtin.module(func.func(lowp-to-nvvm{chip=sm_90a split-k=2}))' 2>&1 | FileCheck %s --check-prefix=SPLIT
 // RUN: not lowp-opt %s --pass-pipeline='builtin.module(func.func(lowp-to-nvvm{chip=sm_90a split-k=3}))' 2>&1 | FileCheck %s --check-prefix=SPLIT3
 
-// split-k applies to the wgmma skinny block only; the first op here (f8e4m3fnuz) takes the
+// split-k applies to the wgmma skinny block only; the first op here (f8e5m2fnuz) takes the
 // generic kernel, so asking to split it is an error, located at the op.
-// SPLIT: fallback-and-errors.mlir:[[#@LINE+22]]:3: error: lowp.scaled_matmul: split-k=2 splits the wgmma skinny block (sm_90a, M static and at most 64, or kernel=wgmma-skinny), which this op does not take on sm_90a with kernel=auto: f8e4m3fnuz embeds in none of f8e4m3, f8e5m2
+// SPLIT: fallback-and-errors.mlir:[[#@LINE+23]]:3: error: lowp.scaled_matmul: split-k=2 splits the wgmma skinny block (sm_90a, M static and at most 64, or kernel=wgmma-skinny), which this op does not take on sm_90a with kernel=auto: f8e5m2fnuz embeds in none of f8e4m3, f8e5m2; for f16: f8e5m2fnuz's fields do not move into f16's: its exponent 31 is finite, f16's infinity and NaN
 // SPLIT3: option 'split-k' of lowp-to-nvvm: '3' is not accepted; expected auto, 1, 2, 4, 8
 
-// REMARK: fallback-and-errors.mlir:[[#@LINE+19]]:3: remark: generic kernel on sm_89: f8e4m3fnuz embeds in none of f8e4m3, f8e5m2
-// REMARK: remark: generic kernel on sm_89: the scales change every 8 along K; the instruction sums 32
+// REMARK: fallback-and-errors.mlir:[[#@LINE+20]]:3: remark: generic kernel on sm_89: f8e5m2fnuz embeds in none of f8e4m3, f8e5m2; for f16: f8e5m2fnuz's fields do not move into f16's: its exponent 31 is finite, f16's infinity and NaN
+// REMARK: remark: generic kernel on sm_89: the scales change every 8 along K; the instruction sums 32; for f16: the scales change every 8 along K; the instruction sums 16
 
-// With kernel=auto, ops the FP8 kernels cannot take get the generic kernel (32 x 8 threads
+// With kernel=auto, ops the tensor-core kernels cannot take (E5M2 FNUZ embeds in no FP8
+// type, and its finite exponent 31 in no f16 pattern) get the generic kernel (32 x 8 threads
 // per 32 x 32 tile, decoded chunks of A and B in workgroup memory); kernel=mma-sync refuses
 // them with the reason.
 
@@ -26,11 +27,11 @@
 // CHECK:           gpu.barrier
 // CHECK:           scf.for %{{.*}} = %c0 to %c32 step %c1 iter_args(
 // CHECK:           gpu.barrier
-func.func @fnuz(%a: memref<8x64xf8E4M3FNUZ>, %sa: memref<1x1xf32>, %b: memref<8x64xf8E4M3FNUZ>,
+func.func @fnuz(%a: memref<8x64xf8E5M2FNUZ>, %sa: memref<1x1xf32>, %b: memref<8x64xf8E5M2FNUZ>,
                 %sb: memref<1x1xf32>, %c: memref<8x8xf32>) {
-  // expected-error @+1 {{no mma.sync kernel for this op on sm_90a: f8e4m3fnuz embeds in none of f8e4m3, f8e5m2}}
+  // expected-error @+1 {{no mma.sync kernel for this op on sm_90a: f8e5m2fnuz embeds in none of f8e4m3, f8e5m2; for f16: f8e5m2fnuz's fields do not move into f16's: its exponent 31 is finite, f16's infinity and NaN}}
   lowp.scaled_matmul %a[%sa], %b[%sb] into %c layouts(#lowp.per_tensor, #lowp.per_tensor)
-      : memref<8x64xf8E4M3FNUZ>[memref<1x1xf32>], memref<8x64xf8E4M3FNUZ>[memref<1x1xf32>] -> memref<8x8xf32>
+      : memref<8x64xf8E5M2FNUZ>[memref<1x1xf32>], memref<8x64xf8E5M2FNUZ>[memref<1x1xf32>] -> memref<8x8xf32>
   return
 }
 
@@ -44,7 +45,7 @@ func.func @fnuz(%a: memref<8x64xf8E4M3FNUZ>, %sa: memref<1x1xf32>, %b: memref<8x
 // CHECK:         scf.for %{{.*}} step %c8 iter_args(
 func.func @mx8(%a: memref<8x64xf8E4M3FN>, %sa: memref<8x8xf8E8M0FNU>, %b: memref<8x64xf8E4M3FN>,
                %sb: memref<8x8xf8E8M0FNU>, %c: memref<8x8xf32>) {
-  // expected-error @+1 {{no mma.sync kernel for this op on sm_90a: the scales change every 8 along K; the instruction sums 32}}
+  // expected-error @+1 {{no mma.sync kernel for this op on sm_90a: the scales change every 8 along K; the instruction sums 32; for f16: the scales change every 8 along K; the instruction sums 16}}
   lowp.scaled_matmul %a[%sa], %b[%sb] into %c layouts(#lowp.mx<8>, #lowp.mx<8>)
       : memref<8x64xf8E4M3FN>[memref<8x8xf8E8M0FNU>], memref<8x64xf8E4M3FN>[memref<8x8xf8E8M0FNU>] -> memref<8x8xf32>
   return

@@ -118,3 +118,41 @@ func.func @fp6_fp4(%a: memref<64x128xf6E2M3FN>, %sa: memref<64x4xf8E8M0FNU>,
         memref<64x64x!lowp.packed<f4E2M1FN>>[memref<64x4xf8E8M0FNU>] -> memref<64x64xf32>
   return
 }
+
+// E3M4 embeds in no FP8 type, but its fields move into f16's: the f16 form,
+// m16n8k16.f32.f16.f16 (K steps of 16; 2 codes a register). A step's registers are loaded
+// as A's 2-byte pairs and B's packed bytes, each pair spread to the two halves of an i32
+// and moved into f16 patterns (magnitude masks 0x7F007F / 0x70007, the signs to bit 15 of
+// each half); the epilogue multiplies by 2^(12 + 14) (E3M4's bias 3 and E2M1's 1 against
+// f16's 15), exactly.
+// CHECK-LABEL: func.func @f16_e3m4
+// CHECK-DAG:   %[[A:.*]] = lowp.storage_cast %arg0 : memref<64x128x!lowp.mf<e3m4>> to memref<64x128xi8>
+// CHECK-DAG:   %[[B:.*]] = lowp.storage_cast %arg2 : memref<64x64x!lowp.packed<f4E2M1FN>> to memref<64x64xi8>
+// CHECK:       scf.for %{{.*}} step %c16 iter_args(
+// CHECK:         %{{.*}}:16 = scf.if %{{.*}} -> (i32, i32, i32, i32, i32, i32, i32, i32, i32, i32, i32, i32, i32, i32, i32, i32) {
+// CHECK:           vector.load %[[A]][%{{.*}}, %{{.*}}] {alignment = 2 : i64} : memref<64x128xi8>, vector<2xi8>
+// CHECK-NEXT:      vector.bitcast %{{.*}} : vector<2xi8> to vector<1xi16>
+// CHECK:           memref.load %[[B]][%{{.*}}, %{{.*}}] : memref<64x64xi8>
+// CHECK:           arith.andi %{{.*}}, %c8323199_i32 : i32
+// CHECK:           arith.andi %{{.*}}, %c458759_i32 : i32
+// CHECK:         } else {
+// CHECK:         }
+// CHECK:         llvm.bitcast %{{.*}} : i32 to vector<2xf16>
+// CHECK-COUNT-8: nvvm.mma.sync A[%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}]  B[%{{.*}}, %{{.*}}]  C[%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}]  {layoutA = #nvvm.mma_layout<row>, layoutB = #nvvm.mma_layout<col>, shape = #nvvm.shape<m = 16, n = 8, k = 16>} : (vector<2xf16>, vector<2xf16>, f32) -> !llvm.struct<(f32, f32, f32, f32)>
+// CHECK-NOT:   llvm.call_intrinsic
+// CHECK:       arith.constant 0x4C800000 : f32
+
+// The emulation reads the registers' halves back as f16 values (times 2^-112 as f32 bits,
+// then 2^112).
+// EMU-LABEL: func.func @f16_e3m4
+// EMU-NOT:   nvvm.mma.sync
+// EMU:       arith.constant 5.19229686E+33 : f32
+// EMU:       return
+func.func @f16_e3m4(%a: memref<64x128x!lowp.mf<e3m4>>, %sa: memref<64x4xf8E8M0FNU>,
+                    %b: memref<64x64x!lowp.packed<f4E2M1FN>>, %sb: memref<64x4xf8E8M0FNU>,
+                    %c: memref<64x64xf32>) {
+  lowp.scaled_matmul %a[%sa], %b[%sb] into %c layouts(#lowp.mx<32>, #lowp.mx<32>)
+      : memref<64x128x!lowp.mf<e3m4>>[memref<64x4xf8E8M0FNU>],
+        memref<64x64x!lowp.packed<f4E2M1FN>>[memref<64x4xf8E8M0FNU>] -> memref<64x64xf32>
+  return
+}

@@ -1,30 +1,46 @@
-//! The FP8 `mma.sync.m16n8k32` instruction of `lowp-to-nvvm` (sm_89 and later), for the
-//! shared matrix kernel (`matrix_kernel.rs`): 2 x 4 instructions per warp (a 32 x 32
-//! tile), operands in E4M3 / E5M2 or embedded in them (FP4, FP6, custom formats: the field
-//! rule of `ScaledFormat::embeds_in`), through
-//! `llvm.call_intrinsic "llvm.nvvm.mma.m16n8k32.row.col.f32.<a>.<b>.f32"` (MLIR 22's
-//! `nvvm.mma.sync` rejects the FP8 shapes; the intrinsic call translates).
+//! The `mma.sync` instructions of `lowp-to-nvvm` (sm_89 and later), for the shared matrix
+//! kernel (`matrix_kernel.rs`), 2 x 4 instructions per warp (a 32 x 32 tile):
+//! - FP8 `mma.sync.m16n8k32`: operands in E4M3 / E5M2 or embedded in them (FP4, FP6,
+//!   custom formats: the field rule of `ScaledFormat::embeds_in`), through
+//!   `llvm.call_intrinsic "llvm.nvvm.mma.m16n8k32.row.col.f32.<a>.<b>.f32"` (MLIR 22's
+//!   `nvvm.mma.sync` rejects the FP8 shapes; the intrinsic call translates).
+//! - f16 `mma.sync.m16n8k16` (`nvvm.mma.sync`), for the formats no FP8 type holds but
+//!   whose fields f16's do (`ScaledFormat::f16_fields`: E3M4, E2M5, E4M3 FNUZ, 7- and
+//!   8-bit customs; beside them E4M3 / E5M2 and the narrow formats, whose fields f16's hold
+//!   too), and for scale blocks of 16 the FP8 instruction's K of 32 does not divide:
+//!   each code's sign, exponent and mantissa moved into an f16 pattern (no rebias: a few
+//!   integer operations per pair of codes, two codes read as one 2-byte load), which is
+//!   its value times `2^-shift` (`15 - bias`); the epilogue multiplies by `2^shift` of both
+//!   operands, exactly. The products of two f16 values are exact in the f32 accumulators,
+//!   so the result is the FP8 kernel's, at f16's tensor rate: on any chip with mma.sync,
+//!   these formats run on the tensor cores instead of the generic kernel's f32 FMAs.
 //!
-//! In SASS (ptxas 12.9, `lit/Target/sass-tensor-cores.test`): on sm_89 each instruction is
-//! one `QMMA.16832` of the operands' own types; sm_90a has no QMMA, and ptxas unpacks the
+//! In SASS (ptxas 12.9, `lit/Target/sass-tensor-cores.test`): on sm_89 each FP8 instruction
+//! is one `QMMA.16832` of the operands' own types; sm_90a has no QMMA, and ptxas unpacks the
 //! codes to F16 (`F2FP.F16.E4M3.UNPACK_B`) and runs two `HMMA.16816.F32`, at F16 rate: on
-//! Hopper this kernel is the fallback, the wgmma pipelines the path.
+//! Hopper this kernel is the fallback, the wgmma pipelines the path. The f16 instruction is
+//! one `HMMA.16816.F32` everywhere.
 //!
-//! Fragment layout (PTX ISA, "Matrix Fragments for mma.m16n8k32" with .e4m3 / .e5m2), with
-//! `g = lane / 4`, `t = lane % 4`: A register r (4 codes, the first in the low byte) holds
-//! row `g + 8 * (r % 2)`, K `4t + 16 * (r / 2) + 0..4`; B register r holds column `g`,
-//! K `4t + 16 * r + 0..4`; accumulator i holds row `g + 8 * (i / 2)`, column `2t + i % 2`.
+//! Fragment layout (PTX ISA, "Matrix Fragments for mma.m16n8k32" with .e4m3 / .e5m2, and
+//! "for mma.m16n8k16 with floating point type"), with `g = lane / 4`, `t = lane % 4` and
+//! `p` codes per register (FP8: 4, f16: 2), the first in the low bits: A register r holds
+//! row `g + 8 * (r % 2)`, K `p t + 4 p (r / 2) + 0..p`; B register r holds column `g`,
+//! K `p t + 4 p r + 0..p`; accumulator i holds row `g + 8 * (i / 2)`, column `2t + i % 2`.
 
 use lowp_formats::ScaledFormat;
-use melior::ir::{OperationRef, Type, Value};
+use melior::ir::operation::OperationBuilder;
+use melior::ir::{Attribute, Identifier, OperationRef, Type, Value};
 
 use crate::ir::Emitter;
-use crate::matrix_kernel::{Instr, Plan, RegisterInstr, Shape};
+use crate::matrix_kernel::{Instr, Operand, Plan, RegisterInstr, Shape};
 
-/// `mma.sync.aligned.m16n8k32.row.col.f32.<a>.<b>.f32`.
-pub(super) struct MmaSync {
-    a: ScaledFormat,
-    b: ScaledFormat,
+/// An `mma.sync.aligned` instruction with f32 accumulators.
+pub(super) enum MmaSync {
+    /// `m16n8k32.row.col.f32.<a>.<b>.f32` on FP8 codes of these types.
+    Fp8 { a: ScaledFormat, b: ScaledFormat },
+    /// `m16n8k16.row.col.f32.f16.f16.f32` on the f16 patterns of the stored codes; why
+    /// the FP8 one does not take the op.
+    F16 { why_not_fp8: String },
 }
 
 fn ptx_type(f: ScaledFormat) -> &'static str {
@@ -35,23 +51,54 @@ fn ptx_type(f: ScaledFormat) -> &'static str {
     }
 }
 
-/// The plan and instruction for `op`, or why it needs another kernel.
+/// The plan and instruction for `op`: FP8 where both formats are (or embed in) FP8 types
+/// and the scales allow K 32, else f16 where both formats' fields move into f16's; or why
+/// it needs another kernel.
 pub(super) fn plan(op: OperationRef) -> Result<(Plan, MmaSync), String> {
-    let (plan, a, b) = super::fp8_plan(op)?;
-    Ok((plan, MmaSync { a, b }))
+    super::fp8_plan(op)
+        .map(|(plan, a, b)| (plan, MmaSync::Fp8 { a, b }))
+        .or_else(|fp8| match f16_plan(op) {
+            Ok(plan) => Ok((plan, MmaSync::F16 { why_not_fp8: fp8 })),
+            Err(f16) => Err(format!("{fp8}; for f16: {f16}")),
+        })
+}
+
+/// The plan of the f16 instruction (K 16 per step).
+fn f16_plan(op: OperationRef) -> Result<Plan, String> {
+    let ((fa, pa), (fb, pb)) = Plan::formats(op)?;
+    Plan::new(op, Operand::f16(fa, pa)?, Operand::f16(fb, pb)?, 16, false)
+}
+
+impl MmaSync {
+    /// Why the FP8 instruction does not take the op, where the f16 one does.
+    pub(super) fn f16_because(&self) -> Option<&str> {
+        match self {
+            MmaSync::F16 { why_not_fp8 } => Some(why_not_fp8),
+            MmaSync::Fp8 { .. } => None,
+        }
+    }
+
+    /// Codes per 32-bit register.
+    fn per(&self) -> i64 {
+        match self {
+            MmaSync::Fp8 { .. } => 4,
+            MmaSync::F16 { .. } => 2,
+        }
+    }
 }
 
 impl Instr for MmaSync {
     fn shape(&self) -> Shape {
+        let bits = 32 / self.per() as u32;
         Shape {
             lanes: 32,
             m: 16,
             n: 8,
-            k: 32,
+            k: 8 * self.per(),
             a_words: 4,
             b_words: 2,
-            a_bits: 8,
-            b_bits: 8,
+            a_bits: bits,
+            b_bits: bits,
             acc: 4,
             tiles: (2, 4),
         }
@@ -64,9 +111,10 @@ impl Instr for MmaSync {
         r: usize,
     ) -> (Value<'c, 'a>, Value<'c, 'a>) {
         let (g, t) = (e.divui(lane, e.index(4)), e.remui(lane, e.index(4)));
+        let p = self.per();
         (
             e.addi(g, e.index(8 * (r as i64 % 2))),
-            e.addi(e.muli(t, e.index(4)), e.index(16 * (r as i64 / 2))),
+            e.addi(e.muli(t, e.index(p)), e.index(4 * p * (r as i64 / 2))),
         )
     }
 
@@ -77,7 +125,8 @@ impl Instr for MmaSync {
         r: usize,
     ) -> (Value<'c, 'a>, Value<'c, 'a>) {
         let (g, t) = (e.divui(lane, e.index(4)), e.remui(lane, e.index(4)));
-        (g, e.addi(e.muli(t, e.index(4)), e.index(16 * r as i64)))
+        let p = self.per();
+        (g, e.addi(e.muli(t, e.index(p)), e.index(4 * p * r as i64)))
     }
 
     fn acc<'c, 'a>(
@@ -106,9 +155,10 @@ impl RegisterInstr for MmaSync {
         row: Value<'c, 'a>,
         k: Value<'c, 'a>,
     ) -> (Value<'c, 'a>, Value<'c, 'a>) {
-        let (c4, c8, c16) = (e.index(4), e.index(8), e.index(16));
-        let lane = e.addi(e.muli(e.remui(row, c8), c4), e.divui(e.remui(k, c16), c4));
-        let reg = e.addi(e.divui(row, c8), e.muli(e.divui(k, c16), e.index(2)));
+        let (c4, c8) = (e.index(4), e.index(8));
+        let (p, run) = (e.index(self.per()), e.index(4 * self.per()));
+        let lane = e.addi(e.muli(e.remui(row, c8), c4), e.divui(e.remui(k, run), p));
+        let reg = e.addi(e.divui(row, c8), e.muli(e.divui(k, run), e.index(2)));
         (lane, reg)
     }
 
@@ -118,9 +168,9 @@ impl RegisterInstr for MmaSync {
         col: Value<'c, 'a>,
         k: Value<'c, 'a>,
     ) -> (Value<'c, 'a>, Value<'c, 'a>) {
-        let (c4, c16) = (e.index(4), e.index(16));
-        let lane = e.addi(e.muli(col, c4), e.divui(e.remui(k, c16), c4));
-        (lane, e.divui(k, c16))
+        let (p, run) = (e.index(self.per()), e.index(4 * self.per()));
+        let lane = e.addi(e.muli(col, e.index(4)), e.divui(e.remui(k, run), p));
+        (lane, e.divui(k, run))
     }
 
     fn emit<'c, 'a>(
@@ -131,15 +181,46 @@ impl RegisterInstr for MmaSync {
         c: &[Value<'c, 'a>],
         _scales: Option<[Value<'c, 'a>; 2]>,
     ) -> Vec<Value<'c, 'a>> {
-        let name = format!(
-            "llvm.nvvm.mma.m16n8k32.row.col.f32.{}.{}.f32",
-            ptx_type(self.a),
-            ptx_type(self.b)
-        );
         let result =
             Type::parse(e.ctx(), "!llvm.struct<(f32, f32, f32, f32)>").expect("valid struct type");
-        let operands: Vec<Value> = a.iter().chain(b).chain(c).copied().collect();
-        let d = e.call_intrinsic(&name, &operands, result);
+        let d = match self {
+            MmaSync::Fp8 { a: ta, b: tb } => {
+                let name = format!(
+                    "llvm.nvvm.mma.m16n8k32.row.col.f32.{}.{}.f32",
+                    ptx_type(*ta),
+                    ptx_type(*tb)
+                );
+                let operands: Vec<Value> = a.iter().chain(b).chain(c).copied().collect();
+                e.call_intrinsic(&name, &operands, result)
+            }
+            MmaSync::F16 { .. } => {
+                let half2 = e.vector_type(2, e.f16_type());
+                let regs: Vec<Value> = a
+                    .iter()
+                    .chain(b)
+                    .map(|&r| e.llvm_bitcast(r, half2))
+                    .chain(c.iter().copied())
+                    .collect();
+                let attr = |s: &str| Attribute::parse(e.ctx(), s).expect("valid NVVM attribute");
+                let id = |s: &str| Identifier::new(e.ctx(), s);
+                e.val(
+                    OperationBuilder::new("nvvm.mma.sync", e.loc())
+                        .add_operands(&regs)
+                        .add_attributes(&[
+                            (id("layoutA"), attr("#nvvm.mma_layout<row>")),
+                            (id("layoutB"), attr("#nvvm.mma_layout<col>")),
+                            (id("shape"), attr("#nvvm.shape<m = 16, n = 8, k = 16>")),
+                            // (The verifier reads them; the custom parser infers them.)
+                            (id("multiplicandAPtxType"), attr("#nvvm.mma_type<f16>")),
+                            (id("multiplicandBPtxType"), attr("#nvvm.mma_type<f16>")),
+                            (id("operandSegmentSizes"), attr("array<i32: 4, 2, 4>")),
+                        ])
+                        .add_results(&[result])
+                        .build()
+                        .expect("valid nvvm.mma.sync"),
+                )
+            }
+        };
         (0..4)
             .map(|i| e.extract_value(d, i, e.f32_type()))
             .collect()

@@ -26,8 +26,12 @@
 //!   too few stages): the same instruction, one warpgroup per 64 x 128 tile, A and B
 //!   copied through registers, the next step's codes loaded while each wgmma runs.
 //! - `mma_sync.rs` (sm_89 and later; on the register kernel of `matrix_kernel.rs`):
-//!   `mma.sync.m16n8k32` through `llvm.call_intrinsic`, 4 warps per 64 x 64 tile.
-//! - `gpu_generic.rs`: every other format or layout (and the reason in a remark): 32 x 8
+//!   `mma.sync.m16n8k32` through `llvm.call_intrinsic`, 4 warps per 64 x 64 tile; for the
+//!   formats no FP8 type holds but whose fields move into f16's (E3M4, E2M5, E4M3 FNUZ,
+//!   7-bit customs), `mma.sync.m16n8k16` on f16 patterns (`nvvm.mma.sync`), on every chip
+//!   (with a remark).
+//! - `gpu_generic.rs`: every other format or layout (E5M2 FNUZ, exponent fields of 6 or 7
+//!   bits, scale blocks of 8; and the reason in a remark): 32 x 8
 //!   threads per 32 x 32 tile, chunks of A and B decoded once into shared memory.
 //!
 //! The FP8 kernels take E4M3 / E5M2 directly and FP4 / FP6 / custom formats that embed
@@ -119,7 +123,8 @@ pub const PASS: PassDef = PassDef {
     name: "LowpToNVVM",
     description: "Lower lowp.scaled_matmul to an NVIDIA GPU kernel: FP8 tcgen05 (sm_100a), \
                   wgmma (sm_90a: a cp.async pipeline, or register-staged) or mma.sync \
-                  m16n8k32 (sm_89+) for formats that are or embed in E4M3/E5M2, else the \
+                  m16n8k32 (sm_89+) for formats that are or embed in E4M3/E5M2, mma.sync \
+                  m16n8k16 on f16 patterns for formats whose fields f16's hold, else the \
                   tiled generic decode kernel",
     op_name: Some("func.func"),
     options: &[
@@ -133,7 +138,8 @@ pub const PASS: PassDef = PassDef {
             name: "kernel",
             default: "auto",
             description: "auto: the strongest kernel per op; tcgen05 / wgmma / mma-sync: \
-                          require that FP8 kernel (an op that cannot use it is an error); \
+                          require that tensor-core kernel (an op that cannot use it is an \
+                          error; mma-sync: FP8, else f16); \
                           wgmma-skinny: the wgmma cp.async pipeline's swap-AB block of \
                           64 columns (auto's choice when M is static and at most 64); \
                           wgmma-specialized: the pipeline's 128 x 128 block with a producer \
@@ -260,7 +266,7 @@ fn run<'c, 'a>(func: OperationRef<'c, 'a>, options: &PassOptions) -> Result<(), 
         crate::matrix_kernel::check_gpu_op(op)?;
         lowered.set(true);
         // The strongest kernel first: tcgen05 on sm_100a, wgmma on sm_90a only (Blackwell
-        // dropped it), FP8 mma.sync from sm_89 on.
+        // dropped it), FP8 mma.sync from sm_89 on, else its f16 form.
         // The cp.async pipeline where the codes go to shared memory as stored, else the
         // register-staged kernel.
         let pipeline = |blocks, feed| {
@@ -357,14 +363,22 @@ fn run<'c, 'a>(func: OperationRef<'c, 'a>, options: &PassOptions) -> Result<(), 
             ));
         }
         match lowered {
-            Ok((plan, Fp8::MmaSync(i))) => crate::matrix_kernel::lower(
-                e,
-                op,
-                &plan,
-                &i,
-                emulate,
-                Some(Permute::nvidia(emulate)),
-            ),
+            Ok((plan, Fp8::MmaSync(i))) => {
+                if let (Some(why), "auto") = (i.f16_because(), kernel) {
+                    crate::matrix_kernel::remark(
+                        op,
+                        &format!("f16 mma.sync kernel on {chip}: {why}"),
+                    );
+                }
+                crate::matrix_kernel::lower(
+                    e,
+                    op,
+                    &plan,
+                    &i,
+                    emulate,
+                    Some(Permute::nvidia(emulate)),
+                )
+            }
             Ok((plan, Fp8::Wgmma(i))) => wgmma::lower(e, op, &plan, &i, emulate),
             Ok((plan, Fp8::WgmmaPipeline(i, tile, feed))) => {
                 wgmma_pipeline::lower(e, op, &plan, &i, &facts, tile, feed, fold, emulate)
