@@ -98,6 +98,22 @@ fn mfma_tiles_and_ragged_edges() {
             ScaledFormat::F4E2M1,
             mx,
         ),
+        // The f16 MFMA: E3M4 (no FP8 type holds it) beside OCP E5M2 (whose infinities
+        // gfx942's FNUZ types lack); packed E2M1 beside E2M5, MX scales per 32 of K.
+        (
+            "gfx942",
+            "mfma",
+            ScaledFormat::custom(3, 4),
+            ScaledFormat::F8E5M2,
+            ScaleLayout::PerChannel,
+        ),
+        (
+            "gfx950",
+            "mfma",
+            ScaledFormat::F4E2M1,
+            ScaledFormat::custom(2, 5),
+            mx,
+        ),
     ];
     for (m, n, k) in [(130, 70, 256), (33, 65, 200), (5, 3, 18)] {
         for (chip, kernel, fa, fb, layout) in cases {
@@ -124,7 +140,8 @@ fn mfma_tiles_and_ragged_edges() {
     }
 }
 
-/// Which ops each instruction takes, and the remark for OCP E4M3 on gfx942.
+/// Which ops each instruction takes, and the remarks for OCP E4M3 on gfx942 and for the
+/// f16 MFMA.
 #[test]
 fn instruction_choice_and_remarks() {
     let session = Session::new();
@@ -146,13 +163,26 @@ fn instruction_choice_and_remarks() {
     use ScaledFormat::*;
     let mx = ScaleLayout::MX;
     let pt = ScaleLayout::PerTensor;
-    // gfx942 has no scaled MFMA; OCP E5M2 (infinities) does not reach FNUZ.
+    // gfx942 has no scaled MFMA; OCP E5M2 (infinities) does not reach FNUZ, so it takes
+    // the f16 MFMA (a remark where auto chooses it), unless the other operand has no f16
+    // patterns either (E5M2 FNUZ's exponent 31 is finite).
     let (r, _) = try_kernel("gfx942", "scaled-mfma", F8E4M3, mx, F8E4M3, mx);
     assert!(r.unwrap_err().contains("gfx942 has no scaled MFMA"));
-    let (r, _) = try_kernel("gfx942", "mfma", F8E5M2, pt, F8E4M3Fnuz, pt);
-    assert!(r
-        .unwrap_err()
-        .contains("f8e5m2 embeds in none of f8e4m3fnuz, f8e5m2fnuz"));
+    let (r, diags) = try_kernel("gfx942", "auto", F8E5M2, pt, F8E4M3Fnuz, pt);
+    assert!(r.is_ok(), "{r:?}");
+    assert!(
+        diags.contains(
+            "remark: f16 MFMA kernel on gfx942: f8e5m2 embeds in none of f8e4m3fnuz, f8e5m2fnuz"
+        ),
+        "{diags}"
+    );
+    let (r, _) = try_kernel("gfx942", "mfma", F8E5M2, pt, F8E5M2Fnuz, pt);
+    let e = r.unwrap_err();
+    assert!(
+        e.contains("f8e5m2 embeds in none of f8e4m3fnuz, f8e5m2fnuz")
+            && e.contains("for f16: f8e5m2fnuz's fields do not move into f16's"),
+        "{e}"
+    );
     let (r, diags) = try_kernel("gfx942", "mfma", F8E4M3, pt, F8E4M3Fnuz, pt);
     assert!(r.is_ok(), "{r:?}");
     assert!(
@@ -172,5 +202,7 @@ fn instruction_choice_and_remarks() {
     let (r, _) = try_kernel("gfx950", "scaled-mfma", F6E3M2, mx, F4E2M1, mx);
     assert!(r.is_ok(), "{r:?}");
     let (r, _) = try_kernel("gfx950", "mfma", F8E4M3Fnuz, pt, F8E4M3, pt);
+    assert!(r.is_ok(), "{r:?}");
+    let (r, _) = try_kernel("gfx950", "mfma", F8E5M2Fnuz, pt, F8E4M3, pt);
     assert!(r.unwrap_err().contains("embeds in none of f8e4m3, f8e5m2"));
 }

@@ -58,3 +58,27 @@ func.func @mxfp4(%a: memref<64x64x!lowp.packed<f4E2M1FN>>, %sa: memref<64x4xf8E8
         memref<64x64x!lowp.packed<f4E2M1FN>>[memref<64x4xf8E8M0FNU>] -> memref<64x64xbf16>
   return
 }
+
+// -----
+
+// E3M4 (no FP8 type of either chip holds it) beside OCP E5M2 (whose infinities gfx942's
+// FNUZ types lack): both as the f16 patterns of their fields into the 16x16x16 f16 MFMA,
+// 4 codes of K per lane as two registers (4 halves), K steps of 16; the epilogue undoes
+// the patterns' 2^-12 and 2^0 (the biases 3 and 15 against f16's 15) with one exact
+// multiply by 2^12.
+// GFX942-LABEL: func.func @f16_mfma
+// GFX942:         scf.for %{{.*}} step %c16{{.*}} iter_args(
+// GFX942:           llvm.bitcast %{{.*}} : vector<2xi32> to vector<4xf16>
+// GFX942-COUNT-4:   rocdl.mfma.f32.16x16x16f16 %{{.*}} : (vector<4xf16>, vector<4xf16>, vector<4xf32>, i32, i32, i32) -> vector<4xf32>
+// GFX942:         arith.constant 4.096000e+03 : f32
+// GFX950-LABEL: func.func @f16_mfma
+// GFX950-COUNT-4: rocdl.mfma.f32.16x16x16f16
+// EMU-LABEL: func.func @f16_mfma
+// EMU-NOT:   rocdl.mfma
+// EMU:       return
+func.func @f16_mfma(%a: memref<64x64x!lowp.mf<e3m4>>, %sa: memref<64x1xf32>,
+                    %b: memref<64x64xf8E5M2>, %sb: memref<64x1xf32>, %c: memref<64x64xf32>) {
+  lowp.scaled_matmul %a[%sa], %b[%sb] into %c layouts(#lowp.per_channel, #lowp.per_channel)
+      : memref<64x64x!lowp.mf<e3m4>>[memref<64x1xf32>], memref<64x64xf8E5M2>[memref<64x1xf32>] -> memref<64x64xf32>
+  return
+}

@@ -12,12 +12,13 @@ func.func @ocp_e4m3(%a: memref<16x64xf8E4M3FN>, %sa: memref<1x1xf32>, %b: memref
 
 // -----
 
-// OCP E5M2 has infinities FNUZ lacks: no MFMA (kernel=auto would take the generic kernel).
-func.func @ocp_e5m2(%a: memref<16x64xf8E5M2>, %sa: memref<1x1xf32>, %b: memref<16x64xf8E5M2>,
+// OCP E5M2 has infinities FNUZ lacks: no FP8 MFMA; and E5M2 FNUZ's finite exponent 31 has
+// no f16 pattern: not its f16 form either (kernel=auto would take the generic kernel).
+func.func @ocp_e5m2(%a: memref<16x64xf8E5M2>, %sa: memref<1x1xf32>, %b: memref<16x64xf8E5M2FNUZ>,
                     %sb: memref<1x1xf32>, %c: memref<16x16xf32>) {
-  // expected-error @+1 {{no mfma kernel for this op on gfx942: f8e5m2 embeds in none of f8e4m3fnuz, f8e5m2fnuz}}
+  // expected-error @+1 {{no mfma kernel for this op on gfx942: f8e5m2 embeds in none of f8e4m3fnuz, f8e5m2fnuz; for f16: f8e5m2fnuz's fields do not move into f16's: its exponent 31 is finite, f16's infinity and NaN}}
   lowp.scaled_matmul %a[%sa], %b[%sb] into %c layouts(#lowp.per_tensor, #lowp.per_tensor)
-      : memref<16x64xf8E5M2>[memref<1x1xf32>], memref<16x64xf8E5M2>[memref<1x1xf32>] -> memref<16x16xf32>
+      : memref<16x64xf8E5M2>[memref<1x1xf32>], memref<16x64xf8E5M2FNUZ>[memref<1x1xf32>] -> memref<16x16xf32>
   return
 }
 

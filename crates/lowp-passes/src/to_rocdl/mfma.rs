@@ -6,6 +6,10 @@
 //!   Operands of another format embed (code tables, `ScaledFormat::shifted_embedding`); OCP
 //!   E4M3 reaches gfx942's E4M3 FNUZ shifted by one binade (same bits, bias 8 instead of 7),
 //!   undone on the result and reported as a remark.
+//! - [`Mfma16::F16`]: `rocdl.mfma.f32.16x16x16f16` (`v_mfma_f32_16x16x16_f16`), for the
+//!   formats no FP8 type of the chip holds but whose fields f16's do (E3M4, E2M5, OCP E5M2
+//!   on gfx942, 7-bit customs): each code's fields moved into an f16 pattern, its value
+//!   times `2^-shift`, undone in the epilogue (as `lowp-to-nvvm`'s f16 mma.sync).
 //! - [`Mfma16::Scaled`] (gfx950): `rocdl.mfma.scale.f32.16x16x128.f8f6f4`
 //!   (`v_mfma_scale_f32_16x16x128_f8f6f4`) for MX operands (E8M0 scales per 32 of K): FP8
 //!   codes as they are (types 0 / 1), FP4 E2M1 as packed nibbles (type 4), formats that embed
@@ -14,7 +18,8 @@
 //!
 //! Register layout (CDNA3 / CDNA4 ISA, the 16 x 16 MFMA family), with `r16 = lane % 16`,
 //! `q = lane / 16`: an A register holds row `r16`, a run of K: `8q + 4r + 0..4` for
-//! 16x16x32 (two registers, an i64 operand), `32q + (32 / bits) r + ..` for 16x16x128 (8
+//! 16x16x32 (two registers, an i64 operand), `4q + 2r + 0..2` for 16x16x16 f16 (two
+//! registers, 4 halves), `32q + (32 / bits) r + ..` for 16x16x128 (8
 //! registers of FP8 or 4 of FP4); B likewise with column `r16`; accumulator i holds row
 //! `4q + i`, column `r16`.
 
@@ -33,6 +38,9 @@ pub(super) enum Mfma16 {
     /// `v_mfma_scale_f32_16x16x128_f8f6f4` with the operands' type codes (0 E4M3, 1 E5M2,
     /// 4 E2M1), 32 codes of K per lane and the lane's E8M0 scales.
     Scaled { a_type: u32, b_type: u32 },
+    /// `v_mfma_f32_16x16x16_f16` on the f16 patterns of the stored codes (formats no FP8
+    /// type of the chip holds, whose fields f16's do), 4 codes of K per lane.
+    F16,
 }
 
 /// The f8f6f4 type code of the formats the scaled instruction is fed here: E4M3 (0), E5M2
@@ -54,6 +62,7 @@ impl Mfma16 {
         match *self {
             Mfma16::Fp8 { .. } => (8, 8),
             Mfma16::Scaled { a_type, b_type } => (of(a_type), of(b_type)),
+            Mfma16::F16 => (16, 16),
         }
     }
 
@@ -62,6 +71,7 @@ impl Mfma16 {
         match self {
             Mfma16::Fp8 { .. } => 8,
             Mfma16::Scaled { .. } => 32,
+            Mfma16::F16 => 4,
         }
     }
 }
@@ -211,6 +221,16 @@ impl RegisterInstr for Mfma16 {
                         zero,
                         sb,
                     ],
+                )
+            }
+            Mfma16::F16 => {
+                // Two registers as the instruction's 4 halves, the first in the low half.
+                let halves = |w: &[Value<'c, 'a>]| {
+                    e.llvm_bitcast(e.from_elements(w), e.vector_type(4, e.f16_type()))
+                };
+                (
+                    "rocdl.mfma.f32.16x16x16f16".to_string(),
+                    vec![halves(a), halves(b), e.from_elements(c), zero, zero, zero],
                 )
             }
         };

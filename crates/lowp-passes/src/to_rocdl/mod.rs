@@ -15,7 +15,11 @@
 //!   Embedded codes are translated a register (four codes) at a time where the table
 //!   allows (`code_words`: FP4 by three `v_perm_b32` over the 16 images, FP6 by word
 //!   arithmetic), `llvm.amdgcn.perm` on the GPU, its semantics by shifts when emulated.
-//! - anything else: the generic decode kernel (`gpu_generic.rs`).
+//! - gfx942 and gfx950, formats no FP8 type of the chip holds but whose fields f16's do
+//!   (E3M4, E2M5, OCP E5M2 on gfx942, 7-bit customs): `rocdl.mfma.f32.16x16x16f16` on the
+//!   codes' f16 patterns (`Operand::f16`), with a remark.
+//! - anything else (E5M2 FNUZ beside a format no FP8 type holds, 6- and 7-bit exponents,
+//!   scale blocks of 8): the generic decode kernel (`gpu_generic.rs`).
 //!
 //! Before:
 //! ```mlir
@@ -66,6 +70,7 @@ pub const PASS: PassDef = PassDef {
     description: "Lower lowp.scaled_matmul to an AMD kernel (block and thread scf.parallel \
                   nests for convert-parallel-loops-to-gpu): scaled MFMA f8f6f4 on gfx950 for \
                   MX operands, FP8 MFMA 16x16x32 (FNUZ on gfx942) for formats that embed, \
+                  f16 MFMA 16x16x16 on f16 patterns for formats whose fields f16's hold, \
                   else the generic decode kernel",
     op_name: Some("func.func"),
     options: &[
@@ -79,7 +84,8 @@ pub const PASS: PassDef = PassDef {
             name: "kernel",
             default: "auto",
             description: "auto: the strongest kernel per op; scaled-mfma / mfma: require \
-                          that instruction (an op that cannot use it is an error); generic: \
+                          that instruction (an op that cannot use it is an error; mfma: \
+                          FP8, else f16); generic: \
                           the decode kernel for every op",
             kind: OptionKind::Choice(&["auto", "scaled-mfma", "mfma", "generic"]),
         },
@@ -172,6 +178,26 @@ fn fp8_mfma(op: OperationRef, chip: &str) -> Result<Choice, String> {
     Ok((Plan::new(op, a, b, 32, false)?, Box::new(instr)))
 }
 
+/// The FP8 MFMA, else its f16 form (both formats' fields moved into f16 patterns), with a
+/// remark saying why where `auto` takes the f16 one.
+fn mfma(op: OperationRef, chip: &str, auto: bool) -> Result<Choice, String> {
+    fp8_mfma(op, chip).or_else(|fp8| {
+        let ((fa, pa), (fb, pb)) = Plan::formats(op)?;
+        let f16 = Operand::f16(fa, pa)
+            .and_then(|a| Ok((a, Operand::f16(fb, pb)?)))
+            .and_then(|(a, b)| Plan::new(op, a, b, 16, false));
+        match f16 {
+            Ok(plan) => {
+                if auto {
+                    remark(op, &format!("f16 MFMA kernel on {chip}: {fp8}"));
+                }
+                Ok((plan, Box::new(Mfma16::F16) as Box<dyn RegisterInstr>))
+            }
+            Err(f16) => Err(format!("{fp8}; for f16: {f16}")),
+        }
+    })
+}
+
 fn run<'c, 'a>(func: OperationRef<'c, 'a>, options: &PassOptions) -> Result<(), PassError> {
     let chip = options.choice("chip");
     let kernel = options.choice("kernel");
@@ -184,11 +210,11 @@ fn run<'c, 'a>(func: OperationRef<'c, 'a>, options: &PassOptions) -> Result<(), 
             "generic" => Err(String::new()),
             "scaled-mfma" if chip != "gfx950" => Err(format!("{chip} has no scaled MFMA")),
             "scaled-mfma" => scaled_mfma(op),
-            "mfma" => fp8_mfma(op, chip),
+            "mfma" => mfma(op, chip, false),
             _ => match (chip == "gfx950").then(|| scaled_mfma(op)) {
                 Some(Ok(c)) => Ok(c),
-                // The reason the FP8 MFMA gives is the one reported.
-                _ => fp8_mfma(op, chip),
+                // The reason the FP8 MFMA (and its f16 form) gives is the one reported.
+                _ => mfma(op, chip, true),
             },
         };
         match choice {
