@@ -41,6 +41,8 @@ checks=(
   "--m 256 --n 256 --k 512 --lhs f8e4m3 --rhs f8e5m2 --layout mx --bias"
   "--m 256 --n 136 --k 512 --lhs f4e2m1 --rhs f4e2m1 --layout nvfp4+global --packed --bias"
   "--m 16 --n 200 --k 1024 --lhs f4e2m1 --rhs f8e4m3 --layout nvfp4 --rhs-layout per_channel"
+  "--m 200 --n 136 --k 512 --lhs f8e3m4 --rhs f8e4m3fnuz --layout per_channel --bias"
+  "--m 40 --n 72 --k 256 --lhs f8e2m5 --rhs f8e5m2 --layout per_tensor"
 )
 i=0
 for c in "${checks[@]}"; do
@@ -146,14 +148,18 @@ for s in 8192x8192x8192 4096x4096x4096 16x8192x8192 16x4096x8192; do
     esac
   done
 done
-# E3M4, which no FP8 type holds: the f16 form of mma.sync (auto's choice on every chip)
-# against the generic decode kernel it replaces.
-save "time-mma-sync-4096x4096x4096-f8e3m4" --m 4096 --n 4096 --k 4096 --lhs f8e3m4 --rhs f8e3m4 \
-  --layout per_channel --kernel mma-sync
-save "time-generic-4096x4096x4096-f8e3m4" --m 4096 --n 4096 --k 4096 --lhs f8e3m4 --rhs f8e3m4 \
-  --layout per_channel --kernel generic
-save "time-mma-sync-16x8192x8192-f8e3m4" --m 16 --n 8192 --k 8192 --lhs f8e3m4 --rhs f8e3m4 \
-  --layout per_channel --kernel mma-sync
+# E3M4, which no FP8 type holds: the wgmma pipeline's f16 route (auto's choice on sm_90a
+# with scales per channel; square, warp-specialized, skinny at 16 rows) and the f16 form
+# of mma.sync (auto's elsewhere) against the generic decode kernel they replace.
+for s in 8192x8192x8192 4096x4096x4096 16x8192x8192; do
+  IFS=x read -r m n k <<< "$s"
+  for kernel in wgmma wgmma-specialized mma-sync generic; do
+    [ "$s" = 8192x8192x8192 ] && [ $kernel = generic ] && continue
+    [ "$m" = 16 ] && [ $kernel = wgmma-specialized ] && continue
+    save "time-$kernel-$s-f8e3m4" --m $m --n $n --k $k --lhs f8e3m4 --rhs f8e3m4 \
+      --layout per_channel --kernel $kernel 2>/dev/null
+  done
+done
 # ---- assembled only (no Blackwell there): sm_100a's tcgen05 kinds, for ptxas -arch=sm_100a.
 sass=(
   "f8e4m3 --rhs f8e4m3 --layout per_tensor"

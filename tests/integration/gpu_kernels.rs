@@ -58,6 +58,13 @@ fn kernels_compile_for_every_format_and_layout() {
         let fp8 = mma_format(spec.lhs) && mma_format(spec.rhs);
         // Formats no FP8 type holds but f16's fields do: the f16 mma.sync form.
         let f16 = !fp8 && spec.lhs.f16_fields().is_some() && spec.rhs.f16_fields().is_some();
+        // The wgmma pipeline's f16 route takes them where the scales are constant along K
+        // (K = 256 is whole stages), unpacked; else mma.sync's f16 form.
+        let f16_pipeline = f16
+            && !spec.lhs_layout.is_k_blocked()
+            && !spec.rhs_layout.is_k_blocked()
+            && !spec.lhs_packed
+            && !spec.rhs_packed;
         if choice == "mma-sync" && !fp8 && !f16 {
             continue;
         }
@@ -72,7 +79,7 @@ fn kernels_compile_for_every_format_and_layout() {
         let uses_wgmma = kernel.ptx.contains("wgmma.mma_async.sync.aligned.m64n");
         assert_eq!(
             uses_mma,
-            choice == "mma-sync" || (choice == "auto" && f16),
+            choice == "mma-sync" || (choice == "auto" && f16 && !f16_pipeline),
             "{spec:?} {choice}"
         );
         assert_eq!(
@@ -80,7 +87,12 @@ fn kernels_compile_for_every_format_and_layout() {
             uses_mma && f16,
             "{spec:?} {choice}"
         );
-        assert_eq!(uses_wgmma, choice == "auto" && fp8, "{spec:?} {choice}");
+        assert_eq!(
+            uses_wgmma,
+            choice == "auto" && (fp8 || f16_pipeline),
+            "{spec:?} {choice}"
+        );
+
         // Fragments and accumulators stay in registers.
         assert!(
             !kernel.ptx.contains(".local"),
@@ -98,6 +110,16 @@ fn kernels_compile_for_every_format_and_layout() {
             // 4 warps per block, a 64 x 64 tile of C each (column tiles on x).
             assert_eq!(kernel.block, (128, 1, 1), "{spec:?}");
             assert!(gx as usize * 64 >= spec.n && gy as usize * 64 >= spec.m);
+        } else if uses_wgmma && f16 {
+            // The pipeline's f16 route: k16 f16 instructions on the fields' f16 patterns,
+            // no FP8 one, in dynamic shared memory (the stages of stored rows and the f16
+            // tiles; to_nvvm's wgmma_pipeline_f16_patterns_match_the_oracle runs them).
+            assert!(
+                kernel.ptx.contains("k16.f32.f16.f16") && !kernel.ptx.contains("k32.f32.e"),
+                "{spec:?}"
+            );
+            assert!(kernel.ptx.contains("cp.async.cg.shared.global"), "{spec:?}");
+            assert!(kernel.shared_bytes > 0, "{spec:?}");
         } else if uses_wgmma && kernel.ptx.contains("cp.async.cg.shared.global") {
             // The cp.async pipeline (rows of a multiple of 16 bytes). M at most 64: the
             // skinny block (swap AB: one warpgroup per 64 columns of C and M rounded up to
@@ -502,17 +524,20 @@ fn kernel_errors_are_clear() {
         e.to_string().contains("sm_89 has no wgmma (sm_90a only)"),
         "{e}"
     );
-    // E4M3 FNUZ embeds in no OCP FP8 type: mma-sync is refused with the reason.
+    // E5M2 FNUZ embeds in no OCP FP8 type, and its finite exponent 31 has no f16 pattern:
+    // mma-sync is refused with both reasons.
     let fnuz = specs()
         .into_iter()
-        .find(|s| s.lhs == ScaledFormat::F8E4M3Fnuz)
+        .find(|s| s.lhs == ScaledFormat::F8E5M2Fnuz)
         .expect("an FNUZ spec");
     let mut module = fnuz.build_module(session.context(), "mm");
     let e = session
         .compile_nvvm(&mut module, "mm", "sm_90a", "mma-sync")
-        .unwrap_err();
+        .unwrap_err()
+        .to_string();
     assert!(
-        e.to_string().contains("embeds in none of f8e4m3, f8e5m2"),
+        e.contains("embeds in none of f8e4m3, f8e5m2")
+            && e.contains("for f16: f8e5m2fnuz's fields do not move into f16's"),
         "{e}"
     );
 }

@@ -128,65 +128,27 @@ fn fp8_kernels_tiles_and_ragged_edges() {
     }
 }
 
-/// The f16 form of the mma.sync kernel (`mma.sync.m16n8k16.f32.f16.f16`), which takes the
-/// formats no FP8 type holds: E3M4, E2M5 and a 7-bit custom beside E4M3 / E5M2, E4M3 FNUZ,
-/// packed E2M1 beside E3M4 (its codes a byte's nibbles), with each scale segment (per
-/// tensor, per channel, MX, 16-blocks, blockwise); several blocks and warps, ragged M, N
-/// and K, K odd (rows not 2-byte aligned: the code-by-code loads), subnormal codes, zeros
-/// of both signs, and NaN / infinity codes written into the operands. Checked in the IR
-/// first: the instruction, and no FP8 one.
-#[test]
-fn mma_sync_f16_form_matches_the_oracle() {
-    let session = Session::new();
-    let mut rng = SplitMix64::new(16);
-    let (e4, e5, fnuz) = (
-        ScaledFormat::F8E4M3,
-        ScaledFormat::F8E5M2,
-        ScaledFormat::F8E4M3Fnuz,
-    );
-    let (e3m4, e2m5, e3m3) = (
+/// Formats no FP8 type holds, for the f16 routes: E3M4, E2M5 and a 7-bit custom.
+fn f16_only() -> [ScaledFormat; 3] {
+    [
         ScaledFormat::custom(3, 4),
         ScaledFormat::custom(2, 5),
         ScaledFormat::custom(3, 3),
-    );
-    let f4 = ScaledFormat::F4E2M1;
-    let blockwise = ScaleLayout::Blockwise { rows: 1, cols: 128 };
-    let pairs = [
-        (
-            e3m4,
-            ScaleLayout::PerTensor,
-            false,
-            e4,
-            ScaleLayout::PerChannel,
-        ),
-        (
-            e5,
-            ScaleLayout::PerChannel,
-            false,
-            e2m5,
-            ScaleLayout::PerChannel,
-        ),
-        (f4, ScaleLayout::MX, true, e3m4, ScaleLayout::MX),
-        (
-            e3m4,
-            ScaleLayout::Mx { block: 16 },
-            false,
-            f4,
-            ScaleLayout::Mx { block: 16 },
-        ),
-        (fnuz, blockwise, false, e3m3, blockwise),
-    ];
+    ]
+}
+
+/// (A, its layout, A packed, B, its layout) problems of the f16 routes, at each size:
+/// subnormal codes and zeros of both signs in the first rows of A, NaN / infinity codes
+/// written into A's row 3 and 4 and B's last row where the formats have them, a bias.
+fn f16_problems(
+    rng: &mut SplitMix64,
+    sizes: &[(usize, usize, usize)],
+    pairs: &[(ScaledFormat, ScaleLayout, bool, ScaledFormat, ScaleLayout)],
+) -> Vec<(String, Problem)> {
     let mut problems = Vec::new();
-    for (m, n, k) in [
-        (130, 70, 96),
-        (33, 65, 250),
-        (5, 3, 18),
-        (19, 37, 75),
-        (70, 9, 1),
-    ] {
-        for &(fa, la, pa, fb, lb) in &pairs {
+    for &(m, n, k) in sizes {
+        for &(fa, la, pa, fb, lb) in pairs {
             let packed = pa && k % 2 == 0;
-            // Subnormal codes and signed zeros in the first rows of A.
             let mut data: Vec<f32> = (0..m * k)
                 .map(|i| rng.normal() * (1.0 + (i % 7) as f32))
                 .collect();
@@ -198,14 +160,15 @@ fn mma_sync_f16_form_matches_the_oracle() {
                 }
             }
             let mut a = operand_of(&data, m, k, fa, la, packed);
-            let mut b = operand(&mut rng, n, k, fb, lb, false);
-            // A NaN code (and E5M2's infinities) where the format has them, in row 3 of A
-            // and the last column of B.
-            if !packed && fa.has_nan() && m > 3 {
-                a.q.codes[3 * k + k / 2] = (0..=255u8).find(|&c| fa.decode(c).is_nan()).unwrap();
+            let mut b = operand(rng, n, k, fb, lb, false);
+            let nan = |f: ScaledFormat| (0..=255u8).find(|&c| f.decode(c).is_nan());
+            if !packed && m > 3 {
+                if let Some(c) = nan(fa) {
+                    a.q.codes[3 * k + k / 2] = c;
+                }
             }
-            if fb.has_nan() {
-                b.q.codes[(n - 1) * k] = (0..=255u8).find(|&c| fb.decode(c).is_nan()).unwrap();
+            if let Some(c) = nan(fb) {
+                b.q.codes[(n - 1) * k] = c;
             }
             if fa.has_inf() && m > 4 && k > 2 {
                 a.q.codes[4 * k + 1] = 0x7C;
@@ -222,6 +185,56 @@ fn mma_sync_f16_form_matches_the_oracle() {
             ));
         }
     }
+    problems
+}
+
+/// The f16 form of the mma.sync kernel (`mma.sync.m16n8k16.f32.f16.f16`), which takes the
+/// formats no FP8 type holds: E3M4, E2M5 and a 7-bit custom beside E4M3 / E5M2, E4M3 FNUZ,
+/// packed E2M1 beside E3M4 (its codes a byte's nibbles), with each scale segment (per
+/// tensor, per channel, MX, 16-blocks, blockwise); several blocks and warps, ragged M, N
+/// and K, K odd (rows not 2-byte aligned: the code-by-code loads), subnormal codes, zeros
+/// of both signs, and NaN / infinity codes written into the operands. Checked in the IR
+/// first: the instruction, and no FP8 one.
+#[test]
+fn mma_sync_f16_form_matches_the_oracle() {
+    let session = Session::new();
+    let mut rng = SplitMix64::new(16);
+    let (e4, e5, fnuz) = (
+        ScaledFormat::F8E4M3,
+        ScaledFormat::F8E5M2,
+        ScaledFormat::F8E4M3Fnuz,
+    );
+    let [e3m4, e2m5, e3m3] = f16_only();
+    let f4 = ScaledFormat::F4E2M1;
+    let blockwise = ScaleLayout::Blockwise { rows: 1, cols: 128 };
+    let mx16 = ScaleLayout::Mx { block: 16 };
+    let pairs = [
+        (
+            e3m4,
+            ScaleLayout::PerTensor,
+            false,
+            e4,
+            ScaleLayout::PerChannel,
+        ),
+        (
+            e5,
+            ScaleLayout::PerChannel,
+            false,
+            e2m5,
+            ScaleLayout::PerChannel,
+        ),
+        (f4, ScaleLayout::MX, true, e3m4, ScaleLayout::MX),
+        (e3m4, mx16, false, f4, mx16),
+        (fnuz, blockwise, false, e3m3, blockwise),
+    ];
+    let sizes = [
+        (130, 70, 96),
+        (33, 65, 250),
+        (5, 3, 18),
+        (19, 37, 75),
+        (70, 9, 1),
+    ];
+    let problems = f16_problems(&mut rng, &sizes, &pairs);
     for chip in ["sm_90a", "sm_89"] {
         let ir = lowered(&session, &problems, chip, "mma-sync");
         assert!(ir.contains("nvvm.mma.sync"), "{chip}");
@@ -229,10 +242,45 @@ fn mma_sync_f16_form_matches_the_oracle() {
         assert!(!ir.contains("m16n8k32"), "{chip}");
         run_and_check(&session, &problems, Some(&emulated(chip, "mma-sync")));
     }
-    // `auto` on sm_90a and sm_100a takes it where no FP8 kernel does.
+    // `auto` takes it where no FP8 kernel, and no wgmma pipeline (K = 96 is not whole
+    // stages of 64), does.
     for chip in ["sm_90a", "sm_100a"] {
         assert!(lowered(&session, &problems[..1], chip, "auto").contains("nvvm.mma.sync"));
     }
+}
+
+/// The wgmma pipeline's f16 route for the same formats (scales per tensor or per
+/// channel, K whole stages of 64): each copier moves its codes' fields into f16 patterns
+/// in the f16 tiles, `m64nNk16.f32.f16.f16` sums whole stages into the accumulators, the
+/// epilogue undoes the patterns' powers of two with the scales. The square block (two
+/// tiles of M, ragged N), the skinny one (M <= 64; and split among a cluster) and the
+/// warp-specialized one, with the edge codes of `f16_problems`.
+#[test]
+fn wgmma_pipeline_f16_patterns_match_the_oracle() {
+    let session = Session::new();
+    let mut rng = SplitMix64::new(64);
+    let (e4, e5, fnuz) = (
+        ScaledFormat::F8E4M3,
+        ScaledFormat::F8E5M2,
+        ScaledFormat::F8E4M3Fnuz,
+    );
+    let [e3m4, e2m5, e3m3] = f16_only();
+    let (pt, pc) = (ScaleLayout::PerTensor, ScaleLayout::PerChannel);
+    let pairs = [
+        (e3m4, pt, false, e4, pc),
+        (e5, pc, false, e2m5, pc),
+        (fnuz, pc, false, e3m3, pt),
+    ];
+    let problems = f16_problems(&mut rng, &[(200, 136, 256), (40, 72, 128)], &pairs);
+    let ir = lowered(&session, &problems, "sm_90a", "auto");
+    assert!(ir.contains("nvvm.wgmma.mma_async"), "the pipeline");
+    assert!(!ir.contains("nvvm.mma.sync"), "no mma.sync");
+    for kernel in ["wgmma", "wgmma-specialized", "wgmma-skinny"] {
+        run_and_check(&session, &problems, Some(&emulated("sm_90a", kernel)));
+    }
+    let split = "builtin.module(func.func(lowp-to-nvvm{chip=sm_90a kernel=wgmma-skinny \
+                 split-k=2 emulate=true}))";
+    run_and_check(&session, &problems[3..], Some(split));
 }
 
 /// (A, its layout, packed, B, its layout, packed) for the cp.async pipeline's tests: FP8

@@ -21,6 +21,9 @@
 //!   skinny swap-AB block (split-K in clusters) for small M; warp-specialized variants
 //!   with a producer warpgroup, one of them loading the E4M3 / E5M2 operands by TMA
 //!   (`wgmma-tma`; B multicast to clusters of 2 blocks sharing it; not on the f16 route).
+//!   Formats no FP8 type holds but whose fields f16's do (E3M4, E2M5, E4M3 FNUZ, 7-bit
+//!   customs), scales per tensor or per channel: the f16 route on the f16 patterns of their
+//!   fields (with a remark).
 //! - `wgmma.rs` (sm_90a, the other FP8-embeddable ops: dynamic K, rows that are not whole
 //!   16 bytes, NVFP4 16-blocks where no operand is translated or the split tiles leave
 //!   too few stages): the same instruction, one warpgroup per 64 x 128 tile, A and B
@@ -123,8 +126,9 @@ pub const PASS: PassDef = PassDef {
     name: "LowpToNVVM",
     description: "Lower lowp.scaled_matmul to an NVIDIA GPU kernel: FP8 tcgen05 (sm_100a), \
                   wgmma (sm_90a: a cp.async pipeline, or register-staged) or mma.sync \
-                  m16n8k32 (sm_89+) for formats that are or embed in E4M3/E5M2, mma.sync \
-                  m16n8k16 on f16 patterns for formats whose fields f16's hold, else the \
+                  m16n8k32 (sm_89+) for formats that are or embed in E4M3/E5M2; for \
+                  formats whose fields f16's hold, their f16 patterns into wgmma k16 \
+                  (sm_90a, scales per tensor / channel) or mma.sync m16n8k16; else the \
                   tiled generic decode kernel",
     op_name: Some("func.func"),
     options: &[
@@ -274,6 +278,12 @@ fn run<'c, 'a>(func: OperationRef<'c, 'a>, options: &PassOptions) -> Result<(), 
             let f16 = f16 && feed != Feed::Tma;
             if sm == 90 {
                 wgmma_pipeline::plan(op, &facts, blocks, splits, f16).and_then(|(plan, i, tile)| {
+                    if feed == Feed::Tma && plan.in_codes {
+                        return Err("TMA loads the operands used as stored (E4M3 / E5M2); \
+                                    the f16 route translates both (kernel=wgmma-specialized \
+                                    copies them through the producer threads)"
+                            .into());
+                    }
                     if feed == Feed::Tma && plan.a.table.is_some() && plan.b.table.is_some() {
                         return Err("TMA loads the operands used as stored (E4M3 / E5M2); \
                                     both are translated (kernel=wgmma-specialized copies \
@@ -381,6 +391,9 @@ fn run<'c, 'a>(func: OperationRef<'c, 'a>, options: &PassOptions) -> Result<(), 
             }
             Ok((plan, Fp8::Wgmma(i))) => wgmma::lower(e, op, &plan, &i, emulate),
             Ok((plan, Fp8::WgmmaPipeline(i, tile, feed))) => {
+                if let (Some(_), "auto", Err(why)) = (plan.a.f16, kernel, fp8_plan(op)) {
+                    crate::matrix_kernel::remark(op, &format!("f16 wgmma kernel on {chip}: {why}"));
+                }
                 wgmma_pipeline::lower(e, op, &plan, &i, &facts, tile, feed, fold, emulate)
             }
             Ok((plan, Fp8::Tcgen05(i))) => tcgen05::lower(e, op, &plan, &i, emulate),

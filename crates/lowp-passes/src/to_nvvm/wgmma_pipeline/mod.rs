@@ -132,6 +132,15 @@
 //! widened to f16 by its copier (E5M2 by the byte permute, E4M3 by `cvt.rn.f16x2.e4m3x2`,
 //! both exact), its scales applied in the epilogue (`Kernel::epilogue`).
 //!
+//! The f16 route also takes the formats no FP8 type holds but whose fields f16's do
+//! (`fields_plan`: E3M4, E2M5, E4M3 FNUZ, 7-bit customs, FP8 beside them), one byte a code,
+//! with scales per tensor or per channel: each copier moves its codes' sign, exponent and
+//! mantissa into f16 patterns (`codes::f16_pattern_pair`: two codes a few integer
+//! operations, no conversion instruction), their values times `2^-shift`, which the
+//! epilogue undoes with the scales; the same k16 f16 instructions, summing whole stages.
+//! (Block scales along K would need a promotion per segment: those ops take mma.sync's
+//! f16 form.) TMA does not feed it (both operands are translated).
+//!
 //! The pieces, one module each:
 //! - `memory`: the dynamic shared memory's layout (`Memory`: ring, translated tiles, staged
 //!   scales, mbarriers), the 128-byte swizzle, the threads' chunks and shared-memory access;
@@ -321,10 +330,13 @@ pub(super) fn plan(
     splits: Option<i64>,
     f16: bool,
 ) -> Result<(Plan, Wgmma, Tile), String> {
-    let (mut plan, mut instr) = wgmma::plan(op)?;
+    // FP8 where the formats are or embed in E4M3 / E5M2, else the f16 patterns of their
+    // fields (`fields_plan`).
+    let (mut plan, mut instr) = wgmma::plan(op)
+        .or_else(|fp8| fields_plan(op).map_err(|f16| format!("{fp8}; for f16: {f16}")))?;
     // Scales that change every 16 codes: an instruction per 16-block, on the halves of a
     // translated operand's tiles (`split_operand`).
-    if plan.step == 16 && split_operand(&plan).is_none() {
+    if plan.step == 16 && !plan.in_codes && split_operand(&plan).is_none() {
         return Err(
             "the scales change every 16 along K and neither operand is translated (the \
              16-blocks go through the halves of a translated operand's tiles)"
@@ -384,9 +396,15 @@ pub(super) fn plan(
     }
     instr.swapped = tile.swapped;
     instr.n = tile.n();
+    if plan.in_codes && k.is_none_or(|k| k % (ROW / 2) != 0) {
+        return Err(format!(
+            "the f16 patterns' route takes K static and whole stages of {}",
+            ROW / 2
+        ));
+    }
     // Asked for (`nvfp4=f16`) where the scales change every 16 codes: the f16 route, or a
     // remark saying why the split route stays.
-    if f16 && plan.step == 16 {
+    if f16 && plan.step == 16 && !plan.in_codes {
         match f16_route(op, &plan, k) {
             Ok([a, b]) => {
                 (plan.a, plan.b) = (a, b);
@@ -479,6 +497,45 @@ fn f16_route(op: OperationRef, plan: &Plan, k: Option<i64>) -> Result<[Operand; 
         })
     };
     Ok([side(fa, pa, la)?, side(fb, pb, lb)?])
+}
+
+/// The f16 route for formats no FP8 type holds but whose fields f16's do (`Operand::f16`:
+/// E3M4, E2M5, E4M3 FNUZ, 7-bit customs; E4M3 / E5M2 beside them alike): each code's
+/// sign, exponent and mantissa moved into an f16 pattern by its copier (two codes a few
+/// integer operations), its value times `2^-shift`, which the epilogue undoes with the
+/// scales. Scales constant along K (per tensor, per channel: the epilogue's; block scales
+/// would need a promotion per segment, which the f16 route does not make), one byte a
+/// code.
+fn fields_plan(op: OperationRef) -> Result<(Plan, Wgmma), String> {
+    let ((fa, pa), (fb, pb)) = Plan::formats(op)?;
+    if pa || pb {
+        return Err("packed codes take the FP8 route".into());
+    }
+    for name in ["lhs_layout", "rhs_layout"] {
+        let l = layout_attr_of(op, name).map_err(|e| e.to_string())?;
+        if l.is_k_blocked() {
+            return Err(format!(
+                "{l} scales change along K, and the route of f16 patterns applies scales \
+                 in the epilogue only"
+            ));
+        }
+    }
+    let mut plan = Plan::new(
+        op,
+        Operand::f16(fa, false)?,
+        Operand::f16(fb, false)?,
+        16,
+        false,
+    )?;
+    plan.in_codes = true;
+    let instr = Wgmma {
+        a: fa,
+        b: fb,
+        n: wgmma::BN,
+        swapped: false,
+        f16: true,
+    };
+    Ok((plan, instr))
 }
 
 /// The TMA square block's B multicast for `op` (`requested`: 1 or 2 blocks per cluster,

@@ -417,7 +417,8 @@ where
 /// two (low nibble first) when packed. Folded (`Folded`): a chunk's table moved down by its
 /// block's distance to the row's stage maximum, or for B anchored to the block's `top`
 /// (`Anchor`), the block's code read from the stage's copied scales. On the f16 route, into
-/// f16 tiles: 16-blocks' codes times their scales, FP8 operands (no table) as stored.
+/// f16 tiles: 16-blocks' codes times their scales, FP8 operands (no table) as stored, or
+/// the f16 patterns of the codes' fields (`Operand::f16`).
 #[allow(clippy::too_many_arguments)]
 pub(super) fn translate_stage<'c, 'a>(
     e: &Emitter<'c, 'a>,
@@ -568,13 +569,24 @@ pub(super) fn translate_stage<'c, 'a>(
                     // 16 codes as f16 (times their block's scale, block-scaled): 32 bytes,
                     // two chunks of the row. E5M2 codes are the high bytes of their f16
                     // values (`f16_route`): one `prmt` a pair; E4M3 ones (FP8 as stored) are
-                    // converted, a pair at a time.
+                    // converted, a pair at a time; formats no FP8 type holds
+                    // (`fields_plan`) have their fields moved into f16 patterns.
                     let scale = scales.map(|s| e.shuffle(s, s, e.f16_type(), &[h, h]));
                     let f16x2t = e.vector_type(2, e.f16_type());
                     let halves: Vec<Value> = words
                         .iter()
                         .flat_map(|&w| [(w, 0), (w, 1)])
                         .map(|(w, half)| {
+                            // The f16 patterns of the stored codes' fields (no block
+                            // scales on this route): two codes spread to the halves.
+                            if let Some(fields) = side.operand.f16 {
+                                let two = e.shrui(w, e.i32(16 * half));
+                                let pair = e.ori(
+                                    e.andi(two, e.i32(0xFF)),
+                                    e.shli(e.andi(two, e.i32(0xFF00)), e.i32(8)),
+                                );
+                                return codes::f16_pattern_pair(e, side.operand.ty, fields, pair);
+                            }
                             let pair = match side.operand.ty {
                                 ScaledFormat::F8E5M2 => {
                                     e.llvm_bitcast(permute.widen_pair(e, w, half), f16x2t)
