@@ -43,6 +43,7 @@ checks=(
   "--m 16 --n 200 --k 1024 --lhs f4e2m1 --rhs f8e4m3 --layout nvfp4 --rhs-layout per_channel"
   "--m 200 --n 136 --k 512 --lhs f8e3m4 --rhs f8e4m3fnuz --layout per_channel --bias"
   "--m 40 --n 72 --k 256 --lhs f8e2m5 --rhs f8e5m2 --layout per_tensor"
+  "--m 200 --n 136 --k 512 --lhs f8e3m4 --rhs f8e4m3fnuz --layout mx --rhs-layout blockwise/128x128 --bias"
 )
 i=0
 for c in "${checks[@]}"; do
@@ -149,7 +150,7 @@ for s in 8192x8192x8192 4096x4096x4096 16x8192x8192 16x4096x8192; do
   done
 done
 # E3M4, which no FP8 type holds: the wgmma pipeline's f16 route (auto's choice on sm_90a
-# with scales per channel; square, warp-specialized, skinny at 16 rows) and the f16 form
+# unpacked; square, warp-specialized, skinny at 16 rows) and the f16 form
 # of mma.sync (auto's elsewhere) against the generic decode kernel they replace.
 for s in 8192x8192x8192 4096x4096x4096 16x8192x8192; do
   IFS=x read -r m n k <<< "$s"
@@ -158,6 +159,12 @@ for s in 8192x8192x8192 4096x4096x4096 16x8192x8192; do
     [ "$m" = 16 ] && [ $kernel = wgmma-specialized ] && continue
     save "time-$kernel-$s-f8e3m4" --m $m --n $n --k $k --lhs f8e3m4 --rhs f8e3m4 \
       --layout per_channel --kernel $kernel 2>/dev/null
+  done
+  # With MX scales: the f16 route's promotion per 32-block against mma.sync's.
+  [ "$s" = 4096x4096x4096 ] && continue
+  for kernel in wgmma mma-sync; do
+    save "time-$kernel-$s-f8e3m4-mx" --m $m --n $n --k $k --lhs f8e3m4 --rhs f8e3m4 \
+      --layout mx --kernel $kernel 2>/dev/null
   done
 done
 # ---- assembled only (no Blackwell there): sm_100a's tcgen05 kinds, for ptxas -arch=sm_100a.

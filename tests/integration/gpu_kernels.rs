@@ -58,13 +58,9 @@ fn kernels_compile_for_every_format_and_layout() {
         let fp8 = mma_format(spec.lhs) && mma_format(spec.rhs);
         // Formats no FP8 type holds but f16's fields do: the f16 mma.sync form.
         let f16 = !fp8 && spec.lhs.f16_fields().is_some() && spec.rhs.f16_fields().is_some();
-        // The wgmma pipeline's f16 route takes them where the scales are constant along K
-        // (K = 256 is whole stages), unpacked; else mma.sync's f16 form.
-        let f16_pipeline = f16
-            && !spec.lhs_layout.is_k_blocked()
-            && !spec.rhs_layout.is_k_blocked()
-            && !spec.lhs_packed
-            && !spec.rhs_packed;
+        // The wgmma pipeline's f16 route takes them unpacked (K = 256 is whole stages, any
+        // scale layout); packed, mma.sync's f16 form.
+        let f16_pipeline = f16 && !spec.lhs_packed && !spec.rhs_packed;
         if choice == "mma-sync" && !fp8 && !f16 {
             continue;
         }

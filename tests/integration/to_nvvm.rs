@@ -283,6 +283,51 @@ fn wgmma_pipeline_f16_patterns_match_the_oracle() {
     run_and_check(&session, &problems[3..], Some(split));
 }
 
+/// The f16 route of formats no FP8 type holds, with block scales along K: each block's
+/// k16 instructions (two for MX's 32, four a stage for 128-blocks, one per 16-block) start
+/// from zero and are promoted with the block's scales, beside scales constant along K
+/// (per-channel B with MX A).
+#[test]
+fn wgmma_pipeline_f16_patterns_promote_block_scales() {
+    let session = Session::new();
+    let mut rng = SplitMix64::new(65);
+    let (e4, e5, fnuz) = (
+        ScaledFormat::F8E4M3,
+        ScaledFormat::F8E5M2,
+        ScaledFormat::F8E4M3Fnuz,
+    );
+    let [e3m4, e2m5, e3m3] = f16_only();
+    let (mx, pc) = (ScaleLayout::MX, ScaleLayout::PerChannel);
+    let pairs = [
+        (e3m4, mx, false, e4, mx),
+        (
+            fnuz,
+            ScaleLayout::Blockwise { rows: 1, cols: 128 },
+            false,
+            e2m5,
+            ScaleLayout::Blockwise {
+                rows: 128,
+                cols: 128,
+            },
+        ),
+        (e3m3, mx, false, e5, pc),
+        (
+            e2m5,
+            ScaleLayout::Mx { block: 16 },
+            false,
+            e3m4,
+            ScaleLayout::Blockwise { rows: 1, cols: 64 },
+        ),
+    ];
+    let problems = f16_problems(&mut rng, &[(200, 136, 256), (40, 72, 128)], &pairs);
+    let ir = lowered(&session, &problems, "sm_90a", "auto");
+    assert!(ir.contains("nvvm.wgmma.mma_async"), "the pipeline");
+    assert!(!ir.contains("nvvm.mma.sync"), "no mma.sync");
+    for kernel in ["wgmma", "wgmma-specialized", "wgmma-skinny"] {
+        run_and_check(&session, &problems, Some(&emulated("sm_90a", kernel)));
+    }
+}
+
 /// (A, its layout, packed, B, its layout, packed) for the cp.async pipeline's tests: FP8
 /// with every scale segment (per-tensor, MX, blockwise, per-channel, MX64 x blockwise
 /// 16x256), packed E2M1, FP6, FP6 x FP4, a custom format.

@@ -323,6 +323,11 @@ pub(crate) struct Plan {
     /// f16), so partial sums are added as they are and only the per-tensor globals remain
     /// for the epilogue.
     pub(crate) in_codes: bool,
+    /// The operands reach the instruction as f16 (the wgmma pipeline's f16 route: 64 codes
+    /// a stage, two bytes each, every operand translated): with `in_codes`, or with block
+    /// scales promoted per segment as on the FP8 route (the f16 patterns of formats no FP8
+    /// type holds, their scales changing along K).
+    pub(crate) f16: bool,
 }
 
 impl Plan {
@@ -361,6 +366,7 @@ impl Plan {
             step,
             span,
             in_codes: false,
+            f16: false,
         })
     }
 

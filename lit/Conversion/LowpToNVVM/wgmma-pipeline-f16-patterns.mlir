@@ -35,12 +35,22 @@ func.func @e3m4(%a: memref<256x128x!lowp.mf<e3m4>>, %sa: memref<256x1xf32>,
 
 // -----
 
-// MX scales change along K: the route applies scales in the epilogue only, so E3M4 with
-// MX scales takes mma.sync's f16 form (K steps of 16, a promotion per 32-block).
-// REMARK: remark: f16 mma.sync kernel on sm_90a: f8e3m4 embeds in none of f8e4m3, f8e5m2
+// MX scales change along K: each 32-block is a segment of its own, two k16 instructions
+// on the f16 tiles, the first starting from zero (scale-d zero), their f32 sums promoted
+// into the accumulators with the block's E8M0 scales (one fma each of the 32 a thread
+// holds in this 64-column block), a segment after the other; mma.sync is not used.
+// REMARK: wgmma-pipeline-f16-patterns.mlir:[[#@LINE+14]]:3: remark: f16 wgmma kernel on sm_90a: f8e3m4 embeds in none of f8e4m3, f8e5m2
 // CHECK-LABEL: func.func @e3m4_mx
-// CHECK-NOT:   nvvm.wgmma.mma_async
-// CHECK:       nvvm.mma.sync
+// CHECK-NOT:   nvvm.mma.sync
+// CHECK:       %{{.*}}:32 = scf.for
+// CHECK:         nvvm.wgmma.fence.aligned
+// CHECK:         nvvm.wgmma.mma_async %{{.*}}, %{{.*}}, %{{.*}}, <m = 64, n = 64, k = 16>, D[<f32>, <zero>], A[<f16>, <one>, <row>], B[<f16>, <one>, <col>]
+// CHECK:         nvvm.wgmma.mma_async %{{.*}}, %{{.*}}, %{{.*}}, <m = 64, n = 64, k = 16>, D[<f32>, <one>], A[<f16>, <one>, <row>], B[<f16>, <one>, <col>]
+// CHECK:         nvvm.wgmma.commit.group.sync.aligned
+// CHECK:         "wgmma.wait_group.sync.aligned 0;"
+// CHECK-COUNT-32: llvm.intr.fma
+// CHECK:         nvvm.wgmma.mma_async %{{.*}}, %{{.*}}, %{{.*}}, <m = 64, n = 64, k = 16>, D[<f32>, <zero>]
+// CHECK-NOT:   nvvm.mma.sync
 func.func @e3m4_mx(%a: memref<64x128x!lowp.mf<e3m4>>, %sa: memref<64x4xf8E8M0FNU>,
                    %b: memref<64x128x!lowp.mf<e3m4>>, %sb: memref<64x4xf8E8M0FNU>, %c: memref<64x64xf32>) {
   lowp.scaled_matmul %a[%sa], %b[%sb] into %c layouts(#lowp.mx<32>, #lowp.mx<32>)

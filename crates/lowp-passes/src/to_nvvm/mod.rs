@@ -22,8 +22,9 @@
 //!   with a producer warpgroup, one of them loading the E4M3 / E5M2 operands by TMA
 //!   (`wgmma-tma`; B multicast to clusters of 2 blocks sharing it; not on the f16 route).
 //!   Formats no FP8 type holds but whose fields f16's do (E3M4, E2M5, E4M3 FNUZ, 7-bit
-//!   customs), scales per tensor or per channel: the f16 route on the f16 patterns of their
-//!   fields (with a remark).
+//!   customs), unpacked: the f16 route on the f16 patterns of their fields (with a remark),
+//!   its k16 instructions summing into the accumulators where the scales are per tensor or
+//!   per channel, promoted per block with the block's scales (MX, blockwise) otherwise.
 //! - `wgmma.rs` (sm_90a, the other FP8-embeddable ops: dynamic K, rows that are not whole
 //!   16 bytes, NVFP4 16-blocks where no operand is translated or the split tiles leave
 //!   too few stages): the same instruction, one warpgroup per 64 x 128 tile, A and B
@@ -278,7 +279,7 @@ fn run<'c, 'a>(func: OperationRef<'c, 'a>, options: &PassOptions) -> Result<(), 
             let f16 = f16 && feed != Feed::Tma;
             if sm == 90 {
                 wgmma_pipeline::plan(op, &facts, blocks, splits, f16).and_then(|(plan, i, tile)| {
-                    if feed == Feed::Tma && plan.in_codes {
+                    if feed == Feed::Tma && plan.f16 {
                         return Err("TMA loads the operands used as stored (E4M3 / E5M2); \
                                     the f16 route translates both (kernel=wgmma-specialized \
                                     copies them through the producer threads)"

@@ -37,7 +37,7 @@ pub(super) struct Route {
     /// codes (`split_operand`): half h holds the 16-code chunks at h of every 32 and zeros
     /// in the others, so that an instruction of K 32 on it sums one 16-block.
     pub(super) halves: i64,
-    /// The f16 route (`Plan::in_codes`): the translation writes each code as f16, 64 codes a
+    /// The f16 route (`Plan::f16`): the translation writes each code as f16, 64 codes a
     /// stage (a tile row stays 128 bytes); every operand is staged (FP8 as stored widened).
     pub(super) f16: bool,
     /// On the f16 route, an operand of 16-blocks (translated through its table): its codes
@@ -132,9 +132,9 @@ impl Route {
 /// scales change every 16 codes along K (NVFP4's blocks): the first translated one (a
 /// direct operand's tile is the copy itself). `None` where the scales allow segments of
 /// whole instructions, where no operand is translated, or on the f16 route (the scales are
-/// in the codes: `Plan::in_codes`).
+/// in the codes, `Plan::in_codes`, or each 16-block an instruction of its own).
 pub(super) fn split_operand(plan: &Plan) -> Option<usize> {
-    if plan.step != 16 || plan.in_codes {
+    if plan.step != 16 || plan.f16 {
         return None;
     }
     [&plan.a, &plan.b].iter().position(|o| o.table.is_some())
@@ -314,8 +314,9 @@ impl ScaleBlocks {
 /// (`ScaleBlocks::window`) for byte codes (E8M0, UE4M3: each promotion would load and
 /// decode 34 of them).
 pub(super) fn staged_scale_blocks(kn: &Kernel, k: Option<i64>) -> [Option<ScaleBlocks>; 2] {
-    // (The f16 route's chunks bring their rows' scales themselves: `Memory::chunk_scales`.)
-    let along_k = kn.plan.seg.is_some() && !kn.plan.scaled && !kn.plan.in_codes;
+    // (The f16 route's chunks bring their rows' scales themselves where they are in the
+    // codes, `Memory::chunk_scales`; its promotions load them: its stages are 64 codes.)
+    let along_k = kn.plan.seg.is_some() && !kn.plan.scaled && !kn.plan.f16;
     let Some(k) = k.filter(|_| along_k) else {
         return [None, None];
     };
@@ -360,8 +361,8 @@ impl Memory {
         let limit = chip.shared_kib as i64 * 1024;
         let split = split_operand(plan);
         let routes = [
-            Route::of(&plan.a, tile.rows[0], split == Some(0), plan.in_codes),
-            Route::of(&plan.b, tile.rows[1], split == Some(1), plan.in_codes),
+            Route::of(&plan.a, tile.rows[0], split == Some(0), plan.f16),
+            Route::of(&plan.b, tile.rows[1], split == Some(1), plan.f16),
         ];
         let raw = routes[0].slot_bytes() + routes[1].slot_bytes();
         let staged: i64 = routes

@@ -133,13 +133,17 @@
 //! both exact), its scales applied in the epilogue (`Kernel::epilogue`).
 //!
 //! The f16 route also takes the formats no FP8 type holds but whose fields f16's do
-//! (`fields_plan`: E3M4, E2M5, E4M3 FNUZ, 7-bit customs, FP8 beside them), one byte a code,
-//! with scales per tensor or per channel: each copier moves its codes' sign, exponent and
-//! mantissa into f16 patterns (`codes::f16_pattern_pair`: two codes a few integer
-//! operations, no conversion instruction), their values times `2^-shift`, which the
-//! epilogue undoes with the scales; the same k16 f16 instructions, summing whole stages.
-//! (Block scales along K would need a promotion per segment: those ops take mma.sync's
-//! f16 form.) TMA does not feed it (both operands are translated).
+//! (`fields_plan`: E3M4, E2M5, E4M3 FNUZ, 7-bit customs, FP8 beside them), one byte a code:
+//! each copier moves its codes' sign, exponent and mantissa into f16 patterns
+//! (`codes::f16_pattern_pair`: two codes a few integer operations, no conversion
+//! instruction), their values times `2^-shift`, which the epilogue undoes with the scales;
+//! the same k16 f16 instructions. With scales per tensor or per channel they sum whole
+//! stages into the accumulators (`Plan::in_codes`); with block scales along K (MX,
+//! blockwise, 16-blocks) each block's instructions (a 64-code stage at most: two for
+//! MX's 32, four a stage for 128-blocks) start from zero and their sums are promoted with
+//! the block's scales, as on the FP8 route, the scales loaded from global memory by the
+//! promotion (the staged scale blocks are laid out for 128-code stages). TMA does not
+//! feed it (both operands are translated).
 //!
 //! The pieces, one module each:
 //! - `memory`: the dynamic shared memory's layout (`Memory`: ring, translated tiles, staged
@@ -336,7 +340,7 @@ pub(super) fn plan(
         .or_else(|fp8| fields_plan(op).map_err(|f16| format!("{fp8}; for f16: {f16}")))?;
     // Scales that change every 16 codes: an instruction per 16-block, on the halves of a
     // translated operand's tiles (`split_operand`).
-    if plan.step == 16 && !plan.in_codes && split_operand(&plan).is_none() {
+    if plan.step == 16 && !plan.f16 && split_operand(&plan).is_none() {
         return Err(
             "the scales change every 16 along K and neither operand is translated (the \
              16-blocks go through the halves of a translated operand's tiles)"
@@ -396,7 +400,7 @@ pub(super) fn plan(
     }
     instr.swapped = tile.swapped;
     instr.n = tile.n();
-    if plan.in_codes && k.is_none_or(|k| k % (ROW / 2) != 0) {
+    if plan.f16 && k.is_none_or(|k| k % (ROW / 2) != 0) {
         return Err(format!(
             "the f16 patterns' route takes K static and whole stages of {}",
             ROW / 2
@@ -404,12 +408,12 @@ pub(super) fn plan(
     }
     // Asked for (`nvfp4=f16`) where the scales change every 16 codes: the f16 route, or a
     // remark saying why the split route stays.
-    if f16 && plan.step == 16 && !plan.in_codes {
+    if f16 && plan.step == 16 && !plan.f16 {
         match f16_route(op, &plan, k) {
             Ok([a, b]) => {
                 (plan.a, plan.b) = (a, b);
                 (instr.a, instr.b) = (plan.a.ty, plan.b.ty);
-                plan.in_codes = true;
+                (plan.in_codes, plan.f16) = (true, true);
                 instr.f16 = true;
             }
             Err(why) => crate::matrix_kernel::remark(
@@ -503,22 +507,14 @@ fn f16_route(op: OperationRef, plan: &Plan, k: Option<i64>) -> Result<[Operand; 
 /// E3M4, E2M5, E4M3 FNUZ, 7-bit customs; E4M3 / E5M2 beside them alike): each code's
 /// sign, exponent and mantissa moved into an f16 pattern by its copier (two codes a few
 /// integer operations), its value times `2^-shift`, which the epilogue undoes with the
-/// scales. Scales constant along K (per tensor, per channel: the epilogue's; block scales
-/// would need a promotion per segment, which the f16 route does not make), one byte a
-/// code.
+/// scales; one byte a code. Scales constant along K (per tensor, per channel) are the
+/// epilogue's, the instructions summing into the accumulators (`Plan::in_codes`); block
+/// scales (MX, blockwise, 16-blocks) are applied per segment on the f32 partial sums, as on
+/// the FP8 route (`promote_segment`; a segment is the block, at most a 64-code stage).
 fn fields_plan(op: OperationRef) -> Result<(Plan, Wgmma), String> {
     let ((fa, pa), (fb, pb)) = Plan::formats(op)?;
     if pa || pb {
         return Err("packed codes take the FP8 route".into());
-    }
-    for name in ["lhs_layout", "rhs_layout"] {
-        let l = layout_attr_of(op, name).map_err(|e| e.to_string())?;
-        if l.is_k_blocked() {
-            return Err(format!(
-                "{l} scales change along K, and the route of f16 patterns applies scales \
-                 in the epilogue only"
-            ));
-        }
     }
     let mut plan = Plan::new(
         op,
@@ -527,7 +523,8 @@ fn fields_plan(op: OperationRef) -> Result<(Plan, Wgmma), String> {
         16,
         false,
     )?;
-    plan.in_codes = true;
+    // Sums added as they are where no scale changes along K; else promoted per segment.
+    (plan.in_codes, plan.f16) = (plan.seg.is_none(), true);
     let instr = Wgmma {
         a: fa,
         b: fb,
@@ -615,6 +612,11 @@ fn part<'c, 'a>(
 fn segment_shape(plan: &Plan) -> (i64, i64) {
     if plan.in_codes {
         return (ROW / 2, ROW / 2 / 16);
+    }
+    if plan.f16 {
+        // (A stage of 64 f16 codes, k16 instructions: a 128-block promoted per stage.)
+        let seg = plan.span.min(ROW / 2);
+        return (seg, seg / 16);
     }
     let span = plan.span.min(BK);
     (span, (span / 32).max(1))
