@@ -431,6 +431,12 @@ pub(crate) struct Kernel<'p, 'c, 'a> {
     /// How translated codes become FP8 four at a time where the table allows
     /// (`code_words`); `None`: code by code.
     permute: Option<Permute>,
+    /// What the launch proves about the scales a lane reads per segment
+    /// ([`Kernel::segment_scales`]): every row of C its accumulators hold is inside C (0),
+    /// every column (1), every segment starts inside K (2). Those reads then take the index
+    /// as it is, not clamped to the last: a lane's row and column offsets stay constants
+    /// of its address (ptxas otherwise rematerialized 34 clamps a promotion).
+    pub(crate) inside: [bool; 3],
 }
 
 /// One lane's place: its warp's (or warpgroup's) tile origin in C and its lane index.
@@ -483,6 +489,7 @@ impl<'p, 'c, 'a> Kernel<'p, 'c, 'a> {
             shape: instr.shape(),
             ops: Operands::read(e, op)?,
             permute: None,
+            inside: [false; 3],
         })
     }
 
@@ -977,7 +984,14 @@ impl<'p, 'c, 'a> Kernel<'p, 'c, 'a> {
             e.subi(self.ops.n, one),
             e.subi(self.ops.k, one),
         );
-        let k0 = e.minui(k0, last_k);
+        let clamp = |e: &Emitter<'c, 'a>, v, last, inside: bool| {
+            if inside {
+                v
+            } else {
+                e.minui(v, last)
+            }
+        };
+        let k0 = clamp(e, k0, last_k, self.inside[2]);
         let s = self.shape;
         // Operand x's i-th scale as loaded before, where it does not change along K.
         let before = |x: usize, i: usize| {
@@ -1003,8 +1017,10 @@ impl<'p, 'c, 'a> Kernel<'p, 'c, 'a> {
                 rows.push(rk);
                 scales.loaded.push(match &staged[0] {
                     Some(read) => read(e, row, 1)[0],
-                    None => before(0, rows.len() - 1)
-                        .unwrap_or_else(|| self.ops.sa.block_stored(e, e.minui(row, last_row), k0)),
+                    None => before(0, rows.len() - 1).unwrap_or_else(|| {
+                        let row = clamp(e, row, last_row, self.inside[0]);
+                        self.ops.sa.block_stored(e, row, k0)
+                    }),
                 });
                 rows.len() - 1
             });
@@ -1025,7 +1041,8 @@ impl<'p, 'c, 'a> Kernel<'p, 'c, 'a> {
                     None => {
                         cols.push(ck);
                         b_loads.push(before(1, cols.len() - 1).unwrap_or_else(|| {
-                            self.ops.sb.block_stored(e, e.minui(col, last_col), k0)
+                            let col = clamp(e, col, last_col, self.inside[1]);
+                            self.ops.sb.block_stored(e, col, k0)
                         }));
                     }
                 }
