@@ -433,10 +433,11 @@ pub(crate) struct Kernel<'p, 'c, 'a> {
     permute: Option<Permute>,
     /// What the launch proves about the scales a lane reads per segment
     /// ([`Kernel::segment_scales`]): every row of C its accumulators hold is inside C (0),
-    /// every column (1), every segment starts inside K (2). Those reads then take the index
-    /// as it is, not clamped to the last: a lane's row and column offsets stay constants
-    /// of its address (ptxas otherwise rematerialized 34 clamps a promotion).
-    pub(crate) inside: [bool; 3],
+    /// every column (1). Those reads then take the row or column as it is, not clamped to
+    /// the last: a lane's offsets stay constants of its addresses (ptxas otherwise
+    /// rematerialized 34 clamps a promotion). K stays clamped (one a promotion): a
+    /// pipeline's stage past its range, never promoted, still reads its scales.
+    pub(crate) inside: [bool; 2],
 }
 
 /// One lane's place: its warp's (or warpgroup's) tile origin in C and its lane index.
@@ -489,7 +490,7 @@ impl<'p, 'c, 'a> Kernel<'p, 'c, 'a> {
             shape: instr.shape(),
             ops: Operands::read(e, op)?,
             permute: None,
-            inside: [false; 3],
+            inside: [false; 2],
         })
     }
 
@@ -991,7 +992,7 @@ impl<'p, 'c, 'a> Kernel<'p, 'c, 'a> {
                 e.minui(v, last)
             }
         };
-        let k0 = clamp(e, k0, last_k, self.inside[2]);
+        let k0 = e.minui(k0, last_k);
         let s = self.shape;
         // Operand x's i-th scale as loaded before, where it does not change along K.
         let before = |x: usize, i: usize| {

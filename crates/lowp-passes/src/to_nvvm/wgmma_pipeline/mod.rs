@@ -714,15 +714,12 @@ pub(super) fn lower<'c, 'a>(
             mem.bytes = f.end();
         }
     }
-    // Static rows that are whole blocks (the grid has no block past them), K whole stages
-    // (every segment of a stage in range starts inside it): the scale reads need no clamp.
+    // Static rows that are whole blocks (the grid has no block past them): the scale
+    // reads of those rows need no clamp. (K does: a stage past the block's range, the
+    // second of a loop iteration's two, runs and reads its scales, unpromoted.)
     let o = matmul_operands(op)?;
     let whole = |v: Value, rows: i64| static_rows(v).is_some_and(|r| r % rows == 0);
-    kn.inside = [
-        whole(o.lhs, tile.rows[0]),
-        whole(o.rhs, tile.rows[1]),
-        static_k(&kn).is_some_and(|k| k % mem.bk() == 0),
-    ];
+    kn.inside = [whole(o.lhs, tile.rows[0]), whole(o.rhs, tile.rows[1])];
     let specialized = mem.specialized;
     let one = e.index(1);
     let grid = kn.grid(e, tile.rows[0], tile.rows[1]);
