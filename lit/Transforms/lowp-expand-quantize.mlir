@@ -4,8 +4,8 @@
 // The structure of the expansion; its numerics are checked bit for bit against lowp-formats
 // by tests/integration/expand_quantize.rs.
 
-// MX FP4: the E8M0 scale byte is decoded on the f32 bit pattern (0x00 -> 2^-127 = 0x400000,
-// 0xFF -> NaN), the element is encoded round-to-nearest-even (E2M1 keeps 1 mantissa bit:
+// MX FP4: the E8M0 scale byte is decoded on the f32 bit pattern (byte << 23, with bit 22
+// set for 0x00 -> 2^-127 = 0x400000 and 0xFF -> NaN = 0x7FC00000), the element is encoded round-to-nearest-even (E2M1 keeps 1 mantissa bit:
 // shift 22) and saturated at code 7 (6.0).
 // CHECK-LABEL: func.func @quantize_mx
 // CHECK-DAG:   %[[SAT:.*]] = arith.constant 7 : i32
@@ -17,7 +17,8 @@
 // CHECK:         scf.for %[[K:.*]] = %{{.*}} to %{{.*}} step
 // CHECK:           %[[BLK:.*]] = arith.divui %[[K]], %{{.*}} : index
 // CHECK:           memref.load %[[S]][%[[R]], %[[BLK]]] : memref<4x2xi8>
-// CHECK:           arith.select %{{.*}}, %[[MIN_E8M0]], %{{.*}} : i32
+// CHECK:           arith.cmpi uge, %{{.*}}, %c254_i32 : i32
+// CHECK:           arith.ori %{{.*}}, %[[MIN_E8M0]] : i32
 // CHECK:           %[[X:.*]] = memref.load %{{.*}}[%[[R]], %[[K]]] : memref<4x64xf32>
 // CHECK:           arith.divf %[[X]], %{{.*}} : f32
 // CHECK:           arith.shrui %{{.*}}, %[[SHIFT]] : i32

@@ -16,7 +16,7 @@
 // CHECK:         scf.for
 // CHECK:           nvvm.cp.async.wait.group 2
 // CHECK:             %[[WORD:.*]] = llvm.load %{{.*}} {alignment = 4 : i64} : !llvm.ptr<3> -> i32
-// CHECK:             arith.select %{{.*}}, %c4194304_i32, %{{.*}} : i32
+// CHECK:             arith.ori %{{.*}}, %c4194304_i32 : i32
 // CHECK:             llvm.store %{{.*}}, %{{.*}} {alignment = 4 : i64} : i32, !llvm.ptr<3>
 // CHECK:           gpu.barrier
 // CHECK:           llvm.load %{{.*}} {alignment = 4 : i64} : !llvm.ptr<3> -> i32
@@ -56,7 +56,7 @@ func.func @mx(%a: memref<130x768xf8E4M3FN>, %sa: memref<130x24xf8E8M0FNU>, %b: m
 // CHECK:             arith.shli %[[HIGH]], %c32_i64 : i64
 // CHECK:             arith.extui %[[W0]] : i32 to i64
 // CHECK:             arith.shrui %{{.*}}, %{{.*}} : i64
-// CHECK:             arith.select %{{.*}}, %c4194304_i32, %{{.*}} : i32
+// CHECK:             arith.ori %{{.*}}, %c4194304_i32 : i32
 // CHECK:           gpu.barrier
 // CHECK-NOT:       memref.load %{{.*}} : memref<130x13xi8>
 // CHECK:           "wgmma.wait_group.sync.aligned 0;"
