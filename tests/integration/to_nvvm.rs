@@ -249,6 +249,17 @@ fn mma_sync_f16_form_matches_the_oracle() {
     }
 }
 
+/// `auto` on sm_90a takes the wgmma pipeline's f16 route for each of `problems` (no
+/// mma.sync), and its square, warp-specialized and skinny blocks match the oracle.
+fn f16_pipeline_matches_the_oracle(session: &Session, problems: &[(String, Problem)]) {
+    let ir = lowered(session, problems, "sm_90a", "auto");
+    assert!(ir.contains("nvvm.wgmma.mma_async"), "the pipeline");
+    assert!(!ir.contains("nvvm.mma.sync"), "no mma.sync");
+    for kernel in ["wgmma", "wgmma-specialized", "wgmma-skinny"] {
+        run_and_check(session, problems, Some(&emulated("sm_90a", kernel)));
+    }
+}
+
 /// The wgmma pipeline's f16 route for the same formats (scales per tensor or per
 /// channel, K whole stages of 64): each copier moves its codes' fields into f16 patterns
 /// in the f16 tiles, `m64nNk16.f32.f16.f16` sums whole stages into the accumulators, the
@@ -272,12 +283,7 @@ fn wgmma_pipeline_f16_patterns_match_the_oracle() {
         (fnuz, pc, false, e3m3, pt),
     ];
     let problems = f16_problems(&mut rng, &[(200, 136, 256), (40, 72, 128)], &pairs);
-    let ir = lowered(&session, &problems, "sm_90a", "auto");
-    assert!(ir.contains("nvvm.wgmma.mma_async"), "the pipeline");
-    assert!(!ir.contains("nvvm.mma.sync"), "no mma.sync");
-    for kernel in ["wgmma", "wgmma-specialized", "wgmma-skinny"] {
-        run_and_check(&session, &problems, Some(&emulated("sm_90a", kernel)));
-    }
+    f16_pipeline_matches_the_oracle(&session, &problems);
     let split = "builtin.module(func.func(lowp-to-nvvm{chip=sm_90a kernel=wgmma-skinny \
                  split-k=2 emulate=true}))";
     run_and_check(&session, &problems[3..], Some(split));
@@ -322,12 +328,7 @@ fn wgmma_pipeline_f16_patterns_promote_block_scales() {
     // (256 x 128: whole blocks, whose scale reads take no clamp.)
     let sizes = [(200, 136, 256), (40, 72, 128), (256, 128, 192)];
     let problems = f16_problems(&mut rng, &sizes, &pairs);
-    let ir = lowered(&session, &problems, "sm_90a", "auto");
-    assert!(ir.contains("nvvm.wgmma.mma_async"), "the pipeline");
-    assert!(!ir.contains("nvvm.mma.sync"), "no mma.sync");
-    for kernel in ["wgmma", "wgmma-specialized", "wgmma-skinny"] {
-        run_and_check(&session, &problems, Some(&emulated("sm_90a", kernel)));
-    }
+    f16_pipeline_matches_the_oracle(&session, &problems);
 }
 
 /// (A, its layout, packed, B, its layout, packed) for the cp.async pipeline's tests: FP8

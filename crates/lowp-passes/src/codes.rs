@@ -151,6 +151,28 @@ pub fn f16_pattern_pair<'c, 'a>(
     }
 }
 
+/// [`f16_pattern_pair`] of two adjacent stored codes in the low bits of `two` (`i32`):
+/// bytes 0 and 1, or packed, the low byte's two nibbles (the first in the low one),
+/// spread to the halves first (higher bits ignored).
+pub fn f16_pattern_adjacent<'c, 'a>(
+    e: &Emitter<'c, 'a>,
+    format: ScaledFormat,
+    fields: F16Fields,
+    two: Value<'c, '_>,
+    packed: bool,
+) -> Value<'c, 'a> {
+    let (low, high, up) = if packed {
+        (0xF, 0xF0, 12)
+    } else {
+        (0xFF, 0xFF00, 8)
+    };
+    let pair = e.ori(
+        e.andi(two, e.i32(low)),
+        e.shli(e.andi(two, e.i32(high)), e.i32(up)),
+    );
+    f16_pattern_pair(e, format, fields, pair)
+}
+
 /// The `f32` value of the IEEE f16 bit pattern in the low 16 bits of an `i32` (higher bits
 /// ignored), by integer arithmetic (no f16 type: the same on every host). As
 /// [`ue4m3_decode`]: the 15 magnitude bits moved to an f32's bits 13..28 are the value times

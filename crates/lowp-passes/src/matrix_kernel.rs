@@ -370,6 +370,13 @@ impl Plan {
         })
     }
 
+    /// The plan of an f16 instruction of K 16 on the f16 patterns of both operands' fields
+    /// (`Operand::f16`), or why not.
+    pub(crate) fn f16(op: OperationRef) -> Result<Self, String> {
+        let ((fa, pa), (fb, pb)) = Self::formats(op)?;
+        Self::new(op, Operand::f16(fa, pa)?, Operand::f16(fb, pb)?, 16, false)
+    }
+
     /// The stored formats and packing of the op's operands.
     pub(crate) fn formats(
         op: OperationRef,
@@ -642,17 +649,7 @@ impl<'p, 'c, 'a> Kernel<'p, 'c, 'a> {
             Apply::AsStored => stored,
             Apply::Translated(rule, p) => rule.apply(e, p, src.packed, stored),
             Apply::F16(fields) => {
-                // The two codes to bits 0.. and 16.. (packed: the byte's nibbles).
-                let (low, high, up) = if src.packed {
-                    (0xF, 0xF0, 12)
-                } else {
-                    (0xFF, 0xFF00, 8)
-                };
-                let pair = e.ori(
-                    e.andi(stored, e.i32(low)),
-                    e.shli(e.andi(stored, e.i32(high)), e.i32(up)),
-                );
-                codes::f16_pattern_pair(e, src.ty, fields, pair)
+                codes::f16_pattern_adjacent(e, src.ty, fields, stored, src.packed)
             }
         }
     }

@@ -32,7 +32,7 @@ use melior::ir::operation::OperationBuilder;
 use melior::ir::{Attribute, Identifier, OperationRef, Type, Value};
 
 use crate::ir::Emitter;
-use crate::matrix_kernel::{Instr, Operand, Plan, RegisterInstr, Shape};
+use crate::matrix_kernel::{Instr, Plan, RegisterInstr, Shape};
 
 /// An `mma.sync.aligned` instruction with f32 accumulators.
 pub(super) enum MmaSync {
@@ -57,16 +57,10 @@ fn ptx_type(f: ScaledFormat) -> &'static str {
 pub(super) fn plan(op: OperationRef) -> Result<(Plan, MmaSync), String> {
     super::fp8_plan(op)
         .map(|(plan, a, b)| (plan, MmaSync::Fp8 { a, b }))
-        .or_else(|fp8| match f16_plan(op) {
+        .or_else(|fp8| match Plan::f16(op) {
             Ok(plan) => Ok((plan, MmaSync::F16 { why_not_fp8: fp8 })),
             Err(f16) => Err(format!("{fp8}; for f16: {f16}")),
         })
-}
-
-/// The plan of the f16 instruction (K 16 per step).
-fn f16_plan(op: OperationRef) -> Result<Plan, String> {
-    let ((fa, pa), (fb, pb)) = Plan::formats(op)?;
-    Plan::new(op, Operand::f16(fa, pa)?, Operand::f16(fb, pb)?, 16, false)
 }
 
 impl MmaSync {

@@ -129,7 +129,7 @@ pub const PASS: PassDef = PassDef {
                   wgmma (sm_90a: a cp.async pipeline, or register-staged) or mma.sync \
                   m16n8k32 (sm_89+) for formats that are or embed in E4M3/E5M2; for \
                   formats whose fields f16's hold, their f16 patterns into wgmma k16 \
-                  (sm_90a, scales per tensor / channel) or mma.sync m16n8k16; else the \
+                  (sm_90a, unpacked, K whole 64-code stages) or mma.sync m16n8k16; else the \
                   tiled generic decode kernel",
     op_name: Some("func.func"),
     options: &[

@@ -181,20 +181,14 @@ fn fp8_mfma(op: OperationRef, chip: &str) -> Result<Choice, String> {
 /// The FP8 MFMA, else its f16 form (both formats' fields moved into f16 patterns), with a
 /// remark saying why where `auto` takes the f16 one.
 fn mfma(op: OperationRef, chip: &str, auto: bool) -> Result<Choice, String> {
-    fp8_mfma(op, chip).or_else(|fp8| {
-        let ((fa, pa), (fb, pb)) = Plan::formats(op)?;
-        let f16 = Operand::f16(fa, pa)
-            .and_then(|a| Ok((a, Operand::f16(fb, pb)?)))
-            .and_then(|(a, b)| Plan::new(op, a, b, 16, false));
-        match f16 {
-            Ok(plan) => {
-                if auto {
-                    remark(op, &format!("f16 MFMA kernel on {chip}: {fp8}"));
-                }
-                Ok((plan, Box::new(Mfma16::F16) as Box<dyn RegisterInstr>))
+    fp8_mfma(op, chip).or_else(|fp8| match Plan::f16(op) {
+        Ok(plan) => {
+            if auto {
+                remark(op, &format!("f16 MFMA kernel on {chip}: {fp8}"));
             }
-            Err(f16) => Err(format!("{fp8}; for f16: {f16}")),
+            Ok((plan, Box::new(Mfma16::F16) as Box<dyn RegisterInstr>))
         }
+        Err(f16) => Err(format!("{fp8}; for f16: {f16}")),
     })
 }
 

@@ -512,22 +512,16 @@ fn f16_route(op: OperationRef, plan: &Plan, k: Option<i64>) -> Result<[Operand; 
 /// scales (MX, blockwise, 16-blocks) are applied per segment on the f32 partial sums, as on
 /// the FP8 route (`promote_segment`; a segment is the block, at most a 64-code stage).
 fn fields_plan(op: OperationRef) -> Result<(Plan, Wgmma), String> {
-    let ((fa, pa), (fb, pb)) = Plan::formats(op)?;
+    let ((_, pa), (_, pb)) = Plan::formats(op)?;
     if pa || pb {
         return Err("packed codes take the FP8 route".into());
     }
-    let mut plan = Plan::new(
-        op,
-        Operand::f16(fa, false)?,
-        Operand::f16(fb, false)?,
-        16,
-        false,
-    )?;
+    let mut plan = Plan::f16(op)?;
     // Sums added as they are where no scale changes along K; else promoted per segment.
     (plan.in_codes, plan.f16) = (plan.seg.is_none(), true);
     let instr = Wgmma {
-        a: fa,
-        b: fb,
+        a: plan.a.ty,
+        b: plan.b.ty,
         n: wgmma::BN,
         swapped: false,
         f16: true,

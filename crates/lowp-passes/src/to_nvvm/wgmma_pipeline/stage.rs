@@ -581,11 +581,8 @@ pub(super) fn translate_stage<'c, 'a>(
                             // scales on this route): two codes spread to the halves.
                             if let Some(fields) = side.operand.f16 {
                                 let two = e.shrui(w, e.i32(16 * half));
-                                let pair = e.ori(
-                                    e.andi(two, e.i32(0xFF)),
-                                    e.shli(e.andi(two, e.i32(0xFF00)), e.i32(8)),
-                                );
-                                return codes::f16_pattern_pair(e, side.operand.ty, fields, pair);
+                                let ty = side.operand.ty;
+                                return codes::f16_pattern_adjacent(e, ty, fields, two, false);
                             }
                             let pair = match side.operand.ty {
                                 ScaledFormat::F8E5M2 => {
