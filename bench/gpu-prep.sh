@@ -44,6 +44,8 @@ checks=(
   "--m 200 --n 136 --k 512 --lhs f8e3m4 --rhs f8e4m3fnuz --layout per_channel --bias"
   "--m 40 --n 72 --k 256 --lhs f8e2m5 --rhs f8e5m2 --layout per_tensor"
   "--m 200 --n 136 --k 512 --lhs f8e3m4 --rhs f8e4m3fnuz --layout mx --rhs-layout blockwise/128x128 --bias"
+  "--m 200 --n 136 --k 512 --lhs f8e5m2fnuz --rhs f8e6m1 --layout per_channel --bias"
+  "--m 40 --n 72 --k 256 --lhs f8e7m0 --rhs f8e4m3 --layout mx"
 )
 i=0
 for c in "${checks[@]}"; do
@@ -165,6 +167,16 @@ for s in 8192x8192x8192 4096x4096x4096 16x8192x8192; do
   for kernel in wgmma mma-sync; do
     save "time-$kernel-$s-f8e3m4-mx" --m $m --n $n --k $k --lhs f8e3m4 --rhs f8e3m4 \
       --layout mx --kernel $kernel 2>/dev/null
+  done
+done
+# E5M2 FNUZ (its exponent 31 finite), which only bf16 patterns hold: the pipeline's bf16
+# route (auto's choice on sm_90a) and mma.sync's bf16 form against the generic kernel.
+for s in 8192x8192x8192 16x8192x8192; do
+  IFS=x read -r m n k <<< "$s"
+  for kernel in wgmma mma-sync generic; do
+    [ "$s" = 8192x8192x8192 ] && [ $kernel = generic ] && continue
+    save "time-$kernel-$s-f8e5m2fnuz" --m $m --n $n --k $k --lhs f8e5m2fnuz \
+      --rhs f8e5m2fnuz --layout per_channel --kernel $kernel 2>/dev/null
   done
 done
 # ---- assembled only (no Blackwell there): sm_100a's tcgen05 kinds, for ptxas -arch=sm_100a.

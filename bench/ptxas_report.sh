@@ -55,6 +55,6 @@ if [ -n "$NVDISASM" ]; then
   echo "SASS ($("$NVDISASM" --version | tail -1 | cut -d, -f1)), tensor-core instructions by kernel kind:"
   for kind in auto wgmma wgmma-specialized wgmma-tma mma-sync tcgen05 generic; do
     list=$(grep -E "^[a-z]+-$kind-" "$out" | grep -oE '[0-9]+x[A-Z][A-Z0-9.x_]+' | sed 's/^[0-9]*x//' | sort -u | tr '\n' ' ')
-    [ -n "$list" ] && echo "  $kind: $list"
+    if [ -n "$list" ]; then echo "  $kind: $list"; fi
   done
 fi
