@@ -249,6 +249,72 @@ fn mma_sync_f16_form_matches_the_oracle() {
     }
 }
 
+/// The bf16 form of the mma.sync kernel (`mma.sync.m16n8k16.f32.bf16.bf16`), which takes the
+/// formats whose exponent field f16's does not hold: E5M2 FNUZ (its exponent 31 finite),
+/// 6- and 7-bit exponents, beside E4M3 (its NaN codes), E4M3 FNUZ, E3M4 and packed E2M1;
+/// each scale segment, ragged sizes, the edge codes of `f16_problems` and, written into A's
+/// row 2 and B's first row, each format's smallest positive code and its largest (E7M0's
+/// 2^64: the kernel's patterns carry `2^-shift`, its products stay normal f32 values).
+#[test]
+fn mma_sync_bf16_form_matches_the_oracle() {
+    let session = Session::new();
+    let mut rng = SplitMix64::new(17);
+    let (e4, e3m4, e4fnuz, e5fnuz) = (
+        ScaledFormat::F8E4M3,
+        ScaledFormat::custom(3, 4),
+        ScaledFormat::F8E4M3Fnuz,
+        ScaledFormat::F8E5M2Fnuz,
+    );
+    let (e6m1, e7m0) = (ScaledFormat::custom(6, 1), ScaledFormat::custom(7, 0));
+    assert_eq!(e7m0.bf16_fields().map(|f| f.shift), Some(1));
+    let (pt, pc) = (ScaleLayout::PerTensor, ScaleLayout::PerChannel);
+    let pairs = [
+        (e5fnuz, pt, false, e5fnuz, pc),
+        (e6m1, ScaleLayout::MX, false, e4, ScaleLayout::MX),
+        (
+            e7m0,
+            ScaleLayout::Blockwise { rows: 1, cols: 128 },
+            false,
+            e3m4,
+            pc,
+        ),
+        (e4fnuz, pc, false, e5fnuz, pt),
+        (
+            ScaledFormat::F4E2M1,
+            ScaleLayout::Mx { block: 16 },
+            true,
+            e6m1,
+            ScaleLayout::Mx { block: 16 },
+        ),
+    ];
+    let sizes = [(130, 70, 96), (33, 65, 250), (5, 3, 18), (19, 37, 75)];
+    let mut problems = f16_problems(&mut rng, &sizes, &pairs);
+    for (_, p) in &mut problems {
+        let (a, b) = (&mut p.a.q, &mut p.b.q);
+        let k = a.cols;
+        let edges = |f: ScaledFormat| [f.max_finite_code(), 1];
+        if !a.packed && a.codes.len() > 2 * k + 1 {
+            a.codes[2 * k..2 * k + 2].copy_from_slice(&edges(a.format));
+        }
+        if k > 1 {
+            b.codes[..2].copy_from_slice(&edges(b.format));
+        }
+    }
+    for chip in ["sm_89", "sm_90a"] {
+        let ir = lowered(&session, &problems, chip, "mma-sync");
+        assert!(ir.contains("#nvvm.mma_type<bf16>"), "{chip}");
+        assert!(!ir.contains("#nvvm.mma_type<f16>"), "{chip}");
+        assert!(!ir.contains("m16n8k32"), "{chip}");
+        run_and_check(&session, &problems, Some(&emulated(chip, "mma-sync")));
+    }
+    // `auto` takes it on every chip (no FP8 type, f16 pattern or wgmma route holds E5M2
+    // FNUZ).
+    for chip in ["sm_89", "sm_90a", "sm_100a"] {
+        let ir = lowered(&session, &problems[..1], chip, "auto");
+        assert!(ir.contains("#nvvm.mma_type<bf16>"), "{chip}");
+    }
+}
+
 /// `auto` on sm_90a takes the wgmma pipeline's f16 route for each of `problems` (no
 /// mma.sync), and its square, warp-specialized and skinny blocks match the oracle.
 fn f16_pipeline_matches_the_oracle(session: &Session, problems: &[(String, Problem)]) {
@@ -258,6 +324,42 @@ fn f16_pipeline_matches_the_oracle(session: &Session, problems: &[(String, Probl
     for kernel in ["wgmma", "wgmma-specialized", "wgmma-skinny"] {
         run_and_check(session, problems, Some(&emulated("sm_90a", kernel)));
     }
+}
+
+/// The wgmma pipeline's route for the formats only bf16 patterns hold (E5M2 FNUZ, E6M1,
+/// E7M0; E4M3 and E3M4 beside them): the copiers write bf16 patterns into the same tiles,
+/// `m64nNk16.f32.bf16.bf16`, sums per tensor / channel or promoted per block (MX,
+/// blockwise); square, warp-specialized and skinny blocks, the edge codes of
+/// `f16_problems`.
+#[test]
+fn wgmma_pipeline_bf16_patterns_match_the_oracle() {
+    let session = Session::new();
+    let mut rng = SplitMix64::new(65);
+    let (e6m1, e7m0) = (ScaledFormat::custom(6, 1), ScaledFormat::custom(7, 0));
+    let fnuz = ScaledFormat::F8E5M2Fnuz;
+    let (pt, pc) = (ScaleLayout::PerTensor, ScaleLayout::PerChannel);
+    let pairs = [
+        (fnuz, pc, false, e6m1, pc),
+        (
+            e7m0,
+            ScaleLayout::MX,
+            false,
+            ScaledFormat::F8E4M3,
+            ScaleLayout::MX,
+        ),
+        (
+            e6m1,
+            ScaleLayout::Blockwise { rows: 1, cols: 128 },
+            false,
+            ScaledFormat::custom(3, 4),
+            pt,
+        ),
+    ];
+    let problems = f16_problems(&mut rng, &[(200, 136, 256), (40, 72, 128)], &pairs);
+    let ir = lowered(&session, &problems, "sm_90a", "auto");
+    assert!(ir.contains("A[<bf16>, <one>, <row>]"), "bf16 tiles");
+    assert!(!ir.contains("A[<f16>"), "no f16 ones");
+    f16_pipeline_matches_the_oracle(&session, &problems);
 }
 
 /// The wgmma pipeline's f16 route for the same formats (scales per tensor or per
@@ -1418,11 +1520,13 @@ fn mma_sync_takes_exactly_the_embeddable_ops() {
     let mut rng = SplitMix64::new(3);
     let formats = lowp_tests::named_and_custom_formats();
     // FP8 (E4M3 / E5M2, or embedded in them by a table the registers hold), else f16
-    // (formats whose fields move into f16's: all but E5M2 FNUZ and wide exponents).
+    // (formats whose fields move into f16's: all but E5M2 FNUZ and wide exponents), else
+    // bf16 (those, beside E4M3).
     let takes = |f: ScaledFormat| {
         matches!(f, ScaledFormat::F8E4M3 | ScaledFormat::F8E5M2)
             || (f.fp8_embedding().is_some() && f.bit_width() <= 6)
             || f.f16_fields().is_some()
+            || f.bf16_fields().is_some()
     };
     let layouts = [
         (ScaleLayout::MX, true),

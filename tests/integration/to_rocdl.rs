@@ -114,6 +114,22 @@ fn mfma_tiles_and_ragged_edges() {
             ScaledFormat::custom(2, 5),
             mx,
         ),
+        // The bf16 MFMA: E6M1 (f16's exponent field is too narrow) beside E5M2 FNUZ; on
+        // gfx950 (OCP FP8 only) E5M2 FNUZ (its exponent 31 finite) beside E4M3.
+        (
+            "gfx942",
+            "mfma",
+            ScaledFormat::custom(6, 1),
+            ScaledFormat::F8E5M2Fnuz,
+            ScaleLayout::PerChannel,
+        ),
+        (
+            "gfx950",
+            "mfma",
+            ScaledFormat::F8E5M2Fnuz,
+            ScaledFormat::F8E4M3,
+            ScaleLayout::PerTensor,
+        ),
     ];
     for (m, n, k) in [(130, 70, 256), (33, 65, 200), (5, 3, 18)] {
         for (chip, kernel, fa, fb, layout) in cases {
@@ -141,7 +157,7 @@ fn mfma_tiles_and_ragged_edges() {
 }
 
 /// Which ops each instruction takes, and the remarks for OCP E4M3 on gfx942 and for the
-/// f16 MFMA.
+/// f16 and bf16 MFMAs.
 #[test]
 fn instruction_choice_and_remarks() {
     let session = Session::new();
@@ -203,6 +219,21 @@ fn instruction_choice_and_remarks() {
     assert!(r.is_ok(), "{r:?}");
     let (r, _) = try_kernel("gfx950", "mfma", F8E4M3Fnuz, pt, F8E4M3, pt);
     assert!(r.is_ok(), "{r:?}");
-    let (r, _) = try_kernel("gfx950", "mfma", F8E5M2Fnuz, pt, F8E4M3, pt);
-    assert!(r.unwrap_err().contains("embeds in none of f8e4m3, f8e5m2"));
+    // E5M2 FNUZ's fields move into no f16 pattern, but into bf16's: the bf16 MFMA; beside
+    // OCP E5M2 (infinities) into neither.
+    let (r, diags) = try_kernel("gfx950", "auto", F8E5M2Fnuz, pt, F8E4M3, pt);
+    assert!(r.is_ok(), "{r:?}");
+    assert!(
+        diags.contains(
+            "remark: bf16 MFMA kernel on gfx950: f8e5m2fnuz embeds in none of f8e4m3, f8e5m2"
+        ),
+        "{diags}"
+    );
+    let (r, _) = try_kernel("gfx950", "mfma", F8E5M2Fnuz, pt, F8E5M2, pt);
+    let e = r.unwrap_err();
+    assert!(
+        e.contains("embeds in none of f8e4m3, f8e5m2")
+            && e.contains("for bf16: f8e5m2's fields do not move into bf16's"),
+        "{e}"
+    );
 }

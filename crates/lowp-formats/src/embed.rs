@@ -40,6 +40,12 @@
 //! included (f16's subnormals have the same shape), as long as f16's exponent field holds
 //! the code's exponents as normal ones; the hardware's f16 -> f32 conversion and one
 //! multiply by `2^(15 - bias)` finish the decode. Decided by checking every code.
+//!
+//! [`ScaledFormat::bf16_fields`] is the same idea for the formats f16's exponent field does
+//! not hold (6- and 7-bit exponents, E5M2 FNUZ's finite exponent 31): the fields moved into
+//! an f32 (the value times `2^(bias - 127)`, subnormal codes as f32 subnormals), one exact
+//! multiply into the range where the product of any two is a normal f32, and the f32's
+//! high half, which is a bfloat16 (at most 7 mantissa bits). Decided by checking every code.
 
 use crate::{ScaleDtype, ScaledFormat};
 
@@ -54,18 +60,43 @@ pub struct IntEmbedding {
     pub max: u32,
 }
 
-/// A format's codes as IEEE f16 bit patterns by moving their fields
-/// ([`ScaledFormat::f16_fields`]).
+/// The 16-bit float a format's codes reach a tensor core as ([`HalfFields`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct F16Fields {
-    /// Every code that is not NaN has the value `f16(f16_pattern(code)) * 2^shift`
-    /// (`15 - bias`).
+pub enum Half {
+    /// IEEE f16 (5 exponent bits, 10 mantissa bits): [`ScaledFormat::f16_pattern`].
+    F16,
+    /// bfloat16 (8 exponent bits, 7 mantissa bits): [`ScaledFormat::bf16_pattern`].
+    Bf16,
+}
+
+impl std::fmt::Display for Half {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Half::F16 => "f16",
+            Half::Bf16 => "bf16",
+        })
+    }
+}
+
+/// A format's codes as 16-bit float bit patterns by moving their fields
+/// ([`ScaledFormat::f16_fields`], [`ScaledFormat::bf16_fields`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct HalfFields {
+    /// The 16-bit float of the patterns.
+    pub half: Half,
+    /// Every code that is not NaN has the value `half(pattern(code)) * 2^shift` (f16:
+    /// `15 - bias`; bf16: chosen so every product of two patterns is a normal f32).
     pub shift: i32,
-    /// NaN codes whose pattern is not an f16 NaN, as `(mask, value)`: the codes with
+    /// NaN codes whose pattern is not a NaN, as `(mask, value)`: the codes with
     /// `code & mask == value` (E4M3's `S.1111.111`: `(0x7F, 0x7F)`; the FNUZ NaN `0x80`:
-    /// `(0xFF, 0x80)`). A decode puts an f16 NaN there. `None` where every NaN code's
-    /// pattern is already NaN (E5M2's, at f16's own maximum exponent) or there is none.
+    /// `(0xFF, 0x80)`). A decode puts a NaN there. `None` where every NaN code's pattern
+    /// is already NaN (E5M2's in f16, at f16's own maximum exponent) or there is none.
     pub nan: Option<(u8, u8)>,
+}
+
+/// The exact value of the bfloat16 with bits `h` (its high half of an f32).
+fn bf16_value(h: u16) -> f64 {
+    f64::from(f32::from_bits(u32::from(h) << 16))
 }
 
 /// The exact value of the IEEE f16 with bits `h` (infinities and NaN as f64's).
@@ -100,30 +131,98 @@ impl ScaledFormat {
     /// then exact. `None` for exponent fields wider than f16's (5 bits), for maxima f16's
     /// exponent field holds as inf / NaN (E5M2 FNUZ, whose exponent 31 is finite), and
     /// for biases that put values outside f32's normal range.
-    pub fn f16_fields(self) -> Option<F16Fields> {
+    pub fn f16_fields(self) -> Option<HalfFields> {
         let (e, _, bias) = self.fields();
         let shift = 15 - bias;
         if e > 5 || !(-126..=127).contains(&shift) {
             return None;
         }
+        self.half_fields(
+            Half::F16,
+            shift,
+            |c| f16_value(self.f16_pattern(c)),
+            |v| v.abs() >= f32::MIN_POSITIVE,
+        )
+    }
+
+    /// The bfloat16 bit pattern of `code` times `2^-shift`, as a kernel computes it: the
+    /// sign to bit 31 of an f32 and the exponent field and mantissa as they are to its
+    /// bits below (the value times `2^(bias - 127)`, subnormal codes as f32 subnormals),
+    /// one multiply by `2^(127 - bias - shift)`, and the f32's high half. Meaningful where
+    /// [`bf16_fields`](Self::bf16_fields) gives `shift`.
+    pub fn bf16_pattern(self, shift: i32, code: u8) -> u16 {
+        let (e, m, bias) = self.fields();
+        let magnitude = u32::from(code) & ((1 << (e + m)) - 1);
+        let sign = u32::from(code) >> (e + m) & 1;
+        let moved = f32::from_bits((magnitude << (23 - m)) | (sign << 31));
+        ((moved * 2f32.powi(127 - bias - shift)).to_bits() >> 16) as u16
+    }
+
+    /// How `self` reaches a bf16 tensor-core instruction (formats whose exponent field f16's
+    /// does not hold: 6- and 7-bit exponents, E5M2 FNUZ): `Some` when for every code the
+    /// value of its [`bf16_pattern`](Self::bf16_pattern) times `2^shift` is its value
+    /// exactly, signed zeros and NaN alike (NaN codes whose pattern is not NaN named by one
+    /// `(mask, value)` rule), every nonzero pattern lies in `[2^-63, 2^64)` (a product of
+    /// two is then a normal f32, exact: 8-bit significands), and the multiply's
+    /// `2^(127 - bias - shift)` is a normal f32. `shift` is 0 where that holds, else the
+    /// nearest that does. `None` for mantissas wider than bf16's 7 bits, infinities (the
+    /// move leaves them finite), and value ranges wider than 126 binades.
+    pub fn bf16_fields(self) -> Option<HalfFields> {
+        let (e, m, bias) = self.fields();
+        if e > 8 || m > 7 || self.has_inf() {
+            return None;
+        }
+        let (low, high) = (f64::from(self.min_positive()), f64::from(self.max_finite()));
+        let shift = (0..=127).flat_map(|s| [s, -s]).find(|&s| {
+            let unit = f64::from(s).exp2();
+            low / unit >= (-63f64).exp2()
+                && high / unit < 64f64.exp2()
+                && (-126..=127).contains(&(127 - bias - s))
+        })?;
+        let unit = f64::from(shift).exp2();
+        self.half_fields(
+            Half::Bf16,
+            shift,
+            |c| bf16_value(self.bf16_pattern(shift, c)),
+            |v| {
+                let p = f64::from(v.abs()) / unit;
+                p >= (-63f64).exp2() && p < 64f64.exp2()
+            },
+        )
+    }
+
+    /// The fields of `half` with `shift` when every code's pattern value (`value`) times
+    /// `2^shift` is its value, with the same sign, and every nonzero finite value `fits`;
+    /// NaN codes whose pattern is not NaN named by one `(mask, value)` rule.
+    fn half_fields(
+        self,
+        half: Half,
+        shift: i32,
+        value: impl Fn(u8) -> f64,
+        fits: impl Fn(f32) -> bool,
+    ) -> Option<HalfFields> {
         let factor = f64::from(shift).exp2();
         let mut unmatched_nans = Vec::new();
         for c in 0..self.code_count() {
             let c = c as u8;
-            let (v, w) = (self.decode(c), f16_value(self.f16_pattern(c)) * factor);
+            let (v, w) = (self.decode(c), value(c) * factor);
             if v.is_nan() {
                 if !w.is_nan() {
                     unmatched_nans.push(c);
                 }
                 continue;
             }
-            let normal = v == 0.0 || v.is_infinite() || v.abs() >= f32::MIN_POSITIVE;
-            if !normal || w != f64::from(v) || w.is_sign_negative() != v.is_sign_negative() {
+            let fits = v == 0.0 || v.is_infinite() || fits(v);
+            if !fits || w != f64::from(v) || w.is_sign_negative() != v.is_sign_negative() {
                 return None;
             }
         }
         let Some(&first) = unmatched_nans.first() else {
-            return Some(F16Fields { shift, nan: None });
+            return Some(HalfFields {
+                half,
+                shift,
+                nan: None,
+            });
         };
         // The rule: the codes equal to the first one in their magnitude bits, or in all.
         let all = (self.code_count() - 1) as u8;
@@ -132,7 +231,8 @@ impl ScaledFormat {
                 .map(|c| c as u8)
                 .filter(|&c| c & mask == first & mask)
                 .collect();
-            (covered == unmatched_nans).then_some(F16Fields {
+            (covered == unmatched_nans).then_some(HalfFields {
+                half,
                 shift,
                 nan: Some((mask, first & mask)),
             })

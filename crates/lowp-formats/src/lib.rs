@@ -33,7 +33,7 @@ mod quant;
 mod scale;
 pub mod testing;
 
-pub use embed::{F16Fields, IntEmbedding};
+pub use embed::{Half, HalfFields, IntEmbedding};
 pub use error::FormatError;
 pub use format::{CustomFormatError, ScaledFormat, FORMAT_NAMES_HELP};
 pub use layout::{ScaleLayout, LAYOUT_NAMES_HELP};

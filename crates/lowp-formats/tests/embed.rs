@@ -307,14 +307,75 @@ fn f16_fields_decode_every_code_exactly() {
 
 #[test]
 fn f16_fields_name_the_nan_codes() {
-    use lowp_formats::F16Fields;
+    use lowp_formats::HalfFields;
     for (f, shift, nan) in [
         (ScaledFormat::F8E4M3, 8, Some((0x7F, 0x7F))),
         (ScaledFormat::F8E5M2, 0, None),
         (ScaledFormat::F8E4M3Fnuz, 7, Some((0xFF, 0x80))),
         (ScaledFormat::F4E2M1, 14, None),
     ] {
-        assert_eq!(f.f16_fields(), Some(F16Fields { shift, nan }), "{f}");
+        assert_eq!(
+            f.f16_fields(),
+            Some(HalfFields {
+                half: lowp_formats::Half::F16,
+                shift,
+                nan
+            }),
+            "{f}"
+        );
     }
     assert_eq!(ScaledFormat::F8E5M2Fnuz.f16_fields(), None);
+}
+
+#[test]
+fn bf16_fields_take_the_formats_f16_does_not_hold() {
+    use lowp_formats::{Half, HalfFields};
+    // E5M2 FNUZ: its exponent 31 is finite, bf16's is not; values 2^-17 .. 57344 need no
+    // shift.
+    assert_eq!(
+        ScaledFormat::F8E5M2Fnuz.bf16_fields(),
+        Some(HalfFields {
+            half: Half::Bf16,
+            shift: 0,
+            nan: Some((0xFF, 0x80)),
+        })
+    );
+    // Every code's pattern times 2^shift is its value, for every format that has fields;
+    // the customs with 6- and 7-bit exponents among them.
+    let mut taken = Vec::new();
+    for f in formats() {
+        let Some(fields) = f.bf16_fields() else {
+            continue;
+        };
+        assert_eq!(fields.half, Half::Bf16);
+        for c in 0..f.code_count() {
+            let c = c as u8;
+            let (v, p) = (f.decode(c), f.bf16_pattern(fields.shift, c));
+            let w = f32::from_bits(u32::from(p) << 16);
+            if v.is_nan() {
+                let (mask, value) = fields.nan.unwrap_or((0, 1));
+                assert!(w.is_nan() || c & mask == value, "{f}: code {c:#x}");
+                continue;
+            }
+            assert_eq!(
+                f64::from(w) * f64::from(fields.shift).exp2(),
+                f64::from(v),
+                "{f}: code {c:#x}"
+            );
+            assert_eq!(
+                w.is_sign_negative(),
+                v.is_sign_negative(),
+                "{f}: code {c:#x}"
+            );
+            if w != 0.0 {
+                // Products of two are normal f32 values.
+                assert!(w.abs() >= 2f32.powi(-63) && w.abs() < 2f32.powi(64), "{f}");
+            }
+        }
+        taken.push(f.to_string());
+    }
+    assert!(taken.iter().any(|n| n.starts_with("f8e6")), "{taken:?}");
+    assert!(taken.iter().any(|n| n.starts_with("f8e7")), "{taken:?}");
+    // Infinities stay finite under the move.
+    assert_eq!(ScaledFormat::F8E5M2.bf16_fields(), None);
 }

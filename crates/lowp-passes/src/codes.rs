@@ -7,7 +7,7 @@
 //!
 //! Codes travel as `i32` holding the code in their low bits; values as `f32`.
 
-use lowp_formats::{F16Fields, ScaleDtype, ScaleRounding, ScaledFormat};
+use lowp_formats::{Half, HalfFields, ScaleDtype, ScaleRounding, ScaledFormat};
 use melior::dialect::arith::{CmpfPredicate, CmpiPredicate};
 use melior::ir::{Value, ValueLike};
 
@@ -75,7 +75,7 @@ pub fn decode<'c, 'a>(
 pub fn f16_patterns<'c, 'a>(
     e: &Emitter<'c, 'a>,
     format: ScaledFormat,
-    fields: F16Fields,
+    fields: HalfFields,
     code: Value<'c, '_>,
 ) -> Value<'c, 'a> {
     let lanes = vector_lanes(code.r#type()).expect("a vector of codes");
@@ -115,49 +115,119 @@ pub fn widen_f16<'c, 'a>(e: &Emitter<'c, 'a>, pattern: Value<'c, '_>) -> Value<'
 pub fn f16_pattern_pair<'c, 'a>(
     e: &Emitter<'c, 'a>,
     format: ScaledFormat,
-    fields: F16Fields,
+    fields: HalfFields,
     pair: Value<'c, '_>,
 ) -> Value<'c, 'a> {
     let (eb, mb, _) = format.fields();
-    let both = |v: u32| e.i32(v | v << 16);
-    let magnitude = e.andi(pair, both((1 << (eb + mb)) - 1));
-    let sign = e.andi(pair, both(1 << (eb + mb)));
+    let both = |v: u32| v | v << 16;
     // (Within each half: the magnitude ends below bit 15, the sign lands on it.)
-    let pattern = e.ori(
-        e.shli(magnitude, e.i32(10 - mb)),
-        e.shli(sign, e.i32(15 - eb - mb)),
+    let pattern = moved(
+        e,
+        pair,
+        [both((1 << (eb + mb)) - 1), both(1 << (eb + mb))],
+        [10 - mb, 15 - eb - mb],
     );
-    match fields.nan {
-        Some((mask, value)) => {
-            let (mask, value) = (u32::from(mask), u32::from(value));
-            let low = e.cmpi(CmpiPredicate::Eq, e.andi(pair, e.i32(mask)), e.i32(value));
-            let high = e.cmpi(
-                CmpiPredicate::Eq,
-                e.andi(pair, e.i32(mask << 16)),
-                e.i32(value << 16),
-            );
-            let pattern = e.select(
-                low,
-                e.ori(e.andi(pattern, e.i32(0xFFFF_0000)), e.i32(0x7E00)),
-                pattern,
-            );
-            e.select(
-                high,
-                e.ori(e.andi(pattern, e.i32(0xFFFF)), e.i32(0x7E00_0000)),
-                pattern,
-            )
-        }
-        None => pattern,
+    nan_halves(e, fields, pair, pattern, 0x7E00)
+}
+
+/// A code's fields moved up in `bits` (`i32`): the bits `masks[0]` selects (magnitude)
+/// shifted up by `ups[0]`, or those `masks[1]` selects (sign) by `ups[1]`.
+fn moved<'c, 'a>(
+    e: &Emitter<'c, 'a>,
+    bits: Value<'c, '_>,
+    masks: [u32; 2],
+    ups: [u32; 2],
+) -> Value<'c, 'a> {
+    e.ori(
+        e.shli(e.andi(bits, e.i32(masks[0])), e.i32(ups[0])),
+        e.shli(e.andi(bits, e.i32(masks[1])), e.i32(ups[1])),
+    )
+}
+
+/// The bfloat16 bit patterns of two codes at once (mirrors `ScaledFormat::bf16_pattern`,
+/// `fields` the format's `bf16_fields`), in the halves as [`f16_pattern_pair`]: each code's
+/// fields moved into an f32 (the value times `2^(bias - 127)`), one exact multiply by
+/// `2^(127 - bias - shift)`, and the two f32s' high halves; a bf16 NaN at the NaN codes the
+/// move misses.
+pub fn bf16_pattern_pair<'c, 'a>(
+    e: &Emitter<'c, 'a>,
+    format: ScaledFormat,
+    fields: HalfFields,
+    pair: Value<'c, '_>,
+) -> Value<'c, 'a> {
+    let (eb, mb, bias) = format.fields();
+    let (magnitude, sign) = ((1u32 << (eb + mb)) - 1, 1u32 << (eb + mb));
+    // The low code's fields to an f32's (sign to bit 31), the high one's from bit 16 on to
+    // the same places.
+    let low = moved(e, pair, [magnitude, sign], [23 - mb, 31 - eb - mb]);
+    let high = moved(
+        e,
+        pair,
+        [magnitude << 16, sign << 16],
+        [7 - mb, 15 - eb - mb],
+    );
+    let unit = e.f32(2f32.powi(127 - bias - fields.shift));
+    let f32t = e.f32_type();
+    let [low, high] = [low, high].map(|bits| {
+        let value = e.mulf(e.bitcast(bits, f32t), unit);
+        e.bitcast(value, e.int_type(32))
+    });
+    let pattern = e.ori(e.andi(high, e.i32(0xFFFF_0000)), e.shrui(low, e.i32(16)));
+    nan_halves(e, fields, pair, pattern, 0x7FC0)
+}
+
+/// `pattern` with the `nan` half pattern in each half whose code in `pair` the fields' NaN
+/// rule names.
+fn nan_halves<'c, 'a>(
+    e: &Emitter<'c, 'a>,
+    fields: HalfFields,
+    pair: Value<'c, '_>,
+    pattern: Value<'c, 'a>,
+    nan: u32,
+) -> Value<'c, 'a> {
+    let Some((mask, value)) = fields.nan else {
+        return pattern;
+    };
+    let (mask, value) = (u32::from(mask), u32::from(value));
+    let low = e.cmpi(CmpiPredicate::Eq, e.andi(pair, e.i32(mask)), e.i32(value));
+    let high = e.cmpi(
+        CmpiPredicate::Eq,
+        e.andi(pair, e.i32(mask << 16)),
+        e.i32(value << 16),
+    );
+    let pattern = e.select(
+        low,
+        e.ori(e.andi(pattern, e.i32(0xFFFF_0000)), e.i32(nan)),
+        pattern,
+    );
+    e.select(
+        high,
+        e.ori(e.andi(pattern, e.i32(0xFFFF)), e.i32(nan << 16)),
+        pattern,
+    )
+}
+
+/// The half patterns of two codes (`pair` as [`f16_pattern_pair`]), of the 16-bit float
+/// `fields` name.
+pub fn half_pattern_pair<'c, 'a>(
+    e: &Emitter<'c, 'a>,
+    format: ScaledFormat,
+    fields: HalfFields,
+    pair: Value<'c, '_>,
+) -> Value<'c, 'a> {
+    match fields.half {
+        Half::F16 => f16_pattern_pair(e, format, fields, pair),
+        Half::Bf16 => bf16_pattern_pair(e, format, fields, pair),
     }
 }
 
-/// [`f16_pattern_pair`] of two adjacent stored codes in the low bits of `two` (`i32`):
+/// [`half_pattern_pair`] of two adjacent stored codes in the low bits of `two` (`i32`):
 /// bytes 0 and 1, or packed, the low byte's two nibbles (the first in the low one),
 /// spread to the halves first (higher bits ignored).
-pub fn f16_pattern_adjacent<'c, 'a>(
+pub fn half_pattern_adjacent<'c, 'a>(
     e: &Emitter<'c, 'a>,
     format: ScaledFormat,
-    fields: F16Fields,
+    fields: HalfFields,
     two: Value<'c, '_>,
     packed: bool,
 ) -> Value<'c, 'a> {
@@ -170,7 +240,7 @@ pub fn f16_pattern_adjacent<'c, 'a>(
         e.andi(two, e.i32(low)),
         e.shli(e.andi(two, e.i32(high)), e.i32(up)),
     );
-    f16_pattern_pair(e, format, fields, pair)
+    half_pattern_pair(e, format, fields, pair)
 }
 
 /// The `f32` value of the IEEE f16 bit pattern in the low 16 bits of an `i32` (higher bits
@@ -189,6 +259,24 @@ pub fn f16_value<'c, 'a>(e: &Emitter<'c, 'a>, pattern: Value<'c, '_>) -> Value<'
     let value = e.select(special, special_value, value);
     let sign = e.shli(e.andi(pattern, e.i32(0x8000)), e.i32(16));
     e.bitcast(e.ori(e.bitcast(value, e.int_type(32)), sign), f32t)
+}
+
+/// The `f32` value of the bfloat16 bit pattern in the low 16 bits of an `i32` (higher bits
+/// ignored): the high half of an f32.
+pub fn bf16_value<'c, 'a>(e: &Emitter<'c, 'a>, pattern: Value<'c, '_>) -> Value<'c, 'a> {
+    e.bitcast(e.shli(pattern, e.i32(16)), e.f32_type())
+}
+
+/// The `f32` value of a half pattern (low 16 bits of an `i32`) of the 16-bit float `half`.
+pub fn half_value<'c, 'a>(
+    e: &Emitter<'c, 'a>,
+    half: Half,
+    pattern: Value<'c, '_>,
+) -> Value<'c, 'a> {
+    match half {
+        Half::F16 => f16_value(e, pattern),
+        Half::Bf16 => bf16_value(e, pattern),
+    }
 }
 
 /// Bits of `2^k` for `-149 <= k <= 127` (an f32 subnormal below -126).

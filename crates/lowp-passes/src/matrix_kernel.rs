@@ -29,7 +29,7 @@
 //! lane's registers in memory, each instruction computed with loops from the registers of
 //! the lanes the inverse map names, as the vendor's ISA defines it.
 
-use lowp_formats::{F16Fields, ScaledFormat};
+use lowp_formats::{HalfFields, ScaledFormat};
 use melior::dialect::arith::CmpiPredicate;
 use melior::ir::operation::OperationBuilder;
 use melior::ir::operation::OperationLike;
@@ -212,9 +212,10 @@ pub(crate) struct Operand {
     pub(crate) table: Option<Table>,
     /// Values reach the instruction times `2^-shift`.
     pub(crate) shift: i32,
-    /// The codes reach an f16 instruction as IEEE f16 bit patterns, their fields moved
-    /// (`ScaledFormat::f16_fields`: `ty` is then the stored format, `shift` the fields').
-    pub(crate) f16: Option<F16Fields>,
+    /// The codes reach a 16-bit float instruction as f16 or bf16 bit patterns, their fields
+    /// moved (`ScaledFormat::{f16,bf16}_fields`: `ty` is then the stored format, `shift` the
+    /// fields').
+    pub(crate) f16: Option<HalfFields>,
 }
 
 impl Operand {
@@ -294,14 +295,33 @@ impl Operand {
             };
             format!("{format}'s fields do not move into f16's: {why}")
         })?;
-        Ok(Self {
+        Ok(Self::fields(format, packed, fields))
+    }
+
+    /// `format`'s codes as the bf16 patterns of their fields (`ScaledFormat::bf16_fields`:
+    /// 6- and 7-bit exponents, E5M2 FNUZ, and every format f16 takes but those with
+    /// infinities), or why not.
+    pub(crate) fn bf16(format: ScaledFormat, packed: bool) -> Result<Self, String> {
+        let fields = format.bf16_fields().ok_or_else(|| {
+            let why = if format.has_inf() {
+                "the move leaves its infinities finite".to_string()
+            } else {
+                "its values span more binades than products in f32 allow".to_string()
+            };
+            format!("{format}'s fields do not move into bf16's: {why}")
+        })?;
+        Ok(Self::fields(format, packed, fields))
+    }
+
+    fn fields(format: ScaledFormat, packed: bool, fields: HalfFields) -> Self {
+        Self {
             packed,
             width: format.bit_width(),
             ty: format,
             table: None,
             shift: fields.shift,
             f16: Some(fields),
-        })
+        }
     }
 }
 
@@ -377,6 +397,19 @@ impl Plan {
         Self::new(op, Operand::f16(fa, pa)?, Operand::f16(fb, pb)?, 16, false)
     }
 
+    /// The plan of a bf16 instruction of K 16 on the bf16 patterns of both operands' fields
+    /// (`Operand::bf16`), or why not.
+    pub(crate) fn bf16(op: OperationRef) -> Result<Self, String> {
+        let ((fa, pa), (fb, pb)) = Self::formats(op)?;
+        Self::new(
+            op,
+            Operand::bf16(fa, pa)?,
+            Operand::bf16(fb, pb)?,
+            16,
+            false,
+        )
+    }
+
     /// The stored formats and packing of the op's operands.
     pub(crate) fn formats(
         op: OperationRef,
@@ -407,7 +440,7 @@ enum Apply {
     /// Translated by the table's word rule with the byte permute.
     Translated(WordRule, Permute),
     /// Two codes spread to the halves and moved into f16 patterns.
-    F16(F16Fields),
+    F16(HalfFields),
 }
 
 /// Where a row-major code memref's rows are (one byte an element): the address of element
@@ -590,7 +623,7 @@ impl<'p, 'c, 'a> Kernel<'p, 'c, 'a> {
             code = translate(e, table, code);
         }
         if let Some(fields) = src.f16 {
-            code = codes::f16_pattern_pair(e, src.ty, fields, code);
+            code = codes::half_pattern_pair(e, src.ty, fields, code);
         }
         e.select(inside, code, e.i32(0))
     }
@@ -649,7 +682,7 @@ impl<'p, 'c, 'a> Kernel<'p, 'c, 'a> {
             Apply::AsStored => stored,
             Apply::Translated(rule, p) => rule.apply(e, p, src.packed, stored),
             Apply::F16(fields) => {
-                codes::f16_pattern_adjacent(e, src.ty, fields, stored, src.packed)
+                codes::half_pattern_adjacent(e, src.ty, fields, stored, src.packed)
             }
         }
     }
@@ -1507,8 +1540,8 @@ fn emulated_instr<'c, 'a>(
             e.int_type(32),
         );
         let code = e.andi(e.shrui(word, shift), e.i32((1 << width) - 1));
-        if src.f16.is_some() {
-            codes::f16_value(e, code)
+        if let Some(fields) = src.f16 {
+            codes::half_value(e, fields.half, code)
         } else {
             codes::decode(e, src.ty, code)
         }

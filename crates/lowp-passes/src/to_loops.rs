@@ -138,7 +138,7 @@
 //!
 //! Runs on `func.func`. Dependent dialects: arith, math, memref, scf, vector, llvm.
 
-use lowp_formats::{F16Fields, IntEmbedding, ScaleLayout, ScaledFormat};
+use lowp_formats::{HalfFields, IntEmbedding, ScaleLayout, ScaledFormat};
 use melior::dialect::arith::CmpiPredicate;
 
 use melior::ir::operation::{OperationLike, WalkOrder, WalkResult};
@@ -322,7 +322,7 @@ struct Plan {
 impl Plan {
     /// B's f16 fields where the f32 kernels decode B through f16 patterns for these
     /// formats (`decode=f16` and `f16_route`), else `None` (the bit arithmetic).
-    fn b_through_f16(&self, fa: ScaledFormat, fb: ScaledFormat) -> Option<F16Fields> {
+    fn b_through_f16(&self, fa: ScaledFormat, fb: ScaledFormat) -> Option<HalfFields> {
         self.f16_decode.then(|| f16_route(fa, fb)).flatten()
     }
 }
@@ -1359,7 +1359,7 @@ fn f32_tables<'c, 'a>(
     plan: &Plan,
     a: &Side<'c, 'a>,
     b: &Side<'c, 'a>,
-) -> Result<(Option<F16Fields>, Value<'c, 'a>, Value<'c, 'a>), PassError> {
+) -> Result<(Option<HalfFields>, Value<'c, 'a>, Value<'c, 'a>), PassError> {
     let via_f16 = plan.b_through_f16(a.format, b.format);
     let pow = via_f16.map_or(0, |f| f.shift);
     Ok((
@@ -1593,7 +1593,7 @@ pub(crate) fn interval_sums<'c, 'a>(
 /// B's f16 fields where the f32 kernel under `decode=f16` takes them for these formats
 /// (`None`: B through the bit arithmetic): B's format embeds in f16 (lowp-formats'
 /// `f16_fields`) and A's table takes the power of two between them exactly.
-fn f16_route(fa: ScaledFormat, fb: ScaledFormat) -> Option<F16Fields> {
+fn f16_route(fa: ScaledFormat, fb: ScaledFormat) -> Option<HalfFields> {
     fb.f16_fields().filter(|f| scales_exactly(fa, f.shift))
 }
 

@@ -156,3 +156,37 @@ func.func @f16_e3m4(%a: memref<64x128x!lowp.mf<e3m4>>, %sa: memref<64x4xf8E8M0FN
         memref<64x64x!lowp.packed<f4E2M1FN>>[memref<64x4xf8E8M0FNU>] -> memref<64x64xf32>
   return
 }
+
+// E5M2 FNUZ (its exponent 31 finite) and E6M1 (6 exponent bits): f16's exponent field
+// holds neither, bf16's both: the bf16 form, m16n8k16.f32.bf16.bf16 on i32 registers. Each
+// code's fields move into an f32 (magnitude 0x7F / 0x7F0000 of a pair, sign 0x80 / 0x800000
+// to bit 31), one multiply by 2^(127 - bias) (2^111, 2^96) makes the products of two normal
+// f32 values, and the high halves are the bf16 patterns; the FNUZ NaN 0x80 gets 0x7FC0.
+// CHECK-LABEL: func.func @bf16_e5m2fnuz
+// CHECK:       scf.for %{{.*}} step %c16 iter_args(
+// CHECK:         arith.andi %{{.*}}, %c127_i32 : i32
+// CHECK:         arith.andi %{{.*}}, %c128_i32 : i32
+// CHECK:         arith.andi %{{.*}}, %c8323072_i32 : i32
+// CHECK:         arith.andi %{{.*}}, %c8388608_i32 : i32
+// CHECK:         %[[U:.*]] = arith.constant 2.59614843E+33 : f32
+// CHECK:         arith.mulf %{{.*}}, %[[U]] : f32
+// CHECK:         arith.mulf %{{.*}}, %[[U]] : f32
+// CHECK:         arith.constant 32704 : i32
+// CHECK:         arith.constant 7.92281625E+28 : f32
+// CHECK-COUNT-8: nvvm.mma.sync A[%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}]  B[%{{.*}}, %{{.*}}]  C[%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}]  {layoutA = #nvvm.mma_layout<row>, layoutB = #nvvm.mma_layout<col>, multiplicandAPtxType = #nvvm.mma_type<bf16>, multiplicandBPtxType = #nvvm.mma_type<bf16>, shape = #nvvm.shape<m = 16, n = 8, k = 16>} : (i32, i32, f32) -> !llvm.struct<(f32, f32, f32, f32)>
+// CHECK-NOT:   llvm.call_intrinsic
+
+// The emulation reads the registers' halves back as bf16 values (shifted to an f32's high
+// half).
+// EMU-LABEL: func.func @bf16_e5m2fnuz
+// EMU-NOT:   nvvm.mma.sync
+// EMU:       arith.shli %{{.*}}, %c16_i32 : i32
+// EMU:       return
+func.func @bf16_e5m2fnuz(%a: memref<64x128xf8E5M2FNUZ>, %sa: memref<64x1xf32>,
+                         %b: memref<64x128x!lowp.mf<e6m1>>, %sb: memref<64x1xf32>,
+                         %c: memref<64x64xf32>) {
+  lowp.scaled_matmul %a[%sa], %b[%sb] into %c layouts(#lowp.per_channel, #lowp.per_channel)
+      : memref<64x128xf8E5M2FNUZ>[memref<64x1xf32>],
+        memref<64x128x!lowp.mf<e6m1>>[memref<64x1xf32>] -> memref<64x64xf32>
+  return
+}

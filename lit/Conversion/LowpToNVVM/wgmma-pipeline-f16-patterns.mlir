@@ -57,3 +57,27 @@ func.func @e3m4_mx(%a: memref<64x128x!lowp.mf<e3m4>>, %sa: memref<64x4xf8E8M0FNU
       : memref<64x128x!lowp.mf<e3m4>>[memref<64x4xf8E8M0FNU>], memref<64x128x!lowp.mf<e3m4>>[memref<64x4xf8E8M0FNU>] -> memref<64x64xf32>
   return
 }
+
+// -----
+
+// E5M2 FNUZ (its exponent 31 finite) beside E6M1 (6 exponent bits): f16's exponent field
+// holds neither, bf16's both. The copiers move each code's fields into an f32, multiply by
+// 2^(127 - bias) (2^111, 2^96: the products of two are normal f32 values) and write the
+// high halves, the bf16 patterns (the FNUZ NaN 0x80 as 0x7FC0), into the same tiles; four
+// m64n128k16.f32.bf16.bf16 a stage.
+// Numerics: tests/integration/to_nvvm.rs (wgmma_pipeline_bf16_patterns_match_the_oracle).
+// REMARK: wgmma-pipeline-f16-patterns.mlir:[[#@LINE+11]]:3: remark: bf16 wgmma kernel on sm_90a: f8e5m2fnuz embeds in none of f8e4m3, f8e5m2; for f16: f8e5m2fnuz's fields do not move into f16's: its exponent 31 is finite, f16's infinity and NaN
+// CHECK-LABEL: func.func @e5m2fnuz
+// CHECK:         %{{.*}}:64 = scf.for
+// CHECK:           arith.constant 2.59614843E+33 : f32
+// CHECK:           arith.constant 32704 : i32
+// CHECK:           llvm.store %{{.*}}, %{{.*}} {alignment = 16 : i64} : vector<4xi32>, !llvm.ptr<3>
+// CHECK:           arith.constant 7.92281625E+28 : f32
+// CHECK-COUNT-4:   nvvm.wgmma.mma_async %{{.*}}, %{{.*}}, %{{.*}}, <m = 64, n = 128, k = 16>, D[<f32>, <one>], A[<bf16>, <one>, <row>], B[<bf16>, <one>, <col>]
+// CHECK-NOT:       k = 32
+func.func @e5m2fnuz(%a: memref<256x128xf8E5M2FNUZ>, %sa: memref<256x1xf32>,
+                    %b: memref<256x128x!lowp.mf<e6m1>>, %sb: memref<256x1xf32>, %c: memref<256x256xf32>) {
+  lowp.scaled_matmul %a[%sa], %b[%sb] into %c layouts(#lowp.per_channel, #lowp.per_channel)
+      : memref<256x128xf8E5M2FNUZ>[memref<256x1xf32>], memref<256x128x!lowp.mf<e6m1>>[memref<256x1xf32>] -> memref<256x256xf32>
+  return
+}

@@ -8,15 +8,16 @@
 
 // FNUZ FP8 on gfx942: the 16x16x32 MFMA, E4M3 FNUZ x E5M2 FNUZ = fp8 x bf8, A and B as
 // i64 (8 codes of K per lane), per-tensor scales in the epilogue. gfx950 has no FNUZ
-// matrix type: the generic kernel (decoded chunks in LDS).
+// matrix type, and E5M2 FNUZ's finite exponent 31 no f16 pattern: the bf16 MFMA on both
+// operands' bf16 patterns.
 // GFX942-LABEL: func.func @fnuz
 // GFX942:         scf.parallel (%{{.*}}) = (%c0) to (%c256) step (%c1) {
 // GFX942:           scf.for %{{.*}} step %c32 iter_args(
 // GFX942-COUNT-4:     rocdl.mfma.f32.16x16x32.fp8.bf8 %{{.*}} : (i64, i64, vector<4xf32>, i32, i32, i32) -> vector<4xf32>
 // GFX942:           memref.load %arg1[%c0, %c0] : memref<1x1xf32>
 // GFX950-LABEL: func.func @fnuz
-// GFX950-NOT:     rocdl.mfma
-// GFX950:         gpu.launch blocks(%{{.*}}) in (%{{.*}} = %{{.*}}, %{{.*}} = %{{.*}}, %{{.*}} = %c1) threads(%{{.*}}) in (%{{.*}} = %c32, %{{.*}} = %c8, %{{.*}} = %c1)
+// GFX950-NOT:     rocdl.mfma.f32.16x16x32
+// GFX950-COUNT-4: rocdl.mfma.f32.16x16x16bf16.1k
 // EMU-LABEL: func.func @fnuz
 // EMU-SAME:  attributes {lowp.emulated}
 // EMU-NOT:   rocdl.mfma
@@ -80,5 +81,28 @@ func.func @f16_mfma(%a: memref<64x64x!lowp.mf<e3m4>>, %sa: memref<64x1xf32>,
                     %b: memref<64x64xf8E5M2>, %sb: memref<64x1xf32>, %c: memref<64x64xf32>) {
   lowp.scaled_matmul %a[%sa], %b[%sb] into %c layouts(#lowp.per_channel, #lowp.per_channel)
       : memref<64x64x!lowp.mf<e3m4>>[memref<64x1xf32>], memref<64x64xf8E5M2>[memref<64x1xf32>] -> memref<64x64xf32>
+  return
+}
+
+// -----
+
+// E6M1 (6 exponent bits: f16's field cannot hold it) beside E5M2 FNUZ: the bf16 patterns
+// of their fields (moved into f32s, times 2^96 and 2^111: the biases 31 and 16 against
+// bf16's 127) into the 16x16x16 bf16 MFMA, its operands as the intrinsic's i16 halves.
+// GFX942-LABEL: func.func @bf16_mfma
+// GFX942:         scf.for %{{.*}} step %c16{{.*}} iter_args(
+// GFX942-DAG:       arith.constant 7.92281625E+28 : f32
+// GFX942-DAG:       arith.constant 2.59614843E+33 : f32
+// GFX942:           llvm.bitcast %{{.*}} : vector<2xi32> to vector<4xi16>
+// GFX942-COUNT-4:   rocdl.mfma.f32.16x16x16bf16.1k %{{.*}} : (vector<4xi16>, vector<4xi16>, vector<4xf32>, i32, i32, i32) -> vector<4xf32>
+// GFX950-LABEL: func.func @bf16_mfma
+// GFX950-COUNT-4: rocdl.mfma.f32.16x16x16bf16.1k
+// EMU-LABEL: func.func @bf16_mfma
+// EMU-NOT:   rocdl.mfma
+// EMU:       return
+func.func @bf16_mfma(%a: memref<64x64x!lowp.mf<e6m1>>, %sa: memref<64x1xf32>,
+                     %b: memref<64x64xf8E5M2FNUZ>, %sb: memref<64x1xf32>, %c: memref<64x64xf32>) {
+  lowp.scaled_matmul %a[%sa], %b[%sb] into %c layouts(#lowp.per_channel, #lowp.per_channel)
+      : memref<64x64x!lowp.mf<e6m1>>[memref<64x1xf32>], memref<64x64xf8E5M2FNUZ>[memref<64x1xf32>] -> memref<64x64xf32>
   return
 }

@@ -69,7 +69,8 @@ const USAGE: &str =
   --kernel K      with --target cuda: auto (FP8 tcgen05 on sm_100a, wgmma on sm_90a,
                   mma.sync on sm_89, where the formats allow, else their f16 patterns
                   where their fields fit f16's (wgmma on sm_90a, else mma.sync), else
-                  the generic decode kernel; the default), tcgen05, wgmma, wgmma-skinny (the wgmma
+                  their bf16 patterns (the same kernels), else the generic decode kernel; the
+                  default), tcgen05, wgmma, wgmma-skinny (the wgmma
                   pipeline's swap-AB block for small M), wgmma-specialized (its 128 x 128
                   block with a producer warpgroup), wgmma-tma (the pipeline with its
                   E4M3 / E5M2 operands loaded by TMA) or mma-sync (refuse other ops), or

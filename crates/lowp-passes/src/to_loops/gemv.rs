@@ -34,7 +34,7 @@ use super::{load_codes, par, prefetch_codes, Plan, Side};
 use crate::codes;
 use crate::expand_quantize::ceil_div;
 use crate::ir::Emitter;
-use lowp_formats::{F16Fields, ScaledFormat};
+use lowp_formats::{HalfFields, ScaledFormat};
 
 /// The most rows of A the GEMV form takes (f32 kernel, scale segments none or long). On
 /// two Zen 3 threads at N = K = 8192 (ms, alternated with the forms it replaces): up to
@@ -157,7 +157,7 @@ pub(super) fn gemm<'c, 'a>(
     (a, b): (&Side<'c, 'a>, &Side<'c, 'a>),
     (m, k): (i64, Value<'c, 'a>),
     (table_a, table_b): (Value<'c, 'a>, Value<'c, 'a>),
-    via_f16: Option<F16Fields>,
+    via_f16: Option<HalfFields>,
 ) -> Gemv<'c, 'a> {
     let f32t = e.f32_type();
     let (zero, one) = (e.index(0), e.index(1));

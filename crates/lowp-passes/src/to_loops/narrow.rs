@@ -39,7 +39,7 @@ use super::{
 use crate::codes;
 use crate::expand_quantize::ceil_div;
 use crate::ir::Emitter;
-use lowp_formats::F16Fields;
+use lowp_formats::HalfFields;
 use melior::dialect::arith::CmpiPredicate;
 
 /// Vectors of A's rows the narrow form takes for `m` rows (known when the pass runs) with
@@ -79,7 +79,7 @@ pub(super) fn gemm<'c, 'a>(
     k: Value<'c, 'a>,
     mv: i64,
     (table_a, table_b): (Value<'c, 'a>, Value<'c, 'a>),
-    via_f16: Option<F16Fields>,
+    via_f16: Option<HalfFields>,
     interval: i64,
 ) -> Narrow<'c, 'a> {
     let f32t = e.f32_type();

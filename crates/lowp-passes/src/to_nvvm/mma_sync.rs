@@ -15,6 +15,14 @@
 //!   so the result is the FP8 kernel's, at f16's tensor rate: on any chip with mma.sync,
 //!   these formats run on the tensor cores instead of the generic kernel's f32 FMAs.
 //!
+//! - bf16 `mma.sync.m16n8k16` (`nvvm.mma.sync`), for the formats f16's exponent field does
+//!   not hold (`ScaledFormat::bf16_fields`: 6- and 7-bit exponents, E5M2 FNUZ's finite
+//!   exponent 31, and mixes with them): each code's fields moved into an f32 and one exact
+//!   multiply bring it into the range where products of two are normal f32 values; the
+//!   f32's high half is its bf16 pattern (at most 7 mantissa bits), the value times
+//!   `2^-shift`. Same fragments as f16, same rate; the products are exact (8-bit
+//!   significands).
+//!
 //! In SASS (ptxas 12.9, `lit/Target/sass-tensor-cores.test`): on sm_89 each FP8 instruction
 //! is one `QMMA.16832` of the operands' own types; sm_90a has no QMMA, and ptxas unpacks the
 //! codes to F16 (`F2FP.F16.E4M3.UNPACK_B`) and runs two `HMMA.16816.F32`, at F16 rate: on
@@ -27,7 +35,7 @@
 //! row `g + 8 * (r % 2)`, K `p t + 4 p (r / 2) + 0..p`; B register r holds column `g`,
 //! K `p t + 4 p r + 0..p`; accumulator i holds row `g + 8 * (i / 2)`, column `2t + i % 2`.
 
-use lowp_formats::ScaledFormat;
+use lowp_formats::{Half, ScaledFormat};
 use melior::ir::operation::OperationBuilder;
 use melior::ir::{Attribute, Identifier, OperationRef, Type, Value};
 
@@ -38,9 +46,9 @@ use crate::matrix_kernel::{Instr, Plan, RegisterInstr, Shape};
 pub(super) enum MmaSync {
     /// `m16n8k32.row.col.f32.<a>.<b>.f32` on FP8 codes of these types.
     Fp8 { a: ScaledFormat, b: ScaledFormat },
-    /// `m16n8k16.row.col.f32.f16.f16.f32` on the f16 patterns of the stored codes; why
-    /// the FP8 one does not take the op.
-    F16 { why_not_fp8: String },
+    /// `m16n8k16.row.col.f32.<half>.<half>.f32` on the f16 (or bf16) patterns of the
+    /// stored codes; why the FP8 one (and for bf16, the f16 one) does not take the op.
+    F16 { half: Half, why_not_fp8: String },
 }
 
 fn ptx_type(f: ScaledFormat) -> &'static str {
@@ -58,16 +66,35 @@ pub(super) fn plan(op: OperationRef) -> Result<(Plan, MmaSync), String> {
     super::fp8_plan(op)
         .map(|(plan, a, b)| (plan, MmaSync::Fp8 { a, b }))
         .or_else(|fp8| match Plan::f16(op) {
-            Ok(plan) => Ok((plan, MmaSync::F16 { why_not_fp8: fp8 })),
-            Err(f16) => Err(format!("{fp8}; for f16: {f16}")),
+            Ok(plan) => Ok((
+                plan,
+                MmaSync::F16 {
+                    half: Half::F16,
+                    why_not_fp8: fp8,
+                },
+            )),
+            Err(f16) => {
+                let why = format!("{fp8}; for f16: {f16}");
+                match Plan::bf16(op) {
+                    Ok(plan) => Ok((
+                        plan,
+                        MmaSync::F16 {
+                            half: Half::Bf16,
+                            why_not_fp8: why,
+                        },
+                    )),
+                    Err(bf16) => Err(format!("{why}; for bf16: {bf16}")),
+                }
+            }
         })
 }
 
 impl MmaSync {
-    /// Why the FP8 instruction does not take the op, where the f16 one does.
-    pub(super) fn f16_because(&self) -> Option<&str> {
+    /// The 16-bit float the instruction takes and why the FP8 one does not take the op,
+    /// where a 16-bit one does.
+    pub(super) fn half_because(&self) -> Option<(Half, &str)> {
         match self {
-            MmaSync::F16 { why_not_fp8 } => Some(why_not_fp8),
+            MmaSync::F16 { half, why_not_fp8 } => Some((*half, why_not_fp8)),
             MmaSync::Fp8 { .. } => None,
         }
     }
@@ -187,14 +214,24 @@ impl RegisterInstr for MmaSync {
                 let operands: Vec<Value> = a.iter().chain(b).chain(c).copied().collect();
                 e.call_intrinsic(&name, &operands, result)
             }
-            MmaSync::F16 { .. } => {
-                let half2 = e.vector_type(2, e.f16_type());
-                let regs: Vec<Value> = a
-                    .iter()
-                    .chain(b)
-                    .map(|&r| e.llvm_bitcast(r, half2))
-                    .chain(c.iter().copied())
-                    .collect();
+            MmaSync::F16 { half, .. } => {
+                // (f16 operands are `vector<2xf16>`; bf16 ones stay `i32`, as the
+                // intrinsic takes them.)
+                let regs: Vec<Value> = match half {
+                    Half::F16 => {
+                        let half2 = e.vector_type(2, e.f16_type());
+                        a.iter()
+                            .chain(b)
+                            .map(|&r| e.llvm_bitcast(r, half2))
+                            .collect()
+                    }
+                    Half::Bf16 => a.iter().chain(b).copied().collect(),
+                };
+                let regs: Vec<Value> = regs.into_iter().chain(c.iter().copied()).collect();
+                let ty = match half {
+                    Half::F16 => "#nvvm.mma_type<f16>",
+                    Half::Bf16 => "#nvvm.mma_type<bf16>",
+                };
                 let attr = |s: &str| Attribute::parse(e.ctx(), s).expect("valid NVVM attribute");
                 let id = |s: &str| Identifier::new(e.ctx(), s);
                 e.val(
@@ -205,8 +242,8 @@ impl RegisterInstr for MmaSync {
                             (id("layoutB"), attr("#nvvm.mma_layout<col>")),
                             (id("shape"), attr("#nvvm.shape<m = 16, n = 8, k = 16>")),
                             // (The verifier reads them; the custom parser infers them.)
-                            (id("multiplicandAPtxType"), attr("#nvvm.mma_type<f16>")),
-                            (id("multiplicandBPtxType"), attr("#nvvm.mma_type<f16>")),
+                            (id("multiplicandAPtxType"), attr(ty)),
+                            (id("multiplicandBPtxType"), attr(ty)),
                             (id("operandSegmentSizes"), attr("array<i32: 4, 2, 4>")),
                         ])
                         .add_results(&[result])

@@ -24,7 +24,9 @@
 //!   Formats no FP8 type holds but whose fields f16's do (E3M4, E2M5, E4M3 FNUZ, 7-bit
 //!   customs), unpacked: the f16 route on the f16 patterns of their fields (with a remark),
 //!   its k16 instructions summing into the accumulators where the scales are per tensor or
-//!   per channel, promoted per block with the block's scales (MX, blockwise) otherwise.
+//!   per channel, promoted per block with the block's scales (MX, blockwise) otherwise;
+//!   formats whose fields only bf16's hold (E5M2 FNUZ, 6- and 7-bit exponents) on bf16
+//!   patterns and `k16.f32.bf16.bf16` alike.
 //! - `wgmma.rs` (sm_90a, the other FP8-embeddable ops: dynamic K, rows that are not whole
 //!   16 bytes, NVFP4 16-blocks where no operand is translated or the split tiles leave
 //!   too few stages): the same instruction, one warpgroup per 64 x 128 tile, A and B
@@ -33,9 +35,10 @@
 //!   `mma.sync.m16n8k32` through `llvm.call_intrinsic`, 4 warps per 64 x 64 tile; for the
 //!   formats no FP8 type holds but whose fields move into f16's (E3M4, E2M5, E4M3 FNUZ,
 //!   7-bit customs), `mma.sync.m16n8k16` on f16 patterns (`nvvm.mma.sync`), on every chip
-//!   (with a remark).
-//! - `gpu_generic.rs`: every other format or layout (E5M2 FNUZ, exponent fields of 6 or 7
-//!   bits, scale blocks of 8; and the reason in a remark): 32 x 8
+//!   (with a remark); for those f16's exponent field does not hold either (E5M2 FNUZ,
+//!   exponent fields of 6 or 7 bits, and mixes with them), the bf16 form on bf16 patterns.
+//! - `gpu_generic.rs`: every other format or layout (a 6- or 7-bit exponent beside E5M2's
+//!   infinities, scale blocks of 8; and the reason in a remark): 32 x 8
 //!   threads per 32 x 32 tile, chunks of A and B decoded once into shared memory.
 //!
 //! The FP8 kernels take E4M3 / E5M2 directly and FP4 / FP6 / custom formats that embed
@@ -129,8 +132,9 @@ pub const PASS: PassDef = PassDef {
                   wgmma (sm_90a: a cp.async pipeline, or register-staged) or mma.sync \
                   m16n8k32 (sm_89+) for formats that are or embed in E4M3/E5M2; for \
                   formats whose fields f16's hold, their f16 patterns into wgmma k16 \
-                  (sm_90a, unpacked, K whole 64-code stages) or mma.sync m16n8k16; else the \
-                  tiled generic decode kernel",
+                  (sm_90a, unpacked, K whole 64-code stages) or mma.sync m16n8k16; for \
+                  those whose fields only bf16's hold (E5M2 FNUZ, 6-/7-bit exponents), \
+                  the same on bf16 patterns; else the tiled generic decode kernel",
     op_name: Some("func.func"),
     options: &[
         OptionDef {
@@ -144,7 +148,7 @@ pub const PASS: PassDef = PassDef {
             default: "auto",
             description: "auto: the strongest kernel per op; tcgen05 / wgmma / mma-sync: \
                           require that tensor-core kernel (an op that cannot use it is an \
-                          error; mma-sync: FP8, else f16); \
+                          error; mma-sync: FP8, else f16, else bf16); \
                           wgmma-skinny: the wgmma cp.async pipeline's swap-AB block of \
                           64 columns (auto's choice when M is static and at most 64); \
                           wgmma-specialized: the pipeline's 128 x 128 block with a producer \
@@ -375,10 +379,10 @@ fn run<'c, 'a>(func: OperationRef<'c, 'a>, options: &PassOptions) -> Result<(), 
         }
         match lowered {
             Ok((plan, Fp8::MmaSync(i))) => {
-                if let (Some(why), "auto") = (i.f16_because(), kernel) {
+                if let (Some((half, why)), "auto") = (i.half_because(), kernel) {
                     crate::matrix_kernel::remark(
                         op,
-                        &format!("f16 mma.sync kernel on {chip}: {why}"),
+                        &format!("{half} mma.sync kernel on {chip}: {why}"),
                     );
                 }
                 crate::matrix_kernel::lower(
@@ -392,8 +396,16 @@ fn run<'c, 'a>(func: OperationRef<'c, 'a>, options: &PassOptions) -> Result<(), 
             }
             Ok((plan, Fp8::Wgmma(i))) => wgmma::lower(e, op, &plan, &i, emulate),
             Ok((plan, Fp8::WgmmaPipeline(i, tile, feed))) => {
-                if let (Some(_), "auto", Err(why)) = (plan.a.f16, kernel, fp8_plan(op)) {
-                    crate::matrix_kernel::remark(op, &format!("f16 wgmma kernel on {chip}: {why}"));
+                if let (Some(fields), "auto", Err(why)) = (plan.a.f16, kernel, fp8_plan(op)) {
+                    let why = match (fields.half, Plan::f16(op)) {
+                        (lowp_formats::Half::Bf16, Err(f16)) => format!("{why}; for f16: {f16}"),
+                        _ => why,
+                    };
+                    let half = fields.half;
+                    crate::matrix_kernel::remark(
+                        op,
+                        &format!("{half} wgmma kernel on {chip}: {why}"),
+                    );
                 }
                 wgmma_pipeline::lower(e, op, &plan, &i, &facts, tile, feed, fold, emulate)
             }

@@ -27,7 +27,7 @@
 //! memory (descriptors built on offset 0) and computes each instruction by decoding its
 //! descriptors and reading the codes where the descriptors say they are.
 
-use lowp_formats::ScaledFormat;
+use lowp_formats::{Half, ScaledFormat};
 use melior::dialect::arith::CmpiPredicate;
 use melior::ir::operation::OperationBuilder;
 use melior::ir::{Attribute, Identifier, OperationRef, Type, Value, ValueLike};
@@ -64,8 +64,12 @@ pub(super) struct Wgmma {
     /// The instruction computes C^T: its A is the op's B (64 columns of C), its B the op's
     /// A (`n` rows of C), so row i of its D fragment is column i of C.
     pub(super) swapped: bool,
-    /// Both operands' tiles hold f16 values (2 bytes a code): `k16.f32.f16.f16`.
+    /// Both operands' tiles hold 16-bit float values (2 bytes a code):
+    /// `k16.f32.<half>.<half>`.
     pub(super) f16: bool,
+    /// The 16-bit float of the tiles where `f16`: f16, or bf16 (the patterns of formats
+    /// whose fields only bf16's hold).
+    pub(super) half: Half,
 }
 
 impl Wgmma {
@@ -104,6 +108,7 @@ pub(super) fn plan(op: OperationRef) -> Result<(Plan, Wgmma), String> {
             n: BN,
             swapped: false,
             f16: false,
+            half: Half::F16,
         },
     ))
 }
@@ -355,7 +360,11 @@ pub(super) fn mma_async<'c, 'a>(
     let scale_d = if accumulate { "one" } else { "zero" };
     let (ta, tb) = instr.types();
     let (ta, tb, k) = if instr.f16 {
-        ("f16", "f16", 16)
+        let half = match instr.half {
+            Half::F16 => "f16",
+            Half::Bf16 => "bf16",
+        };
+        (half, half, 16)
     } else {
         (wgmma_type(ta), wgmma_type(tb), 32)
     };
@@ -704,14 +713,20 @@ pub(super) fn emulated_wgmma<'c, 'a>(
         let mask = if instr.f16 { 0xFFFF } else { 0xFF };
         e.andi(e.shrui(word, shift), e.i32(mask))
     };
-    // Element k of a row: an FP8 code at byte k, or an f16 value at bytes 2k, 2k + 1.
+    // Element k of a row: an FP8 code at byte k, or a 16-bit float at bytes 2k, 2k + 1.
     let (ta, tb) = instr.types();
     let value = |e: &Emitter<'c, 'a>, which: usize, ty, rc, k: Value<'c, 'a>| {
         if !instr.f16 {
             return codes::decode(e, ty, code(e, which, rc, k));
         }
-        let bits = e.trunci(code(e, which, rc, e.muli(k, e.index(2))), e.int_type(16));
-        e.extf(e.bitcast(bits, e.f16_type()), e.f32_type())
+        let bits = code(e, which, rc, e.muli(k, e.index(2)));
+        match instr.half {
+            Half::F16 => {
+                let bits = e.trunci(bits, e.int_type(16));
+                e.extf(e.bitcast(bits, e.f16_type()), e.f32_type())
+            }
+            Half::Bf16 => codes::bf16_value(e, bits),
+        }
     };
     let acc = instr.accumulators() as i64;
     e.for_loop(zero, e.index(THREADS), one, &[], |e, t, _| {

@@ -9,7 +9,10 @@
 //! - [`Mfma16::F16`]: `rocdl.mfma.f32.16x16x16f16` (`v_mfma_f32_16x16x16_f16`), for the
 //!   formats no FP8 type of the chip holds but whose fields f16's do (E3M4, E2M5, OCP E5M2
 //!   on gfx942, 7-bit customs): each code's fields moved into an f16 pattern, its value
-//!   times `2^-shift`, undone in the epilogue (as `lowp-to-nvvm`'s f16 mma.sync).
+//!   times `2^-shift`, undone in the epilogue (as `lowp-to-nvvm`'s f16 mma.sync). With bf16
+//!   (`rocdl.mfma.f32.16x16x16bf16.1k`, `v_mfma_f32_16x16x16_bf16`, same layout) for the
+//!   formats whose exponent field f16's does not hold (6- and 7-bit exponents; OCP E5M2 is
+//!   gfx942's only as f16): the bf16 patterns of `ScaledFormat::bf16_fields`.
 //! - [`Mfma16::Scaled`] (gfx950): `rocdl.mfma.scale.f32.16x16x128.f8f6f4`
 //!   (`v_mfma_scale_f32_16x16x128_f8f6f4`) for MX operands (E8M0 scales per 32 of K): FP8
 //!   codes as they are (types 0 / 1), FP4 E2M1 as packed nibbles (type 4), formats that embed
@@ -23,7 +26,7 @@
 //! registers of FP8 or 4 of FP4); B likewise with column `r16`; accumulator i holds row
 //! `4q + i`, column `r16`.
 
-use lowp_formats::ScaledFormat;
+use lowp_formats::{Half, ScaledFormat};
 use melior::ir::operation::OperationBuilder;
 use melior::ir::Value;
 
@@ -38,9 +41,10 @@ pub(super) enum Mfma16 {
     /// `v_mfma_scale_f32_16x16x128_f8f6f4` with the operands' type codes (0 E4M3, 1 E5M2,
     /// 4 E2M1), 32 codes of K per lane and the lane's E8M0 scales.
     Scaled { a_type: u32, b_type: u32 },
-    /// `v_mfma_f32_16x16x16_f16` on the f16 patterns of the stored codes (formats no FP8
-    /// type of the chip holds, whose fields f16's do), 4 codes of K per lane.
-    F16,
+    /// `v_mfma_f32_16x16x16_{f16,bf16}` on the f16 (bf16) patterns of the stored codes
+    /// (formats no FP8 type of the chip holds, whose fields f16's, or bf16's, do), 4 codes
+    /// of K per lane.
+    F16(Half),
 }
 
 /// The f8f6f4 type code of the formats the scaled instruction is fed here: E4M3 (0), E5M2
@@ -62,7 +66,7 @@ impl Mfma16 {
         match *self {
             Mfma16::Fp8 { .. } => (8, 8),
             Mfma16::Scaled { a_type, b_type } => (of(a_type), of(b_type)),
-            Mfma16::F16 => (16, 16),
+            Mfma16::F16(_) => (16, 16),
         }
     }
 
@@ -71,7 +75,7 @@ impl Mfma16 {
         match self {
             Mfma16::Fp8 { .. } => 8,
             Mfma16::Scaled { .. } => 32,
-            Mfma16::F16 => 4,
+            Mfma16::F16(_) => 4,
         }
     }
 }
@@ -223,13 +227,17 @@ impl RegisterInstr for Mfma16 {
                     ],
                 )
             }
-            Mfma16::F16 => {
-                // Two registers as the instruction's 4 halves, the first in the low half.
-                let halves = |w: &[Value<'c, 'a>]| {
-                    e.llvm_bitcast(e.from_elements(w), e.vector_type(4, e.f16_type()))
+            Mfma16::F16(half) => {
+                // Two registers as the instruction's 4 halves, the first in the low half
+                // (bf16 ones as the intrinsic's i16).
+                let (name, ty) = match half {
+                    Half::F16 => ("rocdl.mfma.f32.16x16x16f16", e.f16_type()),
+                    Half::Bf16 => ("rocdl.mfma.f32.16x16x16bf16.1k", e.int_type(16)),
                 };
+                let halves =
+                    |w: &[Value<'c, 'a>]| e.llvm_bitcast(e.from_elements(w), e.vector_type(4, ty));
                 (
-                    "rocdl.mfma.f32.16x16x16f16".to_string(),
+                    name.to_string(),
                     vec![halves(a), halves(b), e.from_elements(c), zero, zero, zero],
                 )
             }

@@ -18,8 +18,11 @@
 //! - gfx942 and gfx950, formats no FP8 type of the chip holds but whose fields f16's do
 //!   (E3M4, E2M5, OCP E5M2 on gfx942, 7-bit customs): `rocdl.mfma.f32.16x16x16f16` on the
 //!   codes' f16 patterns (`Operand::f16`), with a remark.
-//! - anything else (E5M2 FNUZ beside a format no FP8 type holds, 6- and 7-bit exponents,
-//!   scale blocks of 8): the generic decode kernel (`gpu_generic.rs`).
+//! - gfx942 and gfx950, formats whose fields only bf16's hold (6- and 7-bit exponents, E5M2
+//!   FNUZ on gfx950, and the formats beside them): `rocdl.mfma.f32.16x16x16bf16.1k` on the
+//!   codes' bf16 patterns (`Operand::bf16`), with a remark.
+//! - anything else (OCP E5M2's infinities beside a format only bf16 holds, scale blocks of
+//!   8): the generic decode kernel (`gpu_generic.rs`).
 //!
 //! Before:
 //! ```mlir
@@ -51,7 +54,7 @@
 
 mod mfma;
 
-use lowp_formats::{ScaleLayout, ScaledFormat};
+use lowp_formats::{Half, ScaleLayout, ScaledFormat};
 use melior::dialect::DialectHandle;
 use melior::ir::OperationRef;
 
@@ -71,7 +74,8 @@ pub const PASS: PassDef = PassDef {
                   nests for convert-parallel-loops-to-gpu): scaled MFMA f8f6f4 on gfx950 for \
                   MX operands, FP8 MFMA 16x16x32 (FNUZ on gfx942) for formats that embed, \
                   f16 MFMA 16x16x16 on f16 patterns for formats whose fields f16's hold, \
-                  else the generic decode kernel",
+                  bf16 MFMA 16x16x16 on bf16 patterns for those only bf16's do, else the \
+                  generic decode kernel",
     op_name: Some("func.func"),
     options: &[
         OptionDef {
@@ -85,7 +89,7 @@ pub const PASS: PassDef = PassDef {
             default: "auto",
             description: "auto: the strongest kernel per op; scaled-mfma / mfma: require \
                           that instruction (an op that cannot use it is an error; mfma: \
-                          FP8, else f16); generic: \
+                          FP8, else f16, else bf16); generic: \
                           the decode kernel for every op",
             kind: OptionKind::Choice(&["auto", "scaled-mfma", "mfma", "generic"]),
         },
@@ -178,17 +182,24 @@ fn fp8_mfma(op: OperationRef, chip: &str) -> Result<Choice, String> {
     Ok((Plan::new(op, a, b, 32, false)?, Box::new(instr)))
 }
 
-/// The FP8 MFMA, else its f16 form (both formats' fields moved into f16 patterns), with a
-/// remark saying why where `auto` takes the f16 one.
+/// The FP8 MFMA, else its f16 form (both formats' fields moved into f16 patterns), else its
+/// bf16 form, with a remark saying why where `auto` takes a 16-bit one.
 fn mfma(op: OperationRef, chip: &str, auto: bool) -> Result<Choice, String> {
-    fp8_mfma(op, chip).or_else(|fp8| match Plan::f16(op) {
-        Ok(plan) => {
-            if auto {
-                remark(op, &format!("f16 MFMA kernel on {chip}: {fp8}"));
+    fp8_mfma(op, chip).or_else(|fp8| {
+        let (plan, half, why) = match Plan::f16(op) {
+            Ok(plan) => (plan, Half::F16, fp8),
+            Err(f16) => {
+                let why = format!("{fp8}; for f16: {f16}");
+                match Plan::bf16(op) {
+                    Ok(plan) => (plan, Half::Bf16, why),
+                    Err(bf16) => return Err(format!("{why}; for bf16: {bf16}")),
+                }
             }
-            Ok((plan, Box::new(Mfma16::F16) as Box<dyn RegisterInstr>))
+        };
+        if auto {
+            remark(op, &format!("{half} MFMA kernel on {chip}: {why}"));
         }
-        Err(f16) => Err(format!("{fp8}; for f16: {f16}")),
+        Ok((plan, Box::new(Mfma16::F16(half)) as Box<dyn RegisterInstr>))
     })
 }
 

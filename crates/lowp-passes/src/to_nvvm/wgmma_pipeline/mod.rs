@@ -158,7 +158,7 @@
 //! - `cluster`: cluster barriers, distributed shared memory, split-K's gather;
 //! - `emulated`: the whole block run on the CPU (`emulate=true`).
 
-use lowp_formats::{ScaleLayout, ScaledFormat};
+use lowp_formats::{Half, ScaleLayout, ScaledFormat};
 use melior::dialect::arith::CmpiPredicate;
 use melior::ir::operation::OperationBuilder;
 use melior::ir::operation::{OperationLike, OperationResult};
@@ -507,7 +507,10 @@ fn f16_route(op: OperationRef, plan: &Plan, k: Option<i64>) -> Result<[Operand; 
 /// E3M4, E2M5, E4M3 FNUZ, 7-bit customs; E4M3 / E5M2 beside them alike): each code's
 /// sign, exponent and mantissa moved into an f16 pattern by its copier (two codes a few
 /// integer operations), its value times `2^-shift`, which the epilogue undoes with the
-/// scales; one byte a code. Scales constant along K (per tensor, per channel) are the
+/// scales; one byte a code. Where f16's exponent field holds a format's fields but not
+/// the other's (E5M2 FNUZ, 6- and 7-bit exponents), both take bf16 patterns
+/// (`Operand::bf16`: fields moved into an f32, one multiply, its high half) and
+/// `k16.f32.bf16.bf16`, the same tiles and rate. Scales constant along K (per tensor, per channel) are the
 /// epilogue's, the instructions summing into the accumulators (`Plan::in_codes`); block
 /// scales (MX, blockwise, 16-blocks) are applied per segment on the f32 partial sums, as on
 /// the FP8 route (`promote_segment`; a segment is the block, at most a 64-code stage).
@@ -516,7 +519,8 @@ fn fields_plan(op: OperationRef) -> Result<(Plan, Wgmma), String> {
     if pa || pb {
         return Err("packed codes take the FP8 route".into());
     }
-    let mut plan = Plan::f16(op)?;
+    let mut plan = Plan::f16(op)
+        .or_else(|f16| Plan::bf16(op).map_err(|bf16| format!("{f16}; for bf16: {bf16}")))?;
     // Sums added as they are where no scale changes along K; else promoted per segment.
     (plan.in_codes, plan.f16) = (plan.seg.is_none(), true);
     let instr = Wgmma {
@@ -525,6 +529,7 @@ fn fields_plan(op: OperationRef) -> Result<(Plan, Wgmma), String> {
         n: wgmma::BN,
         swapped: false,
         f16: true,
+        half: plan.a.f16.map_or(Half::F16, |f| f.half),
     };
     Ok((plan, instr))
 }

@@ -582,7 +582,7 @@ pub(super) fn translate_stage<'c, 'a>(
                             if let Some(fields) = side.operand.f16 {
                                 let two = e.shrui(w, e.i32(16 * half));
                                 let ty = side.operand.ty;
-                                return codes::f16_pattern_adjacent(e, ty, fields, two, false);
+                                return codes::half_pattern_adjacent(e, ty, fields, two, false);
                             }
                             let pair = match side.operand.ty {
                                 ScaledFormat::F8E5M2 => {
