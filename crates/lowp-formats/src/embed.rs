@@ -69,12 +69,19 @@ pub enum Half {
     Bf16,
 }
 
-impl std::fmt::Display for Half {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(match self {
+impl Half {
+    /// Its name in PTX and MLIR types: `f16`, `bf16`.
+    pub const fn name(self) -> &'static str {
+        match self {
             Half::F16 => "f16",
             Half::Bf16 => "bf16",
-        })
+        }
+    }
+}
+
+impl std::fmt::Display for Half {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
     }
 }
 

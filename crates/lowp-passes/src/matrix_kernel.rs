@@ -29,7 +29,7 @@
 //! lane's registers in memory, each instruction computed with loops from the registers of
 //! the lanes the inverse map names, as the vendor's ISA defines it.
 
-use lowp_formats::{HalfFields, ScaledFormat};
+use lowp_formats::{Half, HalfFields, ScaledFormat};
 use melior::dialect::arith::CmpiPredicate;
 use melior::ir::operation::OperationBuilder;
 use melior::ir::operation::OperationLike;
@@ -395,6 +395,23 @@ impl Plan {
     pub(crate) fn f16(op: OperationRef) -> Result<Self, String> {
         let ((fa, pa), (fb, pb)) = Self::formats(op)?;
         Self::new(op, Operand::f16(fa, pa)?, Operand::f16(fb, pb)?, 16, false)
+    }
+
+    /// The plan of a 16-bit float instruction of K 16 on both operands' field patterns: f16
+    /// where both formats' fields move into f16's (`Plan::f16`), else bf16 (`Plan::bf16`).
+    /// With it the reason a remark gives: `because` (why a stronger instruction does not
+    /// take the op) and, for bf16, why f16 does not; or, after `because`, why neither does.
+    pub(crate) fn half(op: OperationRef, because: String) -> Result<(Self, Half, String), String> {
+        match Self::f16(op) {
+            Ok(plan) => Ok((plan, Half::F16, because)),
+            Err(f16) => {
+                let because = format!("{because}; for f16: {f16}");
+                match Self::bf16(op) {
+                    Ok(plan) => Ok((plan, Half::Bf16, because)),
+                    Err(bf16) => Err(format!("{because}; for bf16: {bf16}")),
+                }
+            }
+        }
     }
 
     /// The plan of a bf16 instruction of K 16 on the bf16 patterns of both operands' fields

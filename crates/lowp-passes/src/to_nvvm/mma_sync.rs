@@ -65,27 +65,9 @@ fn ptx_type(f: ScaledFormat) -> &'static str {
 pub(super) fn plan(op: OperationRef) -> Result<(Plan, MmaSync), String> {
     super::fp8_plan(op)
         .map(|(plan, a, b)| (plan, MmaSync::Fp8 { a, b }))
-        .or_else(|fp8| match Plan::f16(op) {
-            Ok(plan) => Ok((
-                plan,
-                MmaSync::F16 {
-                    half: Half::F16,
-                    why_not_fp8: fp8,
-                },
-            )),
-            Err(f16) => {
-                let why = format!("{fp8}; for f16: {f16}");
-                match Plan::bf16(op) {
-                    Ok(plan) => Ok((
-                        plan,
-                        MmaSync::F16 {
-                            half: Half::Bf16,
-                            why_not_fp8: why,
-                        },
-                    )),
-                    Err(bf16) => Err(format!("{why}; for bf16: {bf16}")),
-                }
-            }
+        .or_else(|fp8| {
+            Plan::half(op, fp8)
+                .map(|(plan, half, why_not_fp8)| (plan, MmaSync::F16 { half, why_not_fp8 }))
         })
 }
 
@@ -217,21 +199,17 @@ impl RegisterInstr for MmaSync {
             MmaSync::F16 { half, .. } => {
                 // (f16 operands are `vector<2xf16>`; bf16 ones stay `i32`, as the
                 // intrinsic takes them.)
-                let regs: Vec<Value> = match half {
-                    Half::F16 => {
-                        let half2 = e.vector_type(2, e.f16_type());
-                        a.iter()
-                            .chain(b)
-                            .map(|&r| e.llvm_bitcast(r, half2))
-                            .collect()
-                    }
-                    Half::Bf16 => a.iter().chain(b).copied().collect(),
+                let register = |&r: &Value<'c, 'a>| match half {
+                    Half::F16 => e.llvm_bitcast(r, e.vector_type(2, e.f16_type())),
+                    Half::Bf16 => r,
                 };
-                let regs: Vec<Value> = regs.into_iter().chain(c.iter().copied()).collect();
-                let ty = match half {
-                    Half::F16 => "#nvvm.mma_type<f16>",
-                    Half::Bf16 => "#nvvm.mma_type<bf16>",
-                };
+                let regs: Vec<Value> = a
+                    .iter()
+                    .chain(b)
+                    .map(register)
+                    .chain(c.iter().copied())
+                    .collect();
+                let ty = format!("#nvvm.mma_type<{half}>");
                 let attr = |s: &str| Attribute::parse(e.ctx(), s).expect("valid NVVM attribute");
                 let id = |s: &str| Identifier::new(e.ctx(), s);
                 e.val(
@@ -242,8 +220,8 @@ impl RegisterInstr for MmaSync {
                             (id("layoutB"), attr("#nvvm.mma_layout<col>")),
                             (id("shape"), attr("#nvvm.shape<m = 16, n = 8, k = 16>")),
                             // (The verifier reads them; the custom parser infers them.)
-                            (id("multiplicandAPtxType"), attr(ty)),
-                            (id("multiplicandBPtxType"), attr(ty)),
+                            (id("multiplicandAPtxType"), attr(&ty)),
+                            (id("multiplicandBPtxType"), attr(&ty)),
                             (id("operandSegmentSizes"), attr("array<i32: 4, 2, 4>")),
                         ])
                         .add_results(&[result])

@@ -396,16 +396,13 @@ fn run<'c, 'a>(func: OperationRef<'c, 'a>, options: &PassOptions) -> Result<(), 
             }
             Ok((plan, Fp8::Wgmma(i))) => wgmma::lower(e, op, &plan, &i, emulate),
             Ok((plan, Fp8::WgmmaPipeline(i, tile, feed))) => {
-                if let (Some(fields), "auto", Err(why)) = (plan.a.f16, kernel, fp8_plan(op)) {
-                    let why = match (fields.half, Plan::f16(op)) {
-                        (lowp_formats::Half::Bf16, Err(f16)) => format!("{why}; for f16: {f16}"),
-                        _ => why,
-                    };
-                    let half = fields.half;
-                    crate::matrix_kernel::remark(
-                        op,
-                        &format!("{half} wgmma kernel on {chip}: {why}"),
-                    );
+                if let (Some(_), "auto", Err(fp8)) = (plan.a.f16, kernel, fp8_plan(op)) {
+                    if let Ok((_, half, why)) = Plan::half(op, fp8) {
+                        crate::matrix_kernel::remark(
+                            op,
+                            &format!("{half} wgmma kernel on {chip}: {why}"),
+                        );
+                    }
                 }
                 wgmma_pipeline::lower(e, op, &plan, &i, &facts, tile, feed, fold, emulate)
             }

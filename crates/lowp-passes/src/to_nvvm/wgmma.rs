@@ -360,11 +360,7 @@ pub(super) fn mma_async<'c, 'a>(
     let scale_d = if accumulate { "one" } else { "zero" };
     let (ta, tb) = instr.types();
     let (ta, tb, k) = if instr.f16 {
-        let half = match instr.half {
-            Half::F16 => "f16",
-            Half::Bf16 => "bf16",
-        };
-        (half, half, 16)
+        (instr.half.name(), instr.half.name(), 16)
     } else {
         (wgmma_type(ta), wgmma_type(tb), 32)
     };

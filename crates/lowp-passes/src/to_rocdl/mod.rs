@@ -54,7 +54,7 @@
 
 mod mfma;
 
-use lowp_formats::{Half, ScaleLayout, ScaledFormat};
+use lowp_formats::{ScaleLayout, ScaledFormat};
 use melior::dialect::DialectHandle;
 use melior::ir::OperationRef;
 
@@ -186,16 +186,7 @@ fn fp8_mfma(op: OperationRef, chip: &str) -> Result<Choice, String> {
 /// bf16 form, with a remark saying why where `auto` takes a 16-bit one.
 fn mfma(op: OperationRef, chip: &str, auto: bool) -> Result<Choice, String> {
     fp8_mfma(op, chip).or_else(|fp8| {
-        let (plan, half, why) = match Plan::f16(op) {
-            Ok(plan) => (plan, Half::F16, fp8),
-            Err(f16) => {
-                let why = format!("{fp8}; for f16: {f16}");
-                match Plan::bf16(op) {
-                    Ok(plan) => (plan, Half::Bf16, why),
-                    Err(bf16) => return Err(format!("{why}; for bf16: {bf16}")),
-                }
-            }
-        };
+        let (plan, half, why) = Plan::half(op, fp8)?;
         if auto {
             remark(op, &format!("{half} MFMA kernel on {chip}: {why}"));
         }

@@ -158,7 +158,7 @@
 //! - `cluster`: cluster barriers, distributed shared memory, split-K's gather;
 //! - `emulated`: the whole block run on the CPU (`emulate=true`).
 
-use lowp_formats::{Half, ScaleLayout, ScaledFormat};
+use lowp_formats::{ScaleLayout, ScaledFormat};
 use melior::dialect::arith::CmpiPredicate;
 use melior::ir::operation::OperationBuilder;
 use melior::ir::operation::{OperationLike, OperationResult};
@@ -336,8 +336,7 @@ pub(super) fn plan(
 ) -> Result<(Plan, Wgmma, Tile), String> {
     // FP8 where the formats are or embed in E4M3 / E5M2, else the f16 patterns of their
     // fields (`fields_plan`).
-    let (mut plan, mut instr) = wgmma::plan(op)
-        .or_else(|fp8| fields_plan(op).map_err(|f16| format!("{fp8}; for f16: {f16}")))?;
+    let (mut plan, mut instr) = wgmma::plan(op).or_else(|fp8| fields_plan(op, fp8))?;
     // Scales that change every 16 codes: an instruction per 16-block, on the halves of a
     // translated operand's tiles (`split_operand`).
     if plan.step == 16 && !plan.f16 && split_operand(&plan).is_none() {
@@ -514,13 +513,13 @@ fn f16_route(op: OperationRef, plan: &Plan, k: Option<i64>) -> Result<[Operand; 
 /// epilogue's, the instructions summing into the accumulators (`Plan::in_codes`); block
 /// scales (MX, blockwise, 16-blocks) are applied per segment on the f32 partial sums, as on
 /// the FP8 route (`promote_segment`; a segment is the block, at most a 64-code stage).
-fn fields_plan(op: OperationRef) -> Result<(Plan, Wgmma), String> {
+/// `fp8`: why the FP8 route does not take the op, which the reason given starts with.
+fn fields_plan(op: OperationRef, fp8: String) -> Result<(Plan, Wgmma), String> {
     let ((_, pa), (_, pb)) = Plan::formats(op)?;
     if pa || pb {
-        return Err("packed codes take the FP8 route".into());
+        return Err(format!("{fp8}; for f16: packed codes take the FP8 route"));
     }
-    let mut plan = Plan::f16(op)
-        .or_else(|f16| Plan::bf16(op).map_err(|bf16| format!("{f16}; for bf16: {bf16}")))?;
+    let (mut plan, half, _) = Plan::half(op, fp8)?;
     // Sums added as they are where no scale changes along K; else promoted per segment.
     (plan.in_codes, plan.f16) = (plan.seg.is_none(), true);
     let instr = Wgmma {
@@ -529,7 +528,7 @@ fn fields_plan(op: OperationRef) -> Result<(Plan, Wgmma), String> {
         n: wgmma::BN,
         swapped: false,
         f16: true,
-        half: plan.a.f16.map_or(Half::F16, |f| f.half),
+        half,
     };
     Ok((plan, instr))
 }
