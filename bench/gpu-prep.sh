@@ -46,6 +46,8 @@ checks=(
   "--m 200 --n 136 --k 512 --lhs f8e3m4 --rhs f8e4m3fnuz --layout mx --rhs-layout blockwise/128x128 --bias"
   "--m 200 --n 136 --k 512 --lhs f8e5m2fnuz --rhs f8e6m1 --layout per_channel --bias"
   "--m 40 --n 72 --k 256 --lhs f8e7m0 --rhs f8e4m3 --layout mx"
+  "--m 200 --n 136 --k 512 --lhs f8e5m2 --rhs f8e6m1 --layout per_channel --bias"
+  "--m 40 --n 72 --k 256 --lhs f8e7m0 --rhs f8e5m2 --layout mx"
 )
 i=0
 for c in "${checks[@]}"; do

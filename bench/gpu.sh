@@ -41,14 +41,16 @@ within() { # want, reserve
   if [ "$s" -lt 5 ]; then echo 0; elif [ "$s" -lt "$1" ]; then echo "$s"; else echo "$1"; fi
 }
 
-# ---- numerics: every bundle check-*, two seeds; the runner poisons the output, so an
-# element a kernel does not write fails.
+# ---- numerics: every bundle check-*, two seeds, each with lowp-run --specials's values
+# written in (infinities and NaN codes in both operands, the formats' largest magnitudes,
+# a NaN block scale: the rest of the inputs stay random); the runner poisons the output,
+# so an element a kernel does not write fails.
 # Both seeds in one process: the driver compiles each kernel's PTX once.
 for dir in $(bundles check); do
   t=$(within 30 280)
   if [ "$t" = 0 ]; then row "$(basename "$dir") | skipped (device budget)"; status=1; continue; fi
   # A kernel that deadlocks (an mbarrier phase wrong) costs 30 s, not the device budget.
-  lines=$(timeout "$t" $RUNNER "$dir" --seed 1,2 --check 2>&1 | tee -a "$OUTDIR/check.log" | grep -E '^check:|lowp-gpu-run:')
+  lines=$(timeout "$t" $RUNNER "$dir" --seed 1,2 --specials --check 2>&1 | tee -a "$OUTDIR/check.log" | grep -E '^check:|lowp-gpu-run:')
   if [ "$(grep -c '^check: PASS' <<< "$lines")" = 2 ]; then
     r=PASS
   else
@@ -56,7 +58,7 @@ for dir in $(bundles check); do
     [ -z "$lines" ] && r="FAIL (no result: timeout or crash)"
     status=1
   fi
-  row "$(basename "$dir") seeds=1,2 | $r"
+  row "$(basename "$dir") seeds=1,2 specials | $r"
 done
 
 # ---- the same inputs through torch._scaled_mm (cuBLASLt): every FP8 per-tensor check

@@ -174,6 +174,10 @@ fn f16_problems(
                 a.q.codes[4 * k + 1] = 0x7C;
                 a.q.codes[4 * k + 2] = 0xFC;
             }
+            if fb.has_inf() && n > 2 && k > 3 {
+                b.q.codes[k + 3] = 0xFC;
+                b.q.codes[2 * k + 1] = 0x7C;
+            }
             problems.push((
                 format!("{m}x{n}x{k} {fa} {la} x {fb} {lb}"),
                 Problem {
@@ -251,7 +255,8 @@ fn mma_sync_f16_form_matches_the_oracle() {
 
 /// The bf16 form of the mma.sync kernel (`mma.sync.m16n8k16.f32.bf16.bf16`), which takes the
 /// formats whose exponent field f16's does not hold: E5M2 FNUZ (its exponent 31 finite),
-/// 6- and 7-bit exponents, beside E4M3 (its NaN codes), E4M3 FNUZ, E3M4 and packed E2M1;
+/// 6- and 7-bit exponents, beside E4M3 (its NaN codes), E4M3 FNUZ, E3M4, packed E2M1 and
+/// OCP E5M2 (its infinities and NaN through the top-exponent rule, in A and in B);
 /// each scale segment, ragged sizes, the edge codes of `f16_problems` and, written into A's
 /// row 2 and B's first row, each format's smallest positive code and its largest (E7M0's
 /// 2^64: the kernel's patterns carry `2^-shift`, its products stay normal f32 values).
@@ -285,6 +290,15 @@ fn mma_sync_bf16_form_matches_the_oracle() {
             true,
             e6m1,
             ScaleLayout::Mx { block: 16 },
+        ),
+        // OCP E5M2 beside them: its infinities and NaN set to bf16's top exponent.
+        (e6m1, pc, false, ScaledFormat::F8E5M2, pt),
+        (
+            ScaledFormat::F8E5M2,
+            ScaleLayout::MX,
+            false,
+            e7m0,
+            ScaleLayout::MX,
         ),
     ];
     let sizes = [(130, 70, 96), (33, 65, 250), (5, 3, 18), (19, 37, 75)];
@@ -327,7 +341,8 @@ fn f16_pipeline_matches_the_oracle(session: &Session, problems: &[(String, Probl
 }
 
 /// The wgmma pipeline's route for the formats only bf16 patterns hold (E5M2 FNUZ, E6M1,
-/// E7M0; E4M3 and E3M4 beside them): the copiers write bf16 patterns into the same tiles,
+/// E7M0; E4M3, E3M4 and OCP E5M2 with its infinities beside them): the copiers write bf16
+/// patterns into the same tiles,
 /// `m64nNk16.f32.bf16.bf16`, sums per tensor / channel or promoted per block (MX,
 /// blockwise); square, warp-specialized and skinny blocks, the edge codes of
 /// `f16_problems`.
@@ -354,6 +369,8 @@ fn wgmma_pipeline_bf16_patterns_match_the_oracle() {
             ScaledFormat::custom(3, 4),
             pt,
         ),
+        (ScaledFormat::F8E5M2, pc, false, e6m1, pt),
+        (fnuz, pt, false, ScaledFormat::F8E5M2, pc),
     ];
     let problems = f16_problems(&mut rng, &[(200, 136, 256), (40, 72, 128)], &pairs);
     let ir = lowered(&session, &problems, "sm_90a", "auto");

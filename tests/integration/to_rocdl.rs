@@ -130,6 +130,15 @@ fn mfma_tiles_and_ragged_edges() {
             ScaledFormat::F8E4M3,
             ScaleLayout::PerTensor,
         ),
+        // OCP E5M2 (infinities and NaN written into both operands below) beside E5M2 FNUZ:
+        // the bf16 MFMA, E5M2's top exponent set to bf16's.
+        (
+            "gfx942",
+            "mfma",
+            ScaledFormat::F8E5M2,
+            ScaledFormat::F8E5M2Fnuz,
+            ScaleLayout::PerTensor,
+        ),
     ];
     for (m, n, k) in [(130, 70, 256), (33, 65, 200), (5, 3, 18)] {
         for (chip, kernel, fa, fb, layout) in cases {
@@ -138,12 +147,20 @@ fn mfma_tiles_and_ragged_edges() {
                 continue;
             }
             let packed = fa.bit_width() == 4 && k % 2 == 0;
-            let p = Problem {
+            let mut p = Problem {
                 a: operand(&mut rng, m, k, fa, layout, packed),
                 b: operand(&mut rng, n, k, fb, layout, false),
                 bias: Some(rng.normal_vec(n)),
                 bf16: false,
             };
+            // E5M2's specials: -inf, +inf and a NaN in each operand that has them.
+            for (q, rows) in [(&mut p.a.q, m), (&mut p.b.q, n)] {
+                if q.format.has_inf() && rows > 2 && k > 3 {
+                    q.codes[1] = 0xFC;
+                    q.codes[k + 2] = 0x7C;
+                    q.codes[2 * k + 3] = 0x7E;
+                }
+            }
             run_and_check(
                 &session,
                 &[(
@@ -180,8 +197,8 @@ fn instruction_choice_and_remarks() {
     let mx = ScaleLayout::MX;
     let pt = ScaleLayout::PerTensor;
     // gfx942 has no scaled MFMA; OCP E5M2 (infinities) does not reach FNUZ, so it takes
-    // the f16 MFMA (a remark where auto chooses it), unless the other operand has no f16
-    // patterns either (E5M2 FNUZ's exponent 31 is finite).
+    // the f16 MFMA (a remark where auto chooses it), or the bf16 one where the other
+    // operand has no f16 patterns (E5M2 FNUZ's exponent 31 is finite).
     let (r, _) = try_kernel("gfx942", "scaled-mfma", F8E4M3, mx, F8E4M3, mx);
     assert!(r.unwrap_err().contains("gfx942 has no scaled MFMA"));
     let (r, diags) = try_kernel("gfx942", "auto", F8E5M2, pt, F8E4M3Fnuz, pt);
@@ -192,11 +209,19 @@ fn instruction_choice_and_remarks() {
         ),
         "{diags}"
     );
-    let (r, _) = try_kernel("gfx942", "mfma", F8E5M2, pt, F8E5M2Fnuz, pt);
+    let (r, diags) = try_kernel("gfx942", "auto", F8E5M2, pt, F8E5M2Fnuz, pt);
+    assert!(r.is_ok(), "{r:?}");
+    assert!(
+        diags.contains("remark: bf16 MFMA kernel on gfx942: f8e5m2 embeds in none of f8e4m3fnuz, f8e5m2fnuz; for f16: f8e5m2fnuz's fields do not move into f16's"),
+        "{diags}"
+    );
+    // Scales every 8 along K: no MFMA sums within a block.
+    let mx8 = ScaleLayout::Mx { block: 8 };
+    let (r, _) = try_kernel("gfx942", "mfma", F8E5M2, mx8, F8E5M2, mx8);
     let e = r.unwrap_err();
     assert!(
         e.contains("f8e5m2 embeds in none of f8e4m3fnuz, f8e5m2fnuz")
-            && e.contains("for f16: f8e5m2fnuz's fields do not move into f16's"),
+            && e.contains("for bf16: the scales change every 8 along K"),
         "{e}"
     );
     let (r, diags) = try_kernel("gfx942", "mfma", F8E4M3, pt, F8E4M3Fnuz, pt);
@@ -219,8 +244,8 @@ fn instruction_choice_and_remarks() {
     assert!(r.is_ok(), "{r:?}");
     let (r, _) = try_kernel("gfx950", "mfma", F8E4M3Fnuz, pt, F8E4M3, pt);
     assert!(r.is_ok(), "{r:?}");
-    // E5M2 FNUZ's fields move into no f16 pattern, but into bf16's: the bf16 MFMA; beside
-    // OCP E5M2 (infinities) into neither.
+    // E5M2 FNUZ's fields move into no f16 pattern, but into bf16's: the bf16 MFMA, beside
+    // OCP E5M2 too (its infinities set to bf16's top exponent).
     let (r, diags) = try_kernel("gfx950", "auto", F8E5M2Fnuz, pt, F8E4M3, pt);
     assert!(r.is_ok(), "{r:?}");
     assert!(
@@ -229,11 +254,10 @@ fn instruction_choice_and_remarks() {
         ),
         "{diags}"
     );
-    let (r, _) = try_kernel("gfx950", "mfma", F8E5M2Fnuz, pt, F8E5M2, pt);
-    let e = r.unwrap_err();
+    let (r, diags) = try_kernel("gfx950", "auto", F8E5M2Fnuz, pt, F8E5M2, pt);
+    assert!(r.is_ok(), "{r:?}");
     assert!(
-        e.contains("embeds in none of f8e4m3, f8e5m2")
-            && e.contains("for bf16: f8e5m2's fields do not move into bf16's"),
-        "{e}"
+        diags.contains("remark: bf16 MFMA kernel on gfx950"),
+        "{diags}"
     );
 }

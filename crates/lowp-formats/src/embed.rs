@@ -99,6 +99,12 @@ pub struct HalfFields {
     /// `(0xFF, 0x80)`). A decode puts a NaN there. `None` where every NaN code's pattern
     /// is already NaN (E5M2's in f16, at f16's own maximum exponent) or there is none.
     pub nan: Option<(u8, u8)>,
+    /// The codes at the top exponent of a format with infinities, whose patterns the move
+    /// leaves finite, as `(mask, value)` (E5M2 in bf16: `S.11111.mm`, `(0x7C, 0x7C)`): the
+    /// pattern's exponent field is set to all ones there, which keeps its sign and makes
+    /// the moved mantissa an infinity (0) or a NaN. `None` where the move already reaches
+    /// the top exponent (E5M2 in f16) or the format has no infinities.
+    pub inf: Option<(u8, u8)>,
 }
 
 /// The exact value of the bfloat16 with bits `h` (its high half of an f32).
@@ -147,6 +153,7 @@ impl ScaledFormat {
         self.half_fields(
             Half::F16,
             shift,
+            None,
             |c| f16_value(self.f16_pattern(c)),
             |v| v.abs() >= f32::MIN_POSITIVE,
         )
@@ -162,7 +169,19 @@ impl ScaledFormat {
         let magnitude = u32::from(code) & ((1 << (e + m)) - 1);
         let sign = u32::from(code) >> (e + m) & 1;
         let moved = f32::from_bits((magnitude << (23 - m)) | (sign << 31));
-        ((moved * 2f32.powi(127 - bias - shift)).to_bits() >> 16) as u16
+        let pattern = ((moved * 2f32.powi(127 - bias - shift)).to_bits() >> 16) as u16;
+        match self.top_exponent() {
+            Some((mask, value)) if code & mask == value => pattern | 0x7F80,
+            _ => pattern,
+        }
+    }
+
+    /// The codes at the top exponent of a format with infinities (E5M2's `S.11111.mm`) as
+    /// `(mask, value)`, `None` for the formats without ([`HalfFields::inf`]).
+    fn top_exponent(self) -> Option<(u8, u8)> {
+        let (e, m, _) = self.fields();
+        let field = (((1u32 << e) - 1) << m) as u8;
+        self.has_inf().then_some((field, field))
     }
 
     /// How `self` reaches a bf16 tensor-core instruction (formats whose exponent field f16's
@@ -172,11 +191,12 @@ impl ScaledFormat {
     /// `(mask, value)` rule), every nonzero pattern lies in `[2^-63, 2^64)` (a product of
     /// two is then a normal f32, exact: 8-bit significands), and the multiply's
     /// `2^(127 - bias - shift)` is a normal f32. `shift` is 0 where that holds, else the
-    /// nearest that does. `None` for mantissas wider than bf16's 7 bits, infinities (the
-    /// move leaves them finite), and value ranges wider than 126 binades.
+    /// nearest that does. Infinities and NaN at the top exponent (E5M2), which the move
+    /// leaves finite, reach bf16's through the [`inf`](HalfFields::inf) rule. `None` for
+    /// mantissas wider than bf16's 7 bits and value ranges wider than 126 binades.
     pub fn bf16_fields(self) -> Option<HalfFields> {
         let (e, m, bias) = self.fields();
-        if e > 8 || m > 7 || self.has_inf() {
+        if e > 8 || m > 7 {
             return None;
         }
         let (low, high) = (f64::from(self.min_positive()), f64::from(self.max_finite()));
@@ -190,6 +210,7 @@ impl ScaledFormat {
         self.half_fields(
             Half::Bf16,
             shift,
+            self.top_exponent(),
             |c| bf16_value(self.bf16_pattern(shift, c)),
             |v| {
                 let p = f64::from(v.abs()) / unit;
@@ -198,13 +219,14 @@ impl ScaledFormat {
         )
     }
 
-    /// The fields of `half` with `shift` when every code's pattern value (`value`) times
-    /// `2^shift` is its value, with the same sign, and every nonzero finite value `fits`;
-    /// NaN codes whose pattern is not NaN named by one `(mask, value)` rule.
+    /// The fields of `half` with `shift` and the `inf` rule when every code's pattern value
+    /// (`value`) times `2^shift` is its value, with the same sign, and every nonzero finite
+    /// value `fits`; NaN codes whose pattern is not NaN named by one `(mask, value)` rule.
     fn half_fields(
         self,
         half: Half,
         shift: i32,
+        inf: Option<(u8, u8)>,
         value: impl Fn(u8) -> f64,
         fits: impl Fn(f32) -> bool,
     ) -> Option<HalfFields> {
@@ -229,6 +251,7 @@ impl ScaledFormat {
                 half,
                 shift,
                 nan: None,
+                inf,
             });
         };
         // The rule: the codes equal to the first one in their magnitude bits, or in all.
@@ -242,6 +265,7 @@ impl ScaledFormat {
                 half,
                 shift,
                 nan: Some((mask, first & mask)),
+                inf,
             })
         })
     }

@@ -284,8 +284,9 @@ impl MatmulInputs {
     }
 
     /// Put special values into the operands (where the formats have them): +inf in `A[0][0]`
-    /// against a zero in `B[1][0]` (inf * 0 = NaN in `out[0][1]`), a NaN code in `A[1][1]`, the
-    /// largest finite magnitudes elsewhere, and a NaN block scale in B when B has several.
+    /// against a zero in `B[1][0]` (inf * 0 = NaN in `out[0][1]`), a NaN code in `A[1][1]`,
+    /// -inf in `B[3][4]` and a NaN code in `B[4][5]`, the largest finite magnitudes
+    /// elsewhere, and a NaN block scale in B when B has several.
     pub fn inject_specials(&mut self) {
         fn set(q: &mut QuantizedTensor, r: usize, c: usize, code: u8) {
             if r >= q.rows || c >= q.cols {
@@ -311,11 +312,15 @@ impl MatmulInputs {
                 f.max_finite_code()
             }
         };
+        let nan = |f: ScaledFormat| if f.is_fnuz() { 0x80 } else { 0x7F };
         set(&mut self.a, 0, 0, inf(fa));
         set(&mut self.b, 1, 0, 0);
         if fa.has_nan() {
-            let nan = if fa.is_fnuz() { 0x80 } else { 0x7F };
-            set(&mut self.a, 1, 1, nan);
+            set(&mut self.a, 1, 1, nan(fa));
+        }
+        set(&mut self.b, 3, 4, inf(fb) | fb.sign_mask());
+        if fb.has_nan() {
+            set(&mut self.b, 4, 5, nan(fb));
         }
         set(&mut self.a, 2, 2, fa.max_finite_code() | fa.sign_mask());
         set(&mut self.b, 2, 3, fb.max_finite_code());

@@ -319,7 +319,8 @@ fn f16_fields_name_the_nan_codes() {
             Some(HalfFields {
                 half: lowp_formats::Half::F16,
                 shift,
-                nan
+                nan,
+                inf: None,
             }),
             "{f}"
         );
@@ -338,6 +339,7 @@ fn bf16_fields_take_the_formats_f16_does_not_hold() {
             half: Half::Bf16,
             shift: 0,
             nan: Some((0xFF, 0x80)),
+            inf: None,
         })
     );
     // Every code's pattern times 2^shift is its value, for every format that has fields;
@@ -367,8 +369,8 @@ fn bf16_fields_take_the_formats_f16_does_not_hold() {
                 v.is_sign_negative(),
                 "{f}: code {c:#x}"
             );
-            if w != 0.0 {
-                // Products of two are normal f32 values.
+            if w != 0.0 && w.is_finite() {
+                // Products of two finite ones are normal f32 values.
                 assert!(w.abs() >= 2f32.powi(-63) && w.abs() < 2f32.powi(64), "{f}");
             }
         }
@@ -376,6 +378,35 @@ fn bf16_fields_take_the_formats_f16_does_not_hold() {
     }
     assert!(taken.iter().any(|n| n.starts_with("f8e6")), "{taken:?}");
     assert!(taken.iter().any(|n| n.starts_with("f8e7")), "{taken:?}");
-    // Infinities stay finite under the move.
-    assert_eq!(ScaledFormat::F8E5M2.bf16_fields(), None);
+    // E5M2: the move leaves its top exponent finite; the rule sets bf16's there, which
+    // makes `S.11111.00` an infinity and the other three NaN.
+    let fields = ScaledFormat::F8E5M2.bf16_fields();
+    assert_eq!(
+        fields,
+        Some(HalfFields {
+            half: Half::Bf16,
+            shift: 0,
+            nan: None,
+            inf: Some((0x7C, 0x7C)),
+        })
+    );
+    for (code, pattern) in [
+        (0x7C, 0x7F80),
+        (0xFC, 0xFF80),
+        (0x7D, 0x7FA0),
+        (0xFF, 0xFFE0),
+    ] {
+        assert_eq!(
+            ScaledFormat::F8E5M2.bf16_pattern(0, code),
+            pattern,
+            "{code:#x}"
+        );
+    }
+    // The largest finite code is 57344 = 1.75 * 2^15 as it is.
+    assert_eq!(ScaledFormat::F8E5M2.bf16_pattern(0, 0x7B), 0x4760);
+    // No other format has the rule.
+    assert!(formats()
+        .into_iter()
+        .filter(|&f| f != ScaledFormat::F8E5M2)
+        .all(|f| f.bf16_fields().is_none_or(|x| x.inf.is_none())));
 }

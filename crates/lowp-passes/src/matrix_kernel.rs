@@ -299,16 +299,14 @@ impl Operand {
     }
 
     /// `format`'s codes as the bf16 patterns of their fields (`ScaledFormat::bf16_fields`:
-    /// 6- and 7-bit exponents, E5M2 FNUZ, and every format f16 takes but those with
-    /// infinities), or why not.
+    /// 6- and 7-bit exponents, E5M2 FNUZ, and every format f16 takes, E5M2's infinities
+    /// through the top-exponent rule), or why not.
     pub(crate) fn bf16(format: ScaledFormat, packed: bool) -> Result<Self, String> {
         let fields = format.bf16_fields().ok_or_else(|| {
-            let why = if format.has_inf() {
-                "the move leaves its infinities finite".to_string()
-            } else {
-                "its values span more binades than products in f32 allow".to_string()
-            };
-            format!("{format}'s fields do not move into bf16's: {why}")
+            format!(
+                "{format}'s fields do not move into bf16's: its values span more binades \
+                 than products in f32 allow"
+            )
         })?;
         Ok(Self::fields(format, packed, fields))
     }

@@ -5,44 +5,28 @@
 // RUN: not lowp-opt %s --pass-pipeline='builtin.module(func.func(lowp-to-nvvm{chip=sm_90a split-k=2}))' 2>&1 | FileCheck %s --check-prefix=SPLIT
 // RUN: not lowp-opt %s --pass-pipeline='builtin.module(func.func(lowp-to-nvvm{chip=sm_90a split-k=3}))' 2>&1 | FileCheck %s --check-prefix=SPLIT3
 
-// split-k applies to the wgmma skinny block only; the first op here (E6M1 x E5M2) takes the
-// generic kernel, so asking to split it is an error, located at the op.
-// SPLIT: fallback-and-errors.mlir:[[#@LINE+23]]:3: error: lowp.scaled_matmul: split-k=2 splits the wgmma skinny block (sm_90a, M static and at most 64, or kernel=wgmma-skinny), which this op does not take on sm_90a with kernel=auto: f8e6m1 embeds in none of f8e4m3, f8e5m2; for f16: f8e6m1's fields do not move into f16's: its exponent field has 6 bits, f16's 5; for bf16: f8e5m2's fields do not move into bf16's: the move leaves its infinities finite
+// split-k applies to the wgmma skinny block only; the first op here (scales every 8 along
+// K) takes the generic kernel, so asking to split it is an error, located at the op.
+// SPLIT: fallback-and-errors.mlir:[[#@LINE+23]]:3: error: lowp.scaled_matmul: split-k=2 splits the wgmma skinny block (sm_90a, M static and at most 64, or kernel=wgmma-skinny), which this op does not take on sm_90a with kernel=auto: the scales change every 8 along K; the instruction sums 32; for f16: the scales change every 8 along K; the instruction sums 16; for bf16: the scales change every 8 along K; the instruction sums 16
 // SPLIT3: option 'split-k' of lowp-to-nvvm: '3' is not accepted; expected auto, 1, 2, 4, 8
 
-// REMARK: fallback-and-errors.mlir:[[#@LINE+20]]:3: remark: generic kernel on sm_89: f8e6m1 embeds in none of f8e4m3, f8e5m2; for f16: f8e6m1's fields do not move into f16's: its exponent field has 6 bits, f16's 5; for bf16: f8e5m2's fields do not move into bf16's: the move leaves its infinities finite
-// REMARK: remark: generic kernel on sm_89: the scales change every 8 along K; the instruction sums 32; for f16: the scales change every 8 along K; the instruction sums 16; for bf16: the scales change every 8 along K; the instruction sums 16
+// REMARK: fallback-and-errors.mlir:[[#@LINE+20]]:3: remark: generic kernel on sm_89: the scales change every 8 along K; the instruction sums 32; for f16: the scales change every 8 along K; the instruction sums 16; for bf16: the scales change every 8 along K; the instruction sums 16
 
-// With kernel=auto, ops no tensor-core kernel takes (E6M1 moves into no FP8 or f16 type,
-// E5M2's infinities into no bf16 pattern) get the generic kernel (32 x 8 threads
-// per 32 x 32 tile, decoded chunks of A and B in workgroup memory); kernel=mma-sync refuses
-// them with the reason.
+// Every format reaches some tensor-core instruction (FP8, or the f16 or bf16 patterns of its
+// fields); scales that change every 8 along K fit no whole instruction. With kernel=auto
+// such an op gets the generic kernel (32 x 8 threads per 32 x 32 tile, decoded chunks of A
+// and B in workgroup memory, chunks of 8 along K: a divisor of the segment); kernel=mma-sync
+// refuses it with the reasons.
 
-// CHECK-LABEL: func.func @e6m1
-// CHECK-NOT:   llvm.call_intrinsic
-// CHECK:       gpu.launch blocks(%{{.*}}) in (%{{.*}} = %{{.*}}, %{{.*}} = %{{.*}}, %{{.*}} = %c1) threads(%{{.*}}) in (%{{.*}} = %c32, %{{.*}} = %c8, %{{.*}} = %c1)
-// CHECK-SAME:    workgroup(%[[TA:.*]] : memref<1024xf32, #gpu.address_space<workgroup>>, %{{.*}} : memref<1024xf32, #gpu.address_space<workgroup>>)
-// CHECK:         scf.for %{{.*}} step %c32 iter_args(
-// CHECK:           memref.store %{{.*}}, %[[TA]][%{{.*}}] : memref<1024xf32, #gpu.address_space<workgroup>>
-// CHECK:           gpu.barrier
-// CHECK:           scf.for %{{.*}} = %c0 to %c32 step %c1 iter_args(
-// CHECK:           gpu.barrier
-func.func @e6m1(%a: memref<8x64x!lowp.mf<e6m1>>, %sa: memref<1x1xf32>, %b: memref<8x64xf8E5M2>,
-                %sb: memref<1x1xf32>, %c: memref<8x8xf32>) {
-  // expected-error @+1 {{no mma.sync kernel for this op on sm_90a: f8e6m1 embeds in none of f8e4m3, f8e5m2; for f16: f8e6m1's fields do not move into f16's: its exponent field has 6 bits, f16's 5; for bf16: f8e5m2's fields do not move into bf16's: the move leaves its infinities finite}}
-  lowp.scaled_matmul %a[%sa], %b[%sb] into %c layouts(#lowp.per_tensor, #lowp.per_tensor)
-      : memref<8x64x!lowp.mf<e6m1>>[memref<1x1xf32>], memref<8x64xf8E5M2>[memref<1x1xf32>] -> memref<8x8xf32>
-  return
-}
-
-// -----
-
-// Scales that change every 8 along K: no whole instruction fits a segment. The generic
-// kernel decodes chunks of 8 (a divisor of the segment).
 // CHECK-LABEL: func.func @mx8
 // CHECK-NOT:   llvm.call_intrinsic
-// CHECK:       workgroup(%{{.*}} : memref<256xf32, #gpu.address_space<workgroup>>
+// CHECK:       gpu.launch blocks(%{{.*}}) in (%{{.*}} = %{{.*}}, %{{.*}} = %{{.*}}, %{{.*}} = %c1) threads(%{{.*}}) in (%{{.*}} = %c32, %{{.*}} = %c8, %{{.*}} = %c1)
+// CHECK-SAME:    workgroup(%[[TA:.*]] : memref<256xf32, #gpu.address_space<workgroup>>, %{{.*}} : memref<256xf32, #gpu.address_space<workgroup>>)
 // CHECK:         scf.for %{{.*}} step %c8 iter_args(
+// CHECK:           memref.store %{{.*}}, %[[TA]][%{{.*}}] : memref<256xf32, #gpu.address_space<workgroup>>
+// CHECK:           gpu.barrier
+// CHECK:           scf.for %{{.*}} = %c0 to %c8 step %c1 iter_args(
+// CHECK:           gpu.barrier
 func.func @mx8(%a: memref<8x64xf8E4M3FN>, %sa: memref<8x8xf8E8M0FNU>, %b: memref<8x64xf8E4M3FN>,
                %sb: memref<8x8xf8E8M0FNU>, %c: memref<8x8xf32>) {
   // expected-error @+1 {{no mma.sync kernel for this op on sm_90a: the scales change every 8 along K; the instruction sums 32; for f16: the scales change every 8 along K; the instruction sums 16; for bf16: the scales change every 8 along K; the instruction sums 16}}

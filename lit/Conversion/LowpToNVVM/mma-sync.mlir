@@ -190,3 +190,26 @@ func.func @bf16_e5m2fnuz(%a: memref<64x128xf8E5M2FNUZ>, %sa: memref<64x1xf32>,
         memref<64x128x!lowp.mf<e6m1>>[memref<64x1xf32>] -> memref<64x64xf32>
   return
 }
+
+// E5M2 beside E6M1: bf16's fields hold both, but the move leaves E5M2's exponent 31
+// finite (2^16 and up). The top-exponent rule sets bf16's exponent field there: the pair's
+// exponent fields (0x7C007C) plus their lowest bits (0x40004) carry into bit 7 / 23
+// (0x800080) exactly where all ones, and that bit times 255 is 0x7F80 in its half: E5M2's
+// infinities stay infinities, its NaN codes NaN (their mantissa moves along).
+// CHECK-LABEL: func.func @bf16_e5m2_infinities
+// CHECK:       scf.for %{{.*}} step %c16 iter_args(
+// CHECK:         %[[FIELDS:.*]] = arith.andi %{{.*}}, %c8126588_i32 : i32
+// CHECK:         %[[CARRY:.*]] = arith.addi %[[FIELDS]], %c262148_i32 : i32
+// CHECK:         %[[TOP:.*]] = arith.andi %[[CARRY]], %c8388736_i32 : i32
+// CHECK:         %[[EXP:.*]] = arith.muli %[[TOP]], %c255_i32 : i32
+// CHECK:         arith.ori %{{.*}}, %[[EXP]] : i32
+// CHECK-NOT:     arith.constant 32704 : i32
+// CHECK:       nvvm.mma.sync {{.*}}multiplicandAPtxType = #nvvm.mma_type<bf16>, multiplicandBPtxType = #nvvm.mma_type<bf16>
+func.func @bf16_e5m2_infinities(%a: memref<64x128x!lowp.mf<e6m1>>, %sa: memref<1x1xf32>,
+                                %b: memref<64x128xf8E5M2>, %sb: memref<1x1xf32>,
+                                %c: memref<64x64xf32>) {
+  lowp.scaled_matmul %a[%sa], %b[%sb] into %c layouts(#lowp.per_tensor, #lowp.per_tensor)
+      : memref<64x128x!lowp.mf<e6m1>>[memref<1x1xf32>],
+        memref<64x128xf8E5M2>[memref<1x1xf32>] -> memref<64x64xf32>
+  return
+}

@@ -106,3 +106,25 @@ func.func @bf16_mfma(%a: memref<64x64x!lowp.mf<e6m1>>, %sa: memref<64x1xf32>,
       : memref<64x64x!lowp.mf<e6m1>>[memref<64x1xf32>], memref<64x64xf8E5M2FNUZ>[memref<64x1xf32>] -> memref<64x64xf32>
   return
 }
+
+// -----
+
+// OCP E5M2 beside E5M2 FNUZ (MI300's bf8 and the OCP one): E5M2's infinities keep FNUZ's
+// FP8 MFMA away and FNUZ's finite exponent 31 f16's; bf16 patterns take both, E5M2's
+// exponent 31 set to bf16's top (its field 0x7C plus 0x4 carries into bit 7, times 255 is
+// 0x7F80) and FNUZ's NaN 0x80 to 0x7FC0.
+// GFX942-LABEL: func.func @bf16_mfma_ocp_e5m2
+// GFX942:         scf.for %{{.*}} step %c16{{.*}} iter_args(
+// GFX942-DAG:       arith.andi %{{.*}}, %c8126588_i32 : i32
+// GFX942-DAG:       arith.addi %{{.*}}, %c262148_i32 : i32
+// GFX942-DAG:       arith.muli %{{.*}}, %c255_i32 : i32
+// GFX942-DAG:       arith.constant 32704 : i32
+// GFX942-COUNT-4:   rocdl.mfma.f32.16x16x16bf16.1k
+// GFX950-LABEL: func.func @bf16_mfma_ocp_e5m2
+// GFX950-COUNT-4: rocdl.mfma.f32.16x16x16bf16.1k
+func.func @bf16_mfma_ocp_e5m2(%a: memref<64x64xf8E5M2>, %sa: memref<1x1xf32>,
+                              %b: memref<64x64xf8E5M2FNUZ>, %sb: memref<1x1xf32>, %c: memref<64x64xf32>) {
+  lowp.scaled_matmul %a[%sa], %b[%sb] into %c layouts(#lowp.per_tensor, #lowp.per_tensor)
+      : memref<64x64xf8E5M2>[memref<1x1xf32>], memref<64x64xf8E5M2FNUZ>[memref<1x1xf32>] -> memref<64x64xf32>
+  return
+}

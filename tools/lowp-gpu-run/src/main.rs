@@ -1,7 +1,7 @@
 //! `lowp-gpu-run`: run kernels compiled on another machine on an NVIDIA GPU.
 //!
 //! ```text
-//! lowp-gpu-run DIR... [--seed S[,S..]] [--check] [--bench N] [--dump OUT]
+//! lowp-gpu-run DIR... [--seed S[,S..]] [--specials] [--check] [--bench N] [--dump OUT]
 //! ```
 //! Each DIR is what `lowp-run --target cuda --save-kernel DIR` wrote: `kernel.ptx`,
 //! `launch.txt` (grid, block, parameters) and `problem.txt` (the scaled-matmul problem and
@@ -11,7 +11,9 @@
 //! `--bench`, and prints one line per kernel and result, as `lowp-run` does:
 //! `check: PASS max_abs_err=...` and `bench: median_ms=... gflops=...`. Several seeds run
 //! each kernel on each seed's inputs in one process (one check line each, ending in
-//! `seed=S`; timing and dumps on the first). With `--dump OUT`
+//! `seed=S`; timing and dumps on the first). `--specials` puts `lowp-run --specials`'s
+//! values into every seed's inputs (infinities and NaN codes in both operands, each
+//! format's largest magnitudes, a NaN block scale). With `--dump OUT`
 //! it also writes, per bundle, `OUT/<bundle name>/`: the inputs as the entry takes them
 //! (`a.bin`, `sa.bin`, .., the files `lowp-run --inputs` reads), `problem.txt`, the
 //! kernel's result (`out.bin`, f32) and the oracle's (`oracle.bin`, f64), all little-endian,
@@ -27,10 +29,13 @@ use lowp_formats::problem::{MatmulSpec, Role};
 use lowp_runtime::kernel::GpuKernel;
 use lowp_runtime::Gpu;
 
-const USAGE: &str = "usage: lowp-gpu-run DIR... [--seed S[,S..]] [--check] [--bench N] [--dump OUT]
+const USAGE: &str =
+    "usage: lowp-gpu-run DIR... [--seed S[,S..]] [--specials] [--check] [--bench N] [--dump OUT]
   DIR        a kernel bundle written by lowp-run --target cuda --save-kernel DIR
   --seed S   input seed (default 1, as lowp-run); a list runs each kernel on each seed's
              inputs (timing and --dump on the first)
+  --specials put inf / NaN codes, extreme values and a NaN block scale into each seed's
+             inputs (as lowp-run --specials)
   --check    compare each result with the lowp-formats f64 oracle
   --bench N  time N launches (CUDA events), print the median and GFLOP/s
   --dump OUT write each bundle's inputs, problem, result (out.bin, f32) and the oracle's
@@ -43,6 +48,7 @@ mod output;
 struct Args {
     dirs: Vec<PathBuf>,
     seeds: Vec<u64>,
+    specials: bool,
     check: bool,
     bench: Option<usize>,
     dump: Option<PathBuf>,
@@ -52,6 +58,7 @@ fn parse(raw: Vec<String>) -> Result<Args, String> {
     let mut a = Args {
         dirs: Vec::new(),
         seeds: vec![1],
+        specials: false,
         check: false,
         bench: None,
         dump: None,
@@ -67,7 +74,7 @@ fn parse(raw: Vec<String>) -> Result<Args, String> {
         if flag.starts_with('-') && !seen.insert(flag.clone()) {
             return Err(format!("{flag} is given twice"));
         }
-        if inline.is_some() && matches!(flag.as_str(), "--check" | "-h" | "--help") {
+        if inline.is_some() && matches!(flag.as_str(), "--check" | "--specials" | "-h" | "--help") {
             return Err(format!("{flag} takes no value ('{arg}')"));
         }
         let mut value = |flag: &str| {
@@ -89,6 +96,7 @@ fn parse(raw: Vec<String>) -> Result<Args, String> {
                     ))?;
             }
             "--check" => a.check = true,
+            "--specials" => a.specials = true,
             "--dump" => {
                 let dir = value("--dump")?;
                 if dir.is_empty() {
@@ -330,7 +338,10 @@ fn run(a: &Args) -> Result<bool, (String, u8)> {
         );
         for (i, &seed) in a.seeds.iter().enumerate() {
             let first = i == 0;
-            let inputs = spec.inputs(seed);
+            let mut inputs = spec.inputs(seed);
+            if a.specials {
+                inputs.inject_specials();
+            }
             let bench = a.bench.filter(|_| first);
             let r = lowp_runtime::matmul::run(&gpu, &kernel, &spec, &roles, &inputs, bench)
                 .map_err(|e| (format!("{}: {e}", dir.display()), 1))?;

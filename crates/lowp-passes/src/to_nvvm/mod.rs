@@ -36,9 +36,10 @@
 //!   formats no FP8 type holds but whose fields move into f16's (E3M4, E2M5, E4M3 FNUZ,
 //!   7-bit customs), `mma.sync.m16n8k16` on f16 patterns (`nvvm.mma.sync`), on every chip
 //!   (with a remark); for those f16's exponent field does not hold either (E5M2 FNUZ,
-//!   exponent fields of 6 or 7 bits, and mixes with them), the bf16 form on bf16 patterns.
-//! - `gpu_generic.rs`: every other format or layout (a 6- or 7-bit exponent beside E5M2's
-//!   infinities, scale blocks of 8; and the reason in a remark): 32 x 8
+//!   exponent fields of 6 or 7 bits, and mixes with them, OCP E5M2's infinities set to
+//!   bf16's top exponent), the bf16 form on bf16 patterns.
+//! - `gpu_generic.rs`: every other layout (scale blocks of 8; and the reason in a remark):
+//!   32 x 8
 //!   threads per 32 x 32 tile, chunks of A and B decoded once into shared memory.
 //!
 //! The FP8 kernels take E4M3 / E5M2 directly and FP4 / FP6 / custom formats that embed

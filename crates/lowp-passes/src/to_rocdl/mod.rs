@@ -11,7 +11,8 @@
 //!   chip's FP8 types (FNUZ on gfx942, OCP on gfx950) or embedded in them; block scales
 //!   per K segment on the accumulators, per-tensor / per-channel in the epilogue. OCP E4M3
 //!   on gfx942 is fed as E4M3 FNUZ with the same bits (half the value: FNUZ's bias is 8),
-//!   the result doubled: a remark says so. OCP E5M2 has infinities FNUZ lacks: generic.
+//!   the result doubled: a remark says so. OCP E5M2 has infinities FNUZ lacks: f16 or bf16
+//!   patterns (below).
 //!   Embedded codes are translated a register (four codes) at a time where the table
 //!   allows (`code_words`: FP4 by three `v_perm_b32` over the 16 images, FP6 by word
 //!   arithmetic), `llvm.amdgcn.perm` on the GPU, its semantics by shifts when emulated.
@@ -19,10 +20,10 @@
 //!   (E3M4, E2M5, OCP E5M2 on gfx942, 7-bit customs): `rocdl.mfma.f32.16x16x16f16` on the
 //!   codes' f16 patterns (`Operand::f16`), with a remark.
 //! - gfx942 and gfx950, formats whose fields only bf16's hold (6- and 7-bit exponents, E5M2
-//!   FNUZ on gfx950, and the formats beside them): `rocdl.mfma.f32.16x16x16bf16.1k` on the
-//!   codes' bf16 patterns (`Operand::bf16`), with a remark.
-//! - anything else (OCP E5M2's infinities beside a format only bf16 holds, scale blocks of
-//!   8): the generic decode kernel (`gpu_generic.rs`).
+//!   FNUZ on gfx950, and the formats beside them, OCP E5M2 with its infinities set to
+//!   bf16's top exponent): `rocdl.mfma.f32.16x16x16bf16.1k` on the codes' bf16 patterns
+//!   (`Operand::bf16`), with a remark.
+//! - anything else (scale blocks of 8): the generic decode kernel (`gpu_generic.rs`).
 //!
 //! Before:
 //! ```mlir
