@@ -181,13 +181,16 @@ for s in 8192x8192x8192 16x8192x8192; do
       --rhs f8e5m2fnuz --layout per_channel --kernel $kernel 2>/dev/null
   done
 done
-# ---- assembled only (no Blackwell there): sm_100a's tcgen05 kinds, for ptxas -arch=sm_100a.
+# ---- assembled only (no Blackwell there): sm_100a's tcgen05 kinds, for ptxas -arch=sm_100a
+# (the last two kind::f16, on f16 and bf16 patterns).
 sass=(
   "f8e4m3 --rhs f8e4m3 --layout per_tensor"
   "f8e4m3 --rhs f8e5m2 --layout mx"
   "f6e2m3 --rhs f4e2m1 --layout mx"
   "f4e2m1 --rhs f4e2m1 --layout mx --packed"
   "f4e2m1 --rhs f4e2m1 --layout nvfp4+global --packed"
+  "f8e3m4 --rhs f8e4m3 --layout per_channel"
+  "f8e6m1 --rhs f8e5m2 --layout per_channel"
 )
 i=0
 for f in "${sass[@]}"; do

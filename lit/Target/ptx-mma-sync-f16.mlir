@@ -3,10 +3,11 @@
 // RUN: FileCheck %s --check-prefix=LOADS < %t.ptx
 // RUN: FileCheck %s --check-prefix=REMARK < %t.remarks
 // RUN: lowp-translate %s --emit=ptx --chip=sm_89 --kernel=mma-sync | FileCheck %s --check-prefixes=CHECK,SM89
-// RUN: lowp-translate %s --emit=ptx --chip=sm_100a | FileCheck %s --check-prefixes=CHECK,SM100
+// RUN: lowp-translate %s --emit=ptx --chip=sm_100a --kernel=mma-sync | FileCheck %s --check-prefixes=CHECK,SM100
 
-// E3M4 (beside packed E2M1) embeds in no FP8 type: on every chip `auto` takes the f16
-// form of the mma.sync kernel instead of the generic one, and says so. Its inner K step:
+// E3M4 (beside packed E2M1) embeds in no FP8 type: on sm_89 and sm_90a `auto` takes the
+// f16 form of the mma.sync kernel instead of the generic one, and says so (sm_100a's is
+// tcgen05's kind::f16: ptx-tcgen05-kernel.mlir); every chip has the form. Its inner K step:
 // A's 8 registers as 2-byte loads, B's as bytes (two packed codes), the fields moved into
 // f16 patterns by integer operations, 8 mma.sync.m16n8k16 on f16 with f32 accumulators,
 // nothing in local memory. ptxas turns each into one HMMA.16816.F32

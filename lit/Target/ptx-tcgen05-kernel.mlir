@@ -39,6 +39,11 @@
 // CHECK-NOT:   tcgen05.st
 // CHECK-NOT:   block_scale
 // CHECK:       tcgen05.mma.cta_group::1.kind::f8f6f4
+// Formats no FP8 type holds (E3M4 beside E4M3): kind::f16 on their f16 patterns, with a
+// remark. ptxas -arch=sm_100a makes it one UTCHMMA (lit/Target/sass-tensor-cores.test).
+// CHECK:       .visible .entry f16_kind_kernel(
+// CHECK-NOT:   block_scale
+// CHECK:       tcgen05.mma.cta_group::1.kind::f16
 // SM90: error: lowp.scaled_matmul: no tcgen05 kernel for this op on sm_90a: sm_90a has no tcgen05 (sm_100a)
 func.func @mxfp8(%a: memref<128x256xf8E4M3FN>, %sa: memref<128x8xf8E8M0FNU>,
                  %b: memref<64x256xf8E5M2>, %sb: memref<64x8xf8E8M0FNU>, %c: memref<128x64xf32>) {
@@ -65,5 +70,12 @@ func.func @fp8_blockwise(%a: memref<128x256xf8E4M3FN>, %sa: memref<128x2xf32>,
                          %b: memref<64x256xf8E4M3FN>, %sb: memref<1x2xf32>, %c: memref<128x64xf32>) {
   lowp.scaled_matmul %a[%sa], %b[%sb] into %c layouts(#lowp.blockwise<1x128>, #lowp.blockwise<128x128>)
       : memref<128x256xf8E4M3FN>[memref<128x2xf32>], memref<64x256xf8E4M3FN>[memref<1x2xf32>] -> memref<128x64xf32>
+  return
+}
+
+func.func @f16_kind(%a: memref<128x128x!lowp.mf<e3m4>>, %sa: memref<128x1xf32>,
+                    %b: memref<64x128xf8E4M3FN>, %sb: memref<64x1xf32>, %c: memref<128x64xf32>) {
+  lowp.scaled_matmul %a[%sa], %b[%sb] into %c layouts(#lowp.per_channel, #lowp.per_channel)
+      : memref<128x128x!lowp.mf<e3m4>>[memref<128x1xf32>], memref<64x128xf8E4M3FN>[memref<64x1xf32>] -> memref<128x64xf32>
   return
 }

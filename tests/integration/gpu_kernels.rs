@@ -295,12 +295,13 @@ fn kernels_compile_for_every_format_and_layout() {
 }
 
 /// sm_100a: the tcgen05 kernel where the formats allow (one CTA of 128 threads per 128 x 64
-/// tile, D in tensor memory), the generic one elsewhere; parameters as the runner passes
-/// them, no local memory, PTX ISA 8.8.
+/// tile, D in tensor memory): the FP8 kinds, or `kind::f16` on the half patterns of the
+/// formats no FP8 type holds (the FNUZ ones), the generic one elsewhere; parameters as the
+/// runner passes them, no local memory, PTX ISA 8.8.
 #[test]
 fn blackwell_kernels_compile_for_every_format_and_layout() {
     let session = Session::new();
-    let (mut tc, mut tc_scaled) = (0, 0);
+    let (mut tc, mut tc_scaled, mut tc_half) = (0, 0, 0);
     for spec in specs() {
         let mut module = spec.build_module(session.context(), "mm");
         let kernel = session
@@ -340,6 +341,13 @@ fn blackwell_kernels_compile_for_every_format_and_layout() {
             mma_format(spec.lhs) && mma_format(spec.rhs),
             "{spec:?}"
         );
+        let half = kernel.ptx.contains("tcgen05.mma.cta_group::1.kind::f16");
+        assert!(!(half && uses), "{spec:?}");
+        if spec.lhs.is_fnuz() && spec.lhs_layout == ScaleLayout::PerTensor {
+            assert!(half, "{spec:?}: kind::f16 on half patterns");
+        }
+        tc_half += half as usize;
+        let uses = uses || half;
         // A block-scaled kind exactly for two MX operands with 32-blocks or two NVFP4 E2M1
         // ones, its scale factors stored into tensor memory.
         let mx32 = ScaleLayout::Mx { block: 32 };
@@ -383,6 +391,7 @@ fn blackwell_kernels_compile_for_every_format_and_layout() {
         );
     }
     assert!(tc >= 15, "{tc} tcgen05 kernels");
+    assert!(tc_half >= 2, "{tc_half} kind::f16 tcgen05 kernels");
     assert!(tc_scaled >= 5, "{tc_scaled} block-scaled tcgen05 kernels");
 }
 

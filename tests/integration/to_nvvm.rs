@@ -247,10 +247,9 @@ fn mma_sync_f16_form_matches_the_oracle() {
         run_and_check(&session, &problems, Some(&emulated(chip, "mma-sync")));
     }
     // `auto` takes it where no FP8 kernel, and no wgmma pipeline (K = 96 is not whole
-    // stages of 64), does.
-    for chip in ["sm_90a", "sm_100a"] {
-        assert!(lowered(&session, &problems[..1], chip, "auto").contains("nvvm.mma.sync"));
-    }
+    // stages of 64), does; on sm_100a tcgen05's kind::f16 does.
+    assert!(lowered(&session, &problems[..1], "sm_90a", "auto").contains("nvvm.mma.sync"));
+    assert!(lowered(&session, &problems[..1], "sm_100a", "auto").contains("tcgen05_mma_kind<f16>"));
 }
 
 /// The bf16 form of the mma.sync kernel (`mma.sync.m16n8k16.f32.bf16.bf16`), which takes the
@@ -321,11 +320,78 @@ fn mma_sync_bf16_form_matches_the_oracle() {
         assert!(!ir.contains("m16n8k32"), "{chip}");
         run_and_check(&session, &problems, Some(&emulated(chip, "mma-sync")));
     }
-    // `auto` takes it on every chip (no FP8 type, f16 pattern or wgmma route holds E5M2
-    // FNUZ).
-    for chip in ["sm_89", "sm_90a", "sm_100a"] {
+    // `auto` takes it on sm_89 and sm_90a (no FP8 type, f16 pattern or wgmma route holds
+    // E5M2 FNUZ; K = 96 is not whole stages); on sm_100a tcgen05's kind::f16 does.
+    for chip in ["sm_89", "sm_90a"] {
         let ir = lowered(&session, &problems[..1], chip, "auto");
         assert!(ir.contains("#nvvm.mma_type<bf16>"), "{chip}");
+    }
+    let ir = lowered(&session, &problems[..1], "sm_100a", "auto");
+    assert!(ir.contains("tcgen05_mma_kind<f16>"));
+}
+
+/// sm_100a's `kind::f16` (`tcgen05.mma.cta_group::1.kind::f16`, K 16) on the f16 or bf16
+/// patterns of the formats no FP8 type holds: E3M4, E2M5, E4M3 FNUZ (f16: type 0), E5M2
+/// FNUZ, E6M1, E7M0 and OCP E5M2 beside them (bf16: type 1), per tensor, per channel, MX,
+/// blockwise and 16-blocks on D's sums, ragged sizes, the edge codes of `f16_problems`; the
+/// emulation reads each MMA's 16-bit values through its descriptors.
+#[test]
+fn tcgen05_half_kind_matches_the_oracle() {
+    let session = Session::new();
+    let mut rng = SplitMix64::new(101);
+    let [e3m4, e2m5, _] = f16_only();
+    let (e6m1, e7m0) = (ScaledFormat::custom(6, 1), ScaledFormat::custom(7, 0));
+    let (e4, e5, e4fnuz, e5fnuz) = (
+        ScaledFormat::F8E4M3,
+        ScaledFormat::F8E5M2,
+        ScaledFormat::F8E4M3Fnuz,
+        ScaledFormat::F8E5M2Fnuz,
+    );
+    let (pt, pc, mx) = (
+        ScaleLayout::PerTensor,
+        ScaleLayout::PerChannel,
+        ScaleLayout::MX,
+    );
+    let f16_pairs = [
+        (e3m4, pc, false, e4, pc),
+        (e2m5, mx, false, e5, mx),
+        (
+            e4fnuz,
+            ScaleLayout::Blockwise { rows: 1, cols: 128 },
+            false,
+            e4fnuz,
+            pt,
+        ),
+        (
+            ScaledFormat::F4E2M1,
+            ScaleLayout::Mx { block: 16 },
+            true,
+            e3m4,
+            ScaleLayout::Mx { block: 16 },
+        ),
+    ];
+    let bf16_pairs = [
+        (e5fnuz, pt, false, e5fnuz, pc),
+        (e6m1, pc, false, e5, pt),
+        (e7m0, mx, false, e4, mx),
+        (e5, pc, false, e6m1, pc),
+    ];
+    let sizes = [(130, 70, 96), (33, 65, 250), (5, 3, 18)];
+    // The instruction descriptors: F32 D, N 64, M 128, and A / B types 0 (F16) or 1 (BF16).
+    for (pairs, half, idesc) in [
+        (&f16_pairs, "f16", 0x810_0010),
+        (&bf16_pairs, "bf16", 0x810_0490),
+    ] {
+        let problems = f16_problems(&mut rng, &sizes, pairs);
+        let ir = lowered(&session, &problems, "sm_100a", "tcgen05");
+        assert!(ir.contains("tcgen05_mma_kind<f16>"), "{half}");
+        assert!(
+            ir.contains(&format!("arith.constant {idesc} : i32")),
+            "{half}"
+        );
+        assert!(!ir.contains("tcgen05_mma_kind<f8f6f4>"), "{half}");
+        assert!(!ir.contains("nvvm.mma.sync"), "{half}");
+        run_and_check(&session, &problems, Some(&emulated("sm_100a", "tcgen05")));
     }
 }
 

@@ -115,3 +115,31 @@ func.func @nvfp4(%a: memref<128x128x!lowp.packed<f4E2M1FN>>, %sa: memref<128x16x
       : memref<128x128x!lowp.packed<f4E2M1FN>>[memref<128x16xf8E4M3FN>, memref<f32>], memref<64x128x!lowp.packed<f4E2M1FN>>[memref<64x16xf8E4M3FN>, memref<f32>] -> memref<128x64xf32>
   return
 }
+
+// Formats no FP8 type holds: kind::f16 on the half patterns of their fields, K 16 per MMA
+// (the same 32 bytes of each row, two patterns a word), a remark. E3M4 beside E4M3: f16
+// (types 0, the descriptor 0x8100010: F32 D, N 64, M 128); E6M1 beside E5M2: bf16 (types
+// 1: 0x8100490), E5M2's infinities set to bf16's top exponent on the way in.
+// CHECK-LABEL: func.func @f16_kind
+// CHECK:       scf.for %{{.*}} step %c16 iter_args(
+// CHECK:           nvvm.tcgen05.mma %{{.*}}, %{{.*}}, %{{.*}}, %c135266320_i32, %{{.*}} {ctaGroup = #nvvm.cta_group<cta_1>, kind = #nvvm.tcgen05_mma_kind<f16>} : (!llvm.ptr<6>, i64, i64, i32, i1)
+// EMU-LABEL: func.func @f16_kind
+// EMU-NOT:   nvvm.tcgen05
+// EMU:       return
+func.func @f16_kind(%a: memref<128x128x!lowp.mf<e3m4>>, %sa: memref<128x1xf32>,
+                    %b: memref<64x128xf8E4M3FN>, %sb: memref<64x1xf32>, %c: memref<128x64xf32>) {
+  lowp.scaled_matmul %a[%sa], %b[%sb] into %c layouts(#lowp.per_channel, #lowp.per_channel)
+      : memref<128x128x!lowp.mf<e3m4>>[memref<128x1xf32>], memref<64x128xf8E4M3FN>[memref<64x1xf32>] -> memref<128x64xf32>
+  return
+}
+
+// CHECK-LABEL: func.func @bf16_kind
+// CHECK:       arith.addi %{{.*}}, %c262148_i32 : i32
+// CHECK:       scf.for %{{.*}} step %c16 iter_args(
+// CHECK:           nvvm.tcgen05.mma %{{.*}}, %{{.*}}, %{{.*}}, %c135267472_i32, %{{.*}} {ctaGroup = #nvvm.cta_group<cta_1>, kind = #nvvm.tcgen05_mma_kind<f16>} : (!llvm.ptr<6>, i64, i64, i32, i1)
+func.func @bf16_kind(%a: memref<128x128x!lowp.mf<e6m1>>, %sa: memref<1x1xf32>,
+                     %b: memref<64x128xf8E5M2>, %sb: memref<1x1xf32>, %c: memref<128x64xf32>) {
+  lowp.scaled_matmul %a[%sa], %b[%sb] into %c layouts(#lowp.per_tensor, #lowp.per_tensor)
+      : memref<128x128x!lowp.mf<e6m1>>[memref<1x1xf32>], memref<64x128xf8E5M2>[memref<1x1xf32>] -> memref<128x64xf32>
+  return
+}

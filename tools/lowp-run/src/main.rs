@@ -68,7 +68,8 @@ const USAGE: &str =
   --chip C        NVIDIA chip the PTX targets with --target cuda (default sm_90a)
   --kernel K      with --target cuda: auto (FP8 tcgen05 on sm_100a, wgmma on sm_90a,
                   mma.sync on sm_89, where the formats allow, else their f16 patterns
-                  where their fields fit f16's (wgmma on sm_90a, else mma.sync), else
+                  where their fields fit f16's (tcgen05 kind::f16 on sm_100a, wgmma on
+                  sm_90a, else mma.sync), else
                   their bf16 patterns (the same kernels), else the generic decode kernel; the
                   default), tcgen05, wgmma, wgmma-skinny (the wgmma
                   pipeline's swap-AB block for small M), wgmma-specialized (its 128 x 128

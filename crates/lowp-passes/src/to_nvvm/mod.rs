@@ -10,7 +10,8 @@
 //!   `tcgen05.ld`; for two MX operands with 32-blocks `kind::mxf8f6f4.block_scale` (E2M1 x
 //!   E2M1: `kind::mxf4.block_scale`, K 64), for two NVFP4 ones
 //!   `kind::mxf4nvf4.block_scale.block16`, the scales stored into tensor memory and applied
-//!   by the MMA.
+//!   by the MMA; for the formats no FP8 type holds, `kind::f16` on the f16 or bf16 patterns
+//!   of their fields (K 16, the same tiles), with a remark.
 //! - `wgmma_pipeline/` (sm_90a, row-major operands with static rows of a multiple of 16
 //!   bytes): `wgmma.mma_async` m64n128k32, two warpgroups per 128 x 128 tile, a ring of 5
 //!   stages filled by `cp.async` (dynamic shared memory), FP8 tiles in the 128-byte swizzle
@@ -132,10 +133,11 @@ pub const PASS: PassDef = PassDef {
     description: "Lower lowp.scaled_matmul to an NVIDIA GPU kernel: FP8 tcgen05 (sm_100a), \
                   wgmma (sm_90a: a cp.async pipeline, or register-staged) or mma.sync \
                   m16n8k32 (sm_89+) for formats that are or embed in E4M3/E5M2; for \
-                  formats whose fields f16's hold, their f16 patterns into wgmma k16 \
-                  (sm_90a, unpacked, K whole 64-code stages) or mma.sync m16n8k16; for \
-                  those whose fields only bf16's hold (E5M2 FNUZ, 6-/7-bit exponents), \
-                  the same on bf16 patterns; else the tiled generic decode kernel",
+                  formats whose fields f16's hold, their f16 patterns into tcgen05 \
+                  kind::f16 (sm_100a), wgmma k16 (sm_90a, unpacked, K whole 64-code \
+                  stages) or mma.sync m16n8k16; for those whose fields only bf16's hold \
+                  (E5M2 FNUZ, 6-/7-bit exponents), the same on bf16 patterns; else the \
+                  tiled generic decode kernel",
     op_name: Some("func.func"),
     options: &[
         OptionDef {
@@ -407,7 +409,15 @@ fn run<'c, 'a>(func: OperationRef<'c, 'a>, options: &PassOptions) -> Result<(), 
                 }
                 wgmma_pipeline::lower(e, op, &plan, &i, &facts, tile, feed, fold, emulate)
             }
-            Ok((plan, Fp8::Tcgen05(i))) => tcgen05::lower(e, op, &plan, &i, emulate),
+            Ok((plan, Fp8::Tcgen05(i))) => {
+                if let (Some((half, why)), "auto") = (i.half_because(), kernel) {
+                    crate::matrix_kernel::remark(
+                        op,
+                        &format!("{half} tcgen05 kernel on {chip}: {why}"),
+                    );
+                }
+                tcgen05::lower(e, op, &plan, &i, emulate)
+            }
             Err(reason) if kernel != "auto" && kernel != "generic" => Err(unsupported(
                 op,
                 format!(

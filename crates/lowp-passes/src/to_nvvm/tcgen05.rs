@@ -35,6 +35,13 @@
 //! LLVM 22 emits `.block16` only for PTX ISA 8.8, hence `+ptx88` for sm_100a. The per-tensor
 //! globals multiply the result in the epilogue.
 //!
+//! Formats no FP8 type holds (`Plan::half`: E3M4, E2M5, the FNUZ formats, 6- and 7-bit
+//! exponents, and what is beside them): `kind::f16` with f16 or bf16 operands (types 0 /
+//! 1 in the descriptor's A and B fields), the half patterns of the codes' fields written
+//! into the same tiles (32 bytes of each row: 16 values), K 16 per MMA, scales on D's
+//! sums as for `kind::f8f6f4`, the patterns' powers of two undone with them. ptxas makes
+//! it a `UTCHMMA`.
+//!
 //! Instruction descriptor (PTX ISA, `.kind::f8f6f4`; block-scaled above): D type F32 (bits 4-5 = 1), A and B
 //! types (bits 7-9, 10-12: E4M3 0, E5M2 1), K-major A and B (bits 15, 16 = 0), N >> 3 (bits
 //! 17-22), M >> 4 (bits 24-28). Shared-memory descriptor: start address >> 4 (bits 0-13),
@@ -43,7 +50,7 @@
 //! (types and sizes from the instruction descriptor, code addresses from the shared-memory
 //! ones) into a buffer standing for tensor memory.
 
-use lowp_formats::{ScaleLayout, ScaledFormat};
+use lowp_formats::{Half, ScaleLayout, ScaledFormat};
 use melior::dialect::arith::CmpiPredicate;
 use melior::ir::operation::OperationBuilder;
 use melior::ir::{Attribute, Identifier, OperationRef, Type, Value};
@@ -74,6 +81,8 @@ pub(super) struct Tcgen05 {
     a: ScaledFormat,
     b: ScaledFormat,
     kind: Kind,
+    /// With `Kind::F16`: why no FP8 kind (and for bf16, no f16 pattern) takes the op.
+    why_half: Option<String>,
 }
 
 /// The MMA's kind.
@@ -90,11 +99,15 @@ enum Kind {
     /// `kind::mxf4nvf4.block_scale.block16`: packed E2M1 codes, K 64 per MMA, UE4M3
     /// 16-block scales (NVFP4; scale_vec 4X: a whole word per row and step).
     Mxf4nvf4,
+    /// `kind::f16` with f16 or bf16 operands: the half patterns of the codes' fields
+    /// (formats no FP8 type holds: `Plan::half`), K 16 per MMA (the same 32 bytes of each
+    /// row), scales on D's sums.
+    F16(Half),
 }
 
 impl Kind {
     fn scaled(self) -> bool {
-        self != Kind::F8f6f4
+        matches!(self, Kind::Mxf8f6f4 | Kind::Mxf4 | Kind::Mxf4nvf4)
     }
 
     /// E2M1 codes, packed in shared memory.
@@ -104,19 +117,20 @@ impl Kind {
 
     /// K per MMA.
     fn k(self) -> i64 {
-        if self.fp4() {
-            64
-        } else {
-            32
+        match self {
+            Kind::Mxf4 | Kind::Mxf4nvf4 => 64,
+            Kind::F16(_) => 16,
+            Kind::F8f6f4 | Kind::Mxf8f6f4 => 32,
         }
     }
 
-    /// K per scale (E8M0 32-blocks, UE4M3 16-blocks).
+    /// K per scale the MMA applies (E8M0 32-blocks, UE4M3 16-blocks); the whole MMA for
+    /// the kinds that apply none.
     fn block(self) -> i64 {
-        if self == Kind::Mxf4nvf4 {
-            16
-        } else {
-            32
+        match self {
+            Kind::Mxf4nvf4 => 16,
+            Kind::Mxf8f6f4 | Kind::Mxf4 => 32,
+            Kind::F8f6f4 | Kind::F16(_) => self.k(),
         }
     }
 
@@ -147,9 +161,27 @@ impl Kind {
 
 /// The plan and instruction for `op`, or why it needs another kernel: block-scaled when
 /// both operands are MX with 32-blocks (`mxf4` when both are E2M1, else `mxf8f6f4`), else
-/// scales on the accumulators.
+/// scales on the accumulators; `kind::f16` on the f16 (else bf16) patterns of the formats
+/// no FP8 type holds.
 pub(super) fn plan(op: OperationRef) -> Result<(Plan, Tcgen05), String> {
-    let (plan, a, b) = super::fp8_plan(op)?;
+    let (plan, a, b) = match super::fp8_plan(op) {
+        Ok(fp8) => fp8,
+        Err(fp8) => {
+            let (plan, half, why) = Plan::half(op, fp8)?;
+            let (a, b) = (plan.a.ty, plan.b.ty);
+            let kind = Kind::F16(half);
+            let why_half = Some(why);
+            return Ok((
+                plan,
+                Tcgen05 {
+                    a,
+                    b,
+                    kind,
+                    why_half,
+                },
+            ));
+        }
+    };
     let err = |e: PassError| e.to_string();
     let mx = ScaleLayout::Mx { block: 32 };
     let la = layout_attr_of(op, "lhs_layout").map_err(err)?;
@@ -162,7 +194,7 @@ pub(super) fn plan(op: OperationRef) -> Result<(Plan, Tcgen05), String> {
         let b_op = Operand::new(f4, pb, &[f4], &[0])?;
         let scaled = Plan::new(op, a_op, b_op, Kind::Mxf4nvf4.k(), true)?;
         let kind = Kind::Mxf4nvf4;
-        return Ok((scaled, Tcgen05 { a: f4, b: f4, kind }));
+        return Ok((scaled, Tcgen05::new(f4, f4, kind)));
     }
     if la == mx && lb == mx {
         if fa == f4 && fb == f4 {
@@ -170,14 +202,13 @@ pub(super) fn plan(op: OperationRef) -> Result<(Plan, Tcgen05), String> {
             let b_op = Operand::new(f4, pb, &[f4], &[0])?;
             let scaled = Plan::new(op, a_op, b_op, Kind::Mxf4.k(), true)?;
             let kind = Kind::Mxf4;
-            return Ok((scaled, Tcgen05 { a: f4, b: f4, kind }));
+            return Ok((scaled, Tcgen05::new(f4, f4, kind)));
         }
         let scaled = Plan::new(op, plan.a.clone(), plan.b.clone(), 32, true)?;
         let kind = Kind::Mxf8f6f4;
-        return Ok((scaled, Tcgen05 { a, b, kind }));
+        return Ok((scaled, Tcgen05::new(a, b, kind)));
     }
-    let kind = Kind::F8f6f4;
-    Ok((plan, Tcgen05 { a, b, kind }))
+    Ok((plan, Tcgen05::new(a, b, Kind::F8f6f4)))
 }
 
 /// Tensor-memory columns of the scale factors, after D's 64: A's words (4 columns, 8 with
@@ -187,18 +218,16 @@ const SFA_COL: i64 = BN;
 const SF_STRIDE: i64 = 16;
 
 impl Instr for Tcgen05 {
-    /// 32 bytes of each row per MMA either way: 32 FP8 codes, or 64 packed E2M1.
+    /// 32 bytes of each row per MMA every way: 32 FP8 codes, 64 packed E2M1, or 16 f16 /
+    /// bf16 values.
     fn shape(&self) -> Shape {
         let fp8 = smem_shape(BM, BN, ACC);
-        if self.kind.fp4() {
-            Shape {
-                k: 64,
-                a_bits: 4,
-                b_bits: 4,
-                ..fp8
-            }
-        } else {
-            fp8
+        let bits = (8 * 32 / self.kind.k()) as u32;
+        Shape {
+            k: self.kind.k(),
+            a_bits: bits,
+            b_bits: bits,
+            ..fp8
         }
     }
 
@@ -247,8 +276,26 @@ fn type_code(f: ScaledFormat) -> u32 {
 }
 
 impl Tcgen05 {
+    fn new(a: ScaledFormat, b: ScaledFormat, kind: Kind) -> Self {
+        Tcgen05 {
+            a,
+            b,
+            kind,
+            why_half: None,
+        }
+    }
+
+    /// The 16-bit float of `kind::f16` and why no FP8 kind takes the op, for its remark.
+    pub(super) fn half_because(&self) -> Option<(Half, &str)> {
+        match (self.kind, &self.why_half) {
+            (Kind::F16(half), Some(why)) => Some((half, why)),
+            _ => None,
+        }
+    }
+
     /// Row and first code of register `r`: the shared-memory word `copied_word` places (its
-    /// byte offset the same for both kinds), in codes (two per byte for packed E2M1).
+    /// byte offset the same for every kind), in codes (two per byte for packed E2M1, one
+    /// per two bytes for f16 / bf16).
     fn copied<'c, 'a>(
         &self,
         e: &Emitter<'c, 'a>,
@@ -256,21 +303,23 @@ impl Tcgen05 {
         r: usize,
     ) -> (Value<'c, 'a>, Value<'c, 'a>) {
         let (row, byte) = copied_word(e, lane, r);
-        if self.kind.fp4() {
-            (row, e.muli(byte, e.index(2)))
-        } else {
-            (row, byte)
+        match self.kind {
+            Kind::Mxf4 | Kind::Mxf4nvf4 => (row, e.muli(byte, e.index(2))),
+            Kind::F16(_) => (row, e.divui(byte, e.index(2))),
+            Kind::F8f6f4 | Kind::Mxf8f6f4 => (row, byte),
         }
     }
 
     /// The 32-bit instruction descriptor; block-scaled, without the scale-factor ids
     /// (`with_ids`).
     fn idesc(&self) -> u32 {
-        // kind::mxf4 codes E2M1 as 1 in its 3-bit A and 2-bit B type fields.
-        let (ta, tb) = if self.kind.fp4() {
-            (1, 1)
-        } else {
-            (type_code(self.a), type_code(self.b))
+        // kind::mxf4 codes E2M1 as 1 in its 3-bit A and 2-bit B type fields; kind::f16
+        // F16 as 0, BF16 as 1.
+        let (ta, tb) = match self.kind {
+            Kind::Mxf4 | Kind::Mxf4nvf4 => (1, 1),
+            Kind::F16(Half::F16) => (0, 0),
+            Kind::F16(Half::Bf16) => (1, 1),
+            Kind::F8f6f4 | Kind::Mxf8f6f4 => (type_code(self.a), type_code(self.b)),
         };
         let common =
             (ta << 7) | (tb << 10) | (((BN >> 3) as u32) << 17) | (((BM >> 4) as u32) << 24);
@@ -584,12 +633,16 @@ pub(super) fn lower<'c, 'a>(
                             &instr.kind.attributes(),
                         );
                     } else {
+                        let kind = match instr.kind {
+                            Kind::F16(_) => "#nvvm.tcgen05_mma_kind<f16>",
+                            _ => "#nvvm.tcgen05_mma_kind<f8f6f4>",
+                        };
                         nvvm(
                             e,
                             "nvvm.tcgen05.mma",
                             &[d_ptr, da, db, idesc, accumulate],
                             &[
-                                ("kind", "#nvvm.tcgen05_mma_kind<f8f6f4>"),
+                                ("kind", kind),
                                 ("ctaGroup", "#nvvm.cta_group<cta_1>"),
                                 ("operandSegmentSizes", "array<i32: 1, 1, 1, 1, 1, 0, 0>"),
                             ],
@@ -750,7 +803,8 @@ fn emulated_block<'c, 'a>(
 /// the instruction descriptor, D[row][col] = (D if `accumulate`) + sum over K of
 /// A[row][k] * B[col][k], each code read where the operand's shared-memory descriptor puts
 /// its byte (start + 8-row group * stride offset + 16-byte K chunk * leading offset +
-/// (row % 8) * 16 + byte % 16; `mxf4`: byte k / 2, the low nibble first). Block-scaled
+/// (row % 8) * 16 + byte % 16; `mxf4`: byte k / 2, the low nibble first; `f16`: the two
+/// bytes from 2k, F16 or BF16 by the type field). Block-scaled
 /// (`scales`, the scale-factor columns): each 32-block's sum times the E8M0 scales of the
 /// row and the column, for block q of the MMA byte `scale A id + q` (idesc bits 29-30) of
 /// the A word at lane `row`, column `a + row / 32`, byte `scale B id + q` (bits 4-5) of the
@@ -795,6 +849,7 @@ fn emulated_mma<'c, 'a>(
         .map(|&d| [field(d, 0), field(d, 16), field(d, 32)])
         .collect();
     let fp4 = kind.fp4();
+    let half = matches!(kind, Kind::F16(_));
     // Bit 23: UE8M0 scales, else UE4M3.
     let ue8m0 = e.cmpi(CmpiPredicate::Ne, bits(23, 1), zero);
     let value = |e: &Emitter<'c, 'a>,
@@ -804,7 +859,13 @@ fn emulated_mma<'c, 'a>(
                  ty: Value<'c, 'a>| {
         let [start, lbo, sbo] = decoded[which];
         let (c8, c16) = (e.index(8), e.index(16));
-        let byte = if fp4 { e.divui(k, e.index(2)) } else { k };
+        let byte = if fp4 {
+            e.divui(k, e.index(2))
+        } else if half {
+            e.muli(k, e.index(2))
+        } else {
+            k
+        };
         let addr = e.addi(
             e.addi(start, e.muli(e.divui(rc, c8), sbo)),
             e.addi(
@@ -814,6 +875,12 @@ fn emulated_mma<'c, 'a>(
         );
         let word = e.load(smem[which], &[e.divui(addr, e.index(4))]);
         let shift = e.index_castui(e.muli(e.remui(addr, e.index(4)), c8), i32t);
+        if half {
+            // kind::f16: F16 (type 0) or BF16 (1) values at their two bytes.
+            let bits = e.andi(e.shrui(word, shift), e.i32(0xFFFF));
+            let bf16 = e.cmpi(CmpiPredicate::Eq, ty, e.index(1));
+            return e.select(bf16, codes::bf16_value(e, bits), codes::f16_value(e, bits));
+        }
         let code = e.andi(e.shrui(word, shift), e.i32(0xFF));
         if fp4 {
             let nibble = e.index_castui(e.muli(e.remui(k, e.index(2)), e.index(4)), i32t);
