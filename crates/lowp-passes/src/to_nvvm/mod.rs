@@ -399,13 +399,11 @@ fn run<'c, 'a>(func: OperationRef<'c, 'a>, options: &PassOptions) -> Result<(), 
             }
             Ok((plan, Fp8::Wgmma(i))) => wgmma::lower(e, op, &plan, &i, emulate),
             Ok((plan, Fp8::WgmmaPipeline(i, tile, feed))) => {
-                if let (Some(_), "auto", Err(fp8)) = (plan.a.f16, kernel, fp8_plan(op)) {
-                    if let Ok((_, half, why)) = Plan::half(op, fp8) {
-                        crate::matrix_kernel::remark(
-                            op,
-                            &format!("{half} wgmma kernel on {chip}: {why}"),
-                        );
-                    }
+                if let (Some(why), "auto") = (&i.why_half, kernel) {
+                    crate::matrix_kernel::remark(
+                        op,
+                        &format!("{} wgmma kernel on {chip}: {why}", i.half),
+                    );
                 }
                 wgmma_pipeline::lower(e, op, &plan, &i, &facts, tile, feed, fold, emulate)
             }

@@ -70,6 +70,9 @@ pub(super) struct Wgmma {
     /// The 16-bit float of the tiles where `f16`: f16, or bf16 (the patterns of formats
     /// whose fields only bf16's hold).
     pub(super) half: Half,
+    /// On the half patterns of formats no FP8 type holds: why no FP8 instruction (and for
+    /// bf16, no f16 pattern) takes the op, for the remark `auto` gives.
+    pub(super) why_half: Option<String>,
 }
 
 impl Wgmma {
@@ -109,6 +112,7 @@ pub(super) fn plan(op: OperationRef) -> Result<(Plan, Wgmma), String> {
             swapped: false,
             f16: false,
             half: Half::F16,
+            why_half: None,
         },
     ))
 }

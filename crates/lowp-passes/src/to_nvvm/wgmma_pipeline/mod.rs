@@ -519,7 +519,7 @@ fn fields_plan(op: OperationRef, fp8: String) -> Result<(Plan, Wgmma), String> {
     if pa || pb {
         return Err(format!("{fp8}; for f16: packed codes take the FP8 route"));
     }
-    let (mut plan, half, _) = Plan::half(op, fp8)?;
+    let (mut plan, half, why) = Plan::half(op, fp8)?;
     // Sums added as they are where no scale changes along K; else promoted per segment.
     (plan.in_codes, plan.f16) = (plan.seg.is_none(), true);
     let instr = Wgmma {
@@ -529,6 +529,7 @@ fn fields_plan(op: OperationRef, fp8: String) -> Result<(Plan, Wgmma), String> {
         swapped: false,
         f16: true,
         half,
+        why_half: Some(why),
     };
     Ok((plan, instr))
 }
