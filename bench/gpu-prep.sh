@@ -48,6 +48,7 @@ checks=(
   "--m 40 --n 72 --k 256 --lhs f8e7m0 --rhs f8e4m3 --layout mx"
   "--m 200 --n 136 --k 512 --lhs f8e5m2 --rhs f8e6m1 --layout per_channel --bias"
   "--m 40 --n 72 --k 256 --lhs f8e7m0 --rhs f8e5m2 --layout mx"
+  "--m 130 --n 72 --k 256 --lhs f4e2m1 --rhs f8e4m3 --layout mx/8 --packed --bias"
 )
 i=0
 for c in "${checks[@]}"; do

@@ -106,6 +106,19 @@ fn fp8_kernels_tiles_and_ragged_edges() {
                 ScaledFormat::F4E2M1,
                 ScaleLayout::NVFP4_GLOBAL,
             ),
+            // Blocks of 8 and 4: one a step, the rest of the instruction's K zero.
+            (
+                ScaledFormat::F4E2M1,
+                ScaleLayout::Mx { block: 8 },
+                ScaledFormat::F8E4M3,
+                ScaleLayout::Mx { block: 8 },
+            ),
+            (
+                ScaledFormat::F8E5M2,
+                ScaleLayout::Blockwise { rows: 1, cols: 4 },
+                ScaledFormat::F6E2M3,
+                ScaleLayout::PerChannel,
+            ),
         ] {
             let packed = fa.bit_width() == 4 && k % 2 == 0;
             problems.push((
@@ -230,6 +243,14 @@ fn mma_sync_f16_form_matches_the_oracle() {
         (f4, ScaleLayout::MX, true, e3m4, ScaleLayout::MX),
         (e3m4, mx16, false, f4, mx16),
         (fnuz, blockwise, false, e3m3, blockwise),
+        // Blocks of 8: one a k16 step, its other 8 codes zero.
+        (
+            e3m4,
+            ScaleLayout::Mx { block: 8 },
+            false,
+            e4,
+            ScaleLayout::Mx { block: 8 },
+        ),
     ];
     let sizes = [
         (130, 70, 96),
@@ -1614,7 +1635,10 @@ fn mma_sync_takes_exactly_the_embeddable_ops() {
     let layouts = [
         (ScaleLayout::MX, true),
         (ScaleLayout::PerTensor, true),
-        (ScaleLayout::Mx { block: 8 }, false),
+        // Blocks of 8: one a step, the rest of the instruction's K zero; of 24: no
+        // instruction's K divides them or is divided by them.
+        (ScaleLayout::Mx { block: 8 }, true),
+        (ScaleLayout::Mx { block: 24 }, false),
     ];
     let mut seen = (0, 0);
     for &f in &formats {

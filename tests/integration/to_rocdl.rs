@@ -130,6 +130,22 @@ fn mfma_tiles_and_ragged_edges() {
             ScaledFormat::F8E4M3,
             ScaleLayout::PerTensor,
         ),
+        // Scales every 8 along K: one block an instruction, the rest of its K zero (FP8 on
+        // gfx942, f16 patterns on gfx950).
+        (
+            "gfx942",
+            "mfma",
+            ScaledFormat::F4E2M1,
+            ScaledFormat::F8E4M3,
+            ScaleLayout::Mx { block: 8 },
+        ),
+        (
+            "gfx950",
+            "mfma",
+            ScaledFormat::custom(3, 4),
+            ScaledFormat::F8E5M2,
+            ScaleLayout::Mx { block: 8 },
+        ),
         // OCP E5M2 (infinities and NaN written into both operands below) beside E5M2 FNUZ:
         // the bf16 MFMA, E5M2's top exponent set to bf16's.
         (
@@ -215,13 +231,17 @@ fn instruction_choice_and_remarks() {
         diags.contains("remark: bf16 MFMA kernel on gfx942: f8e5m2 embeds in none of f8e4m3fnuz, f8e5m2fnuz; for f16: f8e5m2fnuz's fields do not move into f16's"),
         "{diags}"
     );
-    // Scales every 8 along K: no MFMA sums within a block.
+    // Scales every 8 along K: one block an instruction, the rest of its K zero; every 24:
+    // no MFMA's K divides them or is divided by them.
     let mx8 = ScaleLayout::Mx { block: 8 };
-    let (r, _) = try_kernel("gfx942", "mfma", F8E5M2, mx8, F8E5M2, mx8);
+    let (r, _) = try_kernel("gfx942", "mfma", F4E2M1, mx8, F8E4M3, mx8);
+    assert!(r.is_ok(), "{r:?}");
+    let mx24 = ScaleLayout::Mx { block: 24 };
+    let (r, _) = try_kernel("gfx942", "mfma", F8E5M2, mx24, F8E5M2, mx24);
     let e = r.unwrap_err();
     assert!(
         e.contains("f8e5m2 embeds in none of f8e4m3fnuz, f8e5m2fnuz")
-            && e.contains("for bf16: the scales change every 8 along K"),
+            && e.contains("for bf16: the scales change every 24 along K"),
         "{e}"
     );
     let (r, diags) = try_kernel("gfx942", "mfma", F8E4M3, pt, F8E4M3Fnuz, pt);

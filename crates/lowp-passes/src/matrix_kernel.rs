@@ -367,7 +367,10 @@ impl Plan {
         } else {
             match seg {
                 None => (instr_k, PROMOTE.max(instr_k)),
-                Some(16) if instr_k <= 32 => (16, 16),
+                // Blocks shorter than the instruction's K: one block a step, the registers
+                // past it zero on both sides (`Kernel::fragments`; a register's codes are
+                // 4-aligned runs of K, so blocks of a multiple of 4 never split one).
+                Some(s) if s < instr_k && instr_k % s == 0 && s % 4 == 0 => (s, s),
                 Some(s) if s % instr_k == 0 => (instr_k, s),
                 Some(s) => {
                     return Err(format!(

@@ -15,8 +15,8 @@ func.func @ocp_e4m3(%a: memref<16x64xf8E4M3FN>, %sa: memref<1x1xf32>, %b: memref
 // OCP E5M2 has infinities FNUZ lacks: no FP8 MFMA; E5M2 FNUZ's finite exponent 31 has no
 // f16 pattern; bf16's patterns hold both (E5M2's infinities through the top-exponent rule):
 // the bf16 MFMA takes the op, so kernel=mfma compiles it without a word
-// (lowp-to-rocdl.mlir checks the instructions). With E8M0 scales every 8 along K no MFMA
-// fits: refused with the reasons.
+// (lowp-to-rocdl.mlir checks the instructions). With E8M0 scales every 24 along K no MFMA
+// fits (its K neither divides 24 nor is divided by it): refused with the reasons.
 func.func @ocp_e5m2(%a: memref<16x64xf8E5M2>, %sa: memref<1x1xf32>, %b: memref<16x64xf8E5M2FNUZ>,
                     %sb: memref<1x1xf32>, %c: memref<16x16xf32>) {
   lowp.scaled_matmul %a[%sa], %b[%sb] into %c layouts(#lowp.per_tensor, #lowp.per_tensor)
@@ -26,11 +26,11 @@ func.func @ocp_e5m2(%a: memref<16x64xf8E5M2>, %sa: memref<1x1xf32>, %b: memref<1
 
 // -----
 
-func.func @ocp_e5m2_mx8(%a: memref<16x64xf8E5M2>, %sa: memref<16x8xf8E8M0FNU>, %b: memref<16x64xf8E5M2>,
-                        %sb: memref<16x8xf8E8M0FNU>, %c: memref<16x16xf32>) {
-  // expected-error @+1 {{no mfma kernel for this op on gfx942: f8e5m2 embeds in none of f8e4m3fnuz, f8e5m2fnuz; for f16: the scales change every 8 along K; the instruction sums 16; for bf16: the scales change every 8 along K; the instruction sums 16}}
-  lowp.scaled_matmul %a[%sa], %b[%sb] into %c layouts(#lowp.mx<8>, #lowp.mx<8>)
-      : memref<16x64xf8E5M2>[memref<16x8xf8E8M0FNU>], memref<16x64xf8E5M2>[memref<16x8xf8E8M0FNU>] -> memref<16x16xf32>
+func.func @ocp_e5m2_mx24(%a: memref<16x64xf8E5M2>, %sa: memref<16x3xf8E8M0FNU>, %b: memref<16x64xf8E5M2>,
+                        %sb: memref<16x3xf8E8M0FNU>, %c: memref<16x16xf32>) {
+  // expected-error @+1 {{no mfma kernel for this op on gfx942: f8e5m2 embeds in none of f8e4m3fnuz, f8e5m2fnuz; for f16: the scales change every 24 along K; the instruction sums 16; for bf16: the scales change every 24 along K; the instruction sums 16}}
+  lowp.scaled_matmul %a[%sa], %b[%sb] into %c layouts(#lowp.mx<24>, #lowp.mx<24>)
+      : memref<16x64xf8E5M2>[memref<16x3xf8E8M0FNU>], memref<16x64xf8E5M2>[memref<16x3xf8E8M0FNU>] -> memref<16x16xf32>
   return
 }
 

@@ -39,8 +39,9 @@
 //!   (with a remark); for those f16's exponent field does not hold either (E5M2 FNUZ,
 //!   exponent fields of 6 or 7 bits, and mixes with them, OCP E5M2's infinities set to
 //!   bf16's top exponent), the bf16 form on bf16 patterns.
-//! - `gpu_generic.rs`: every other layout (scale blocks of 8; and the reason in a remark):
-//!   32 x 8
+//! - `gpu_generic.rs`: every other layout (scale blocks no instruction's K fits: neither a
+//!   multiple of it nor a divisor in multiples of 4, 24 say; the register-staged kernels
+//!   take shorter divisors, 8 or 4, one block a step; and the reason in a remark): 32 x 8
 //!   threads per 32 x 32 tile, chunks of A and B decoded once into shared memory.
 //!
 //! The FP8 kernels take E4M3 / E5M2 directly and FP4 / FP6 / custom formats that embed

@@ -23,7 +23,9 @@
 //!   FNUZ on gfx950, and the formats beside them, OCP E5M2 with its infinities set to
 //!   bf16's top exponent): `rocdl.mfma.f32.16x16x16bf16.1k` on the codes' bf16 patterns
 //!   (`Operand::bf16`), with a remark.
-//! - anything else (scale blocks of 8): the generic decode kernel (`gpu_generic.rs`).
+//! - anything else (scale blocks no MFMA's K fits, 24 say; shorter divisors of it, 8 or 4,
+//!   go one block an instruction, the rest of its K zero): the generic decode kernel
+//!   (`gpu_generic.rs`).
 //!
 //! Before:
 //! ```mlir

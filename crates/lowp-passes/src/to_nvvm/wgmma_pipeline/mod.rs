@@ -337,6 +337,16 @@ pub(super) fn plan(
     // FP8 where the formats are or embed in E4M3 / E5M2, else the f16 patterns of their
     // fields (`fields_plan`).
     let (mut plan, mut instr) = wgmma::plan(op).or_else(|fp8| fields_plan(op, fp8))?;
+    // Blocks shorter than an instruction's K other than NVFP4's 16 (split tiles, below):
+    // the register-staged kernels zero the rest of each step; the pipeline's stages do not.
+    if plan.step < instr.k() && plan.step != 16 {
+        return Err(format!(
+            "the scales change every {} along K; the pipeline's instructions sum {} (the \
+             register-staged kernels take one block a step)",
+            plan.step,
+            instr.k()
+        ));
+    }
     // Scales that change every 16 codes: an instruction per 16-block, on the halves of a
     // translated operand's tiles (`split_operand`).
     if plan.step == 16 && !plan.f16 && split_operand(&plan).is_none() {
