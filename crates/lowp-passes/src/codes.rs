@@ -127,7 +127,6 @@ pub fn f16_pattern_pair<'c, 'a>(
         [both((1 << (eb + mb)) - 1), both(1 << (eb + mb))],
         [10 - mb, 15 - eb - mb],
     );
-    let pattern = top_halves(e, fields, pair, pattern, 0x7C00);
     nan_halves(e, fields, pair, pattern, 0x7E00)
 }
 
@@ -174,29 +173,30 @@ pub fn bf16_pattern_pair<'c, 'a>(
         e.bitcast(value, e.int_type(32))
     });
     let pattern = e.ori(e.andi(high, e.i32(0xFFFF_0000)), e.shrui(low, e.i32(16)));
-    let pattern = top_halves(e, fields, pair, pattern, 0x7F80);
+    let pattern = top_halves(e, fields, pair, pattern);
     nan_halves(e, fields, pair, pattern, 0x7FC0)
 }
 
-/// `pattern` with its exponent field (`top`, the half's bits that hold it) set in each half
-/// whose code in `pair` the fields' `inf` rule names: the format's infinities and NaN. The
-/// rule's mask is the code's exponent field, all ones at those codes, so adding its lowest
-/// bit carries into the bit above exactly there, and that bit times `top / bit` is `top`
-/// (four integer operations for both halves, no compare).
+/// The bf16 `pattern` with its exponent field (`TOP`) set in each half whose code in `pair`
+/// the fields' `inf` rule names: the format's infinities and NaN (f16's move reaches its
+/// top exponent itself: `f16_fields` has no rule). The rule's mask is the code's exponent
+/// field, all ones at those codes, so adding its lowest bit carries into the bit above
+/// exactly there, and that bit times `TOP / bit` is `TOP` (four integer operations for
+/// both halves, no compare).
 fn top_halves<'c, 'a>(
     e: &Emitter<'c, 'a>,
     fields: HalfFields,
     pair: Value<'c, '_>,
     pattern: Value<'c, 'a>,
-    top: u32,
 ) -> Value<'c, 'a> {
+    const TOP: u32 = 0x7F80;
     let Some((mask, value)) = fields.inf else {
         return pattern;
     };
     let (mask, low) = (u32::from(mask), u32::from(mask & mask.wrapping_neg()));
     let carry = mask + low;
     assert!(
-        mask == u32::from(value) && (mask + low) & mask == 0 && top.is_multiple_of(carry),
+        mask == u32::from(value) && carry & mask == 0 && TOP.is_multiple_of(carry),
         "an inf rule is an exponent field at all ones"
     );
     let both = |v: u32| v | v << 16;
@@ -204,7 +204,7 @@ fn top_halves<'c, 'a>(
         e.addi(e.andi(pair, e.i32(both(mask))), e.i32(both(low))),
         e.i32(both(carry)),
     );
-    e.ori(pattern, e.muli(at_top, e.i32(top / carry)))
+    e.ori(pattern, e.muli(at_top, e.i32(TOP / carry)))
 }
 
 /// `pattern` with the `nan` half pattern in each half whose code in `pair` the fields' NaN

@@ -104,7 +104,7 @@ mod wgmma_pipeline;
 use melior::dialect::DialectHandle;
 use melior::ir::OperationRef;
 
-use lowp_formats::ScaledFormat;
+use lowp_formats::{Half, ScaledFormat};
 
 use crate::chip::Chip;
 use crate::code_words::Permute;
@@ -381,14 +381,15 @@ fn run<'c, 'a>(func: OperationRef<'c, 'a>, options: &PassOptions) -> Result<(), 
                 ),
             ));
         }
+        // Where `auto` took a kernel on half patterns: which, and why no FP8 one.
+        let half_remark = |name: &str, because: Option<(Half, &str)>| {
+            if let (Some((half, why)), "auto") = (because, kernel) {
+                crate::matrix_kernel::remark(op, &format!("{half} {name} kernel on {chip}: {why}"));
+            }
+        };
         match lowered {
             Ok((plan, Fp8::MmaSync(i))) => {
-                if let (Some((half, why)), "auto") = (i.half_because(), kernel) {
-                    crate::matrix_kernel::remark(
-                        op,
-                        &format!("{half} mma.sync kernel on {chip}: {why}"),
-                    );
-                }
+                half_remark("mma.sync", i.half_because());
                 crate::matrix_kernel::lower(
                     e,
                     op,
@@ -400,21 +401,11 @@ fn run<'c, 'a>(func: OperationRef<'c, 'a>, options: &PassOptions) -> Result<(), 
             }
             Ok((plan, Fp8::Wgmma(i))) => wgmma::lower(e, op, &plan, &i, emulate),
             Ok((plan, Fp8::WgmmaPipeline(i, tile, feed))) => {
-                if let (Some(why), "auto") = (&i.why_half, kernel) {
-                    crate::matrix_kernel::remark(
-                        op,
-                        &format!("{} wgmma kernel on {chip}: {why}", i.half),
-                    );
-                }
+                half_remark("wgmma", i.half_because());
                 wgmma_pipeline::lower(e, op, &plan, &i, &facts, tile, feed, fold, emulate)
             }
             Ok((plan, Fp8::Tcgen05(i))) => {
-                if let (Some((half, why)), "auto") = (i.half_because(), kernel) {
-                    crate::matrix_kernel::remark(
-                        op,
-                        &format!("{half} tcgen05 kernel on {chip}: {why}"),
-                    );
-                }
+                half_remark("tcgen05", i.half_because());
                 tcgen05::lower(e, op, &plan, &i, emulate)
             }
             Err(reason) if kernel != "auto" && kernel != "generic" => Err(unsupported(

@@ -81,6 +81,12 @@ impl Wgmma {
         (self.n / 2) as usize
     }
 
+    /// The 16-bit float of the tiles and why no FP8 instruction takes the op, where the
+    /// half patterns of formats no FP8 type holds do.
+    pub(super) fn half_because(&self) -> Option<(Half, &str)> {
+        self.why_half.as_deref().map(|why| (self.half, why))
+    }
+
     /// K per instruction: 32 bytes of each tile row, 32 FP8 codes or 16 f16 values.
     pub(super) fn k(&self) -> i64 {
         if self.f16 {
