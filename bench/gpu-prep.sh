@@ -49,6 +49,8 @@ checks=(
   "--m 200 --n 136 --k 512 --lhs f8e5m2 --rhs f8e6m1 --layout per_channel --bias"
   "--m 40 --n 72 --k 256 --lhs f8e7m0 --rhs f8e5m2 --layout mx"
   "--m 130 --n 72 --k 256 --lhs f4e2m1 --rhs f8e4m3 --layout mx/8 --packed --bias"
+  "--m 130 --n 72 --k 250 --lhs f8e3m4 --rhs f8e4m3 --layout mx --bias"
+  "--m 40 --n 136 --k 200 --lhs f8e6m1 --rhs f8e5m2 --layout per_channel"
 )
 i=0
 for c in "${checks[@]}"; do

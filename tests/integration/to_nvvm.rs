@@ -267,9 +267,12 @@ fn mma_sync_f16_form_matches_the_oracle() {
         assert!(!ir.contains("m16n8k32"), "{chip}");
         run_and_check(&session, &problems, Some(&emulated(chip, "mma-sync")));
     }
-    // `auto` takes it where no FP8 kernel, and no wgmma pipeline (K = 96 is not whole
-    // stages of 64), does; on sm_100a tcgen05's kind::f16 does.
-    assert!(lowered(&session, &problems[..1], "sm_90a", "auto").contains("nvvm.mma.sync"));
+    // `auto` takes it on sm_89; on sm_90a, where no wgmma pipeline does (K = 96 is not
+    // whole stages of 64), the register-staged wgmma's k16 on f16; on sm_100a tcgen05's
+    // kind::f16.
+    assert!(lowered(&session, &problems[..1], "sm_89", "auto").contains("nvvm.mma.sync"));
+    let ir = lowered(&session, &problems[..1], "sm_90a", "auto");
+    assert!(ir.contains("A[<f16>, <one>, <row>]") && !ir.contains("nvvm.mma.sync"));
     assert!(lowered(&session, &problems[..1], "sm_100a", "auto").contains("tcgen05_mma_kind<f16>"));
 }
 
@@ -341,12 +344,13 @@ fn mma_sync_bf16_form_matches_the_oracle() {
         assert!(!ir.contains("m16n8k32"), "{chip}");
         run_and_check(&session, &problems, Some(&emulated(chip, "mma-sync")));
     }
-    // `auto` takes it on sm_89 and sm_90a (no FP8 type, f16 pattern or wgmma route holds
-    // E5M2 FNUZ; K = 96 is not whole stages); on sm_100a tcgen05's kind::f16 does.
-    for chip in ["sm_89", "sm_90a"] {
-        let ir = lowered(&session, &problems[..1], chip, "auto");
-        assert!(ir.contains("#nvvm.mma_type<bf16>"), "{chip}");
-    }
+    // `auto` takes it on sm_89 (no FP8 type or f16 pattern holds E5M2 FNUZ); on sm_90a the
+    // register-staged wgmma's k16 on bf16 (K = 96 is not whole pipeline stages:
+    // `wgmma_register_kernel_takes_half_patterns`), on sm_100a tcgen05's kind::f16.
+    let ir = lowered(&session, &problems[..1], "sm_89", "auto");
+    assert!(ir.contains("#nvvm.mma_type<bf16>"));
+    let ir = lowered(&session, &problems[..1], "sm_90a", "auto");
+    assert!(ir.contains("A[<bf16>, <one>, <row>]") && !ir.contains("nvvm.mma.sync"));
     let ir = lowered(&session, &problems[..1], "sm_100a", "auto");
     assert!(ir.contains("tcgen05_mma_kind<f16>"));
 }
@@ -413,6 +417,63 @@ fn tcgen05_half_kind_matches_the_oracle() {
         assert!(!ir.contains("tcgen05_mma_kind<f8f6f4>"), "{half}");
         assert!(!ir.contains("nvvm.mma.sync"), "{half}");
         run_and_check(&session, &problems, Some(&emulated("sm_100a", "tcgen05")));
+    }
+}
+
+/// The register-staged wgmma kernel on the half patterns of formats no FP8 type holds, for
+/// the ops the pipeline refuses (rows not a multiple of 16 bytes, scale blocks of 8):
+/// `m64n128k16.f32.f16.f16` / `.bf16.bf16` on the FP8 instruction's tiles, two patterns a
+/// word, scales on the partial sums; `auto` takes it on sm_90a (it took mma.sync).
+#[test]
+fn wgmma_register_kernel_takes_half_patterns() {
+    let session = Session::new();
+    let mut rng = SplitMix64::new(103);
+    let [e3m4, e2m5, _] = f16_only();
+    let (e6m1, e7m0) = (ScaledFormat::custom(6, 1), ScaledFormat::custom(7, 0));
+    let (e4, e5, e4fnuz, e5fnuz) = (
+        ScaledFormat::F8E4M3,
+        ScaledFormat::F8E5M2,
+        ScaledFormat::F8E4M3Fnuz,
+        ScaledFormat::F8E5M2Fnuz,
+    );
+    let (pt, pc, mx, mx8) = (
+        ScaleLayout::PerTensor,
+        ScaleLayout::PerChannel,
+        ScaleLayout::MX,
+        ScaleLayout::Mx { block: 8 },
+    );
+    let f16_pairs = [
+        (e3m4, pc, false, e4, pc),
+        (e2m5, mx, false, e5, mx),
+        (
+            e4fnuz,
+            ScaleLayout::Blockwise { rows: 1, cols: 128 },
+            false,
+            e4fnuz,
+            pt,
+        ),
+        (e3m4, mx8, false, e4, mx8),
+    ];
+    let bf16_pairs = [
+        (e5fnuz, pt, false, e5fnuz, pc),
+        (e6m1, pc, false, e5, pt),
+        (e7m0, mx, false, e4, mx),
+        (e6m1, mx8, false, e5, mx8),
+    ];
+    // K of 250 and 40: rows the pipeline's 16-byte copies do not take.
+    let sizes = [(130, 140, 250), (33, 65, 40), (5, 3, 18)];
+    for (pairs, half) in [(&f16_pairs, "f16"), (&bf16_pairs, "bf16")] {
+        let problems = f16_problems(&mut rng, &sizes, pairs);
+        let ir = lowered(&session, &problems, "sm_90a", "auto");
+        let instr = format!("<m = 64, n = 128, k = 16>, D[<f32>, <one>], A[<{half}>, <one>, <row>], B[<{half}>, <one>, <col>]");
+        assert!(ir.contains(&instr), "{half}");
+        assert!(!ir.contains("k = 32>"), "{half}: no FP8 instruction");
+        assert!(
+            !ir.contains("gpu.dynamic_shared_memory"),
+            "{half}: not the pipeline"
+        );
+        assert!(!ir.contains("nvvm.mma.sync"), "{half}");
+        run_and_check(&session, &problems, Some(&emulated("sm_90a", "wgmma")));
     }
 }
 

@@ -1,4 +1,5 @@
-// RUN: lowp-opt %s --pass-pipeline='builtin.module(func.func(lowp-to-nvvm{chip=sm_90a},cse))' | FileCheck %s
+// RUN: lowp-opt %s --pass-pipeline='builtin.module(func.func(lowp-to-nvvm{chip=sm_90a},cse))' 2>%t.remarks | FileCheck %s
+// RUN: FileCheck %s --check-prefix=REMARK < %t.remarks
 // RUN: lowp-opt %s --pass-pipeline='builtin.module(func.func(lowp-to-nvvm{chip=sm_90a emulate=true},cse))' | FileCheck %s --check-prefix=EMU
 // RUN: not lowp-opt %s --pass-pipeline='builtin.module(func.func(lowp-to-nvvm{chip=sm_100a kernel=wgmma}))' 2>&1 | FileCheck %s --check-prefix=SM100
 
@@ -46,6 +47,34 @@ func.func @mxfp8(%a: memref<128x200xf8E4M3FN>, %sa: memref<128x7xf8E8M0FNU>,
                  %b: memref<64x200xf8E5M2>, %sb: memref<64x7xf8E8M0FNU>, %c: memref<128x64xf32>) {
   lowp.scaled_matmul %a[%sa], %b[%sb] into %c layouts(#lowp.mx<32>, #lowp.mx<32>)
       : memref<128x200xf8E4M3FN>[memref<128x7xf8E8M0FNU>], memref<64x200xf8E5M2>[memref<64x7xf8E8M0FNU>] -> memref<128x64xf32>
+  return
+}
+
+// E6M1 embeds in no FP8 type and its fields only bf16's hold; rows of 200 bytes keep it
+// off the pipeline's bf16 route (wgmma-pipeline-f16-patterns.mlir). The same kernel
+// writes the bf16 patterns of both operands' codes into the same tiles, two a word (OCP
+// E5M2's top exponent set to bf16's by the carry trick: and 0x7C007C, add 0x40004), and
+// steps K by 16 with m64n128k16 on bf16; the remark says why no FP8 instruction.
+// CHECK-LABEL: func.func @bf16_e6m1
+// CHECK:       gpu.launch {{.*}} threads({{.*}}) in (%{{.*}} = %c128, %{{.*}} = %c1, %{{.*}} = %c1)
+// CHECK-SAME:    workgroup(%[[SA:.*]] : memref<512xi32, #gpu.address_space<workgroup>>, %[[SB:.*]] : memref<1024xi32, #gpu.address_space<workgroup>>)
+// CHECK:         arith.andi %{{.*}}, %c8126588_i32 : i32
+// CHECK-NEXT:    arith.constant 262148 : i32
+// CHECK:         %{{.*}}:140 = scf.for %{{.*}} = %c0 to %{{.*}} step %c16 iter_args(
+// CHECK-NEXT:      gpu.barrier
+// CHECK-COUNT-4:   memref.store %{{.*}}, %[[SA]][%{{.*}}] : memref<512xi32, #gpu.address_space<workgroup>>
+// CHECK-COUNT-8:   memref.store %{{.*}}, %[[SB]][%{{.*}}] : memref<1024xi32, #gpu.address_space<workgroup>>
+// CHECK-NEXT:      nvvm.fence.proxy {kind = #nvvm.proxy_kind<async.shared>, space = #nvvm.shared_space<cta>}
+// CHECK-NEXT:      gpu.barrier
+// CHECK:           nvvm.wgmma.mma_async %{{.*}}, %{{.*}}, %{{.*}}, <m = 64, n = 128, k = 16>, D[<f32>, <one>], A[<bf16>, <one>, <row>], B[<bf16>, <one>, <col>]
+// CHECK-NOT:       k = 32
+// CHECK:           "wgmma.wait_group.sync.aligned 0;"
+// CHECK:         gpu.terminator
+// REMARK: wgmma.mlir:[[#@LINE+3]]:3: remark: bf16 wgmma kernel on sm_90a: f8e6m1 embeds in none of f8e4m3, f8e5m2; for f16: f8e6m1's fields do not move into f16's: its exponent field has 6 bits, f16's 5
+func.func @bf16_e6m1(%a: memref<128x200x!lowp.mf<e6m1>>, %sa: memref<128x1xf32>,
+                     %b: memref<64x200xf8E5M2>, %sb: memref<64x1xf32>, %c: memref<128x64xf32>) {
+  lowp.scaled_matmul %a[%sa], %b[%sb] into %c layouts(#lowp.per_channel, #lowp.per_channel)
+      : memref<128x200x!lowp.mf<e6m1>>[memref<128x1xf32>], memref<64x200xf8E5M2>[memref<64x1xf32>] -> memref<128x64xf32>
   return
 }
 

@@ -28,10 +28,12 @@
 //!   per channel, promoted per block with the block's scales (MX, blockwise) otherwise;
 //!   formats whose fields only bf16's hold (E5M2 FNUZ, 6- and 7-bit exponents) on bf16
 //!   patterns and `k16.f32.bf16.bf16` alike.
-//! - `wgmma.rs` (sm_90a, the other FP8-embeddable ops: dynamic K, rows that are not whole
-//!   16 bytes, NVFP4 16-blocks where no operand is translated or the split tiles leave
-//!   too few stages): the same instruction, one warpgroup per 64 x 128 tile, A and B
-//!   copied through registers, the next step's codes loaded while each wgmma runs.
+//! - `wgmma.rs` (sm_90a, the other ops: dynamic K, rows that are not whole 16 bytes,
+//!   NVFP4 16-blocks where no operand is translated or the split tiles leave too few
+//!   stages, scale blocks of 8 or 4): the same instruction, one warpgroup per 64 x 128
+//!   tile, A and B copied through registers, the next step's codes loaded while each wgmma
+//!   runs; k16 on the f16 or bf16 patterns of the formats no FP8 type holds (with the
+//!   remark).
 //! - `mma_sync.rs` (sm_89 and later; on the register kernel of `matrix_kernel.rs`):
 //!   `mma.sync.m16n8k32` through `llvm.call_intrinsic`, 4 warps per 64 x 64 tile; for the
 //!   formats no FP8 type holds but whose fields move into f16's (E3M4, E2M5, E4M3 FNUZ,
@@ -135,10 +137,10 @@ pub const PASS: PassDef = PassDef {
                   wgmma (sm_90a: a cp.async pipeline, or register-staged) or mma.sync \
                   m16n8k32 (sm_89+) for formats that are or embed in E4M3/E5M2; for \
                   formats whose fields f16's hold, their f16 patterns into tcgen05 \
-                  kind::f16 (sm_100a), wgmma k16 (sm_90a, unpacked, K whole 64-code \
-                  stages) or mma.sync m16n8k16; for those whose fields only bf16's hold \
-                  (E5M2 FNUZ, 6-/7-bit exponents), the same on bf16 patterns; else the \
-                  tiled generic decode kernel",
+                  kind::f16 (sm_100a), wgmma k16 (sm_90a: the pipeline, or \
+                  register-staged) or mma.sync m16n8k16; for those whose fields only \
+                  bf16's hold (E5M2 FNUZ, 6-/7-bit exponents), the same on bf16 patterns; \
+                  else the tiled generic decode kernel",
     op_name: Some("func.func"),
     options: &[
         OptionDef {
@@ -313,7 +315,7 @@ fn run<'c, 'a>(func: OperationRef<'c, 'a>, options: &PassOptions) -> Result<(), 
         let wgmma = || {
             pipeline(wgmma_pipeline::Blocks::ByShape, Feed::Barrier).or_else(|why| {
                 if sm == 90 {
-                    wgmma::plan(op).map(|(plan, i)| (plan, Fp8::Wgmma(i)))
+                    wgmma::register_plan(op).map(|(plan, i)| (plan, Fp8::Wgmma(i)))
                 } else {
                     Err(why)
                 }
@@ -399,7 +401,10 @@ fn run<'c, 'a>(func: OperationRef<'c, 'a>, options: &PassOptions) -> Result<(), 
                     Some(Permute::nvidia(emulate)),
                 )
             }
-            Ok((plan, Fp8::Wgmma(i))) => wgmma::lower(e, op, &plan, &i, emulate),
+            Ok((plan, Fp8::Wgmma(i))) => {
+                half_remark("wgmma", i.half_because());
+                wgmma::lower(e, op, &plan, &i, emulate)
+            }
             Ok((plan, Fp8::WgmmaPipeline(i, tile, feed))) => {
                 half_remark("wgmma", i.half_because());
                 wgmma_pipeline::lower(e, op, &plan, &i, &facts, tile, feed, fold, emulate)

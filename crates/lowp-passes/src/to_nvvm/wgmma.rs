@@ -14,7 +14,15 @@
 //! One shared-memory stage and register prefetch: the kernel of the ops the cp.async
 //! pipeline (`wgmma_pipeline/`, which shares this instruction) cannot take: a dynamic K,
 //! rows that are not a multiple of 16 bytes or not row-major, NVFP4's 16-blocks where no
-//! operand is translated or the pipeline's split tiles leave fewer than 3 stages.
+//! operand is translated or the pipeline's split tiles leave fewer than 3 stages, scale
+//! blocks shorter than the instruction's K.
+//!
+//! Formats no FP8 type holds (`Plan::half`: E3M4, E2M5, the FNUZ formats, 6- and 7-bit
+//! exponents, and what is beside them) take `m64n128k16.f32.f16.f16` (or `.bf16.bf16`) on
+//! the same tiles: each thread writes the f16 / bf16 patterns of its codes' fields, two a
+//! word, so 32 bytes of each row hold 16 values and the layout, descriptors and copies are
+//! the FP8 instruction's; the scales (and the patterns' powers of two) go on the partial
+//! sums as for FP8.
 //!
 //! Shared-memory layout: K-major without swizzle, core matrices of 8 rows x 16 bytes, the
 //! one of (8-row group g, K half h) at byte `(2g + h) * 128`: a matrix descriptor with
@@ -76,6 +84,25 @@ pub(super) struct Wgmma {
 }
 
 impl Wgmma {
+    /// The 64 x 128 instruction on `a` and `b`: FP8, or on the half patterns `half` names
+    /// (with why no FP8 instruction takes the op).
+    fn new(a: ScaledFormat, b: ScaledFormat, half: Option<(Half, String)>) -> Self {
+        let f16 = half.is_some();
+        let (half, why_half) = match half {
+            Some((half, why)) => (half, Some(why)),
+            None => (Half::F16, None),
+        };
+        Wgmma {
+            a,
+            b,
+            n: BN,
+            swapped: false,
+            f16,
+            half,
+            why_half,
+        }
+    }
+
     /// f32 accumulators per thread.
     pub(super) fn accumulators(&self) -> usize {
         (self.n / 2) as usize
@@ -96,6 +123,22 @@ impl Wgmma {
         }
     }
 
+    /// Row and first code of register `r`: the word `copied_word` places, in codes (one
+    /// per two bytes for f16 / bf16 values).
+    fn copied<'c, 'a>(
+        &self,
+        e: &Emitter<'c, 'a>,
+        lane: Value<'c, 'a>,
+        r: usize,
+    ) -> (Value<'c, 'a>, Value<'c, 'a>) {
+        let (row, byte) = copied_word(e, lane, r);
+        if self.f16 {
+            (row, e.divui(byte, e.index(2)))
+        } else {
+            (row, byte)
+        }
+    }
+
     /// The instruction's operand types, its A first.
     fn types(&self) -> (ScaledFormat, ScaledFormat) {
         if self.swapped {
@@ -106,21 +149,21 @@ impl Wgmma {
     }
 }
 
-/// The plan and instruction (`m64n128k32`, A as A) for `op`, or why it needs another kernel.
+/// The FP8 plan and instruction (`m64n128k32`, A as A) for `op`, or why it needs another
+/// kernel (the pipeline's first choice).
 pub(super) fn plan(op: OperationRef) -> Result<(Plan, Wgmma), String> {
     let (plan, a, b) = super::fp8_plan(op)?;
-    Ok((
-        plan,
-        Wgmma {
-            a,
-            b,
-            n: BN,
-            swapped: false,
-            f16: false,
-            half: Half::F16,
-            why_half: None,
-        },
-    ))
+    Ok((plan, Wgmma::new(a, b, None)))
+}
+
+/// The register-staged kernel's plan and instruction: FP8 (`plan`), else `m64n128k16` on
+/// the f16 (else bf16) patterns of the formats no FP8 type holds (`Plan::half`).
+pub(super) fn register_plan(op: OperationRef) -> Result<(Plan, Wgmma), String> {
+    plan(op).or_else(|fp8| {
+        let (plan, half, why) = Plan::half(op, fp8)?;
+        let instr = Wgmma::new(plan.a.ty, plan.b.ty, Some((half, why)));
+        Ok((plan, instr))
+    })
 }
 
 /// Word `r` a thread copies: word `tid + 128 r` of a tile, row-major, 8 words per row.
@@ -154,11 +197,19 @@ pub(super) fn smem_shape(m: i64, n: i64, acc: usize) -> Shape {
 }
 
 impl Instr for Wgmma {
+    /// 32 bytes of each tile row per instruction: 32 FP8 codes, or 16 f16 / bf16 values.
     fn shape(&self) -> Shape {
-        if self.swapped {
-            smem_shape(self.n, BM, self.accumulators())
+        let (m, n) = if self.swapped {
+            (self.n, BM)
         } else {
-            smem_shape(BM, self.n, self.accumulators())
+            (BM, self.n)
+        };
+        let bits = (8 * 32 / self.k()) as u32;
+        Shape {
+            k: self.k(),
+            a_bits: bits,
+            b_bits: bits,
+            ..smem_shape(m, n, self.accumulators())
         }
     }
 
@@ -168,7 +219,7 @@ impl Instr for Wgmma {
         lane: Value<'c, 'a>,
         r: usize,
     ) -> (Value<'c, 'a>, Value<'c, 'a>) {
-        copied_word(e, lane, r)
+        self.copied(e, lane, r)
     }
 
     fn b_reg<'c, 'a>(
@@ -177,7 +228,7 @@ impl Instr for Wgmma {
         lane: Value<'c, 'a>,
         r: usize,
     ) -> (Value<'c, 'a>, Value<'c, 'a>) {
-        copied_word(e, lane, r)
+        self.copied(e, lane, r)
     }
 
     fn acc<'c, 'a>(
