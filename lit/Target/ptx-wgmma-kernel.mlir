@@ -5,15 +5,17 @@
 // RUN: lowp-translate %s --emit=ptx --chip=sm_100a | FileCheck %s --check-prefix=SM100
 
 // lowp IR to sm_90a PTX: the default kernel there is the wgmma one, here register-staged
-// (rows of 200 bytes are not a multiple of 16; the cp.async pipeline: ptx-wgmma-pipeline.mlir). Both tiles in shared
-// memory, one m64n128k32 per K step between the fences, the next step's loads between its
-// commit and wait (LLVM rotates the loop, so the order is not checked here: see
+// (rows of 200 bytes are not a multiple of 16; the cp.async pipeline:
+// ptx-wgmma-pipeline.mlir). Both tiles in shared memory (and the decoded MX scales of the
+// step, 64 + 128 f32), one m64n128k32 per K step between the fences, the next step's loads
+// between its commit and wait (LLVM rotates the loop, so the order is not checked here: see
 // lit/Conversion/LowpToNVVM/wgmma.mlir), no local memory.
 // CHECK:       .target sm_90a
 // CHECK:       .visible .entry mxfp8_kernel(
 // CHECK-NOT:   .local
 // CHECK-DAG:   .shared .align 4 .b8 {{.*}}[2048];
 // CHECK-DAG:   .shared .align 4 .b8 {{.*}}[4096];
+// CHECK-DAG:   .shared .align 4 .b8 {{.*}}[768];
 // CHECK-DAG:   bar.sync
 // CHECK-DAG:   st.shared.b32
 // CHECK-DAG:   fence.proxy.async.shared::cta;
@@ -37,11 +39,12 @@ func.func @mxfp8(%a: memref<128x200xf8E4M3FN>, %sa: memref<128x7xf8E8M0FNU>,
 // f16 route: ptx-wgmma-pipeline-f16.mlir): the register-staged kernel writes the f16
 // patterns of its codes' fields (E4M3 widened the same way) into the same tiles, two a
 // word, and issues m64n128k16 on f16, with a remark.
-// REMARK:    ptx-wgmma-kernel.mlir:[[#@LINE+11]]:3: remark: f16 wgmma kernel on sm_90a: f8e3m4 embeds in none of f8e4m3, f8e5m2
+// REMARK:    ptx-wgmma-kernel.mlir:[[#@LINE+12]]:3: remark: f16 wgmma kernel on sm_90a: f8e3m4 embeds in none of f8e4m3, f8e5m2
 // HALF:      .visible .entry e3m4_kernel(
 // HALF-NOT:  .local
 // HALF-DAG:  .shared .align 4 .b8 {{.*}}[2048];
 // HALF-DAG:  .shared .align 4 .b8 {{.*}}[4096];
+// HALF-DAG:  .shared .align 4 .b8 {{.*}}[768];
 // HALF-DAG:  wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16
 // HALF-NOT:  .local
 // HALF-NOT:  k32

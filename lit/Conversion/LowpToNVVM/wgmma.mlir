@@ -8,29 +8,39 @@
 // warpgroup per 64 x 128 tile of C in a gpu.launch with the A and
 // B tiles in workgroup memory (K-major, no swizzle: 64 x 32 and 128 x 32 codes as i32
 // words). One loop over K carries the accumulators, the partial sums of the segment and the
-// next step's 12 words per thread: barrier, the words into shared memory, fence.proxy.async
-// (the wgmma reads through the async proxy), barrier, wgmma.fence, m64n128k32, commit, the
-// next step's loads while it runs, wait, then at a segment's end the partial sums scaled
-// into the accumulators. Numerics: tests/integration/to_nvvm.rs (emulate=true, against the
-// oracle).
+// next step's 12 words and 2 scale codes per thread: barrier, the words into shared
+// memory and the scales decoded into a third buffer (A's 64 rows, B's 128 columns, f32),
+// fence.proxy.async (the wgmma reads through the async proxy), barrier, wgmma.fence,
+// m64n128k32, commit, the next step's loads while it runs, wait, then at a segment's end
+// the partial sums scaled into the accumulators by the 34 scales of the thread's rows and
+// columns, read from that buffer. Numerics: tests/integration/to_nvvm.rs (emulate=true,
+// against the oracle; the emulation stages the scales the same way).
 // CHECK-LABEL: func.func @mxfp8
 // CHECK:       gpu.launch blocks(%{{.*}}) in (%{{.*}} = %{{.*}}, %{{.*}} = %{{.*}}, %{{.*}} = %c1) threads(%[[TX:.*]], %{{.*}}, %{{.*}}) in (%{{.*}} = %c128, %{{.*}} = %c1, %{{.*}} = %c1)
-// CHECK-SAME:    workgroup(%[[SA:.*]] : memref<512xi32, #gpu.address_space<workgroup>>, %[[SB:.*]] : memref<1024xi32, #gpu.address_space<workgroup>>)
+// CHECK-SAME:    workgroup(%[[SA:.*]] : memref<512xi32, #gpu.address_space<workgroup>>, %[[SB:.*]] : memref<1024xi32, #gpu.address_space<workgroup>>, %[[SS:.*]] : memref<192xf32, #gpu.address_space<workgroup>>)
 // CHECK:         memref.extract_aligned_pointer_as_index %[[SA]]
 // CHECK:         vector.load %{{.*}} {alignment = 4 : i64} : memref<128x200xi8>, vector<4xi8>
-// CHECK:         %{{.*}}:140 = scf.for %[[K:.*]] = %c0 to %{{.*}} step %c32 iter_args(
+// CHECK:         memref.load %{{.*}} : memref<128x7xi8>
+// CHECK:         memref.load %{{.*}} : memref<64x7xi8>
+// CHECK:         %{{.*}}:142 = scf.for %[[K:.*]] = %c0 to %{{.*}} step %c32 iter_args(
 // CHECK-NEXT:      gpu.barrier
 // CHECK-COUNT-4:   memref.store %{{.*}}, %[[SA]][%{{.*}}] : memref<512xi32, #gpu.address_space<workgroup>>
 // CHECK-COUNT-8:   memref.store %{{.*}}, %[[SB]][%{{.*}}] : memref<1024xi32, #gpu.address_space<workgroup>>
+// CHECK:           memref.store %{{.*}}, %[[SS]][%{{.*}}] : memref<192xf32, #gpu.address_space<workgroup>>
+// CHECK:           memref.store %{{.*}}, %[[SS]][%{{.*}}] : memref<192xf32, #gpu.address_space<workgroup>>
 // CHECK-NEXT:      nvvm.fence.proxy {kind = #nvvm.proxy_kind<async.shared>, space = #nvvm.shared_space<cta>}
 // CHECK-NEXT:      gpu.barrier
 // CHECK-NEXT:      nvvm.wgmma.fence.aligned
 // CHECK:           nvvm.wgmma.mma_async %{{.*}}, %{{.*}}, %{{.*}}, <m = 64, n = 128, k = 32>, D[<f32>, <one>], A[<e4m3>, <one>, <row>], B[<e5m2>, <one>, <col>]
 // CHECK-NEXT:      nvvm.wgmma.commit.group.sync.aligned
 // CHECK:           vector.load %{{.*}} {alignment = 4 : i64} : memref<128x200xi8>, vector<4xi8>
+// CHECK:           memref.load %{{.*}} : memref<128x7xi8>
+// CHECK:           memref.load %{{.*}} : memref<64x7xi8>
 // CHECK:           "wgmma.wait_group.sync.aligned 0;"
 // CHECK:           scf.if %{{.*}} -> (f32, f32,
-// CHECK:             memref.load %{{.*}} : memref<128x7xi8>
+// CHECK-NOT:         memref<128x7xi8>
+// CHECK-COUNT-34:    memref.load %[[SS]][%{{.*}}] : memref<192xf32, #gpu.address_space<workgroup>>
+// CHECK-NOT:         memref<64x7xi8>
 // CHECK:         vector.store %{{.*}}, %arg4[%{{.*}}, %{{.*}}] {alignment = 8 : i64} : memref<128x64xf32>, vector<2xf32>
 // CHECK:         } else {
 // CHECK:         memref.store %{{.*}}, %arg4[%{{.*}}, %{{.*}}] : memref<128x64xf32>
@@ -42,6 +52,7 @@
 // EMU:       scf.parallel
 // EMU:         memref.alloca() {alignment = 64 : i64} : memref<512xi32>
 // EMU:         memref.alloca() {alignment = 64 : i64} : memref<1024xi32>
+// EMU:         memref.alloca() {alignment = 64 : i64} : memref<192xf32>
 // EMU:         memref.alloca() {alignment = 64 : i64} : memref<8192xf32>
 func.func @mxfp8(%a: memref<128x200xf8E4M3FN>, %sa: memref<128x7xf8E8M0FNU>,
                  %b: memref<64x200xf8E5M2>, %sb: memref<64x7xf8E8M0FNU>, %c: memref<128x64xf32>) {

@@ -17,6 +17,14 @@
 //! operand is translated or the pipeline's split tiles leave fewer than 3 stages, scale
 //! blocks shorter than the instruction's K.
 //!
+//! Block scales along K (MX, NVFP4, blockwise) are staged: with each step's words every
+//! thread loads its two scales a step ahead (B's column `tid`, A's row `tid % 64`),
+//! decodes them once and stores them into a third shared buffer (64 + 128 f32) beside the
+//! tiles, so a promotion reads its 34 values from shared memory (18 loads: the column
+//! pairs as one) instead of loading and decoding them from global memory per segment
+//! (whose 32 column addresses LLVM kept live through the loop: 255 registers and 250-odd
+//! bytes of spills).
+//!
 //! Formats no FP8 type holds (`Plan::half`: E3M4, E2M5, the FNUZ formats, 6- and 7-bit
 //! exponents, and what is beside them) take `m64n128k16.f32.f16.f16` (or `.bf16.bf16`) on
 //! the same tiles: each thread writes the f16 / bf16 patterns of its codes' fields, two a
@@ -43,7 +51,7 @@ use melior::ir::{Attribute, Identifier, OperationRef, Type, Value, ValueLike};
 use crate::code_words::Permute;
 use crate::codes;
 use crate::ir::Emitter;
-use crate::matrix_kernel::{Instr, Kernel, Lane, Plan, Shape};
+use crate::matrix_kernel::{Instr, Kernel, Lane, Plan, ScaleReader, Shape};
 use crate::PassError;
 
 /// The block's tile of C and its threads.
@@ -577,6 +585,124 @@ pub(super) fn segment_end<'c, 'a>(
     crate::matrix_kernel::segment_end(e, kk, kn.plan.step, Some(kn.plan.span), kn.ops.k)
 }
 
+/// A block's scales staged in shared memory for its promotions (the register-staged
+/// wgmma and tcgen05 kernels): per K step every thread loads two scales a step ahead
+/// (`codes`: B's column `col0 + tid % cols`, A's row `row0 + tid % rows`), decodes them and
+/// stores them (`store`) into `rows + cols` f32 words (A's rows of the tile, then B's
+/// columns); a promotion reads its rows' and columns' values from there (`promote`).
+#[derive(Clone, Copy)]
+pub(super) struct StagedScales {
+    /// The tile's rows of A and columns of B (each at most the block's threads).
+    pub(super) tile: [i64; 2],
+}
+
+impl StagedScales {
+    /// Where `plan`'s promotions apply block scales that change along K (else none).
+    pub(super) fn of(plan: &Plan, tile: [i64; 2]) -> Option<Self> {
+        (plan.seg.is_some() && !plan.scaled && !plan.in_codes).then_some(StagedScales { tile })
+    }
+
+    /// f32 words of the buffer.
+    pub(super) fn words(self) -> i64 {
+        self.tile[0] + self.tile[1]
+    }
+
+    /// The buffer's workgroup memref type.
+    pub(super) fn memref_type<'c>(self, e: &Emitter<'c, '_>) -> Type<'c> {
+        Type::parse(
+            e.ctx(),
+            &format!(
+                "memref<{}xf32, #gpu.address_space<workgroup>>",
+                self.words()
+            ),
+        )
+        .expect("valid workgroup memref type")
+    }
+
+    /// Thread `tid`'s scales, as stored, for the K step at `kk` (one scale block: a
+    /// segment never crosses one): A's row and B's column (`StagedScales`), rows and
+    /// columns past C the last ones, K past its end the last block.
+    pub(super) fn codes<'c, 'a>(
+        self,
+        e: &Emitter<'c, 'a>,
+        kn: &Kernel<'_, 'c, 'a>,
+        l: &Lane<'c, 'a>,
+        kk: Value<'c, 'a>,
+    ) -> Vec<Value<'c, 'a>> {
+        let one = e.index(1);
+        let k = e.minui(kk, e.subi(kn.ops.k, one));
+        let row = e.addi(l.row0, e.remui(l.lane, e.index(self.tile[0])));
+        let col = e.addi(l.col0, e.remui(l.lane, e.index(self.tile[1])));
+        vec![
+            kn.ops
+                .sa
+                .block_stored(e, e.minui(row, e.subi(kn.ops.m, one)), k),
+            kn.ops
+                .sb
+                .block_stored(e, e.minui(col, e.subi(kn.ops.n, one)), k),
+        ]
+    }
+
+    /// Store thread `tid`'s scales (`codes`), decoded, into `buffer` (threads whose
+    /// `tid` agree modulo the rows (columns) store the same value).
+    pub(super) fn store<'c, 'a>(
+        self,
+        e: &Emitter<'c, 'a>,
+        kn: &Kernel<'_, 'c, 'a>,
+        lane: Value<'c, 'a>,
+        codes: &[Value<'c, 'a>],
+        buffer: Value<'c, 'a>,
+    ) {
+        let a = kn.ops.sa.decode_stored(e, codes[0]);
+        let b = kn.ops.sb.decode_stored(e, codes[1]);
+        let [rows, cols] = self.tile;
+        e.store(a, buffer, &[e.remui(lane, e.index(rows))]);
+        let col = e.remui(lane, e.index(cols));
+        e.store(b, buffer, &[e.addi(e.index(rows), col)]);
+    }
+
+    /// The readers of `buffer` for a promotion: the f32 scale of a row of C (A) or of `n`
+    /// adjacent columns (B), at its place in the tile.
+    fn readers<'c, 'a, 'b>(self, buffer: Value<'c, 'a>) -> [Option<ScaleReader<'c, 'a, 'b>>; 2]
+    where
+        'c: 'b,
+        'a: 'b,
+    {
+        let [rows, cols] = self.tile;
+        [(0, rows), (rows, cols)].map(|(base, size)| {
+            Some(
+                Box::new(move |e: &Emitter<'c, 'a>, at: Value<'c, 'a>, n: usize| {
+                    let local = e.addi(e.index(base), e.remui(at, e.index(size)));
+                    (0..n as i64)
+                        .map(|d| e.load(buffer, &[e.addi(local, e.index(d))]))
+                        .collect()
+                }) as ScaleReader<'c, 'a, 'b>,
+            )
+        })
+    }
+}
+
+/// `acc + part * (sa * sb)` for a segment that ends at this step: the scales read from the
+/// staged ones where the kernel stages them (`staged`: how, and the buffer), else loaded
+/// by the promotion.
+pub(super) fn promote<'c, 'a>(
+    e: &Emitter<'c, 'a>,
+    kn: &Kernel<'_, 'c, 'a>,
+    l: &Lane<'c, 'a>,
+    k0: Value<'c, 'a>,
+    acc: &[Value<'c, 'a>],
+    part: &[Value<'c, 'a>],
+    staged: Option<(StagedScales, Value<'c, 'a>)>,
+) -> Vec<Value<'c, 'a>> {
+    match staged {
+        Some((st, buffer)) => {
+            let scales = kn.segment_scales(e, l, k0, acc.len(), &st.readers(buffer), None);
+            kn.promote_loaded(e, acc, part, &scales)
+        }
+        None => kn.promote(e, l, k0, acc, part),
+    }
+}
+
 /// Lower `op` with the wgmma kernel: a `gpu.launch` (`emulate = false`) or its CPU
 /// emulation.
 pub(super) fn lower<'c, 'a>(
@@ -600,10 +726,13 @@ pub(super) fn lower<'c, 'a>(
         )
         .expect("valid workgroup memref type")
     };
+    let staging = StagedScales::of(plan, [BM, BN]);
+    let mut workgroup = vec![smem_type(A_WORDS), smem_type(B_WORDS)];
+    workgroup.extend(staging.map(|st| st.memref_type(e)));
     e.gpu_launch(
         [grid[0], grid[1], one],
         [e.index(THREADS), one, one],
-        &[smem_type(A_WORDS), smem_type(B_WORDS)],
+        &workgroup,
         |e, bid, tid, smem| {
             let l = Lane {
                 lane: tid[0],
@@ -617,36 +746,50 @@ pub(super) fn lower<'c, 'a>(
             // the accumulators with the segment's scales.
             let zero = e.index(0);
             let step = e.index(plan.step);
-            let (a0, b0) = kn.fragments(e, &l, zero);
-            let (na, nb) = (a0.len(), b0.len());
+            // A step's words of both tiles and, where the block scales are staged, the
+            // thread's two scales (`scale_codes`), loaded a step ahead.
+            let next = |e: &Emitter<'c, 'a>, kk| {
+                let (mut a, b) = kn.fragments(e, &l, kk);
+                let na = a.len();
+                a.extend(b);
+                if let Some(st) = staging {
+                    a.extend(st.codes(e, &kn, &l, kk));
+                }
+                (a, na)
+            };
+            let (first, na) = next(e, zero);
+            let nb = first.len() - na - if staging.is_some() { 2 } else { 0 };
             let mut inits = vec![e.f32(0.0); 2 * ACC];
-            inits.extend(a0.iter().chain(&b0));
+            inits.extend(&first);
             let f32t = e.f32_type();
             let done = e.for_loop(zero, kn.ops.k, step, &inits, |e, kk, carried| {
                 let (acc, part, words) =
                     (&carried[..ACC], &carried[ACC..2 * ACC], &carried[2 * ACC..]);
-                // Every thread is past the previous instruction's wait before the tiles
-                // are overwritten.
+                // Every thread is past the previous instruction's wait (and promotion)
+                // before the tiles and the staged scales are overwritten.
                 e.bare("gpu.barrier", &[]);
                 store_tiles(e, &l, &words[..na], &words[na..na + nb], [smem[0], smem[1]]);
+                if let Some(st) = staging {
+                    st.store(e, &kn, l.lane, &words[na + nb..], smem[2]);
+                }
                 fence_proxy_async(e);
                 e.bare("gpu.barrier", &[]);
                 e.bare("nvvm.wgmma.fence.aligned", &[]);
-                let (d, (a, b)) = emit_wgmma(e, instr, da, db, part, || {
-                    kn.fragments(e, &l, e.addi(kk, step))
-                });
+                let (d, (loaded, _)) =
+                    emit_wgmma(e, instr, da, db, part, || next(e, e.addi(kk, step)));
                 let (end, k0) = segment_end(e, &kn, kk);
                 let mut out = e.if_else(
                     end,
                     &vec![f32t; 2 * ACC],
                     |e| {
-                        let mut v = kn.promote(e, &l, k0, acc, &d);
+                        let staged = staging.map(|st| (st, smem[2]));
+                        let mut v = promote(e, &kn, &l, k0, acc, &d, staged);
                         v.extend(vec![e.f32(0.0); ACC]);
                         v
                     },
                     |_| [acc, &d[..]].concat(),
                 );
-                out.extend(a.iter().chain(&b));
+                out.extend(loaded);
                 out
             });
             let acc = done[..ACC].to_vec();
@@ -668,6 +811,7 @@ fn emulated_block<'c, 'a>(
     let (zero, one) = (e.index(0), e.index(1));
     let (f32t, i32t) = (e.f32_type(), e.int_type(32));
     let smem = [e.alloca(i32t, A_WORDS), e.alloca(i32t, B_WORDS)];
+    let staged = StagedScales::of(kn.plan, [BM, BN]).map(|st| (st, e.alloca(f32t, st.words())));
     let acc_m = e.alloca(f32t, THREADS * ACC as i64);
     let part_m = e.alloca(f32t, THREADS * ACC as i64);
     let at = |e: &Emitter<'c, 'a>, t: Value<'c, 'a>, x: usize| {
@@ -698,7 +842,13 @@ fn emulated_block<'c, 'a>(
     clear(e, part_m);
     // The same flat K loop as on the GPU, its phases one after the other.
     e.for_loop(zero, kn.ops.k, e.index(kn.plan.step), &[], |e, kk, _| {
-        threads(e, &|e, t| copy_tiles(e, kn, &lane(e, t), kk, smem));
+        threads(e, &|e, t| {
+            let l = lane(e, t);
+            copy_tiles(e, kn, &l, kk, smem);
+            if let Some((st, buffer)) = staged {
+                st.store(e, kn, t, &st.codes(e, kn, &l, kk), buffer);
+            }
+        });
         emulated_wgmma(e, instr, [da, db], smem, part_m);
         let (end, k0) = segment_end(e, kn, kk);
         e.if_then(end, |e| {
@@ -706,7 +856,8 @@ fn emulated_block<'c, 'a>(
                 let l = lane(e, t);
                 let acc: Vec<Value> = (0..ACC).map(|x| e.load(acc_m, &[at(e, t, x)])).collect();
                 let part: Vec<Value> = (0..ACC).map(|x| e.load(part_m, &[at(e, t, x)])).collect();
-                for (x, v) in kn.promote(e, &l, k0, &acc, &part).into_iter().enumerate() {
+                let promoted = promote(e, kn, &l, k0, &acc, &part, staged);
+                for (x, v) in promoted.into_iter().enumerate() {
                     e.store(v, acc_m, &[at(e, t, x)]);
                 }
             });
