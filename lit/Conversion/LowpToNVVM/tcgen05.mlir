@@ -2,18 +2,20 @@
 // RUN: lowp-opt %s --pass-pipeline='builtin.module(func.func(lowp-to-nvvm{chip=sm_100a emulate=true},cse))' | FileCheck %s --check-prefix=EMU
 
 // The sm_100a kernel (here MX with 64-blocks: no block-scaled kind reads them, so the
-// scales go on D's partial sums): a CTA of 128 threads per 128 x 64 tile of C. Warp 0 allocates 64
-// columns of tensor memory for D (its address through a workgroup slot), thread 0 sets up
+// scales go on D's partial sums): a CTA of 128 threads per 128 x 64 tile of C. Warp 0
+// allocates 64 columns of tensor memory for D (its address through a workgroup slot), thread 0 sets up
 // an mbarrier; per K step the threads store their words of A (128 x 32) and B (64 x 32)
 // into workgroup memory, fence.proxy.async, barrier, thread 0 issues
 // tcgen05.mma kind::f8f6f4 (the instruction descriptor 0x8100410 + types: F32 D, E4M3 A,
 // E5M2 B, N 64, M 128; enable_input_d off on a segment's first step) and commits it to the
 // mbarrier, the next step's loads, the wait on the phase, tcgen05.fence; at a segment's end
-// each warp's tcgen05.ld of its rows of D and the promotion with the segment's scales.
+// each warp's tcgen05.ld of its rows of D and the promotion with the segment's scales,
+// which every thread staged decoded (A's row t, B's column t % 64, loaded a step ahead) in
+// a fifth buffer of 128 + 64 f32 with the step's words.
 // Numerics: tests/integration/to_nvvm.rs (emulate=true, against the oracle).
 // CHECK-LABEL: func.func @mxfp8
 // CHECK:       gpu.launch {{.*}} threads(%{{.*}}) in (%{{.*}} = %c128, %{{.*}} = %c1, %{{.*}} = %c1)
-// CHECK-SAME:    workgroup(%[[SA:.*]] : memref<1024xi32, #gpu.address_space<workgroup>>, %[[SB:.*]] : memref<512xi32, #gpu.address_space<workgroup>>, %{{.*}} : memref<1xi32, #gpu.address_space<workgroup>>, %{{.*}} : memref<1xi64, #gpu.address_space<workgroup>>)
+// CHECK-SAME:    workgroup(%[[SA:.*]] : memref<1024xi32, #gpu.address_space<workgroup>>, %[[SB:.*]] : memref<512xi32, #gpu.address_space<workgroup>>, %{{.*}} : memref<1xi32, #gpu.address_space<workgroup>>, %{{.*}} : memref<1xi64, #gpu.address_space<workgroup>>, %[[SS:.*]] : memref<192xf32, #gpu.address_space<workgroup>>)
 // CHECK:         nvvm.tcgen05.alloc %{{.*}}, %c64_i32 : !llvm.ptr<3>, i32
 // CHECK-NEXT:    nvvm.tcgen05.relinquish_alloc_permit
 // CHECK:         nvvm.mbarrier.init %{{.*}}, %c1_i32 : !llvm.ptr<3>, i32
@@ -22,6 +24,8 @@
 // CHECK-NEXT:    gpu.barrier
 // CHECK-COUNT-8: memref.store %{{.*}}, %[[SA]][%{{.*}}] : memref<1024xi32, #gpu.address_space<workgroup>>
 // CHECK-COUNT-4: memref.store %{{.*}}, %[[SB]][%{{.*}}] : memref<512xi32, #gpu.address_space<workgroup>>
+// CHECK:         memref.store %{{.*}}, %[[SS]][%{{.*}}] : memref<192xf32, #gpu.address_space<workgroup>>
+// CHECK:         memref.store %{{.*}}, %[[SS]][%{{.*}}] : memref<192xf32, #gpu.address_space<workgroup>>
 // CHECK-NEXT:    nvvm.fence.proxy {kind = #nvvm.proxy_kind<async.shared>, space = #nvvm.shared_space<cta>}
 // CHECK-NEXT:    gpu.barrier
 // CHECK:         scf.if
@@ -32,6 +36,9 @@
 // CHECK:         scf.if %{{.*}} -> (f32, f32,
 // CHECK-NEXT:      nvvm.tcgen05.ld %{{.*}} {shape = #nvvm.tcgen05_ldst_shape<shape_32x32b>} : vector<64xi32>
 // CHECK-NEXT:      nvvm.tcgen05.wait <load>
+// CHECK-NOT:       memref<128x4xi8>
+// CHECK-COUNT-65:  memref.load %[[SS]][%{{.*}}] : memref<192xf32, #gpu.address_space<workgroup>>
+// CHECK-NOT:       memref<64x4xi8>
 // A thread's registers are its row's columns: stored 4 at a time where C is 16-byte aligned.
 // CHECK:       vector.store %{{.*}}, %arg4[%{{.*}}, %{{.*}}] {alignment = 16 : i64} : memref<128x64xf32>, vector<4xf32>
 // CHECK:       } else {
@@ -42,6 +49,7 @@
 
 // EMU-LABEL: func.func @mxfp8
 // EMU-NOT:   nvvm.tcgen05
+// EMU:       memref.alloca() {alignment = 64 : i64} : memref<192xf32>
 // EMU:       memref.alloca() {alignment = 64 : i64} : memref<8192xf32>
 func.func @mxfp8(%a: memref<128x256xf8E4M3FN>, %sa: memref<128x4xf8E8M0FNU>,
                  %b: memref<64x256xf8E5M2>, %sb: memref<64x4xf8E8M0FNU>, %c: memref<128x64xf32>) {

@@ -12,7 +12,11 @@
 //! after_thread_sync`; every barrier that orders tensor-memory accesses between threads
 //! sits between `before_thread_sync` and `after_thread_sync` fences); at a segment's end each warp reads its 32 rows of D
 //! (`tcgen05.ld.32x32b.x64`: thread t holds row t) and adds them to its accumulators with
-//! the segment's scales.
+//! the segment's scales. Block scales along K on D's sums (blockwise, MX other than both
+//! operands' 32-blocks, `kind::f16`'s) are staged as the wgmma kernel stages them
+//! (`wgmma::StagedScales`): thread t loads A's row t's and B's column t % 64's scale a
+//! step ahead, decodes them into shared memory, and a promotion reads its row's and 64
+//! columns' values from there.
 //!
 //! Both operands MX with 32-blocks: `tcgen05.mma.cta_group::1.kind::mxf8f6f4.block_scale`
 //! (E2M1 x E2M1: `kind::mxf4.block_scale`, packed E2M1 in shared memory, K 64 per MMA, two
@@ -56,8 +60,8 @@ use melior::ir::operation::OperationBuilder;
 use melior::ir::{Attribute, Identifier, OperationRef, Type, Value};
 
 use super::wgmma::{
-    copied_word, copy_tiles, fence_proxy_async, segment_end, smem_address, smem_shape, store_tiles,
-    LBO, SBO, THREADS,
+    copied_word, copy_tiles, fence_proxy_async, promote, segment_end, smem_address, smem_shape,
+    store_tiles, StagedScales, LBO, SBO, THREADS,
 };
 use crate::code_words::Permute;
 use crate::codes;
@@ -507,17 +511,22 @@ pub(super) fn lower<'c, 'a>(
         )
         .expect("valid workgroup memref type")
     };
+    // Block scales on D's sums: staged in shared memory (a row and a column a thread).
+    let staging = StagedScales::of(plan, [BM, BN]);
+    let mut buffers = vec![
+        workgroup(A_WORDS, "i32"),
+        workgroup(B_WORDS, "i32"),
+        workgroup(1, "i32"),
+        workgroup(1, "i64"),
+    ];
+    buffers.extend(staging.map(|st| st.memref_type(e)));
     e.gpu_launch(
         [grid[0], grid[1], one],
         [e.index(THREADS), one, one],
-        &[
-            workgroup(A_WORDS, "i32"),
-            workgroup(B_WORDS, "i32"),
-            workgroup(1, "i32"),
-            workgroup(1, "i64"),
-        ],
+        &buffers,
         |e, bid, tid, wg| {
             let (smem, slot, mbar) = ([wg[0], wg[1]], wg[2], wg[3]);
+            let staged = staging.map(|st| (st, wg[4]));
             let tid = tid[0];
             let l = Lane {
                 lane: tid,
@@ -568,17 +577,31 @@ pub(super) fn lower<'c, 'a>(
             let idesc = e.i32(instr.idesc());
             let step = e.index(plan.step);
             let span = e.index(plan.span);
-            let (a0, b0) = kn.fragments(e, &l, zero);
-            let (na, nb) = (a0.len(), b0.len());
+            // A step's words of both tiles and, where the block scales are staged, the
+            // thread's two scales, loaded a step ahead.
+            let next = |e: &Emitter<'c, 'a>, kk| {
+                let (mut a, b) = kn.fragments(e, &l, kk);
+                let na = a.len();
+                a.extend(b);
+                if let Some(st) = staging {
+                    a.extend(st.codes(e, &kn, &l, kk));
+                }
+                (a, na)
+            };
+            let (first, na) = next(e, zero);
+            let nb = first.len() - na - if staging.is_some() { 2 } else { 0 };
             let mut inits = vec![e.f32(0.0); ACC];
-            inits.extend(a0.iter().chain(&b0));
+            inits.extend(&first);
             let f32t = e.f32_type();
             let done = e.for_loop(zero, kn.ops.k, step, &inits, |e, kk, carried| {
                 let (acc, words) = (&carried[..ACC], &carried[ACC..]);
-                // Every thread is past the previous MMA's completion before the tiles are
-                // overwritten.
+                // Every thread is past the previous MMA's completion (and promotion)
+                // before the tiles and the staged scales are overwritten.
                 e.bare("gpu.barrier", &[]);
                 store_tiles(e, &l, &words[..na], &words[na..na + nb], smem);
+                if let Some((st, buffer)) = staged {
+                    st.store(e, &kn, l.lane, &words[na + nb..], buffer);
+                }
                 fence_proxy_async(e);
                 if instr.kind.scaled() {
                     // Every 128 of K, the next 4 steps' scale factors into this warp's
@@ -651,7 +674,7 @@ pub(super) fn lower<'c, 'a>(
                     nvvm(e, "nvvm.tcgen05.commit", &[mbar_ptr], &[]);
                 });
                 // The next step's codes load while the MMA runs.
-                let (a, b) = kn.fragments(e, &l, e.addi(kk, step));
+                let (loaded, _) = next(e, e.addi(kk, step));
                 let phase = e.andi(e.index_castui(e.divui(kk, step), i32t), i1);
                 nvvm(
                     e,
@@ -682,12 +705,12 @@ pub(super) fn lower<'c, 'a>(
                         let d: Vec<Value> = (0..ACC as i64)
                             .map(|j| e.bitcast(e.extract(v, j, i32t), f32t))
                             .collect();
-                        kn.promote(e, &l, k0, acc, &d)
+                        promote(e, &kn, &l, k0, acc, &d, staged)
                     },
                     |_| acc.to_vec(),
                 );
                 fence(e, "before");
-                out.extend(a.iter().chain(&b));
+                out.extend(loaded);
                 out
             });
             kn.epilogue(e, &l, &done[..ACC]);
@@ -716,6 +739,7 @@ fn emulated_block<'c, 'a>(
     let (zero, one) = (e.index(0), e.index(1));
     let (f32t, i32t) = (e.f32_type(), e.int_type(32));
     let smem = [e.alloca(i32t, A_WORDS), e.alloca(i32t, B_WORDS)];
+    let staged = StagedScales::of(kn.plan, [BM, BN]).map(|st| (st, e.alloca(f32t, st.words())));
     let tmem = e.alloca(f32t, BM * BN);
     let acc_m = e.alloca(f32t, THREADS * ACC as i64);
     let at = |e: &Emitter<'c, 'a>, t: Value<'c, 'a>, x: usize| {
@@ -743,7 +767,13 @@ fn emulated_block<'c, 'a>(
     // first, then B's; column c stands for column SFA_COL + c).
     let sf = e.alloca(i32t, BM * SF_STRIDE);
     e.for_loop(zero, kn.ops.k, e.index(kn.plan.step), &[], |e, kk, _| {
-        threads(e, &|e, t| copy_tiles(e, kn, &lane(e, t), kk, smem));
+        threads(e, &|e, t| {
+            let l = lane(e, t);
+            copy_tiles(e, kn, &l, kk, smem);
+            if let Some((st, buffer)) = staged {
+                st.store(e, kn, t, &st.codes(e, kn, &l, kk), buffer);
+            }
+        });
         let idesc = if instr.kind.scaled() {
             let group = e.cmpi(CmpiPredicate::Eq, e.remui(kk, e.index(128)), zero);
             e.if_then(group, |e| {
@@ -785,7 +815,8 @@ fn emulated_block<'c, 'a>(
                 let d: Vec<Value> = (0..ACC)
                     .map(|j| e.load(tmem, &[e.addi(e.muli(t, e.index(BN)), e.index(j as i64))]))
                     .collect();
-                for (x, v) in kn.promote(e, &l, k0, &acc, &d).into_iter().enumerate() {
+                let promoted = promote(e, kn, &l, k0, &acc, &d, staged);
+                for (x, v) in promoted.into_iter().enumerate() {
                     e.store(v, acc_m, &[at(e, t, x)]);
                 }
             });
