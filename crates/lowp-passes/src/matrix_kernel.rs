@@ -552,6 +552,11 @@ impl<'p, 'c, 'a> Kernel<'p, 'c, 'a> {
         })
     }
 
+    /// The instruction's shape.
+    pub(crate) fn shape(&self) -> Shape {
+        self.shape
+    }
+
     /// Translate codes four at a time with byte permutes of this kind (`prmt` on NVIDIA
     /// GPUs, `v_perm_b32` on AMD ones, shifts in their emulations).
     pub(crate) fn with_permute(self, permute: Permute) -> Self {

@@ -60,8 +60,8 @@ use melior::ir::operation::OperationBuilder;
 use melior::ir::{Attribute, Identifier, OperationRef, Type, Value};
 
 use super::wgmma::{
-    copied_word, copy_tiles, fence_proxy_async, promote, segment_end, smem_address, smem_shape,
-    store_tiles, StagedScales, LBO, SBO, THREADS,
+    copied_code, fence_proxy_async, promote, segment_end, smem_address, smem_shape, step_loads,
+    store_step, StagedScales, LBO, SBO, THREADS,
 };
 use crate::code_words::Permute;
 use crate::codes;
@@ -241,7 +241,8 @@ impl Instr for Tcgen05 {
         lane: Value<'c, 'a>,
         r: usize,
     ) -> (Value<'c, 'a>, Value<'c, 'a>) {
-        self.copied(e, lane, r)
+        // The same word for every kind (`copied_word`), in its codes.
+        copied_code(e, lane, r, self.kind.k())
     }
 
     fn b_reg<'c, 'a>(
@@ -250,7 +251,8 @@ impl Instr for Tcgen05 {
         lane: Value<'c, 'a>,
         r: usize,
     ) -> (Value<'c, 'a>, Value<'c, 'a>) {
-        self.copied(e, lane, r)
+        // The same word for every kind (`copied_word`), in its codes.
+        copied_code(e, lane, r, self.kind.k())
     }
 
     /// Thread t reads lane t of tensor memory (warp w the lanes 32w..32w+32): row t, the
@@ -294,23 +296,6 @@ impl Tcgen05 {
         match (self.kind, &self.why_half) {
             (Kind::F16(half), Some(why)) => Some((half, why)),
             _ => None,
-        }
-    }
-
-    /// Row and first code of register `r`: the shared-memory word `copied_word` places (its
-    /// byte offset the same for every kind), in codes (two per byte for packed E2M1, one
-    /// per two bytes for f16 / bf16).
-    fn copied<'c, 'a>(
-        &self,
-        e: &Emitter<'c, 'a>,
-        lane: Value<'c, 'a>,
-        r: usize,
-    ) -> (Value<'c, 'a>, Value<'c, 'a>) {
-        let (row, byte) = copied_word(e, lane, r);
-        match self.kind {
-            Kind::Mxf4 | Kind::Mxf4nvf4 => (row, e.muli(byte, e.index(2))),
-            Kind::F16(_) => (row, e.divui(byte, e.index(2))),
-            Kind::F8f6f4 | Kind::Mxf8f6f4 => (row, byte),
         }
     }
 
@@ -577,31 +562,16 @@ pub(super) fn lower<'c, 'a>(
             let idesc = e.i32(instr.idesc());
             let step = e.index(plan.step);
             let span = e.index(plan.span);
-            // A step's words of both tiles and, where the block scales are staged, the
-            // thread's two scales, loaded a step ahead.
-            let next = |e: &Emitter<'c, 'a>, kk| {
-                let (mut a, b) = kn.fragments(e, &l, kk);
-                let na = a.len();
-                a.extend(b);
-                if let Some(st) = staging {
-                    a.extend(st.codes(e, &kn, &l, kk));
-                }
-                (a, na)
-            };
-            let (first, na) = next(e, zero);
-            let nb = first.len() - na - if staging.is_some() { 2 } else { 0 };
+            // A step's loads (`step_loads`) come a step ahead.
             let mut inits = vec![e.f32(0.0); ACC];
-            inits.extend(&first);
+            inits.extend(step_loads(e, &kn, &l, zero, staging));
             let f32t = e.f32_type();
             let done = e.for_loop(zero, kn.ops.k, step, &inits, |e, kk, carried| {
                 let (acc, words) = (&carried[..ACC], &carried[ACC..]);
                 // Every thread is past the previous MMA's completion (and promotion)
                 // before the tiles and the staged scales are overwritten.
                 e.bare("gpu.barrier", &[]);
-                store_tiles(e, &l, &words[..na], &words[na..na + nb], smem);
-                if let Some((st, buffer)) = staged {
-                    st.store(e, &kn, l.lane, &words[na + nb..], buffer);
-                }
+                store_step(e, &kn, &l, words, smem, staged);
                 fence_proxy_async(e);
                 if instr.kind.scaled() {
                     // Every 128 of K, the next 4 steps' scale factors into this warp's
@@ -674,7 +644,7 @@ pub(super) fn lower<'c, 'a>(
                     nvvm(e, "nvvm.tcgen05.commit", &[mbar_ptr], &[]);
                 });
                 // The next step's codes load while the MMA runs.
-                let (loaded, _) = next(e, e.addi(kk, step));
+                let loaded = step_loads(e, &kn, &l, e.addi(kk, step), staging);
                 let phase = e.andi(e.index_castui(e.divui(kk, step), i32t), i1);
                 nvvm(
                     e,
@@ -769,10 +739,8 @@ fn emulated_block<'c, 'a>(
     e.for_loop(zero, kn.ops.k, e.index(kn.plan.step), &[], |e, kk, _| {
         threads(e, &|e, t| {
             let l = lane(e, t);
-            copy_tiles(e, kn, &l, kk, smem);
-            if let Some((st, buffer)) = staged {
-                st.store(e, kn, t, &st.codes(e, kn, &l, kk), buffer);
-            }
+            let loads = step_loads(e, kn, &l, kk, staged.map(|(st, _)| st));
+            store_step(e, kn, &l, &loads, smem, staged);
         });
         let idesc = if instr.kind.scaled() {
             let group = e.cmpi(CmpiPredicate::Eq, e.remui(kk, e.index(128)), zero);

@@ -131,22 +131,6 @@ impl Wgmma {
         }
     }
 
-    /// Row and first code of register `r`: the word `copied_word` places, in codes (one
-    /// per two bytes for f16 / bf16 values).
-    fn copied<'c, 'a>(
-        &self,
-        e: &Emitter<'c, 'a>,
-        lane: Value<'c, 'a>,
-        r: usize,
-    ) -> (Value<'c, 'a>, Value<'c, 'a>) {
-        let (row, byte) = copied_word(e, lane, r);
-        if self.f16 {
-            (row, e.divui(byte, e.index(2)))
-        } else {
-            (row, byte)
-        }
-    }
-
     /// The instruction's operand types, its A first.
     fn types(&self) -> (ScaledFormat, ScaledFormat) {
         if self.swapped {
@@ -185,6 +169,24 @@ pub(super) fn copied_word<'c, 'a>(
         e.divui(w, e.index(8)),
         e.muli(e.remui(w, e.index(8)), e.index(4)),
     )
+}
+
+/// Row and first code of register `r` (`copied_word`) for an instruction of K `k` on 32
+/// bytes of each row: the byte offset in codes (two per byte for K 64, packed E2M1; one per
+/// two bytes for K 16, f16 / bf16 values).
+pub(super) fn copied_code<'c, 'a>(
+    e: &Emitter<'c, 'a>,
+    lane: Value<'c, 'a>,
+    r: usize,
+    k: i64,
+) -> (Value<'c, 'a>, Value<'c, 'a>) {
+    let (row, byte) = copied_word(e, lane, r);
+    match k {
+        32 => (row, byte),
+        64 => (row, e.muli(byte, e.index(2))),
+        16 => (row, e.divui(byte, e.index(2))),
+        _ => unreachable!("an instruction reads 32 bytes of each row: K 16, 32 or 64"),
+    }
 }
 
 /// The shape of a shared-memory FP8 instruction of K 32 over an `m x n` tile, the block's
@@ -227,7 +229,7 @@ impl Instr for Wgmma {
         lane: Value<'c, 'a>,
         r: usize,
     ) -> (Value<'c, 'a>, Value<'c, 'a>) {
-        self.copied(e, lane, r)
+        copied_code(e, lane, r, self.k())
     }
 
     fn b_reg<'c, 'a>(
@@ -236,7 +238,7 @@ impl Instr for Wgmma {
         lane: Value<'c, 'a>,
         r: usize,
     ) -> (Value<'c, 'a>, Value<'c, 'a>) {
-        self.copied(e, lane, r)
+        copied_code(e, lane, r, self.k())
     }
 
     fn acc<'c, 'a>(
@@ -337,21 +339,45 @@ fn descriptor<'c, 'a>(e: &Emitter<'c, 'a>, base: Value<'c, 'a>) -> Value<'c, 'a>
     e.ori(e.ori(start, field(LBO, 16)), field(SBO, 32))
 }
 
-/// Copy a thread's words of both tiles at K step `kk` into the shared-memory buffers.
-pub(super) fn copy_tiles<'c, 'a>(
+/// A thread's loads for the K step at `kk`, in the order the kernels' loops carry them:
+/// its words of A's tile, of B's and, where the block scales are staged, its two scale
+/// codes (`StagedScales::codes`).
+pub(super) fn step_loads<'c, 'a>(
     e: &Emitter<'c, 'a>,
     kn: &Kernel<'_, 'c, 'a>,
     l: &Lane<'c, 'a>,
     kk: Value<'c, 'a>,
+    staging: Option<StagedScales>,
+) -> Vec<Value<'c, 'a>> {
+    let (mut loads, b) = kn.fragments(e, l, kk);
+    loads.extend(b);
+    if let Some(st) = staging {
+        loads.extend(st.codes(e, kn, l, kk));
+    }
+    loads
+}
+
+/// Store a thread's `step_loads` into the shared-memory tiles and, where the block scales
+/// are staged (`staged`: how, and the buffer), its decoded scales into their buffer.
+pub(super) fn store_step<'c, 'a>(
+    e: &Emitter<'c, 'a>,
+    kn: &Kernel<'_, 'c, 'a>,
+    l: &Lane<'c, 'a>,
+    loads: &[Value<'c, 'a>],
     smem: [Value<'c, 'a>; 2],
+    staged: Option<(StagedScales, Value<'c, 'a>)>,
 ) {
-    let (a, b) = kn.fragments(e, l, kk);
-    store_tiles(e, l, &a, &b, smem);
+    let s = kn.shape();
+    let (na, nb) = (s.tiles.0 * s.a_words, s.tiles.1 * s.b_words);
+    store_tiles(e, l, &loads[..na], &loads[na..na + nb], smem);
+    if let Some((st, buffer)) = staged {
+        st.store(e, kn, l.lane, &loads[na + nb..], buffer);
+    }
 }
 
 /// Store a thread's words of both tiles (loaded by [`Kernel::fragments`]) into the
 /// shared-memory buffers.
-pub(super) fn store_tiles<'c, 'a>(
+fn store_tiles<'c, 'a>(
     e: &Emitter<'c, 'a>,
     l: &Lane<'c, 'a>,
     a: &[Value<'c, 'a>],
@@ -746,21 +772,10 @@ pub(super) fn lower<'c, 'a>(
             // the accumulators with the segment's scales.
             let zero = e.index(0);
             let step = e.index(plan.step);
-            // A step's words of both tiles and, where the block scales are staged, the
-            // thread's two scales (`scale_codes`), loaded a step ahead.
-            let next = |e: &Emitter<'c, 'a>, kk| {
-                let (mut a, b) = kn.fragments(e, &l, kk);
-                let na = a.len();
-                a.extend(b);
-                if let Some(st) = staging {
-                    a.extend(st.codes(e, &kn, &l, kk));
-                }
-                (a, na)
-            };
-            let (first, na) = next(e, zero);
-            let nb = first.len() - na - if staging.is_some() { 2 } else { 0 };
+            let staged = staging.map(|st| (st, smem[2]));
+            // A step's loads (`step_loads`) come a step ahead.
             let mut inits = vec![e.f32(0.0); 2 * ACC];
-            inits.extend(&first);
+            inits.extend(step_loads(e, &kn, &l, zero, staging));
             let f32t = e.f32_type();
             let done = e.for_loop(zero, kn.ops.k, step, &inits, |e, kk, carried| {
                 let (acc, part, words) =
@@ -768,21 +783,18 @@ pub(super) fn lower<'c, 'a>(
                 // Every thread is past the previous instruction's wait (and promotion)
                 // before the tiles and the staged scales are overwritten.
                 e.bare("gpu.barrier", &[]);
-                store_tiles(e, &l, &words[..na], &words[na..na + nb], [smem[0], smem[1]]);
-                if let Some(st) = staging {
-                    st.store(e, &kn, l.lane, &words[na + nb..], smem[2]);
-                }
+                store_step(e, &kn, &l, words, [smem[0], smem[1]], staged);
                 fence_proxy_async(e);
                 e.bare("gpu.barrier", &[]);
                 e.bare("nvvm.wgmma.fence.aligned", &[]);
-                let (d, (loaded, _)) =
-                    emit_wgmma(e, instr, da, db, part, || next(e, e.addi(kk, step)));
+                let (d, loaded) = emit_wgmma(e, instr, da, db, part, || {
+                    step_loads(e, &kn, &l, e.addi(kk, step), staging)
+                });
                 let (end, k0) = segment_end(e, &kn, kk);
                 let mut out = e.if_else(
                     end,
                     &vec![f32t; 2 * ACC],
                     |e| {
-                        let staged = staging.map(|st| (st, smem[2]));
                         let mut v = promote(e, &kn, &l, k0, acc, &d, staged);
                         v.extend(vec![e.f32(0.0); ACC]);
                         v
@@ -844,10 +856,8 @@ fn emulated_block<'c, 'a>(
     e.for_loop(zero, kn.ops.k, e.index(kn.plan.step), &[], |e, kk, _| {
         threads(e, &|e, t| {
             let l = lane(e, t);
-            copy_tiles(e, kn, &l, kk, smem);
-            if let Some((st, buffer)) = staged {
-                st.store(e, kn, t, &st.codes(e, kn, &l, kk), buffer);
-            }
+            let loads = step_loads(e, kn, &l, kk, staged.map(|(st, _)| st));
+            store_step(e, kn, &l, &loads, smem, staged);
         });
         emulated_wgmma(e, instr, [da, db], smem, part_m);
         let (end, k0) = segment_end(e, kn, kk);
