@@ -61,6 +61,24 @@ pub fn driver_present() -> bool {
     unsafe { sys::is_culib_present() }
 }
 
+/// How [`Gpu::time`] times a kernel: the median of `runs` launches after one warm-up;
+/// `cold` evicts the L2 before each (a decode-shape problem whose weights fit in the L2
+/// would otherwise be timed reading the cache).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Timing {
+    /// Timed launches.
+    pub runs: usize,
+    /// Flush the L2 before each timed launch.
+    pub cold: bool,
+}
+
+impl Timing {
+    /// `runs` launches, back to back (the inputs stay in the L2 where they fit).
+    pub fn warm(runs: usize) -> Self {
+        Self { runs, cold: false }
+    }
+}
+
 /// An open GPU: a context and its default stream.
 pub struct Gpu {
     ctx: Arc<CudaContext>,
@@ -222,17 +240,34 @@ impl Gpu {
             .map_err(driver("cuStreamSynchronize"))
     }
 
-    /// Median milliseconds of `runs` calls of `f` (after one warm-up), timed with events on
-    /// the stream.
+    /// Median milliseconds of `timing.runs` calls of `f` (after one warm-up), timed with
+    /// events on the stream; with `timing.cold`, each timed call follows (outside its
+    /// events) a write of a buffer twice the L2's size, so that it reads its inputs from
+    /// device memory rather than from what the call before left in the cache.
     pub fn time(
         &self,
-        runs: usize,
+        timing: Timing,
         mut f: impl FnMut() -> Result<(), GpuError>,
     ) -> Result<f64, GpuError> {
         f()?;
+        let mut flush = if timing.cold {
+            let l2 = self
+                .ctx
+                .attribute(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE)
+                .map_err(driver("cuDeviceGetAttribute"))?;
+            Some(self.zeros::<u8>(2 * (l2.max(1) as usize))?)
+        } else {
+            None
+        };
+        let runs = timing.runs;
         let timing = Some(sys::CUevent_flags::CU_EVENT_DEFAULT);
         let mut times = Vec::with_capacity(runs);
         for _ in 0..runs.max(1) {
+            if let Some(buffer) = flush.as_mut() {
+                self.stream
+                    .memset_zeros(buffer)
+                    .map_err(driver("cuMemsetD8Async"))?;
+            }
             let start = self
                 .ctx
                 .new_event(timing)

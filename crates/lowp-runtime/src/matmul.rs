@@ -7,7 +7,7 @@
 use lowp_formats::problem::{MatmulInputs, MatmulSpec, Role};
 
 use crate::kernel::GpuKernel;
-use crate::{Gpu, GpuError};
+use crate::{Gpu, GpuError, Timing};
 
 /// What one run gave.
 #[derive(Clone, Debug)]
@@ -19,14 +19,14 @@ pub struct GpuRun {
 }
 
 /// Run `kernel` on `spec`'s `inputs` on `gpu`, the entry's arguments in `roles` order;
-/// with `bench`, also time that many launches.
+/// with `bench`, also time launches as it says.
 pub fn run(
     gpu: &Gpu,
     kernel: &GpuKernel,
     spec: &MatmulSpec,
     roles: &[Role],
     inputs: &MatmulInputs,
-    bench: Option<usize>,
+    bench: Option<Timing>,
 ) -> Result<GpuRun, GpuError> {
     let arguments: Vec<Vec<u8>> = roles.iter().map(|&r| spec.role_bytes(r, inputs)).collect();
     let sizes: Vec<u64> = arguments.iter().map(|a| a.len() as u64).collect();
@@ -54,7 +54,7 @@ pub fn run(
         .ok_or_else(|| GpuError::Invalid("the entry has no result argument".into()))?;
     let result = spec.result_from_bytes(&gpu.download(&buffers[out])?);
     let median_ms = match bench {
-        Some(runs) => Some((gpu.time(runs, launch)?, runs)),
+        Some(timing) => Some((gpu.time(timing, launch)?, timing.runs)),
         None => None,
     };
     Ok(GpuRun { result, median_ms })

@@ -1,14 +1,17 @@
 //! `lowp-gpu-run`: run kernels compiled on another machine on an NVIDIA GPU.
 //!
 //! ```text
-//! lowp-gpu-run DIR... [--seed S[,S..]] [--specials] [--check] [--bench N] [--dump OUT]
+//! lowp-gpu-run DIR... [--seed S[,S..]] [--specials] [--check] [--bench N] [--cold]
+//!              [--dump OUT]
 //! ```
 //! Each DIR is what `lowp-run --target cuda --save-kernel DIR` wrote: `kernel.ptx`,
 //! `launch.txt` (grid, block, parameters) and `problem.txt` (the scaled-matmul problem and
 //! the entry's argument roles). The runner generates the problem's seeded inputs with
 //! `lowp-formats` (the same inputs `lowp-run --seed S` makes), runs the kernel, checks the
 //! result against the f64 oracle with `--check`, times `N` launches with CUDA events with
-//! `--bench`, and prints one line per kernel and result, as `lowp-run` does:
+//! `--bench` (`--cold`: each timed launch after the L2 is flushed, outside the timed events;
+//! consecutive bundles of one problem share its inputs), and prints one line per kernel
+//! and result, as `lowp-run` does:
 //! `check: PASS max_abs_err=...` and `bench: median_ms=... gflops=...`. Several seeds run
 //! each kernel on each seed's inputs in one process (one check line each, ending in
 //! `seed=S`; timing and dumps on the first). `--specials` puts `lowp-run --specials`'s
@@ -25,12 +28,13 @@
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use lowp_formats::problem::{MatmulSpec, Role};
+use lowp_formats::problem::{MatmulInputs, MatmulSpec, Role};
 use lowp_runtime::kernel::GpuKernel;
 use lowp_runtime::Gpu;
 
 const USAGE: &str =
-    "usage: lowp-gpu-run DIR... [--seed S[,S..]] [--specials] [--check] [--bench N] [--dump OUT]
+    "usage: lowp-gpu-run DIR... [--seed S[,S..]] [--specials] [--check] [--bench N] [--cold]
+                    [--dump OUT]
   DIR        a kernel bundle written by lowp-run --target cuda --save-kernel DIR
   --seed S   input seed (default 1, as lowp-run); a list runs each kernel on each seed's
              inputs (timing and --dump on the first)
@@ -38,6 +42,7 @@ const USAGE: &str =
              inputs (as lowp-run --specials)
   --check    compare each result with the lowp-formats f64 oracle
   --bench N  time N launches (CUDA events), print the median and GFLOP/s
+  --cold     with --bench: flush the L2 before each timed launch (outside the events)
   --dump OUT write each bundle's inputs, problem, result (out.bin, f32) and the oracle's
              (oracle.bin, f64) into OUT/<bundle name>/";
 
@@ -51,6 +56,7 @@ struct Args {
     specials: bool,
     check: bool,
     bench: Option<usize>,
+    cold: bool,
     dump: Option<PathBuf>,
 }
 
@@ -61,6 +67,7 @@ fn parse(raw: Vec<String>) -> Result<Args, String> {
         specials: false,
         check: false,
         bench: None,
+        cold: false,
         dump: None,
     };
     let mut it = raw.into_iter();
@@ -74,7 +81,7 @@ fn parse(raw: Vec<String>) -> Result<Args, String> {
         if flag.starts_with('-') && !seen.insert(flag.clone()) {
             return Err(format!("{flag} is given twice"));
         }
-        if inline.is_some() && matches!(flag.as_str(), "--check" | "--specials" | "-h" | "--help") {
+        if inline.is_some() && matches!(flag.as_str(), "--check" | "--specials" | "--cold" | "-h" | "--help") {
             return Err(format!("{flag} takes no value ('{arg}')"));
         }
         let mut value = |flag: &str| {
@@ -96,6 +103,7 @@ fn parse(raw: Vec<String>) -> Result<Args, String> {
                     ))?;
             }
             "--check" => a.check = true,
+            "--cold" => a.cold = true,
             "--specials" => a.specials = true,
             "--dump" => {
                 let dir = value("--dump")?;
@@ -125,6 +133,9 @@ fn parse(raw: Vec<String>) -> Result<Args, String> {
     }
     if a.dirs.is_empty() {
         return Err(format!("no kernel bundle given\n{USAGE}"));
+    }
+    if a.cold && a.bench.is_none() {
+        return Err("--cold says how --bench times: give --bench N too".into());
     }
     Ok(a)
 }
@@ -320,6 +331,9 @@ fn run(a: &Args) -> Result<bool, (String, u8)> {
         gpu.describe().map_err(|e| (e.to_string(), 1))?
     );
     let mut passed = true;
+    // The inputs of the last problem and seed: consecutive bundles of one problem (the
+    // kernels timed on one shape and format) share them, as making 8192^3's takes seconds.
+    let mut last: Option<(String, u64, MatmulInputs)> = None;
     for (dir, (kernel, spec, roles)) in bundles {
         say!(
             "kernel: {} {} chip={} {}x{}x{} {}[{}] x {}[{}] grid={:?} block={:?}",
@@ -338,11 +352,21 @@ fn run(a: &Args) -> Result<bool, (String, u8)> {
         );
         for (i, &seed) in a.seeds.iter().enumerate() {
             let first = i == 0;
-            let mut inputs = spec.inputs(seed);
-            if a.specials {
-                inputs.inject_specials();
-            }
-            let bench = a.bench.filter(|_| first);
+            let key = spec.one_line();
+            let inputs = match last.take() {
+                Some((k, s, inputs)) if k == key && s == seed => inputs,
+                _ => {
+                    let mut inputs = spec.inputs(seed);
+                    if a.specials {
+                        inputs.inject_specials();
+                    }
+                    inputs
+                }
+            };
+            let bench = a.bench.filter(|_| first).map(|runs| lowp_runtime::Timing {
+                runs,
+                cold: a.cold,
+            });
             let r = lowp_runtime::matmul::run(&gpu, &kernel, &spec, &roles, &inputs, bench)
                 .map_err(|e| (format!("{}: {e}", dir.display()), 1))?;
             if a.check {
@@ -378,6 +402,7 @@ fn run(a: &Args) -> Result<bool, (String, u8)> {
                     spec.flops() / (ms * 1e6)
                 );
             }
+            last = Some((key, seed, inputs));
         }
     }
     Ok(passed)

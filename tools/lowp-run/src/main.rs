@@ -871,7 +871,8 @@ fn run_cuda(
     let kernel = compile_cuda(session, module, entry, a)?;
     let gpu = lowp_runtime::Gpu::open(0).map_err(|e| e.to_string())?;
     say!("device: {}", gpu.describe().map_err(|e| e.to_string())?);
-    let r = lowp_runtime::matmul::run(&gpu, &kernel, spec, roles, inputs, a.bench)
+    let timing = a.bench.map(lowp_runtime::Timing::warm);
+    let r = lowp_runtime::matmul::run(&gpu, &kernel, spec, roles, inputs, timing)
         .map_err(|e| e.to_string())?;
     let bench = r
         .median_ms
