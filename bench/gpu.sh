@@ -18,7 +18,7 @@
 # row.
 set -u
 RUNNER=${LOWP_GPU_RUN:-gpu-carry/lowp-gpu-run}
-B=gpu-carry/bundles
+B=${LOWP_GPU_BUNDLES:-gpu-carry/bundles}
 OUTDIR=${OUT:-out}
 WORK=$(mktemp -d)
 mkdir -p "$OUTDIR" "$WORK/check" "$WORK/sass"
@@ -201,7 +201,7 @@ t=$(within 90 30)
 if [ "$t" = 0 ]; then
   row "peer | skipped (device budget)"
 elif python3 -c "import torch" 2>/dev/null && [ -f gpu-carry/torch_anchors.py ]; then
-  timeout "$t" python3 gpu-carry/torch_anchors.py --shapes 8192x8192x8192,4096x4096x4096,16x8192x8192,16x4096x8192 \
+  timeout "$t" python3 gpu-carry/torch_anchors.py --shapes "${LOWP_PEER_SHAPES:-8192x8192x8192,4096x4096x4096,16x8192x8192,16x4096x8192}" \
     --json "$WORK/torch.json" > "$WORK/torch.log" 2>&1 || status=1
   while read -r l; do row "peer | $l"; done < <(tail -n 20 "$WORK/torch.log")
 else

@@ -1,4 +1,4 @@
-// RUN: lowp-translate %s --emit=ptx --chip=sm_90a | FileCheck %s
+// RUN: lowp-translate %s --emit=ptx --chip=sm_90a --kernel=wgmma | FileCheck %s
 // RUN: lowp-translate %s --emit=ptx --chip=sm_90a --kernel=wgmma-specialized | FileCheck %s --check-prefix=WS
 
 // The sm_90a cp.async pipeline in PTX (lit/Conversion/LowpToNVVM/wgmma-pipeline.mlir has its

@@ -1,4 +1,4 @@
-// RUN: lowp-translate %s --emit=ptx --chip=sm_90a --kernel=wgmma-tma | FileCheck %s
+// RUN: lowp-translate %s --emit=ptx --chip=sm_90a --kernel=wgmma-tma --multicast=auto | FileCheck %s
 // RUN: lowp-translate %s --emit=ptx --chip=sm_90a --kernel=wgmma-tma --multicast=1 | FileCheck %s --check-prefix=UNICAST
 // RUN: not lowp-translate %s --emit=asm --chip=gfx942 --multicast=1 2>&1 | FileCheck %s --check-prefix=AMD
 

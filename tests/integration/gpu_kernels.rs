@@ -450,8 +450,9 @@ fn tma_kernels_take_tensor_maps() {
         ),
     ] {
         let mut module = spec.build_module(session.context(), "mm");
+        // (B multicast in clusters of 2, where the tiles allow: multicast=auto.)
         let kernel = session
-            .compile_nvvm(&mut module, "mm", "sm_90a", "wgmma-tma")
+            .compile_nvvm_with(&mut module, "mm", "sm_90a", "wgmma-tma", &[("multicast", "auto")])
             .unwrap_or_else(|e| panic!("{spec:?}: {e}"));
         let got: Vec<KernelParam> = kernel
             .params

@@ -823,10 +823,10 @@ fn wgmma_pipeline_stages_block_scales() {
         .filter(|(i, _)| *i == pairs.len() || *i == pairs.len() + 2)
         .map(|(_, p)| p)
         .collect();
-    let text = lowered(&session, &direct, "sm_90a", "wgmma-tma");
+    let text = lowered(&session, &direct, "sm_90a", "wgmma-tma multicast=auto");
     assert_eq!(text.matches("nvgpu.tma.create.descriptor").count(), 2 * 2);
     assert_eq!(text.matches(", 4, cache =  ca").count(), 2 * 3 * 2);
-    run_and_check(&session, &direct, Some(&emulated("sm_90a", "wgmma-tma")));
+    run_and_check(&session, &direct, Some(&emulated("sm_90a", "wgmma-tma multicast=auto")));
 }
 
 /// K not whole stages of 128: the block scales are staged through windows of 4-byte words
@@ -891,9 +891,9 @@ fn wgmma_pipeline_stages_scale_windows() {
         (40, 72, 672),
         (e4, mx, false, e5, mx, false),
     )];
-    let text = lowered(&session, &skinny, "sm_90a", "wgmma-tma");
+    let text = lowered(&session, &skinny, "sm_90a", "wgmma-tma multicast=auto");
     assert_eq!(text.matches(", 4, cache =  ca").count(), 3 * (2 + 2));
-    run_and_check(&session, &skinny, Some(&emulated("sm_90a", "wgmma-tma")));
+    run_and_check(&session, &skinny, Some(&emulated("sm_90a", "wgmma-tma multicast=auto")));
 }
 
 /// `fold-scales` (the square block, MXFP4 x MXFP4): each block scans its
@@ -1207,13 +1207,13 @@ fn wgmma_pipeline_splits_16_blocks() {
     run_and_check(
         &session,
         &problems[1..3],
-        Some(&emulated("sm_90a", "wgmma-tma")),
+        Some(&emulated("sm_90a", "wgmma-tma multicast=auto")),
     );
     // The skinny block fed by TMA (B as stored by boxes, A split and translated).
     run_and_check(
         &session,
         &problems[4..5],
-        Some(&emulated("sm_90a", "wgmma-tma")),
+        Some(&emulated("sm_90a", "wgmma-tma multicast=auto")),
     );
 }
 
@@ -1472,7 +1472,7 @@ fn wgmma_tma_matches_the_oracle() {
         .zip(shapes)
         .map(|(&pair, shape)| pair_problem(&mut rng, shape, pair))
         .collect();
-    let text = lowered(&session, &problems, "sm_90a", "wgmma-tma");
+    let text = lowered(&session, &problems, "sm_90a", "wgmma-tma multicast=auto");
     // One tensor map per TMA operand (11 square, 3 skinny); B's of the three multicasting
     // problems boxes half of the block's rows. The square block's producer issues each box
     // once in its loop; the skinny block's thread 0 in the prologue and in each of the
@@ -1513,7 +1513,7 @@ fn wgmma_tma_matches_the_oracle() {
         2 * 3 + 1
     );
     assert_eq!(text.matches("nvvm.cluster.arrive").count(), 3 * 2 + 2 * 2);
-    run_and_check(&session, &problems, Some(&emulated("sm_90a", "wgmma-tma")));
+    run_and_check(&session, &problems, Some(&emulated("sm_90a", "wgmma-tma multicast=auto")));
 }
 
 /// The pipeline's skinny block (swap AB), `auto`'s choice when M is static and at most 64:

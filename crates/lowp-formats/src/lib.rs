@@ -40,7 +40,7 @@ pub use layout::{ScaleLayout, LAYOUT_NAMES_HELP};
 pub use lowp_codec::Codec;
 pub use matmul::{
     check_f32_products, partial_sum_len, scale_segments, scaled_matmul, scaled_matmul_f64,
-    ErrorStats, MatmulOperand, Reference, Stored,
+    Accumulation, ErrorStats, MatmulOperand, Reference, Stored,
 };
 pub use quant::{
     block_scale, compute_scales, pack_fp4, pack_fp4_rows, quantize, quantize_with_scales,

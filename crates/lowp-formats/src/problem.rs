@@ -527,13 +527,24 @@ impl MatmulSpec {
 
     /// Compare a result with the f64 oracle.
     pub fn check(&self, inputs: &MatmulInputs, got: &[f32]) -> CheckReport {
+        self.check_accumulated(inputs, got, crate::matmul::Accumulation::F32)
+    }
+
+    /// [`MatmulSpec::check`] of a kernel whose sums were formed as `accumulation` says
+    /// (`Reference::check_accumulated`).
+    pub fn check_accumulated(
+        &self,
+        inputs: &MatmulInputs,
+        got: &[f32],
+        accumulation: crate::matmul::Accumulation,
+    ) -> CheckReport {
         let r = self.reference(inputs);
         let stored = if self.bf16 {
             crate::Stored::Bf16
         } else {
             crate::Stored::F32
         };
-        let stats = r.check_stored(got, 1.0, stored);
+        let stats = r.check_accumulated(got, 1.0, stored, accumulation);
         CheckReport {
             passed: stats.passed(),
             stats,

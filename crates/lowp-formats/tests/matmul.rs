@@ -693,3 +693,39 @@ fn a_total_that_overflows_before_the_globals_may_read_inf() {
     let r = scaled_matmul_f64(&a, &b, None).unwrap();
     assert!(!r.scale_hazard[0] && !r.check(&[f32::INFINITY], 1.0).passed());
 }
+
+/// The FP8 tensor-core accumulation model widens the bound by 2^-12 of the magnitude per
+/// instruction between promotions (at most 4 for promotions every 128 products), and no
+/// more: an error the hardware makes passes only under it, a layout error under neither.
+#[test]
+fn fp8_tensor_core_accumulation_bound() {
+    let k = 96;
+    let r = Reference {
+        m: 1,
+        n: 1,
+        k,
+        values: vec![100.0],
+        magnitude: vec![1000.0],
+        finite_magnitude: vec![1000.0],
+        scale_rounding: vec![0.0],
+        scale_hazard: vec![false],
+    };
+    let tc = Accumulation::Fp8TensorCore { promote: 128 };
+    assert_eq!(tc.relative_error(k), 3.0 * 2f64.powi(-12));
+    assert_eq!(tc.relative_error(4096), 4.0 * 2f64.powi(-12));
+    assert_eq!(Accumulation::F32.relative_error(4096), 0.0);
+    assert_eq!(tc.name(), "fp8-tensor-core/128");
+    // 2^-13 of the magnitude, as the H200 gave: over f32's bound, within the model's.
+    let hw = [(100.0 + 1000.0 * 2f64.powi(-13)) as f32];
+    assert!(!r.check(&hw, 1.0).passed());
+    let st = r.check_accumulated(&hw, 1.0, Stored::F32, tc);
+    assert!(st.passed(), "{st:?}");
+    // 2^-9 of it (one product of 512 lost, say): a failure under both.
+    let off = [(100.0 + 1000.0 * 2f64.powi(-9)) as f32];
+    assert!(!r.check_accumulated(&off, 1.0, Stored::F32, tc).passed());
+    // f32 accumulation: check_accumulated is check_stored.
+    assert_eq!(
+        r.check_accumulated(&hw, 1.0, Stored::F32, Accumulation::F32),
+        r.check_stored(&hw, 1.0, Stored::F32)
+    );
+}

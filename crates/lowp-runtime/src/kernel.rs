@@ -113,6 +113,21 @@ impl GpuKernel {
         Ok(())
     }
 
+    /// How the kernel forms its sums, for the bound its result is checked against: FP8
+    /// `wgmma` (E4M3 / E5M2 operands) sums on Hopper's reduced-precision FP8 accumulator,
+    /// which lowp's kernels promote into f32 at least every 128 products; f32 otherwise
+    /// (f16 / bf16 instructions, `mma.sync`, decode kernels).
+    pub fn accumulation(&self) -> lowp_formats::Accumulation {
+        let fp8_wgmma = self.ptx.lines().any(|l| {
+            l.contains("wgmma.mma_async") && (l.contains(".e4m3") || l.contains(".e5m2"))
+        });
+        if fp8_wgmma {
+            lowp_formats::Accumulation::Fp8TensorCore { promote: 128 }
+        } else {
+            lowp_formats::Accumulation::F32
+        }
+    }
+
     /// Whether the PTX is the kernel the launch describes (a bundle's `kernel.ptx` beside
     /// its `launch.txt`): it targets `chip`, declares the entry `name` with the parameters
     /// the launch passes, and the sizes it fixes fit the launch (`.reqntid` is the block,

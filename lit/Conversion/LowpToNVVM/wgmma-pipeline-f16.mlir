@@ -1,5 +1,5 @@
-// RUN: lowp-opt %s --pass-pipeline='builtin.module(func.func(lowp-to-nvvm{chip=sm_90a nvfp4=f16},cse))' | FileCheck %s
-// RUN: lowp-opt %s --pass-pipeline='builtin.module(func.func(lowp-to-nvvm{chip=sm_90a},cse))' | FileCheck %s --check-prefix=SPLIT
+// RUN: lowp-opt %s --pass-pipeline='builtin.module(func.func(lowp-to-nvvm{chip=sm_90a kernel=wgmma nvfp4=f16},cse))' | FileCheck %s
+// RUN: lowp-opt %s --pass-pipeline='builtin.module(func.func(lowp-to-nvvm{chip=sm_90a kernel=wgmma},cse))' | FileCheck %s --check-prefix=SPLIT
 
 // nvfp4=f16: NVFP4's 16-blocks in the sm_90a cp.async pipeline as f16 values. Every product
 // of an E2M1 code and a UE4M3 scale is an f16 value (lowp-formats:

@@ -1,4 +1,4 @@
-// RUN: lowp-opt %s --split-input-file --pass-pipeline='builtin.module(func.func(lowp-to-nvvm{chip=sm_90a},cse))' | FileCheck %s
+// RUN: lowp-opt %s --split-input-file --pass-pipeline='builtin.module(func.func(lowp-to-nvvm{chip=sm_90a kernel=wgmma},cse))' | FileCheck %s
 
 // The cp.async pipeline stages block scales through shared memory (here K is whole stages
 // of 128: 768, 6 stages). Per stage, thread t < 128 copies A's row t's four E8M0

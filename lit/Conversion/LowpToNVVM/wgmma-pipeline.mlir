@@ -1,5 +1,5 @@
-// RUN: lowp-opt %s --pass-pipeline='builtin.module(func.func(lowp-to-nvvm{chip=sm_90a},cse))' | FileCheck %s
-// RUN: lowp-opt %s --pass-pipeline='builtin.module(func.func(lowp-to-nvvm{chip=sm_90a emulate=true},cse))' | FileCheck %s --check-prefix=EMU
+// RUN: lowp-opt %s --pass-pipeline='builtin.module(func.func(lowp-to-nvvm{chip=sm_90a kernel=wgmma},cse))' | FileCheck %s
+// RUN: lowp-opt %s --pass-pipeline='builtin.module(func.func(lowp-to-nvvm{chip=sm_90a kernel=wgmma emulate=true},cse))' | FileCheck %s --check-prefix=EMU
 // RUN: lowp-opt %s --pass-pipeline='builtin.module(func.func(lowp-to-nvvm{chip=sm_90a kernel=wgmma-specialized},cse))' | FileCheck %s --check-prefix=WS
 
 // The sm_90a cp.async pipeline (row-major operands with static rows of a multiple of 16 bytes):

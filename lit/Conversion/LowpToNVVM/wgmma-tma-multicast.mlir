@@ -1,4 +1,4 @@
-// RUN: lowp-opt %s --pass-pipeline='builtin.module(func.func(lowp-to-nvvm{chip=sm_90a kernel=wgmma-tma},cse))' | FileCheck %s
+// RUN: lowp-opt %s --pass-pipeline='builtin.module(func.func(lowp-to-nvvm{chip=sm_90a kernel=wgmma-tma multicast=auto},cse))' | FileCheck %s
 // RUN: lowp-opt %s --pass-pipeline='builtin.module(func.func(lowp-to-nvvm{chip=sm_90a kernel=wgmma-tma multicast=1},cse))' | FileCheck %s --check-prefix=OFF
 // RUN: not lowp-opt %s --pass-pipeline='builtin.module(func.func(lowp-to-nvvm{chip=sm_90a kernel=wgmma-tma multicast=2}))' 2>&1 | FileCheck %s --check-prefix=ODD
 // RUN: not lowp-opt %s --pass-pipeline='builtin.module(func.func(lowp-to-nvvm{chip=sm_90a kernel=wgmma-specialized multicast=2}))' 2>&1 | FileCheck %s --check-prefix=NOTMA

@@ -370,7 +370,8 @@ fn run(a: &Args) -> Result<bool, (String, u8)> {
             let r = lowp_runtime::matmul::run(&gpu, &kernel, &spec, &roles, &inputs, bench)
                 .map_err(|e| (format!("{}: {e}", dir.display()), 1))?;
             if a.check {
-                let c = spec.check(&inputs, &r.result);
+                let accumulation = kernel.accumulation();
+                let c = spec.check_accumulated(&inputs, &r.result, accumulation);
                 let which = if a.seeds.len() > 1 {
                     format!(" seed={seed}")
                 } else {
@@ -378,12 +379,16 @@ fn run(a: &Args) -> Result<bool, (String, u8)> {
                 };
                 say!(
                     "check: {} max_abs_err={:.3e} max_rel_err={:.3e} bound_ratio={:.3} \
-                     nonfinite_mismatches={}{which}",
+                     nonfinite_mismatches={}{which}{}",
                     if c.passed { "PASS" } else { "FAIL" },
                     c.stats.max_abs_err,
                     c.stats.max_rel_err,
                     c.stats.max_bound_ratio,
-                    c.stats.nonfinite_mismatches
+                    c.stats.nonfinite_mismatches,
+                    match accumulation {
+                        lowp_formats::Accumulation::F32 => String::new(),
+                        a => format!(" accumulation={}", a.name()),
+                    }
                 );
                 passed &= c.passed;
                 if !c.passed {

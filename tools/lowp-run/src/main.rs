@@ -80,7 +80,7 @@ const USAGE: &str =
                   cluster (auto, 1, 2, 4, 8; default auto)
   --multicast M   with --target cuda: kernel=wgmma-tma's square block sharing B's stages
                   in clusters of 2 by TMA multicast (auto, 1: off, 2: required; default
-                  auto)
+                  1)
   --fold-scales F with --target cuda: the wgmma square block folding FP4 / FP6 operands'
                   E8M0 32-block scales into their FP8 codes where a block's scales allow
                   (auto; rows: B never anchored to one code for the block; off; default
@@ -767,8 +767,9 @@ fn run(a: Args) -> Result<bool, String> {
         inputs.save(std::path::Path::new(dir))?;
     }
     if a.cuda && !a.emulate {
-        let (got, bench) = run_cuda(&session, &mut module, &entry, &spec, &roles, &inputs, &a)?;
-        return report(&a, &spec, &inputs, &got, bench);
+        let (got, bench, accumulation) =
+            run_cuda(&session, &mut module, &entry, &spec, &roles, &inputs, &a)?;
+        return report(&a, &spec, &inputs, &got, bench, accumulation);
     }
     if a.emulate {
         // The kernel lowp-to-nvvm makes for the chip, run on the CPU: the same blocks,
@@ -817,17 +818,18 @@ fn run(a: Args) -> Result<bool, String> {
         }
         None => None,
     };
-    report(&a, &spec, &inputs, &got, bench)
+    report(&a, &spec, &inputs, &got, bench, lowp_formats::Accumulation::F32)
 }
 
 /// Write / check / print a result; the last line is the summary. `bench` is (median ms,
-/// GFLOP/s, runs).
+/// GFLOP/s, runs); `accumulation`, how the kernel formed its sums (the check's bound).
 fn report(
     a: &Args,
     spec: &MatmulSpec,
     inputs: &lowp_jit::MatmulInputs,
     got: &[f32],
     bench: Option<(f64, f64, usize)>,
+    accumulation: lowp_formats::Accumulation,
 ) -> Result<bool, String> {
     if let Some(path) = &a.output {
         let bytes: Vec<u8> = got.iter().flat_map(|x| x.to_le_bytes()).collect();
@@ -835,15 +837,19 @@ fn report(
     }
     let mut passed = true;
     if a.check {
-        let r = spec.check(inputs, got);
+        let r = spec.check_accumulated(inputs, got, accumulation);
         passed = r.passed;
         say!(
-            "check: {} max_abs_err={:.3e} max_rel_err={:.3e} bound_ratio={:.3} nonfinite_mismatches={}",
+            "check: {} max_abs_err={:.3e} max_rel_err={:.3e} bound_ratio={:.3} nonfinite_mismatches={}{}",
             if r.passed { "PASS" } else { "FAIL" },
             r.stats.max_abs_err,
             r.stats.max_rel_err,
             r.stats.max_bound_ratio,
-            r.stats.nonfinite_mismatches
+            r.stats.nonfinite_mismatches,
+            match accumulation {
+                lowp_formats::Accumulation::F32 => String::new(),
+                a => format!(" accumulation={}", a.name()),
+            }
         );
     }
     if let Some((median_ms, gflops, runs)) = bench {
@@ -857,7 +863,8 @@ fn report(
 }
 
 /// Compile the entry to an NVIDIA kernel (lowp-to-nvvm) and run it on GPU 0: the result
-/// and, with --bench, (median ms, GFLOP/s, runs) from CUDA events.
+/// and, with --bench, (median ms, GFLOP/s, runs) from CUDA events; and how the kernel
+/// forms its sums.
 #[allow(clippy::type_complexity)]
 fn run_cuda(
     session: &Session,
@@ -867,7 +874,7 @@ fn run_cuda(
     roles: &[lowp_jit::Role],
     inputs: &lowp_jit::MatmulInputs,
     a: &Args,
-) -> Result<(Vec<f32>, Option<(f64, f64, usize)>), String> {
+) -> Result<(Vec<f32>, Option<(f64, f64, usize)>, lowp_formats::Accumulation), String> {
     let kernel = compile_cuda(session, module, entry, a)?;
     let gpu = lowp_runtime::Gpu::open(0).map_err(|e| e.to_string())?;
     say!("device: {}", gpu.describe().map_err(|e| e.to_string())?);
@@ -877,7 +884,7 @@ fn run_cuda(
     let bench = r
         .median_ms
         .map(|(ms, runs)| (ms, spec.flops() / (ms * 1e6), runs));
-    Ok((r.result, bench))
+    Ok((r.result, bench, kernel.accumulation()))
 }
 
 /// Compile the entry to an NVIDIA kernel (lowp-to-nvvm), with the lowering's remarks and

@@ -175,12 +175,14 @@ pub const PASS: PassDef = PassDef {
         },
         OptionDef {
             name: "multicast",
-            default: "auto",
+            default: "1",
             description: "kernel=wgmma-tma's square block: clusters of 2 blocks (adjacent \
                           tiles of a column of C) sharing each stage of B, each loading half \
                           of it into both by TMA multicast: auto (where B is used as stored \
                           and M and N are static with an even number of 128-row tiles \
-                          each), 1 (off), or 2 (required)",
+                          each), 1 (off; the default: on the H200, 2026-12-04, clusters \
+                          of 2 ran 8192^3 FP8 at 607 TFLOP/s against 1162 without), or 2 \
+                          (required)",
             kind: OptionKind::Choice(&["auto", "1", "2"]),
         },
         OptionDef {
@@ -345,7 +347,24 @@ fn run<'c, 'a>(func: OperationRef<'c, 'a>, options: &PassOptions) -> Result<(), 
             "mma-sync" => mma_sync().map(|(plan, i)| (plan, Fp8::MmaSync(i))),
             _ => tcgen05()
                 .map(|(plan, i)| (plan, Fp8::Tcgen05(i)))
-                .or_else(|_| wgmma())
+                .or_else(|_| {
+                    // The square block loads E4M3 / E5M2 used as stored by TMA where it
+                    // can: on the H200 (bench/NOTES.md, 2026-12-04) 1162 TFLOP/s at
+                    // 8192^3 per tensor against the barrier pipeline's 1043, 1020 against
+                    // 913 at 4096^3. The skinny block keeps cp.async (16 x 4096 x 8192:
+                    // 13 us against TMA's 17).
+                    let square = |r: &Result<(Plan, Fp8), String>| {
+                        matches!(r, Ok((_, Fp8::WgmmaPipeline(_, tile, _))) if !tile.is_skinny())
+                    };
+                    let barrier = wgmma();
+                    if square(&barrier) {
+                        let tma = pipeline(wgmma_pipeline::Blocks::Square, Feed::Tma);
+                        if tma.is_ok() {
+                            return tma;
+                        }
+                    }
+                    barrier
+                })
                 .or_else(|_| mma_sync().map(|(plan, i)| (plan, Fp8::MmaSync(i)))),
         };
         let split = matches!(&lowered, Ok((_, Fp8::WgmmaPipeline(_, tile, _))) if tile.is_skinny());
