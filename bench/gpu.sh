@@ -224,9 +224,9 @@ if [ -x "$PTXAS" ]; then
   export -f assemble
   export PTXAS
   t=$(within 180 5)
-  [ "$t" = 0 ] || timeout "$t" bash -c 'ls -d "$0"/time-* "$0"/sass-* | xargs -P 16 -I{} bash -c "assemble {}"' "$B" || true
+  [ "$t" = 0 ] || timeout "$t" bash -c 'ls -d "$0"/time-* "$0"/sass-* 2>/dev/null | xargs -P 16 -I{} bash -c "assemble {}"' "$B" || true
   "$PTXAS" --version | tail -1 > "$WORK/sass/ptxas-version.txt" 2>&1
-  for dir in "$B"/time-* "$B"/sass-*; do
+  for dir in $(compgen -G "$B/time-*"; compgen -G "$B/sass-*"); do
     name=$(basename "$dir")
     log="$WORK/sass/$name.log"
     if [ -f "$log" ] && tail -1 "$log" | grep -q '^ok$'; then

@@ -349,12 +349,14 @@ fn run<'c, 'a>(func: OperationRef<'c, 'a>, options: &PassOptions) -> Result<(), 
                 .map(|(plan, i)| (plan, Fp8::Tcgen05(i)))
                 .or_else(|_| {
                     // The square block loads E4M3 / E5M2 used as stored by TMA where it
-                    // can: on the H200 (bench/NOTES.md, 2026-12-04) 1162 TFLOP/s at
-                    // 8192^3 per tensor against the barrier pipeline's 1043, 1020 against
-                    // 913 at 4096^3. The skinny block keeps cp.async (16 x 4096 x 8192:
-                    // 13 us against TMA's 17).
+                    // can and no scale changes along K: on the H200 (bench/NOTES.md,
+                    // 2026-12-04) per tensor 1155 TFLOP/s at 8192^3 against the barrier
+                    // pipeline's 1043, 1009 against 905 at 4096^3; with MX scales 264
+                    // against 315 (the barrier pipeline stays). The skinny block keeps
+                    // cp.async (16 x 4096 x 8192: 13 us against TMA's 17).
                     let square = |r: &Result<(Plan, Fp8), String>| {
-                        matches!(r, Ok((_, Fp8::WgmmaPipeline(_, tile, _))) if !tile.is_skinny())
+                        matches!(r, Ok((plan, Fp8::WgmmaPipeline(_, tile, _)))
+                            if !tile.is_skinny() && plan.seg.is_none())
                     };
                     let barrier = wgmma();
                     if square(&barrier) {
