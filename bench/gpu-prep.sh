@@ -101,26 +101,26 @@ save "check-mma-sync-tall" --m 4200001 --n 8 --k 32 --lhs f8e4m3 --rhs f8e5m2 \
   --layout per_channel --kernel mma-sync
 
 # ---- timing: FP8 per-tensor and MXFP4 at the anchors' shapes, each NVIDIA kernel (wgmma
-# takes the skinny block at 16x8192x8192, split-K in clusters of 2 at 16x4096x8192;
+# takes the skinny block at 16 rows, split-K in clusters of 2 at both decode shapes;
 # wgmma-specialized is the square one there; wgmma-tma is TMA-fed, warp-specialized
-# square above M = 64 (B multicast in clusters of 2) and the skinny block at M = 16, FP8
-# only: MXFP4's packed codes are translated on the way in).
+# square above M = 64 (auto's choice for FP8 per tensor) and the skinny block at M = 16,
+# FP8 only: MXFP4's packed codes are translated on the way in).
 for s in 8192x8192x8192 4096x4096x4096 16x8192x8192 16x4096x8192; do
   IFS=x read -r m n k <<< "$s"
   for f in "f8e4m3 --layout per_tensor" "f4e2m1 --layout mx --packed"; do
-    for kernel in wgmma wgmma-specialized wgmma-tma mma-sync generic; do
+    for kernel in auto wgmma wgmma-specialized wgmma-tma mma-sync generic; do
       [ "$s" = 8192x8192x8192 ] && [ $kernel = generic ] && continue
       [ $kernel = wgmma-tma ] && [ "${f%% *}" != f8e4m3 ] && continue
       # shellcheck disable=SC2086
       save "time-$kernel-$s-${f%% *}" --m $m --n $n --k $k --lhs ${f%% *} --rhs $f --kernel $kernel
     done
   done
-  # wgmma-tma's square block multicasts B in clusters of 2 by default (even tile counts):
-  # the same kernel without, to see what the multicast buys.
+  # wgmma-tma's square block (auto's for FP8 used as stored, per tensor) with B multicast
+  # in clusters of 2: half the rate of unicast on the H200 (bench/NOTES.md, 2026-12-04).
   case $s in
     8192x8192x8192 | 4096x4096x4096)
-      save "time-wgmma-tma-unicast-$s-f8e4m3" --m $m --n $n --k $k --lhs f8e4m3 --rhs f8e4m3 \
-        --layout per_tensor --kernel wgmma-tma --multicast 1
+      save "time-wgmma-tma-multicast-$s-f8e4m3" --m $m --n $n --k $k --lhs f8e4m3 --rhs f8e4m3 \
+        --layout per_tensor --kernel wgmma-tma --multicast 2
       # MXFP4's square block without folding its scales (what promoting once a stage buys)
       # and folded by rows only (what anchoring B buys).
       for kernel in wgmma wgmma-specialized; do

@@ -129,6 +129,37 @@ fn kernels_compile_for_every_format_and_layout() {
             );
             assert!(kernel.ptx.contains("cp.async.cg.shared.global"), "{spec:?}");
             assert!(kernel.shared_bytes > 0, "{spec:?}");
+        } else if uses_wgmma && kernel.ptx.contains("cp.async.bulk.tensor") {
+            // auto's square block where E4M3 / E5M2 are used as stored and no scale changes
+            // along K: the pipeline fed by TMA (a producer warpgroup and two consumers), one
+            // block per cluster (no multicast by default), a tensor map per operand.
+            let stored = |f| matches!(f, ScaledFormat::F8E4M3 | ScaledFormat::F8E5M2);
+            let along_k = |l| {
+                matches!(
+                    l,
+                    ScaleLayout::Mx { .. }
+                        | ScaleLayout::Nvfp4 { .. }
+                        | ScaleLayout::Blockwise { .. }
+                )
+            };
+            assert!(
+                choice == "auto"
+                    && spec.m > 64
+                    && stored(spec.lhs)
+                    && stored(spec.rhs)
+                    && !along_k(spec.lhs_layout)
+                    && !along_k(spec.rhs_layout),
+                "{spec:?}"
+            );
+            assert_eq!(kernel.block, (384, 1, 1), "{spec:?}");
+            assert_eq!(kernel.cluster, (1, 1, 1), "{spec:?}");
+            assert!(!kernel.ptx.contains("multicast::cluster"), "{spec:?}");
+            let maps = (kernel.params.iter())
+                .filter(|p| matches!(p, KernelParam::TensorMap { .. }))
+                .count();
+            assert_eq!(maps, 2, "{spec:?}");
+            assert!(gx as usize * 128 >= spec.n && gy as usize * 128 >= spec.m);
+            pipelined += 1;
         } else if uses_wgmma && kernel.ptx.contains("cp.async.cg.shared.global") {
             // The cp.async pipeline (rows of a multiple of 16 bytes). M at most 64: the
             // skinny block (swap AB: one warpgroup per 64 columns of C and M rounded up to
@@ -266,12 +297,13 @@ fn kernels_compile_for_every_format_and_layout() {
             );
             assert_eq!((bx, by), (32, 8));
         }
+        // Every argument reaches the kernel: as a memref, or as a tensor map (TMA).
         let roles = spec.roles();
         let memrefs: Vec<usize> = kernel
             .params
             .iter()
             .filter_map(|p| match p {
-                KernelParam::MemRef { arg, .. } => Some(*arg),
+                KernelParam::MemRef { arg, .. } | KernelParam::TensorMap { arg, .. } => Some(*arg),
                 _ => None,
             })
             .collect();
@@ -452,7 +484,13 @@ fn tma_kernels_take_tensor_maps() {
         let mut module = spec.build_module(session.context(), "mm");
         // (B multicast in clusters of 2, where the tiles allow: multicast=auto.)
         let kernel = session
-            .compile_nvvm_with(&mut module, "mm", "sm_90a", "wgmma-tma", &[("multicast", "auto")])
+            .compile_nvvm_with(
+                &mut module,
+                "mm",
+                "sm_90a",
+                "wgmma-tma",
+                &[("multicast", "auto")],
+            )
             .unwrap_or_else(|e| panic!("{spec:?}: {e}"));
         let got: Vec<KernelParam> = kernel
             .params

@@ -826,7 +826,11 @@ fn wgmma_pipeline_stages_block_scales() {
     let text = lowered(&session, &direct, "sm_90a", "wgmma-tma multicast=auto");
     assert_eq!(text.matches("nvgpu.tma.create.descriptor").count(), 2 * 2);
     assert_eq!(text.matches(", 4, cache =  ca").count(), 2 * 3 * 2);
-    run_and_check(&session, &direct, Some(&emulated("sm_90a", "wgmma-tma multicast=auto")));
+    run_and_check(
+        &session,
+        &direct,
+        Some(&emulated("sm_90a", "wgmma-tma multicast=auto")),
+    );
 }
 
 /// K not whole stages of 128: the block scales are staged through windows of 4-byte words
@@ -893,7 +897,11 @@ fn wgmma_pipeline_stages_scale_windows() {
     )];
     let text = lowered(&session, &skinny, "sm_90a", "wgmma-tma multicast=auto");
     assert_eq!(text.matches(", 4, cache =  ca").count(), 3 * (2 + 2));
-    run_and_check(&session, &skinny, Some(&emulated("sm_90a", "wgmma-tma multicast=auto")));
+    run_and_check(
+        &session,
+        &skinny,
+        Some(&emulated("sm_90a", "wgmma-tma multicast=auto")),
+    );
 }
 
 /// `fold-scales` (the square block, MXFP4 x MXFP4): each block scans its
@@ -1513,7 +1521,11 @@ fn wgmma_tma_matches_the_oracle() {
         2 * 3 + 1
     );
     assert_eq!(text.matches("nvvm.cluster.arrive").count(), 3 * 2 + 2 * 2);
-    run_and_check(&session, &problems, Some(&emulated("sm_90a", "wgmma-tma multicast=auto")));
+    run_and_check(
+        &session,
+        &problems,
+        Some(&emulated("sm_90a", "wgmma-tma multicast=auto")),
+    );
 }
 
 /// The pipeline's skinny block (swap AB), `auto`'s choice when M is static and at most 64:

@@ -451,9 +451,7 @@ impl Reference {
             if w != 0.0 && w.abs() >= 1e-3 * mag {
                 st.max_rel_err = st.max_rel_err.max(err / w.abs());
             }
-            st.max_bound_ratio = st
-                .max_bound_ratio
-                .max(err / bound(i));
+            st.max_bound_ratio = st.max_bound_ratio.max(err / bound(i));
         }
         st
     }

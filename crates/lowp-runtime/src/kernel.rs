@@ -115,12 +115,15 @@ impl GpuKernel {
 
     /// How the kernel forms its sums, for the bound its result is checked against: FP8
     /// `wgmma` (E4M3 / E5M2 operands) sums on Hopper's reduced-precision FP8 accumulator,
-    /// which lowp's kernels promote into f32 at least every 128 products; f32 otherwise
-    /// (f16 / bf16 instructions, `mma.sync`, decode kernels).
+    /// which the wgmma pipeline promotes into f32 at least every 128 products (the bound
+    /// takes 128: a kernel that lets the tensor cores sum longer, the register-staged one
+    /// with scale blocks past 128, is held to the tighter bound, not excused); f32
+    /// otherwise (f16 / bf16 instructions, `mma.sync`, decode kernels).
     pub fn accumulation(&self) -> lowp_formats::Accumulation {
-        let fp8_wgmma = self.ptx.lines().any(|l| {
-            l.contains("wgmma.mma_async") && (l.contains(".e4m3") || l.contains(".e5m2"))
-        });
+        let fp8_wgmma = self
+            .ptx
+            .lines()
+            .any(|l| l.contains("wgmma.mma_async") && (l.contains(".e4m3") || l.contains(".e5m2")));
         if fp8_wgmma {
             lowp_formats::Accumulation::Fp8TensorCore { promote: 128 }
         } else {

@@ -81,7 +81,12 @@ fn parse(raw: Vec<String>) -> Result<Args, String> {
         if flag.starts_with('-') && !seen.insert(flag.clone()) {
             return Err(format!("{flag} is given twice"));
         }
-        if inline.is_some() && matches!(flag.as_str(), "--check" | "--specials" | "--cold" | "-h" | "--help") {
+        if inline.is_some()
+            && matches!(
+                flag.as_str(),
+                "--check" | "--specials" | "--cold" | "-h" | "--help"
+            )
+        {
             return Err(format!("{flag} takes no value ('{arg}')"));
         }
         let mut value = |flag: &str| {
@@ -363,10 +368,10 @@ fn run(a: &Args) -> Result<bool, (String, u8)> {
                     inputs
                 }
             };
-            let bench = a.bench.filter(|_| first).map(|runs| lowp_runtime::Timing {
-                runs,
-                cold: a.cold,
-            });
+            let bench = a
+                .bench
+                .filter(|_| first)
+                .map(|runs| lowp_runtime::Timing { runs, cold: a.cold });
             let r = lowp_runtime::matmul::run(&gpu, &kernel, &spec, &roles, &inputs, bench)
                 .map_err(|e| (format!("{}: {e}", dir.display()), 1))?;
             if a.check {
@@ -403,7 +408,7 @@ fn run(a: &Args) -> Result<bool, (String, u8)> {
             }
             if let Some((ms, runs)) = r.median_ms {
                 say!(
-                    "bench: median_ms={ms:.3} gflops={:.2} runs={runs}",
+                    "bench: median_ms={ms:.4} gflops={:.2} runs={runs}",
                     spec.flops() / (ms * 1e6)
                 );
             }

@@ -818,7 +818,14 @@ fn run(a: Args) -> Result<bool, String> {
         }
         None => None,
     };
-    report(&a, &spec, &inputs, &got, bench, lowp_formats::Accumulation::F32)
+    report(
+        &a,
+        &spec,
+        &inputs,
+        &got,
+        bench,
+        lowp_formats::Accumulation::F32,
+    )
 }
 
 /// Write / check / print a result; the last line is the summary. `bench` is (median ms,
@@ -853,7 +860,7 @@ fn report(
         );
     }
     if let Some((median_ms, gflops, runs)) = bench {
-        say!("bench: median_ms={median_ms:.3} gflops={gflops:.2} runs={runs}");
+        say!("bench: median_ms={median_ms:.4} gflops={gflops:.2} runs={runs}");
     }
     if !a.check && bench.is_none() {
         let shown: Vec<String> = got.iter().take(4).map(|v| format!("{v}")).collect();
@@ -874,7 +881,14 @@ fn run_cuda(
     roles: &[lowp_jit::Role],
     inputs: &lowp_jit::MatmulInputs,
     a: &Args,
-) -> Result<(Vec<f32>, Option<(f64, f64, usize)>, lowp_formats::Accumulation), String> {
+) -> Result<
+    (
+        Vec<f32>,
+        Option<(f64, f64, usize)>,
+        lowp_formats::Accumulation,
+    ),
+    String,
+> {
     let kernel = compile_cuda(session, module, entry, a)?;
     let gpu = lowp_runtime::Gpu::open(0).map_err(|e| e.to_string())?;
     say!("device: {}", gpu.describe().map_err(|e| e.to_string())?);

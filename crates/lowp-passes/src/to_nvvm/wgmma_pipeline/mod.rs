@@ -9,12 +9,14 @@
 //! - skinny (M static and at most 64, or `kernel=wgmma-skinny`): swap AB, one warpgroup
 //!   computing `m x 64` of C (`m` M rounded up to 16, at most 64) as C^T with
 //!   `m64n<m>k32`: B's 64 rows are the instruction's A, A's rows its B. A decode step
-//!   (16 x 8192 x 8192) gets 128 blocks that spend no instruction row past M, where square
+//!   (16 x 8192 x 8192) gets 128 tiles that spend no instruction row past M, where square
 //!   blocks would be 64 with 7/8 of their A rows zero; its ring has 8 stages (10 KiB each
 //!   for FP8), as a memory-bound block wants bytes in flight. Where the tiles of C leave
 //!   SMs idle (16 x 4096 x 8192: 64), K is split (`gather_splits`): a cluster of 2, 4 or 8
 //!   blocks per tile (`split-k`, by default while the blocks fit 132 SMs and each split
-//!   keeps two stages), each summing its range of stages; rank 0 adds the others' partial
+//!   keeps two stages; 2 where the tiles fill the SMs once and two blocks fit an SM's
+//!   shared memory, a second block per SM: 16 x 8192 x 8192 MXFP4 35 us against 52 on the
+//!   H200), each summing its range of stages; rank 0 adds the others' partial
 //!   sums in rank order through distributed shared memory (deterministic, no workspace,
 //!   no atomics) and stores C. The cluster size is fixed in the PTX
 //!   (`lowp-kernel-cluster-size`).
@@ -228,6 +230,10 @@ pub(super) struct Tile {
     swapped: bool,
     /// Blocks (a cluster) sharing each tile of C, each summing a range of K's stages.
     splits: i64,
+    /// The split (2) is by shape for a second block on each multiprocessor, which the
+    /// kernel's shared memory must allow (`lower` checks it with the staged scales and the
+    /// fold tables, which the plan does not size, and splits no K where it does not).
+    paired: bool,
     /// Square blocks with TMA: blocks (a cluster, adjacent tiles of one column of C)
     /// sharing each stage of B, each loading its part of the box for all of them
     /// (`multicast`).
@@ -266,6 +272,7 @@ impl Tile {
         warpgroups: 2,
         swapped: false,
         splits: 1,
+        paired: false,
         multicast: 1,
     };
 
@@ -277,6 +284,7 @@ impl Tile {
             warpgroups: 1,
             swapped: true,
             splits: 1,
+            paired: false,
             multicast: 1,
         }
     }
@@ -455,7 +463,25 @@ pub(super) fn plan(
             memory.fewest()
         ));
     }
+    // By shape, a second block on each multiprocessor (K split in 2) where the tiles fill
+    // at most one block a multiprocessor and two blocks fit its shared memory: on the H200
+    // (bench/NOTES.md, 2026-12-04) 16 x 8192 x 8192's 128 blocks ran MXFP4 in 35 us
+    // against 52 unsplit, NVFP4's f16 route in 47 against 65, FP8 in 24 either way; 4 or 8
+    // splits were slower than 2 there and at 16 x 4096 x 8192.
+    if let (true, None, 1, Some(m), Some(n), Some(k)) = (tile.swapped, splits, tile.splits, m, n, k)
+    {
+        let blocks = ceil(m, tile.rows[0]) * ceil(n, tile.rows[1]);
+        if pair_fits(chip, &memory) && blocks <= chip.multiprocessors as i64 && ceil(k, BK) >= 8 {
+            (tile.splits, tile.paired) = (2, true);
+        }
+    }
     Ok((plan, instr, tile))
+}
+
+/// Whether two blocks with `memory` fit one multiprocessor's shared memory (a block's
+/// limit and the 1 KiB each block reserves).
+fn pair_fits(chip: &Chip, memory: &Memory) -> bool {
+    2 * (memory.dynamic_bytes() + 1024) <= (chip.shared_kib as i64 + 1) * 1024
 }
 
 /// The operands of `op` (planned as `plan`, K static where `k`) on the f16 route
@@ -702,7 +728,7 @@ pub(super) fn lower<'c, 'a>(
     plan: &Plan,
     instr: &Wgmma,
     chip: &Chip,
-    tile: Tile,
+    mut tile: Tile,
     feed: Feed,
     fold: FoldScales,
     emulate: bool,
@@ -722,6 +748,12 @@ pub(super) fn lower<'c, 'a>(
         if let Some(f) = mem.fold {
             mem.bytes = f.end();
         }
+    }
+    // A split for a second block on each multiprocessor that the staged scales or the fold
+    // tables leave no room for: K unsplit.
+    if tile.paired && !pair_fits(chip, &mem) {
+        (tile.splits, tile.paired) = (1, false);
+        mem.tile = tile;
     }
     // Static rows that are whole blocks (the grid has no block past them): the scale
     // reads of those rows need no clamp. (K does: a stage past the block's range, the
