@@ -51,6 +51,12 @@ checks=(
   "--m 130 --n 72 --k 256 --lhs f4e2m1 --rhs f8e4m3 --layout mx/8 --packed --bias"
   "--m 130 --n 72 --k 250 --lhs f8e3m4 --rhs f8e4m3 --layout mx --bias"
   "--m 40 --n 136 --k 200 --lhs f8e6m1 --rhs f8e5m2 --layout per_channel"
+  # Shapes cuBLASLt takes (multiples of 16), for vs_torch.py: auto's TMA square block, and
+  # its split pair of skinny blocks (16 x 8192: two blocks an SM).
+  "--m 256 --n 256 --k 1024 --lhs f8e4m3 --rhs f8e4m3 --layout per_tensor --bias"
+  "--m 192 --n 144 --k 4096 --lhs f8e5m2 --rhs f8e4m3 --layout per_tensor"
+  "--m 16 --n 8192 --k 1024 --lhs f8e4m3 --rhs f8e5m2 --layout per_tensor --bias"
+  "--m 16 --n 8192 --k 1024 --lhs f4e2m1 --rhs f4e2m1 --layout mx --packed"
 )
 i=0
 for c in "${checks[@]}"; do
