@@ -604,6 +604,31 @@ mod tests {
         )
     }
 
+    /// FP8 `wgmma` (either operand E4M3 or E5M2) is checked with Hopper's FP8 accumulator
+    /// in the bound; f16 / bf16 `wgmma` and FP8 `mma.sync` with f32 accumulation.
+    #[test]
+    fn fp8_wgmma_kernels_are_checked_with_the_fp8_accumulator() {
+        let with = |line: &str| GpuKernel {
+            ptx: format!("{}\n\t{line}\n", ptx("mm_kernel", 13, "")),
+            ..kernel()
+        };
+        let tc = lowp_formats::Accumulation::Fp8TensorCore { promote: 128 };
+        for line in [
+            "wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3 {%f1}, %rd1, %rd2, p, 1, 1;",
+            "wgmma.mma_async.sync.aligned.m64n16k32.f32.e5m2.e4m3 {%f1}, %rd1, %rd2, p, 1, 1;",
+        ] {
+            assert_eq!(with(line).accumulation(), tc, "{line}");
+        }
+        for line in [
+            "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 {%f1}, %rd1, %rd2, p, 1, 1, 1, 1;",
+            "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {%f1}, %rd1, %rd2, p, 1, 1, 1, 1;",
+            "mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32 {%f1}, {%r1}, {%r2}, {%f2};",
+            "ld.global.u8 %rs1, [%rd1];",
+        ] {
+            assert_eq!(with(line).accumulation(), lowp_formats::Accumulation::F32, "{line}");
+        }
+    }
+
     #[test]
     fn the_ptx_must_be_the_launched_kernel() {
         let good = GpuKernel {
