@@ -477,6 +477,60 @@ fn wgmma_register_kernel_takes_half_patterns() {
     }
 }
 
+/// `accumulate=f32` on sm_90a: E4M3 / E5M2 and the formats translated to them take the
+/// f16 patterns of their fields (k16 f16 instructions, exact products summed in f32), no
+/// FP8 instruction: the pipeline's square and skinny blocks, and the register-staged
+/// kernel for packed codes and K of rows the pipeline's copies do not take; all match
+/// the oracle.
+#[test]
+fn wgmma_exact_accumulation_takes_half_patterns() {
+    let session = Session::new();
+    let mut rng = SplitMix64::new(211);
+    let (e4, e5, f4) = (
+        ScaledFormat::F8E4M3,
+        ScaledFormat::F8E5M2,
+        ScaledFormat::F4E2M1,
+    );
+    let (pt, pc, mx) = (
+        ScaleLayout::PerTensor,
+        ScaleLayout::PerChannel,
+        ScaleLayout::MX,
+    );
+    let pairs = [
+        (e4, pt, false, e5, pt),
+        (e5, pc, false, e5, mx),
+        (f4, mx, true, e4, mx),
+        (
+            e4,
+            ScaleLayout::Blockwise { rows: 1, cols: 128 },
+            false,
+            e4,
+            ScaleLayout::Blockwise {
+                rows: 128,
+                cols: 128,
+            },
+        ),
+    ];
+    // The square block, the skinny one, and K of 250 (the register-staged kernel).
+    let sizes = [(130, 136, 256), (16, 72, 512), (33, 40, 250)];
+    let problems = f16_problems(&mut rng, &sizes, &pairs);
+    let exact = |kernel: &str, emulate: bool| {
+        format!(
+            "builtin.module(func.func(lowp-to-nvvm{{chip=sm_90a kernel={kernel} accumulate=f32 \
+             emulate={emulate}}}))"
+        )
+    };
+    let ir = lowered_with(&session, &problems, &exact("auto", false));
+    assert!(ir.contains("A[<f16>, <one>, <row>], B[<f16>, <one>, <col>]"));
+    assert!(!ir.contains("k = 32>"), "no FP8 instruction");
+    assert!(ir.contains("gpu.dynamic_shared_memory"), "the pipeline");
+    assert!(!ir.contains("nvvm.mma.sync"));
+    run_and_check(&session, &problems, Some(&exact("auto", true)));
+    // The FP8 default on the same problems: FP8 instructions.
+    let fp8 = lowered(&session, &problems, "sm_90a", "auto");
+    assert!(fp8.contains("k = 32>"));
+}
+
 /// `auto` on sm_90a takes the wgmma pipeline's f16 route for each of `problems` (no
 /// mma.sync), and its square, warp-specialized and skinny blocks match the oracle.
 fn f16_pipeline_matches_the_oracle(session: &Session, problems: &[(String, Problem)]) {

@@ -15,7 +15,7 @@ pub use lowp_passes::to_nvvm::KERNELS;
 /// [`Session::compile_nvvm_with`] takes: the wgmma skinny block's split of K, the TMA
 /// square block's B multicast, the barrier pipeline's folded block scales and its route
 /// for NVFP4's 16-blocks.
-pub const NVVM_TUNING: &[&str] = &["split-k", "multicast", "fold-scales", "nvfp4"];
+pub const NVVM_TUNING: &[&str] = &["split-k", "multicast", "fold-scales", "nvfp4", "accumulate"];
 pub use lowp_runtime::kernel::{GpuKernel, KernelParam};
 use melior::ir::operation::{OperationLike, OperationRef, WalkOrder, WalkResult};
 use melior::ir::r#type::MemRefType;

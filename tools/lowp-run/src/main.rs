@@ -89,6 +89,10 @@ const USAGE: &str =
                   16-blocks (split: an FP8 instruction per block on split tiles; f16:
                   codes times their scales as f16 into k16 f16 instructions; default
                   split)
+  --accumulate A  with --target cuda: how sm_90a's wgmma kernels sum E4M3 / E5M2 (fp8:
+                  the FP8 instructions, Hopper's reduced-precision FP8 accumulator, as
+                  cuBLASLt's; f32: their f16 patterns into k16 f16 instructions, exact
+                  products summed in f32, half the rate; default fp8)
   --emulate       with --target cuda: run the same kernel on the CPU instead, each
                   tensor-core instruction computed as the PTX ISA defines it (with --check:
                   a GPU kernel's numerics without a GPU; LLVM -O0 unless --opt-level)
@@ -127,7 +131,7 @@ struct Args {
     chip: Option<String>,
     kernel: Option<String>,
     /// lowp-to-nvvm's tuning options (`--split-k`, `--multicast`, `--fold-scales`,
-    /// `--nvfp4`).
+    /// `--nvfp4`, `--accumulate`).
     tuning: Vec<(&'static str, String)>,
     print_ptx: bool,
     save_kernel: Option<String>,
@@ -384,7 +388,7 @@ fn parse_args(raw: Vec<String>) -> Result<Args, Usage> {
                 }
                 a.kernel = Some(k);
             }
-            "--split-k" | "--multicast" | "--fold-scales" | "--nvfp4" => {
+            "--split-k" | "--multicast" | "--fold-scales" | "--nvfp4" | "--accumulate" => {
                 let v = value().ok_or_else(|| Usage(format!("{flag} needs a value (auto)")))?;
                 let name = lowp_passes::registry::check_option("lowp-to-nvvm", &flag[2..], &v)
                     .map_err(|why| Usage(format!("{flag}: {why}")))?;
@@ -404,8 +408,8 @@ fn parse_args(raw: Vec<String>) -> Result<Args, Usage> {
     let nvidia = a.chip.is_some() || a.kernel.is_some() || !a.tuning.is_empty() || a.emulate;
     if (nvidia || a.print_ptx || a.save_kernel.is_some()) && !a.cuda {
         return Err(Usage(
-            "--chip, --kernel, --split-k, --multicast, --fold-scales, --nvfp4, --emulate, \
-             --print-ptx and --save-kernel go with --target cuda"
+            "--chip, --kernel, --split-k, --multicast, --fold-scales, --nvfp4, --accumulate, \
+             --emulate, --print-ptx and --save-kernel go with --target cuda"
                 .into(),
         ));
     }

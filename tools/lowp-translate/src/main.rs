@@ -5,7 +5,7 @@
 //! lowp-translate FILE.mlir|- --emit=llvm|ptx|asm|obj|hsaco
 //!                [--chip=sm_90a|sm_89|sm_100a|gfx942|gfx950|host] [--kernel=K]
 //!                [--split-k=S] [--multicast=M] [--fold-scales=F] [--nvfp4=R]
-//!                [--pipeline='builtin.module(...)'] [-o OUT]
+//!                [--accumulate=A] [--pipeline='builtin.module(...)'] [-o OUT]
 //! ```
 //! lowp ops left in the module (after `--pipeline`, if any) are lowered for a GPU chip
 //! first: `lowp-to-nvvm{chip kernel}` / `lowp-to-rocdl{chip kernel}` and the upstream
@@ -32,7 +32,7 @@ mod output;
 const USAGE: &str =
     "usage: lowp-translate FILE.mlir --emit=llvm|ptx|asm|obj|hsaco [--chip=CHIP] [--kernel=K]
                       [--split-k=S] [--multicast=M] [--fold-scales=F] [--nvfp4=R]
-                      [--pipeline=P] [-o OUT]
+                      [--accumulate=A] [--pipeline=P] [-o OUT]
   --emit      llvm: LLVM IR; ptx: PTX (NVIDIA chips); asm: target assembly; obj: ELF object;
               hsaco: an AMD kernel linked into a code object (ld.lld; needs -o)
   --chip      sm_89, sm_90a, sm_100a, gfx942, gfx950, host (default host)
@@ -45,13 +45,17 @@ const USAGE: &str =
   --split-k   NVIDIA: the wgmma skinny block's split of K among a cluster (auto, 1, 2, 4,
               8; default auto)
   --multicast NVIDIA: wgmma-tma's square block sharing B's stages in clusters of 2 by TMA
-              multicast (auto, 1: off, 2: required; default auto)
+              multicast (auto, 1: off, 2: required; default 1)
   --fold-scales NVIDIA: the wgmma square block folding FP4 / FP6 operands' E8M0 32-block
               scales into their FP8 codes where a block's scales allow (auto; rows: B
               never anchored to one code for the block; off; default auto)
   --nvfp4     NVIDIA: the wgmma pipeline's route for NVFP4's 16-blocks (split: an FP8
               instruction per block on split tiles; f16: codes times their scales as f16
               into k16 f16 instructions; default split)
+  --accumulate NVIDIA sm_90a: how the wgmma kernels sum E4M3 / E5M2 (fp8: the FP8
+              instructions, Hopper's reduced-precision FP8 accumulator as cuBLASLt's;
+              f32: their f16 patterns into k16 f16 instructions, exact products summed in
+              f32, half the rate; default fp8)
   --pipeline  a textual pass pipeline run first (e.g. builtin.module(lowp-cpu-pipeline));
               lowp ops left after it are lowered for a GPU --chip, and gpu.module kernels
               are compiled for it (ptx or asm)
@@ -64,7 +68,7 @@ struct Args {
     pipeline: Option<String>,
     kernel: Option<String>,
     /// lowp-to-nvvm's tuning options (`--split-k`, `--multicast`, `--fold-scales`,
-    /// `--nvfp4`).
+    /// `--nvfp4`, `--accumulate`).
     tuning: Vec<(&'static str, String)>,
     hsaco: bool,
     out: Option<String>,
@@ -97,7 +101,7 @@ fn parse(raw: Vec<String>) -> Result<Args, String> {
             "--chip" => chip = Some(value()?.parse::<Chip>()?),
             "--pipeline" => pipeline = Some(value()?),
             "--kernel" => kernel = Some(value()?),
-            "--split-k" | "--multicast" | "--fold-scales" | "--nvfp4" => {
+            "--split-k" | "--multicast" | "--fold-scales" | "--nvfp4" | "--accumulate" => {
                 let v = value()?;
                 // Checked here (a bad command line, status 2) rather than when the
                 // pipeline is parsed.
@@ -155,8 +159,8 @@ fn parse(raw: Vec<String>) -> Result<Args, String> {
     }
     if !tuning.is_empty() && chip.vendor != Vendor::Nvidia {
         return Err(format!(
-            "--split-k, --multicast, --fold-scales and --nvfp4 tune lowp-to-nvvm: give an \
-             NVIDIA --chip, not {chip}"
+            "--split-k, --multicast, --fold-scales, --nvfp4 and --accumulate tune \
+             lowp-to-nvvm: give an NVIDIA --chip, not {chip}"
         ));
     }
     if emit_name == "obj" && chip.vendor == Vendor::Nvidia {

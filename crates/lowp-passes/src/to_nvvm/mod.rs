@@ -215,6 +215,20 @@ pub const PASS: PassDef = PassDef {
             kind: OptionKind::Choice(&["split", "f16"]),
         },
         OptionDef {
+            name: "accumulate",
+            default: "fp8",
+            description: "How sm_90a's wgmma kernels sum E4M3 / E5M2 (and the formats \
+                          translated to them): fp8, the FP8 instructions, whose tensor \
+                          cores add each instruction's products with about 13 bits below \
+                          the largest term's leading bit (as cuBLASLt's FP8 GEMM does; \
+                          partial sums promoted to f32 at least every 128 of K); or f32, \
+                          the f16 patterns of the codes into k16 f16 instructions, exact \
+                          products summed in f32 as the contract says, at half the FP8 \
+                          rate (the route of the formats no FP8 type holds). Other chips' \
+                          kernels are not changed by it",
+            kind: OptionKind::Choice(&["fp8", "f32"]),
+        },
+        OptionDef {
             name: "emulate",
             default: "false",
             description: "Run the same kernel on the CPU, each tensor-core instruction \
@@ -274,6 +288,7 @@ fn run<'c, 'a>(func: OperationRef<'c, 'a>, options: &PassOptions) -> Result<(), 
     let splits = options.choice("split-k").parse::<i64>().ok();
     let multicast = options.choice("multicast").parse::<i64>().ok();
     let f16 = options.choice("nvfp4") == "f16";
+    let exact = options.choice("accumulate") == "f32";
     let fold = match options.choice("fold-scales") {
         "auto" => wgmma_pipeline::FoldScales::Auto,
         "rows" => wgmma_pipeline::FoldScales::Rows,
@@ -291,26 +306,28 @@ fn run<'c, 'a>(func: OperationRef<'c, 'a>, options: &PassOptions) -> Result<(), 
             // (TMA loads FP8 as stored, which the f16 route would widen.)
             let f16 = f16 && feed != Feed::Tma;
             if sm == 90 {
-                wgmma_pipeline::plan(op, &facts, blocks, splits, f16).and_then(|(plan, i, tile)| {
-                    if feed == Feed::Tma && plan.f16 {
-                        return Err("TMA loads the operands used as stored (E4M3 / E5M2); \
+                wgmma_pipeline::plan(op, &facts, blocks, splits, f16, exact).and_then(
+                    |(plan, i, tile)| {
+                        if feed == Feed::Tma && plan.f16 {
+                            return Err("TMA loads the operands used as stored (E4M3 / E5M2); \
                                     the f16 route translates both (kernel=wgmma-specialized \
                                     copies them through the producer threads)"
-                            .into());
-                    }
-                    if feed == Feed::Tma && plan.a.table.is_some() && plan.b.table.is_some() {
-                        return Err("TMA loads the operands used as stored (E4M3 / E5M2); \
+                                .into());
+                        }
+                        if feed == Feed::Tma && plan.a.table.is_some() && plan.b.table.is_some() {
+                            return Err("TMA loads the operands used as stored (E4M3 / E5M2); \
                                     both are translated (kernel=wgmma-specialized copies \
                                     them through the producer threads)"
-                            .into());
-                    }
-                    let tile = if feed == Feed::Tma {
-                        wgmma_pipeline::multicast(op, &plan, tile, multicast)?
-                    } else {
-                        tile
-                    };
-                    Ok((plan, Fp8::WgmmaPipeline(i, tile, feed)))
-                })
+                                .into());
+                        }
+                        let tile = if feed == Feed::Tma {
+                            wgmma_pipeline::multicast(op, &plan, tile, multicast)?
+                        } else {
+                            tile
+                        };
+                        Ok((plan, Fp8::WgmmaPipeline(i, tile, feed)))
+                    },
+                )
             } else {
                 Err(format!("{chip} has no wgmma (sm_90a only)"))
             }
@@ -318,7 +335,7 @@ fn run<'c, 'a>(func: OperationRef<'c, 'a>, options: &PassOptions) -> Result<(), 
         let wgmma = || {
             pipeline(wgmma_pipeline::Blocks::ByShape, Feed::Barrier).or_else(|why| {
                 if sm == 90 {
-                    wgmma::register_plan(op).map(|(plan, i)| (plan, Fp8::Wgmma(i)))
+                    wgmma::register_plan(op, exact).map(|(plan, i)| (plan, Fp8::Wgmma(i)))
                 } else {
                     Err(why)
                 }

@@ -141,6 +141,10 @@ impl Wgmma {
     }
 }
 
+/// Why `accumulate=f32` takes no FP8 instruction: the reason the half-pattern kernels give.
+pub(super) const EXACT: &str =
+    "accumulate=f32 sums exact products in f32, which Hopper's FP8 tensor cores do not";
+
 /// The FP8 plan and instruction (`m64n128k32`, A as A) for `op`, or why it needs another
 /// kernel (the pipeline's first choice).
 pub(super) fn plan(op: OperationRef) -> Result<(Plan, Wgmma), String> {
@@ -150,8 +154,14 @@ pub(super) fn plan(op: OperationRef) -> Result<(Plan, Wgmma), String> {
 
 /// The register-staged kernel's plan and instruction: FP8 (`plan`), else `m64n128k16` on
 /// the f16 (else bf16) patterns of the formats no FP8 type holds (`Plan::half`).
-pub(super) fn register_plan(op: OperationRef) -> Result<(Plan, Wgmma), String> {
-    plan(op).or_else(|fp8| {
+/// (`exact`: `accumulate=f32`, the half patterns for every format, FP8 ones too.)
+pub(super) fn register_plan(op: OperationRef, exact: bool) -> Result<(Plan, Wgmma), String> {
+    let fp8 = if exact {
+        Err(EXACT.to_string())
+    } else {
+        plan(op)
+    };
+    fp8.or_else(|fp8| {
         let (plan, half, why) = Plan::half(op, fp8)?;
         let instr = Wgmma::new(plan.a.ty, plan.b.ty, Some((half, why)));
         Ok((plan, instr))

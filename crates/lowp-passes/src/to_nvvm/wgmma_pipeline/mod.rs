@@ -334,17 +334,24 @@ fn ceil(a: i64, b: i64) -> i64 {
 
 /// The plan, instruction and block for `op`, or why it needs the register-staged kernel.
 /// `splits`: the skinny block's split-K (`None`: by shape, where the shape is static).
-/// `f16`: NVFP4's 16-blocks take the f16 route where they can (`f16_route`).
+/// `f16`: NVFP4's 16-blocks take the f16 route where they can (`f16_route`). `exact`
+/// (`accumulate=f32`): every format on the f16 patterns of its fields, FP8 ones too.
 pub(super) fn plan(
     op: OperationRef,
     chip: &Chip,
     blocks: Blocks,
     splits: Option<i64>,
     f16: bool,
+    exact: bool,
 ) -> Result<(Plan, Wgmma, Tile), String> {
     // FP8 where the formats are or embed in E4M3 / E5M2, else the f16 patterns of their
     // fields (`fields_plan`).
-    let (mut plan, mut instr) = wgmma::plan(op).or_else(|fp8| fields_plan(op, fp8))?;
+    let fp8 = if exact {
+        Err(wgmma::EXACT.to_string())
+    } else {
+        wgmma::plan(op)
+    };
+    let (mut plan, mut instr) = fp8.or_else(|fp8| fields_plan(op, fp8))?;
     // Blocks shorter than an instruction's K other than NVFP4's 16 (split tiles, below):
     // the register-staged kernels zero the rest of each step; the pipeline's stages do not.
     if plan.step < instr.k() && plan.step != 16 {
