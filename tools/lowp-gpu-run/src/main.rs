@@ -12,9 +12,10 @@
 //! `--bench` (`--cold`: each timed launch after the L2 is flushed, outside the timed events;
 //! consecutive bundles of one problem share its inputs), and prints one line per kernel
 //! and result, as `lowp-run` does:
-//! `check: PASS max_abs_err=...` and `bench: median_ms=... gflops=...`. Several seeds run
-//! each kernel on each seed's inputs in one process (one check line each, ending in
-//! `seed=S`; timing and dumps on the first). `--specials` puts `lowp-run --specials`'s
+//! `check: PASS max_abs_err=...` and `bench: median_ms=... gflops=... gbps=...` (GB/s of
+//! the problem's fewest bytes: each argument read once, the result written once). Several
+//! seeds run each kernel on each seed's inputs in one process (one check line each, ending
+//! in `seed=S`; timing and dumps on the first). `--specials` puts `lowp-run --specials`'s
 //! values into every seed's inputs (infinities and NaN codes in both operands, each
 //! format's largest magnitudes, a NaN block scale). With `--dump OUT`
 //! it also writes, per bundle, `OUT/<bundle name>/`: the inputs as the entry takes them
@@ -407,9 +408,13 @@ fn run(a: &Args) -> Result<bool, (String, u8)> {
                 dump(&out.join(name), &spec, &inputs, &r.result).map_err(|e| (e, 1))?;
             }
             if let Some((ms, runs)) = r.median_ms {
+                // The fewest bytes the problem moves: each argument read once, the result
+                // written once (what a memory-bound shape's rate is measured against).
+                let bytes: u64 = spec.roles().iter().map(|&role| spec.role_len(role)).sum();
                 say!(
-                    "bench: median_ms={ms:.4} gflops={:.2} runs={runs}",
-                    spec.flops() / (ms * 1e6)
+                    "bench: median_ms={ms:.4} gflops={:.2} gbps={:.1} runs={runs}",
+                    spec.flops() / (ms * 1e6),
+                    bytes as f64 / (ms * 1e6)
                 );
             }
             last = Some((key, seed, inputs));
