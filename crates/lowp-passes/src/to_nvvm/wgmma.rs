@@ -142,12 +142,16 @@ impl Wgmma {
 }
 
 /// Why `accumulate=f32` takes no FP8 instruction: the reason the half-pattern kernels give.
-pub(super) const EXACT: &str =
+const EXACT: &str =
     "accumulate=f32 sums exact products in f32, which Hopper's FP8 tensor cores do not";
 
 /// The FP8 plan and instruction (`m64n128k32`, A as A) for `op`, or why it needs another
-/// kernel (the pipeline's first choice).
-pub(super) fn plan(op: OperationRef) -> Result<(Plan, Wgmma), String> {
+/// kernel (the pipeline's first choice). `exact` (`accumulate=f32`): none, every format
+/// takes the half patterns.
+pub(super) fn plan(op: OperationRef, exact: bool) -> Result<(Plan, Wgmma), String> {
+    if exact {
+        return Err(EXACT.into());
+    }
     let (plan, a, b) = super::fp8_plan(op)?;
     Ok((plan, Wgmma::new(a, b, None)))
 }
@@ -156,12 +160,7 @@ pub(super) fn plan(op: OperationRef) -> Result<(Plan, Wgmma), String> {
 /// the f16 (else bf16) patterns of the formats no FP8 type holds (`Plan::half`).
 /// (`exact`: `accumulate=f32`, the half patterns for every format, FP8 ones too.)
 pub(super) fn register_plan(op: OperationRef, exact: bool) -> Result<(Plan, Wgmma), String> {
-    let fp8 = if exact {
-        Err(EXACT.to_string())
-    } else {
-        plan(op)
-    };
-    fp8.or_else(|fp8| {
+    plan(op, exact).or_else(|fp8| {
         let (plan, half, why) = Plan::half(op, fp8)?;
         let instr = Wgmma::new(plan.a.ty, plan.b.ty, Some((half, why)));
         Ok((plan, instr))

@@ -231,8 +231,8 @@ pub(super) struct Tile {
     /// Blocks (a cluster) sharing each tile of C, each summing a range of K's stages.
     splits: i64,
     /// The split (2) is by shape for a second block on each multiprocessor, which the
-    /// kernel's shared memory must allow (`lower` checks it with the staged scales and the
-    /// fold tables, which the plan does not size, and splits no K where it does not).
+    /// kernel's shared memory must allow: `lower` checks it with the staged scales and the
+    /// fold tables, which the plan does not size, and splits no K where it does not.
     paired: bool,
     /// Square blocks with TMA: blocks (a cluster, adjacent tiles of one column of C)
     /// sharing each stage of B, each loading its part of the box for all of them
@@ -346,12 +346,7 @@ pub(super) fn plan(
 ) -> Result<(Plan, Wgmma, Tile), String> {
     // FP8 where the formats are or embed in E4M3 / E5M2, else the f16 patterns of their
     // fields (`fields_plan`).
-    let fp8 = if exact {
-        Err(wgmma::EXACT.to_string())
-    } else {
-        wgmma::plan(op)
-    };
-    let (mut plan, mut instr) = fp8.or_else(|fp8| fields_plan(op, fp8))?;
+    let (mut plan, mut instr) = wgmma::plan(op, exact).or_else(|fp8| fields_plan(op, fp8))?;
     // Blocks shorter than an instruction's K other than NVFP4's 16 (split tiles, below):
     // the register-staged kernels zero the rest of each step; the pipeline's stages do not.
     if plan.step < instr.k() && plan.step != 16 {
@@ -471,14 +466,15 @@ pub(super) fn plan(
         ));
     }
     // By shape, a second block on each multiprocessor (K split in 2) where the tiles fill
-    // at most one block a multiprocessor and two blocks fit its shared memory: on the H200
-    // (bench/NOTES.md, 2026-12-04) 16 x 8192 x 8192's 128 blocks ran MXFP4 in 35 us
-    // against 52 unsplit, NVFP4's f16 route in 47 against 65, FP8 in 24 either way; 4 or 8
-    // splits were slower than 2 there and at 16 x 4096 x 8192.
+    // at most one block a multiprocessor (and, `lower` decides with the kernel's whole
+    // shared memory, two blocks fit one's): on the H200 (bench/NOTES.md, 2026-12-04)
+    // 16 x 8192 x 8192's 128 blocks ran MXFP4 in 35 us against 52 unsplit, NVFP4's f16
+    // route in 47 against 65, FP8 in 24 either way; 4 or 8 splits were slower than 2
+    // there and at 16 x 4096 x 8192.
     if let (true, None, 1, Some(m), Some(n), Some(k)) = (tile.swapped, splits, tile.splits, m, n, k)
     {
         let blocks = ceil(m, tile.rows[0]) * ceil(n, tile.rows[1]);
-        if pair_fits(chip, &memory) && blocks <= chip.multiprocessors as i64 && ceil(k, BK) >= 8 {
+        if blocks <= chip.multiprocessors as i64 && ceil(k, BK) >= 8 {
             (tile.splits, tile.paired) = (2, true);
         }
     }
@@ -756,8 +752,8 @@ pub(super) fn lower<'c, 'a>(
             mem.bytes = f.end();
         }
     }
-    // A split for a second block on each multiprocessor that the staged scales or the fold
-    // tables leave no room for: K unsplit.
+    // A split for a second block on each multiprocessor that the kernel's shared memory
+    // (the ring, the staged scales, the fold tables) leaves no room for: K unsplit.
     if tile.paired && !pair_fits(chip, &mem) {
         (tile.splits, tile.paired) = (1, false);
         mem.tile = tile;
