@@ -315,11 +315,20 @@ impl Accumulation {
         }
     }
 
-    /// Its name in a check line: `f32`, `fp8-tensor-core/<promote>`.
+    /// Its name: `f32`, `fp8-tensor-core/<promote>`.
     pub fn name(self) -> String {
         match self {
             Accumulation::F32 => "f32".into(),
             Accumulation::Fp8TensorCore { promote } => format!("fp8-tensor-core/{promote}"),
+        }
+    }
+
+    /// What a check line ends with: nothing for the contract's f32 sums, else
+    /// ` accumulation=<name>` (the bound it was checked under).
+    pub fn check_suffix(self) -> String {
+        match self {
+            Accumulation::F32 => String::new(),
+            a => format!(" accumulation={}", a.name()),
         }
     }
 }

@@ -715,6 +715,8 @@ fn fp8_tensor_core_accumulation_bound() {
     assert_eq!(tc.relative_error(4096), 4.0 * 2f64.powi(-12));
     assert_eq!(Accumulation::F32.relative_error(4096), 0.0);
     assert_eq!(tc.name(), "fp8-tensor-core/128");
+    assert_eq!(tc.check_suffix(), " accumulation=fp8-tensor-core/128");
+    assert_eq!(Accumulation::F32.check_suffix(), "");
     // 2^-13 of the magnitude, as the H200 gave: over f32's bound, within the model's.
     let hw = [(100.0 + 1000.0 * 2f64.powi(-13)) as f32];
     assert!(!r.check(&hw, 1.0).passed());

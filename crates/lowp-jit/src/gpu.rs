@@ -14,8 +14,19 @@ pub use lowp_passes::to_nvvm::KERNELS;
 /// The `lowp-to-nvvm` options besides `chip` and `kernel` that
 /// [`Session::compile_nvvm_with`] takes: the wgmma skinny block's split of K, the TMA
 /// square block's B multicast, the barrier pipeline's folded block scales and its route
-/// for NVFP4's 16-blocks.
+/// for NVFP4's 16-blocks, and how sm_90a's wgmma kernels sum FP8. The tools take each as
+/// a flag of its name (`--split-k`, ...: [`tuning_option`]).
 pub const NVVM_TUNING: &[&str] = &["split-k", "multicast", "fold-scales", "nvfp4", "accumulate"];
+
+/// The tuning option (`NVVM_TUNING`) a command-line `flag` names (`--split-k`: `split-k`).
+pub fn tuning_option(flag: &str) -> Option<&str> {
+    flag.strip_prefix("--").filter(|o| NVVM_TUNING.contains(o))
+}
+
+/// The tuning options as the tools' flags, in order: `--split-k`, `--multicast`, ...
+pub fn tuning_flags() -> Vec<String> {
+    NVVM_TUNING.iter().map(|o| format!("--{o}")).collect()
+}
 pub use lowp_runtime::kernel::{GpuKernel, KernelParam};
 use melior::ir::operation::{OperationLike, OperationRef, WalkOrder, WalkResult};
 use melior::ir::r#type::MemRefType;

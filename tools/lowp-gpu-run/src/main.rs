@@ -391,10 +391,7 @@ fn run(a: &Args) -> Result<bool, (String, u8)> {
                     c.stats.max_rel_err,
                     c.stats.max_bound_ratio,
                     c.stats.nonfinite_mismatches,
-                    match accumulation {
-                        lowp_formats::Accumulation::F32 => String::new(),
-                        a => format!(" accumulation={}", a.name()),
-                    }
+                    accumulation.check_suffix()
                 );
                 passed &= c.passed;
                 if !c.passed {

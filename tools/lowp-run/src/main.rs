@@ -388,7 +388,7 @@ fn parse_args(raw: Vec<String>) -> Result<Args, Usage> {
                 }
                 a.kernel = Some(k);
             }
-            "--split-k" | "--multicast" | "--fold-scales" | "--nvfp4" | "--accumulate" => {
+            f if lowp_jit::gpu::tuning_option(f).is_some() => {
                 let v = value().ok_or_else(|| Usage(format!("{flag} needs a value (auto)")))?;
                 let name = lowp_passes::registry::check_option("lowp-to-nvvm", &flag[2..], &v)
                     .map_err(|why| Usage(format!("{flag}: {why}")))?;
@@ -407,11 +407,11 @@ fn parse_args(raw: Vec<String>) -> Result<Args, Usage> {
     }
     let nvidia = a.chip.is_some() || a.kernel.is_some() || !a.tuning.is_empty() || a.emulate;
     if (nvidia || a.print_ptx || a.save_kernel.is_some()) && !a.cuda {
-        return Err(Usage(
-            "--chip, --kernel, --split-k, --multicast, --fold-scales, --nvfp4, --accumulate, \
-             --emulate, --print-ptx and --save-kernel go with --target cuda"
-                .into(),
-        ));
+        return Err(Usage(format!(
+            "--chip, --kernel, {}, --emulate, --print-ptx and --save-kernel go with --target \
+             cuda",
+            lowp_jit::gpu::tuning_flags().join(", ")
+        )));
     }
     if a.cuda {
         // The kernel is compiled to PTX and run on the GPU; emulated, it runs on the CPU
@@ -857,10 +857,7 @@ fn report(
             r.stats.max_rel_err,
             r.stats.max_bound_ratio,
             r.stats.nonfinite_mismatches,
-            match accumulation {
-                lowp_formats::Accumulation::F32 => String::new(),
-                a => format!(" accumulation={}", a.name()),
-            }
+            accumulation.check_suffix()
         );
     }
     if let Some((median_ms, gflops, runs)) = bench {

@@ -101,7 +101,7 @@ fn parse(raw: Vec<String>) -> Result<Args, String> {
             "--chip" => chip = Some(value()?.parse::<Chip>()?),
             "--pipeline" => pipeline = Some(value()?),
             "--kernel" => kernel = Some(value()?),
-            "--split-k" | "--multicast" | "--fold-scales" | "--nvfp4" | "--accumulate" => {
+            f if lowp_jit::gpu::tuning_option(f).is_some() => {
                 let v = value()?;
                 // Checked here (a bad command line, status 2) rather than when the
                 // pipeline is parsed.
@@ -158,9 +158,13 @@ fn parse(raw: Vec<String>) -> Result<Args, String> {
         }
     }
     if !tuning.is_empty() && chip.vendor != Vendor::Nvidia {
+        let flags = lowp_jit::gpu::tuning_flags();
+        let list = match flags.split_last() {
+            Some((last, rest)) if !rest.is_empty() => format!("{} and {last}", rest.join(", ")),
+            _ => flags.join(", "),
+        };
         return Err(format!(
-            "--split-k, --multicast, --fold-scales, --nvfp4 and --accumulate tune \
-             lowp-to-nvvm: give an NVIDIA --chip, not {chip}"
+            "{list} tune lowp-to-nvvm: give an NVIDIA --chip, not {chip}"
         ));
     }
     if emit_name == "obj" && chip.vendor == Vendor::Nvidia {
