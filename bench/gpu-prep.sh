@@ -141,6 +141,11 @@ for s in 8192x8192x8192 4096x4096x4096 16x8192x8192 16x4096x8192; do
         save "time-$kernel-$s-f6e2m3" --m $m --n $n --k $k --lhs f6e2m3 --rhs f6e2m3 \
           --layout mx --kernel $kernel
       done ;;
+    # The skinny block folds MXFP4's scales too (B's rows anchored where they allow): per 32
+    # against it, at both decode shapes.
+    16x*)
+      save "time-wgmma-nofold-$s-f4e2m1" --m $m --n $n --k $k --lhs f4e2m1 --rhs f4e2m1 \
+        --layout mx --packed --kernel wgmma --fold-scales off ;;
   esac
   # NVFP4 (E2M1 + UE4M3/16, global scales): an instruction per 16-block on split translated
   # tiles, the scales staged where K is whole stages (the barrier pipeline with 3 stages).

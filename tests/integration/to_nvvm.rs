@@ -847,13 +847,13 @@ fn wgmma_pipeline_stages_block_scales() {
     // Each op's copies of its A and B scale rows, in the prologue and in each of the loop's
     // stages (two, one where operands are translated): 4 bytes a row (E8M0 x 4, f32 per
     // 128) but for 1 x 32 (16 bytes, `.cg` like the codes) and 1 x 64 (8 bytes) blockwise.
-    // The square MXFP4 op folds its scales where they allow
-    // (`wgmma_pipeline_folds_block_scales`): three loops (B anchored, by rows, per 32), two
-    // more copies per operand. Of the 7 ops with 4-byte rows, 4 are not translated (3
-    // copies per operand), 3 are (2; the square MXFP4 one 4).
+    // The MXFP4 ops (square and 40 rows) fold their scales where they allow
+    // (`wgmma_pipeline_folds_block_scales`, `wgmma_skinny_folds_block_scales`): three loops
+    // (B anchored, by rows, per 32), two more copies per operand. Of the 7 ops with 4-byte
+    // rows, 4 are not translated (3 copies per operand), 3 are (2; the MXFP4 ones 4).
     assert_eq!(
         text.matches(", 4, cache =  ca").count(),
-        2 * 3 * 4 + 2 * 2 * 3 + 2 * 2
+        2 * 3 * 4 + 2 * 2 * 3 + 2 * 2 * 2
     );
     assert_eq!(text.matches(", 8, cache =  ca").count(), 3);
     run_and_check(&session, &problems, Some(&emulated("sm_90a", "wgmma")));
@@ -1142,6 +1142,108 @@ fn wgmma_pipeline_folds_block_scales() {
     // (The per-32 loop's numerics: the blocks above that do not fold, and here the smooth
     // problem through the kernel without the scan.)
     run_and_check(&session, &problems[..1], Some(&off(true)));
+}
+
+/// `fold-scales` in the skinny block (swap AB: B's 64 rows are the instruction's A, scanned
+/// by the last two warps, which reduce B's range): every block of a decode step holds all
+/// of A's rows, so one row of A out of reach sends every block per 32; B's rows decide per
+/// tile. Through the emulation, which takes the same branch per block and per split:
+/// - smooth packed MXFP4 at 16 x 200 x 1024 (split in clusters of 4: each split scans its
+///   own 2 stages; anchored);
+/// - 48 x 136 x 512, every block's largest 5.0, A's rows 0-7 and B's 0-7 one block 2^-8
+///   smaller (the edge of reach: tile 0 anchored there) and a NaN in B's row 100 (tile 1
+///   per 32, its column of C NaN; tile 2 anchored);
+/// - the same with A's rows 8-15 one block 2^-9 smaller: every block per 32;
+/// - B's rows 0-7 2^-6 in stage 0 and 8-15 2^5 in stage 2 (each stage within reach, the
+///   tile not): tile 0 by rows;
+/// - MXFP4 A x E4M3 B per channel at 16 rows (A's scales alone fold; no range of B);
+/// - FP6 E2M3 x E3M2 MX at 32 x 128 x 256, at the edges of both reaches (6 and 4);
+/// - 16 x 72 x 1152 with `split-k=8`: 9 stages, 2 a split, ranks 5-7 with none (their scans
+///   read no stage past K; their partial sums are zeros).
+///
+/// In the IR: one `bar.red.or` per op, two `redux.sync` where B folds.
+#[test]
+fn wgmma_skinny_folds_block_scales() {
+    let session = Session::new();
+    let mut rng = SplitMix64::new(4077);
+    let (f4, mx) = (ScaledFormat::F4E2M1, ScaleLayout::MX);
+    let smooth = pair_problem(&mut rng, (16, 200, 1024), (f4, mx, true, f4, mx, true));
+    let (m, n, k) = (48, 136, 512);
+    // Every 32-block's largest magnitude 5.0 (its first element), then the edits.
+    let data = |rng: &mut SplitMix64, rows: usize, k: usize| -> Vec<f32> {
+        (0..rows * k)
+            .map(|i| match i % 32 {
+                0 => 5.0,
+                _ => rng.normal().clamp(-4.5, 4.5),
+            })
+            .collect()
+    };
+    let scale =
+        |d: &mut [f32], k: usize, rows: std::ops::Range<usize>, ks: std::ops::Range<usize>, f| {
+            for r in rows {
+                for x in &mut d[r * k + ks.start..r * k + ks.end] {
+                    *x *= f;
+                }
+            }
+        };
+    let mxfp4 = |what: &str, a: &[f32], b: &[f32]| {
+        (
+            format!("{m}x{n}x{k} mxfp4 skinny {what}"),
+            Problem {
+                a: operand_of(a, m, k, f4, mx, true),
+                b: operand_of(b, n, k, f4, mx, true),
+                bias: Some(vec![0.5; n]),
+                bf16: false,
+            },
+        )
+    };
+    let (mut a, mut b) = (data(&mut rng, m, k), data(&mut rng, n, k));
+    scale(&mut a, k, 0..8, 160..192, 2f32.powi(-8));
+    scale(&mut b, k, 0..8, 256..288, 2f32.powi(-8));
+    b[100 * k + 40] = f32::NAN;
+    let edges = mxfp4("folds at the edge of reach", &a, &b);
+    scale(&mut a, k, 8..16, 416..448, 2f32.powi(-9));
+    let missed = mxfp4("A out of reach", &a, &b);
+    let (a, mut b) = (data(&mut rng, m, k), data(&mut rng, n, k));
+    scale(&mut b, k, 0..8, 0..128, 2f32.powi(-6));
+    scale(&mut b, k, 8..16, 256..384, 2f32.powi(5));
+    let rows = mxfp4("folds by rows", &a, &b);
+    let (e4, channel) = (ScaledFormat::F8E4M3, ScaleLayout::PerChannel);
+    let one_side = pair_problem(&mut rng, (16, 136, 384), (f4, mx, true, e4, channel, false));
+    let (e2m3, e3m2) = (ScaledFormat::F6E2M3, ScaledFormat::F6E3M2);
+    let (m6, n6, k6) = (32, 128, 256);
+    let (mut a6, mut b6) = (data(&mut rng, m6, k6), data(&mut rng, n6, k6));
+    scale(&mut a6, k6, 0..8, 64..96, 2f32.powi(-6));
+    scale(&mut b6, k6, 0..8, 160..192, 2f32.powi(-4));
+    let fp6 = (
+        format!("{m6}x{n6}x{k6} mxfp6 skinny folds at the edges of reach"),
+        Problem {
+            a: operand_of(&a6, m6, k6, e2m3, mx, false),
+            b: operand_of(&b6, n6, k6, e3m2, mx, false),
+            bias: None,
+            bf16: false,
+        },
+    );
+    let problems = [smooth, edges, missed, rows, one_side, fp6];
+    let text = lowered(&session, &problems, "sm_90a", "wgmma");
+    assert_eq!(
+        text.matches("gpu.dynamic_shared_memory").count(),
+        problems.len()
+    );
+    assert_eq!(text.matches("nvvm.barrier #nvvm.reduction<or>").count(), 6);
+    // B folded (all but `one_side`): its range's two reductions.
+    assert_eq!(text.matches("nvvm.redux.sync").count(), 5 * 2);
+    run_and_check(&session, &problems, Some(&emulated("sm_90a", "wgmma")));
+    // Splits with no stages.
+    let empty = [pair_problem(
+        &mut rng,
+        (16, 72, 1152),
+        (f4, mx, true, f4, mx, true),
+    )];
+    let split = emulated("sm_90a", "wgmma split-k=8");
+    let text = lowered_with(&session, &empty, &split.replace(" emulate=true", ""));
+    assert!(text.contains("nvvm.barrier #nvvm.reduction<or>"));
+    run_and_check(&session, &empty, Some(&split));
 }
 
 /// 130 x 72 x 256 NVFP4 x NVFP4 (packed) with a bias, A's values with edge blocks: four

@@ -81,8 +81,8 @@ const USAGE: &str =
   --multicast M   with --target cuda: kernel=wgmma-tma's square block sharing B's stages
                   in clusters of 2 by TMA multicast (auto, 1: off, 2: required; default
                   1)
-  --fold-scales F with --target cuda: the wgmma square block folding FP4 / FP6 operands'
-                  E8M0 32-block scales into their FP8 codes where a block's scales allow
+  --fold-scales F with --target cuda: the wgmma pipeline (square and skinny blocks)
+                  folding FP4 / FP6 operands' E8M0 32-block scales into their FP8 codes where a block's scales allow
                   (auto; rows: B never anchored to one code for the block; off; default
                   auto)
   --nvfp4 R       with --target cuda: the wgmma pipeline's route for NVFP4's

@@ -46,8 +46,8 @@ const USAGE: &str =
               8; default auto)
   --multicast NVIDIA: wgmma-tma's square block sharing B's stages in clusters of 2 by TMA
               multicast (auto, 1: off, 2: required; default 1)
-  --fold-scales NVIDIA: the wgmma square block folding FP4 / FP6 operands' E8M0 32-block
-              scales into their FP8 codes where a block's scales allow (auto; rows: B
+  --fold-scales NVIDIA: the wgmma pipeline (square and skinny blocks) folding FP4 / FP6
+              operands' E8M0 32-block scales into their FP8 codes where a block's scales allow (auto; rows: B
               never anchored to one code for the block; off; default auto)
   --nvfp4     NVIDIA: the wgmma pipeline's route for NVFP4's 16-blocks (split: an FP8
               instruction per block on split tiles; f16: codes times their scales as f16

@@ -189,8 +189,8 @@ pub const PASS: PassDef = PassDef {
         OptionDef {
             name: "fold-scales",
             default: "auto",
-            description: "The wgmma pipeline's square block (kernel=wgmma or \
-                          wgmma-specialized) with FP4 or FP6 operands (translated to FP8) \
+            description: "The wgmma pipeline's square and skinny blocks (kernel=wgmma, \
+                          wgmma-skinny or wgmma-specialized) with FP4 or FP6 operands (translated to FP8) \
                           and E8M0 32-blocks staged through shared memory: auto (each block \
                           whose rows' four scales of a stage are within the translation's \
                           reach of their largest folds them into the FP8 codes and promotes \
