@@ -262,7 +262,7 @@ impl ScaleStage {
         s: Value<'c, 'a>,
         r: Value<'c, 'a>,
     ) -> Value<'c, 'a> {
-        let entry = e.muli(e.remui(s, e.index(stages)), e.index(self.entry));
+        let entry = e.muli(ring_rem(e, s, stages), e.index(self.entry));
         let at = e.addi(e.index(self.ring + self.in_entry), entry);
         e.addi(at, e.muli(r, e.index(self.row_bytes())))
     }
@@ -560,7 +560,7 @@ impl Memory {
 
     /// The first byte of stage `s`'s slot.
     pub(super) fn slot_of<'c, 'a>(&self, e: &Emitter<'c, 'a>, s: Value<'c, 'a>) -> Value<'c, 'a> {
-        e.muli(e.remui(s, e.index(self.stages)), e.index(self.slot))
+        e.muli(ring_rem(e, s, self.stages), e.index(self.slot))
     }
 
     /// Byte offset (from the base) of operand `x`'s stage `s` as copied.
@@ -602,13 +602,31 @@ impl Memory {
             Some(at) => e.addi(
                 e.index(at),
                 e.muli(
-                    e.remui(s, e.index(PARITIES)),
+                    ring_rem(e, s, PARITIES),
                     e.index(self.routes[x].translated_bytes()),
                 ),
             ),
             None => self.copied(e, x, s),
         }
     }
+}
+
+/// Stage `s`'s place in a ring of `n` (`s % n`, an index), computed in 32 bits: a 64-bit
+/// remainder by 3 or 5 is a 64-bit multiply-high and its corrections (ptxas 12.9: about ten
+/// instructions each, twice a stage in the skinny decode loop), one by a power of two
+/// an `and` either way. The pipeline's K is static, and static dimensions stay below 2^31
+/// bytes (`check_gpu_op`): below 2^25 stages of 128 codes, a ring ahead included.
+pub(super) fn ring_rem<'c, 'a>(e: &Emitter<'c, 'a>, s: Value<'c, 'a>, n: i64) -> Value<'c, 'a> {
+    let i32t = e.int_type(32);
+    let r = e.remui(e.index_castui(s, i32t), e.i32(n as u32));
+    e.index_castui(r, e.index_type())
+}
+
+/// Stage `s`'s turn round a ring of `n` (`s / n`, an index), in 32 bits (`ring_rem`).
+pub(super) fn ring_div<'c, 'a>(e: &Emitter<'c, 'a>, s: Value<'c, 'a>, n: i64) -> Value<'c, 'a> {
+    let i32t = e.int_type(32);
+    let q = e.divui(e.index_castui(s, i32t), e.i32(n as u32));
+    e.index_castui(q, e.index_type())
 }
 
 /// Byte offset of row `r`'s 16-byte chunk `ch` in an FP8 tile in the 128-byte swizzle.

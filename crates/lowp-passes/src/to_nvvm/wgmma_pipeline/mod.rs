@@ -186,7 +186,10 @@ mod tma;
 use cluster::{gather_splits, stage_range};
 use emulated::emulated_block;
 use fold::{fold_plan, fold_scan, Folded};
-use memory::{clear_halves, split_operand, staged_scale_blocks, Memory, Shared, TileDescriptors};
+use memory::{
+    clear_halves, ring_div, ring_rem, split_operand, staged_scale_blocks, Memory, Shared,
+    TileDescriptors,
+};
 use specialized::specialized_block;
 use stage::{copy_scales, copy_stage, decode_scales, staged_readers, translate_stage};
 use tma::{acquire_tensor_map, box_bytes, load_boxes, tensor_map};
@@ -1006,7 +1009,7 @@ fn hardware_block<'c, 'a>(
     // TMA: a full mbarrier per slot, which thread 0 arms with the boxes' bytes before it
     // issues them (1 arrival); every thread waits on it before the stage's barrier.
     let full = |e: &Emitter<'c, 'a>, s: Value<'c, 'a>| {
-        let slot = e.remui(s, e.index(stages));
+        let slot = ring_rem(e, s, stages);
         let at = e.addi(e.index(mem.barriers), e.muli(slot, e.index(8)));
         e.pointer(shared.address(e, at), 3)
     };
@@ -1092,7 +1095,7 @@ fn hardware_block<'c, 'a>(
             // The stage's boxes landed (the slot's use (s - first) / stages completed; a
             // stage past the range issued none).
             e.if_then(e.cmpi(CmpiPredicate::Ult, s, last), |e| {
-                let use_ = e.divui(e.subi(s, first), e.index(stages));
+                let use_ = ring_div(e, e.subi(s, first), stages);
                 let phase = e.andi(e.index_castui(use_, e.int_type(32)), e.i32(1));
                 wait_parity(e, full(e, s), phase);
             });

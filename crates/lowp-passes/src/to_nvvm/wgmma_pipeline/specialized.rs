@@ -15,7 +15,7 @@ use melior::ir::{Attribute, Identifier, Value};
 
 use super::cluster::{cluster_sync, release_in_cluster};
 use super::fold::{fold_scan, Folded};
-use super::memory::{clear_halves, Memory, Shared};
+use super::memory::{clear_halves, ring_div, ring_rem, Memory, Shared};
 use super::stage::{copy_scales, copy_stage, decode_scales, translate_stage};
 use super::tma::{acquire_tensor_map, box_bytes, load_boxes};
 use super::{
@@ -69,7 +69,7 @@ pub(super) fn specialized_block<'c, 'a>(
     let consumers = mem.tile.threads();
     // Barrier `which` (0 full, 1 empty) of stage `s`'s slot.
     let bar = |e: &Emitter<'c, 'a>, which: i64, s: Value<'c, 'a>| {
-        let slot = e.remui(s, e.index(stages));
+        let slot = ring_rem(e, s, stages);
         let at = e.addi(
             e.index(mem.barriers + which * stages * 8),
             e.muli(slot, e.index(8)),
@@ -194,7 +194,7 @@ pub(super) fn specialized_block<'c, 'a>(
             load_boxes(e, mem, shared, maps, &sides, bar(e, 0, s), s, rank);
         };
         let empty = |e: &Emitter<'c, 'a>, s: Value<'c, 'a>| {
-            let use_ = e.divui(s, e.index(stages));
+            let use_ = ring_div(e, s, stages);
             e.if_then(e.cmpi(CmpiPredicate::Uge, s, e.index(stages)), |e| {
                 wait_parity(e, bar(e, 1, s), parity(e, e.subi(use_, one)))
             });
@@ -331,7 +331,7 @@ pub(super) fn specialized_block<'c, 'a>(
                      acc: &[Value<'c, 'a>],
                      before,
                      fold: Folded<'c, 'a>| {
-            wait_parity(e, bar(e, 0, s), parity(e, e.divui(s, e.index(stages))));
+            wait_parity(e, bar(e, 0, s), parity(e, ring_div(e, s, stages)));
             let (acc, pending) = stage_mmas(
                 e,
                 kn,

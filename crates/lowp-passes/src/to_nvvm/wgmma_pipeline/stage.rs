@@ -13,7 +13,7 @@ use melior::ir::operation::OperationBuilder;
 use melior::ir::{Attribute, Identifier, Value};
 
 use super::fold::{byte_max, Folded};
-use super::memory::{each_chunk, swizzled, Memory, ScaleStage, Shared};
+use super::memory::{each_chunk, ring_rem, swizzled, Memory, ScaleStage, Shared};
 use super::{Side, BK};
 use crate::code_words::{
     byte_rule, nibble_table, splat, symmetric, translate4, translate4_bytes, translate8,
@@ -355,10 +355,7 @@ pub(super) fn decoded_at<'c, 'a>(
     s: Value<'c, 'a>,
     g: Value<'c, 'a>,
 ) -> Value<'c, 'a> {
-    let entry = e.muli(
-        e.remui(s, e.index(st.decoded_ring)),
-        e.index(st.decoded_stride),
-    );
+    let entry = e.muli(ring_rem(e, s, st.decoded_ring), e.index(st.decoded_stride));
     let value = e.addi(e.muli(g, e.index(mem.tile.rows[x])), r);
     e.addi(
         e.addi(e.index(st.decoded), entry),
