@@ -32,10 +32,11 @@
 // B8-COUNT-2:    ld.shared.b8
 // B8-NOT:        ld.shared.b8
 // A packed word's high four selectors come down by `mul.hi.u32` by 2^16 (an IMAD.HI on
-// the FMA pipe, not a shift on the integer pipe the permutes fill): 4 words of 2 chunks of
-// each operand a thread, in each of the three loops, and no `shr.u32` by 16.
-// HI-COUNT-48:   mul.hi.u32
-// HI-NOT:        mul.hi.u32
+// the FMA pipe, not a shift on the integer pipe the permutes fill; 2^16 in a register):
+// 4 words of 2 chunks of each operand a thread, in each of the three loops, and no
+// `shr.u32` by 16. (The others, by immediates, divide stage indices by 3 and 5.)
+// HI-COUNT-48:   mul.hi.u32 {{.*}}, %r{{[0-9]+}};
+// HI-NOT:        mul.hi.u32 {{.*}}, %r{{[0-9]+}};
 // HI-NOT:        shr.u32 {{.*}}, 16;
 
 // OFF-LABEL:   .entry

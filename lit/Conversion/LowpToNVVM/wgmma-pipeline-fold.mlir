@@ -69,7 +69,8 @@
 // CHECK-NOT:           "wgmma.wait_group.sync.aligned 1;"
 // CHECK:           } else {
 // CHECK:             scf.for
-// CHECK:               %[[D:.*]] = arith.index_castui %{{.*}} : i32 to index
+// CHECK:               %[[DI:.*]] = arith.subi %{{.*}}, %{{.*}} : i32
+// CHECK-NEXT:          %[[D:.*]] = arith.index_castui %[[DI]] : i32 to index
 // CHECK:               %[[AT:.*]] = arith.muli %[[D]], %{{.*}} : index
 // CHECK-NEXT:          %[[T:.*]] = arith.addi %c197632, %[[AT]] : index
 // CHECK:               llvm.load %{{.*}} {alignment = 16 : i64} : !llvm.ptr<3> -> vector<4xi32>
