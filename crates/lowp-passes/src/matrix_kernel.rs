@@ -496,6 +496,14 @@ pub(crate) struct Kernel<'p, 'c, 'a> {
     /// rematerialized 34 clamps a promotion). K stays clamped (one a promotion): a
     /// pipeline's stage past its range, never promoted, still reads its scales.
     pub(crate) inside: [bool; 2],
+    /// What the launch proves about an operand's block scales across the kernel's block:
+    /// one value for all its rows of C (A, 0) or all its columns (B, 1) in each segment
+    /// (`Kernel::uniform_over`: blockwise blocks at least as tall as the block, on its
+    /// grid, like DeepSeek's 128 x 128 weights in a 128-column tile). A lane then reads
+    /// that operand's scale once a segment, and its promotions multiply the other's by it
+    /// once per row (column), not once per accumulator: a 128 x 128 block's 64 `mul`
+    /// of 128 `mul` + `fma` a thread and stage.
+    pub(crate) uniform: [bool; 2],
 }
 
 /// One lane's place: its warp's (or warpgroup's) tile origin in C and its lane index.
@@ -549,7 +557,19 @@ impl<'p, 'c, 'a> Kernel<'p, 'c, 'a> {
             ops: Operands::read(e, op)?,
             permute: None,
             inside: [false; 2],
+            uniform: [false; 2],
         })
+    }
+
+    /// Whether operand `x`'s block scales are one value over each block of `rows` of its
+    /// rows that starts on a multiple of `rows` (`Kernel::uniform`): per tensor, or
+    /// blockwise with blocks of a multiple of `rows` rows.
+    pub(crate) fn uniform_over(&self, x: usize, rows: i64) -> bool {
+        match [&self.ops.sa, &self.ops.sb][x].layout {
+            lowp_formats::ScaleLayout::PerTensor => true,
+            lowp_formats::ScaleLayout::Blockwise { rows: r, .. } => r as i64 % rows == 0,
+            _ => false,
+        }
     }
 
     /// The instruction's shape.
@@ -1059,10 +1079,14 @@ impl<'p, 'c, 'a> Kernel<'p, 'c, 'a> {
         let mut b_loads = vec![];
         let mut of = vec![];
         let run = self.instr.column_run();
+        // (An operand's scales one value over the block (`uniform`): one key for all.)
         let key = |x: usize| {
             let (tile, i) = (x / s.acc, x % s.acc);
             let (rk, ck) = self.instr.acc_keys(i);
-            ((tile / s.tiles.1, rk), (tile % s.tiles.1, ck))
+            let (rk, ck) = ((tile / s.tiles.1, rk), (tile % s.tiles.1, ck));
+            match self.uniform {
+                [a, b] => (if a { (0, 0) } else { rk }, if b { (0, 0) } else { ck }),
+            }
         };
         for x in 0..count {
             let (rk, ck) = key(x);
@@ -1081,7 +1105,10 @@ impl<'p, 'c, 'a> Kernel<'p, 'c, 'a> {
             if !cols.contains(&ck) {
                 match &staged[1] {
                     Some(read)
-                        if run > 1 && (x % s.acc).is_multiple_of(run) && x + run <= count =>
+                        if run > 1
+                            && !self.uniform[1]
+                            && (x % s.acc).is_multiple_of(run)
+                            && x + run <= count =>
                     {
                         for (d, v) in read(e, col, run).into_iter().enumerate() {
                             cols.push(key(x + d).1);

@@ -68,3 +68,59 @@ func.func @ragged(%a: memref<130x416xf8E4M3FN>, %sa: memref<130x13xf8E8M0FNU>, %
       : memref<130x416xf8E4M3FN>[memref<130x13xf8E8M0FNU>], memref<72x416xf8E5M2>[memref<72x13xf8E8M0FNU>] -> memref<130x72xf32>
   return
 }
+
+// -----
+
+// DeepSeek's layout: A 1 x 128 (a row's scale a stage), B 128 x 128 (one scale per 128
+// columns and stage). The square block's 128 columns start on multiples of 128, so B's
+// scale of a stage is one value over the block (`Kernel::uniform`): a promotion reads it
+// once (2 of A's rows, 1 of B's, not 2 + 32 column pairs) and multiplies it into A's two
+// rows' scales, then one fma per accumulator: 2 mulf a promotion (a stage's, each waited
+// for: block scales leave one register set), 64 fma each; two stages a loop iteration.
+// CHECK-LABEL: func.func @deepgemm
+// CHECK:         scf.for
+// CHECK:           gpu.barrier
+// CHECK-COUNT-3:   llvm.load %{{.*}} {alignment = 4 : i64} : !llvm.ptr<3> -> i32
+// CHECK-NOT:       vector<2xi32>
+// CHECK:           llvm.inline_asm has_side_effects asm_dialect = att "", "=f,=f,=f,0,1,2"
+// CHECK:           "wgmma.wait_group.sync.aligned 0;"
+// CHECK:           %[[S0:.*]] = arith.mulf
+// CHECK-NEXT:      llvm.intr.fma(%{{.*}}, %[[S0]], %{{.*}})
+// CHECK-NEXT:      llvm.intr.fma(%{{.*}}, %[[S0]], %{{.*}})
+// CHECK-NEXT:      %[[S1:.*]] = arith.mulf
+// CHECK-COUNT-62:  llvm.intr.fma
+// CHECK-NOT:       arith.mulf
+// CHECK:           gpu.barrier
+// CHECK:           "wgmma.wait_group.sync.aligned 0;"
+// CHECK:           arith.mulf
+// CHECK-NEXT:      llvm.intr.fma
+// CHECK-NEXT:      llvm.intr.fma
+// CHECK-NEXT:      arith.mulf
+// CHECK-COUNT-62:  llvm.intr.fma
+// CHECK-NOT:       arith.mulf
+// CHECK:         scf.yield
+func.func @deepgemm(%a: memref<256x512xf8E4M3FN>, %sa: memref<256x4xf32>,
+                    %b: memref<256x512xf8E4M3FN>, %sb: memref<2x4xf32>,
+                    %c: memref<256x256xf32>) {
+  lowp.scaled_matmul %a[%sa], %b[%sb] into %c layouts(#lowp.blockwise<1x128>, #lowp.blockwise<128x128>)
+      : memref<256x512xf8E4M3FN>[memref<256x4xf32>], memref<256x512xf8E4M3FN>[memref<2x4xf32>] -> memref<256x256xf32>
+  return
+}
+
+// -----
+
+// B's blocks of 64 rows: two in a block's 128 columns, so its columns read their own
+// scales (16 pairs) and a promotion multiplies per accumulator.
+// CHECK-LABEL: func.func @half_blocks
+// CHECK:         scf.for
+// CHECK:           gpu.barrier
+// CHECK-COUNT-16:  llvm.load %{{.*}} {alignment = 8 : i64} : !llvm.ptr<3> -> vector<2xi32>
+// CHECK:           "wgmma.wait_group.sync.aligned 0;"
+// CHECK-COUNT-64:  arith.mulf
+func.func @half_blocks(%a: memref<256x512xf8E4M3FN>, %sa: memref<256x4xf32>,
+                       %b: memref<256x512xf8E4M3FN>, %sb: memref<4x4xf32>,
+                       %c: memref<256x256xf32>) {
+  lowp.scaled_matmul %a[%sa], %b[%sb] into %c layouts(#lowp.blockwise<1x128>, #lowp.blockwise<64x128>)
+      : memref<256x512xf8E4M3FN>[memref<256x4xf32>], memref<256x512xf8E4M3FN>[memref<4x4xf32>] -> memref<256x256xf32>
+  return
+}
