@@ -57,6 +57,10 @@ checks=(
   "--m 192 --n 144 --k 4096 --lhs f8e5m2 --rhs f8e4m3 --layout per_tensor"
   "--m 16 --n 8192 --k 1024 --lhs f8e4m3 --rhs f8e5m2 --layout per_tensor --bias"
   "--m 16 --n 8192 --k 1024 --lhs f4e2m1 --rhs f4e2m1 --layout mx --packed"
+  # DeepSeek's FP8 layout on the square block (B's scale one value over its 128 columns:
+  # read once a stage, Kernel::uniform), and 64-row B blocks beside it (two a block).
+  "--m 256 --n 384 --k 1024 --lhs f8e4m3 --rhs f8e4m3 --layout blockwise/1x128 --rhs-layout blockwise/128x128 --bias"
+  "--m 256 --n 384 --k 1024 --lhs f8e4m3 --rhs f8e5m2 --layout blockwise/1x128 --rhs-layout blockwise/64x128"
 )
 i=0
 for c in "${checks[@]}"; do
@@ -147,6 +151,14 @@ for s in 8192x8192x8192 4096x4096x4096 16x8192x8192 16x4096x8192; do
       save "time-wgmma-nofold-$s-f4e2m1" --m $m --n $n --k $k --lhs f4e2m1 --rhs f4e2m1 \
         --layout mx --packed --kernel wgmma --fold-scales off ;;
   esac
+  # DeepSeek's FP8 layout (A 1 x 128, B 128 x 128): one fma per accumulator a stage, as
+  # per tensor's one add (the TMA consumer loop 265 instructions per two stages, per
+  # tensor's 261); the FP8 GEMM behind any translation of MXFP4 done once, in a pass of its
+  # own, would run at this rate.
+  for kernel in auto wgmma-specialized wgmma-tma; do
+    save "time-$kernel-$s-deepseek" --m $m --n $n --k $k --lhs f8e4m3 --rhs f8e4m3 \
+      --layout blockwise/1x128 --rhs-layout blockwise/128x128 --kernel $kernel
+  done
   # NVFP4 (E2M1 + UE4M3/16, global scales): an instruction per 16-block on split translated
   # tiles, the scales staged where K is whole stages (the barrier pipeline with 3 stages).
   # And the f16 route (nvfp4=f16: each code times its block's scale as f16 into k16 f16

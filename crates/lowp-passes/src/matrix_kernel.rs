@@ -503,7 +503,7 @@ pub(crate) struct Kernel<'p, 'c, 'a> {
     /// that operand's scale once a segment, and its promotions multiply the other's by it
     /// once per row (column), not once per accumulator: a 128 x 128 block's 64 `mul`
     /// of 128 `mul` + `fma` a thread and stage.
-    pub(crate) uniform: [bool; 2],
+    uniform: [bool; 2],
 }
 
 /// One lane's place: its warp's (or warpgroup's) tile origin in C and its lane index.
@@ -561,10 +561,18 @@ impl<'p, 'c, 'a> Kernel<'p, 'c, 'a> {
         })
     }
 
+    /// The kernel's blocks cover `bm x bn` tiles of C on their grid (origins multiples of
+    /// `bm`, `bn`): the operands whose block scales are one value over such a tile read
+    /// them once (`Kernel::uniform`).
+    pub(crate) fn with_block(self, bm: i64, bn: i64) -> Self {
+        let uniform = [self.uniform_over(0, bm), self.uniform_over(1, bn)];
+        Self { uniform, ..self }
+    }
+
     /// Whether operand `x`'s block scales are one value over each block of `rows` of its
     /// rows that starts on a multiple of `rows` (`Kernel::uniform`): per tensor, or
     /// blockwise with blocks of a multiple of `rows` rows.
-    pub(crate) fn uniform_over(&self, x: usize, rows: i64) -> bool {
+    fn uniform_over(&self, x: usize, rows: i64) -> bool {
         match [&self.ops.sa, &self.ops.sb][x].layout {
             lowp_formats::ScaleLayout::PerTensor => true,
             lowp_formats::ScaleLayout::Blockwise { rows: r, .. } => r as i64 % rows == 0,
@@ -1359,6 +1367,7 @@ pub(crate) fn lower<'c, 'a>(
         kernel = kernel.with_permute(p);
     }
     let (tm, tn) = kernel.shape.block_tile();
+    let kernel = kernel.with_block(tm, tn);
     kernel.blocks(e, kernel.grid(e, tm, tn), |e, bm, bn| {
         if emulate {
             emulated_block(e, &kernel, instr, bm, bn);

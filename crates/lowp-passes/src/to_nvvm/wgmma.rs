@@ -747,7 +747,9 @@ pub(super) fn lower<'c, 'a>(
     instr: &Wgmma,
     emulate: bool,
 ) -> Result<(), PassError> {
-    let kn = Kernel::new(e, op, plan, instr)?.with_permute(Permute::nvidia(emulate));
+    let kn = (Kernel::new(e, op, plan, instr)?)
+        .with_permute(Permute::nvidia(emulate))
+        .with_block(BM, BN);
     let one = e.index(1);
     let grid = kn.grid(e, BM, BN);
     if emulate {

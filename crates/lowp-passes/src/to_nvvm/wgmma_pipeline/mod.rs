@@ -768,10 +768,7 @@ pub(super) fn lower<'c, 'a>(
     let whole = |v: Value, rows: i64| static_rows(v).is_some_and(|r| r % rows == 0);
     kn.inside = [whole(o.lhs, tile.rows[0]), whole(o.rhs, tile.rows[1])];
     // (Blocks start on multiples of their rows: square tiles at 128 i, skinny at 64 j.)
-    kn.uniform = [
-        kn.uniform_over(0, tile.rows[0]),
-        kn.uniform_over(1, tile.rows[1]),
-    ];
+    let kn = kn.with_block(tile.rows[0], tile.rows[1]);
     let specialized = mem.specialized;
     let one = e.index(1);
     let grid = kn.grid(e, tile.rows[0], tile.rows[1]);
