@@ -77,6 +77,23 @@ for c in "${checks[@]}"; do
   i=$((i + 1))
 done
 printf '%s\n' "${checks[@]}" > gpu-carry/bundles/checks.txt
+# translate-ahead=on (unmeasured, off by default): the barrier pipeline's checks whose
+# operands are translated, square and skinny, each thread translating stage s + 1 while
+# stage s's instructions run.
+i=0
+for c in "${checks[@]}"; do
+  case "$c" in
+    *f4e*|*f6e*|*e3m4*|*e2m5*|*fnuz*|*e6m1*|*e7m0*)
+      for kernel in wgmma wgmma-skinny; do
+        # shellcheck disable=SC2086
+        save "check-$kernel-ahead-$i" $c --kernel $kernel --translate-ahead on 2>/dev/null || {
+          rc=$?
+          [ $rc -lt 128 ] || { echo "lowp-run crashed (exit $rc): check $i ahead"; exit 1; }
+        }
+      done ;;
+  esac
+  i=$((i + 1))
+done
 # The square MXFP4 block folds its E8M0 scales into the translated codes where a block's
 # scales allow, with B anchored to one code where all of its block's allow (the generated
 # ones do): the loop by rows and the per-32 one, which blocks whose scales do not allow
@@ -151,6 +168,11 @@ for s in 8192x8192x8192 4096x4096x4096 16x8192x8192 16x4096x8192; do
       save "time-wgmma-nofold-$s-f4e2m1" --m $m --n $n --k $k --lhs f4e2m1 --rhs f4e2m1 \
         --layout mx --packed --kernel wgmma --fold-scales off ;;
   esac
+  # Translating a stage ahead (translate-ahead=on) against auto's barrier pipeline.
+  save "time-wgmma-ahead-$s-f4e2m1" --m $m --n $n --k $k --lhs f4e2m1 --rhs f4e2m1 \
+    --layout mx --packed --kernel wgmma --translate-ahead on
+  [ "$m" = 16 ] || save "time-wgmma-ahead-$s-f6e2m3" --m $m --n $n --k $k --lhs f6e2m3 \
+    --rhs f6e2m3 --layout mx --kernel wgmma --translate-ahead on
   # DeepSeek's FP8 layout (A 1 x 128, B 128 x 128): one fma per accumulator a stage, as
   # per tensor's one add (the TMA consumer loop 265 instructions per two stages, per
   # tensor's 261); the FP8 GEMM behind any translation of MXFP4 done once, in a pass of its

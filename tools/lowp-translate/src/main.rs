@@ -49,6 +49,8 @@ const USAGE: &str =
   --fold-scales NVIDIA: the wgmma pipeline (square and skinny blocks) folding FP4 / FP6
               operands' E8M0 32-block scales into their FP8 codes where a block's scales allow (auto; rows: B
               never anchored to one code for the block; off; default auto)
+  --translate-ahead NVIDIA: the wgmma barrier pipeline translating stage s + 1 while
+              stage s's instructions run (on; off, the default: unmeasured)
   --nvfp4     NVIDIA: the wgmma pipeline's route for NVFP4's 16-blocks (split: an FP8
               instruction per block on split tiles; f16: codes times their scales as f16
               into k16 f16 instructions; default split)

@@ -201,6 +201,17 @@ pub const PASS: PassDef = PassDef {
             kind: OptionKind::Choice(&["auto", "rows", "off"]),
         },
         OptionDef {
+            name: "translate-ahead",
+            default: "off",
+            description: "The wgmma barrier pipeline (kernel=wgmma or wgmma-skinny) where \
+                          operands are translated (FP4, FP6, custom formats, the f16 \
+                          patterns): on (each thread translates stage s + 1 between stage \
+                          s's commit and its wait, the integer pipes beside the tensor \
+                          cores) or off (each stage translated before its own barrier; the \
+                          default until the on form is measured on a GPU)",
+            kind: OptionKind::Choice(&["on", "off"]),
+        },
+        OptionDef {
             name: "nvfp4",
             default: "split",
             description: "How the wgmma pipeline (sm_90a) takes scales that change every 16 \
@@ -289,10 +300,13 @@ fn run<'c, 'a>(func: OperationRef<'c, 'a>, options: &PassOptions) -> Result<(), 
     let multicast = options.choice("multicast").parse::<i64>().ok();
     let f16 = options.choice("nvfp4") == "f16";
     let exact = options.choice("accumulate") == "f32";
-    let fold = match options.choice("fold-scales") {
-        "auto" => wgmma_pipeline::FoldScales::Auto,
-        "rows" => wgmma_pipeline::FoldScales::Rows,
-        _ => wgmma_pipeline::FoldScales::Off,
+    let tuning = wgmma_pipeline::Tuning {
+        fold: match options.choice("fold-scales") {
+            "auto" => wgmma_pipeline::FoldScales::Auto,
+            "rows" => wgmma_pipeline::FoldScales::Rows,
+            _ => wgmma_pipeline::FoldScales::Off,
+        },
+        ahead: options.choice("translate-ahead") == "on",
     };
     let lowered = std::cell::Cell::new(false);
     lower_lowp_ops(func, |e, op| {
@@ -446,7 +460,7 @@ fn run<'c, 'a>(func: OperationRef<'c, 'a>, options: &PassOptions) -> Result<(), 
             }
             Ok((plan, Fp8::WgmmaPipeline(i, tile, feed))) => {
                 half_remark("wgmma", i.half_because());
-                wgmma_pipeline::lower(e, op, &plan, &i, &facts, tile, feed, fold, emulate)
+                wgmma_pipeline::lower(e, op, &plan, &i, &facts, tile, feed, tuning, emulate)
             }
             Ok((plan, Fp8::Tcgen05(i))) => {
                 half_remark("tcgen05", i.half_because());

@@ -724,9 +724,19 @@ pub(super) enum FoldScales {
     Off,
 }
 
+/// How a lowering may run the pipeline where it has the choice (`lowp-to-nvvm`'s options).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(super) struct Tuning {
+    /// Which folds of the block scales into the translated codes it may take where they
+    /// apply (`fold-scales`, `Fold`).
+    pub(super) fold: FoldScales,
+    /// The barrier pipeline translates stage s + 1 while stage s's instructions run
+    /// (`translate-ahead`, `hardware_block`).
+    pub(super) ahead: bool,
+}
+
 /// Lower `op` with the pipelined kernel: a `gpu.launch` with dynamic shared memory
-/// (`emulate = false`) or its CPU emulation. `fold`: which folds of the block scales into
-/// the translated codes it may take where they apply (`Fold`).
+/// (`emulate = false`) or its CPU emulation, as `tuning` asks where it applies.
 #[allow(clippy::too_many_arguments)]
 pub(super) fn lower<'c, 'a>(
     e: &Emitter<'c, 'a>,
@@ -736,9 +746,10 @@ pub(super) fn lower<'c, 'a>(
     chip: &Chip,
     mut tile: Tile,
     feed: Feed,
-    fold: FoldScales,
+    tuning: Tuning,
     emulate: bool,
 ) -> Result<(), PassError> {
+    let fold = tuning.fold;
     let mut kn = Kernel::new(e, op, plan, instr)?;
     let mut mem = Memory::new(
         plan,
@@ -820,7 +831,7 @@ pub(super) fn lower<'c, 'a>(
             if specialized {
                 specialized_block(e, &kn, &mem, instr, maps, k_stages, bid, tid[0], memory)
             } else {
-                hardware_block(e, &kn, &mem, instr, maps, bid, tid[0], memory)
+                hardware_block(e, &kn, &mem, instr, maps, tuning.ahead, bid, tid[0], memory)
             }
         },
     );
@@ -975,6 +986,21 @@ fn descriptors_at<'c, 'a>(
     stage.offset(e, [offset(first), offset(1 - first)])
 }
 
+/// The barrier pipeline's block (`lower`), its stage loop as the module header draws it.
+/// `translate_ahead` (`translate-ahead=on`), where operands are translated: each thread translates
+/// stage s + 1 (and decodes its scales) between stage s's commit and its wait, so that the
+/// integer pipes work while the tensor cores do; the prologue translates the first stage.
+/// What that reorders, and why it stays ordered:
+/// - stage s + 1's copies are this thread's own, landed by its `cp.async.wait_group L-1`
+///   after stage s + L's issue (L groups in flight: s + 1 .. s + L), as at the top of
+///   stage s + 1 before;
+/// - its translated tiles (slot (s + 1) % 3) were last read by stage s - 2's instructions,
+///   which both warpgroups waited for before stage s - 1's barrier; its decoded scales
+///   ((s + 1) % 3) by stage s - 2's promotions, before the same barrier;
+/// - folded, its rows' scales came with stage s's codes (the copying thread waited for
+///   them before stage s's barrier, which published them);
+/// - the writes reach the instructions through stage s + 1's proxy fence and barrier, as
+///   before. Stage `last` is never translated (its copies were never issued).
 #[allow(clippy::too_many_arguments)]
 fn hardware_block<'c, 'a>(
     e: &Emitter<'c, 'a>,
@@ -982,6 +1008,7 @@ fn hardware_block<'c, 'a>(
     mem: &Memory,
     instr: &Wgmma,
     maps: [Option<Value<'c, 'a>>; 2],
+    translate_ahead: bool,
     bid: [Value<'c, 'a>; 3],
     tid: Value<'c, 'a>,
     memory: Value<'c, 'a>,
@@ -1074,24 +1101,41 @@ fn hardware_block<'c, 'a>(
         vec![]
     });
     let staged = mem.routes.iter().any(|r| r.staged);
+    // Translating stage s + 1 during stage s's instructions (`translate_ahead`) where
+    // operands are translated.
+    let early = translate_ahead && staged;
+    // Wait for this thread's copies of stage `s` (`lead` groups in flight, the last of
+    // them the one after `s`'s), translate them and decode the scales it copied, where
+    // `s` is in the block's range (a barrier then publishes them).
+    let prepare = |e: &Emitter<'c, 'a>, s: Value<'c, 'a>, fold: Folded<'c, 'a>| {
+        e.bare(
+            "nvvm.cp.async.wait.group",
+            &[("n", &format!("{} : i32", lead - 1))],
+        );
+        let live = e.cmpi(CmpiPredicate::Ult, s, last);
+        if early {
+            // (Stage `last`'s slot holds no copies: its folded scales would index the
+            // moved tables out of bounds.)
+            e.if_then(live, |e| {
+                translate_stage(e, mem, shared, &sides, k, tid, s, fold)
+            });
+        } else if staged {
+            // The thread's own copies landed: it translates them.
+            translate_stage(e, mem, shared, &sides, k, tid, s, fold);
+        }
+        if mem.scales.iter().any(Option::is_some) {
+            e.if_then(live, |e| {
+                decode_scales(e, kn, mem, shared, &sides, tid, s, fold)
+            });
+        }
+    };
     let stage = |e: &Emitter<'c, 'a>,
                  s: Value<'c, 'a>,
                  acc: &[Value<'c, 'a>],
                  before,
                  fold: Folded<'c, 'a>| {
-        e.bare(
-            "nvvm.cp.async.wait.group",
-            &[("n", &format!("{} : i32", lead - 1))],
-        );
-        if staged {
-            // The thread's own copies landed: it translates them.
-            translate_stage(e, mem, shared, &sides, k, tid, s, fold);
-        }
-        // And decodes the scales it copied (the stage's barrier publishes them).
-        if mem.scales.iter().any(Option::is_some) {
-            e.if_then(e.cmpi(CmpiPredicate::Ult, s, last), |e| {
-                decode_scales(e, kn, mem, shared, &sides, tid, s, fold)
-            });
+        if !early {
+            prepare(e, s, fold);
         }
         if mem.tma {
             // The stage's boxes landed (the slot's use (s - first) / stages completed; a
@@ -1119,7 +1163,12 @@ fn hardware_block<'c, 'a>(
             before,
             live,
             fold,
-            |e| issue(e, e.addi(s, e.index(lead))),
+            |e| {
+                issue(e, e.addi(s, e.index(lead)));
+                if early {
+                    prepare(e, e.addi(s, one), fold);
+                }
+            },
         )
     };
     // Stages per loop iteration (`per_iteration`; a stage past the block's range runs on
@@ -1127,6 +1176,9 @@ fn hardware_block<'c, 'a>(
     let per = per_iteration(mem);
     let iterations = ceil_div(e, e.subi(last, first), e.index(per));
     let run = |e: &Emitter<'c, 'a>, fold: Folded<'c, 'a>| {
+        if early {
+            prepare(e, first, fold);
+        }
         let finish = |e: &Emitter<'c, 'a>, acc, pending| {
             drain(e, kn, mem, shared, instr, &consumer, acc, pending, fold)
         };
