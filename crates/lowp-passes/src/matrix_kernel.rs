@@ -501,8 +501,8 @@ pub(crate) struct Kernel<'p, 'c, 'a> {
     /// (`Kernel::uniform_over`: blockwise blocks at least as tall as the block, on its
     /// grid, like DeepSeek's 128 x 128 weights in a 128-column tile). A lane then reads
     /// that operand's scale once a segment, and its promotions multiply the other's by it
-    /// once per row (column), not once per accumulator: a 128 x 128 block's 64 `mul`
-    /// of 128 `mul` + `fma` a thread and stage.
+    /// once per row (column), not once per accumulator (DeepSeek's layout in the wgmma
+    /// square block: 2 `mul` and 64 `fma` a thread and stage, not 64 and 64).
     uniform: [bool; 2],
 }
 
@@ -1092,9 +1092,8 @@ impl<'p, 'c, 'a> Kernel<'p, 'c, 'a> {
             let (tile, i) = (x / s.acc, x % s.acc);
             let (rk, ck) = self.instr.acc_keys(i);
             let (rk, ck) = ((tile / s.tiles.1, rk), (tile % s.tiles.1, ck));
-            match self.uniform {
-                [a, b] => (if a { (0, 0) } else { rk }, if b { (0, 0) } else { ck }),
-            }
+            let [a, b] = self.uniform;
+            (if a { (0, 0) } else { rk }, if b { (0, 0) } else { ck })
         };
         for x in 0..count {
             let (rk, ck) = key(x);

@@ -2,9 +2,9 @@
 //! `mul` + 64 `fma`, twice the issue slots of the segment's instruction. Where every
 //! operand whose scales change along K is FP4 (4-bit codes translated through byte
 //! permutes) or FP6 (word arithmetic, `ByteRule`) with E8M0 32-blocks staged through shared
-//! memory, the square and the skinny block (not with TMA) fold them into the codes instead:
-//! block j of a
-//! row's stage is translated with the table moved `max - e_j` binades down (each finite
+//! memory, the square and the skinny block (not with TMA) fold them into the codes
+//! instead: block j of a row's stage is translated with the table moved `max - e_j`
+//! binades down (each finite
 //! nonzero image replaced by the FP8 code of its value times `2^-(max - e_j)`, normal or
 //! subnormal: exact up to 8 binades for E2M1 into E4M3; one 16-byte table per distance,
 //! stored in shared memory before the loop and loaded per chunk), so that the stage is one
@@ -30,7 +30,7 @@
 //! stages, so the blocks of a cluster may take different loops (their partial sums are
 //! added as they are). Folded, a decode stage is one wait and one `fma` per accumulator
 //! instead of four waits each behind an instruction (MXFP4 at 16 x 8192 x 8192, ptxas 12.9:
-//! 436 instructions a stage per 32, 333 anchored).
+//! 436 instructions a stage per 32 before, 320 anchored).
 
 use lowp_formats::{ScaleDtype, ScaleLayout, ScaledFormat};
 use melior::dialect::arith::CmpiPredicate;
@@ -58,8 +58,8 @@ use crate::matrix_kernel::Kernel;
 /// the block scans them first (`fold_scan`) and runs the folded loop or the per-32 one.
 /// The square block, barrier pipeline or warp-specialized (whose producers scan, and whose
 /// consumers take the branch the producers' `bar.red.or` gave them), and the skinny one,
-/// split or not, whose copying threads translate and hold the rows' scales; not with TMA (which loads operands used as stored:
-/// a folded operand is translated).
+/// split or not, whose copying threads translate and hold the rows' scales; not with TMA
+/// (which loads operands used as stored: a folded operand is translated).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub(super) struct Fold {
     /// Per operand whose scales change along K: its moved tables.
