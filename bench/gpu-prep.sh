@@ -18,6 +18,13 @@ save() { # name, flags...
   local name=$1; shift
   $RUN --gen "$@" --target cuda --save-kernel "gpu-carry/bundles/$name" > /dev/null
 }
+# save, where the kernel may refuse the op (exit 1, one line); a crash stops the preparation.
+save_or_refuse() { # name, flags...
+  save "$@" 2>/dev/null || {
+    local rc=$?
+    [ $rc -lt 128 ] || { echo "lowp-run crashed (exit $rc): $1"; exit 1; }
+  }
+}
 
 # ---- numerics: every format family and layout, edge values, odd sizes.
 checks=(
@@ -68,11 +75,7 @@ for c in "${checks[@]}"; do
   # the skinny one on the larger M too.
   for kernel in auto wgmma-skinny wgmma-specialized wgmma-tma mma-sync generic; do
     # shellcheck disable=SC2086
-    # Some kernels refuse some ops (exit 1, one line); a crash stops the preparation.
-    save "check-$kernel-$i" $c --kernel $kernel 2>/dev/null || {
-      rc=$?
-      [ $rc -lt 128 ] || { echo "lowp-run crashed (exit $rc): check $i --kernel $kernel"; exit 1; }
-    }
+    save_or_refuse "check-$kernel-$i" $c --kernel $kernel
   done
   i=$((i + 1))
 done
@@ -86,10 +89,7 @@ for c in "${checks[@]}"; do
     *f4e*|*f6e*|*e3m4*|*e2m5*|*fnuz*|*e6m1*|*e7m0*)
       for kernel in wgmma wgmma-skinny; do
         # shellcheck disable=SC2086
-        save "check-$kernel-ahead-$i" $c --kernel $kernel --translate-ahead on 2>/dev/null || {
-          rc=$?
-          [ $rc -lt 128 ] || { echo "lowp-run crashed (exit $rc): check $i ahead"; exit 1; }
-        }
+        save_or_refuse "check-$kernel-ahead-$i" $c --kernel $kernel --translate-ahead on
       done ;;
   esac
   i=$((i + 1))

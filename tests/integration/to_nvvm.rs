@@ -958,6 +958,33 @@ fn wgmma_pipeline_stages_scale_windows() {
     );
 }
 
+/// `rows` x `k` values (row-major) whose every 32-block has its largest magnitude, 5.0,
+/// first and the rest normal within 4.5: every block the same E8M0 scale, for the fold
+/// tests' edits (`scale_rows`).
+fn even_blocks(rng: &mut SplitMix64, rows: usize, k: usize) -> Vec<f32> {
+    (0..rows * k)
+        .map(|i| match i % 32 {
+            0 => 5.0,
+            _ => rng.normal().clamp(-4.5, 4.5),
+        })
+        .collect()
+}
+
+/// Multiply rows `rows`, K `ks` of the row-major `d` (`k` a row) by `f`.
+fn scale_rows(
+    d: &mut [f32],
+    k: usize,
+    rows: std::ops::Range<usize>,
+    ks: std::ops::Range<usize>,
+    f: f32,
+) {
+    for r in rows {
+        for x in &mut d[r * k + ks.start..r * k + ks.end] {
+            *x *= f;
+        }
+    }
+}
+
 /// `fold-scales` (the square block, MXFP4 x MXFP4): each block scans its
 /// rows' E8M0 scales and, where every row's four of a stage are within 8 binades of their
 /// largest (E2M1's smallest image, 0.5, still an E4M3 code: its smallest subnormal) and
@@ -1002,22 +1029,8 @@ fn wgmma_pipeline_folds_block_scales() {
     let (m, n, k) = (256, 256, 512);
     let smooth = pair_problem(&mut rng, (m, n, k), (f4, mx, true, f4, mx, true));
     // Every 32-block's largest magnitude 5.0 (its first element), then the edits.
-    let mut data = |rows: usize| -> Vec<f32> {
-        (0..rows * k)
-            .map(|i| match i % 32 {
-                0 => 5.0,
-                _ => rng.normal().clamp(-4.5, 4.5),
-            })
-            .collect()
-    };
-    let (mut a, mut b) = (data(m), data(n));
-    let scale = |d: &mut [f32], rows: std::ops::Range<usize>, ks: std::ops::Range<usize>, f| {
-        for r in rows {
-            for x in &mut d[r * k + ks.start..r * k + ks.end] {
-                *x *= f;
-            }
-        }
-    };
+    let (mut a, mut b) = (even_blocks(&mut rng, m, k), even_blocks(&mut rng, n, k));
+    let scale = |d: &mut [f32], rows, ks, f| scale_rows(d, k, rows, ks, f);
     scale(&mut a, 0..8, 160..192, 2f32.powi(-8));
     scale(&mut b, 0..8, 256..288, 2f32.powi(-8));
     scale(&mut a, 128..136, 416..448, 2f32.powi(-9));
@@ -1036,7 +1049,7 @@ fn wgmma_pipeline_folds_block_scales() {
     };
     let edges = mxfp4("folds at the edge of reach", &a, &b);
     // B's stages within reach, its block not: folded by rows.
-    let (a, mut b) = (data(m), data(n));
+    let (a, mut b) = (even_blocks(&mut rng, m, k), even_blocks(&mut rng, n, k));
     scale(&mut b, 0..8, 0..128, 2f32.powi(-6));
     scale(&mut b, 8..16, 256..384, 2f32.powi(5));
     let rows = mxfp4("folds by rows", &a, &b);
@@ -1052,25 +1065,9 @@ fn wgmma_pipeline_folds_block_scales() {
     let custom = pair_problem(&mut rng, (192, 128, 256), (e3m0, mx, true, e3m0, mx, true));
     let (e2m3, e3m2) = (ScaledFormat::F6E2M3, ScaledFormat::F6E3M2);
     let (m6, n6, k6) = (192, 128, 256);
-    let mut data = |rows: usize| -> Vec<f32> {
-        (0..rows * k6)
-            .map(|i| match i % 32 {
-                0 => 5.0,
-                _ => rng.normal().clamp(-4.5, 4.5),
-            })
-            .collect()
-    };
-    let (mut a6, mut b6) = (data(m6), data(n6));
-    for (d, rows, ks, f) in [
-        (&mut a6, 0..8, 64..96, 2f32.powi(-6)),
-        (&mut b6, 0..8, 160..192, 2f32.powi(-4)),
-    ] {
-        for r in rows {
-            for x in &mut d[r * k6 + ks.start..r * k6 + ks.end] {
-                *x *= f;
-            }
-        }
-    }
+    let (mut a6, mut b6) = (even_blocks(&mut rng, m6, k6), even_blocks(&mut rng, n6, k6));
+    scale_rows(&mut a6, k6, 0..8, 64..96, 2f32.powi(-6));
+    scale_rows(&mut b6, k6, 0..8, 160..192, 2f32.powi(-4));
     let fp6 = (
         format!("{m6}x{n6}x{k6} mxfp6 folds at the edges of reach"),
         Problem {
@@ -1169,23 +1166,6 @@ fn wgmma_skinny_folds_block_scales() {
     let (f4, mx) = (ScaledFormat::F4E2M1, ScaleLayout::MX);
     let smooth = pair_problem(&mut rng, (16, 200, 1024), (f4, mx, true, f4, mx, true));
     let (m, n, k) = (48, 136, 512);
-    // Every 32-block's largest magnitude 5.0 (its first element), then the edits.
-    let data = |rng: &mut SplitMix64, rows: usize, k: usize| -> Vec<f32> {
-        (0..rows * k)
-            .map(|i| match i % 32 {
-                0 => 5.0,
-                _ => rng.normal().clamp(-4.5, 4.5),
-            })
-            .collect()
-    };
-    let scale =
-        |d: &mut [f32], k: usize, rows: std::ops::Range<usize>, ks: std::ops::Range<usize>, f| {
-            for r in rows {
-                for x in &mut d[r * k + ks.start..r * k + ks.end] {
-                    *x *= f;
-                }
-            }
-        };
     let mxfp4 = |what: &str, a: &[f32], b: &[f32]| {
         (
             format!("{m}x{n}x{k} mxfp4 skinny {what}"),
@@ -1197,24 +1177,24 @@ fn wgmma_skinny_folds_block_scales() {
             },
         )
     };
-    let (mut a, mut b) = (data(&mut rng, m, k), data(&mut rng, n, k));
-    scale(&mut a, k, 0..8, 160..192, 2f32.powi(-8));
-    scale(&mut b, k, 0..8, 256..288, 2f32.powi(-8));
+    let (mut a, mut b) = (even_blocks(&mut rng, m, k), even_blocks(&mut rng, n, k));
+    scale_rows(&mut a, k, 0..8, 160..192, 2f32.powi(-8));
+    scale_rows(&mut b, k, 0..8, 256..288, 2f32.powi(-8));
     b[100 * k + 40] = f32::NAN;
     let edges = mxfp4("folds at the edge of reach", &a, &b);
-    scale(&mut a, k, 8..16, 416..448, 2f32.powi(-9));
+    scale_rows(&mut a, k, 8..16, 416..448, 2f32.powi(-9));
     let missed = mxfp4("A out of reach", &a, &b);
-    let (a, mut b) = (data(&mut rng, m, k), data(&mut rng, n, k));
-    scale(&mut b, k, 0..8, 0..128, 2f32.powi(-6));
-    scale(&mut b, k, 8..16, 256..384, 2f32.powi(5));
+    let (a, mut b) = (even_blocks(&mut rng, m, k), even_blocks(&mut rng, n, k));
+    scale_rows(&mut b, k, 0..8, 0..128, 2f32.powi(-6));
+    scale_rows(&mut b, k, 8..16, 256..384, 2f32.powi(5));
     let rows = mxfp4("folds by rows", &a, &b);
     let (e4, channel) = (ScaledFormat::F8E4M3, ScaleLayout::PerChannel);
     let one_side = pair_problem(&mut rng, (16, 136, 384), (f4, mx, true, e4, channel, false));
     let (e2m3, e3m2) = (ScaledFormat::F6E2M3, ScaledFormat::F6E3M2);
     let (m6, n6, k6) = (32, 128, 256);
-    let (mut a6, mut b6) = (data(&mut rng, m6, k6), data(&mut rng, n6, k6));
-    scale(&mut a6, k6, 0..8, 64..96, 2f32.powi(-6));
-    scale(&mut b6, k6, 0..8, 160..192, 2f32.powi(-4));
+    let (mut a6, mut b6) = (even_blocks(&mut rng, m6, k6), even_blocks(&mut rng, n6, k6));
+    scale_rows(&mut a6, k6, 0..8, 64..96, 2f32.powi(-6));
+    scale_rows(&mut b6, k6, 0..8, 160..192, 2f32.powi(-4));
     let fp6 = (
         format!("{m6}x{n6}x{k6} mxfp6 skinny folds at the edges of reach"),
         Problem {
