@@ -1112,20 +1112,22 @@ fn hardware_block<'c, 'a>(
             "nvvm.cp.async.wait.group",
             &[("n", &format!("{} : i32", lead - 1))],
         );
-        let live = e.cmpi(CmpiPredicate::Ult, s, last);
-        if early {
-            // (Stage `last`'s slot holds no copies: its folded scales would index the
-            // moved tables out of bounds.)
-            e.if_then(live, |e| {
-                translate_stage(e, mem, shared, &sides, k, tid, s, fold)
-            });
-        } else if staged {
-            // The thread's own copies landed: it translates them.
+        if staged && !early {
+            // The thread's own copies landed: it translates them (one stage an iteration:
+            // `s` is in the range).
             translate_stage(e, mem, shared, &sides, k, tid, s, fold);
         }
-        if mem.scales.iter().any(Option::is_some) {
-            e.if_then(live, |e| {
-                decode_scales(e, kn, mem, shared, &sides, tid, s, fold)
+        let scaled = mem.scales.iter().any(Option::is_some);
+        // (Ahead, stage `last`'s slot holds no copies: its folded scales would index the
+        // moved tables out of bounds.)
+        if early || scaled {
+            e.if_then(e.cmpi(CmpiPredicate::Ult, s, last), |e| {
+                if early {
+                    translate_stage(e, mem, shared, &sides, k, tid, s, fold);
+                }
+                if scaled {
+                    decode_scales(e, kn, mem, shared, &sides, tid, s, fold);
+                }
             });
         }
     };
