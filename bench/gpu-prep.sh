@@ -119,6 +119,13 @@ save "check-wgmma-f16-split-k" --m 16 --n 200 --k 1024 --lhs f4e2m1 --rhs f4e2m1
 # shellcheck disable=SC2086
 save "check-wgmma-f16-19" ${checks[19]} --kernel wgmma --nvfp4 f16
 
+# A smaller ring (stages=4) and K split in 4 (8 at 4096 columns): four skinny blocks a
+# multiprocessor instead of two.
+save "check-wgmma-s4-split-mxfp4" --m 16 --n 8192 --k 1024 --lhs f4e2m1 --rhs f4e2m1 \
+  --layout mx --packed --kernel wgmma --stages 4 --split-k 4
+save "check-wgmma-s4-split-fp8" --m 16 --n 4096 --k 2048 --lhs f8e4m3 --rhs f8e5m2 \
+  --layout per_tensor --bias --kernel wgmma --stages 4 --split-k 8
+
 # Grids beyond 65535 rows of blocks, folded into z (lowp-fold-grid): the generic kernel's
 # 32-row tiles and mma.sync's 64-row ones past their unfolded limits (2,097,120 and
 # 4,194,240 rows).
@@ -200,6 +207,23 @@ for s in 8192x8192x8192 4096x4096x4096 16x8192x8192 16x4096x8192; do
         done ;;
     esac
   done
+done
+# The skinny block's loop is latency-bound, not memory-bound (MXFP4 16 x 8192 x 8192: 35
+# us, about 2000 clocks a stage for ~300 instructions a warp, 8 warps an SM in two blocks):
+# a ring of 4 or 5 stages (MXFP4 46 / 52 KB, FP8 41 KB) leaves room for four blocks a
+# multiprocessor, which K split in 4 (8 at 4096 columns) fills: twice the warps.
+for s in 16x8192x8192 16x4096x8192; do
+  IFS=x read -r m n k <<< "$s"
+  sk=4
+  [ "$n" = 4096 ] && sk=8
+  for st in 4 5; do
+    save "time-wgmma-s$st-$s-f4e2m1" --m $m --n $n --k $k --lhs f4e2m1 --rhs f4e2m1 \
+      --layout mx --packed --kernel wgmma --stages $st --split-k $sk
+  done
+  save "time-wgmma-s4-$s-f8e4m3" --m $m --n $n --k $k --lhs f8e4m3 --rhs f8e4m3 \
+    --layout per_tensor --kernel wgmma --stages 4 --split-k $sk
+  save "time-wgmma-s4-ahead-$s-f4e2m1" --m $m --n $n --k $k --lhs f4e2m1 --rhs f4e2m1 \
+    --layout mx --packed --kernel wgmma --stages 4 --split-k $sk --translate-ahead on
 done
 # E3M4, which no FP8 type holds: the wgmma pipeline's f16 route (auto's choice on sm_90a
 # unpacked; square, warp-specialized, skinny at 16 rows) and the f16 form

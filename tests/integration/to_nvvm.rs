@@ -1271,7 +1271,7 @@ fn nvfp4_edges(rng: &mut SplitMix64, nans: &[(usize, usize)]) -> (String, Proble
 /// x NVFP4 with edge blocks in A (UE4M3 scales subnormal, a zero block, NaN, each in both
 /// halves of a 32), NVFP4 x E4M3 (A split, B as stored, K 2.5 stages), MXFP8 x NVFP4 (B
 /// split: A is not translated), the skinny block (16 rows, K split in clusters of 4; 40
-/// rows beside E4M3 per channel), MX with 16-blocks (packed FP4 x FP6, 3 stages); then warp-specialized on the square ones and TMA loading the operand used as
+/// rows beside E4M3 per channel), MX with 16-blocks (packed FP4 x FP6, 4 stages); then warp-specialized on the square ones and TMA loading the operand used as
 /// stored (square and skinny).
 #[test]
 fn wgmma_pipeline_splits_16_blocks() {
@@ -1329,18 +1329,19 @@ fn wgmma_pipeline_splits_16_blocks() {
         8 * problems.len()
     );
     // Where K is whole stages the UE4M3 scales are staged (8 bytes a row and stage, copied
-    // in the prologue and in the loop's stage): both operands of the edge
-    // problem (its barrier pipeline keeps 3 stages for them) and of the 16-row one, B of
-    // MXFP8 x NVFP4 (and its A's E8M0, 4 bytes), A of the 40-row one; at K = 320 A's
-    // through windows (3 words a row and stage); not for FP4 x FP6 (3 stages only without
-    // them: 3 x 24 KiB + 3 x (32 + 16) KiB + 1 KiB).
+    // in the prologue and in the loop's stage): both operands of the edge problem (its
+    // barrier pipeline keeps 5 stages with them: 5 x 18 KiB + 2 x (32 + 16) KiB + 2 x 8
+    // KiB + 1 KiB) and of the 16-row one, B of MXFP8 x NVFP4 (and its A's E8M0, 4 bytes),
+    // A of the 40-row one; at K = 320 A's through windows (3 words a row and stage); FP4 x
+    // FP6's A (E8M0 16-blocks, 8 bytes) and B (4 bytes): 4 stages with them, 216064 bytes
+    // (3 without, while the translated tiles were three a staged operand).
     assert_eq!(
         text.matches(", 8, cache =  ca").count(),
-        2 * (2 + 1 + 2 + 1)
+        2 * (2 + 1 + 2 + 1 + 1)
     );
-    assert_eq!(text.matches(", 4, cache =  ca").count(), 2 + 2 * 3);
-    assert!(text.contains("dynamic_shared_memory_size %c228352_i32"));
-    assert!(text.contains("dynamic_shared_memory_size %c222208_i32"));
+    assert_eq!(text.matches(", 4, cache =  ca").count(), 2 + 2 * 4);
+    assert!(text.contains("dynamic_shared_memory_size %c207872_i32"));
+    assert!(text.contains("dynamic_shared_memory_size %c216064_i32"));
     run_and_check(&session, &problems, Some(&emulated("sm_90a", "wgmma")));
     let square = &problems[..3];
     run_and_check(

@@ -13,12 +13,12 @@
 // 4 instructions m64n128k16.f32.f16.f16 on descriptors 32 bytes apart (the low word + 2),
 // summing into the accumulators themselves (D read: scale-d one; no promotion, no halves);
 // the accumulators pass an empty asm before the fence. Shared memory: 5 stages x (2 x 4 KiB
-// of codes + 2 x 1 KiB of scale words) + 3 parities x 2 x 16 KiB of f16 tiles + 1 KiB =
-// 150528 B. The default (nvfp4=split) keeps the FP8 instruction per 16-block.
+// of codes + 2 x 1 KiB of scale words) + 2 parities x 2 x 16 KiB of f16 tiles + 1 KiB =
+// 117760 B. The default (nvfp4=split) keeps the FP8 instruction per 16-block.
 // Numerics: tests/integration/to_nvvm.rs (wgmma_pipeline_f16_route).
 
 // CHECK-LABEL: func.func @nvfp4
-// CHECK:       gpu.launch {{.*}} threads({{.*}}) in (%{{.*}} = %c256, %{{.*}} = %c1, %{{.*}} = %c1) dynamic_shared_memory_size %c150528_i32 {
+// CHECK:       gpu.launch {{.*}} threads({{.*}}) in (%{{.*}} = %c256, %{{.*}} = %c1, %{{.*}} = %c1) dynamic_shared_memory_size %c117760_i32 {
 // CHECK:         scf.for %{{.*}} = %c0 to %c3 step %c1 {
 // CHECK:           nvvm.cp.async.shared.global %{{.*}}, %{{.*}}, 16, cache =  cg
 // CHECK:           nvvm.cp.async.shared.global %{{.*}}, %{{.*}}, 4, cache =  ca
@@ -49,8 +49,7 @@
 // CHECK:           nvvm.wgmma.fence.aligned
 // CHECK:           %[[D0:.*]] = nvvm.wgmma.mma_async %{{.*}}, %{{.*}}, %{{.*}}, <m = 64, n = 128, k = 16>, D[<f32>, <one>], A[<f16>, <one>, <row>], B[<f16>, <one>, <col>]
 // The next 16 codes: both descriptors' low words + 32 >> 4.
-// CHECK-NEXT:      %[[C2:.*]] = arith.constant 2 : i32
-// CHECK-NEXT:      arith.addi %{{.*}}, %[[C2]] : i32
+// CHECK-NEXT:      arith.addi %{{.*}}, %c2_i32 : i32
 // CHECK:           %[[D1:.*]] = nvvm.wgmma.mma_async %{{.*}}, %{{.*}}, %[[D0]], <m = 64, n = 128, k = 16>, D[<f32>, <one>]
 // CHECK:           %[[D2:.*]] = nvvm.wgmma.mma_async %{{.*}}, %{{.*}}, %[[D1]], <m = 64, n = 128, k = 16>, D[<f32>, <one>]
 // CHECK:           nvvm.wgmma.mma_async %{{.*}}, %{{.*}}, %[[D2]], <m = 64, n = 128, k = 16>, D[<f32>, <one>]
@@ -92,10 +91,10 @@ func.func @ragged_k(%a: memref<256x112x!lowp.packed<f4E2M1FN>>, %sa: memref<256x
 // FP8 beside NVFP4 (E4M3 A per tensor, NVFP4 B): A's codes reach the f16 tiles as stored,
 // a pair per cvt.rn.f16x2.e4m3x2 (every E4M3 value is an f16 one) and no block scale, so
 // no scale word is copied with A's chunks; A's scale is applied in the epilogue. Shared
-// memory: 5 stages x (8 KiB of A + 4 KiB of B + 1 KiB of B's scale words) + 3 parities x
-// 2 x 16 KiB + 1 KiB = 165888 B. The default keeps the split route (B split, A as stored).
+// memory: 5 stages x (8 KiB of A + 4 KiB of B + 1 KiB of B's scale words) + 2 parities x
+// 2 x 16 KiB + 1 KiB = 133120 B. The default keeps the split route (B split, A as stored).
 // CHECK-LABEL: func.func @w4a8
-// CHECK:       dynamic_shared_memory_size %c165888_i32 {
+// CHECK:       dynamic_shared_memory_size %c133120_i32 {
 // CHECK:         scf.for %{{.*}} = %c0 to %c3 step %c1 {
 // CHECK-COUNT-3:   nvvm.cp.async.shared.global %{{.*}}, %{{.*}}, 16, cache =  cg
 // CHECK-NOT:       nvvm.cp.async.commit.group

@@ -5,9 +5,9 @@
 
 // fold-scales (auto): MXFP4 x MXFP4 in the barrier pipeline's square block, K whole stages
 // (768: 6). Threads 0 and 32 store A's and B's E2M1 -> E4M3 table moved down d = 0..8
-// binades (9 x 16 bytes each, after the 197632 bytes of the ring, translated tiles and
+// binades (9 x 16 bytes each, after the 160768 bytes of the ring, translated tiles and
 // scales: codes 0-3 are 0x3C383000 at d = 0, 0x03020100 at d = 8, where 0.5 x 2^-8 is
-// E4M3's smallest subnormal), then 32 bytes of scratch (197920). Each thread scans its
+// E4M3's smallest subnormal), then 32 bytes of scratch (161056). Each thread scans its
 // row's E8M0 scales of every stage (one 32-bit word a stage, all 6 in one round: up to
 // 32), stores the first stage's word into the copy ring; B's rows also carry their
 // largest and smallest code, which each of B's 4 warps reduces (`redux.sync` umax, umin)
@@ -27,7 +27,7 @@
 // The stage's codes travel with the next stage's scales: 2 copies of 4 bytes in the
 // prologue's first group (A's and B's stage 1), then one per operand and stage.
 // CHECK-LABEL: func.func @mxfp4
-// CHECK:         gpu.launch {{.*}} dynamic_shared_memory_size %c198976_i32
+// CHECK:         gpu.launch {{.*}} dynamic_shared_memory_size %c162112_i32
 // CHECK-COUNT-2:   nvvm.cp.async.shared.global %{{.*}}, %{{.*}}, 4, cache =  ca, %c4_i32
 // CHECK:         scf.if %{{.*}} {
 // CHECK-NEXT:      %c1010315264_i32 = arith.constant 1010315264 : i32
@@ -48,7 +48,7 @@
 // CHECK-COUNT-6:     llvm.load %{{.*}} {alignment = 4 : i64} : !llvm.ptr<1> -> i32
 // CHECK:         %[[TOP:.*]] = nvvm.redux.sync  umax
 // CHECK-NEXT:    %[[BOTTOM:.*]] = nvvm.redux.sync  umin
-// CHECK:           %c197920{{.*}} = arith.constant 197920 : index
+// CHECK:           %c161056{{.*}} = arith.constant 161056 : index
 // CHECK:           vector.from_elements %[[TOP]], %[[BOTTOM]] : vector<2xi32>
 // CHECK:         nvvm.barrier #nvvm.reduction<or> %{{.*}} -> i32
 // CHECK-COUNT-2: llvm.load %{{.*}} {alignment = 16 : i64} : !llvm.ptr<3> -> vector<4xi32>
@@ -56,9 +56,9 @@
 // CHECK:         scf.if %{{.*}} -> (f32,
 // CHECK-NEXT:      scf.if %{{.*}} -> (f32,
 // CHECK:             scf.for
-// CHECK:               arith.addi %c197632, %{{.*}} : index
+// CHECK:               arith.addi %c160768, %{{.*}} : index
 // CHECK:               llvm.load %{{.*}} : !llvm.ptr<3> -> i8
-// CHECK:               arith.addi %c197776, %{{.*}} : index
+// CHECK:               arith.addi %c160912, %{{.*}} : index
 // CHECK:               gpu.barrier
 // CHECK:               nvvm.wgmma.fence.aligned
 // CHECK-COUNT-4:       nvvm.wgmma.mma_async
@@ -72,7 +72,7 @@
 // CHECK:               %[[DI:.*]] = arith.subi %{{.*}}, %{{.*}} : i32
 // CHECK-NEXT:          %[[D:.*]] = arith.index_castui %[[DI]] : i32 to index
 // CHECK:               %[[AT:.*]] = arith.muli %[[D]], %{{.*}} : index
-// CHECK-NEXT:          %[[T:.*]] = arith.addi %c197632, %[[AT]] : index
+// CHECK-NEXT:          %[[T:.*]] = arith.addi %c160768, %[[AT]] : index
 // CHECK:               llvm.load %{{.*}} {alignment = 16 : i64} : !llvm.ptr<3> -> vector<4xi32>
 // CHECK:               nvvm.prmt
 // CHECK:               gpu.barrier
@@ -85,7 +85,7 @@
 // CHECK-NOT:           "wgmma.wait_group.sync.aligned 1;"
 // CHECK:         } else {
 // CHECK:           scf.for
-// CHECK-NOT:         arith.addi %c197632
+// CHECK-NOT:         arith.addi %c160768
 // CHECK:             gpu.barrier
 // CHECK:             nvvm.wgmma.fence.aligned
 // CHECK:             nvvm.wgmma.mma_async
@@ -95,10 +95,10 @@
 // CHECK:             nvvm.wgmma.fence.aligned
 // CHECK-NOT:         "wgmma.wait_group.sync.aligned 1;"
 
-// fold-scales=rows: the scan without B's range (no reduction, no scratch: 198944 bytes),
+// fold-scales=rows: the scan without B's range (no reduction, no scratch: 162080 bytes),
 // folded by rows or per 32, no chunk's code read as a byte.
 // ROWS-LABEL:  func.func @mxfp4
-// ROWS:          gpu.launch {{.*}} dynamic_shared_memory_size %c198944_i32
+// ROWS:          gpu.launch {{.*}} dynamic_shared_memory_size %c162080_i32
 // ROWS-NOT:      nvvm.redux.sync
 // ROWS:          nvvm.barrier #nvvm.reduction<or>
 // ROWS-NOT:      nvvm.redux.sync

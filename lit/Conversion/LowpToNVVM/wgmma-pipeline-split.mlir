@@ -5,26 +5,26 @@
 // m64n128k32 each, promoted with its UE4M3 scales. The first translated operand (A) has its
 // translated tiles split in two halves of 16 KiB: half h holds the 16-code chunks at h of
 // every 32 (the translation stores chunk c into half c % 2) and zeros in the other chunks,
-// cleared once before the prologue (3 parities x 2 halves x 128 rows x 4 chunks, every
+// cleared once before the prologue (2 parities x 2 halves x 128 rows x 4 chunks, every
 // 256th by each thread). The instruction of the block at 32 j + 16 h reads A's half h from
 // byte 32 j and B's tile from byte 32 j, so it sums that block alone. The UE4M3 scales
 // travel with the stages (8 bytes a row: cp.async.ca of 8) and are decoded once per block,
-// so the ring keeps 3 stages (copies one stage ahead: cp.async.wait_group 0): 3 x (16 KiB
-// of codes + 2 KiB of scales) + A's 3 x 32 KiB + B's 3 x 16 KiB + 3 x 8 KiB of decoded
-// scales + 1 KiB = 228352 B.
+// and the ring keeps 5 stages (copies three stages ahead: cp.async.wait_group 2): 5 x (16
+// KiB of codes + 2 KiB of scales) + A's 2 x 32 KiB + B's 2 x 16 KiB + 2 x 8 KiB of decoded
+// scales + 1 KiB = 207872 B.
 // Numerics: tests/integration/to_nvvm.rs (wgmma_pipeline_splits_16_blocks).
 
 // CHECK-LABEL: func.func @nvfp4
-// CHECK:       gpu.launch {{.*}} threads({{.*}}) in (%{{.*}} = %c256, %{{.*}} = %c1, %{{.*}} = %c1) dynamic_shared_memory_size %c228352_i32 {
-// CHECK:         %[[CHUNKS:.*]] = arith.constant 3072 : index
+// CHECK:       gpu.launch {{.*}} threads({{.*}}) in (%{{.*}} = %c256, %{{.*}} = %c1, %{{.*}} = %c1) dynamic_shared_memory_size %c207872_i32 {
+// CHECK:         %[[CHUNKS:.*]] = arith.constant 2048 : index
 // CHECK:         scf.for %{{.*}} = %{{.*}} to %[[CHUNKS]] step %c256 {
 // CHECK:           %[[ZEROS:.*]] = vector.from_elements %c0_i32, %c0_i32, %c0_i32, %c0_i32 : vector<4xi32>
 // CHECK-NEXT:      llvm.store %[[ZEROS]], %{{.*}} {alignment = 16 : i64} : vector<4xi32>, !llvm.ptr<3>
-// CHECK:         scf.for %{{.*}} = %c0 to %c1 step %c1 {
+// CHECK:         scf.for %{{.*}} = %c0 to %c3 step %c1 {
 // CHECK-COUNT-2:     nvvm.cp.async.shared.global %{{.*}}, %{{.*}}, 8, cache =  ca, %c8_i32
 // One register set of results (block scales): each segment waited for at once.
 // CHECK:         %{{.*}}:64 = scf.for
-// CHECK:           nvvm.cp.async.wait.group 0
+// CHECK:           nvvm.cp.async.wait.group 2
 // The block at 0: A's half 0 and B from byte 0.
 // CHECK:           nvvm.wgmma.fence.aligned
 // CHECK:           nvvm.wgmma.mma_async %{{.*}}, %[[B0:.*]], %{{.*}}, <m = 64, n = 128, k = 32>, D[<f32>, <zero>], A[<e4m3>, <one>, <row>], B[<e4m3>, <one>, <col>]

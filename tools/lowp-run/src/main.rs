@@ -87,6 +87,9 @@ const USAGE: &str =
                   auto)
   --translate-ahead T  with --target cuda: the wgmma barrier pipeline translating stage
                   s + 1 while stage s's instructions run (on; off, the default: unmeasured)
+  --stages N      with --target cuda: the most stages of the wgmma pipeline's ring (auto:
+                  square 5, warp-specialized 4, skinny 8; or 2 to 8; fewer where they do
+                  not fit): room for more blocks a multiprocessor
   --nvfp4 R       with --target cuda: the wgmma pipeline's route for NVFP4's
                   16-blocks (split: an FP8 instruction per block on split tiles; f16:
                   codes times their scales as f16 into k16 f16 instructions; default

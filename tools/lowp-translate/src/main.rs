@@ -51,6 +51,8 @@ const USAGE: &str =
               never anchored to one code for the block; off; default auto)
   --translate-ahead NVIDIA: the wgmma barrier pipeline translating stage s + 1 while
               stage s's instructions run (on; off, the default: unmeasured)
+  --stages    NVIDIA: the most stages of the wgmma pipeline's ring (auto: square 5,
+              warp-specialized 4, skinny 8; or 2 to 8; fewer where they do not fit)
   --nvfp4     NVIDIA: the wgmma pipeline's route for NVFP4's 16-blocks (split: an FP8
               instruction per block on split tiles; f16: codes times their scales as f16
               into k16 f16 instructions; default split)

@@ -212,6 +212,18 @@ pub const PASS: PassDef = PassDef {
             kind: OptionKind::Choice(&["on", "off"]),
         },
         OptionDef {
+            name: "stages",
+            default: "auto",
+            description: "The wgmma pipeline's ring of stages in shared memory (kernel=wgmma, \
+                          wgmma-skinny, wgmma-specialized, wgmma-tma): auto (the square \
+                          block 5, warp-specialized 4, the skinny block 8, fewer where they \
+                          do not fit) or at most 2 to 8, fewer where they do not fit (an op \
+                          whose loop needs more is an error): a smaller ring leaves room for \
+                          more blocks a multiprocessor (the skinny block's splits of K, \
+                          split-k)",
+            kind: OptionKind::Choice(&["auto", "2", "3", "4", "5", "6", "7", "8"]),
+        },
+        OptionDef {
             name: "nvfp4",
             default: "split",
             description: "How the wgmma pipeline (sm_90a) takes scales that change every 16 \
@@ -307,6 +319,7 @@ fn run<'c, 'a>(func: OperationRef<'c, 'a>, options: &PassOptions) -> Result<(), 
             _ => wgmma_pipeline::FoldScales::Off,
         },
         ahead: options.choice("translate-ahead") == "on",
+        stages: options.choice("stages").parse::<i64>().ok(),
     };
     let lowered = std::cell::Cell::new(false);
     lower_lowp_ops(func, |e, op| {

@@ -192,8 +192,8 @@ fn fewest_stages(routes: &[Route; 2], specialized: bool) -> i64 {
 
 /// The dynamic shared memory: a ring of `stages` slots, each holding both operands' stage as
 /// stored (direct operands: the FP8 tile in the 128-byte swizzle; staged ones: rows as
-/// stored). The translated FP8 tiles of staged operands follow the ring, three per operand
-/// (by stage % 3; each two halves where the operand is split), or, warp-specialized (the producer runs up to a ring ahead), sit in each
+/// stored). The translated FP8 tiles of staged operands follow the ring, two per operand
+/// (by stage % 2; each two halves where the operand is split), or, warp-specialized (the producer runs up to a ring ahead), sit in each
 /// slot; then the specialized kernel's mbarriers (a full and an empty one per slot). Every
 /// tile starts on a multiple of 1024 bytes from the base.
 #[derive(Clone, Copy)]
@@ -246,7 +246,7 @@ pub(super) struct ScaleStage {
     pub(super) entry: i64,
     pub(super) in_entry: i64,
     /// The decoded values of stage s: f32 [scale of the stage][row] at `decoded + (s %
-    /// decoded_ring) * decoded_stride` (the barrier pipeline: a ring of 3 after the
+    /// decoded_ring) * decoded_stride` (the barrier pipeline: a ring of 2 after the
     /// translated tiles; warp-specialized: in each slot).
     pub(super) decoded: i64,
     pub(super) decoded_ring: i64,
@@ -347,12 +347,15 @@ impl Memory {
     /// `scale_blocks`: the operands whose scales may be staged (`staged_scale_blocks`); they
     /// are where threads copy the stages and the room for them costs no stage (the barrier
     /// pipeline: keeps at least 4).
+    /// `most`: the most stages of the ring (`stages=N`), else the block's (square 5,
+    /// warp-specialized 4, skinny 8); fewer where they do not fit.
     pub(super) fn new(
         plan: &Plan,
         chip: &Chip,
         tile: Tile,
         feed: Feed,
         scale_blocks: [Option<ScaleBlocks>; 2],
+        most: Option<i64>,
     ) -> Self {
         // TMA feeds the square block's producer warpgroup, or the skinny block's barrier
         // pipeline (one warpgroup: no room for a producer).
@@ -376,11 +379,11 @@ impl Memory {
         let copied_bytes = |x: usize, b: ScaleBlocks| tile.rows[x] * b.row_bytes();
         let decoded_bytes = |x: usize, span: i64| tile.rows[x] * BK / span * 4;
         if specialized {
-            let most = if tile.swapped {
+            let most = most.unwrap_or(if tile.swapped {
                 SKINNY_STAGES
             } else {
                 SPECIALIZED_STAGES
-            };
+            });
             // Staged scales (copied by the producer warpgroup, also where TMA loads both
             // operands): in each slot after the translated tiles, the rows' stage bytes as
             // copied, then their decoded values; the slot rounded up to whole 1024-byte
@@ -452,16 +455,16 @@ impl Memory {
         }
         // (The skinny block, memory-bound, keeps as many bytes in flight with the f16
         // route's stages of 64 codes: twice the stages.)
-        let most = if tile.swapped {
+        let most = most.unwrap_or(if tile.swapped {
             SKINNY_STAGES * BK / routes[0].stage_codes()
         } else {
             STAGES
-        };
+        });
         // With TMA, a full mbarrier per slot after the translated tiles.
         let full = if tma { 8 } else { 0 };
         // Staged scales: a ring of the stages' copies (an entry per slot: A's rows, then
         // B's; with TMA too, every thread still commits a copy group per stage) and the
-        // ring of 3 of decoded values, after the translated tiles; not where that leaves
+        // ring of 2 of decoded values, after the translated tiles; not where that leaves
         // fewer than 4 stages, or 3 where the stages are long enough for copies issued one
         // stage ahead and the scales save more than a stage of lead: an operand split (an
         // instruction and a promotion per 16-block, each promotion decoding 34 scales

@@ -34,7 +34,7 @@
 //! stage as copied:
 //! - direct (E4M3 / E5M2 as stored): the FP8 tile itself, the copies landing swizzled;
 //! - staged (a format translated to FP8): the rows as stored (128 or, packed, 64 bytes),
-//!   and after the ring three FP8 tiles per staged operand (by stage % 3) that the
+//!   and after the ring two FP8 tiles per staged operand (by stage % 2) that the
 //!   threads fill from the copies they made themselves through the embedding's table:
 //!   4-bit codes (FP4, 4-bit customs) four at a time with three `prmt` byte permutes
 //!   (images of codes 0-7, of codes 8-15, then the pick by bit 3); 5- and 6-bit codes (FP6)
@@ -50,7 +50,7 @@
 //! prologue: stages 0 .. L-1 issued (L = stages - 2 ahead), one commit group each
 //! for each stage s (two per loop iteration; one where operands are translated):
 //!   cp.async.wait_group L-1           // this thread's copies of stage s landed
-//!   translate them (staged operands)  // into the FP8 tiles of stage s % 3
+//!   translate them (staged operands)  // into the FP8 tiles of stage s % 2
 //!   fence.proxy.async.shared::cta     // generic-proxy writes -> the async proxy (wgmma)
 //!   barrier                           // all of stage s is in its tiles; stage s-2's
 //!                                     // instructions are done (each warpgroup waited)
@@ -65,9 +65,12 @@
 //! first stage's the last of the iteration before (done): the tensor cores wait at the
 //! back edge for the barrier and the issue, not for a promotion, and the copies of stage
 //! s+L are issued while stage s's instructions run. Stage s-1's slot stays untouched
-//! until the barrier of stage s+1. A translated tile of stage s % 3 was last read by stage
-//! s-3's instructions, which completed (stage s-2's first wait) before stage s-1's
-//! barrier. No instruction is in flight across the back edge (`stage_runs`): ptxas cannot
+//! until the barrier of stage s+1. A translated tile of stage s % 2 was last read by stage
+//! s-2's instructions: where operands are translated each segment is waited for and
+//! promoted before the next is issued (one register set), so both warpgroups were done
+//! with them, and with the decoded scales of stage s-2, before stage s-1's barrier (three
+//! tiles, by stage % 3, while a stage's last segment ran into the next stage, until
+//! 2026-12-05). No instruction is in flight across the back edge (`stage_runs`): ptxas cannot
 //! follow a `wgmma` group through it, and where a promotion reads results a group of the
 //! previous iteration may still write, it serializes every `wgmma` of the kernel (`ptxas
 //! -v`: C7514; the loop carried the last segment running through the back edge until
@@ -87,7 +90,7 @@
 //! there. The scales are staged through shared memory (`ScaleStage`), copied by the
 //! threads that copy stages (the barrier pipeline's, the producer warpgroup's; beside
 //! TMA's boxes too): each block row's stage scales (4, 8 or 16 bytes) are copied with the
-//! stage by one thread, which decodes them to f32 once after its wait (a ring of 3 after
+//! stage by one thread, which decodes them to f32 once after its wait (a ring of 2 after
 //! the translated tiles; warp-specialized, in the slot); the promotions then read 34 f32
 //! from shared memory (18 loads: the column pairs as one) instead of loading and decoding
 //! 34 bytes each (6 integer instructions per E8M0 code, 200 per segment and thread, more
@@ -210,8 +213,11 @@ const STAGES: i64 = 5;
 const SPECIALIZED_STAGES: i64 = 4;
 const SKINNY_STAGES: i64 = 8;
 
-/// Translated FP8 tiles per staged operand in the barrier pipeline (by stage % 3).
-const PARITIES: i64 = 3;
+/// Translated FP8 tiles per staged operand in the barrier pipeline (by stage % 2), and
+/// entries of its ring of decoded scales: stage s's are read by its own instructions and
+/// promotions only, every one of them waited for before stage s + 1's barrier (`overlaps`
+/// is false wherever there are either), so stage s + 2 may write them after that barrier.
+const PARITIES: i64 = 2;
 
 /// The stride offset of the swizzled layout: one 8-row atom.
 const ATOM: i64 = 1024;
@@ -458,7 +464,7 @@ pub(super) fn plan(
             ));
         }
     }
-    let memory = Memory::new(&plan, chip, tile, Feed::Barrier, [None, None]);
+    let memory = Memory::new(&plan, chip, tile, Feed::Barrier, [None, None], None);
     if !memory.fits() {
         return Err(format!(
             "{} stages of the ring fit the {} KiB of shared memory beside the translated \
@@ -733,6 +739,8 @@ pub(super) struct Tuning {
     /// The barrier pipeline translates stage s + 1 while stage s's instructions run
     /// (`translate-ahead`, `hardware_block`).
     pub(super) ahead: bool,
+    /// The most stages of the ring (`stages`; `None`: the block's own, `Memory::new`).
+    pub(super) stages: Option<i64>,
 }
 
 /// Lower `op` with the pipelined kernel: a `gpu.launch` with dynamic shared memory
@@ -757,7 +765,20 @@ pub(super) fn lower<'c, 'a>(
         tile,
         feed,
         staged_scale_blocks(&kn, static_k(&kn)),
+        tuning.stages,
     );
+    if let Some(n) = tuning.stages.filter(|_| !mem.fits()) {
+        return Err(unsupported(
+            op,
+            format!(
+                "stages={n}: {} stages of this block's ring fit the {} KiB of shared memory; \
+                 its loop needs {}",
+                mem.stages.clamp(0, n),
+                chip.shared_kib,
+                mem.fewest()
+            ),
+        ));
+    }
     if fold != FoldScales::Off && static_k(&kn).is_some_and(|k| k >= BK) {
         // Its tables after the rest, where they fit (with the base's alignment slack).
         let limit = chip.shared_kib as i64 * 1024 - 1024;
@@ -994,9 +1015,9 @@ fn descriptors_at<'c, 'a>(
 /// - stage s + 1's copies are this thread's own, landed by its `cp.async.wait_group L-1`
 ///   after stage s + L's issue (L groups in flight: s + 1 .. s + L), as at the top of
 ///   stage s + 1 before;
-/// - its translated tiles (slot (s + 1) % 3) were last read by stage s - 2's instructions,
-///   which both warpgroups waited for before stage s - 1's barrier; its decoded scales
-///   ((s + 1) % 3) by stage s - 2's promotions, before the same barrier;
+/// - its translated tiles (slot (s + 1) % 2) were last read by stage s - 1's instructions,
+///   which both warpgroups waited for before stage s's barrier; its decoded scales
+///   ((s + 1) % 2) by stage s - 1's promotions, before the same barrier;
 /// - folded, its rows' scales came with stage s's codes (the copying thread waited for
 ///   them before stage s's barrier, which published them);
 /// - the writes reach the instructions through stage s + 1's proxy fence and barrier, as
