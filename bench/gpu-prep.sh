@@ -126,6 +126,13 @@ save "check-wgmma-s4-split-mxfp4" --m 16 --n 8192 --k 1024 --lhs f4e2m1 --rhs f4
 save "check-wgmma-s4-split-fp8" --m 16 --n 4096 --k 2048 --lhs f8e4m3 --rhs f8e5m2 \
   --layout per_tensor --bias --kernel wgmma --stages 4 --split-k 8
 
+# persistent=on: TMA's square block, one block per SM looping over its tiles (the ring's
+# turns carrying on across tiles): 187 tiles (55 blocks take two) and 384 (three each).
+save "check-wgmma-tma-persistent-1" --m 2100 --n 1290 --k 416 --lhs f8e4m3 --rhs f8e5m2 \
+  --layout per_tensor --kernel wgmma-tma --persistent on
+save "check-wgmma-tma-persistent-2" --m 3000 --n 2000 --k 256 --lhs f8e5m2 --rhs f8e4m3 \
+  --layout per_channel --bias --kernel wgmma-tma --persistent on
+
 # Grids beyond 65535 rows of blocks, folded into z (lowp-fold-grid): the generic kernel's
 # 32-row tiles and mma.sync's 64-row ones past their unfolded limits (2,097,120 and
 # 4,194,240 rows).
@@ -155,6 +162,9 @@ for s in 8192x8192x8192 4096x4096x4096 16x8192x8192 16x4096x8192; do
     8192x8192x8192 | 4096x4096x4096)
       save "time-wgmma-tma-multicast-$s-f8e4m3" --m $m --n $n --k $k --lhs f8e4m3 --rhs f8e4m3 \
         --layout per_tensor --kernel wgmma-tma --multicast 2
+      # Persistent (one block per SM looping over its tiles) against a block per tile.
+      save "time-wgmma-tma-persistent-$s-f8e4m3" --m $m --n $n --k $k --lhs f8e4m3 \
+        --rhs f8e4m3 --layout per_tensor --kernel wgmma-tma --persistent on
       # MXFP4's square block without folding its scales (what promoting once a stage buys)
       # and folded by rows only (what anchoring B buys).
       for kernel in wgmma wgmma-specialized; do

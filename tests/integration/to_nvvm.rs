@@ -1665,6 +1665,56 @@ fn wgmma_tma_matches_the_oracle() {
     );
 }
 
+/// `persistent=on`: TMA's square block as one block per multiprocessor (132 on sm_90a),
+/// each looping over its tiles of C in grouped order, the ring's turns carrying on from
+/// tile to tile. 2100 x 1290 (17 x 11 = 187 tiles: 55 blocks take two) per tensor, no
+/// bias, K 416 (the last stage 32 codes into K), and per channel, K 128 (one stage a tile:
+/// the tile's last turn is its first); 1160 x 200 (20 tiles: 20 blocks, one each). In the
+/// IR: the launches' grids, and one tile loop around the producer's boxes and one around
+/// the consumers' stages and epilogue. The options' other ops keep a block per tile: MXFP8
+/// (its staged scales are copied by the producer warpgroup) and the skinny block. Through
+/// the emulation, which runs each block's tiles in its loop's order (the ring's turns are
+/// the hardware's; `gpu-prep.sh` checks them on the H200).
+#[test]
+fn wgmma_tma_persistent_matches_the_oracle() {
+    let session = Session::new();
+    let mut rng = SplitMix64::new(132);
+    let (e4, e5) = (ScaledFormat::F8E4M3, ScaledFormat::F8E5M2);
+    let (tensor, channel) = (ScaleLayout::PerTensor, ScaleLayout::PerChannel);
+    let mut problems = vec![
+        pair_problem(&mut rng, (2100, 1290, 416), (e4, tensor, false, e5, tensor, false)),
+        pair_problem(&mut rng, (2100, 1290, 128), (e5, channel, false, e4, channel, false)),
+        pair_problem(&mut rng, (1160, 200, 288), (e4, tensor, false, e4, channel, false)),
+    ];
+    problems[0].1.bias = None;
+    // (Kept a block per tile.)
+    problems.push(pair_problem(
+        &mut rng,
+        (256, 136, 384),
+        (e4, ScaleLayout::MX, false, e5, ScaleLayout::MX, false),
+    ));
+    problems.push(pair_problem(
+        &mut rng,
+        (16, 200, 512),
+        (e4, tensor, false, e5, tensor, false),
+    ));
+    let text = lowered(&session, &problems, "sm_90a", "wgmma-tma persistent=on");
+    let grids: Vec<&str> = text
+        .split("gpu.launch ")
+        .skip(1)
+        .map(|t| t.split(" threads").next().unwrap_or_default())
+        .collect();
+    let persistent = grids.iter().filter(|g| g.contains("= %c132,")).count();
+    assert_eq!(persistent, 2, "{grids:?}");
+    assert_eq!(grids.iter().filter(|g| g.contains("= %c20,")).count(), 1);
+    assert_eq!(text.matches("nvvm.setmaxregister").count(), 2 * 4);
+    run_and_check(
+        &session,
+        &problems,
+        Some(&emulated("sm_90a", "wgmma-tma persistent=on")),
+    );
+}
+
 /// The pipeline's skinny block (swap AB), `auto`'s choice when M is static and at most 64:
 /// B's 64 rows per block are the instruction's A, A's rows (M rounded up to 16) its B, so a
 /// decode step's 16 rows take `m64n16k32` and 40 rows `m64n48k32`; rows past M copy zeros

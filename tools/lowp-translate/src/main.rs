@@ -53,6 +53,8 @@ const USAGE: &str =
               stage s's instructions run (on; off, the default: unmeasured)
   --stages    NVIDIA: the most stages of the wgmma pipeline's ring (auto: square 5,
               warp-specialized 4, skinny 8; or 2 to 8; fewer where they do not fit)
+  --persistent NVIDIA: wgmma-tma's square block fed by TMA alone as one block per SM
+              looping over its tiles (on; off, the default: unmeasured)
   --nvfp4     NVIDIA: the wgmma pipeline's route for NVFP4's 16-blocks (split: an FP8
               instruction per block on split tiles; f16: codes times their scales as f16
               into k16 f16 instructions; default split)

@@ -224,6 +224,18 @@ pub const PASS: PassDef = PassDef {
             kind: OptionKind::Choice(&["auto", "2", "3", "4", "5", "6", "7", "8"]),
         },
         OptionDef {
+            name: "persistent",
+            default: "off",
+            description: "kernel=wgmma-tma's square block where TMA alone feeds it (E4M3 / \
+                          E5M2 used as stored, no scales along K; M and N static): on (one \
+                          block per multiprocessor, each looping over its tiles of C in \
+                          grouped order, the ring carrying on from tile to tile: the next \
+                          tile's stages load while the last one's C is stored) or off (a \
+                          block per tile; the default until the on form is measured on a \
+                          GPU)",
+            kind: OptionKind::Choice(&["on", "off"]),
+        },
+        OptionDef {
             name: "nvfp4",
             default: "split",
             description: "How the wgmma pipeline (sm_90a) takes scales that change every 16 \
@@ -320,6 +332,7 @@ fn run<'c, 'a>(func: OperationRef<'c, 'a>, options: &PassOptions) -> Result<(), 
         },
         ahead: options.choice("translate-ahead") == "on",
         stages: options.choice("stages").parse::<i64>().ok(),
+        persistent: options.choice("persistent") == "on",
     };
     let lowered = std::cell::Cell::new(false);
     lower_lowp_ops(func, |e, op| {

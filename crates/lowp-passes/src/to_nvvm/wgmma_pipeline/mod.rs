@@ -182,6 +182,7 @@ mod cluster;
 mod emulated;
 mod fold;
 mod memory;
+mod persistent;
 mod specialized;
 mod stage;
 mod tma;
@@ -193,6 +194,7 @@ use memory::{
     clear_halves, ring_div, ring_rem, split_operand, staged_scale_blocks, Memory, Shared,
     TileDescriptors,
 };
+use persistent::persistent_block;
 use specialized::specialized_block;
 use stage::{copy_scales, copy_stage, decode_scales, staged_readers, translate_stage};
 use tma::{acquire_tensor_map, box_bytes, load_boxes, tensor_map};
@@ -741,6 +743,9 @@ pub(super) struct Tuning {
     pub(super) ahead: bool,
     /// The most stages of the ring (`stages`; `None`: the block's own, `Memory::new`).
     pub(super) stages: Option<i64>,
+    /// TMA's square block, fed by TMA alone, as one block per multiprocessor looping over
+    /// tiles (`persistent`, `persistent_block`).
+    pub(super) persistent: bool,
 }
 
 /// Lower `op` with the pipelined kernel: a `gpu.launch` with dynamic shared memory
@@ -805,6 +810,35 @@ pub(super) fn lower<'c, 'a>(
     let one = e.index(1);
     let grid = kn.grid(e, tile.rows[0], tile.rows[1]);
     let splits = e.index(tile.splits);
+    // Persistent: [tiles along N, along M] (M and N static) and a block per multiprocessor,
+    // at most one per tile.
+    let persistent = match (static_rows(o.rhs), static_rows(o.lhs)) {
+        (Some(n), Some(m)) if tuning.persistent && persistent::takes(&mem) => {
+            let tiles = [ceil(n, tile.rows[1]), ceil(m, tile.rows[0])];
+            Some((tiles, (tiles[0] * tiles[1]).min(chip.multiprocessors as i64)))
+        }
+        _ => None,
+    };
+    if let (true, Some(([columns, rows], blocks))) = (emulate, persistent) {
+        // Each block's tiles in turn, as the kernel's loop takes them (the ring's turns
+        // across tiles are the hardware's: `emulated_block` runs one tile's stages).
+        kn.blocks(e, [e.index(blocks), one], |e, _, b| {
+            let mine = ceil_div(e, e.subi(e.index(columns * rows), b), e.index(blocks));
+            e.for_loop(e.index(0), mine, one, &[], |e, i, _| {
+                let t = e.addi(b, e.muli(i, e.index(blocks)));
+                let columns = e.index(columns);
+                let (bm, bn) = grouped(
+                    e,
+                    [columns, e.index(rows)],
+                    e.remui(t, columns),
+                    e.divui(t, columns),
+                );
+                emulated_block(e, &kn, &mem, instr, bm, bn, &[]);
+                vec![]
+            });
+        });
+        return Ok(());
+    }
     if emulate {
         kn.blocks(e, grid, |e, by, bx| {
             if tile.swapped {
@@ -843,13 +877,21 @@ pub(super) fn lower<'c, 'a>(
         (1, blocks) => Some([e.index(blocks), one, one]),
         _ => Some([splits, one, one]),
     };
+    let blocks = match persistent {
+        Some((_, blocks)) => [e.index(blocks), one, one],
+        None => [e.muli(grid[0], splits), grid[1], one],
+    };
     e.gpu_launch_dynamic(
-        [e.muli(grid[0], splits), grid[1], one],
+        blocks,
         [e.index(threads), one, one],
         cluster,
         mem.dynamic_bytes(),
         |e, bid, tid, memory| {
-            if specialized {
+            if let Some((tiles, blocks)) = persistent {
+                persistent_block(
+                    e, &kn, &mem, instr, maps, k_stages, tiles, blocks, bid[0], tid[0], memory,
+                )
+            } else if specialized {
                 specialized_block(e, &kn, &mem, instr, maps, k_stages, bid, tid[0], memory)
             } else {
                 hardware_block(e, &kn, &mem, instr, maps, tuning.ahead, bid, tid[0], memory)
@@ -1089,7 +1131,7 @@ fn hardware_block<'c, 'a>(
                         "nvvm.mbarrier.arrive.expect_tx",
                         &[full(e, s), e.i32(boxes as u32)],
                     );
-                    load_boxes(e, mem, shared, maps, &sides, full(e, s), s, rank);
+                    load_boxes(e, mem, shared, maps, &sides, full(e, s), [s, s], rank);
                 });
             }
             copy_stage(e, kn, mem, shared, &sides, globals, k, tid, s);
@@ -1182,6 +1224,7 @@ fn hardware_block<'c, 'a>(
             &consumer,
             warpgroup,
             s,
+            s,
             acc,
             before,
             live,
@@ -1267,7 +1310,9 @@ type Pending<'c, 'a> = (Value<'c, 'a>, Value<'c, 'a>, Value<'c, 'a>);
 /// range (its segments inside K are promoted). `fold`: how the block scales are taken
 /// (`Folded`; folded into the codes, the stage is one segment). `issued` runs once the
 /// first segment's instructions are committed, before any wait (the barrier pipeline
-/// issues the copies of a later stage there, while the tensor cores run).
+/// issues the copies of a later stage there, while the tensor cores run). `slot`: the
+/// stage's turn in the ring (`s` itself, but for a persistent block: `s` counted from its
+/// first tile's first stage).
 #[allow(clippy::too_many_arguments)]
 fn stage_mmas<'c, 'a>(
     e: &Emitter<'c, 'a>,
@@ -1278,6 +1323,7 @@ fn stage_mmas<'c, 'a>(
     consumer: &Consumer<'c, 'a>,
     warpgroup: Value<'c, 'a>,
     s: Value<'c, 'a>,
+    slot: Value<'c, 'a>,
     acc: &[Value<'c, 'a>],
     before: Option<Pending<'c, 'a>>,
     live: Value<'c, 'a>,
@@ -1292,7 +1338,7 @@ fn stage_mmas<'c, 'a>(
     };
     let mut acc = acc.to_vec();
     let mut pending = before;
-    let tiles = stage_descriptors(e, mem, shared, warpgroup, s);
+    let tiles = stage_descriptors(e, mem, shared, warpgroup, slot);
     for g in 0..mem.bk() / seg {
         let k0 = e.addi(e.muli(s, e.index(mem.bk())), e.index(g * seg));
         // The f16 route sums into the accumulators themselves (`promote_segment`): they are

@@ -191,7 +191,7 @@ pub(super) fn specialized_block<'c, 'a>(
         let issuer = e.cmpi(CmpiPredicate::Eq, ptid, zero);
         let boxes = box_bytes(mem, maps);
         let tma_stage = |e: &Emitter<'c, 'a>, s: Value<'c, 'a>| {
-            load_boxes(e, mem, shared, maps, &sides, bar(e, 0, s), s, rank);
+            load_boxes(e, mem, shared, maps, &sides, bar(e, 0, s), [s, s], rank);
         };
         let empty = |e: &Emitter<'c, 'a>, s: Value<'c, 'a>| {
             let use_ = ring_div(e, s, stages);
@@ -340,6 +340,7 @@ pub(super) fn specialized_block<'c, 'a>(
                 shared,
                 &consumer,
                 warpgroup,
+                s,
                 s,
                 acc,
                 before,

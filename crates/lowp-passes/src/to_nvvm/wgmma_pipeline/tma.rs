@@ -136,9 +136,10 @@ pub(super) fn box_bytes(mem: &Memory, maps: [Option<Value>; 2]) -> i64 {
         .sum()
 }
 
-/// Issue stage `s`'s box of each operand with a tensor map into its place in the slot,
-/// counted on the mbarrier `bar`. With B multicast, the block of cluster rank `rank` loads
-/// its part of B's stage (`part`) into every block of the cluster.
+/// Issue stage `s`'s box of each operand with a tensor map into its place in the slot of
+/// ring turn `slot` (`[s, slot]`; `s` itself but for a persistent block), counted on the
+/// mbarrier `bar`. With B multicast, the block of cluster rank `rank` loads its part of B's
+/// stage (`part`) into every block of the cluster.
 #[allow(clippy::too_many_arguments)]
 pub(super) fn load_boxes<'c, 'a>(
     e: &Emitter<'c, 'a>,
@@ -147,12 +148,12 @@ pub(super) fn load_boxes<'c, 'a>(
     maps: [Option<Value<'c, 'a>>; 2],
     sides: &[Side<'c, 'a>; 2],
     bar: Value<'c, 'a>,
-    s: Value<'c, 'a>,
+    [s, slot]: [Value<'c, 'a>; 2],
     rank: Value<'c, 'a>,
 ) {
     for (x, map) in maps.iter().enumerate() {
         if let Some(map) = *map {
-            let dst = mem.copied(e, x, s);
+            let dst = mem.copied(e, x, slot);
             let origin = box_origin(e, &sides[x], s);
             if x == 1 && mem.tile.multicast > 1 {
                 let (dst, origin) = part(e, mem, dst, origin, rank);
