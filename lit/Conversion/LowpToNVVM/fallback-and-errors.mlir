@@ -4,11 +4,14 @@
 // RUN: lowp-opt %s --split-input-file --pass-pipeline='builtin.module(func.func(lowp-to-nvvm{chip=sm_89}))' 2>&1 >/dev/null | FileCheck %s --check-prefix=REMARK
 // RUN: not lowp-opt %s --pass-pipeline='builtin.module(func.func(lowp-to-nvvm{chip=sm_90a split-k=2}))' 2>&1 | FileCheck %s --check-prefix=SPLIT
 // RUN: not lowp-opt %s --pass-pipeline='builtin.module(func.func(lowp-to-nvvm{chip=sm_90a split-k=3}))' 2>&1 | FileCheck %s --check-prefix=SPLIT3
+// RUN: not lowp-opt %s --pass-pipeline='builtin.module(func.func(lowp-to-nvvm{chip=sm_90a stages=4}))' 2>&1 | FileCheck %s --check-prefix=STAGES
 
 // split-k applies to the wgmma skinny block only; the first op here (scales every 24
 // along K) takes the generic kernel, so asking to split it is an error, located at the op.
-// SPLIT: fallback-and-errors.mlir:[[#@LINE+25]]:3: error: lowp.scaled_matmul: split-k=2 splits the wgmma skinny block (sm_90a, M static and at most 64, or kernel=wgmma-skinny), which this op does not take on sm_90a with kernel=auto: the scales change every 24 along K; the instruction sums 32; for f16: the scales change every 24 along K; the instruction sums 16; for bf16: the scales change every 24 along K; the instruction sums 16
+// SPLIT: fallback-and-errors.mlir:[[#@LINE+27]]:3: error: lowp.scaled_matmul: split-k=2 splits the wgmma skinny block (sm_90a, M static and at most 64, or kernel=wgmma-skinny), which this op does not take on sm_90a with kernel=auto: the scales change every 24 along K; the instruction sums 32; for f16: the scales change every 24 along K; the instruction sums 16; for bf16: the scales change every 24 along K; the instruction sums 16
 // SPLIT3: option 'split-k' of lowp-to-nvvm: '3' is not accepted; expected auto, 1, 2, 4, 8
+// So is sizing a ring the op's kernel does not have.
+// STAGES: fallback-and-errors.mlir:[[#@LINE+24]]:3: error: lowp.scaled_matmul: stages=4 sizes the ring of the wgmma pipeline (sm_90a), which this op does not take on sm_90a with kernel=auto: the scales change every 24 along K; the instruction sums 32;
 
 // REMARK: fallback-and-errors.mlir:[[#@LINE+22]]:3: remark: generic kernel on sm_89: the scales change every 24 along K; the instruction sums 32; for f16: the scales change every 24 along K; the instruction sums 16; for bf16: the scales change every 24 along K; the instruction sums 16
 

@@ -447,6 +447,23 @@ fn run<'c, 'a>(func: OperationRef<'c, 'a>, options: &PassOptions) -> Result<(), 
                 ),
             ));
         }
+        // A ring size for an op that takes no ring.
+        if let (Some(n), false) = (
+            tuning.stages,
+            matches!(&lowered, Ok((_, Fp8::WgmmaPipeline(..)))),
+        ) {
+            let why = match &lowered {
+                Err(why) if !why.is_empty() => format!(": {why}"),
+                _ => String::new(),
+            };
+            return Err(unsupported(
+                op,
+                format!(
+                    "stages={n} sizes the ring of the wgmma pipeline (sm_90a), which this op \
+                     does not take on {chip} with kernel={kernel}{why}"
+                ),
+            ));
+        }
         // (A kernel that failed reports why below.)
         let shared = match &lowered {
             Ok((_, Fp8::WgmmaPipeline(_, tile, _))) => tile.multicasts(),
