@@ -1715,6 +1715,77 @@ fn wgmma_tma_persistent_matches_the_oracle() {
     );
 }
 
+/// `block-n=192`: the square block 128 x 192 (`m64n192k32`, 96 accumulators a thread, one
+/// register set of partial sums). The barrier pipeline (`kernel=wgmma`) on every pair of
+/// formats and layouts it takes, 130 x 200 (N: a whole tile and one of 8 columns; K 416, the
+/// last stage partial), and NVFP4 x NVFP4 (split tiles; 16-blocks); TMA's block per tensor
+/// and per channel, by tile, persistent (2100 x 1700: 17 x 9 = 153 tiles, 21 blocks take
+/// two) and with B multicast (4 x 2 tiles). In the IR every instruction is `m64n192k32`. The
+/// warp-specialized block whose producers copy (translated codes, block scales) refuses it.
+#[test]
+fn wgmma_pipeline_block_n_192_matches_the_oracle() {
+    let session = Session::new();
+    let mut rng = SplitMix64::new(192);
+    let mut problems: Vec<(String, Problem)> = pipeline_pairs()
+        .into_iter()
+        .map(|pair| pair_problem(&mut rng, (130, 200, 416), pair))
+        .collect();
+    let f4 = ScaledFormat::F4E2M1;
+    let nvg = ScaleLayout::NVFP4_GLOBAL;
+    problems.push(pair_problem(&mut rng, (130, 200, 256), (f4, nvg, true, f4, nvg, true)));
+    let text = lowered(&session, &problems, "sm_90a", "wgmma block-n=192");
+    assert_eq!(
+        text.matches("<m = 64, n = 192, k = 32>").count(),
+        text.matches("nvvm.wgmma.mma_async").count()
+    );
+    run_and_check(
+        &session,
+        &problems,
+        Some(&emulated("sm_90a", "wgmma block-n=192")),
+    );
+    let (e4, e5) = (ScaledFormat::F8E4M3, ScaledFormat::F8E5M2);
+    let (tensor, channel) = (ScaleLayout::PerTensor, ScaleLayout::PerChannel);
+    for (options, shape, pair) in [
+        ("wgmma-tma", (300, 400, 416), (e4, tensor, false, e5, tensor, false)),
+        ("wgmma-tma", (200, 136, 288), (e5, channel, false, e4, channel, false)),
+        (
+            "wgmma-tma persistent=on",
+            (2100, 1700, 160),
+            (e4, tensor, false, e4, channel, false),
+        ),
+        (
+            "wgmma-tma multicast=auto",
+            (512, 384, 256),
+            (e4, tensor, false, e5, tensor, false),
+        ),
+    ] {
+        let problems = [pair_problem(&mut rng, shape, pair)];
+        let options = format!("{options} block-n=192");
+        let text = lowered(&session, &problems, "sm_90a", &options);
+        assert!(text.contains("<m = 64, n = 192, k = 32>"), "{options}");
+        run_and_check(&session, &problems, Some(&emulated("sm_90a", &options)));
+    }
+    let (_, translated) = pair_problem(
+        &mut rng,
+        (130, 200, 256),
+        (f4, ScaleLayout::MX, true, e4, tensor, false),
+    );
+    let mut module = session
+        .parse(&source("f", &translated))
+        .unwrap_or_else(|e| panic!("{e}"));
+    let refused = session.run_pipeline(
+        &mut module,
+        "builtin.module(func.func(lowp-to-nvvm{chip=sm_90a kernel=wgmma-specialized \
+         block-n=192}))",
+    );
+    assert!(
+        refused
+            .as_ref()
+            .is_err_and(|e| e.to_string().contains("block-n=192: the warp-specialized block")),
+        "{refused:?}"
+    );
+}
+
 /// The pipeline's skinny block (swap AB), `auto`'s choice when M is static and at most 64:
 /// B's 64 rows per block are the instruction's A, A's rows (M rounded up to 16) its B, so a
 /// decode step's 16 rows take `m64n16k32` and 40 rows `m64n48k32`; rows past M copy zeros

@@ -14,8 +14,9 @@ pub use lowp_passes::to_nvvm::KERNELS;
 /// The `lowp-to-nvvm` options besides `chip` and `kernel` that
 /// [`Session::compile_nvvm_with`] takes: the wgmma skinny block's split of K, the TMA
 /// square block's B multicast, the barrier pipeline's folded block scales, its translation
-/// a stage ahead, the pipeline's ring of stages, the TMA block's persistence, its route
-/// for NVFP4's 16-blocks, and how sm_90a's wgmma kernels sum FP8. The tools take each as
+/// a stage ahead, the pipeline's ring of stages, the square block's columns, the TMA
+/// block's persistence, its route for NVFP4's 16-blocks, and how sm_90a's wgmma kernels
+/// sum FP8. The tools take each as
 /// a flag of its name (`--split-k`, ...: [`tuning_option`]).
 pub const NVVM_TUNING: &[&str] = &[
     "split-k",
@@ -23,6 +24,7 @@ pub const NVVM_TUNING: &[&str] = &[
     "fold-scales",
     "translate-ahead",
     "stages",
+    "block-n",
     "persistent",
     "nvfp4",
     "accumulate",

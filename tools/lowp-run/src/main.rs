@@ -90,6 +90,8 @@ const USAGE: &str =
   --stages N      with --target cuda: the most stages of the wgmma pipeline's ring (auto:
                   square 5, warp-specialized 4, skinny 8; or 2 to 8; fewer where they do
                   not fit): room for more blocks a multiprocessor
+  --block-n N     with --target cuda: the wgmma pipeline's square block's columns (128,
+                  the default, or 192: m64n192k32, one register set of partial sums)
   --persistent P  with --target cuda: kernel=wgmma-tma's square block fed by TMA alone
                   as one block per SM looping over its tiles (on; off, the default:
                   unmeasured)

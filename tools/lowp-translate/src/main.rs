@@ -53,6 +53,8 @@ const USAGE: &str =
               stage s's instructions run (on; off, the default: unmeasured)
   --stages    NVIDIA: the most stages of the wgmma pipeline's ring (auto: square 5,
               warp-specialized 4, skinny 8; or 2 to 8; fewer where they do not fit)
+  --block-n   NVIDIA: the wgmma pipeline's square block's columns (128, the default, or
+              192: m64n192k32, one register set of partial sums)
   --persistent NVIDIA: wgmma-tma's square block fed by TMA alone as one block per SM
               looping over its tiles (on; off, the default: unmeasured)
   --nvfp4     NVIDIA: the wgmma pipeline's route for NVFP4's 16-blocks (split: an FP8

@@ -224,6 +224,18 @@ pub const PASS: PassDef = PassDef {
             kind: OptionKind::Choice(&["auto", "2", "3", "4", "5", "6", "7", "8"]),
         },
         OptionDef {
+            name: "block-n",
+            default: "128",
+            description: "The wgmma pipeline's square block's columns of C, the instruction's \
+                          N: 128 (m64n128k32; two register sets of partial sums where FP8 is \
+                          used as stored with no scales along K) or 192 (m64n192k32: 96 \
+                          accumulators a thread and one set; a sixth fewer bytes of shared \
+                          memory read and written per product; not where the warp-specialized \
+                          block's producers copy the stages; where scales change along K, \
+                          ptxas spills at 255 registers)",
+            kind: OptionKind::Choice(&["128", "192"]),
+        },
+        OptionDef {
             name: "persistent",
             default: "off",
             description: "kernel=wgmma-tma's square block where TMA alone feeds it (E4M3 / \
@@ -323,6 +335,7 @@ fn run<'c, 'a>(func: OperationRef<'c, 'a>, options: &PassOptions) -> Result<(), 
     let splits = options.choice("split-k").parse::<i64>().ok();
     let multicast = options.choice("multicast").parse::<i64>().ok();
     let f16 = options.choice("nvfp4") == "f16";
+    let block_n = options.choice("block-n").parse::<i64>().unwrap_or(128);
     let exact = options.choice("accumulate") == "f32";
     let tuning = wgmma_pipeline::Tuning {
         fold: match options.choice("fold-scales") {
@@ -346,8 +359,20 @@ fn run<'c, 'a>(func: OperationRef<'c, 'a>, options: &PassOptions) -> Result<(), 
             // (TMA loads FP8 as stored, which the f16 route would widen.)
             let f16 = f16 && feed != Feed::Tma;
             if sm == 90 {
-                wgmma_pipeline::plan(op, &facts, blocks, splits, f16, exact).and_then(
+                wgmma_pipeline::plan(op, &facts, blocks, splits, f16, exact, block_n).and_then(
                     |(plan, i, tile)| {
+                        // The producer warpgroup's copies (translated codes, block scales
+                        // staged) are laid out for 128 + 128 rows.
+                        let copies = plan.a.table.is_some()
+                            || plan.b.table.is_some()
+                            || plan.seg.is_some();
+                        if feed != Feed::Barrier && !tile.is_skinny() && block_n > 128 && copies {
+                            return Err(format!(
+                                "block-n={block_n}: the warp-specialized block's producer \
+                                 warpgroup copies this op's stages (translated codes or block \
+                                 scales) for 128 columns only (kernel=wgmma takes it)"
+                            ));
+                        }
                         if feed == Feed::Tma && plan.f16 {
                             return Err("TMA loads the operands used as stored (E4M3 / E5M2); \
                                     the f16 route translates both (kernel=wgmma-specialized \

@@ -278,14 +278,17 @@ pub(super) enum Blocks {
 }
 
 impl Tile {
-    const SQUARE: Tile = Tile {
-        rows: [128, 128],
-        warpgroups: 2,
-        swapped: false,
-        splits: 1,
-        paired: false,
-        multicast: 1,
-    };
+    /// The square block: 128 rows of C, `n` columns (128 or 192, `block-n`).
+    fn square(n: i64) -> Tile {
+        Tile {
+            rows: [128, n],
+            warpgroups: 2,
+            swapped: false,
+            splits: 1,
+            paired: false,
+            multicast: 1,
+        }
+    }
 
     /// The skinny block for M (`None`: dynamic), not split.
     fn skinny(m: Option<i64>) -> Tile {
@@ -347,6 +350,8 @@ fn ceil(a: i64, b: i64) -> i64 {
 /// `splits`: the skinny block's split-K (`None`: by shape, where the shape is static).
 /// `f16`: NVFP4's 16-blocks take the f16 route where they can (`f16_route`). `exact`
 /// (`accumulate=f32`): every format on the f16 patterns of its fields, FP8 ones too.
+/// `block_n`: the square block's columns (`block-n`).
+#[allow(clippy::too_many_arguments)]
 pub(super) fn plan(
     op: OperationRef,
     chip: &Chip,
@@ -354,6 +359,7 @@ pub(super) fn plan(
     splits: Option<i64>,
     f16: bool,
     exact: bool,
+    block_n: i64,
 ) -> Result<(Plan, Wgmma, Tile), String> {
     // FP8 where the formats are or embed in E4M3 / E5M2, else the f16 patterns of their
     // fields (`fields_plan`).
@@ -412,10 +418,10 @@ pub(super) fn plan(
         }
     }
     let mut tile = match blocks {
-        Blocks::Square => Tile::SQUARE,
+        Blocks::Square => Tile::square(block_n),
         Blocks::Skinny => Tile::skinny(m),
         Blocks::ByShape if m.is_some_and(|m| m <= 64) => Tile::skinny(m),
-        Blocks::ByShape => Tile::SQUARE,
+        Blocks::ByShape => Tile::square(block_n),
     };
     if tile.swapped {
         tile.splits = match (splits, m, n, k) {
@@ -1378,10 +1384,11 @@ fn stage_mmas<'c, 'a>(
 /// set). Two sets only where the promotion holds few other values: FP8 operands used as
 /// stored and no scales along K (64 accumulators + 2 x 64 results took 236 registers of
 /// the 255 there; with block scales (34 decoded values a segment) or translations, ptxas
-/// spilled and serialized the instructions for want of registers). With one set the two
-/// warpgroups still overlap, each running its instructions while the other promotes.
+/// spilled and serialized the instructions for want of registers), and 128 columns at most
+/// (192: 96 accumulators + 2 x 96 results would not fit). With one set the two warpgroups
+/// still overlap, each running its instructions while the other promotes.
 fn overlaps(kn: &Kernel, mem: &Memory) -> bool {
-    kn.plan.seg.is_none() && !mem.routes.iter().any(|r| r.staged)
+    kn.plan.seg.is_none() && !mem.routes.iter().any(|r| r.staged) && mem.tile.n() <= 128
 }
 
 /// Stages per iteration of the stage loops (`stage_runs`): two (where a stage's last segment
