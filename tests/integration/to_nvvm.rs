@@ -1682,9 +1682,21 @@ fn wgmma_tma_persistent_matches_the_oracle() {
     let (e4, e5) = (ScaledFormat::F8E4M3, ScaledFormat::F8E5M2);
     let (tensor, channel) = (ScaleLayout::PerTensor, ScaleLayout::PerChannel);
     let mut problems = vec![
-        pair_problem(&mut rng, (2100, 1290, 416), (e4, tensor, false, e5, tensor, false)),
-        pair_problem(&mut rng, (2100, 1290, 128), (e5, channel, false, e4, channel, false)),
-        pair_problem(&mut rng, (1160, 200, 288), (e4, tensor, false, e4, channel, false)),
+        pair_problem(
+            &mut rng,
+            (2100, 1290, 416),
+            (e4, tensor, false, e5, tensor, false),
+        ),
+        pair_problem(
+            &mut rng,
+            (2100, 1290, 128),
+            (e5, channel, false, e4, channel, false),
+        ),
+        pair_problem(
+            &mut rng,
+            (1160, 200, 288),
+            (e4, tensor, false, e4, channel, false),
+        ),
     ];
     problems[0].1.bias = None;
     // (Kept a block per tile.)
@@ -1732,7 +1744,11 @@ fn wgmma_pipeline_block_n_192_matches_the_oracle() {
         .collect();
     let f4 = ScaledFormat::F4E2M1;
     let nvg = ScaleLayout::NVFP4_GLOBAL;
-    problems.push(pair_problem(&mut rng, (130, 200, 256), (f4, nvg, true, f4, nvg, true)));
+    problems.push(pair_problem(
+        &mut rng,
+        (130, 200, 256),
+        (f4, nvg, true, f4, nvg, true),
+    ));
     let text = lowered(&session, &problems, "sm_90a", "wgmma block-n=192");
     assert_eq!(
         text.matches("<m = 64, n = 192, k = 32>").count(),
@@ -1746,8 +1762,16 @@ fn wgmma_pipeline_block_n_192_matches_the_oracle() {
     let (e4, e5) = (ScaledFormat::F8E4M3, ScaledFormat::F8E5M2);
     let (tensor, channel) = (ScaleLayout::PerTensor, ScaleLayout::PerChannel);
     for (options, shape, pair) in [
-        ("wgmma-tma", (300, 400, 416), (e4, tensor, false, e5, tensor, false)),
-        ("wgmma-tma", (200, 136, 288), (e5, channel, false, e4, channel, false)),
+        (
+            "wgmma-tma",
+            (300, 400, 416),
+            (e4, tensor, false, e5, tensor, false),
+        ),
+        (
+            "wgmma-tma",
+            (200, 136, 288),
+            (e5, channel, false, e4, channel, false),
+        ),
         (
             "wgmma-tma persistent=on",
             (2100, 1700, 160),
@@ -1779,9 +1803,9 @@ fn wgmma_pipeline_block_n_192_matches_the_oracle() {
          block-n=192}))",
     );
     assert!(
-        refused
-            .as_ref()
-            .is_err_and(|e| e.to_string().contains("block-n=192: the warp-specialized block")),
+        refused.as_ref().is_err_and(|e| e
+            .to_string()
+            .contains("block-n=192: the warp-specialized block")),
         "{refused:?}"
     );
 }

@@ -363,9 +363,8 @@ fn run<'c, 'a>(func: OperationRef<'c, 'a>, options: &PassOptions) -> Result<(), 
                     |(plan, i, tile)| {
                         // The producer warpgroup's copies (translated codes, block scales
                         // staged) are laid out for 128 + 128 rows.
-                        let copies = plan.a.table.is_some()
-                            || plan.b.table.is_some()
-                            || plan.seg.is_some();
+                        let copies =
+                            plan.a.table.is_some() || plan.b.table.is_some() || plan.seg.is_some();
                         if feed != Feed::Barrier && !tile.is_skinny() && block_n > 128 && copies {
                             return Err(format!(
                                 "block-n={block_n}: the warp-specialized block's producer \

@@ -821,7 +821,10 @@ pub(super) fn lower<'c, 'a>(
     let persistent = match (static_rows(o.rhs), static_rows(o.lhs)) {
         (Some(n), Some(m)) if tuning.persistent && persistent::takes(&mem) => {
             let tiles = [ceil(n, tile.rows[1]), ceil(m, tile.rows[0])];
-            Some((tiles, (tiles[0] * tiles[1]).min(chip.multiprocessors as i64)))
+            Some((
+                tiles,
+                (tiles[0] * tiles[1]).min(chip.multiprocessors as i64),
+            ))
         }
         _ => None,
     };

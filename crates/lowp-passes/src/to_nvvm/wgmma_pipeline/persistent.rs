@@ -11,6 +11,7 @@
 use melior::dialect::arith::CmpiPredicate;
 use melior::ir::Value;
 
+use super::fold::Folded;
 use super::memory::{ring_div, ring_rem, Memory, Shared};
 use super::tma::{acquire_tensor_map, box_bytes, load_boxes};
 use super::{
@@ -20,7 +21,6 @@ use super::{
 use crate::expand_quantize::ceil_div;
 use crate::ir::Emitter;
 use crate::matrix_kernel::Kernel;
-use super::fold::Folded;
 use crate::to_nvvm::wgmma::{self, Wgmma};
 
 /// Whether a block of `mem` may be persistent: the square warp-specialized block fed by
@@ -96,11 +96,7 @@ pub(super) fn persistent_block<'c, 'a>(
     e.bare("gpu.barrier", &[]);
     let grid = [e.index(columns), e.index(rows)];
     // The block's tiles: bid, bid + blocks, .. below columns x rows (bid < blocks <= that).
-    let mine = ceil_div(
-        e,
-        e.subi(e.index(columns * rows), bid),
-        e.index(blocks),
-    );
+    let mine = ceil_div(e, e.subi(e.index(columns * rows), bid), e.index(blocks));
     let tile_of = |e: &Emitter<'c, 'a>, i: Value<'c, 'a>| {
         let t = e.addi(bid, e.muli(i, e.index(blocks)));
         grouped(
@@ -189,7 +185,17 @@ pub(super) fn persistent_block<'c, 'a>(
                 (acc, pending)
             };
             let finish = |e: &Emitter<'c, 'a>, acc, pending| {
-                super::drain(e, kn, mem, shared, instr, &consumer, acc, pending, Folded::No)
+                super::drain(
+                    e,
+                    kn,
+                    mem,
+                    shared,
+                    instr,
+                    &consumer,
+                    acc,
+                    pending,
+                    Folded::No,
+                )
             };
             let per = per_iteration(mem);
             let whole = k_stages / per;
