@@ -181,6 +181,10 @@ for s in 8192x8192x8192 4096x4096x4096 16x8192x8192 16x4096x8192; do
       done
       save "time-wgmma-tma-persistent-n192-$s-f8e4m3" --m $m --n $n --k $k --lhs f8e4m3 \
         --rhs f8e4m3 --layout per_tensor --kernel wgmma-tma --persistent on --block-n 192
+      # A deeper ring (6 slots: 192 KiB) for the producer to run further into the next tile
+      # while the consumers store C.
+      save "time-wgmma-tma-persistent-s6-$s-f8e4m3" --m $m --n $n --k $k --lhs f8e4m3 \
+        --rhs f8e4m3 --layout per_tensor --kernel wgmma-tma --persistent on --stages 6
       # MXFP4's square block without folding its scales (what promoting once a stage buys)
       # and folded by rows only (what anchoring B buys).
       for kernel in wgmma wgmma-specialized; do
