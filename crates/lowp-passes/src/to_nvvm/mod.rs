@@ -170,8 +170,9 @@ pub const PASS: PassDef = PassDef {
             description: "The wgmma skinny block's split of K among a cluster of blocks \
                           (partial sums gathered through distributed shared memory): auto \
                           (by shape: up to 8, while the blocks fit the 132 SMs and each \
-                          split gets two stages; 2 where the tiles alone fill the SMs once \
-                          and two blocks fit an SM's shared memory), or 1, 2, 4, 8",
+                          split gets two stages; where the tiles alone fill the SMs once, \
+                          as many blocks an SM as its shared memory holds, a power of two: 2 \
+                          with the default rings, more with stages=N), or 1, 2, 4, 8",
             kind: OptionKind::Choice(&["auto", "1", "2", "4", "8"]),
         },
         OptionDef {

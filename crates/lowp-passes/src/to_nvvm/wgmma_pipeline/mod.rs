@@ -241,9 +241,9 @@ pub(super) struct Tile {
     swapped: bool,
     /// Blocks (a cluster) sharing each tile of C, each summing a range of K's stages.
     splits: i64,
-    /// The split (2) is by shape for a second block on each multiprocessor, which the
-    /// kernel's shared memory must allow: `lower` checks it with the staged scales and the
-    /// fold tables, which the plan does not size, and splits no K where it does not.
+    /// The split is by shape, for more blocks on each multiprocessor than the tiles give
+    /// (2 in the plan): `lower` sets it to what the kernel's shared memory allows, with the
+    /// staged scales and the fold tables, which the plan does not size (`split_by_room`).
     paired: bool,
     /// Square blocks with TMA: blocks (a cluster, adjacent tiles of one column of C)
     /// sharing each stage of B, each loading its part of the box for all of them
@@ -482,9 +482,9 @@ pub(super) fn plan(
             memory.fewest()
         ));
     }
-    // By shape, a second block on each multiprocessor (K split in 2) where the tiles fill
-    // at most one block a multiprocessor (and, `lower` decides with the kernel's whole
-    // shared memory, two blocks fit one's): on the H200 (bench/NOTES.md, 2026-12-04)
+    // By shape, more blocks on each multiprocessor (K split in 2 here; `lower` decides how
+    // many fit with the kernel's whole shared memory, `split_by_room`) where the tiles fill
+    // at most one block a multiprocessor: on the H200 (bench/NOTES.md, 2026-12-04)
     // 16 x 8192 x 8192's 128 blocks ran MXFP4 in 35 us against 52 unsplit, NVFP4's f16
     // route in 47 against 65, FP8 in 24 either way; 4 or 8 splits were slower than 2
     // there and at 16 x 4096 x 8192.
@@ -498,10 +498,20 @@ pub(super) fn plan(
     Ok((plan, instr, tile))
 }
 
-/// Whether two blocks with `memory` fit one multiprocessor's shared memory (a block's
-/// limit and the 1 KiB each block reserves).
-fn pair_fits(chip: &Chip, memory: &Memory) -> bool {
-    2 * (memory.dynamic_bytes() + 1024) <= (chip.shared_kib as i64 + 1) * 1024
+/// The split of K by shape (the skinny tiles fill the multiprocessors at most once): the
+/// blocks with `memory` that fit one multiprocessor's shared memory (a block's limit and
+/// the 1 KiB each block reserves), rounded down to a power of two (at most `MAX_SPLITS`),
+/// while each split keeps 4 stages of K's `k` codes. With the default rings 2 (MXFP4
+/// 67904 bytes a block: 3 fit; MXFP6 108800: 2), the split the H200 ran fastest
+/// (bench/NOTES.md, 2026-12-04); a ring made smaller (`stages=N`) leaves room for more
+/// (MXFP4 at 4 stages: 4).
+fn split_by_room(chip: &Chip, memory: &Memory, k: i64) -> i64 {
+    let fit = (chip.shared_kib as i64 + 1) * 1024 / (memory.dynamic_bytes() + 1024);
+    let mut splits = 1;
+    while splits * 2 <= fit.min(MAX_SPLITS) && ceil(k, BK) >= 4 * splits * 2 {
+        splits *= 2;
+    }
+    splits
 }
 
 /// The operands of `op` (planned as `plan`, K static where `k`) on the f16 route
@@ -798,10 +808,11 @@ pub(super) fn lower<'c, 'a>(
             mem.bytes = f.end();
         }
     }
-    // A split for a second block on each multiprocessor that the kernel's shared memory
-    // (the ring, the staged scales, the fold tables) leaves no room for: K unsplit.
-    if tile.paired && !pair_fits(chip, &mem) {
-        (tile.splits, tile.paired) = (1, false);
+    // A split by shape: as many blocks a multiprocessor as the kernel's shared memory (the
+    // ring, the staged scales, the fold tables) leaves room for.
+    if tile.paired {
+        tile.splits = split_by_room(chip, &mem, static_k(&kn).unwrap_or(0));
+        tile.paired = tile.splits > 1;
         mem.tile = tile;
     }
     // Static rows that are whole blocks (the grid has no block past them): the scale
