@@ -194,7 +194,7 @@ use memory::{
     clear_halves, ring_div, ring_rem, split_operand, staged_scale_blocks, Memory, Shared,
     TileDescriptors,
 };
-use persistent::persistent_block;
+use persistent::{persistent_block, Schedule};
 use specialized::specialized_block;
 use stage::{copy_scales, copy_stage, decode_scales, staged_readers, translate_stage};
 use tma::{acquire_tensor_map, box_bytes, load_boxes, tensor_map};
@@ -832,27 +832,16 @@ pub(super) fn lower<'c, 'a>(
     let persistent = match (static_rows(o.rhs), static_rows(o.lhs)) {
         (Some(n), Some(m)) if tuning.persistent && persistent::takes(&mem) => {
             let tiles = [ceil(n, tile.rows[1]), ceil(m, tile.rows[0])];
-            Some((
-                tiles,
-                (tiles[0] * tiles[1]).min(chip.multiprocessors as i64),
-            ))
+            Some(Schedule::new(tiles, chip.multiprocessors as i64))
         }
         _ => None,
     };
-    if let (true, Some(([columns, rows], blocks))) = (emulate, persistent) {
+    if let (true, Some(schedule)) = (emulate, persistent) {
         // Each block's tiles in turn, as the kernel's loop takes them (the ring's turns
         // across tiles are the hardware's: `emulated_block` runs one tile's stages).
-        kn.blocks(e, [e.index(blocks), one], |e, _, b| {
-            let mine = ceil_div(e, e.subi(e.index(columns * rows), b), e.index(blocks));
-            e.for_loop(e.index(0), mine, one, &[], |e, i, _| {
-                let t = e.addi(b, e.muli(i, e.index(blocks)));
-                let columns = e.index(columns);
-                let (bm, bn) = grouped(
-                    e,
-                    [columns, e.index(rows)],
-                    e.remui(t, columns),
-                    e.divui(t, columns),
-                );
+        kn.blocks(e, [e.index(schedule.blocks), one], |e, _, b| {
+            e.for_loop(e.index(0), schedule.count(e, b), one, &[], |e, i, _| {
+                let (bm, bn) = schedule.tile(e, b, i);
                 emulated_block(e, &kn, &mem, instr, bm, bn, &[]);
                 vec![]
             });
@@ -898,7 +887,7 @@ pub(super) fn lower<'c, 'a>(
         _ => Some([splits, one, one]),
     };
     let blocks = match persistent {
-        Some((_, blocks)) => [e.index(blocks), one, one],
+        Some(schedule) => [e.index(schedule.blocks), one, one],
         None => [e.muli(grid[0], splits), grid[1], one],
     };
     e.gpu_launch_dynamic(
@@ -907,9 +896,9 @@ pub(super) fn lower<'c, 'a>(
         cluster,
         mem.dynamic_bytes(),
         |e, bid, tid, memory| {
-            if let Some((tiles, blocks)) = persistent {
+            if let Some(schedule) = persistent {
                 persistent_block(
-                    e, &kn, &mem, instr, maps, k_stages, tiles, blocks, bid[0], tid[0], memory,
+                    e, &kn, &mem, instr, maps, k_stages, schedule, bid[0], tid[0], memory,
                 )
             } else if specialized {
                 specialized_block(e, &kn, &mem, instr, maps, k_stages, bid, tid[0], memory)
@@ -1497,6 +1486,47 @@ fn stage_run<'c, 'a>(
         (acc, pending) = stage(e, e.addi(s, e.index(u)), &acc, pending);
     }
     (acc, pending)
+}
+
+/// The `k_stages` stages of a static K from stage 0, warp-specialized (no stage past the
+/// block's range): `stage_runs`' loop of `per_iteration` stages an iteration, the stages
+/// left over after it, then `finish` (the drain). The accumulators.
+#[allow(clippy::too_many_arguments)]
+fn static_stages<'c, 'a>(
+    e: &Emitter<'c, 'a>,
+    kn: &Kernel<'_, 'c, 'a>,
+    mem: &Memory,
+    instr: &Wgmma,
+    k_stages: i64,
+    stage: impl Fn(
+        &Emitter<'c, 'a>,
+        Value<'c, 'a>,
+        &[Value<'c, 'a>],
+        Option<Pending<'c, 'a>>,
+    ) -> (Vec<Value<'c, 'a>>, Option<Pending<'c, 'a>>),
+    finish: impl Fn(&Emitter<'c, 'a>, Vec<Value<'c, 'a>>, Option<Pending<'c, 'a>>) -> Vec<Value<'c, 'a>>,
+) -> Vec<Value<'c, 'a>> {
+    let per = per_iteration(mem);
+    let whole = k_stages / per;
+    let carry = overlaps(kn, mem);
+    let (acc, pending) = stage_runs(
+        e,
+        instr,
+        e.index(0),
+        e.index(whole),
+        per,
+        carry,
+        &stage,
+        &finish,
+    );
+    match k_stages % per {
+        0 => finish(e, acc, pending),
+        left => {
+            let s = e.index(whole * per);
+            let (acc, pending) = stage_run(e, s, left, &acc, pending, &stage);
+            finish(e, acc, pending)
+        }
+    }
 }
 
 /// Wait for a segment (`wgmma.wait_group left`: all but the last `left` commit groups

@@ -12,11 +12,11 @@ use melior::dialect::arith::CmpiPredicate;
 use melior::ir::Value;
 
 use super::fold::Folded;
-use super::memory::{ring_div, ring_rem, Memory, Shared};
+use super::memory::{ring_div, Memory, Shared};
+use super::specialized::{max_registers, phase_parity, slot_barrier, ISSUER_REGISTERS};
 use super::tma::{acquire_tensor_map, box_bytes, load_boxes};
 use super::{
-    grouped, lane, mbarrier, overlaps, per_iteration, sides, stage_mmas, stage_run, stage_runs,
-    wait_parity, Consumer, PRODUCERS,
+    grouped, lane, mbarrier, sides, stage_mmas, static_stages, wait_parity, Consumer, PRODUCERS,
 };
 use crate::expand_quantize::ceil_div;
 use crate::ir::Emitter;
@@ -36,8 +36,44 @@ pub(super) fn takes(mem: &Memory) -> bool {
         && mem.fold.is_none()
 }
 
-/// The persistent block `bid` of `blocks`, over the `tiles` = [along N, along M] tiles of
-/// C (static), with the stages of `k_stages`:
+/// Which tiles of C the persistent blocks take: block `b` of `blocks` the tiles `b + i *
+/// blocks` below the [along N, along M] `tiles` (static), in grouped order.
+#[derive(Clone, Copy)]
+pub(super) struct Schedule {
+    pub(super) tiles: [i64; 2],
+    pub(super) blocks: i64,
+}
+
+impl Schedule {
+    /// One block per multiprocessor, at most one per tile.
+    pub(super) fn new(tiles: [i64; 2], multiprocessors: i64) -> Self {
+        Schedule {
+            tiles,
+            blocks: (tiles[0] * tiles[1]).min(multiprocessors),
+        }
+    }
+
+    /// How many tiles block `b` takes (`b < blocks <= tiles`).
+    pub(super) fn count<'c, 'a>(&self, e: &Emitter<'c, 'a>, b: Value<'c, 'a>) -> Value<'c, 'a> {
+        let total = e.index(self.tiles[0] * self.tiles[1]);
+        ceil_div(e, e.subi(total, b), e.index(self.blocks))
+    }
+
+    /// Block `b`'s `i`-th tile: (row, column) of tiles.
+    pub(super) fn tile<'c, 'a>(
+        &self,
+        e: &Emitter<'c, 'a>,
+        b: Value<'c, 'a>,
+        i: Value<'c, 'a>,
+    ) -> (Value<'c, 'a>, Value<'c, 'a>) {
+        let t = e.addi(b, e.muli(i, e.index(self.blocks)));
+        let columns = e.index(self.tiles[0]);
+        let grid = [columns, e.index(self.tiles[1])];
+        grouped(e, grid, e.remui(t, columns), e.divui(t, columns))
+    }
+}
+
+/// The persistent block `bid` of `schedule`, with the stages of `k_stages`:
 /// ```text
 /// producer thread 0 (warpgroup 2), for each of the block's tiles i, stage s:
 ///   g = i * k_stages + s                  // the stage's turn, counted over the tiles
@@ -58,28 +94,18 @@ pub(super) fn persistent_block<'c, 'a>(
     instr: &Wgmma,
     maps: [Option<Value<'c, 'a>>; 2],
     k_stages: i64,
-    [columns, rows]: [i64; 2],
-    blocks: i64,
+    schedule: Schedule,
     bid: Value<'c, 'a>,
     tid: Value<'c, 'a>,
     memory: Value<'c, 'a>,
 ) {
-    let i32t = e.int_type(32);
     let shared = Shared::aligned(e, memory);
     let stages = mem.stages;
     let consumers = mem.tile.threads();
     let (zero, one) = (e.index(0), e.index(1));
     // Barrier `which` (0 full, 1 empty) of turn `g`'s slot.
-    let bar = |e: &Emitter<'c, 'a>, which: i64, g: Value<'c, 'a>| {
-        let slot = ring_rem(e, g, stages);
-        let at = e.addi(
-            e.index(mem.barriers + which * stages * 8),
-            e.muli(slot, e.index(8)),
-        );
-        e.pointer(shared.address(e, at), 3)
-    };
-    let parity =
-        |e: &Emitter<'c, 'a>, use_: Value<'c, 'a>| e.andi(e.index_castui(use_, i32t), e.i32(1));
+    let bar =
+        |e: &Emitter<'c, 'a>, which: i64, g: Value<'c, 'a>| slot_barrier(e, mem, shared, which, g);
     e.if_then(e.cmpi(CmpiPredicate::Eq, tid, zero), |e| {
         e.for_loop(zero, e.index(stages), one, &[], |e, s, _| {
             mbarrier(e, "nvvm.mbarrier.init", &[bar(e, 0, s), e.i32(1)]);
@@ -94,35 +120,16 @@ pub(super) fn persistent_block<'c, 'a>(
         wgmma::fence_proxy_async(e);
     });
     e.bare("gpu.barrier", &[]);
-    let grid = [e.index(columns), e.index(rows)];
-    // The block's tiles: bid, bid + blocks, .. below columns x rows (bid < blocks <= that).
-    let mine = ceil_div(e, e.subi(e.index(columns * rows), bid), e.index(blocks));
-    let tile_of = |e: &Emitter<'c, 'a>, i: Value<'c, 'a>| {
-        let t = e.addi(bid, e.muli(i, e.index(blocks)));
-        grouped(
-            e,
-            grid,
-            e.remui(t, e.index(columns)),
-            e.divui(t, e.index(columns)),
-        )
-    };
+    let mine = schedule.count(e, bid);
+    let tile_of = |e: &Emitter<'c, 'a>, i: Value<'c, 'a>| schedule.tile(e, bid, i);
     let count = e.index(k_stages);
     let producer = e.cmpi(CmpiPredicate::Uge, tid, e.index(consumers));
     // Registers per thread (`setmaxnreg`): the producer's one issuing thread holds a few
-    // values, as the warp-specialized TMA block's (40 / 232, `specialized_block`).
-    let (keep, take) = (40, 232);
+    // values, as the warp-specialized TMA block's.
+    let (keep, take) = ISSUER_REGISTERS;
     debug_assert!(consumers == 2 * PRODUCERS && 2 * take + keep <= 3 * 168);
-    let registers = |e: &Emitter<'c, 'a>, action: &str, count: i64| {
-        e.bare(
-            "nvvm.setmaxregister",
-            &[
-                ("action", &format!("#nvvm<action {action}>")),
-                ("regCount", &format!("{count} : i32")),
-            ],
-        )
-    };
     e.if_then(producer, |e| {
-        registers(e, "decrease", keep);
+        max_registers(e, "decrease", keep);
         let issuer = e.cmpi(CmpiPredicate::Eq, tid, e.index(consumers));
         let boxes = box_bytes(mem, maps);
         e.if_then(issuer, |e| {
@@ -137,7 +144,7 @@ pub(super) fn persistent_block<'c, 'a>(
                     let g = e.addi(base, s);
                     e.if_then(e.cmpi(CmpiPredicate::Uge, g, e.index(stages)), |e| {
                         let use_ = ring_div(e, g, stages);
-                        wait_parity(e, bar(e, 1, g), parity(e, e.subi(use_, one)))
+                        wait_parity(e, bar(e, 1, g), phase_parity(e, e.subi(use_, one)))
                     });
                     mbarrier(
                         e,
@@ -152,7 +159,7 @@ pub(super) fn persistent_block<'c, 'a>(
         });
     });
     e.if_then(e.cmpi(CmpiPredicate::Ult, tid, e.index(consumers)), |e| {
-        registers(e, "increase", take);
+        max_registers(e, "increase", take);
         let warpgroup = e.divui(tid, e.index(wgmma::THREADS));
         let every = e.int(1, 1);
         e.for_loop(zero, mine, one, &[], |e, i, _| {
@@ -162,7 +169,7 @@ pub(super) fn persistent_block<'c, 'a>(
             let base = e.muli(i, count);
             let stage = |e: &Emitter<'c, 'a>, s: Value<'c, 'a>, acc: &[Value<'c, 'a>], before| {
                 let g = e.addi(base, s);
-                wait_parity(e, bar(e, 0, g), parity(e, ring_div(e, g, stages)));
+                wait_parity(e, bar(e, 0, g), phase_parity(e, ring_div(e, g, stages)));
                 let (acc, pending) = stage_mmas(
                     e,
                     kn,
@@ -197,19 +204,7 @@ pub(super) fn persistent_block<'c, 'a>(
                     Folded::No,
                 )
             };
-            let per = per_iteration(mem);
-            let whole = k_stages / per;
-            let carry = overlaps(kn, mem);
-            let (acc, pending) =
-                stage_runs(e, instr, zero, e.index(whole), per, carry, stage, finish);
-            let acc = match k_stages % per {
-                0 => finish(e, acc, pending),
-                left => {
-                    let s = e.index(whole * per);
-                    let (acc, pending) = stage_run(e, s, left, &acc, pending, &stage);
-                    finish(e, acc, pending)
-                }
-            };
+            let acc = static_stages(e, kn, mem, instr, k_stages, stage, finish);
             // Every instruction of the tile is done (the drain): its last turn's slot is
             // the producer's again.
             let last = e.addi(base, e.index(k_stages - 1));

@@ -19,8 +19,8 @@ use super::memory::{clear_halves, ring_div, ring_rem, Memory, Shared};
 use super::stage::{copy_scales, copy_stage, decode_scales, translate_stage};
 use super::tma::{acquire_tensor_map, box_bytes, load_boxes};
 use super::{
-    copy_bases, drain, grouped, lane, mbarrier, overlaps, per_iteration, sides, square_grid,
-    stage_mmas, stage_run, stage_runs, wait_parity, Consumer, PRODUCERS,
+    copy_bases, drain, grouped, lane, mbarrier, sides, square_grid, stage_mmas, static_stages,
+    wait_parity, Consumer, PRODUCERS,
 };
 use crate::expand_quantize::ceil_div;
 use crate::ir::Emitter;
@@ -62,22 +62,12 @@ pub(super) fn specialized_block<'c, 'a>(
     memory: Value<'c, 'a>,
 ) {
     let (bm, bn) = grouped(e, square_grid(e, kn, mem.tile), bid[0], bid[1]);
-    let i32t = e.int_type(32);
     let shared = Shared::aligned(e, memory);
     let stages = mem.stages;
     let lead = stages - 1;
     let consumers = mem.tile.threads();
-    // Barrier `which` (0 full, 1 empty) of stage `s`'s slot.
-    let bar = |e: &Emitter<'c, 'a>, which: i64, s: Value<'c, 'a>| {
-        let slot = ring_rem(e, s, stages);
-        let at = e.addi(
-            e.index(mem.barriers + which * stages * 8),
-            e.muli(slot, e.index(8)),
-        );
-        e.pointer(shared.address(e, at), 3)
-    };
-    let parity =
-        |e: &Emitter<'c, 'a>, use_: Value<'c, 'a>| e.andi(e.index_castui(use_, i32t), e.i32(1));
+    let bar =
+        |e: &Emitter<'c, 'a>, which: i64, s: Value<'c, 'a>| slot_barrier(e, mem, shared, which, s);
     let (zero, one) = (e.index(0), e.index(1));
     let staged = mem.routes.iter().any(|r| r.staged);
     // The producer warpgroup copies (codes to translate, or staged scales), or TMA alone
@@ -167,24 +157,15 @@ pub(super) fn specialized_block<'c, 'a>(
     let folds = mem.fold.is_some();
     let f16 = mem.routes.iter().any(|r| r.f16);
     let (keep, take) = match (cp_async, sides[0].whole_k, whole_rows) {
-        (false, ..) => (40, 232),
+        (false, ..) => ISSUER_REGISTERS,
         (true, true, true) if halves || folds || f16 => (56, 224),
-        (true, true, true) => (40, 232),
+        (true, true, true) => ISSUER_REGISTERS,
         (true, true, false) => (72, 216),
         (true, false, _) => (88, 208),
     };
     debug_assert!(consumers == 2 * PRODUCERS && 2 * take + keep <= 3 * 168);
-    let registers = |e: &Emitter<'c, 'a>, action: &str, count: i64| {
-        e.bare(
-            "nvvm.setmaxregister",
-            &[
-                ("action", &format!("#nvvm<action {action}>")),
-                ("regCount", &format!("{count} : i32")),
-            ],
-        )
-    };
     e.if_then(producer, |e| {
-        registers(e, "decrease", keep);
+        max_registers(e, "decrease", keep);
         let ptid = e.subi(tid, e.index(consumers));
         // TMA: producer thread 0 issues each stage's boxes of the operands used as stored
         // (after the bytes they bring are announced on the stage's full barrier).
@@ -196,7 +177,7 @@ pub(super) fn specialized_block<'c, 'a>(
         let empty = |e: &Emitter<'c, 'a>, s: Value<'c, 'a>| {
             let use_ = ring_div(e, s, stages);
             e.if_then(e.cmpi(CmpiPredicate::Uge, s, e.index(stages)), |e| {
-                wait_parity(e, bar(e, 1, s), parity(e, e.subi(use_, one)))
+                wait_parity(e, bar(e, 1, s), phase_parity(e, e.subi(use_, one)))
             });
         };
         if mem.tma {
@@ -313,7 +294,7 @@ pub(super) fn specialized_block<'c, 'a>(
         }
     });
     e.if_then(e.cmpi(CmpiPredicate::Ult, tid, e.index(consumers)), |e| {
-        registers(e, "increase", take);
+        max_registers(e, "increase", take);
         let l = lane(e, mem.tile, tid, bm, bn);
         let consumer = Consumer::new(e, kn, instr, l);
         let warpgroup = e.divui(tid, e.index(wgmma::THREADS));
@@ -331,7 +312,7 @@ pub(super) fn specialized_block<'c, 'a>(
                      acc: &[Value<'c, 'a>],
                      before,
                      fold: Folded<'c, 'a>| {
-            wait_parity(e, bar(e, 0, s), parity(e, ring_div(e, s, stages)));
+            wait_parity(e, bar(e, 0, s), phase_parity(e, ring_div(e, s, stages)));
             let (acc, pending) = stage_mmas(
                 e,
                 kn,
@@ -365,20 +346,7 @@ pub(super) fn specialized_block<'c, 'a>(
             let finish = |e: &Emitter<'c, 'a>, acc, pending| {
                 drain(e, kn, mem, shared, instr, &consumer, acc, pending, fold)
             };
-            let per = per_iteration(mem);
-            let whole = k_stages / per;
-            let iterations = e.index(whole);
-            let carry = overlaps(kn, mem);
-            let (acc, pending) = stage_runs(e, instr, zero, iterations, per, carry, stage, finish);
-            // The stages left over run after the loop.
-            match k_stages % per {
-                0 => finish(e, acc, pending),
-                left => {
-                    let s = e.index(whole * per);
-                    let (acc, pending) = stage_run(e, s, left, &acc, pending, &stage);
-                    finish(e, acc, pending)
-                }
-            }
+            static_stages(e, kn, mem, instr, k_stages, stage, finish)
         };
         // (Folded scales: a loop per way the scan may choose, each draining its
         // instructions.)
@@ -395,4 +363,43 @@ pub(super) fn specialized_block<'c, 'a>(
     if cluster > 1 {
         cluster_sync(e);
     }
+}
+
+/// The producer's registers (`setmaxnreg`, a thread) and the consumers' where the producer
+/// holds no more than a few addresses: TMA's issuing thread, or `cp.async` copies whose
+/// chunks the static shape proves inside (`specialized_block`).
+pub(super) const ISSUER_REGISTERS: (i64, i64) = (40, 232);
+
+/// The mbarrier `which` (0 full, 1 empty) of ring turn `s`'s slot in the warp-specialized
+/// block's shared memory (`Memory::barriers`).
+pub(super) fn slot_barrier<'c, 'a>(
+    e: &Emitter<'c, 'a>,
+    mem: &Memory,
+    shared: Shared<'c, 'a>,
+    which: i64,
+    s: Value<'c, 'a>,
+) -> Value<'c, 'a> {
+    let slot = ring_rem(e, s, mem.stages);
+    let at = e.addi(
+        e.index(mem.barriers + which * mem.stages * 8),
+        e.muli(slot, e.index(8)),
+    );
+    e.pointer(shared.address(e, at), 3)
+}
+
+/// The parity (an i32) of an mbarrier's phase `use_`.
+pub(super) fn phase_parity<'c, 'a>(e: &Emitter<'c, 'a>, use_: Value<'c, 'a>) -> Value<'c, 'a> {
+    e.andi(e.index_castui(use_, e.int_type(32)), e.i32(1))
+}
+
+/// `setmaxnreg`: this warpgroup's registers a thread, `action` (increase, decrease) to
+/// `count`.
+pub(super) fn max_registers(e: &Emitter, action: &str, count: i64) {
+    e.bare(
+        "nvvm.setmaxregister",
+        &[
+            ("action", &format!("#nvvm<action {action}>")),
+            ("regCount", &format!("{count} : i32")),
+        ],
+    )
 }
