@@ -637,10 +637,15 @@ pub fn manifest_entries(text: &str) -> Result<Vec<(usize, String, String)>, Stri
             .split_once('=')
             .ok_or_else(|| format!("line {}: expected 'key = value', found '{line}'", i + 1))?;
         let key = key.trim();
-        // Every key but `param` (one line per kernel parameter) is given once: a second
-        // would silently win.
-        if key != "param" {
-            if let Some((first, _, _)) = entries.iter().find(|(_, k, _)| k == key) {
+        // Every key but `param` (one line per kernel parameter), `workspace` (one per
+        // workspace) and `then` (one per later launch, each starting a section of its
+        // own keys) is given once in its section: a second would silently win.
+        let section = entries
+            .iter()
+            .rposition(|(_, k, _): &(usize, String, String)| k == "then")
+            .map_or(0, |t| t + 1);
+        if !matches!(key, "param" | "workspace" | "then") {
+            if let Some((first, _, _)) = entries[section..].iter().find(|(_, k, _)| k == key) {
                 return Err(format!(
                     "line {}: '{key}' is given twice (first on line {first})",
                     i + 1

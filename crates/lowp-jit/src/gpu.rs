@@ -40,7 +40,7 @@ pub fn tuning_flags() -> Vec<String> {
     NVVM_TUNING.iter().map(|o| format!("--{o}")).collect()
 }
 pub use lowp_runtime::kernel::{GpuKernel, KernelParam};
-use melior::ir::operation::{OperationLike, OperationRef, WalkOrder, WalkResult};
+use melior::ir::operation::{OperationLike, OperationMutLike, OperationRef, WalkOrder, WalkResult};
 use melior::ir::r#type::MemRefType;
 use melior::ir::{
     AttributeLike, BlockLike, Module, RegionLike, ShapedTypeLike, TypeLike, Value, ValueLike,
@@ -105,7 +105,7 @@ fn static_shape(v: Value, arg: usize) -> Result<Vec<i64>, JitError> {
 /// (`builtin.unrealized_conversion_cast`, how `lowp-to-nvvm` passes it). `None` when `v` is
 /// not made that way; an error when it is but the runner cannot make the map (not bytes, not
 /// tile mode with zero fill).
-fn tensor_map(v: Value, body: melior::ir::BlockRef) -> Result<Option<KernelParam>, JitError> {
+fn tensor_map(v: Value, buffers: &Buffers) -> Result<Option<KernelParam>, JitError> {
     let Some(cast) = defined_by(v, "builtin.unrealized_conversion_cast") else {
         return Ok(None);
     };
@@ -121,8 +121,9 @@ fn tensor_map(v: Value, body: melior::ir::BlockRef) -> Result<Option<KernelParam
     let ranked = defined_by(tensor, "memref.cast")
         .and_then(|c| c.operand(0).ok())
         .ok_or_else(|| bad("is not made from a memref.cast of an entry argument"))?;
-    let arg = entry_argument(ranked, body)
-        .ok_or_else(|| bad("is not made from an argument of the entry"))?;
+    let arg = buffers
+        .of(ranked)
+        .ok_or_else(|| bad("is not made from an argument of the entry or a workspace"))?;
     let shape = static_shape(ranked, arg)?;
     let element = MemRefType::try_from(ranked.r#type())
         .map(|t| t.element())
@@ -193,6 +194,227 @@ fn dim(v: Value) -> Result<u32, JitError> {
             "a grid, block or cluster size is not a positive constant",
         )),
     }
+}
+
+/// What a kernel operand may be made from: the entry's arguments, then its workspaces
+/// (`gpu.alloc`s, in order).
+struct Buffers<'c, 'a, 'x> {
+    body: melior::ir::BlockRef<'c, 'a>,
+    arguments: usize,
+    allocs: &'x [mlir_sys::MlirOperation],
+}
+
+impl Buffers<'_, '_, '_> {
+    /// The buffer `v` is, seen through `memref.view` (a typed view of a workspace's
+    /// bytes): an entry argument's position, or the arguments' count plus a workspace's.
+    fn of(&self, v: Value) -> Option<usize> {
+        if let Some(arg) = entry_argument(v, self.body) {
+            return Some(arg);
+        }
+        let v = match defined_by(v, "memref.view") {
+            Some(view) => view.operand(0).ok()?,
+            None => v,
+        };
+        let alloc = defined_by(v, "gpu.alloc")?;
+        self.allocs
+            .iter()
+            .position(|a| a.ptr == alloc.to_raw().ptr)
+            .map(|w| self.arguments + w)
+    }
+}
+
+/// A workspace's size: a `gpu.alloc` of a static memref of `i8` or `i32`.
+fn workspace(alloc: OperationRef) -> Result<lowp_runtime::kernel::Workspace, JitError> {
+    let result = alloc
+        .result(0)
+        .map_err(|_| launch_error("gpu.alloc without a result"))?;
+    let shape = static_shape(result.into(), 0)
+        .map_err(|_| launch_error("a gpu.alloc of a dynamic or strided memref"))?;
+    let t = MemRefType::try_from(result.r#type())
+        .map_err(|_| launch_error("gpu.alloc of a non-memref"))?;
+    let element = melior::ir::r#type::IntegerType::try_from(t.element())
+        .ok()
+        .map(|i| i.width() / 8)
+        .filter(|&b| [1, 2, 4, 8].contains(&b))
+        .ok_or_else(|| {
+            launch_error(format!(
+                "a gpu.alloc of {}: the runner makes integer buffers",
+                t.element()
+            ))
+        })?;
+    let elements: u64 = shape.iter().map(|&d| d as u64).product();
+    Ok(lowp_runtime::kernel::Workspace {
+        bytes: elements * element as u64,
+        element,
+    })
+}
+
+/// One `gpu.launch_func`: grid, block, cluster, dynamic shared memory and parameters (its
+/// name and PTX filled in later).
+fn launch_of(launch: OperationRef, buffers: &Buffers, chip: &str) -> Result<GpuKernel, JitError> {
+    let attr = launch
+        .attribute("operandSegmentSizes")
+        .map_err(|_| launch_error("gpu.launch_func without operandSegmentSizes"))?;
+    let sizes = lowp_passes::ir::dense_i32s(attr)
+        .ok_or_else(|| launch_error("operandSegmentSizes is not an i32 array"))?;
+    // asyncDependencies, grid x y z, block x y z, cluster x y z, dynamic shared memory,
+    // kernel operands, async object.
+    let clustered = sizes.len() == 13 && sizes[7..10] == [1, 1, 1];
+    if sizes.len() != 13 || sizes[0] != 0 || !(clustered || sizes[7..10] == [0, 0, 0]) {
+        return Err(launch_error(format!(
+            "unexpected gpu.launch_func form (segments {sizes:?})"
+        )));
+    }
+    let operand = |i: usize| -> Result<Value, JitError> {
+        launch
+            .operand(i)
+            .map_err(|_| launch_error("gpu.launch_func operand out of range"))
+    };
+    // With no async dependencies (checked above): grid x y z, block x y z, the cluster
+    // size x y z when there is one (a constant: lowp-kernel-cluster-size fixes it in the
+    // PTX, and a plain launch forms the clusters), the dynamic shared memory size when
+    // there is one, then the kernel operands.
+    let grid = (dim(operand(0)?)?, dim(operand(1)?)?, dim(operand(2)?)?);
+    let block = (dim(operand(3)?)?, dim(operand(4)?)?, dim(operand(5)?)?);
+    let (cluster, at) = if clustered {
+        let size = (dim(operand(6)?)?, dim(operand(7)?)?, dim(operand(8)?)?);
+        (size, 9)
+    } else {
+        ((1, 1, 1), 6)
+    };
+    let shared_bytes = match sizes[10] {
+        0 => 0,
+        _ => match constant(operand(at)?) {
+            Some(KernelParam::Index(b)) => u32::try_from(b)
+                .map_err(|_| launch_error(format!("{b} bytes of dynamic shared memory")))?,
+            _ => {
+                return Err(launch_error(
+                    "the dynamic shared memory size is computed on the host; the runner \
+                     takes a constant",
+                ))
+            }
+        },
+    };
+    let first = at + sizes[10] as usize;
+    let mut params = Vec::with_capacity(sizes[11] as usize);
+    for i in first..first + sizes[11] as usize {
+        let v = operand(i)?;
+        let p = match (buffers.of(v), constant(v), tensor_map(v, buffers)?) {
+            (Some(arg), ..) => KernelParam::MemRef {
+                arg,
+                shape: static_shape(v, arg)?,
+            },
+            (None, Some(c), _) => c,
+            (None, None, Some(map)) => map,
+            (None, None, None) => {
+                return Err(launch_error(format!(
+                    "kernel operand {} is computed on the host; the runner passes only tensor \
+                     maps, arguments, workspaces and constants",
+                    i - first
+                )))
+            }
+        };
+        params.push(p);
+    }
+    Ok(GpuKernel {
+        name: String::new(),
+        chip: chip.to_string(),
+        ptx: String::new(),
+        grid,
+        block,
+        shared_bytes,
+        cluster,
+        params,
+        arguments: 0,
+        workspaces: Vec::new(),
+        then: Vec::new(),
+    })
+}
+
+/// Move the kernels the `launches` call into the first one's `gpu.module` (outlining made
+/// one module per kernel), so that one PTX holds every entry of the op's launches, and
+/// point the launches there.
+fn merge_kernel_modules(
+    module: &Module,
+    launches: &[mlir_sys::MlirOperation],
+) -> Result<(), JitError> {
+    if launches.len() < 2 {
+        return Ok(());
+    }
+    let top = module.body();
+    let module_named = |name: &str| {
+        let mut op = top.first_operation();
+        while let Some(o) = op {
+            let named = o
+                .attribute("sym_name")
+                .ok()
+                .and_then(|a| melior::ir::attribute::StringAttribute::try_from(a).ok())
+                .is_some_and(|s| s.value() == name);
+            if o.name().as_string_ref().as_str() == Ok("gpu.module") && named {
+                return Some(o.to_raw());
+            }
+            op = o.next_in_block();
+        }
+        None
+    };
+    let mut target: Option<(String, mlir_sys::MlirOperation)> = None;
+    for &raw in launches {
+        // SAFETY: the launches are live ops of the module.
+        let mut launch = unsafe { melior::ir::operation::OperationRefMut::from_raw(raw) };
+        let (root, leaf) = launch
+            .attribute("kernel")
+            .ok()
+            .and_then(lowp_passes::ir::symbol_path)
+            .ok_or_else(|| launch_error("gpu.launch_func without a kernel name"))?;
+        let Some((first, into)) = &target else {
+            let m = module_named(&root)
+                .ok_or_else(|| launch_error(format!("no gpu.module @{root}")))?;
+            target = Some((root, m));
+            continue;
+        };
+        if root == *first {
+            continue;
+        }
+        let from =
+            module_named(&root).ok_or_else(|| launch_error(format!("no gpu.module @{root}")))?;
+        // SAFETY: moving the ops of a live gpu.module into another one's body, then
+        // destroying the emptied module (no symbol refers to it once the launch is moved).
+        unsafe {
+            let into_block =
+                mlir_sys::mlirRegionGetFirstBlock(mlir_sys::mlirOperationGetRegion(*into, 0));
+            let from_block =
+                mlir_sys::mlirRegionGetFirstBlock(mlir_sys::mlirOperationGetRegion(from, 0));
+            loop {
+                let op = mlir_sys::mlirBlockGetFirstOperation(from_block);
+                if op.ptr.is_null() {
+                    break;
+                }
+                // Outlining names every kernel after its function, in modules of their own
+                // names: the moved one takes its module's (unique among the top's symbols).
+                let mut moved = melior::ir::operation::OperationRefMut::from_raw(op);
+                let named = moved
+                    .attribute("sym_name")
+                    .ok()
+                    .and_then(|a| melior::ir::attribute::StringAttribute::try_from(a).ok())
+                    .is_some_and(|s| s.value() == leaf);
+                if named {
+                    let context = moved.context();
+                    let name = melior::ir::attribute::StringAttribute::new(context.to_ref(), &root);
+                    moved.set_attribute("sym_name", name.into());
+                }
+                mlir_sys::mlirOperationRemoveFromParent(op);
+                mlir_sys::mlirBlockAppendOwnedOperation(into_block, op);
+            }
+            mlir_sys::mlirOperationDestroy(from);
+        }
+        let context = module.context();
+        // SAFETY: the module's context outlives this function.
+        let context = unsafe { context.to_ref() };
+        let moved = melior::ir::Attribute::parse(context, &format!("@{first}::@{root}"))
+            .ok_or_else(|| launch_error(format!("cannot name @{first}::@{root}")))?;
+        launch.set_attribute("kernel", moved);
+    }
+    Ok(())
 }
 
 impl Session {
@@ -278,7 +500,8 @@ impl Session {
             &lowp_passes::pipelines::nvvm_front_with(chip, kernel, tuning),
         )?;
 
-        // The entry and its one launch.
+        // The entry, its launches in order, and the workspaces they share (`gpu.alloc`s
+        // of the entry: `translate-once`).
         let func = crate::find_function(module, entry).ok_or_else(|| JitError::NoFunction {
             name: entry.to_string(),
         })?;
@@ -287,128 +510,85 @@ impl Session {
             .ok()
             .and_then(|r| r.first_block())
             .ok_or_else(|| launch_error(format!("'{entry}' has no body")))?;
+        let arguments = body.argument_count();
         let mut launches = Vec::new();
+        let mut allocs = Vec::new();
         func.walk(WalkOrder::PreOrder, |op| {
-            if op.name().as_string_ref().as_str() == Ok("gpu.launch_func") {
-                launches.push(op.to_raw());
+            match op.name().as_string_ref().as_str() {
+                Ok("gpu.launch_func") => launches.push(op.to_raw()),
+                Ok("gpu.alloc") => allocs.push(op.to_raw()),
+                _ => {}
             }
             WalkResult::Advance
         });
-        if launches.len() != 1 {
+        if launches.is_empty() {
             return Err(launch_error(format!(
-                "'{entry}' lowers to {} kernel launches; the GPU runner takes one \
-                 lowp.scaled_matmul per entry",
-                launches.len()
+                "'{entry}' lowers to no kernel launch; the GPU runner takes one \
+                 lowp.scaled_matmul per entry"
             )));
         }
-        // SAFETY: collected from the live function above.
-        let launch = unsafe { OperationRef::from_raw(launches[0]) };
-        let attr = launch
-            .attribute("operandSegmentSizes")
-            .map_err(|_| launch_error("gpu.launch_func without operandSegmentSizes"))?;
-        let sizes = lowp_passes::ir::dense_i32s(attr)
-            .ok_or_else(|| launch_error("operandSegmentSizes is not an i32 array"))?;
-        // asyncDependencies, grid x y z, block x y z, cluster x y z, dynamic shared memory,
-        // kernel operands, async object.
-        let clustered = sizes.len() == 13 && sizes[7..10] == [1, 1, 1];
-        if sizes.len() != 13 || sizes[0] != 0 || !(clustered || sizes[7..10] == [0, 0, 0]) {
-            return Err(launch_error(format!(
-                "unexpected gpu.launch_func form (segments {sizes:?})"
-            )));
+        let mut workspaces = Vec::with_capacity(allocs.len());
+        for &raw in &allocs {
+            // SAFETY: collected from the live function above.
+            let alloc = unsafe { OperationRef::from_raw(raw) };
+            workspaces.push(workspace(alloc)?);
         }
-        let operand = |i: usize| -> Result<Value, JitError> {
-            launch
-                .operand(i)
-                .map_err(|_| launch_error("gpu.launch_func operand out of range"))
+        let buffers = Buffers {
+            body,
+            arguments,
+            allocs: &allocs,
         };
-        // With no async dependencies (checked above): grid x y z, block x y z, the cluster
-        // size x y z when there is one (a constant: lowp-kernel-cluster-size fixes it in the
-        // PTX, and a plain launch forms the clusters), the dynamic shared memory size when
-        // there is one, then the kernel operands.
-        let grid = (dim(operand(0)?)?, dim(operand(1)?)?, dim(operand(2)?)?);
-        let block = (dim(operand(3)?)?, dim(operand(4)?)?, dim(operand(5)?)?);
-        let (cluster, at) = if clustered {
-            let size = (dim(operand(6)?)?, dim(operand(7)?)?, dim(operand(8)?)?);
-            (size, 9)
-        } else {
-            ((1, 1, 1), 6)
-        };
-        let shared_bytes = match sizes[10] {
-            0 => 0,
-            _ => match constant(operand(at)?) {
-                Some(KernelParam::Index(b)) => u32::try_from(b)
-                    .map_err(|_| launch_error(format!("{b} bytes of dynamic shared memory")))?,
-                _ => {
-                    return Err(launch_error(
-                        "the dynamic shared memory size is computed on the host; the runner \
-                         takes a constant",
-                    ))
-                }
-            },
-        };
-        let first = at + sizes[10] as usize;
-        let mut params = Vec::with_capacity(sizes[11] as usize);
-        for i in first..first + sizes[11] as usize {
-            let v = operand(i)?;
-            let p = match (entry_argument(v, body), constant(v), tensor_map(v, body)?) {
-                (Some(arg), ..) => KernelParam::MemRef {
-                    arg,
-                    shape: static_shape(v, arg)?,
-                },
-                (None, Some(c), _) => c,
-                (None, None, Some(map)) => map,
-                (None, None, None) => {
-                    return Err(launch_error(format!(
-                        "kernel operand {} is computed on the host; the runner passes only tensor maps, \
-                         arguments and constants",
-                        i - first
-                    )))
-                }
-            };
-            params.push(p);
+        let mut kernels = Vec::with_capacity(launches.len());
+        for &raw in &launches {
+            // SAFETY: collected from the live function above.
+            let launch = unsafe { OperationRef::from_raw(raw) };
+            kernels.push(launch_of(launch, &buffers, chip)?);
         }
+        // One PTX module for all of them: the outlined kernels' modules merged.
+        merge_kernel_modules(module, &launches)?;
 
         self.run_pipeline(
             module,
             &lowp_passes::pipelines::nvvm_kernel_passes(target.cpu, target.features),
         )?;
-        // The kernel's name, read after the kernel passes (lowp-legalize-ptx-names renames
-        // what PTX cannot spell).
-        let mut name = None;
+        // The kernels' names, read after the kernel passes (lowp-legalize-ptx-names renames
+        // what PTX cannot spell), in launch order.
+        let mut names = Vec::new();
         crate::find_function(module, entry)
             .ok_or_else(|| JitError::NoFunction {
                 name: entry.to_string(),
             })?
             .walk(WalkOrder::PreOrder, |op| {
-                if op.name().as_string_ref().as_str() != Ok("gpu.launch_func") {
-                    return WalkResult::Advance;
+                if op.name().as_string_ref().as_str() == Ok("gpu.launch_func") {
+                    names.push(
+                        op.attribute("kernel")
+                            .ok()
+                            .and_then(lowp_passes::ir::symbol_path)
+                            .map(|(_, leaf)| leaf)
+                            .unwrap_or_default(),
+                    );
                 }
-                name = op
-                    .attribute("kernel")
-                    .ok()
-                    .and_then(lowp_passes::ir::symbol_path)
-                    .map(|(_, leaf)| leaf);
-                WalkResult::Interrupt
+                WalkResult::Advance
             });
-        let name = name
-            .filter(|s| !s.is_empty())
-            .ok_or_else(|| launch_error("gpu.launch_func without a kernel name"))?;
-        let entry_decl = format!(".entry {name}(");
+        if names.len() != kernels.len() || names.iter().any(String::is_empty) {
+            return Err(launch_error("gpu.launch_func without a kernel name"));
+        }
+        let entry_decl = format!(".entry {}(", names[0]);
         let ptx = lowp_codegen::gpu_objects(module)
             .into_iter()
             .map(|(_, object)| String::from_utf8_lossy(&object).into_owned())
             .find(|ptx| ptx.contains(&entry_decl))
-            .ok_or_else(|| launch_error(format!("no PTX holds kernel '{name}'")))?;
-        let kernel = GpuKernel {
-            name,
-            chip: chip.to_string(),
-            ptx,
-            grid,
-            block,
-            shared_bytes,
-            cluster,
-            params,
-        };
+            .ok_or_else(|| launch_error(format!("no PTX holds kernel '{}'", names[0])))?;
+        for (kernel, name) in kernels.iter_mut().zip(names) {
+            kernel.name = name;
+            kernel.ptx = ptx.clone();
+        }
+        let mut kernel = kernels.remove(0);
+        if !workspaces.is_empty() {
+            kernel.arguments = arguments;
+            kernel.workspaces = workspaces;
+        }
+        kernel.then = kernels;
         // What a bundle's runner checks, checked where the kernel is made.
         kernel.ptx_check().map_err(launch_error)?;
         Ok(kernel)

@@ -17,9 +17,10 @@ pub enum KernelParam {
     Index(i64),
     /// An `f32` constant.
     F32(f32),
-    /// The entry's argument `arg`, a memref of this static shape (row-major).
+    /// The entry's argument `arg`, a memref of this static shape (row-major); `arg` past
+    /// the entry's arguments (`GpuKernel::arguments`) names workspace `arg - arguments`.
     MemRef {
-        /// Position among the entry's arguments.
+        /// Position among the entry's arguments, then the workspaces.
         arg: usize,
         /// Its shape.
         shape: Vec<i64>,
@@ -29,7 +30,7 @@ pub enum KernelParam {
     /// the `swizzle` span: written to device memory before the launch, passed as its
     /// address (as `nvgpu.tma.create.descriptor` lowers).
     TensorMap {
-        /// Position among the entry's arguments.
+        /// Position among the entry's arguments, then the workspaces.
         arg: usize,
         /// Its shape.
         shape: Vec<i64>,
@@ -40,12 +41,23 @@ pub enum KernelParam {
     },
 }
 
-/// A launch's parameter values, with the device memory they point to (tensor maps) kept
-/// alive as long as the launches that read it: made once ([`GpuKernel::bind`]), launched
-/// as often as wanted ([`GpuKernel::launch_bound`]).
+/// A device buffer the launches of one kernel share beyond the entry's arguments
+/// (`translate-once`'s translated operands and flags), allocated per binding.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Workspace {
+    /// Its size in bytes.
+    pub bytes: u64,
+    /// The size of its elements (a memref parameter over it spans `bytes` in them).
+    pub element: u32,
+}
+
+/// The launches' parameter values, with the device memory they point to (tensor maps,
+/// workspaces) kept alive as long as the launches that read it: made once
+/// ([`GpuKernel::bind`]), launched as often as wanted ([`GpuKernel::launch_bound`]).
 pub struct Bound {
-    values: Vec<u64>,
+    values: Vec<Vec<u64>>,
     _maps: Vec<CudaSlice<u8>>,
+    _workspaces: Vec<CudaSlice<u8>>,
 }
 
 /// A compiled kernel and how to launch it.
@@ -70,6 +82,14 @@ pub struct GpuKernel {
     pub cluster: (u32, u32, u32),
     /// The operands, in order.
     pub params: Vec<KernelParam>,
+    /// The entry's argument count, where there are workspaces (a parameter's `arg` past it
+    /// names one).
+    pub arguments: usize,
+    /// Device buffers the launches share, made zeroed by [`bind`](Self::bind).
+    pub workspaces: Vec<Workspace>,
+    /// The launches after this one, in order, from the same PTX (each with no `then` and
+    /// no workspaces of its own: these are the kernel's).
+    pub then: Vec<GpuKernel>,
 }
 
 impl GpuKernel {
@@ -98,6 +118,9 @@ impl GpuKernel {
                 KernelParam::MemRef { arg, .. } | KernelParam::TensorMap { arg, .. } => *arg,
                 _ => continue,
             };
+            if !self.workspaces.is_empty() && arg >= self.arguments {
+                continue;
+            }
             let Some(&address) = args.get(arg) else {
                 return Err(GpuError::Invalid(format!(
                     "no device buffer for argument {arg} (given {})",
@@ -138,6 +161,13 @@ impl GpuKernel {
     /// where the launch has one). A mismatch would fail in the driver with a bare status,
     /// or run with parameters out of place.
     pub fn ptx_check(&self) -> Result<(), String> {
+        std::iter::once(self)
+            .chain(&self.then)
+            .try_for_each(|launch| launch.ptx_check_one())
+    }
+
+    /// `ptx_check` of this launch alone.
+    fn ptx_check_one(&self) -> Result<(), String> {
         let ptx = &self.ptx;
         let target = ptx
             .lines()
@@ -266,19 +296,52 @@ impl GpuKernel {
     }
 
     /// The parameter values for `args[i]` the device address of the entry's argument `i`:
-    /// every parameter as 8 bytes (i64, pointer, or an f32 in the low half); tensor maps
-    /// encoded by the driver and copied to device memory (on the launches' stream, before
-    /// them).
+    /// the workspaces allocated (zeroed), then each launch's parameters, every one as 8
+    /// bytes (i64, pointer, or an f32 in the low half); tensor maps encoded by the driver
+    /// and copied to device memory (on the launches' stream, before them).
     pub fn bind(&self, gpu: &Gpu, args: &[u64]) -> Result<Bound, GpuError> {
+        if !self.workspaces.is_empty() && args.len() != self.arguments {
+            return Err(GpuError::Invalid(format!(
+                "the kernel takes {} arguments before its workspaces; given {}",
+                self.arguments,
+                args.len()
+            )));
+        }
+        let mut workspaces = Vec::with_capacity(self.workspaces.len());
+        for w in &self.workspaces {
+            workspaces.push(gpu.zeros::<u8>(w.bytes.max(1) as usize)?);
+        }
+        let mut addresses = args.to_vec();
+        addresses.extend(workspaces.iter().map(|b| gpu.address(b)));
+        let mut maps = Vec::new();
+        let mut values = Vec::with_capacity(1 + self.then.len());
+        for launch in std::iter::once(self).chain(&self.then) {
+            values.push(launch.bind_one(gpu, &addresses, args, &mut maps)?);
+        }
+        Ok(Bound {
+            values,
+            _maps: maps,
+            _workspaces: workspaces,
+        })
+    }
+
+    /// One launch's values (`bind`): `addresses` the arguments' then the workspaces'.
+    fn bind_one(
+        &self,
+        gpu: &Gpu,
+        addresses: &[u64],
+        args: &[u64],
+        maps: &mut Vec<CudaSlice<u8>>,
+    ) -> Result<Vec<u64>, GpuError> {
         self.cluster_check()?;
         grid_limits(self.grid)
             .and(block_limits(self.block))
             .map_err(GpuError::Invalid)?;
         self.address_check(args)?;
         let mut values: Vec<u64> = Vec::with_capacity(self.flat_param_count());
-        let mut maps = Vec::new();
         let address = |arg: usize| {
-            args.get(arg)
+            addresses
+                .get(arg)
                 .copied()
                 .ok_or_else(|| GpuError::Invalid(format!("no device buffer for argument {arg}")))
         };
@@ -316,10 +379,7 @@ impl GpuKernel {
                 }
             }
         }
-        Ok(Bound {
-            values,
-            _maps: maps,
-        })
+        Ok(values)
     }
 
     /// Launch with parameters [`bind`](Self::bind) made (for the same GPU).
@@ -332,32 +392,54 @@ impl GpuKernel {
         module: &Module,
         bound: &mut Bound,
     ) -> Result<(), GpuError> {
-        // Each value passed by address, as cuLaunchKernel takes them.
-        let mut ptrs: Vec<*mut c_void> = bound
-            .values
-            .iter_mut()
-            .map(|v| v as *mut u64 as *mut c_void)
-            .collect();
-        let kernel = module.kernel(&self.name)?;
-        let cfg = LaunchConfig {
-            grid: self.grid,
-            block: self.block,
-            shared_bytes: self.shared_bytes,
-        };
-        // SAFETY: the parameters follow the kernel's signature (from the same module); the
-        // buffers per this function's contract.
-        unsafe { gpu.launch(kernel, cfg, &mut ptrs) }
+        for (launch, values) in std::iter::once(self)
+            .chain(&self.then)
+            .zip(&mut bound.values)
+        {
+            // Each value passed by address, as cuLaunchKernel takes them.
+            let mut ptrs: Vec<*mut c_void> = values
+                .iter_mut()
+                .map(|v| v as *mut u64 as *mut c_void)
+                .collect();
+            let kernel = module.kernel(&launch.name)?;
+            let cfg = LaunchConfig {
+                grid: launch.grid,
+                block: launch.block,
+                shared_bytes: launch.shared_bytes,
+            };
+            // SAFETY: the parameters follow the kernel's signature (from the same module);
+            // the buffers per this function's contract.
+            unsafe { gpu.launch(kernel, cfg, &mut ptrs) }?;
+        }
+        Ok(())
     }
 
     /// The launch as a manifest (the PTX travels beside it): `name`, `chip`, `grid`,
     /// `block`, `shared` (dynamic shared memory bytes), `cluster` (only for clusters), then
     /// one `param` line per parameter (`memref ARG D0 D1 ..`, `index V`, `f32 V`,
-    /// `tensormap ARG swizzle S box B0 B1 .. shape D0 D1 ..`).
+    /// `tensormap ARG swizzle S box B0 B1 .. shape D0 D1 ..`); with workspaces,
+    /// `arguments = N` and a `workspace = BYTES ELEMENT` line each; each later launch from
+    /// `then = NAME` on, with its own `grid` to `param` lines.
     pub fn to_manifest(&self) -> String {
+        let mut s = format!("name = {}\nchip = {}\n", self.name, self.chip);
+        if !self.workspaces.is_empty() {
+            s.push_str(&format!("arguments = {}\n", self.arguments));
+            for w in &self.workspaces {
+                s.push_str(&format!("workspace = {} {}\n", w.bytes, w.element));
+            }
+        }
+        s.push_str(&self.launch_lines());
+        for next in &self.then {
+            s.push_str(&format!("then = {}\n", next.name));
+            s.push_str(&next.launch_lines());
+        }
+        s
+    }
+
+    /// The manifest lines of this launch from `grid` on.
+    fn launch_lines(&self) -> String {
         let mut s = format!(
-            "name = {}\nchip = {}\ngrid = {} {} {}\nblock = {} {} {}\nshared = {}\n",
-            self.name,
-            self.chip,
+            "grid = {} {} {}\nblock = {} {} {}\nshared = {}\n",
             self.grid.0,
             self.grid.1,
             self.grid.2,
@@ -401,7 +483,102 @@ impl GpuKernel {
 
     /// Read a manifest ([`to_manifest`](Self::to_manifest)) and the kernel's PTX.
     pub fn from_manifest(text: &str, ptx: String) -> Result<Self, String> {
-        let (mut name, mut chip, mut grid, mut block) = (None, None, None, None);
+        let (mut chip, mut arguments) = (None, None);
+        let mut workspaces = Vec::new();
+        // The launches' lines: the first's from the top, each later one's from its `then`.
+        let mut launches: Vec<(Option<String>, Vec<Entry>)> = vec![(None, Vec::new())];
+        for (line, key, value) in lowp_formats::problem::manifest_entries(text)? {
+            let at = |e: String| format!("line {line}: {e}");
+            match key.as_str() {
+                "then" | "name" if value.is_empty() => {
+                    return Err(at(format!("{key}: the kernel's entry is empty")))
+                }
+                "then" => launches.push((Some(value), Vec::new())),
+                "name" | "chip" | "arguments" | "workspace" if launches.len() > 1 => {
+                    return Err(at(format!(
+                        "'{key}' after a 'then': it belongs to the kernel, before its later \
+                         launches"
+                    )))
+                }
+                "name" => launches[0].0 = Some(value),
+                // The driver loads PTX for NVIDIA chips; lowp's are sm_89 and later.
+                "chip" if !lowp_chip(&value) => {
+                    return Err(at(format!(
+                        "chip: expected an NVIDIA chip lowp targets (sm_89, sm_90a, \
+                         sm_100a), found '{value}'"
+                    )))
+                }
+                "chip" => chip = Some(value),
+                "arguments" => {
+                    arguments =
+                        Some(value.parse::<usize>().map_err(|_| {
+                            at(format!("arguments: expected a count, found '{value}'"))
+                        })?)
+                }
+                "workspace" => {
+                    let n: Vec<u64> = value
+                        .split_whitespace()
+                        .map(|x| x.parse::<u64>())
+                        .collect::<Result<_, _>>()
+                        .map_err(|_| {
+                            at(format!(
+                                "workspace: expected BYTES ELEMENT, found '{value}'"
+                            ))
+                        })?;
+                    match n[..] {
+                        [bytes, element @ (1 | 2 | 4 | 8)] if bytes > 0 && bytes % element == 0 => {
+                            workspaces.push(Workspace {
+                                bytes,
+                                element: element as u32,
+                            })
+                        }
+                        _ => {
+                            return Err(at(format!(
+                                "workspace: expected BYTES (a positive multiple of ELEMENT) and \
+                                 ELEMENT (1, 2, 4 or 8), found '{value}'"
+                            )))
+                        }
+                    }
+                }
+                _ => launches.last_mut().expect("one").1.push((line, key, value)),
+            }
+        }
+        let chip = chip.ok_or("the launch manifest has no 'chip'")?;
+        if !workspaces.is_empty() && arguments.is_none() {
+            return Err("the launch manifest has workspaces and no 'arguments'".into());
+        }
+        let mut kernels = Vec::with_capacity(launches.len());
+        for (name, lines) in launches {
+            let name = name.ok_or("the launch manifest has no 'name'")?;
+            kernels.push(Self::launch_from(name, &chip, &ptx, lines)?);
+        }
+        let mut first = kernels.remove(0);
+        first.arguments = arguments.unwrap_or(0);
+        first.workspaces = workspaces;
+        first.then = kernels;
+        // Every buffer a parameter names exists.
+        let buffers = first.arguments + first.workspaces.len();
+        for launch in std::iter::once(&first).chain(&first.then) {
+            for p in &launch.params {
+                if let KernelParam::MemRef { arg, .. } | KernelParam::TensorMap { arg, .. } = p {
+                    if !first.workspaces.is_empty() && *arg >= buffers {
+                        return Err(format!(
+                            "launch '{}': a parameter names buffer {arg}; there are {} \
+                             arguments and {} workspaces",
+                            launch.name,
+                            first.arguments,
+                            first.workspaces.len()
+                        ));
+                    }
+                }
+            }
+        }
+        Ok(first)
+    }
+
+    /// One launch from its manifest lines (`grid` to `param`).
+    fn launch_from(name: String, chip: &str, ptx: &str, lines: Vec<Entry>) -> Result<Self, String> {
+        let (mut grid, mut block) = (None, None);
         let mut shared_bytes = 0;
         let mut cluster = (1, 1, 1);
         let mut params = Vec::new();
@@ -418,23 +595,11 @@ impl GpuKernel {
                 )),
             }
         };
-        for (line, key, value) in lowp_formats::problem::manifest_entries(text)? {
+        for (line, key, value) in lines {
             let value = value.as_str();
             // Each entry's error names its line.
             let mut entry = || -> Result<(), String> {
                 match key.as_str() {
-                    "name" if value.is_empty() => {
-                        return Err("name: the kernel's entry is empty".into())
-                    }
-                    "name" => name = Some(value.to_string()),
-                    // The driver loads PTX for NVIDIA chips; lowp's are sm_89 and later.
-                    "chip" if !lowp_chip(value) => {
-                        return Err(format!(
-                            "chip: expected an NVIDIA chip lowp targets (sm_89, sm_90a, \
-                             sm_100a), found '{value}'"
-                        ))
-                    }
-                    "chip" => chip = Some(value.to_string()),
                     "grid" => {
                         let g = triple(value, "grid")?;
                         grid_limits(g)?;
@@ -465,17 +630,23 @@ impl GpuKernel {
             entry().map_err(|e| format!("line {line}: {e}"))?;
         }
         Ok(Self {
-            name: name.ok_or("the launch manifest has no 'name'")?,
-            chip: chip.ok_or("the launch manifest has no 'chip'")?,
-            ptx,
-            grid: grid.ok_or("the launch manifest has no 'grid'")?,
-            block: block.ok_or("the launch manifest has no 'block'")?,
+            grid: grid.ok_or_else(|| "the launch manifest has no 'grid'".to_string())?,
+            block: block.ok_or_else(|| "the launch manifest has no 'block'".to_string())?,
+            name,
+            chip: chip.to_string(),
+            ptx: ptx.to_string(),
             shared_bytes,
             cluster,
             params,
+            arguments: 0,
+            workspaces: Vec::new(),
+            then: Vec::new(),
         })
     }
 }
+
+/// A manifest line: its number, key and value.
+type Entry = (usize, String, String);
 
 /// The most dynamic shared memory a block can opt into on the chips lowp targets (227 KiB
 /// on sm_90 and sm_100; sm_89 has less, which its launch refuses).
@@ -589,6 +760,9 @@ mod tests {
                     swizzle: 128,
                 },
             ],
+            arguments: 0,
+            workspaces: Vec::new(),
+            then: Vec::new(),
         }
     }
 
@@ -753,6 +927,71 @@ mod tests {
         assert!(text.contains("cluster = 3 1 1\n"));
         let back = GpuKernel::from_manifest(&text, String::new()).unwrap();
         assert_eq!(back.cluster, (3, 1, 1));
+    }
+
+    /// A kernel of several launches sharing workspaces (`translate-once`): the later
+    /// launches' sections after their `then`, each with its own keys; the workspaces and
+    /// the entry's argument count before them.
+    #[test]
+    fn launches_and_workspaces_round_trip() {
+        let second = GpuKernel {
+            name: "fp8".into(),
+            grid: (8, 1, 1),
+            params: vec![KernelParam::MemRef {
+                arg: 5,
+                shape: vec![4, 16],
+            }],
+            ..kernel()
+        };
+        let k = GpuKernel {
+            arguments: 5,
+            workspaces: vec![
+                Workspace {
+                    bytes: 64,
+                    element: 1,
+                },
+                Workspace {
+                    bytes: 16,
+                    element: 4,
+                },
+            ],
+            then: vec![second],
+            ..kernel()
+        };
+        let text = k.to_manifest();
+        assert!(text.contains("arguments = 5\nworkspace = 64 1\nworkspace = 16 4\n"));
+        assert!(text.contains("then = fp8\ngrid = 8 1 1\n"));
+        let back = GpuKernel::from_manifest(&text, k.ptx.clone()).unwrap();
+        assert_eq!((back.arguments, &back.workspaces), (5, &k.workspaces));
+        assert_eq!(back.then.len(), 1);
+        assert_eq!(back.then[0].name, "fp8");
+        assert_eq!(back.then[0].grid, (8, 1, 1));
+        assert_eq!(back.then[0].params, k.then[0].params);
+        assert_eq!(back.params, k.params);
+        for (edit, want) in [
+            (
+                text.replace("arguments = 5\n", ""),
+                "workspaces and no 'arguments'",
+            ),
+            (
+                text.replace("workspace = 16 4", "workspace = 15 4"),
+                "a positive multiple",
+            ),
+            (
+                text.replace("param = memref 5 4 16", "param = memref 7 4 16"),
+                "names buffer 7",
+            ),
+            (
+                text.replace("then = fp8", "then ="),
+                "then: the kernel's entry is empty",
+            ),
+            (format!("{text}grid = 1 1 1\n"), "'grid' is given twice"),
+            (format!("{text}chip = sm_90a\n"), "'chip' after a 'then'"),
+            (format!("{text}speed = 3\n"), "unknown key 'speed'"),
+        ] {
+            let e = GpuKernel::from_manifest(&edit, String::new()).unwrap_err();
+            assert!(e.contains(want), "{e}");
+        }
     }
 
     #[test]

@@ -66,7 +66,9 @@ pub fn run(
 /// manifest disagrees with its problem, in a size, a layout's scale count or packing,
 /// would otherwise compute another problem, or read or write past a device buffer).
 pub fn check(kernel: &GpuKernel, spec: &MatmulSpec, roles: &[Role]) -> Result<(), GpuError> {
-    kernel.cluster_check()?;
+    for launch in std::iter::once(kernel).chain(&kernel.then) {
+        launch.cluster_check()?;
+    }
     let sizes: Vec<u64> = roles.iter().map(|&r| spec.role_len(r)).collect();
     fits(kernel, spec, roles, &sizes)
 }
@@ -79,12 +81,48 @@ fn fits(
     roles: &[Role],
     sizes: &[u64],
 ) -> Result<(), GpuError> {
-    for p in &kernel.params {
+    let params = std::iter::once(kernel)
+        .chain(&kernel.then)
+        .flat_map(|launch| &launch.params);
+    for p in params {
         let (arg, shape) = match p {
             crate::kernel::KernelParam::MemRef { arg, shape }
             | crate::kernel::KernelParam::TensorMap { arg, shape, .. } => (*arg, shape),
             _ => continue,
         };
+        if !kernel.workspaces.is_empty() && arg >= kernel.arguments {
+            // A workspace: spanned exactly in its elements.
+            let Some(w) = kernel.workspaces.get(arg - kernel.arguments) else {
+                return Err(GpuError::Invalid(format!(
+                    "a kernel parameter reads buffer {arg}; the kernel has {} arguments and {} \
+                     workspaces",
+                    kernel.arguments,
+                    kernel.workspaces.len()
+                )));
+            };
+            let elements: Option<u64> = shape
+                .iter()
+                .try_fold(1u64, |n, &d| n.checked_mul(u64::try_from(d).ok()?));
+            let element = match p {
+                crate::kernel::KernelParam::TensorMap { .. } => 1,
+                _ => w.element as u64,
+            };
+            if elements.and_then(|n| n.checked_mul(element)) != Some(w.bytes) {
+                return Err(GpuError::Invalid(format!(
+                    "the kernel addresses workspace {} as {shape:?}; it has {} bytes",
+                    arg - kernel.arguments,
+                    w.bytes
+                )));
+            }
+            continue;
+        }
+        if !kernel.workspaces.is_empty() && roles.len() != kernel.arguments {
+            return Err(GpuError::Invalid(format!(
+                "the kernel takes {} arguments before its workspaces; the entry has {}",
+                kernel.arguments,
+                roles.len()
+            )));
+        }
         let (Some(&role), Some(&bytes)) = (roles.get(arg), sizes.get(arg)) else {
             return Err(GpuError::Invalid(format!(
                 "a kernel parameter reads argument {arg}; the entry has {}",
@@ -154,6 +192,9 @@ mod tests {
             shared_bytes: 0,
             cluster: (1, 1, 1),
             params,
+            arguments: 0,
+            workspaces: Vec::new(),
+            then: Vec::new(),
         };
         // As lowered: packed A is 16 x 32 bytes, its E8M0 scales 16 x 2, C 16 x 8 f32.
         let exact = vec![

@@ -356,6 +356,14 @@ fn run(a: &Args) -> Result<bool, (String, u8)> {
             kernel.grid,
             kernel.block
         );
+        for next in &kernel.then {
+            say!(
+                "kernel: then {} grid={:?} block={:?}",
+                next.name,
+                next.grid,
+                next.block
+            );
+        }
         for (i, &seed) in a.seeds.iter().enumerate() {
             let first = i == 0;
             let key = spec.one_line();

@@ -953,6 +953,24 @@ fn compile_cuda(
         kernel.flat_param_count(),
         t0.elapsed().as_secs_f64() * 1e3
     );
+    // The later launches of one op (translate-once), each on a line.
+    for next in &kernel.then {
+        say!(
+            "compile: then kernel={} grid={:?} block={:?} shared={} params={}",
+            next.name,
+            next.grid,
+            next.block,
+            next.shared_bytes,
+            next.flat_param_count()
+        );
+    }
+    if !kernel.workspaces.is_empty() {
+        let bytes: u64 = kernel.workspaces.iter().map(|w| w.bytes).sum();
+        say!(
+            "compile: workspaces={} bytes={bytes}",
+            kernel.workspaces.len()
+        );
+    }
     Ok(kernel)
 }
 
