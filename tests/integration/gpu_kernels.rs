@@ -533,6 +533,81 @@ fn tma_kernels_take_tensor_maps() {
     );
 }
 
+/// `translate-once=on` (MXFP4 x MXFP4 at 200 x 136 x 2048): one kernel of three launches
+/// from one PTX (the outlined modules merged): the translation (a block per 64 rows and
+/// 1024 of K: 4 + 3 flag rows, 2 chunks), the TMA block on the translated operands (tensor
+/// maps of workspaces 0 and 2: E5M2 codes, 200 and 136 rows of 2048 bytes) and the
+/// barrier pipeline on the stored ones; five workspaces past the entry's five arguments,
+/// spanned exactly by every parameter (`matmul::check`), carried by the manifest.
+#[test]
+fn translate_once_kernels_share_workspaces() {
+    let session = Session::new();
+    let f4 = ScaledFormat::F4E2M1;
+    let spec = MatmulSpec {
+        m: 200,
+        n: 136,
+        k: 2048,
+        lhs: f4,
+        rhs: f4,
+        lhs_layout: ScaleLayout::MX,
+        rhs_layout: ScaleLayout::MX,
+        lhs_packed: true,
+        rhs_packed: true,
+        bias: false,
+        bf16: false,
+    };
+    let mut module = spec.build_module(session.context(), "mm");
+    let kernel = session
+        .compile_nvvm_with(
+            &mut module,
+            "mm",
+            "sm_90a",
+            "auto",
+            &[("translate-once", "on")],
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(kernel.then.len(), 2);
+    assert_eq!((kernel.grid, kernel.block), ((2, 7, 1), (256, 1, 1)));
+    assert_eq!(kernel.then[0].block, (384, 1, 1));
+    assert_eq!(kernel.then[1].block, (256, 1, 1));
+    assert_eq!(kernel.arguments, 5);
+    let bytes: Vec<u64> = kernel.workspaces.iter().map(|w| w.bytes).collect();
+    assert_eq!(
+        bytes,
+        [200 * 2048, 200 * 16, 136 * 2048, 136 * 16, 7 * 2 * 4]
+    );
+    let maps: Vec<(usize, Vec<i64>)> = kernel.then[0]
+        .params
+        .iter()
+        .filter_map(|p| match p {
+            KernelParam::TensorMap { arg, shape, .. } => Some((*arg, shape.clone())),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(maps, [(5, vec![200, 2048]), (7, vec![136, 2048])]);
+    for (i, launch) in std::iter::once(&kernel).chain(&kernel.then).enumerate() {
+        assert!(
+            kernel.ptx.contains(&format!(".entry {}(", launch.name)),
+            "launch {i}: no entry {}",
+            launch.name
+        );
+    }
+    assert!(kernel
+        .ptx
+        .contains("wgmma.mma_async.sync.aligned.m64n128k32.f32.e5m2.e5m2"));
+    assert!(kernel
+        .ptx
+        .contains("wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3"));
+    kernel.ptx_check().unwrap();
+    lowp_runtime::matmul::check(&kernel, &spec, &spec.roles()).unwrap();
+    let back =
+        lowp_jit::gpu::GpuKernel::from_manifest(&kernel.to_manifest(), kernel.ptx.clone()).unwrap();
+    assert_eq!(back.workspaces, kernel.workspaces);
+    assert_eq!(back.then.len(), 2);
+    assert_eq!(back.then[1].params, kernel.then[1].params);
+    back.ptx_check().unwrap();
+}
+
 #[test]
 fn kernel_errors_are_clear() {
     let session = Session::new();

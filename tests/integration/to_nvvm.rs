@@ -1665,6 +1665,68 @@ fn wgmma_tma_matches_the_oracle() {
     );
 }
 
+/// `translate-once=on` (MXFP4 and 4-bit customs, E8M0 32-blocks on both operands): the op
+/// becomes three launches on device workspaces (five `gpu.alloc`s): the translation of both
+/// operands into E5M2 (E2M1's reach there is 15 binades) with a scale per row and 128 of K
+/// and a flag per 64 rows and 1024 of K; the TMA square block on the translated operands
+/// (tensor maps of the workspaces) for the tiles whose rows all fold; the op's own barrier
+/// pipeline for the others. Both kernels read the flags before anything else, so each tile
+/// of C is written once. Run through the emulation:
+/// - smooth MXFP4 at 256 x 256 x 2048 (two flag words a row of flags) and 200 x 136 x
+///   384 (tiles past the operands' rows: the flags' last row stands in), with a bias;
+/// - rows whose blocks' maxima are 5.0 but one block 2^-15 smaller (tile (0, 0) folds at
+///   the edge of E5M2's reach, E2M1's 0.5 landing on its smallest subnormal), one 2^-16
+///   smaller in A's rows 128-135 (tile row 1 of C falls back: a spread no FP8 code holds)
+///   and a NaN in B's row 200 (its scale NaN: tile column 1 falls back, as the oracle's
+///   NaN row);
+/// - codes one per byte (not packed), and a packed custom 4-bit format (E3M0: images
+///   2^-2 .. 2^4; into E5M2 it reaches 10).
+#[test]
+fn translate_once_matches_the_oracle() {
+    let session = Session::new();
+    let mut rng = SplitMix64::new(91);
+    let (f4, mx) = (ScaledFormat::F4E2M1, ScaleLayout::MX);
+    let smooth = pair_problem(&mut rng, (256, 256, 2048), (f4, mx, true, f4, mx, true));
+    let ragged = pair_problem(&mut rng, (200, 136, 384), (f4, mx, true, f4, mx, true));
+    let (m, n, k) = (256, 256, 512);
+    let (mut a, mut b) = (even_blocks(&mut rng, m, k), even_blocks(&mut rng, n, k));
+    scale_rows(&mut a, k, 0..8, 160..192, 2f32.powi(-15));
+    scale_rows(&mut b, k, 0..8, 256..288, 2f32.powi(-15));
+    scale_rows(&mut a, k, 128..136, 416..448, 2f32.powi(-16));
+    b[200 * k + 40] = f32::NAN;
+    let edges = (
+        format!("{m}x{n}x{k} mxfp4 at the edges of E5M2's reach"),
+        Problem {
+            a: operand_of(&a, m, k, f4, mx, true),
+            b: operand_of(&b, n, k, f4, mx, true),
+            bias: None,
+            bf16: false,
+        },
+    );
+    let bytes = pair_problem(&mut rng, (136, 256, 256), (f4, mx, false, f4, mx, false));
+    let e3m0 = ScaledFormat::custom(3, 0);
+    let custom = pair_problem(&mut rng, (192, 128, 256), (e3m0, mx, true, e3m0, mx, true));
+    let problems = [smooth, ragged, edges, bytes, custom];
+    let with = |emulate| {
+        format!(
+            "builtin.module(func.func(lowp-to-nvvm{{chip=sm_90a kernel=auto translate-once=on \
+             emulate={emulate}}}))"
+        )
+    };
+    let text = lowered_with(&session, &problems, &with(false));
+    assert_eq!(text.matches("gpu.alloc").count(), 5 * problems.len());
+    assert_eq!(text.matches("gpu.dealloc").count(), 5 * problems.len());
+    assert_eq!(text.matches("gpu.launch ").count(), 3 * problems.len());
+    // The TMA block's maps of the two translated operands.
+    assert_eq!(
+        text.matches("nvgpu.tma.create.descriptor").count(),
+        2 * problems.len()
+    );
+    // E5M2 for every operand (the longer reach), scales per 128.
+    assert_eq!(text.matches("#lowp.mx<128>").count(), 0);
+    run_and_check(&session, &problems, Some(&with(true)));
+}
+
 /// `persistent=on`: TMA's square block as one block per multiprocessor (132 on sm_90a),
 /// each looping over its tiles of C in grouped order, the ring's turns carrying on from
 /// tile to tile. 2100 x 1290 (17 x 11 = 187 tiles: 55 blocks take two) per tensor, no

@@ -26,6 +26,7 @@ pub const NVVM_TUNING: &[&str] = &[
     "stages",
     "block-n",
     "persistent",
+    "translate-once",
     "nvfp4",
     "accumulate",
 ];

@@ -249,6 +249,22 @@ pub const PASS: PassDef = PassDef {
             kind: OptionKind::Choice(&["on", "off"]),
         },
         OptionDef {
+            name: "translate-once",
+            default: "off",
+            description: "The wgmma pipeline's square block (sm_90a) on two operands of \
+                          4-bit codes (E2M1, 4-bit customs) with E8M0 32-blocks, M, N and K \
+                          static (K whole 128s): on (three launches on device workspaces: \
+                          both operands translated once into E5M2 or E4M3 (the longer \
+                          reach) with each row's four block scales of 128 of K folded into \
+                          the codes and one E8M0 scale left per 128, and a flag per 64 rows \
+                          and 1024 of K where some stage does not fold; the TMA square block \
+                          on the translated operands for the tiles whose rows all fold; \
+                          the op's own pipeline on the stored operands for the others) or \
+                          off (every block translates the tiles it reads; the default until \
+                          the on form is measured on a GPU)",
+            kind: OptionKind::Choice(&["on", "off"]),
+        },
+        OptionDef {
             name: "nvfp4",
             default: "split",
             description: "How the wgmma pipeline (sm_90a) takes scales that change every 16 \
@@ -347,6 +363,7 @@ fn run<'c, 'a>(func: OperationRef<'c, 'a>, options: &PassOptions) -> Result<(), 
         ahead: options.choice("translate-ahead") == "on",
         stages: options.choice("stages").parse::<i64>().ok(),
         persistent: options.choice("persistent") == "on",
+        once: options.choice("translate-once") == "on",
     };
     let lowered = std::cell::Cell::new(false);
     lower_lowp_ops(func, |e, op| {
@@ -525,6 +542,29 @@ fn run<'c, 'a>(func: OperationRef<'c, 'a>, options: &PassOptions) -> Result<(), 
             Ok((plan, Fp8::Wgmma(i))) => {
                 half_remark("wgmma", i.half_because());
                 wgmma::lower(e, op, &plan, &i, emulate)
+            }
+            Ok((plan, Fp8::WgmmaPipeline(i, tile, feed)))
+                if tuning.once
+                    && !tile.is_skinny()
+                    && !tile.multicasts()
+                    && wgmma_pipeline::translates_once(op).is_ok() =>
+            {
+                // The translated operands' GEMM: the TMA square block, as kernel=wgmma-tma
+                // plans it.
+                let fast = |copy| {
+                    wgmma_pipeline::plan(
+                        copy,
+                        &facts,
+                        wgmma_pipeline::Blocks::Square,
+                        None,
+                        false,
+                        exact,
+                        block_n,
+                    )
+                };
+                wgmma_pipeline::lower_once(
+                    e, op, fast, &plan, &i, &facts, tile, feed, tuning, emulate,
+                )
             }
             Ok((plan, Fp8::WgmmaPipeline(i, tile, feed))) => {
                 half_remark("wgmma", i.half_because());

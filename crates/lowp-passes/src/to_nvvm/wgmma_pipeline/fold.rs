@@ -415,6 +415,29 @@ fn warp_reduce<'c, 'a>(e: &Emitter<'c, 'a>, kind: &str, value: Value<'c, 'a>) ->
     )
 }
 
+/// `bar.red.or` of `bit` (an `i1`) over the block's threads: a barrier, and an `i32`, 1
+/// where any thread's is set.
+pub(super) fn block_or<'c, 'a>(e: &Emitter<'c, 'a>, bit: Value<'c, 'a>) -> Value<'c, 'a> {
+    let i32t = e.int_type(32);
+    e.val(
+        OperationBuilder::new("nvvm.barrier", e.loc())
+            .add_operands(&[e.extui(bit, i32t)])
+            .add_attributes(&[
+                (
+                    Identifier::new(e.ctx(), "reductionOp"),
+                    Attribute::parse(e.ctx(), "#nvvm.reduction<or>").expect("valid reduction"),
+                ),
+                (
+                    Identifier::new(e.ctx(), "operandSegmentSizes"),
+                    Attribute::parse(e.ctx(), "array<i32: 0, 0, 1>").expect("valid segments"),
+                ),
+            ])
+            .add_results(&[i32t])
+            .build()
+            .expect("valid nvvm.barrier"),
+    )
+}
+
 /// The block's scan of its scales (`Scan`): whether it folds (`Fold`), the same for every
 /// thread: each row of a folded operand has every stage of `[first, last)` within reach
 /// (`within`); and, where B is folded, whether all of B's scales of the block are within
@@ -552,24 +575,7 @@ pub(super) fn fold_scan<'c, 'a>(
         missed = e.ori(missed, scanned);
     }
     let folds = if gpu {
-        let any = e.val(
-            OperationBuilder::new("nvvm.barrier", e.loc())
-                .add_operands(&[e.extui(missed, i32t)])
-                .add_attributes(&[
-                    (
-                        Identifier::new(e.ctx(), "reductionOp"),
-                        Attribute::parse(e.ctx(), "#nvvm.reduction<or>").expect("valid reduction"),
-                    ),
-                    (
-                        Identifier::new(e.ctx(), "operandSegmentSizes"),
-                        Attribute::parse(e.ctx(), "array<i32: 0, 0, 1>").expect("valid segments"),
-                    ),
-                ])
-                .add_results(&[i32t])
-                .build()
-                .expect("valid nvvm.barrier"),
-        );
-        e.cmpi(CmpiPredicate::Eq, any, e.i32(0))
+        e.cmpi(CmpiPredicate::Eq, block_or(e, missed), e.i32(0))
     } else {
         e.xori(missed, e.bool(true))
     };

@@ -182,6 +182,7 @@ mod cluster;
 mod emulated;
 mod fold;
 mod memory;
+mod once;
 mod persistent;
 mod specialized;
 mod stage;
@@ -762,6 +763,94 @@ pub(super) struct Tuning {
     /// TMA's square block, fed by TMA alone, as one block per multiprocessor looping over
     /// tiles (`persistent`, `persistent_block`).
     pub(super) persistent: bool,
+    /// Both operands translated once into workspaces, the TMA block on them (`translate-once`,
+    /// `once`).
+    pub(super) once: bool,
+}
+
+/// Whether `op` takes `translate-once` (`once::plan`), and why not.
+pub(super) fn translates_once(op: OperationRef) -> Result<(), String> {
+    once::plan(op).map(|_| ())
+}
+
+/// Lower `op` as three launches (`once`): its operands translated once into workspaces,
+/// the TMA square block (`fast`: its plan for the op on them) on the tiles whose rows all
+/// fold, and `op`'s own pipeline (`plan`, `instr`, `tile`, `feed`) on the others.
+#[allow(clippy::too_many_arguments)]
+pub(super) fn lower_once<'c, 'a>(
+    e: &Emitter<'c, 'a>,
+    op: OperationRef<'c, 'a>,
+    fast: impl Fn(OperationRef<'c, 'a>) -> Result<(Plan, Wgmma, Tile), String>,
+    plan: &Plan,
+    instr: &Wgmma,
+    chip: &Chip,
+    tile: Tile,
+    feed: Feed,
+    tuning: Tuning,
+    emulate: bool,
+) -> Result<(), PassError> {
+    let translation = once::plan(op).map_err(|why| unsupported(op, why))?;
+    let gpu = !emulate;
+    let w = once::Workspaces::new(e, &translation, gpu);
+    let o = matmul_operands(op)?;
+    let bytes = |v| {
+        crate::expand_quantize::storage_cast(e, v)
+            .ok_or_else(|| unsupported(op, "codes are not castable to bytes"))
+    };
+    let sources = [
+        [bytes(o.lhs)?, bytes(o.lhs_scales)?],
+        [bytes(o.rhs)?, bytes(o.rhs_scales)?],
+    ];
+    once::translate(e, &translation, &w, sources, gpu);
+    let copy = once::retarget(e, op, &w);
+    let fp8 = fast(copy).map_err(|why| unsupported(op, format!("translate-once: {why}")));
+    let lowered = fp8.and_then(|(fp8, i, fast_tile)| {
+        if fast_tile.rows != tile.rows || fast_tile.is_skinny() || fast_tile.multicasts() {
+            return Err(unsupported(
+                op,
+                "translate-once: the TMA block on the translated operands tiles C otherwise",
+            ));
+        }
+        let guard = once::Guard::new(&translation, &w, true);
+        let tuning = Tuning {
+            persistent: false,
+            ..tuning
+        };
+        lower_guarded(
+            e,
+            copy,
+            &fp8,
+            &i,
+            chip,
+            fast_tile,
+            Feed::Tma,
+            tuning,
+            emulate,
+            Some(guard),
+        )
+    });
+    // SAFETY: the copy has no results and no uses; its lowering is in place.
+    unsafe { mlir_sys::mlirOperationDestroy(copy.to_raw()) };
+    lowered?;
+    let guard = once::Guard::new(&translation, &w, false);
+    let tuning = Tuning {
+        persistent: false,
+        ..tuning
+    };
+    lower_guarded(
+        e,
+        op,
+        plan,
+        instr,
+        chip,
+        tile,
+        feed,
+        tuning,
+        emulate,
+        Some(guard),
+    )?;
+    w.free(e);
+    Ok(())
 }
 
 /// Lower `op` with the pipelined kernel: a `gpu.launch` with dynamic shared memory
@@ -773,10 +862,28 @@ pub(super) fn lower<'c, 'a>(
     plan: &Plan,
     instr: &Wgmma,
     chip: &Chip,
+    tile: Tile,
+    feed: Feed,
+    tuning: Tuning,
+    emulate: bool,
+) -> Result<(), PassError> {
+    lower_guarded(e, op, plan, instr, chip, tile, feed, tuning, emulate, None)
+}
+
+/// `lower`, each square block (not persistent) computing its tile only where `guard`
+/// takes it (`once::Guard`).
+#[allow(clippy::too_many_arguments)]
+fn lower_guarded<'c, 'a>(
+    e: &Emitter<'c, 'a>,
+    op: OperationRef<'c, 'a>,
+    plan: &Plan,
+    instr: &Wgmma,
+    chip: &Chip,
     mut tile: Tile,
     feed: Feed,
     tuning: Tuning,
     emulate: bool,
+    guard: Option<once::Guard<'c, 'a>>,
 ) -> Result<(), PassError> {
     let fold = tuning.fold;
     let mut kn = Kernel::new(e, op, plan, instr)?;
@@ -848,12 +955,21 @@ pub(super) fn lower<'c, 'a>(
         });
         return Ok(());
     }
+    debug_assert!(
+        guard.is_none() || (!tile.swapped && tile.multicast == 1 && persistent.is_none())
+    );
     if emulate {
         kn.blocks(e, grid, |e, by, bx| {
             if tile.swapped {
                 return emulated_block(e, &kn, &mem, instr, by, bx, &[]);
             }
             let (bm, bn) = grouped(e, grid, bx, by);
+            if let Some(guard) = guard {
+                e.if_then(guard.takes(e, tile.rows, bm, bn), |e| {
+                    emulated_block(e, &kn, &mem, instr, bm, bn, &[])
+                });
+                return;
+            }
             // With multicast, the tiles of the cluster's blocks, by rank (x % its size):
             // part r of each B stage comes from rank r's box.
             let first = e.subi(bx, e.remui(bx, e.index(tile.multicast)));
@@ -896,6 +1012,18 @@ pub(super) fn lower<'c, 'a>(
         cluster,
         mem.dynamic_bytes(),
         |e, bid, tid, memory| {
+            if let Some(guard) = guard {
+                let (bm, bn) = grouped(e, square_grid(e, &kn, tile), bid[0], bid[1]);
+                let body = |e: &Emitter<'c, 'a>| {
+                    if specialized {
+                        specialized_block(e, &kn, &mem, instr, maps, k_stages, bid, tid[0], memory)
+                    } else {
+                        hardware_block(e, &kn, &mem, instr, maps, tuning.ahead, bid, tid[0], memory)
+                    }
+                };
+                e.if_then(guard.takes(e, tile.rows, bm, bn), body);
+                return;
+            }
             if let Some(schedule) = persistent {
                 persistent_block(
                     e, &kn, &mem, instr, maps, k_stages, schedule, bid[0], tid[0], memory,
