@@ -534,11 +534,12 @@ fn tma_kernels_take_tensor_maps() {
 }
 
 /// `translate-once=on` (MXFP4 x MXFP4 at 200 x 136 x 2048): one kernel of three launches
-/// from one PTX (the outlined modules merged): the translation (a block per 64 rows and
-/// 1024 of K: 4 + 3 flag rows, 2 chunks), the TMA block on the translated operands (tensor
+/// from one PTX (the outlined modules merged): the translation (a block per 128 rows and
+/// 1024 of K: 2 + 2 tiles, 2 chunks), the TMA block on the translated operands (tensor
 /// maps of workspaces 0 and 2: E5M2 codes, 200 and 136 rows of 2048 bytes) and the
-/// barrier pipeline on the stored ones; five workspaces past the entry's five arguments,
-/// spanned exactly by every parameter (`matmul::check`), carried by the manifest.
+/// barrier pipeline on the stored ones; five workspaces past the entry's five arguments
+/// (codes, f32 tile scales 2 x 16, for each operand; flags 4 x 2), spanned exactly by
+/// every parameter (`matmul::check`), carried by the manifest.
 #[test]
 fn translate_once_kernels_share_workspaces() {
     let session = Session::new();
@@ -567,14 +568,14 @@ fn translate_once_kernels_share_workspaces() {
         )
         .unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(kernel.then.len(), 2);
-    assert_eq!((kernel.grid, kernel.block), ((2, 7, 1), (256, 1, 1)));
+    assert_eq!((kernel.grid, kernel.block), ((2, 4, 1), (256, 1, 1)));
     assert_eq!(kernel.then[0].block, (384, 1, 1));
     assert_eq!(kernel.then[1].block, (256, 1, 1));
     assert_eq!(kernel.arguments, 5);
     let bytes: Vec<u64> = kernel.workspaces.iter().map(|w| w.bytes).collect();
     assert_eq!(
         bytes,
-        [200 * 2048, 200 * 16, 136 * 2048, 136 * 16, 7 * 2 * 4]
+        [200 * 2048, 2 * 16 * 4, 136 * 2048, 2 * 16 * 4, 4 * 2 * 4]
     );
     let maps: Vec<(usize, Vec<i64>)> = kernel.then[0]
         .params

@@ -1667,18 +1667,19 @@ fn wgmma_tma_matches_the_oracle() {
 
 /// `translate-once=on` (MXFP4 and 4-bit customs, E8M0 32-blocks on both operands): the op
 /// becomes three launches on device workspaces (five `gpu.alloc`s): the translation of both
-/// operands into E5M2 (E2M1's reach there is 15 binades) with a scale per row and 128 of K
-/// and a flag per 64 rows and 1024 of K; the TMA square block on the translated operands
-/// (tensor maps of the workspaces) for the tiles whose rows all fold; the op's own barrier
-/// pipeline for the others. Both kernels read the flags before anything else, so each tile
-/// of C is written once. Run through the emulation:
-/// - smooth MXFP4 at 256 x 256 x 2048 (two flag words a row of flags) and 200 x 136 x
-///   384 (tiles past the operands' rows: the flags' last row stands in), with a bias;
-/// - rows whose blocks' maxima are 5.0 but one block 2^-15 smaller (tile (0, 0) folds at
-///   the edge of E5M2's reach, E2M1's 0.5 landing on its smallest subnormal), one 2^-16
-///   smaller in A's rows 128-135 (tile row 1 of C falls back: a spread no FP8 code holds)
-///   and a NaN in B's row 200 (its scale NaN: tile column 1 falls back, as the oracle's
-///   NaN row);
+/// operands into E5M2 (E2M1's reach there is 15 binades) with one f32 scale per 128 rows
+/// and 128 of K and a flag per 128 rows and 1024 of K; the TMA square block on the
+/// translated operands (tensor maps of the workspaces, `#lowp.blockwise<128x128>` scales)
+/// for the tiles whose rows all fold; the op's own barrier pipeline for the others. Both
+/// kernels read the flags before anything else, so each tile of C is written once. Run
+/// through the emulation:
+/// - smooth MXFP4 at 256 x 256 x 2048 (two flag words a tile) and 200 x 136 x 384 (tiles
+///   past the operands' rows), with a bias;
+/// - tiles whose blocks' maxima are all 5.0 but one block 2^-15 smaller in A's rows 0-7
+///   and in B's (tile (0, 0) folds at the edge of E5M2's reach, E2M1's 0.5 landing on its
+///   smallest subnormal), one 2^-16 smaller in A's rows 128-135 (tile row 1 of C falls
+///   back: a spread no FP8 code holds) and a NaN in B's row 200 (its scale NaN: tile column
+///   1 falls back, as the oracle's NaN row);
 /// - codes one per byte (not packed), and a packed custom 4-bit format (E3M0: images
 ///   2^-2 .. 2^4; into E5M2 it reaches 10).
 #[test]

@@ -224,7 +224,7 @@ impl Buffers<'_, '_, '_> {
     }
 }
 
-/// A workspace's size: a `gpu.alloc` of a static memref of `i8` or `i32`.
+/// A workspace's size: a `gpu.alloc` of a static memref of integers or f32.
 fn workspace(alloc: OperationRef) -> Result<lowp_runtime::kernel::Workspace, JitError> {
     let result = alloc
         .result(0)
@@ -233,16 +233,20 @@ fn workspace(alloc: OperationRef) -> Result<lowp_runtime::kernel::Workspace, Jit
         .map_err(|_| launch_error("a gpu.alloc of a dynamic or strided memref"))?;
     let t = MemRefType::try_from(result.r#type())
         .map_err(|_| launch_error("gpu.alloc of a non-memref"))?;
-    let element = melior::ir::r#type::IntegerType::try_from(t.element())
-        .ok()
-        .map(|i| i.width() / 8)
-        .filter(|&b| [1, 2, 4, 8].contains(&b))
-        .ok_or_else(|| {
-            launch_error(format!(
-                "a gpu.alloc of {}: the runner makes integer buffers",
-                t.element()
-            ))
-        })?;
+    let element = if t.element().is_f32() {
+        Some(4)
+    } else {
+        melior::ir::r#type::IntegerType::try_from(t.element())
+            .ok()
+            .map(|i| i.width() / 8)
+            .filter(|&b| [1, 2, 4, 8].contains(&b))
+    }
+    .ok_or_else(|| {
+        launch_error(format!(
+            "a gpu.alloc of {}: the runner makes buffers of integers or f32",
+            t.element()
+        ))
+    })?;
     let elements: u64 = shape.iter().map(|&d| d as u64).product();
     Ok(lowp_runtime::kernel::Workspace {
         bytes: elements * element as u64,

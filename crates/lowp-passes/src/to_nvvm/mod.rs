@@ -253,15 +253,16 @@ pub const PASS: PassDef = PassDef {
             default: "off",
             description: "The wgmma pipeline's square block (sm_90a) on two operands of \
                           4-bit codes (E2M1, 4-bit customs) with E8M0 32-blocks, M, N and K \
-                          static (K whole 128s): on (three launches on device workspaces: \
-                          both operands translated once into E5M2 or E4M3 (the longer \
-                          reach) with each row's four block scales of 128 of K folded into \
-                          the codes and one E8M0 scale left per 128, and a flag per 64 rows \
-                          and 1024 of K where some stage does not fold; the TMA square block \
-                          on the translated operands for the tiles whose rows all fold; \
-                          the op's own pipeline on the stored operands for the others) or \
-                          off (every block translates the tiles it reads; the default until \
-                          the on form is measured on a GPU)",
+                          static (K whole 128s), 128 x 128 blocks (block-n=128, no \
+                          multicast): on (three launches on device workspaces: both \
+                          operands translated once into E5M2 or E4M3 (the longer reach) \
+                          with the block scales of each 128 rows x 128 of K folded into the \
+                          codes and one f32 scale left per such tile, and a flag per 128 \
+                          rows and 1024 of K where some stage does not fold; the TMA square \
+                          block on the translated operands for the tiles of C whose rows \
+                          all fold; the op's own pipeline on the stored operands for the \
+                          others) or off (every block translates the tiles it reads; the \
+                          default until the on form is measured on a GPU)",
             kind: OptionKind::Choice(&["on", "off"]),
         },
         OptionDef {
@@ -545,6 +546,7 @@ fn run<'c, 'a>(func: OperationRef<'c, 'a>, options: &PassOptions) -> Result<(), 
             }
             Ok((plan, Fp8::WgmmaPipeline(i, tile, feed)))
                 if tuning.once
+                    && block_n == 128
                     && !tile.is_skinny()
                     && !tile.multicasts()
                     && wgmma_pipeline::translates_once(op).is_ok() =>

@@ -344,7 +344,10 @@ pub(super) fn byte_max<'c, 'a>(e: &Emitter<'c, 'a>, word: Value<'c, 'a>) -> Valu
 }
 
 /// The largest and the smallest of the four bytes of `word` (`i32`s).
-fn byte_range<'c, 'a>(e: &Emitter<'c, 'a>, word: Value<'c, 'a>) -> (Value<'c, 'a>, Value<'c, 'a>) {
+pub(super) fn byte_range<'c, 'a>(
+    e: &Emitter<'c, 'a>,
+    word: Value<'c, 'a>,
+) -> (Value<'c, 'a>, Value<'c, 'a>) {
     let bytes = bytes_of(e, word);
     (
         bytes[1..].iter().fold(bytes[0], |m, &b| e.maxsi(m, b)),

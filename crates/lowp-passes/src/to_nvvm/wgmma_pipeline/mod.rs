@@ -805,10 +805,11 @@ pub(super) fn lower_once<'c, 'a>(
     let copy = once::retarget(e, op, &w);
     let fp8 = fast(copy).map_err(|why| unsupported(op, format!("translate-once: {why}")));
     let lowered = fp8.and_then(|(fp8, i, fast_tile)| {
-        if fast_tile.rows != tile.rows || fast_tile.is_skinny() || fast_tile.multicasts() {
+        if fast_tile.rows != [128, 128] || tile.rows != [128, 128] || fast_tile.multicasts() {
             return Err(unsupported(
                 op,
-                "translate-once: the TMA block on the translated operands tiles C otherwise",
+                "translate-once: the translated operands' scales are per 128 x 128 tile, the \
+             square block's (block-n=192 does not take it)",
             ));
         }
         let guard = once::Guard::new(&translation, &w, true);
@@ -965,7 +966,7 @@ fn lower_guarded<'c, 'a>(
             }
             let (bm, bn) = grouped(e, grid, bx, by);
             if let Some(guard) = guard {
-                e.if_then(guard.takes(e, tile.rows, bm, bn), |e| {
+                e.if_then(guard.takes(e, bm, bn), |e| {
                     emulated_block(e, &kn, &mem, instr, bm, bn, &[])
                 });
                 return;
@@ -1021,7 +1022,7 @@ fn lower_guarded<'c, 'a>(
                         hardware_block(e, &kn, &mem, instr, maps, tuning.ahead, bid, tid[0], memory)
                     }
                 };
-                e.if_then(guard.takes(e, tile.rows, bm, bn), body);
+                e.if_then(guard.takes(e, bm, bn), body);
                 return;
             }
             if let Some(schedule) = persistent {

@@ -4,23 +4,29 @@
 //! each B tile by every block of its column (64 times each at 8192^3: the MXFP4 loop on
 //! the H200 is the translation, 372 TFLOP/s against FP8's 1155). Here the op becomes three
 //! launches on workspaces (`gpu.alloc`):
-//! 1. `translate`: each operand once into FP8 codes with one E8M0 scale per row and 128 of
-//!    K, the row's four block scales of those 128 folded into the codes as the square
-//!    block's fold does (`fold::fold_tables`: block j moved `max - e_j` binades down, exact
-//!    within the target's reach; E2M1 reaches 15 binades in E5M2, 8 in E4M3, so the target
-//!    is the type with the longer reach). A block of 256 threads takes 64 rows x 1024 of K
-//!    of one operand, a thread one 32-block at a time (16 or 32 bytes in, 32 out), and
-//!    writes one flag word: whether any of its rows' stages does not fold (a spread past
-//!    the reach, or a NaN scale).
+//! 1. `translate`: each operand once into FP8 codes with one f32 scale per 128 rows and
+//!    128 of K (a power of two: `2^(max - 127)`, `max` the largest E8M0 code of the
+//!    tile's 512 block scales), every 32-block's codes moved `max - e_j` binades down
+//!    (`fold::fold_tables`, exact within the target's reach: E2M1 reaches 15 binades in
+//!    E5M2, 8 in E4M3, so the target is the type with the longer reach). A block of 256
+//!    threads takes 128 rows x 1024 of K (8 stages) of one operand: it finds each stage's
+//!    largest and smallest code (a thread per 4 rows and stage, reduced through shared
+//!    memory), writes the stages' scales, translates the codes (a thread one 32-block at
+//!    a time: 16 or 32 bytes in, 32 out) and writes one flag word: whether some stage does
+//!    not fold (a spread past the reach, or a NaN scale).
 //! 2. The TMA square block (`kernel=wgmma-tma`) on the translated operands as an op with
-//!    `#lowp.mx<128>` scales, for the tiles of C whose rows of A and B all fold (`Guard`).
+//!    `#lowp.blockwise<128x128>` scales on both, for the tiles of C whose 128 rows of A and
+//!    of B fold (`Guard`): each stage's scales are one value per tile, so a promotion is
+//!    one `fma` per accumulator, the loop the per-tensor FP8 block's (ptxas 12.9: 261
+//!    instructions per two stages against 414 for the MXFP4 block's translating loop).
 //! 3. The op's own pipeline (what `kernel` picks) on the operands as stored, for the
 //!    other tiles; every block of it reads the same flags first and leaves at once where
 //!    its tile was taken by 2.
 //!
 //! Each tile of C is written by exactly one of 2 and 3. Bytes moved by 1 at 8192^3 (both
 //! operands): 64 MiB read, 128 MiB written; at the H200's 4.3 TB/s copy rate about 50 us,
-//! 5% of the FP8 GEMM's 1 ms.
+//! 5% of the FP8 GEMM's 1 ms. Weights' and activations' MX scales rarely span 15 binades
+//! in 128 rows x 128 of K; where they do the tile runs as before.
 //!
 //! Before:
 //! ```mlir
@@ -29,10 +35,11 @@
 //! ```
 //! After:
 //! ```mlir
-//! %a8 = gpu.alloc() : memref<M*K xi8>   // and %sa8, %b8, %sb8, %flags
-//! gpu.launch ... { translate: codes, stage scales, flags }
-//! lowp.scaled_matmul %a8v[%sa8v], %b8v[%sb8v] into %c layouts(#lowp.mx<128>, #lowp.mx<128>)
-//!     : memref<MxKxf8E5M2>[memref<MxK/128xf8E8M0FNU>], ...   // lowered: TMA, guarded
+//! %a8 = gpu.alloc() : memref<M*K xi8>   // and %sa8 (f32), %b8, %sb8, %flags
+//! gpu.launch ... { translate: codes, tile scales, flags }
+//! lowp.scaled_matmul %a8v[%sa8], %b8v[%sb8] into %c
+//!     layouts(#lowp.blockwise<128x128>, #lowp.blockwise<128x128>)
+//!     : memref<MxKxf8E5M2>[memref<M/128xK/128xf32>], ...   // lowered: TMA, guarded
 //! (the op itself, lowered as before, guarded the other way)
 //! gpu.dealloc %a8 ...
 //! ```
@@ -43,7 +50,7 @@ use melior::ir::operation::{OperationBuilder, OperationMutLike};
 use melior::ir::r#type::{MemRefType, ShapedTypeLike};
 use melior::ir::{Attribute, Identifier, OperationRef, Type, Value, ValueLike};
 
-use super::fold::{byte_max, fold_tables, Moves};
+use super::fold::{byte_range, fold_tables, Moves};
 use super::{ceil, static_rows, BK};
 use crate::code_words::{nibble_table, translate4_bytes, translate8, Permute};
 use crate::expand_quantize::{code_format, layout_attr_of};
@@ -52,11 +59,13 @@ use crate::matrix_kernel::Operand;
 use crate::to_loops::matmul_operands;
 use crate::PassError;
 
-/// Rows of an operand a translating block takes, and so the rows a flag word covers (a
-/// divisor of the square block's 128 and 192).
-pub(super) const ROWS: i64 = 64;
-/// K a translating block takes: a warp's 32 threads, one 32-block each.
+/// Rows of an operand a translating block takes: a tile of the square block, whose
+/// stages share one scale, and the rows a flag word covers.
+pub(super) const ROWS: i64 = 128;
+/// K a translating block takes: a warp's 32 threads, one 32-block each; 8 stages.
 pub(super) const CHUNK: i64 = 32 * 32;
+/// Stages of a chunk.
+const STAGES: i64 = CHUNK / BK;
 /// Threads of a translating block.
 const THREADS: i64 = 256;
 
@@ -79,12 +88,12 @@ pub(super) struct Once {
 }
 
 impl Once {
-    /// Flag words per 64 rows: one per 1024 of K.
+    /// Flag words per 128 rows: one per 1024 of K.
     pub(super) fn chunks(&self) -> i64 {
         ceil(self.k, CHUNK)
     }
 
-    /// Flag rows of each operand: A's first, then B's.
+    /// Tiles of 128 rows of operand `x` (its flag rows; A's first, then B's).
     fn flag_rows(&self, x: usize) -> i64 {
         ceil(self.sides[x].rows, ROWS)
     }
@@ -146,14 +155,15 @@ pub(super) fn plan(op: OperationRef) -> Result<Once, String> {
     })
 }
 
-/// The workspaces of a translation: per operand its codes and stage scales as bytes (for
-/// the translation) and typed (for the FP8 op), and the flags.
+/// The workspaces of a translation: per operand its codes (as bytes for the translation,
+/// typed for the FP8 op) and its tiles' scales, and the flags.
 pub(super) struct Workspaces<'c, 'a> {
-    /// Per operand: codes (rows x K bytes), scales (rows x K/128 bytes).
-    pub(super) bytes: [[Value<'c, 'a>; 2]; 2],
-    /// The same as `memref<rows x K x target>` and `memref<rows x K/128 x f8E8M0FNU>`.
+    /// Per operand: codes, `rows x K` bytes.
+    pub(super) bytes: [Value<'c, 'a>; 2],
+    /// Per operand: the codes as `memref<rows x K x target>`, and the scales
+    /// `memref<tiles x K/128 x f32>`.
     pub(super) typed: [[Value<'c, 'a>; 2]; 2],
-    /// `memref<(flag rows of A + of B) x chunks x i32>`.
+    /// `memref<(tiles of A + of B) x chunks x i32>`.
     pub(super) flags: Value<'c, 'a>,
     allocs: Vec<Value<'c, 'a>>,
     gpu: bool,
@@ -204,26 +214,16 @@ impl<'c, 'a> Workspaces<'c, 'a> {
     /// Allocate them before the op (`gpu`: device memory, else host memory).
     pub(super) fn new(e: &Emitter<'c, 'a>, once: &Once, gpu: bool) -> Self {
         let i8t = e.int_type(8);
-        let e8m0 = Type::parse(e.ctx(), "f8E8M0FNU").expect("valid type");
         let mut allocs = Vec::new();
         let mut bytes = Vec::new();
         let mut typed = Vec::new();
-        for side in &once.sides {
+        for (x, side) in once.sides.iter().enumerate() {
             let target = Type::parse(e.ctx(), type_name(side.target)).expect("FP8 type");
-            let shapes = [
-                ([side.rows, once.k], target),
-                ([side.rows, once.k / BK], e8m0),
-            ];
-            let mut b = Vec::new();
-            let mut t = Vec::new();
-            for (shape, element) in shapes {
-                let raw = allocate(e, gpu, &[shape[0] * shape[1]], i8t);
-                allocs.push(raw);
-                b.push(raw);
-                t.push(view(e, raw, &shape, element));
-            }
-            bytes.push([b[0], b[1]]);
-            typed.push([t[0], t[1]]);
+            let raw = allocate(e, gpu, &[side.rows * once.k], i8t);
+            let scales = allocate(e, gpu, &[once.flag_rows(x), once.k / BK], e.f32_type());
+            allocs.extend([raw, scales]);
+            bytes.push(raw);
+            typed.push([view(e, raw, &[side.rows, once.k], target), scales]);
         }
         let flag_rows = once.flag_rows(0) + once.flag_rows(1);
         let flags = allocate(e, gpu, &[flag_rows, once.chunks()], e.int_type(32));
@@ -275,39 +275,26 @@ impl<'c, 'a> Guard<'c, 'a> {
         }
     }
 
-    /// Whether tile (`bm`, `bn`), of `tile` = [A's, B's] rows each, is this kernel's: an
-    /// `i1`, the same in every thread of the block (each reads the tile's few flag words,
-    /// from L2).
+    /// Whether tile (`bm`, `bn`) of C (128 x 128) is this kernel's: an `i1`, the same in
+    /// every thread of the block (each reads the tile's few flag words, from L2).
     pub(super) fn takes(
         &self,
         e: &Emitter<'c, 'a>,
-        tile: [i64; 2],
         bm: Value<'c, 'a>,
         bn: Value<'c, 'a>,
     ) -> Value<'c, 'a> {
         let (zero, one) = (e.index(0), e.index(1));
-        let chunks = e.index(self.chunks);
-        let mut missed = e.i32(0);
-        for (x, b) in [bm, bn].into_iter().enumerate() {
-            let per = tile[x] / ROWS;
-            let base = if x == 0 { 0 } else { self.rows[0] };
-            // (A tile's rows past the operand's have no flag row: its last stands in.)
-            let last = e.index(base + self.rows[x] - 1);
-            let first = e.addi(e.muli(b, e.index(per)), e.index(base));
-            let words = e.for_loop(zero, e.index(per), one, &[missed], |e, r, acc| {
-                let row = e.minui(e.addi(first, r), last);
-                e.for_loop(zero, chunks, one, &[acc[0]], |e, c, acc| {
-                    vec![e.ori(acc[0], e.load(self.flags, &[row, c]))]
-                })
-            });
-            missed = words[0];
-        }
+        let rows = [bm, e.addi(bn, e.index(self.rows[0]))];
+        let missed = e.for_loop(zero, e.index(self.chunks), one, &[e.i32(0)], |e, c, acc| {
+            let words = rows.map(|r| e.load(self.flags, &[r, c]));
+            vec![e.ori(acc[0], e.ori(words[0], words[1]))]
+        });
         let predicate = if self.folded {
             CmpiPredicate::Eq
         } else {
             CmpiPredicate::Ne
         };
-        e.cmpi(predicate, missed, e.i32(0))
+        e.cmpi(predicate, missed[0], e.i32(0))
     }
 }
 
@@ -320,8 +307,62 @@ fn type_name(target: ScaledFormat) -> &'static str {
     }
 }
 
-/// The op's translation (launch 1): every 32-block of both operands into its workspace,
-/// the flags written. `sources` = per operand its stored codes and scales as bytes.
+/// The E8M0 codes of rows `[r0, r0 + n)` (indices; those past the operand skipped) of
+/// stage `st` (an index) of operand `x`: their largest and smallest code (`i32`s; 0 and
+/// 255 where none).
+#[allow(clippy::too_many_arguments)]
+fn stage_range<'c, 'a>(
+    e: &Emitter<'c, 'a>,
+    once: &Once,
+    x: usize,
+    space: u32,
+    scales: Value<'c, 'a>,
+    r0: Value<'c, 'a>,
+    n: i64,
+    st: Value<'c, 'a>,
+) -> (Value<'c, 'a>, Value<'c, 'a>) {
+    let s = &once.sides[x];
+    let (zero, one) = (e.index(0), e.index(1));
+    let found = e.for_loop(
+        zero,
+        e.index(n),
+        one,
+        &[e.i32(0), e.i32(0xFF)],
+        |e, i, acc| {
+            let r = e.addi(r0, i);
+            let inside = e.cmpi(CmpiPredicate::Ult, r, e.index(s.rows));
+            let i32t = e.int_type(32);
+            e.if_else(
+                inside,
+                &[i32t, i32t],
+                |e| {
+                    let at = e.addi(e.muli(r, e.index(once.k / 32)), e.muli(st, e.index(4)));
+                    let word = load(e, pointer(e, space, scales, at), e.int_type(32), 4);
+                    let (most, least) = byte_range(e, word);
+                    vec![e.maxui(acc[0], most), e.minui(acc[1], least)]
+                },
+                |_| acc.to_vec(),
+            )
+        },
+    );
+    (found[0], found[1])
+}
+
+/// The f32 value `2^(code - 127)` of an E8M0 `code` below 255 (an `i32`): 2^-127 is
+/// subnormal.
+fn e8m0_value<'c, 'a>(e: &Emitter<'c, 'a>, code: Value<'c, 'a>) -> Value<'c, 'a> {
+    let normal = e.shli(code, e.i32(23));
+    let bits = e.select(
+        e.cmpi(CmpiPredicate::Eq, code, e.i32(0)),
+        e.i32(0x0040_0000),
+        normal,
+    );
+    e.bitcast(bits, e.f32_type())
+}
+
+/// The op's translation (launch 1): every tile and chunk of both operands into its
+/// workspaces, the flags written. `sources` = per operand its stored codes and scales as
+/// bytes.
 pub(super) fn translate<'c, 'a>(
     e: &Emitter<'c, 'a>,
     once: &Once,
@@ -329,75 +370,208 @@ pub(super) fn translate<'c, 'a>(
     sources: [[Value<'c, 'a>; 2]; 2],
     gpu: bool,
 ) {
-    let one = e.index(1);
-    let rows = [once.flag_rows(0), once.flag_rows(1)];
-    let grid = [e.index(once.chunks()), e.index(rows[0] + rows[1])];
+    let (zero, one) = (e.index(0), e.index(1));
+    let tiles = [once.flag_rows(0), once.flag_rows(1)];
+    let grid = [e.index(once.chunks()), e.index(tiles[0] + tiles[1])];
     let p = Permute::nvidia(!gpu);
-    // Thread `tid`'s 32-blocks of flag row `y`, chunk `c`: whether any misses (an i1).
-    let thread = |e: &Emitter<'c, 'a>, y: Value<'c, 'a>, c: Value<'c, 'a>, tid: Value<'c, 'a>| {
-        let lane = e.remui(tid, e.index(32));
-        let warp = e.divui(tid, e.index(32));
-        let j = e.addi(e.muli(c, e.index(32)), lane);
-        let blocks = e.index(once.k / 32);
-        let side = |e: &Emitter<'c, 'a>, x: usize, tile: Value<'c, 'a>| {
-            let s = &once.sides[x];
-            let (zero, end) = (e.index(0), e.index(ROWS / (THREADS / 32)));
-            let missed = e.for_loop(zero, end, one, &[e.bool(false)], |e, i, acc| {
-                let r = e.addi(
-                    e.muli(tile, e.index(ROWS)),
-                    e.addi(warp, e.muli(i, e.index(THREADS / 32))),
-                );
-                let inside = e.andi(
-                    e.cmpi(CmpiPredicate::Ult, r, e.index(s.rows)),
-                    e.cmpi(CmpiPredicate::Ult, j, blocks),
-                );
-                let missed = e.if_else(
-                    inside,
-                    &[e.int_type(1)],
-                    |e| vec![block32(e, once, x, p, sources[x], w.bytes[x], r, j)],
-                    |e| vec![e.bool(false)],
-                );
-                vec![e.ori(acc[0], missed[0])]
-            });
+    let space = if gpu { 1 } else { 0 };
+    let stages = once.k / BK;
+    // Stage `st` of the chunk (an index below STAGES) of tile `t` of operand `x`, from its
+    // largest code `most`: whether it misses (an i1), its scale stored.
+    let close =
+        |e: &Emitter<'c, 'a>, x: usize, t: Value<'c, 'a>, st: Value<'c, 'a>, most, least| {
+            let reach = once.sides[x].moves.reach;
+            let missed = e.ori(
+                e.cmpi(CmpiPredicate::Ugt, e.subi(most, least), e.i32(reach as u32)),
+                e.cmpi(CmpiPredicate::Eq, most, e.i32(0xFF)),
+            );
+            let value = e8m0_value(e, e.select(missed, e.i32(127), most));
+            e.store(value, w.typed[x][1], &[t, st]);
             missed
         };
-        let a = e.cmpi(CmpiPredicate::Ult, y, e.index(rows[0]));
-        e.if_else(
-            a,
-            &[e.int_type(1)],
-            |e| side(e, 0, y),
-            |e| side(e, 1, e.subi(y, e.index(rows[0]))),
-        )[0]
-    };
     if !gpu {
-        let (zero, threads) = (e.index(0), e.index(THREADS));
+        // Each (tile, chunk) in turn: its stages' ranges, then its codes.
         e.parallel_nest(&[zero, zero], &[grid[1], grid[0]], &[one, one], |e, b| {
             let (y, c) = (b[0], b[1]);
-            let any = e.for_loop(zero, threads, one, &[e.bool(false)], |e, t, acc| {
-                vec![e.ori(acc[0], thread(e, y, c, t))]
-            });
-            e.store(e.extui(any[0], e.int_type(32)), w.flags, &[y, c]);
+            let i32t = e.int_type(32);
+            let top = e.alloca(i32t, STAGES);
+            let a = e.cmpi(CmpiPredicate::Ult, y, e.index(tiles[0]));
+            let side = |e: &Emitter<'c, 'a>, x: usize, t: Value<'c, 'a>| {
+                let r0 = e.muli(t, e.index(ROWS));
+                let first = e.muli(c, e.index(STAGES));
+                let n = e.minui(e.index(STAGES), e.subi(e.index(stages), first));
+                let missed = e.for_loop(zero, n, one, &[e.bool(false)], |e, i, acc| {
+                    let st = e.addi(first, i);
+                    let (most, least) = stage_range(e, once, x, space, sources[x][1], r0, ROWS, st);
+                    e.store(most, top, &[i]);
+                    vec![e.ori(acc[0], close(e, x, t, st, most, least))]
+                });
+                e.for_loop(zero, e.index(ROWS), one, &[], |e, i, _| {
+                    let r = e.addi(r0, i);
+                    e.if_then(
+                        e.cmpi(CmpiPredicate::Ult, r, e.index(once.sides[x].rows)),
+                        |e| {
+                            e.for_loop(zero, e.index(32), one, &[], |e, lane, _| {
+                                let j = e.addi(e.muli(c, e.index(32)), lane);
+                                e.if_then(
+                                    e.cmpi(CmpiPredicate::Ult, j, e.index(once.k / 32)),
+                                    |e| {
+                                        let most = e.load(top, &[e.divui(lane, e.index(4))]);
+                                        block32(e, once, x, p, sources[x], w.bytes[x], most, r, j);
+                                    },
+                                );
+                                vec![]
+                            });
+                        },
+                    );
+                    vec![]
+                });
+                missed
+            };
+            let missed = e.if_else(
+                a,
+                &[e.int_type(1)],
+                |e| side(e, 0, y),
+                |e| side(e, 1, e.subi(y, e.index(tiles[0]))),
+            )[0];
+            e.store(e.extui(missed, i32t), w.flags, &[y, c]);
         });
         return;
     }
+    let i32t = e.int_type(32);
+    // Per thread its rows' largest and smallest codes of its stage; then the stages'.
+    let scratch = Type::parse(
+        e.ctx(),
+        &format!(
+            "memref<{}xi32, #gpu.address_space<workgroup>>",
+            2 * THREADS + STAGES
+        ),
+    )
+    .expect("valid workgroup memref type");
     e.gpu_launch(
         [grid[0], grid[1], one],
         [e.index(THREADS), one, one],
-        &[],
-        |e, bid, tid, _| {
-            let (c, y) = (bid[0], bid[1]);
-            let missed = thread(e, y, c, tid[0]);
-            let any = super::fold::block_or(e, missed);
-            e.if_then(e.cmpi(CmpiPredicate::Eq, tid[0], e.index(0)), |e| {
+        &[scratch],
+        |e, bid, tid, buffers| {
+            let (c, y, t, shared) = (bid[0], bid[1], tid[0], buffers[0]);
+            let side = |e: &Emitter<'c, 'a>, x: usize, tile: Value<'c, 'a>| {
+                let r0 = e.muli(tile, e.index(ROWS));
+                // Thread t: stage t % 8 of the chunk, rows 4 (t / 8) .. + 4.
+                let own = e.remui(t, e.index(STAGES));
+                let st = e.addi(e.muli(c, e.index(STAGES)), own);
+                let group = e.divui(t, e.index(STAGES));
+                let (most, least) = e
+                    .if_else(
+                        e.cmpi(CmpiPredicate::Ult, st, e.index(stages)),
+                        &[i32t, i32t],
+                        |e| {
+                            let rows = ROWS / (THREADS / STAGES);
+                            let first = e.addi(r0, e.muli(group, e.index(rows)));
+                            let (m, l) =
+                                stage_range(e, once, x, space, sources[x][1], first, rows, st);
+                            vec![m, l]
+                        },
+                        |e| vec![e.i32(0), e.i32(0xFF)],
+                    )
+                    .into_iter()
+                    .collect::<Vec<_>>()
+                    .try_into()
+                    .map(|v: [Value<'c, 'a>; 2]| (v[0], v[1]))
+                    .expect("two values");
+                e.store(most, shared, &[t]);
+                e.store(least, shared, &[e.addi(t, e.index(THREADS))]);
+                e.bare("gpu.barrier", &[]);
+                // Threads 0-7: their stage's range over the 32 groups, its scale, and
+                // whether it misses.
+                let missed = e.if_else(
+                    e.cmpi(CmpiPredicate::Ult, t, e.index(STAGES)),
+                    &[e.int_type(1)],
+                    |e| {
+                        let groups = e.index(THREADS / STAGES);
+                        let range =
+                            e.for_loop(zero, groups, one, &[e.i32(0), e.i32(0xFF)], |e, g, acc| {
+                                let at = e.addi(e.muli(g, e.index(STAGES)), t);
+                                let m = e.load(shared, &[at]);
+                                let l = e.load(shared, &[e.addi(at, e.index(THREADS))]);
+                                vec![e.maxui(acc[0], m), e.minui(acc[1], l)]
+                            });
+                        e.store(range[0], shared, &[e.addi(t, e.index(2 * THREADS))]);
+                        let st = e.addi(e.muli(c, e.index(STAGES)), t);
+                        e.if_else(
+                            e.cmpi(CmpiPredicate::Ult, st, e.index(stages)),
+                            &[e.int_type(1)],
+                            |e| vec![close(e, x, tile, st, range[0], range[1])],
+                            |e| vec![e.bool(false)],
+                        )
+                    },
+                    |e| vec![e.bool(false)],
+                )[0];
+                let any = super::fold::block_or(e, missed);
+                // Thread t: 32-block c * 32 + t % 32 of rows t / 32, + 8, ...
+                let lane = e.remui(t, e.index(32));
+                let warp = e.divui(t, e.index(32));
+                let j = e.addi(e.muli(c, e.index(32)), lane);
+                let most = e.load(
+                    shared,
+                    &[e.addi(e.divui(lane, e.index(4)), e.index(2 * THREADS))],
+                );
+                let inside_k = e.cmpi(CmpiPredicate::Ult, j, e.index(once.k / 32));
+                let per = THREADS / 32;
+                e.for_loop(zero, e.index(ROWS / per), one, &[], |e, i, _| {
+                    let r = e.addi(r0, e.addi(warp, e.muli(i, e.index(per))));
+                    let inside = e.andi(
+                        inside_k,
+                        e.cmpi(CmpiPredicate::Ult, r, e.index(once.sides[x].rows)),
+                    );
+                    e.if_then(inside, |e| {
+                        block32(e, once, x, p, sources[x], w.bytes[x], most, r, j);
+                    });
+                    vec![]
+                });
+                vec![any]
+            };
+            let a = e.cmpi(CmpiPredicate::Ult, y, e.index(tiles[0]));
+            let any = e.if_else(
+                a,
+                &[i32t],
+                |e| side(e, 0, y),
+                |e| side(e, 1, e.subi(y, e.index(tiles[0]))),
+            )[0];
+            e.if_then(e.cmpi(CmpiPredicate::Eq, t, zero), |e| {
                 e.store(any, w.flags, &[y, c]);
             });
         },
     );
 }
 
+/// The pointer (address space `space`) to byte `at` (an index) of memref `m`.
+fn pointer<'c, 'a>(
+    e: &Emitter<'c, 'a>,
+    space: u32,
+    m: Value<'c, 'a>,
+    at: Value<'c, 'a>,
+) -> Value<'c, 'a> {
+    let i64t = e.int_type(64);
+    let base = e.index_castui(e.aligned_pointer(m), i64t);
+    e.pointer(e.addi(base, e.index_castui(at, i64t)), space)
+}
+
+/// `llvm.load` of `t` from `ptr`, `align` bytes aligned.
+fn load<'c, 'a>(e: &Emitter<'c, 'a>, ptr: Value<'c, 'a>, t: Type<'c>, align: i64) -> Value<'c, 'a> {
+    e.val(
+        OperationBuilder::new("llvm.load", e.loc())
+            .add_operands(&[ptr])
+            .add_attributes(&[super::memory::alignment(e, align)])
+            .add_results(&[t])
+            .build()
+            .expect("valid llvm.load"),
+    )
+}
+
 /// 32-block `j` of row `r` of operand `x` (indices) into its workspace: its codes through
-/// the table moved `max - e_j` binades down, and (by the stage's first block) the stage's
-/// scale `max`. Whether it misses (beyond the reach, or a NaN scale), an `i1`.
+/// the table moved `most - e_j` binades down (`most` its stage's largest code in the
+/// tile, an `i32`; a distance past the reach, where the tile falls back anyway, takes the
+/// table unmoved).
 #[allow(clippy::too_many_arguments)]
 fn block32<'c, 'a>(
     e: &Emitter<'c, 'a>,
@@ -405,33 +579,20 @@ fn block32<'c, 'a>(
     x: usize,
     p: Permute,
     source: [Value<'c, 'a>; 2],
-    out: [Value<'c, 'a>; 2],
+    out: Value<'c, 'a>,
+    most: Value<'c, 'a>,
     r: Value<'c, 'a>,
     j: Value<'c, 'a>,
-) -> Value<'c, 'a> {
+) {
     let s = &once.sides[x];
-    let (i32t, i64t) = (e.int_type(32), e.int_type(64));
+    let i32t = e.int_type(32);
     let space = if p == Permute::Prmt { 1 } else { 0 };
-    let address = |m: Value<'c, 'a>, row_bytes: i64, at: Value<'c, 'a>| {
-        let base = e.index_castui(e.aligned_pointer(m), i64t);
-        let offset = e.addi(e.muli(r, e.index(row_bytes)), at);
-        e.pointer(e.addi(base, e.index_castui(offset, i64t)), space)
-    };
-    let load = |ptr: Value<'c, 'a>, t: Type<'c>, align: i64| {
-        e.val(
-            OperationBuilder::new("llvm.load", e.loc())
-                .add_operands(&[ptr])
-                .add_attributes(&[super::memory::alignment(e, align)])
-                .add_results(&[t])
-                .build()
-                .expect("valid llvm.load"),
-        )
-    };
-    let store = |v: Value<'c, 'a>, ptr: Value<'c, 'a>, align: i64| {
+    let at = |row_bytes: i64, offset: Value<'c, 'a>| e.addi(e.muli(r, e.index(row_bytes)), offset);
+    let store = |v: Value<'c, 'a>, ptr: Value<'c, 'a>| {
         e.insert(
             OperationBuilder::new("llvm.store", e.loc())
                 .add_operands(&[v, ptr])
-                .add_attributes(&[super::memory::alignment(e, align)])
+                .add_attributes(&[super::memory::alignment(e, 16)])
                 .build()
                 .expect("valid llvm.store"),
         );
@@ -440,23 +601,20 @@ fn block32<'c, 'a>(
     let words_of = |v: Value<'c, 'a>| -> Vec<Value<'c, 'a>> {
         (0..4).map(|w| e.extract(v, w, i32t)).collect()
     };
-    // The stage's four scales, one word; this block's, and their largest.
-    let stage = e.divui(j, e.index(4));
-    let word = load(
-        address(source[1], once.k / 32, e.muli(stage, e.index(4))),
-        i32t,
-        4,
+    let byte = load(
+        e,
+        pointer(e, space, source[1], at(once.k / 32, j)),
+        e.int_type(8),
+        1,
     );
-    let most = byte_max(e, word);
-    let nth = e.index_castui(e.remui(j, e.index(4)), i32t);
-    let mine = e.andi(e.shrui(word, e.muli(nth, e.i32(8))), e.i32(0xFF));
+    let mine = e.extui(byte, i32t);
     let d = e.subi(most, mine);
     let reach = s.moves.reach;
-    let missed = e.ori(
+    let d = e.select(
         e.cmpi(CmpiPredicate::Ugt, d, e.i32(reach as u32)),
-        e.cmpi(CmpiPredicate::Eq, most, e.i32(0xFF)),
+        e.i32(0),
+        d,
     );
-    let d = e.select(missed, e.i32(0), d);
     // Its moved table (a select per word and distance: the kernel moves bytes, not
     // instructions).
     let same: Vec<Value> = (1..=reach)
@@ -471,12 +629,8 @@ fn block32<'c, 'a>(
         .iter()
         .all(crate::code_words::symmetric);
     let images: Vec<Value> = if s.packed {
-        let codes = words_of(load(
-            address(source[0], once.k / 2, e.muli(j, e.index(16))),
-            v4,
-            16,
-        ));
-        codes
+        let ptr = pointer(e, space, source[0], at(once.k / 2, e.muli(j, e.index(16))));
+        words_of(load(e, ptr, v4, 16))
             .into_iter()
             .flat_map(|word| {
                 if symmetric && p.nibbles() {
@@ -493,38 +647,37 @@ fn block32<'c, 'a>(
             })
             .collect()
     } else {
-        let at = e.muli(j, e.index(32));
+        let first = e.muli(j, e.index(32));
         (0..2)
             .flat_map(|h| {
-                let ptr = address(source[0], once.k, e.addi(at, e.index(16 * h)));
-                words_of(load(ptr, v4, 16))
+                let ptr = pointer(
+                    e,
+                    space,
+                    source[0],
+                    at(once.k, e.addi(first, e.index(16 * h))),
+                );
+                words_of(load(e, ptr, v4, 16))
             })
             .collect::<Vec<_>>()
             .into_iter()
             .map(|word| translate4_bytes(e, p, &table, symmetric, word))
             .collect()
     };
-    let at = e.muli(j, e.index(32));
+    let first = e.muli(j, e.index(32));
     for h in 0..2usize {
-        let ptr = address(out[0], once.k, e.addi(at, e.index(16 * h as i64)));
-        store(e.from_elements(&images[4 * h..4 * h + 4]), ptr, 16);
-    }
-    let first = e.cmpi(CmpiPredicate::Eq, e.remui(j, e.index(4)), e.index(0));
-    let ptr = address(out[1], once.k / BK, stage);
-    let byte = e.trunci(most, e.int_type(8));
-    e.if_then(first, |e| {
-        e.insert(
-            OperationBuilder::new("llvm.store", e.loc())
-                .add_operands(&[byte, ptr])
-                .build()
-                .expect("valid llvm.store"),
+        let ptr = pointer(
+            e,
+            space,
+            out,
+            at(once.k, e.addi(first, e.index(16 * h as i64))),
         );
-    });
-    missed
+        store(e.from_elements(&images[4 * h..4 * h + 4]), ptr);
+    }
 }
 
-/// A copy of `op` on the translated operands (`w`'s typed views) with `#lowp.mx<128>`
-/// scales, before `op`: the FP8 GEMM of launch 2 (the caller lowers and erases it).
+/// A copy of `op` on the translated operands (`w`'s typed views) with
+/// `#lowp.blockwise<128x128>` scales, before `op`: the FP8 GEMM of launch 2 (the caller
+/// lowers and erases it).
 pub(super) fn retarget<'c, 'a>(
     e: &Emitter<'c, 'a>,
     op: OperationRef<'c, 'a>,
@@ -548,9 +701,9 @@ pub(super) fn retarget<'c, 'a>(
         let block = mlir_sys::mlirOperationGetBlock(op.to_raw());
         mlir_sys::mlirBlockInsertOwnedOperationBefore(block, op.to_raw(), raw);
         let mut copy = melior::ir::operation::OperationRefMut::from_raw(raw);
-        let mx = Attribute::parse(e.ctx(), "#lowp.mx<128>").expect("valid layout");
-        copy.set_attribute("lhs_layout", mx);
-        copy.set_attribute("rhs_layout", mx);
+        let tiles = Attribute::parse(e.ctx(), "#lowp.blockwise<128x128>").expect("valid layout");
+        copy.set_attribute("lhs_layout", tiles);
+        copy.set_attribute("rhs_layout", tiles);
         OperationRef::from_raw(raw)
     }
 }
