@@ -142,6 +142,19 @@ save "check-wgmma-tma-persistent-n192" --m 2100 --n 1700 --k 288 --lhs f8e4m3 --
 save "check-wgmma-n192-w4a8" --m 300 --n 400 --k 512 --lhs f8e4m3 --rhs f4e2m1 \
   --layout per_tensor --rhs-layout per_channel --packed --kernel wgmma --block-n 192
 
+# translate-once=on: both MXFP4 operands translated once into E5M2 workspaces (a scale per
+# 128 x 128 tile), the TMA block on them, the barrier pipeline for the tiles whose scales
+# do not fold (gpu.sh's --specials: a NaN block scale sends its tiles there). Ragged tiles
+# (200 x 136), codes one per byte, and a custom 4-bit format.
+save "check-auto-once-1" --m 512 --n 384 --k 1024 --lhs f4e2m1 --rhs f4e2m1 --layout mx \
+  --packed --translate-once on
+save "check-auto-once-2" --m 200 --n 136 --k 384 --lhs f4e2m1 --rhs f4e2m1 --layout mx \
+  --packed --bias --translate-once on
+save "check-auto-once-3" --m 136 --n 256 --k 2048 --lhs f4e2m1 --rhs f4e2m1 --layout mx \
+  --translate-once on
+save "check-auto-once-4" --m 256 --n 256 --k 512 --lhs f4e3m0 --rhs f4e3m0 --layout mx \
+  --packed --translate-once on
+
 # Grids beyond 65535 rows of blocks, folded into z (lowp-fold-grid): the generic kernel's
 # 32-row tiles and mma.sync's 64-row ones past their unfolded limits (2,097,120 and
 # 4,194,240 rows).
@@ -185,6 +198,12 @@ for s in 8192x8192x8192 4096x4096x4096 16x8192x8192 16x4096x8192; do
       # while the consumers store C.
       save "time-wgmma-tma-persistent-s6-$s-f8e4m3" --m $m --n $n --k $k --lhs f8e4m3 \
         --rhs f8e4m3 --layout per_tensor --kernel wgmma-tma --persistent on --stages 6
+      # MXFP4 translated once (three launches: translation, TMA block, fallback), and the
+      # TMA block alone on what the translation leaves (E5M2, a scale per 128 x 128 tile).
+      save "time-auto-once-$s-f4e2m1" --m $m --n $n --k $k --lhs f4e2m1 --rhs f4e2m1 \
+        --layout mx --packed --translate-once on
+      save "time-wgmma-tma-$s-tiles" --m $m --n $n --k $k --lhs f8e5m2 --rhs f8e5m2 \
+        --layout blockwise/128x128 --kernel wgmma-tma
       # MXFP4's square block without folding its scales (what promoting once a stage buys)
       # and folded by rows only (what anchoring B buys).
       for kernel in wgmma wgmma-specialized; do

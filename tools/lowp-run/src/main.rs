@@ -95,6 +95,11 @@ const USAGE: &str =
   --persistent P  with --target cuda: kernel=wgmma-tma's square block fed by TMA alone
                   as one block per SM looping over its tiles (on; off, the default:
                   unmeasured)
+  --translate-once T  with --target cuda: MXFP4 x MXFP4 (4-bit codes, E8M0 32-blocks)
+                  on the square block as three launches: both operands translated once
+                  into E5M2 workspaces (a scale per 128 x 128 tile), the TMA block on
+                  them, the pipeline for tiles whose scales do not fold (on; off, the
+                  default: unmeasured)
   --nvfp4 R       with --target cuda: the wgmma pipeline's route for NVFP4's
                   16-blocks (split: an FP8 instruction per block on split tiles; f16:
                   codes times their scales as f16 into k16 f16 instructions; default
