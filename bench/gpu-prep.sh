@@ -154,6 +154,9 @@ save "check-auto-once-3" --m 136 --n 256 --k 2048 --lhs f4e2m1 --rhs f4e2m1 --la
   --translate-once on
 save "check-auto-once-4" --m 256 --n 256 --k 512 --lhs f4e3m0 --rhs f4e3m0 --layout mx \
   --packed --translate-once on
+# FP6 (word arithmetic): E2M3 into E4M3, E3M2 into E5M2.
+save "check-auto-once-5" --m 256 --n 200 --k 1024 --lhs f6e2m3 --rhs f6e3m2 --layout mx \
+  --bias --translate-once on
 
 # Grids beyond 65535 rows of blocks, folded into z (lowp-fold-grid): the generic kernel's
 # 32-row tiles and mma.sync's 64-row ones past their unfolded limits (2,097,120 and
@@ -204,6 +207,8 @@ for s in 8192x8192x8192 4096x4096x4096 16x8192x8192 16x4096x8192; do
         --layout mx --packed --translate-once on
       save "time-wgmma-tma-$s-tiles" --m $m --n $n --k $k --lhs f8e5m2 --rhs f8e5m2 \
         --layout blockwise/128x128 --kernel wgmma-tma
+      save "time-auto-once-$s-f6e2m3" --m $m --n $n --k $k --lhs f6e2m3 --rhs f6e2m3 \
+        --layout mx --translate-once on
       # MXFP4's square block without folding its scales (what promoting once a stage buys)
       # and folded by rows only (what anchoring B buys).
       for kernel in wgmma wgmma-specialized; do

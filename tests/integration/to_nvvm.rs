@@ -1681,7 +1681,11 @@ fn wgmma_tma_matches_the_oracle() {
 ///   back: a spread no FP8 code holds) and a NaN in B's row 200 (its scale NaN: tile column
 ///   1 falls back, as the oracle's NaN row);
 /// - codes one per byte (not packed), and a packed custom 4-bit format (E3M0: images
-///   2^-2 .. 2^4; into E5M2 it reaches 10).
+///   2^-2 .. 2^4; into E5M2 it reaches 10);
+/// - FP6, translated by word arithmetic: E2M3 (into E4M3 only, reach 6) x E3M2 (into E5M2,
+///   reach 12), one block of A's rows 0-7 2^-6 and one of B's 2^-12 smaller (tile (0, 0)
+///   at the edges of both reaches), one of A's rows 128-135 2^-7 smaller (tile row 1 falls
+///   back).
 #[test]
 fn translate_once_matches_the_oracle() {
     let session = Session::new();
@@ -1707,7 +1711,21 @@ fn translate_once_matches_the_oracle() {
     let bytes = pair_problem(&mut rng, (136, 256, 256), (f4, mx, false, f4, mx, false));
     let e3m0 = ScaledFormat::custom(3, 0);
     let custom = pair_problem(&mut rng, (192, 128, 256), (e3m0, mx, true, e3m0, mx, true));
-    let problems = [smooth, ragged, edges, bytes, custom];
+    let (e2m3, e3m2) = (ScaledFormat::F6E2M3, ScaledFormat::F6E3M2);
+    let (mut a6, mut b6) = (even_blocks(&mut rng, m, k), even_blocks(&mut rng, n, k));
+    scale_rows(&mut a6, k, 0..8, 64..96, 2f32.powi(-6));
+    scale_rows(&mut b6, k, 0..8, 256..288, 2f32.powi(-12));
+    scale_rows(&mut a6, k, 128..136, 160..192, 2f32.powi(-7));
+    let fp6 = (
+        format!("{m}x{n}x{k} mxfp6 at the edges of E4M3's and E5M2's reach"),
+        Problem {
+            a: operand_of(&a6, m, k, e2m3, mx, false),
+            b: operand_of(&b6, n, k, e3m2, mx, false),
+            bias: None,
+            bf16: false,
+        },
+    );
+    let problems = [smooth, ragged, edges, bytes, custom, fp6];
     let with = |emulate| {
         format!(
             "builtin.module(func.func(lowp-to-nvvm{{chip=sm_90a kernel=auto translate-once=on \
@@ -1723,8 +1741,14 @@ fn translate_once_matches_the_oracle() {
         text.matches("nvgpu.tma.create.descriptor").count(),
         2 * problems.len()
     );
-    // E5M2 for every operand (the longer reach), scales per 128.
-    assert_eq!(text.matches("#lowp.mx<128>").count(), 0);
+    // The targets: E5M2 for the 4-bit operands and E3M2 (the longer reach), E4M3 for E2M3
+    // (whose three mantissa bits E5M2 does not hold).
+    let views = |ty: &str| {
+        text.lines()
+            .filter(|l| l.contains("memref.view") && l.contains(&format!("x{ty}>")))
+            .count()
+    };
+    assert_eq!((views("f8E5M2"), views("f8E4M3FN")), (11, 1));
     run_and_check(&session, &problems, Some(&with(true)));
 }
 

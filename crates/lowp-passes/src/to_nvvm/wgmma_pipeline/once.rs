@@ -1,5 +1,6 @@
 //! Operands translated once (`translate-once=on`): where both operands are 4-bit codes
-//! (E2M1, 4-bit customs; packed or not) with E8M0 32-blocks, the square block translates
+//! (E2M1, 4-bit customs; packed or not) or 5- and 6-bit ones stored one per byte (FP6,
+//! translated by word arithmetic: `ByteRule`) with E8M0 32-blocks, the square block translates
 //! every tile it reads, so each A tile is translated by every block of its row of C and
 //! each B tile by every block of its column (64 times each at 8192^3: the MXFP4 loop on
 //! the H200 is the translation, 372 TFLOP/s against FP8's 1155). Here the op becomes three
@@ -7,8 +8,9 @@
 //! 1. `translate`: each operand once into FP8 codes with one f32 scale per 128 rows and
 //!    128 of K (a power of two: `2^(max - 127)`, `max` the largest E8M0 code of the
 //!    tile's 512 block scales), every 32-block's codes moved `max - e_j` binades down
-//!    (`fold::fold_tables`, exact within the target's reach: E2M1 reaches 15 binades in
-//!    E5M2, 8 in E4M3, so the target is the type with the longer reach). A block of 256
+//!    (`fold::fold_tables` / `fold_rule`, exact within the target's reach: E2M1 reaches 15
+//!    binades in E5M2, 8 in E4M3, so the target is the type with the longer reach; E2M3
+//!    only fits E4M3, 6 binades; E3M2 reaches 12 in E5M2). A block of 256
 //!    threads takes 128 rows x 1024 of K (8 stages) of one operand: it finds each stage's
 //!    largest and smallest code (a thread per 4 rows and stage, reduced through shared
 //!    memory), writes the stages' scales, translates the codes (a thread one 32-block at
@@ -50,9 +52,12 @@ use melior::ir::operation::{OperationBuilder, OperationMutLike};
 use melior::ir::r#type::{MemRefType, ShapedTypeLike};
 use melior::ir::{Attribute, Identifier, OperationRef, Type, Value, ValueLike};
 
-use super::fold::{byte_range, fold_tables, Moves};
+use super::fold::{byte_range, fold_rule, fold_tables, Moves};
 use super::{ceil, static_rows, BK};
-use crate::code_words::{nibble_table, translate4_bytes, translate8, Permute};
+use crate::code_words::{
+    byte_rule, nibble_table, splat, translate4_bytes, translate8, translate_bytes, ByteRule,
+    Permute,
+};
 use crate::expand_quantize::{code_format, layout_attr_of};
 use crate::ir::Emitter;
 use crate::matrix_kernel::Operand;
@@ -75,6 +80,9 @@ const THREADS: i64 = 256;
 pub(super) struct Side {
     pub(super) target: ScaledFormat,
     pub(super) moves: Moves,
+    /// 5- and 6-bit codes (one per byte): the word arithmetic that translates them, whose
+    /// offset and words `moves` moves; `None`: 4-bit codes through `moves`' tables.
+    pub(super) rule: Option<ByteRule>,
     pub(super) packed: bool,
     /// Rows (M or N).
     pub(super) rows: i64,
@@ -99,9 +107,9 @@ impl Once {
     }
 }
 
-/// Whether the op takes the translation: both operands 4-bit codes whose table into E4M3
-/// or E5M2 moves at least one binade, E8M0 32-blocks on both, M, N and K static, K whole
-/// stages of 128.
+/// Whether the op takes the translation: both operands 4-bit codes, or 5- and 6-bit ones
+/// one per byte, whose translation into E4M3 or E5M2 moves at least one binade exactly,
+/// E8M0 32-blocks on both, M, N and K static, K whole stages of 128.
 pub(super) fn plan(op: OperationRef) -> Result<Once, String> {
     let err = |e: PassError| e.to_string();
     let o = matmul_operands(op).map_err(err)?;
@@ -129,18 +137,26 @@ pub(super) fn plan(op: OperationRef) -> Result<Once, String> {
             .into_iter()
             .filter_map(|ty| {
                 let operand = Operand::new(format, packed, &[ty], &[0]).ok()?;
-                let table = nibble_table(operand.table.as_ref()?)?;
-                fold_tables(ty, table).map(|moves| (ty, moves))
+                let table = operand.table.as_ref()?;
+                match (nibble_table(table), byte_rule(table)) {
+                    (Some(nibbles), _) => fold_tables(ty, nibbles).map(|m| (ty, m, None)),
+                    (None, Some(rule)) if !packed => {
+                        fold_rule(ty, &rule).map(|m| (ty, m, Some(rule)))
+                    }
+                    _ => None,
+                }
             })
-            .max_by_key(|(_, m)| m.reach);
-        let Some((target, moves)) = best else {
+            .max_by_key(|(_, m, _)| m.reach);
+        let Some((target, moves, rule)) = best else {
             return Err(format!(
-                "{format} is not 4-bit codes whose images in E4M3 or E5M2 move down a binade"
+                "{format} is not 4-bit codes, or 5- or 6-bit ones stored one per byte, whose \
+                 images in E4M3 or E5M2 move down a binade exactly"
             ));
         };
         sides.push(Side {
             target,
             moves,
+            rule,
             packed,
             rows,
         });
@@ -628,7 +644,31 @@ fn block32<'c, 'a>(
     let symmetric = s.moves.tables[..=reach as usize]
         .iter()
         .all(crate::code_words::symmetric);
-    let images: Vec<Value> = if s.packed {
+    let stored = |e: &Emitter<'c, 'a>| -> Vec<Value<'c, 'a>> {
+        let first = e.muli(j, e.index(32));
+        (0..2)
+            .flat_map(|h| {
+                let ptr = pointer(
+                    e,
+                    space,
+                    source[0],
+                    at(once.k, e.addi(first, e.index(16 * h))),
+                );
+                words_of(load(e, ptr, v4, 16))
+            })
+            .collect()
+    };
+    let images: Vec<Value> = if let Some(rule) = &s.rule {
+        // The rule's offset less d exponent units in every byte, and its two words (the
+        // corrections, or the subnormal images) of the moved table's four.
+        let from = if rule.corrected(p) { 2 } else { 0 };
+        let offsets = e.subi(splat(e, rule.offset), e.muli(d, splat(e, s.moves.unit)));
+        let words = [table[from], table[from + 1]];
+        stored(e)
+            .into_iter()
+            .map(|word| translate_bytes(e, p, rule, (offsets, words), word))
+            .collect()
+    } else if s.packed {
         let ptr = pointer(e, space, source[0], at(once.k / 2, e.muli(j, e.index(16))));
         words_of(load(e, ptr, v4, 16))
             .into_iter()
@@ -647,18 +687,7 @@ fn block32<'c, 'a>(
             })
             .collect()
     } else {
-        let first = e.muli(j, e.index(32));
-        (0..2)
-            .flat_map(|h| {
-                let ptr = pointer(
-                    e,
-                    space,
-                    source[0],
-                    at(once.k, e.addi(first, e.index(16 * h))),
-                );
-                words_of(load(e, ptr, v4, 16))
-            })
-            .collect::<Vec<_>>()
+        stored(e)
             .into_iter()
             .map(|word| translate4_bytes(e, p, &table, symmetric, word))
             .collect()
