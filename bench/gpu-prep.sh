@@ -142,8 +142,8 @@ save "check-wgmma-tma-persistent-n192" --m 2100 --n 1700 --k 288 --lhs f8e4m3 --
 save "check-wgmma-n192-w4a8" --m 300 --n 400 --k 512 --lhs f8e4m3 --rhs f4e2m1 \
   --layout per_tensor --rhs-layout per_channel --packed --kernel wgmma --block-n 192
 
-# translate-once=on: both MXFP4 operands translated once into E5M2 workspaces (a scale per
-# 128 x 128 tile), the TMA block on them, the barrier pipeline for the tiles whose scales
+# translate-once=on: both MXFP4 operands translated once into E5M2 workspaces (DeepSeek's
+# scale layout), the TMA block on them, the barrier pipeline for the tiles whose scales
 # do not fold (gpu.sh's --specials: a NaN block scale sends its tiles there). Ragged tiles
 # (200 x 136), codes one per byte, and a custom 4-bit format.
 save "check-auto-once-1" --m 512 --n 384 --k 1024 --lhs f4e2m1 --rhs f4e2m1 --layout mx \

@@ -538,7 +538,8 @@ fn tma_kernels_take_tensor_maps() {
 /// 1024 of K: 2 + 2 tiles, 2 chunks), the TMA block on the translated operands (tensor
 /// maps of workspaces 0 and 2: E5M2 codes, 200 and 136 rows of 2048 bytes) and the
 /// barrier pipeline on the stored ones; five workspaces past the entry's five arguments
-/// (codes, f32 tile scales 2 x 16, for each operand; flags 4 x 2), spanned exactly by
+/// (codes and f32 scales for each operand: A's per row, 200 x 16, B's per 128 rows, 2 x
+/// 16; flags 4 x 2), spanned exactly by
 /// every parameter (`matmul::check`), carried by the manifest.
 #[test]
 fn translate_once_kernels_share_workspaces() {
@@ -575,7 +576,7 @@ fn translate_once_kernels_share_workspaces() {
     let bytes: Vec<u64> = kernel.workspaces.iter().map(|w| w.bytes).collect();
     assert_eq!(
         bytes,
-        [200 * 2048, 2 * 16 * 4, 136 * 2048, 2 * 16 * 4, 4 * 2 * 4]
+        [200 * 2048, 200 * 16 * 4, 136 * 2048, 2 * 16 * 4, 4 * 2 * 4]
     );
     let maps: Vec<(usize, Vec<i64>)> = kernel.then[0]
         .params

@@ -1667,9 +1667,9 @@ fn wgmma_tma_matches_the_oracle() {
 
 /// `translate-once=on` (MXFP4 and 4-bit customs, E8M0 32-blocks on both operands): the op
 /// becomes three launches on device workspaces (five `gpu.alloc`s): the translation of both
-/// operands into E5M2 (E2M1's reach there is 15 binades) with one f32 scale per 128 rows
-/// and 128 of K and a flag per 128 rows and 1024 of K; the TMA square block on the
-/// translated operands (tensor maps of the workspaces, `#lowp.blockwise<128x128>` scales)
+/// operands into E5M2 (E2M1's reach there is 15 binades) with one f32 scale per 128 of K
+/// and row of A or 128 rows of B, and a flag per 128 rows and 1024 of K; the TMA square
+/// block on the translated operands (tensor maps of the workspaces, DeepSeek's scales)
 /// for the tiles whose rows all fold; the op's own barrier pipeline for the others. Both
 /// kernels read the flags before anything else, so each tile of C is written once. Run
 /// through the emulation:
@@ -1679,7 +1679,9 @@ fn wgmma_tma_matches_the_oracle() {
 ///   and in B's (tile (0, 0) folds at the edge of E5M2's reach, E2M1's 0.5 landing on its
 ///   smallest subnormal), one 2^-16 smaller in A's rows 128-135 (tile row 1 of C falls
 ///   back: a spread no FP8 code holds) and a NaN in B's row 200 (its scale NaN: tile column
-///   1 falls back, as the oracle's NaN row);
+///   1 falls back, as the oracle's NaN row); A's rows are each their own: a stage of row
+///   100 2^-14 and of row 101 2^3 from the rest (17 binades apart, in tile (0, 0), which
+///   folds);
 /// - codes one per byte (not packed), and a packed custom 4-bit format (E3M0: images
 ///   2^-2 .. 2^4; into E5M2 it reaches 10);
 /// - FP6, translated by word arithmetic: E2M3 (into E4M3 only, reach 6) x E3M2 (into E5M2,
@@ -1698,6 +1700,8 @@ fn translate_once_matches_the_oracle() {
     scale_rows(&mut a, k, 0..8, 160..192, 2f32.powi(-15));
     scale_rows(&mut b, k, 0..8, 256..288, 2f32.powi(-15));
     scale_rows(&mut a, k, 128..136, 416..448, 2f32.powi(-16));
+    scale_rows(&mut a, k, 100..101, 256..384, 2f32.powi(-14));
+    scale_rows(&mut a, k, 101..102, 256..384, 2f32.powi(3));
     b[200 * k + 40] = f32::NAN;
     let edges = (
         format!("{m}x{n}x{k} mxfp4 at the edges of E5M2's reach"),

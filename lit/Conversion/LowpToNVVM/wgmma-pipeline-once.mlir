@@ -3,33 +3,40 @@
 // RUN: lowp-opt %s --pass-pipeline='builtin.module(func.func(lowp-to-nvvm{chip=sm_90a},cse))' | FileCheck %s --check-prefix=OFF
 
 // translate-once=on, packed MXFP4 x MXFP4 at 200 x 136 x 2048: five device workspaces
-// (each operand's E5M2 codes, as bytes with a typed view, and its f32 scale per 128 rows
-// and 128 of K; the flags, 2 + 2 tiles x 2 chunks of 1024), then three launches: the
-// translation (2 x 4 blocks of 256 threads: each thread's rows' range of a stage into
-// workgroup memory, then the stages' scales, then the codes; the block's flag by
-// bar.red.or, stored by thread 0), the TMA block on the views (tensor maps of the two code
-// workspaces; its scales #lowp.blockwise<128x128>), and the op's barrier pipeline on the
+// (each operand's E5M2 codes, as bytes with a typed view, and its f32 scales per 128 of K:
+// A's per row, B's per 128 rows; the flags, 2 + 2 tiles x 2 chunks of 1024), then three
+// launches: the translation (2 x 4 blocks of 256 threads: A's blocks each row's stage from
+// its own scale word, its scale stored by the stage's first block; B's each thread's rows'
+// range of a stage into workgroup memory, then the stages' scales, then the codes; the
+// block's flag by bar.red.or, stored by thread 0), the TMA block on the views (tensor maps
+// of the two code workspaces; DeepSeek's scale layout), and the op's barrier pipeline on the
 // stored codes. Both GEMM launches read their tile's two flag words (A's tile row, B's
 // after A's 2) first. The workspaces are freed after the last launch.
 // CHECK-LABEL: func.func @mxfp4
 // CHECK:         %[[A8:.*]] = gpu.alloc () : memref<409600xi8>
-// CHECK:         %[[SA:.*]] = gpu.alloc () : memref<2x16xf32>
+// CHECK:         %[[SA:.*]] = gpu.alloc () : memref<200x16xf32>
 // CHECK:         memref.view %[[A8]][%c0][] : memref<409600xi8> to memref<200x2048xf8E5M2>
 // CHECK:         gpu.alloc () : memref<278528xi8>
-// CHECK:         gpu.alloc () : memref<2x16xf32>
+// CHECK:         %[[SB:.*]] = gpu.alloc () : memref<2x16xf32>
 // CHECK:         memref.view {{.*}} to memref<136x2048xf8E5M2>
 // CHECK:         %[[FLAGS:.*]] = gpu.alloc () : memref<4x2xi32>
 // CHECK:         gpu.launch blocks(%[[C:[^,]*]], %[[Y:[^,]*]], %{{.*}}) in (%{{.*}} = %c2, %{{.*}} = %c4, %{{.*}} = %c1) threads(%[[T:[^,]*]], {{.*}} in (%{{.*}} = %c256, %{{.*}} = %c1, %{{.*}} = %c1) workgroup(%[[W:.*]] : memref<520xi32, #gpu.address_space<workgroup>>)
+// A's blocks: per row, its stage's scale word, the scale stored by the stage's first block.
 // CHECK:           llvm.load %{{.*}} {alignment = 4 : i64} : !llvm.ptr<1> -> i32
-// CHECK:           memref.store %{{.*}}, %[[W]][%[[T]]]
-// CHECK:           gpu.barrier
-// CHECK:           arith.bitcast %{{.*}} : i32 to f32
-// CHECK:           memref.store %{{.*}}, %[[SA]][%[[Y]], %{{.*}}] : memref<2x16xf32>
-// CHECK:           nvvm.barrier #nvvm.reduction<or>
+// CHECK:           memref.store %{{.*}}, %[[SA]][%{{.*}}, %{{.*}}] : memref<200x16xf32>
 // CHECK:           llvm.load %{{.*}} {alignment = 16 : i64} : !llvm.ptr<1> -> vector<4xi32>
 // CHECK:           nvvm.prmt
 // CHECK:           llvm.store %{{.*}} {alignment = 16 : i64} : vector<4xi32>, !llvm.ptr<1>
-// CHECK:           memref.store %{{.*}}, %[[FLAGS]][%[[Y]], %[[C]]] : memref<4x2xi32>
+// CHECK:           nvvm.barrier #nvvm.reduction<or>
+// CHECK:         } else {
+// B's: the stages' ranges through workgroup memory, then the codes.
+// CHECK:           memref.store %{{.*}}, %[[W]][%[[T]]]
+// CHECK:           gpu.barrier
+// CHECK:           arith.bitcast %{{.*}} : i32 to f32
+// CHECK:           memref.store %{{.*}}, %[[SB]][%{{.*}}, %{{.*}}] : memref<2x16xf32>
+// CHECK:           nvvm.barrier #nvvm.reduction<or>
+// CHECK:           nvvm.prmt
+// CHECK:         memref.store %{{.*}}, %[[FLAGS]][%[[Y]], %[[C]]] : memref<4x2xi32>
 // CHECK:         nvgpu.tma.create.descriptor
 // CHECK:         nvgpu.tma.create.descriptor
 // CHECK:         gpu.launch {{.*}} in (%{{.*}} = %c384,

@@ -97,7 +97,7 @@ const USAGE: &str =
                   unmeasured)
   --translate-once T  with --target cuda: MXFP4 x MXFP4 (4-bit codes, E8M0 32-blocks)
                   on the square block as three launches: both operands translated once
-                  into E5M2 workspaces (a scale per 128 x 128 tile), the TMA block on
+                  into E5M2 workspaces (DeepSeek's scale layout), the TMA block on
                   them, the pipeline for tiles whose scales do not fold (on; off, the
                   default: unmeasured)
   --nvfp4 R       with --target cuda: the wgmma pipeline's route for NVFP4's

@@ -58,8 +58,8 @@ const USAGE: &str =
   --persistent NVIDIA: wgmma-tma's square block fed by TMA alone as one block per SM
               looping over its tiles (on; off, the default: unmeasured)
   --translate-once NVIDIA: MXFP4 x MXFP4 on the square block as three launches on device
-              workspaces: both operands translated once into E5M2 (a scale per 128 x 128
-              tile), the TMA block on them, the pipeline for tiles whose scales do not
+              workspaces: both operands translated once into E5M2 (DeepSeek's scale
+              layout), the TMA block on them, the pipeline for tiles whose scales do not
               fold (on; off, the default: unmeasured)
   --nvfp4     NVIDIA: the wgmma pipeline's route for NVFP4's 16-blocks (split: an FP8
               instruction per block on split tiles; f16: codes times their scales as f16

@@ -257,8 +257,9 @@ pub const PASS: PassDef = PassDef {
                           static (K whole 128s), 128 x 128 blocks (block-n=128, no \
                           multicast): on (three launches on device workspaces: both \
                           operands translated once into E5M2 or E4M3 (the longer reach) \
-                          with the block scales of each 128 rows x 128 of K folded into the \
-                          codes and one f32 scale left per such tile, and a flag per 128 \
+                          with the block scales of each 128 of K folded into the codes, \
+                          per row of A and per 128 rows of B, one f32 scale left for each \
+                          (DeepSeek's layout), and a flag per 128 \
                           rows and 1024 of K where some stage does not fold; the TMA square \
                           block on the translated operands for the tiles of C whose rows \
                           all fold; the op's own pipeline on the stored operands for the \

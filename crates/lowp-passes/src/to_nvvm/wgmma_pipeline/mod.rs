@@ -802,7 +802,7 @@ pub(super) fn lower_once<'c, 'a>(
         [bytes(o.rhs)?, bytes(o.rhs_scales)?],
     ];
     once::translate(e, &translation, &w, sources, gpu);
-    let copy = once::retarget(e, op, &w);
+    let copy = once::retarget(e, op, &translation, &w);
     let fp8 = fast(copy).map_err(|why| unsupported(op, format!("translate-once: {why}")));
     let lowered = fp8.and_then(|(fp8, i, fast_tile)| {
         if fast_tile.rows != [128, 128] || tile.rows != [128, 128] || fast_tile.multicasts() {

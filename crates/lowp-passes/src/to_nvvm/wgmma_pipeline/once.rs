@@ -5,30 +5,34 @@
 //! each B tile by every block of its column (64 times each at 8192^3: the MXFP4 loop on
 //! the H200 is the translation, 372 TFLOP/s against FP8's 1155). Here the op becomes three
 //! launches on workspaces (`gpu.alloc`):
-//! 1. `translate`: each operand once into FP8 codes with one f32 scale per 128 rows and
-//!    128 of K (a power of two: `2^(max - 127)`, `max` the largest E8M0 code of the
-//!    tile's 512 block scales), every 32-block's codes moved `max - e_j` binades down
+//! 1. `translate`: each operand once into FP8 codes with one f32 scale per 128 of K and
+//!    row of A (activations, whose rows differ most) or 128 rows of B (weights): a power
+//!    of two, `2^(max - 127)`, `max` the largest E8M0 code of the row's 4 block scales or
+//!    the 128 rows' 512, every 32-block's codes moved `max - e_j` binades down
 //!    (`fold::fold_tables` / `fold_rule`, exact within the target's reach: E2M1 reaches 15
 //!    binades in E5M2, 8 in E4M3, so the target is the type with the longer reach; E2M3
-//!    only fits E4M3, 6 binades; E3M2 reaches 12 in E5M2). A block of 256
-//!    threads takes 128 rows x 1024 of K (8 stages) of one operand: it finds each stage's
-//!    largest and smallest code (a thread per 4 rows and stage, reduced through shared
-//!    memory), writes the stages' scales, translates the codes (a thread one 32-block at
-//!    a time: 16 or 32 bytes in, 32 out) and writes one flag word: whether some stage does
-//!    not fold (a spread past the reach, or a NaN scale).
+//!    only fits E4M3, 6 binades; E3M2 reaches 12 in E5M2). A block of 256 threads takes
+//!    128 rows x 1024 of K (8 stages) of one operand: for B it first finds each stage's
+//!    largest and smallest code (a thread per 4 rows and stage, reduced through workgroup
+//!    memory) and writes the stages' scales; then it translates the codes (a thread one
+//!    32-block at a time: 16 or 32 bytes in, 32 out; for A each row's stage from its own
+//!    four scales, its scale written by the stage's first block) and writes one flag word:
+//!    whether some stage does not fold (a spread past the reach, or a NaN scale).
 //! 2. The TMA square block (`kernel=wgmma-tma`) on the translated operands as an op with
-//!    `#lowp.blockwise<128x128>` scales on both, for the tiles of C whose 128 rows of A and
-//!    of B fold (`Guard`): each stage's scales are one value per tile, so a promotion is
-//!    one `fma` per accumulator, the loop the per-tensor FP8 block's (ptxas 12.9: 261
-//!    instructions per two stages against 414 for the MXFP4 block's translating loop).
+//!    DeepSeek's scale layout (`#lowp.blockwise<1x128>` for A, `<128x128>` for B), for the
+//!    tiles of C whose 128 rows of A and of B fold (`Guard`): B's scale is one value per
+//!    block and stage, so a promotion is one `fma` per accumulator with its row's scale
+//!    (ptxas 12.9: 265 instructions per two stages, the FP8 per-tensor block's 261,
+//!    against 410 for the MXFP4 block's translating loop).
 //! 3. The op's own pipeline (what `kernel` picks) on the operands as stored, for the
 //!    other tiles; every block of it reads the same flags first and leaves at once where
 //!    its tile was taken by 2.
 //!
 //! Each tile of C is written by exactly one of 2 and 3. Bytes moved by 1 at 8192^3 (both
 //! operands): 64 MiB read, 128 MiB written; at the H200's 4.3 TB/s copy rate about 50 us,
-//! 5% of the FP8 GEMM's 1 ms. Weights' and activations' MX scales rarely span 15 binades
-//! in 128 rows x 128 of K; where they do the tile runs as before.
+//! 5% of the FP8 GEMM's 1 ms. Weights' MX scales rarely span 15 binades in 128 rows x 128
+//! of K, an activation row's four in 128 of K still less; where they do the tile runs as
+//! before.
 //!
 //! Before:
 //! ```mlir
@@ -38,10 +42,10 @@
 //! After:
 //! ```mlir
 //! %a8 = gpu.alloc() : memref<M*K xi8>   // and %sa8 (f32), %b8, %sb8, %flags
-//! gpu.launch ... { translate: codes, tile scales, flags }
+//! gpu.launch ... { translate: codes, row / tile scales, flags }
 //! lowp.scaled_matmul %a8v[%sa8], %b8v[%sb8] into %c
-//!     layouts(#lowp.blockwise<128x128>, #lowp.blockwise<128x128>)
-//!     : memref<MxKxf8E5M2>[memref<M/128xK/128xf32>], ...   // lowered: TMA, guarded
+//!     layouts(#lowp.blockwise<1x128>, #lowp.blockwise<128x128>)
+//!     : memref<MxKxf8E5M2>[memref<MxK/128xf32>], ...   // lowered: TMA, guarded
 //! (the op itself, lowered as before, guarded the other way)
 //! gpu.dealloc %a8 ...
 //! ```
@@ -84,6 +88,9 @@ pub(super) struct Side {
     /// offset and words `moves` moves; `None`: 4-bit codes through `moves`' tables.
     pub(super) rule: Option<ByteRule>,
     pub(super) packed: bool,
+    /// One scale per row and 128 of K (A: activations, whose rows' magnitudes differ
+    /// most), not per 128 rows (B: weights).
+    pub(super) per_row: bool,
     /// Rows (M or N).
     pub(super) rows: i64,
 }
@@ -158,6 +165,7 @@ pub(super) fn plan(op: OperationRef) -> Result<Once, String> {
             moves,
             rule,
             packed,
+            per_row: x == 0,
             rows,
         });
     }
@@ -177,7 +185,7 @@ pub(super) struct Workspaces<'c, 'a> {
     /// Per operand: codes, `rows x K` bytes.
     pub(super) bytes: [Value<'c, 'a>; 2],
     /// Per operand: the codes as `memref<rows x K x target>`, and the scales
-    /// `memref<tiles x K/128 x f32>`.
+    /// `memref<rows (A) or tiles (B) x K/128 x f32>`.
     pub(super) typed: [[Value<'c, 'a>; 2]; 2],
     /// `memref<(tiles of A + of B) x chunks x i32>`.
     pub(super) flags: Value<'c, 'a>,
@@ -236,7 +244,12 @@ impl<'c, 'a> Workspaces<'c, 'a> {
         for (x, side) in once.sides.iter().enumerate() {
             let target = Type::parse(e.ctx(), type_name(side.target)).expect("FP8 type");
             let raw = allocate(e, gpu, &[side.rows * once.k], i8t);
-            let scales = allocate(e, gpu, &[once.flag_rows(x), once.k / BK], e.f32_type());
+            let scale_rows = if side.per_row {
+                side.rows
+            } else {
+                once.flag_rows(x)
+            };
+            let scales = allocate(e, gpu, &[scale_rows, once.k / BK], e.f32_type());
             allocs.extend([raw, scales]);
             bytes.push(raw);
             typed.push([view(e, raw, &[side.rows, once.k], target), scales]);
@@ -413,36 +426,48 @@ pub(super) fn translate<'c, 'a>(
             let top = e.alloca(i32t, STAGES);
             let a = e.cmpi(CmpiPredicate::Ult, y, e.index(tiles[0]));
             let side = |e: &Emitter<'c, 'a>, x: usize, t: Value<'c, 'a>| {
+                let per_row = once.sides[x].per_row;
                 let r0 = e.muli(t, e.index(ROWS));
                 let first = e.muli(c, e.index(STAGES));
                 let n = e.minui(e.index(STAGES), e.subi(e.index(stages), first));
-                let missed = e.for_loop(zero, n, one, &[e.bool(false)], |e, i, acc| {
+                let scanned = e.for_loop(zero, n, one, &[e.bool(false)], |e, i, acc| {
+                    if per_row {
+                        return acc.to_vec();
+                    }
                     let st = e.addi(first, i);
                     let (most, least) = stage_range(e, once, x, space, sources[x][1], r0, ROWS, st);
                     e.store(most, top, &[i]);
                     vec![e.ori(acc[0], close(e, x, t, st, most, least))]
                 });
-                e.for_loop(zero, e.index(ROWS), one, &[], |e, i, _| {
+                let blocks = e.for_loop(zero, e.index(ROWS), one, &[scanned[0]], |e, i, acc| {
                     let r = e.addi(r0, i);
-                    e.if_then(
-                        e.cmpi(CmpiPredicate::Ult, r, e.index(once.sides[x].rows)),
+                    let inside = e.cmpi(CmpiPredicate::Ult, r, e.index(once.sides[x].rows));
+                    e.if_else(
+                        inside,
+                        &[e.int_type(1)],
                         |e| {
-                            e.for_loop(zero, e.index(32), one, &[], |e, lane, _| {
+                            e.for_loop(zero, e.index(32), one, &[acc[0]], |e, lane, acc| {
                                 let j = e.addi(e.muli(c, e.index(32)), lane);
-                                e.if_then(
-                                    e.cmpi(CmpiPredicate::Ult, j, e.index(once.k / 32)),
+                                let inside = e.cmpi(CmpiPredicate::Ult, j, e.index(once.k / 32));
+                                e.if_else(
+                                    inside,
+                                    &[e.int_type(1)],
                                     |e| {
-                                        let most = e.load(top, &[e.divui(lane, e.index(4))]);
-                                        block32(e, once, x, p, sources[x], w.bytes[x], most, r, j);
+                                        let most = (!per_row)
+                                            .then(|| e.load(top, &[e.divui(lane, e.index(4))]));
+                                        let out = [w.bytes[x], w.typed[x][1]];
+                                        let missed =
+                                            block32(e, once, x, p, sources[x], out, most, r, j);
+                                        vec![e.ori(acc[0], missed)]
                                     },
-                                );
-                                vec![]
-                            });
+                                    |_| acc.to_vec(),
+                                )
+                            })
                         },
-                    );
-                    vec![]
+                        |_| acc.to_vec(),
+                    )
                 });
-                missed
+                blocks
             };
             let missed = e.if_else(
                 a,
@@ -470,8 +495,43 @@ pub(super) fn translate<'c, 'a>(
         &[scratch],
         |e, bid, tid, buffers| {
             let (c, y, t, shared) = (bid[0], bid[1], tid[0], buffers[0]);
+            // Thread t: 32-block c * 32 + t % 32 of rows t / 32, + 8, ...: with `most`
+            // (the tile's stage's largest code), or each row's own (`None`); whether one
+            // of its rows' stages misses (an i1).
+            let codes = |e: &Emitter<'c, 'a>, x: usize, r0: Value<'c, 'a>, most| {
+                let lane = e.remui(t, e.index(32));
+                let warp = e.divui(t, e.index(32));
+                let j = e.addi(e.muli(c, e.index(32)), lane);
+                let inside_k = e.cmpi(CmpiPredicate::Ult, j, e.index(once.k / 32));
+                let per = THREADS / 32;
+                e.for_loop(
+                    zero,
+                    e.index(ROWS / per),
+                    one,
+                    &[e.bool(false)],
+                    |e, i, acc| {
+                        let r = e.addi(r0, e.addi(warp, e.muli(i, e.index(per))));
+                        let inside = e.andi(
+                            inside_k,
+                            e.cmpi(CmpiPredicate::Ult, r, e.index(once.sides[x].rows)),
+                        );
+                        let out = [w.bytes[x], w.typed[x][1]];
+                        let missed = e.if_else(
+                            inside,
+                            &[e.int_type(1)],
+                            |e| vec![block32(e, once, x, p, sources[x], out, most, r, j)],
+                            |e| vec![e.bool(false)],
+                        );
+                        vec![e.ori(acc[0], missed[0])]
+                    },
+                )[0]
+            };
             let side = |e: &Emitter<'c, 'a>, x: usize, tile: Value<'c, 'a>| {
                 let r0 = e.muli(tile, e.index(ROWS));
+                if once.sides[x].per_row {
+                    let missed = codes(e, x, r0, None);
+                    return vec![super::fold::block_or(e, missed)];
+                }
                 // Thread t: stage t % 8 of the chunk, rows 4 (t / 8) .. + 4.
                 let own = e.remui(t, e.index(STAGES));
                 let st = e.addi(e.muli(c, e.index(STAGES)), own);
@@ -523,27 +583,12 @@ pub(super) fn translate<'c, 'a>(
                     |e| vec![e.bool(false)],
                 )[0];
                 let any = super::fold::block_or(e, missed);
-                // Thread t: 32-block c * 32 + t % 32 of rows t / 32, + 8, ...
                 let lane = e.remui(t, e.index(32));
-                let warp = e.divui(t, e.index(32));
-                let j = e.addi(e.muli(c, e.index(32)), lane);
                 let most = e.load(
                     shared,
                     &[e.addi(e.divui(lane, e.index(4)), e.index(2 * THREADS))],
                 );
-                let inside_k = e.cmpi(CmpiPredicate::Ult, j, e.index(once.k / 32));
-                let per = THREADS / 32;
-                e.for_loop(zero, e.index(ROWS / per), one, &[], |e, i, _| {
-                    let r = e.addi(r0, e.addi(warp, e.muli(i, e.index(per))));
-                    let inside = e.andi(
-                        inside_k,
-                        e.cmpi(CmpiPredicate::Ult, r, e.index(once.sides[x].rows)),
-                    );
-                    e.if_then(inside, |e| {
-                        block32(e, once, x, p, sources[x], w.bytes[x], most, r, j);
-                    });
-                    vec![]
-                });
+                codes(e, x, r0, Some(most));
                 vec![any]
             };
             let a = e.cmpi(CmpiPredicate::Ult, y, e.index(tiles[0]));
@@ -584,10 +629,11 @@ fn load<'c, 'a>(e: &Emitter<'c, 'a>, ptr: Value<'c, 'a>, t: Type<'c>, align: i64
     )
 }
 
-/// 32-block `j` of row `r` of operand `x` (indices) into its workspace: its codes through
-/// the table moved `most - e_j` binades down (`most` its stage's largest code in the
-/// tile, an `i32`; a distance past the reach, where the tile falls back anyway, takes the
-/// table unmoved).
+/// 32-block `j` of row `r` of operand `x` (indices) into its workspace `out` (codes,
+/// scales): its codes through the table moved `most - e_j` binades down, `most` its
+/// stage's largest code in the tile (an `i32`), or (`None`) in the row, whose scale the
+/// stage's first block then stores. Whether the row's stage misses (`None` only; a
+/// distance past the reach, where the tile falls back anyway, takes the table unmoved).
 #[allow(clippy::too_many_arguments)]
 fn block32<'c, 'a>(
     e: &Emitter<'c, 'a>,
@@ -595,11 +641,11 @@ fn block32<'c, 'a>(
     x: usize,
     p: Permute,
     source: [Value<'c, 'a>; 2],
-    out: Value<'c, 'a>,
-    most: Value<'c, 'a>,
+    out: [Value<'c, 'a>; 2],
+    most: Option<Value<'c, 'a>>,
     r: Value<'c, 'a>,
     j: Value<'c, 'a>,
-) {
+) -> Value<'c, 'a> {
     let s = &once.sides[x];
     let i32t = e.int_type(32);
     let space = if p == Permute::Prmt { 1 } else { 0 };
@@ -617,15 +663,41 @@ fn block32<'c, 'a>(
     let words_of = |v: Value<'c, 'a>| -> Vec<Value<'c, 'a>> {
         (0..4).map(|w| e.extract(v, w, i32t)).collect()
     };
-    let byte = load(
-        e,
-        pointer(e, space, source[1], at(once.k / 32, j)),
-        e.int_type(8),
-        1,
-    );
-    let mine = e.extui(byte, i32t);
-    let d = e.subi(most, mine);
     let reach = s.moves.reach;
+    let (most, mine, missed) = match most {
+        Some(most) => {
+            let byte = load(
+                e,
+                pointer(e, space, source[1], at(once.k / 32, j)),
+                e.int_type(8),
+                1,
+            );
+            (most, e.extui(byte, i32t), e.bool(false))
+        }
+        None => {
+            // The row's stage: its four scales' word, its range, this block's byte.
+            let stage = e.divui(j, e.index(4));
+            let ptr = pointer(
+                e,
+                space,
+                source[1],
+                at(once.k / 32, e.muli(stage, e.index(4))),
+            );
+            let word = load(e, ptr, i32t, 4);
+            let (most, least) = byte_range(e, word);
+            let missed = e.ori(
+                e.cmpi(CmpiPredicate::Ugt, e.subi(most, least), e.i32(reach as u32)),
+                e.cmpi(CmpiPredicate::Eq, most, e.i32(0xFF)),
+            );
+            let nth = e.index_castui(e.remui(j, e.index(4)), i32t);
+            let mine = e.andi(e.shrui(word, e.muli(nth, e.i32(8))), e.i32(0xFF));
+            let value = e8m0_value(e, e.select(missed, e.i32(127), most));
+            let first = e.cmpi(CmpiPredicate::Eq, e.remui(j, e.index(4)), e.index(0));
+            e.if_then(first, |e| e.store(value, out[1], &[r, stage]));
+            (most, mine, missed)
+        }
+    };
+    let d = e.subi(most, mine);
     let d = e.select(
         e.cmpi(CmpiPredicate::Ugt, d, e.i32(reach as u32)),
         e.i32(0),
@@ -697,19 +769,21 @@ fn block32<'c, 'a>(
         let ptr = pointer(
             e,
             space,
-            out,
+            out[0],
             at(once.k, e.addi(first, e.index(16 * h as i64))),
         );
         store(e.from_elements(&images[4 * h..4 * h + 4]), ptr);
     }
+    missed
 }
 
-/// A copy of `op` on the translated operands (`w`'s typed views) with
-/// `#lowp.blockwise<128x128>` scales, before `op`: the FP8 GEMM of launch 2 (the caller
-/// lowers and erases it).
+/// A copy of `op` on the translated operands (`w`'s typed views) with blockwise scales
+/// (`#lowp.blockwise<1x128>` per row, `<128x128>` per 128 rows: `Side::per_row`), before
+/// `op`: the FP8 GEMM of launch 2 (the caller lowers and erases it).
 pub(super) fn retarget<'c, 'a>(
     e: &Emitter<'c, 'a>,
     op: OperationRef<'c, 'a>,
+    once: &Once,
     w: &Workspaces<'c, 'a>,
 ) -> OperationRef<'c, 'a> {
     // SAFETY: cloning a live op, setting operands of the clone (same count and position)
@@ -730,9 +804,13 @@ pub(super) fn retarget<'c, 'a>(
         let block = mlir_sys::mlirOperationGetBlock(op.to_raw());
         mlir_sys::mlirBlockInsertOwnedOperationBefore(block, op.to_raw(), raw);
         let mut copy = melior::ir::operation::OperationRefMut::from_raw(raw);
-        let tiles = Attribute::parse(e.ctx(), "#lowp.blockwise<128x128>").expect("valid layout");
-        copy.set_attribute("lhs_layout", tiles);
-        copy.set_attribute("rhs_layout", tiles);
+        let layout = |x: usize| {
+            let rows = if once.sides[x].per_row { 1 } else { ROWS };
+            Attribute::parse(e.ctx(), &format!("#lowp.blockwise<{rows}x{BK}>"))
+                .expect("valid layout")
+        };
+        copy.set_attribute("lhs_layout", layout(0));
+        copy.set_attribute("rhs_layout", layout(1));
         OperationRef::from_raw(raw)
     }
 }
