@@ -202,11 +202,11 @@ for s in 8192x8192x8192 4096x4096x4096 16x8192x8192 16x4096x8192; do
       save "time-wgmma-tma-persistent-s6-$s-f8e4m3" --m $m --n $n --k $k --lhs f8e4m3 \
         --rhs f8e4m3 --layout per_tensor --kernel wgmma-tma --persistent on --stages 6
       # MXFP4 translated once (three launches: translation, TMA block, fallback), and the
-      # TMA block alone on what the translation leaves (E5M2, a scale per 128 x 128 tile).
+      # TMA block alone on what the translation leaves (E5M2 in DeepSeek's scale layout).
       save "time-auto-once-$s-f4e2m1" --m $m --n $n --k $k --lhs f4e2m1 --rhs f4e2m1 \
         --layout mx --packed --translate-once on
-      save "time-wgmma-tma-$s-tiles" --m $m --n $n --k $k --lhs f8e5m2 --rhs f8e5m2 \
-        --layout blockwise/128x128 --kernel wgmma-tma
+      save "time-wgmma-tma-$s-once-gemm" --m $m --n $n --k $k --lhs f8e5m2 --rhs f8e5m2 \
+        --layout blockwise/1x128 --rhs-layout blockwise/128x128 --kernel wgmma-tma
       save "time-auto-once-$s-f6e2m3" --m $m --n $n --k $k --lhs f6e2m3 --rhs f6e2m3 \
         --layout mx --translate-once on
       # MXFP4's square block without folding its scales (what promoting once a stage buys)
