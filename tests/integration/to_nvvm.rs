@@ -1681,7 +1681,11 @@ fn wgmma_tma_matches_the_oracle() {
 ///   back: a spread no FP8 code holds) and a NaN in B's row 200 (its scale NaN: tile column
 ///   1 falls back, as the oracle's NaN row); A's rows are each their own: a stage of row
 ///   100 2^-14 and of row 101 2^3 from the rest (17 binades apart, in tile (0, 0), which
-///   folds);
+///   folds); a block of zeros with the scale 2^-127 in A's row 3 and in B's row 5 (as
+///   quantizers that take the exponent of 0 as E8M0's least give it; its scale left out
+///   of the stage's range: tile (0, 0) still folds);
+/// - a block of B's row 5 all zeros but one code, with its scale 2^-20 from the rest:
+///   not zeros, so tile column 0 falls back;
 /// - codes one per byte (not packed), and a packed custom 4-bit format (E3M0: images
 ///   2^-2 .. 2^4; into E5M2 it reaches 10);
 /// - FP6, translated by word arithmetic: E2M3 (into E4M3 only, reach 6) x E3M2 (into E5M2,
@@ -1703,11 +1707,32 @@ fn translate_once_matches_the_oracle() {
     scale_rows(&mut a, k, 100..101, 256..384, 2f32.powi(-14));
     scale_rows(&mut a, k, 101..102, 256..384, 2f32.powi(3));
     b[200 * k + 40] = f32::NAN;
-    let edges = (
+    // Blocks of zeros whose scale is E8M0's least.
+    scale_rows(&mut a, k, 3..4, 64..96, 0.0);
+    scale_rows(&mut b, k, 5..6, 128..160, 0.0);
+    let least = |o: &mut Operand, row: usize, block: usize| {
+        o.q.scales.values[row * (k / 32) + block] = 2f32.powi(-127);
+    };
+    let mut edges = (
         format!("{m}x{n}x{k} mxfp4 at the edges of E5M2's reach"),
         Problem {
             a: operand_of(&a, m, k, f4, mx, true),
             b: operand_of(&b, n, k, f4, mx, true),
+            bias: None,
+            bf16: false,
+        },
+    );
+    least(&mut edges.1.a, 3, 2);
+    least(&mut edges.1.b, 5, 4);
+    // One code in a block of B's zeros, 2^-20 from the rest.
+    let (a1, mut b1) = (even_blocks(&mut rng, m, k), even_blocks(&mut rng, n, k));
+    scale_rows(&mut b1, k, 5..6, 128..160, 0.0);
+    b1[5 * k + 140] = 5.0 * 2f32.powi(-20);
+    let lone = (
+        format!("{m}x{n}x{k} mxfp4, one code in a block of zeros"),
+        Problem {
+            a: operand_of(&a1, m, k, f4, mx, true),
+            b: operand_of(&b1, n, k, f4, mx, true),
             bias: None,
             bf16: false,
         },
@@ -1729,7 +1754,7 @@ fn translate_once_matches_the_oracle() {
             bf16: false,
         },
     );
-    let problems = [smooth, ragged, edges, bytes, custom, fp6];
+    let problems = [smooth, ragged, edges, lone, bytes, custom, fp6];
     let with = |emulate| {
         format!(
             "builtin.module(func.func(lowp-to-nvvm{{chip=sm_90a kernel=auto translate-once=on \
@@ -1752,7 +1777,7 @@ fn translate_once_matches_the_oracle() {
             .filter(|l| l.contains("memref.view") && l.contains(&format!("x{ty}>")))
             .count()
     };
-    assert_eq!((views("f8E5M2"), views("f8E4M3FN")), (11, 1));
+    assert_eq!((views("f8E5M2"), views("f8E4M3FN")), (13, 1));
     run_and_check(&session, &problems, Some(&with(true)));
 }
 

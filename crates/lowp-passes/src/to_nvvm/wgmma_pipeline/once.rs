@@ -17,7 +17,9 @@
 //!    memory) and writes the stages' scales; then it translates the codes (a thread one
 //!    32-block at a time: 16 or 32 bytes in, 32 out; for A each row's stage from its own
 //!    four scales, its scale written by the stage's first block) and writes one flag word:
-//!    whether some stage does not fold (a spread past the reach, or a NaN scale).
+//!    whether some stage does not fold (a spread past the reach, or a NaN scale). A block
+//!    whose codes are all zeros is zeros under any scale: its scale is left out of the
+//!    range (quantizers give such blocks E8M0's least, 2^-127, or 1.0).
 //! 2. The TMA square block (`kernel=wgmma-tma`) on the translated operands as an op with
 //!    DeepSeek's scale layout (`#lowp.blockwise<1x128>` for A, `<128x128>` for B), for the
 //!    tiles of C whose 128 rows of A and of B fold (`Guard`): B's scale is one value per
@@ -91,6 +93,12 @@ pub(super) struct Side {
     /// One scale per row and 128 of K (A: activations, whose rows' magnitudes differ
     /// most), not per 128 rows (B: weights).
     pub(super) per_row: bool,
+    /// The bits of a stored word (eight nibbles packed, or four codes one per byte) that
+    /// are a code's magnitude: a 32-block whose words have none set is zeros (or NaN codes,
+    /// for formats whose sign alone is NaN), the same under any scale, so its scale is left
+    /// out of its stage's range. 0 where some code with no magnitude bit is not ±0 or NaN
+    /// (every block's scale counts).
+    pub(super) magnitude: u32,
     /// Rows (M or N).
     pub(super) rows: i64,
 }
@@ -160,12 +168,23 @@ pub(super) fn plan(op: OperationRef) -> Result<Once, String> {
                  images in E4M3 or E5M2 move down a binade exactly"
             ));
         };
+        // A code with none of its magnitude bits set decodes to ±0 (or NaN), checked.
+        let bits = format.bit_width();
+        let field = (1u32 << (bits - 1)) - 1;
+        let zeros = (0..1u32 << bits).filter(|c| c & field == 0).all(|c| {
+            let v = format.decode(c as u8);
+            v == 0.0 || v.is_nan()
+        });
+        let lanes = if packed { 8 } else { 4 };
+        let width = if packed { 4 } else { 8 };
+        let magnitude = (0..lanes).fold(0u32, |m, i| m | field << (width * i));
         sides.push(Side {
             target,
             moves,
             rule,
             packed,
             per_row: x == 0,
+            magnitude: if zeros { magnitude } else { 0 },
             rows,
         });
     }
@@ -336,16 +355,97 @@ fn type_name(target: ScaledFormat) -> &'static str {
     }
 }
 
-/// The E8M0 codes of rows `[r0, r0 + n)` (indices; those past the operand skipped) of
-/// stage `st` (an index) of operand `x`: their largest and smallest code (`i32`s; 0 and
-/// 255 where none).
+/// Row `r`'s stage `st` (indices) of operand `x`: the largest and smallest E8M0 code of
+/// its 32-blocks that are not all zeros (`Side::magnitude`; 0 and 255 where none is), as
+/// `i32`s; a NaN scale (255) gives 255 and 0, a spread no reach covers. Also its scales'
+/// word.
+fn row_stage<'c, 'a>(
+    e: &Emitter<'c, 'a>,
+    once: &Once,
+    x: usize,
+    space: u32,
+    source: [Value<'c, 'a>; 2],
+    r: Value<'c, 'a>,
+    st: Value<'c, 'a>,
+) -> (Value<'c, 'a>, Value<'c, 'a>, Value<'c, 'a>) {
+    let s = &once.sides[x];
+    let i32t = e.int_type(32);
+    let at = e.addi(e.muli(r, e.index(once.k / 32)), e.muli(st, e.index(4)));
+    let word = load(e, pointer(e, space, source[1], at), i32t, 4);
+    let (raw_most, raw_least) = byte_range(e, word);
+    let (most, least) = if s.magnitude == 0 {
+        (raw_most, raw_least)
+    } else {
+        // Each block's stored words, or'ed and masked: whether any code is not zero.
+        let row_bytes = if s.packed { once.k / 2 } else { once.k };
+        let block_bytes = if s.packed { 16 } else { 32 };
+        let v4 = e.vector_type(4, i32t);
+        let mut range = (e.i32(0), e.i32(0xFF));
+        for b in 0..4i64 {
+            let first = e.addi(
+                e.muli(r, e.index(row_bytes)),
+                e.muli(
+                    e.addi(e.muli(st, e.index(4)), e.index(b)),
+                    e.index(block_bytes),
+                ),
+            );
+            let words: Vec<Value> = (0..block_bytes / 16)
+                .flat_map(|h| {
+                    let v = load(
+                        e,
+                        pointer(e, space, source[0], e.addi(first, e.index(16 * h))),
+                        v4,
+                        16,
+                    );
+                    (0..4).map(move |w| (v, w))
+                })
+                .map(|(v, w)| e.extract(v, w, i32t))
+                .collect();
+            let any = words[1..].iter().fold(words[0], |acc, &w| e.ori(acc, w));
+            let nonzero = e.cmpi(CmpiPredicate::Ne, e.andi(any, e.i32(s.magnitude)), e.i32(0));
+            let code = e.andi(e.shrui(word, e.i32(8 * b as u32)), e.i32(0xFF));
+            range = (
+                e.select(nonzero, e.maxui(range.0, code), range.0),
+                e.select(nonzero, e.minui(range.1, code), range.1),
+            );
+        }
+        range
+    };
+    let nan = e.cmpi(CmpiPredicate::Eq, raw_most, e.i32(0xFF));
+    (
+        e.select(nan, e.i32(0xFF), most),
+        e.select(nan, e.i32(0), least),
+        word,
+    )
+}
+
+/// Whether a stage whose blocks' codes range from `least` to `most` (`row_stage`) does
+/// not fold within `reach` (an `i1`), and its scale's code: `most`, or 127 (1.0) where it
+/// misses or has no block that is not zeros.
+fn stage_fold<'c, 'a>(
+    e: &Emitter<'c, 'a>,
+    reach: i64,
+    most: Value<'c, 'a>,
+    least: Value<'c, 'a>,
+) -> (Value<'c, 'a>, Value<'c, 'a>) {
+    let some = e.cmpi(CmpiPredicate::Uge, most, least);
+    let missed = e.andi(
+        some,
+        e.cmpi(CmpiPredicate::Ugt, e.subi(most, least), e.i32(reach as u32)),
+    );
+    let code = e.select(e.andi(some, e.xori(missed, e.bool(true))), most, e.i32(127));
+    (missed, code)
+}
+
+/// Rows `[r0, r0 + n)` (indices; those past the operand skipped) of stage `st` of operand
+/// `x`: the range of their blocks' codes (`row_stage`).
 #[allow(clippy::too_many_arguments)]
 fn stage_range<'c, 'a>(
     e: &Emitter<'c, 'a>,
     once: &Once,
     x: usize,
     space: u32,
-    scales: Value<'c, 'a>,
+    source: [Value<'c, 'a>; 2],
     r0: Value<'c, 'a>,
     n: i64,
     st: Value<'c, 'a>,
@@ -365,9 +465,7 @@ fn stage_range<'c, 'a>(
                 inside,
                 &[i32t, i32t],
                 |e| {
-                    let at = e.addi(e.muli(r, e.index(once.k / 32)), e.muli(st, e.index(4)));
-                    let word = load(e, pointer(e, space, scales, at), e.int_type(32), 4);
-                    let (most, least) = byte_range(e, word);
+                    let (most, least, _) = row_stage(e, once, x, space, source, r, st);
                     vec![e.maxui(acc[0], most), e.minui(acc[1], least)]
                 },
                 |_| acc.to_vec(),
@@ -409,13 +507,8 @@ pub(super) fn translate<'c, 'a>(
     // largest code `most`: whether it misses (an i1), its scale stored.
     let close =
         |e: &Emitter<'c, 'a>, x: usize, t: Value<'c, 'a>, st: Value<'c, 'a>, most, least| {
-            let reach = once.sides[x].moves.reach;
-            let missed = e.ori(
-                e.cmpi(CmpiPredicate::Ugt, e.subi(most, least), e.i32(reach as u32)),
-                e.cmpi(CmpiPredicate::Eq, most, e.i32(0xFF)),
-            );
-            let value = e8m0_value(e, e.select(missed, e.i32(127), most));
-            e.store(value, w.typed[x][1], &[t, st]);
+            let (missed, code) = stage_fold(e, once.sides[x].moves.reach, most, least);
+            e.store(e8m0_value(e, code), w.typed[x][1], &[t, st]);
             missed
         };
     if !gpu {
@@ -435,7 +528,7 @@ pub(super) fn translate<'c, 'a>(
                         return acc.to_vec();
                     }
                     let st = e.addi(first, i);
-                    let (most, least) = stage_range(e, once, x, space, sources[x][1], r0, ROWS, st);
+                    let (most, least) = stage_range(e, once, x, space, sources[x], r0, ROWS, st);
                     e.store(most, top, &[i]);
                     vec![e.ori(acc[0], close(e, x, t, st, most, least))]
                 });
@@ -544,7 +637,7 @@ pub(super) fn translate<'c, 'a>(
                             let rows = ROWS / (THREADS / STAGES);
                             let first = e.addi(r0, e.muli(group, e.index(rows)));
                             let (m, l) =
-                                stage_range(e, once, x, space, sources[x][1], first, rows, st);
+                                stage_range(e, once, x, space, sources[x], first, rows, st);
                             vec![m, l]
                         },
                         |e| vec![e.i32(0), e.i32(0xFF)],
@@ -675,26 +768,16 @@ fn block32<'c, 'a>(
             (most, e.extui(byte, i32t), e.bool(false))
         }
         None => {
-            // The row's stage: its four scales' word, its range, this block's byte.
+            // The row's stage: the range of its blocks' scales, this block's byte.
             let stage = e.divui(j, e.index(4));
-            let ptr = pointer(
-                e,
-                space,
-                source[1],
-                at(once.k / 32, e.muli(stage, e.index(4))),
-            );
-            let word = load(e, ptr, i32t, 4);
-            let (most, least) = byte_range(e, word);
-            let missed = e.ori(
-                e.cmpi(CmpiPredicate::Ugt, e.subi(most, least), e.i32(reach as u32)),
-                e.cmpi(CmpiPredicate::Eq, most, e.i32(0xFF)),
-            );
+            let (most, least, word) = row_stage(e, once, x, space, source, r, stage);
+            let (missed, code) = stage_fold(e, reach, most, least);
             let nth = e.index_castui(e.remui(j, e.index(4)), i32t);
             let mine = e.andi(e.shrui(word, e.muli(nth, e.i32(8))), e.i32(0xFF));
-            let value = e8m0_value(e, e.select(missed, e.i32(127), most));
             let first = e.cmpi(CmpiPredicate::Eq, e.remui(j, e.index(4)), e.index(0));
+            let value = e8m0_value(e, code);
             e.if_then(first, |e| e.store(value, out[1], &[r, stage]));
-            (most, mine, missed)
+            (code, mine, missed)
         }
     };
     let d = e.subi(most, mine);
