@@ -1013,26 +1013,23 @@ fn lower_guarded<'c, 'a>(
         cluster,
         mem.dynamic_bytes(),
         |e, bid, tid, memory| {
-            if let Some(guard) = guard {
-                let (bm, bn) = grouped(e, square_grid(e, &kn, tile), bid[0], bid[1]);
-                let body = |e: &Emitter<'c, 'a>| {
-                    if specialized {
-                        specialized_block(e, &kn, &mem, instr, maps, k_stages, bid, tid[0], memory)
-                    } else {
-                        hardware_block(e, &kn, &mem, instr, maps, tuning.ahead, bid, tid[0], memory)
-                    }
-                };
-                e.if_then(guard.takes(e, bm, bn), body);
-                return;
-            }
-            if let Some(schedule) = persistent {
-                persistent_block(
-                    e, &kn, &mem, instr, maps, k_stages, schedule, bid[0], tid[0], memory,
-                )
-            } else if specialized {
-                specialized_block(e, &kn, &mem, instr, maps, k_stages, bid, tid[0], memory)
-            } else {
-                hardware_block(e, &kn, &mem, instr, maps, tuning.ahead, bid, tid[0], memory)
+            let block = |e: &Emitter<'c, 'a>| {
+                if let Some(schedule) = persistent {
+                    persistent_block(
+                        e, &kn, &mem, instr, maps, k_stages, schedule, bid[0], tid[0], memory,
+                    )
+                } else if specialized {
+                    specialized_block(e, &kn, &mem, instr, maps, k_stages, bid, tid[0], memory)
+                } else {
+                    hardware_block(e, &kn, &mem, instr, maps, tuning.ahead, bid, tid[0], memory)
+                }
+            };
+            match guard {
+                Some(guard) => {
+                    let (bm, bn) = grouped(e, square_grid(e, &kn, tile), bid[0], bid[1]);
+                    e.if_then(guard.takes(e, bm, bn), block);
+                }
+                None => block(e),
             }
         },
     );
