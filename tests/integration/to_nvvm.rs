@@ -1985,6 +1985,66 @@ fn wgmma_skinny_matches_the_oracle() {
     run_and_check(&session, &forced, Some(&emulated("sm_90a", "wgmma-skinny")));
 }
 
+/// `kernel=wgmma-registers`: the skinny block with B fed through each thread's registers
+/// as wgmma's A (inline `wgmma.mma_async ... {a0..a3}, b-desc`), A translated into shared
+/// memory once per block with K permuted within each 32 as the fragment wants. Every pair
+/// of formats and layouts of the pipeline (segments of 32, 64, 128 and all of K; FP4
+/// packed or not, FP6, a custom format, FP8 as stored), 16 and 5 rows (the rows past M
+/// zeros), 200 columns (rows of B past N copy 0 bytes), 9 stages split 4 ways by shape (the
+/// last block has none), forced split-k=2 and 1; and what it refuses, each with why.
+#[test]
+fn wgmma_registers_matches_the_oracle() {
+    let session = Session::new();
+    let mut rng = SplitMix64::new(64);
+    let pairs = pipeline_pairs();
+    let mut problems: Vec<_> = (0..pairs.len())
+        .map(|c| pair_problem(&mut rng, (16, 200, 1152), pairs[c]))
+        .collect();
+    for c in [1, 5, 8] {
+        problems.push(pair_problem(&mut rng, (5, 72, 256), pairs[c]));
+    }
+    let text = lowered(&session, &problems, "sm_90a", "wgmma-registers");
+    let rs = "wgmma.mma_async.sync.aligned.m64n16k32.f32.";
+    assert!(text.contains(rs), "the register form");
+    assert!(!text.contains("nvvm.wgmma.mma_async"), "no descriptor form");
+    // (By shape: the 9-stage problems in 4, the 2-stage ones not at all.)
+    assert_eq!(
+        text.matches("clusters").count(),
+        pairs.len(),
+        "split by shape"
+    );
+    run_and_check(
+        &session,
+        &problems,
+        Some(&emulated("sm_90a", "wgmma-registers")),
+    );
+    for splits in ["1", "2"] {
+        let forced: Vec<_> = [0, 5, 7]
+            .iter()
+            .map(|&c| pair_problem(&mut rng, (16, 128, 640), pairs[c]))
+            .collect();
+        let kernel = format!("wgmma-registers split-k={splits}");
+        run_and_check(&session, &forced, Some(&emulated("sm_90a", &kernel)));
+    }
+    for ((m, n, k), pair, why) in [
+        ((17, 64, 256), pairs[0], "M static and at most 16"),
+        ((16, 64, 192), pairs[5], "K whole stages of 128"),
+    ] {
+        let (_, refused) = pair_problem(&mut rng, (m, n, k), pair);
+        let mut module = session
+            .parse(&source("f", &refused))
+            .unwrap_or_else(|e| panic!("{e}"));
+        let err = session.run_pipeline(
+            &mut module,
+            "builtin.module(func.func(lowp-to-nvvm{chip=sm_90a kernel=wgmma-registers}))",
+        );
+        assert!(
+            err.as_ref().is_err_and(|e| e.to_string().contains(why)),
+            "{err:?}"
+        );
+    }
+}
+
 /// Split-K of the skinny block: a cluster of blocks per tile of C, each summing its range of
 /// K's stages, rank 0 adding the others' partial sums in rank order. By shape: 4 tiles of a
 /// 16 x 256 x 2048 decode step split 8 ways (32 blocks, 2 stages each), 2 tiles of 5 x 72 x

@@ -123,6 +123,7 @@ pub const KERNELS: &[&str] = &[
     "tcgen05",
     "wgmma",
     "wgmma-skinny",
+    "wgmma-registers",
     "wgmma-specialized",
     "wgmma-tma",
     "mma-sync",
@@ -157,6 +158,10 @@ pub const PASS: PassDef = PassDef {
                           error; mma-sync: FP8, else f16, else bf16); \
                           wgmma-skinny: the wgmma cp.async pipeline's swap-AB block of \
                           64 columns (auto's choice when M is static and at most 64); \
+                          wgmma-registers: the skinny block for M static and at most 16 \
+                          with B fed through each thread's registers as wgmma's A \
+                          (translated there; A translated into shared memory once, no \
+                          barrier per stage; K static, whole 128s); \
                           wgmma-specialized: the pipeline's 128 x 128 block with a producer \
                           warpgroup and per-stage mbarriers; wgmma-tma: the pipeline with \
                           the operands used as stored (E4M3 / E5M2) loaded by TMA (the \
@@ -337,6 +342,12 @@ enum Fp8 {
     Wgmma(wgmma::Wgmma),
     /// The pipeline: its block and how its stages are fed.
     WgmmaPipeline(wgmma::Wgmma, wgmma_pipeline::Tile, wgmma_pipeline::Feed),
+    /// The register-fed skinny block.
+    WgmmaRegisters(
+        wgmma::Wgmma,
+        wgmma_pipeline::Tile,
+        wgmma_pipeline::Registers,
+    ),
     Tcgen05(tcgen05::Tcgen05),
 }
 
@@ -440,39 +451,49 @@ fn run<'c, 'a>(func: OperationRef<'c, 'a>, options: &PassOptions) -> Result<(), 
                 Err(format!("{chip} has no tcgen05 (sm_100a)"))
             }
         };
-        let lowered = match kernel {
-            "generic" => Err(String::new()),
-            "tcgen05" => tcgen05().map(|(plan, i)| (plan, Fp8::Tcgen05(i))),
-            "wgmma" => wgmma(),
-            "wgmma-skinny" => pipeline(wgmma_pipeline::Blocks::Skinny, Feed::Barrier),
-            "wgmma-specialized" => pipeline(wgmma_pipeline::Blocks::Square, Feed::Specialized),
-            "wgmma-tma" => pipeline(wgmma_pipeline::Blocks::ByShape, Feed::Tma),
-            "mma-sync" => mma_sync().map(|(plan, i)| (plan, Fp8::MmaSync(i))),
-            _ => tcgen05()
-                .map(|(plan, i)| (plan, Fp8::Tcgen05(i)))
-                .or_else(|_| {
-                    // The square block loads E4M3 / E5M2 used as stored by TMA where it
-                    // can and no scale changes along K: on the H200 (bench/NOTES.md,
-                    // 2026-12-04) per tensor 1155 TFLOP/s at 8192^3 against the barrier
-                    // pipeline's 1043, 1009 against 905 at 4096^3; with MX scales 264
-                    // against 315 (the barrier pipeline stays). The skinny block keeps
-                    // cp.async (16 x 4096 x 8192: 13 us against TMA's 17).
-                    let square = |r: &Result<(Plan, Fp8), String>| {
-                        matches!(r, Ok((plan, Fp8::WgmmaPipeline(_, tile, _)))
-                            if !tile.is_skinny() && plan.seg.is_none())
-                    };
-                    let barrier = wgmma();
-                    if square(&barrier) {
-                        let tma = pipeline(wgmma_pipeline::Blocks::Square, Feed::Tma);
-                        if tma.is_ok() {
-                            return tma;
+        let lowered =
+            match kernel {
+                "generic" => Err(String::new()),
+                "tcgen05" => tcgen05().map(|(plan, i)| (plan, Fp8::Tcgen05(i))),
+                "wgmma" => wgmma(),
+                "wgmma-skinny" => pipeline(wgmma_pipeline::Blocks::Skinny, Feed::Barrier),
+                "wgmma-registers" => pipeline(wgmma_pipeline::Blocks::Skinny, Feed::Barrier)
+                    .and_then(|(plan, fp8)| match fp8 {
+                        Fp8::WgmmaPipeline(i, tile, _) => {
+                            wgmma_pipeline::Registers::plan(op, &plan, tile, &facts, splits)
+                                .map(|r| (plan, Fp8::WgmmaRegisters(i, tile, r)))
                         }
-                    }
-                    barrier
-                })
-                .or_else(|_| mma_sync().map(|(plan, i)| (plan, Fp8::MmaSync(i)))),
-        };
-        let split = matches!(&lowered, Ok((_, Fp8::WgmmaPipeline(_, tile, _))) if tile.is_skinny());
+                        _ => Err("the skinny block does not take it".into()),
+                    }),
+                "wgmma-specialized" => pipeline(wgmma_pipeline::Blocks::Square, Feed::Specialized),
+                "wgmma-tma" => pipeline(wgmma_pipeline::Blocks::ByShape, Feed::Tma),
+                "mma-sync" => mma_sync().map(|(plan, i)| (plan, Fp8::MmaSync(i))),
+                _ => tcgen05()
+                    .map(|(plan, i)| (plan, Fp8::Tcgen05(i)))
+                    .or_else(|_| {
+                        // The square block loads E4M3 / E5M2 used as stored by TMA where it
+                        // can and no scale changes along K: on the H200 (bench/NOTES.md,
+                        // 2026-12-04) per tensor 1155 TFLOP/s at 8192^3 against the barrier
+                        // pipeline's 1043, 1009 against 905 at 4096^3; with MX scales 264
+                        // against 315 (the barrier pipeline stays). The skinny block keeps
+                        // cp.async (16 x 4096 x 8192: 13 us against TMA's 17).
+                        let square = |r: &Result<(Plan, Fp8), String>| {
+                            matches!(r, Ok((plan, Fp8::WgmmaPipeline(_, tile, _)))
+                            if !tile.is_skinny() && plan.seg.is_none())
+                        };
+                        let barrier = wgmma();
+                        if square(&barrier) {
+                            let tma = pipeline(wgmma_pipeline::Blocks::Square, Feed::Tma);
+                            if tma.is_ok() {
+                                return tma;
+                            }
+                        }
+                        barrier
+                    })
+                    .or_else(|_| mma_sync().map(|(plan, i)| (plan, Fp8::MmaSync(i)))),
+            };
+        let split = matches!(&lowered, Ok((_, Fp8::WgmmaPipeline(_, tile, _))) if tile.is_skinny())
+            || matches!(&lowered, Ok((_, Fp8::WgmmaRegisters(..))));
         if let (Some(s @ 2..), false) = (splits, split) {
             // Where no kernel took the op at all, that reason comes first; else why the
             // skinny block does not take it (no wgmma on the chip, say).
@@ -573,6 +594,9 @@ fn run<'c, 'a>(func: OperationRef<'c, 'a>, options: &PassOptions) -> Result<(), 
             Ok((plan, Fp8::WgmmaPipeline(i, tile, feed))) => {
                 half_remark("wgmma", i.half_because());
                 wgmma_pipeline::lower(e, op, &plan, &i, &facts, tile, feed, tuning, emulate)
+            }
+            Ok((plan, Fp8::WgmmaRegisters(i, tile, r))) => {
+                wgmma_pipeline::lower_registers(e, op, &plan, &i, tile, &r, emulate)
             }
             Ok((plan, Fp8::Tcgen05(i))) => {
                 half_remark("tcgen05", i.half_because());

@@ -496,6 +496,81 @@ pub(super) fn mma_async<'c, 'a>(
     )
 }
 
+/// `wgmma.mma_async` with its A from registers (`a`: the thread's 4 words of FP8 codes,
+/// the fragment `a_owner` inverts) and its B on the descriptor `db`: `d + A B`
+/// (`accumulate`, scale-d 1) or `A B` (scale-d 0, `d` not read). Inline assembly, as MLIR's
+/// `nvvm.wgmma.mma_async` lowers itself: that op takes A on a descriptor only, and LLVM 22
+/// has no intrinsic for the instruction. Its outputs are the accumulators, so what reads
+/// them reads them through the wait (`wait`), as for the descriptor form.
+pub(super) fn mma_async_registers<'c, 'a>(
+    e: &Emitter<'c, 'a>,
+    instr: &Wgmma,
+    d: &[Value<'c, 'a>],
+    a: [Value<'c, 'a>; 4],
+    db: Value<'c, 'a>,
+    accumulate: bool,
+) -> Value<'c, 'a> {
+    debug_assert!(!instr.f16 && instr.swapped);
+    let n = instr.accumulators();
+    let (ta, tb) = instr.types();
+    let list = |from: usize, count: usize| {
+        (from..from + count)
+            .map(|i| format!("${i}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    // Operands: the accumulators' outputs, then (accumulating) their tied inputs, the A
+    // words and the descriptor.
+    let first = if accumulate { 2 * n } else { n };
+    let text = format!(
+        "wgmma.mma_async.sync.aligned.m64n{}k32.f32.{}.{} {{{}}}, {{{}}}, ${}, {}, 1, 1;",
+        instr.n,
+        wgmma_type(ta),
+        wgmma_type(tb),
+        list(0, n),
+        list(first, 4),
+        first + 4,
+        accumulate as u8
+    );
+    let mut constraints: Vec<String> = vec!["=f".to_string(); n];
+    let mut operands = vec![];
+    if accumulate {
+        constraints.extend((0..n).map(|i| i.to_string()));
+        operands.extend_from_slice(d);
+    }
+    constraints.extend(["r", "r", "r", "r", "l"].map(String::from));
+    operands.extend_from_slice(&a);
+    operands.push(db);
+    e.inline_asm(
+        &text,
+        &operands,
+        &constraints.join(","),
+        struct_type(e, instr),
+        true,
+    )
+}
+
+/// The inverse of the A fragment of `wgmma .m64nNk32` with 8-bit A in registers (PTX ISA,
+/// the warpgroup's 64 rows as 4 warps' 16): thread `t` (`w = t / 32`, `g = (t % 32) / 4`,
+/// `q = t % 4`) holds in register `i` the 4 codes of row `16 w + g + 8 (i % 2)` from K
+/// `4 q + 16 (i / 2)`, the first in the low byte. (thread, register, byte) of A[row][k].
+pub(super) fn a_owner<'c, 'a>(
+    e: &Emitter<'c, 'a>,
+    row: Value<'c, 'a>,
+    k: Value<'c, 'a>,
+) -> (Value<'c, 'a>, Value<'c, 'a>, Value<'c, 'a>) {
+    let idx = |v| e.index(v);
+    let (w, r) = (e.divui(row, idx(16)), e.remui(row, idx(16)));
+    let (g, hi) = (e.remui(r, idx(8)), e.divui(r, idx(8)));
+    let (h, kk) = (e.divui(k, idx(16)), e.remui(k, idx(16)));
+    let thread = e.addi(
+        e.addi(e.muli(w, idx(32)), e.muli(g, idx(4))),
+        e.divui(kk, idx(4)),
+    );
+    let register = e.addi(e.muli(h, idx(2)), hi);
+    (thread, register, e.remui(kk, idx(4)))
+}
+
 /// `fence.proxy.async.shared::cta`: this thread's generic-proxy writes to shared memory
 /// (stores, and cp.async copies it waited for) made visible to the async proxy, through
 /// which wgmma and tcgen05.mma read their tiles.
@@ -529,6 +604,30 @@ pub(super) fn wait<'c, 'a>(
         &kinds,
         struct_type(e, instr),
     )
+}
+
+/// `wgmma.wait_group 0` taking every accumulator of `parts` (instructions' results, each
+/// a list of f32) and giving them back, as `wait` does for one.
+pub(super) fn wait_all<'c, 'a>(
+    e: &Emitter<'c, 'a>,
+    parts: &[Vec<Value<'c, 'a>>],
+) -> Vec<Vec<Value<'c, 'a>>> {
+    let words: Vec<Value> = parts.iter().flatten().copied().collect();
+    let kinds = vec!["=f"; words.len()];
+    let fields = vec!["f32"; words.len()].join(", ");
+    let ty = Type::parse(e.ctx(), &format!("!llvm.struct<({fields})>")).expect("valid struct");
+    let tied = tied_asm(e, "wgmma.wait_group.sync.aligned 0;", &words, &kinds, ty);
+    let mut at = 0;
+    parts
+        .iter()
+        .map(|p| {
+            let out = (at..at + p.len())
+                .map(|i| e.extract_value(tied, i as i64, e.f32_type()))
+                .collect();
+            at += p.len();
+            out
+        })
+        .collect()
 }
 
 /// Inline assembly `text` with side effects (kept in order with the other such assembly)
@@ -909,6 +1008,19 @@ pub(super) fn emulated_wgmma<'c, 'a>(
     smem: [Value<'c, 'a>; 2],
     part_m: Value<'c, 'a>,
 ) {
+    emulated_wgmma_from(e, instr, desc, smem, None, part_m)
+}
+
+/// `emulated_wgmma`, A from the threads' registers where `registers` (an `i32` buffer of
+/// 4 words per thread, `a_owner`'s fragment) is given (its descriptor then unused).
+pub(super) fn emulated_wgmma_from<'c, 'a>(
+    e: &Emitter<'c, 'a>,
+    instr: &Wgmma,
+    desc: [Value<'c, 'a>; 2],
+    smem: [Value<'c, 'a>; 2],
+    registers: Option<Value<'c, 'a>>,
+    part_m: Value<'c, 'a>,
+) {
     let (zero, one) = (e.index(0), e.index(1));
     let index = e.index_type();
     let field = |d: Value<'c, 'a>, at: i64| {
@@ -924,6 +1036,12 @@ pub(super) fn emulated_wgmma<'c, 'a>(
         .map(|&d| ([field(d, 0), field(d, 16), field(d, 32)], swizzled(d)))
         .collect();
     let code = |e: &Emitter<'c, 'a>, which: usize, rc: Value<'c, 'a>, k: Value<'c, 'a>| {
+        if let (Some(registers), 0) = (registers, which) {
+            let (t, r, byte) = a_owner(e, rc, k);
+            let word = e.load(registers, &[e.addi(e.muli(t, e.index(4)), r)]);
+            let shift = e.index_castui(e.muli(byte, e.index(8)), e.int_type(32));
+            return e.andi(e.shrui(word, shift), e.i32(0xFF));
+        }
         let ([start, lbo, sbo], swizzle) = decoded[which];
         let (c8, c16) = (e.index(8), e.index(16));
         let atom = e.addi(start, e.muli(e.divui(rc, c8), sbo));

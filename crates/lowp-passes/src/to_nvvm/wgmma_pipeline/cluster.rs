@@ -7,7 +7,7 @@ use melior::dialect::arith::CmpiPredicate;
 use melior::ir::operation::OperationBuilder;
 use melior::ir::{Attribute, Identifier, Type, Value};
 
-use super::memory::{Memory, Shared};
+use super::memory::Shared;
 use crate::expand_quantize::ceil_div;
 use crate::ir::Emitter;
 use crate::matrix_kernel::{Kernel, Lane};
@@ -34,11 +34,11 @@ pub(super) fn stage_range<'c, 'a>(
 /// splits are gathered (the ring is free by then): accumulator-major, a word per thread.
 pub(super) fn gathered<'c, 'a>(
     e: &Emitter<'c, 'a>,
-    mem: &Memory,
+    threads: i64,
     tid: Value<'c, 'a>,
     x: usize,
 ) -> Value<'c, 'a> {
-    let word = e.addi(e.index(x as i64 * mem.tile.threads()), tid);
+    let word = e.addi(e.index(x as i64 * threads), tid);
     e.muli(word, e.index(4))
 }
 
@@ -46,11 +46,12 @@ pub(super) fn gathered<'c, 'a>(
 /// shared memory; after a cluster barrier (release / acquire), rank 0 adds ranks 1, 2, ..
 /// in order, read through distributed shared memory (`mapa`, `ld.shared::cluster`), and
 /// stores C; a second cluster barrier keeps the others' memory until it has read.
+/// `[threads, splits]`: the block's computing threads and the cluster's blocks.
 #[allow(clippy::too_many_arguments)]
 pub(super) fn gather_splits<'c, 'a>(
     e: &Emitter<'c, 'a>,
     kn: &Kernel<'_, 'c, 'a>,
-    mem: &Memory,
+    [threads, splits]: [i64; 2],
     shared: Shared<'c, 'a>,
     l: &Lane<'c, 'a>,
     tid: Value<'c, 'a>,
@@ -59,8 +60,9 @@ pub(super) fn gather_splits<'c, 'a>(
 ) {
     let zero = e.index(0);
     let f32t = e.f32_type();
-    let local =
-        |e: &Emitter<'c, 'a>, x: usize| e.pointer(shared.address(e, gathered(e, mem, tid, x)), 3);
+    let local = |e: &Emitter<'c, 'a>, x: usize| {
+        e.pointer(shared.address(e, gathered(e, threads, tid, x)), 3)
+    };
     // Every thread's instructions have completed (each waited): the ring may be reused.
     e.bare("gpu.barrier", &[]);
     e.if_then(e.cmpi(CmpiPredicate::Ne, rank, zero), |e| {
@@ -76,7 +78,7 @@ pub(super) fn gather_splits<'c, 'a>(
     cluster_sync(e);
     e.if_then(e.cmpi(CmpiPredicate::Eq, rank, zero), |e| {
         let mut sum = acc.to_vec();
-        for peer in 1..mem.tile.splits {
+        for peer in 1..splits {
             for (x, s) in sum.iter_mut().enumerate() {
                 let remote = mapa(e, local(e, x), e.i32(peer as u32));
                 let v = e.val(

@@ -184,6 +184,7 @@ mod fold;
 mod memory;
 mod once;
 mod persistent;
+mod registers;
 mod specialized;
 mod stage;
 mod tma;
@@ -196,6 +197,7 @@ use memory::{
     TileDescriptors,
 };
 use persistent::{persistent_block, Schedule};
+pub(super) use registers::Registers;
 use specialized::specialized_block;
 use stage::{copy_scales, copy_stage, decode_scales, staged_readers, translate_stage};
 use tma::{acquire_tensor_map, box_bytes, load_boxes, tensor_map};
@@ -854,6 +856,20 @@ pub(super) fn lower_once<'c, 'a>(
     Ok(())
 }
 
+/// Lower `op` with the register-fed skinny block (`kernel=wgmma-registers`, `registers`).
+#[allow(clippy::too_many_arguments)]
+pub(super) fn lower_registers<'c, 'a>(
+    e: &Emitter<'c, 'a>,
+    op: OperationRef<'c, 'a>,
+    plan: &Plan,
+    instr: &Wgmma,
+    tile: Tile,
+    r: &Registers,
+    emulate: bool,
+) -> Result<(), PassError> {
+    registers::lower(e, op, plan, instr, tile, r, emulate)
+}
+
 /// Lower `op` with the pipelined kernel: a `gpu.launch` with dynamic shared memory
 /// (`emulate = false`) or its CPU emulation, as `tuning` asks where it applies.
 #[allow(clippy::too_many_arguments)]
@@ -1407,7 +1423,16 @@ fn hardware_block<'c, 'a>(
     };
     e.bare("nvvm.cp.async.wait.group", &[("n", "0 : i32")]);
     if mem.tile.splits > 1 {
-        gather_splits(e, kn, mem, shared, &l, tid, rank, &done);
+        gather_splits(
+            e,
+            kn,
+            [mem.tile.threads(), mem.tile.splits],
+            shared,
+            &l,
+            tid,
+            rank,
+            &done,
+        );
     } else {
         kn.epilogue(e, &l, &done);
     }
