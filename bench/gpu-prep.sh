@@ -72,8 +72,8 @@ checks=(
 i=0
 for c in "${checks[@]}"; do
   # auto: the skinny wgmma block where M <= 64, the square one above; wgmma-skinny forces
-  # the skinny one on the larger M too.
-  for kernel in auto wgmma-skinny wgmma-specialized wgmma-tma mma-sync generic; do
+  # the skinny one on the larger M too; wgmma-registers takes M <= 16 with K whole 128s.
+  for kernel in auto wgmma-skinny wgmma-registers wgmma-specialized wgmma-tma mma-sync generic; do
     # shellcheck disable=SC2086
     save_or_refuse "check-$kernel-$i" $c --kernel $kernel
   done
@@ -278,6 +278,22 @@ for s in 16x8192x8192 16x4096x8192; do
     --layout per_tensor --kernel wgmma --stages 4 --split-k $sk
   save "time-wgmma-s4-ahead-$s-f4e2m1" --m $m --n $n --k $k --lhs f4e2m1 --rhs f4e2m1 \
     --layout mx --packed --kernel wgmma --stages 4 --split-k $sk --translate-ahead on
+done
+# The register-fed decode block (kernel=wgmma-registers: B through each thread's registers
+# into wgmma's A, no barrier a stage), split by shape (2 at 8192 columns, 4 at 4096) and
+# one split more, beside the skinny block's rows above.
+for s in 16x8192x8192 16x4096x8192; do
+  IFS=x read -r m n k <<< "$s"
+  more=4
+  [ "$n" = 4096 ] && more=8
+  save "time-wgmma-registers-$s-f4e2m1" --m $m --n $n --k $k --lhs f4e2m1 --rhs f4e2m1 \
+    --layout mx --packed --kernel wgmma-registers
+  save "time-wgmma-registers-k$more-$s-f4e2m1" --m $m --n $n --k $k --lhs f4e2m1 \
+    --rhs f4e2m1 --layout mx --packed --kernel wgmma-registers --split-k $more
+  save "time-wgmma-registers-$s-f8e4m3" --m $m --n $n --k $k --lhs f8e4m3 --rhs f8e4m3 \
+    --layout per_tensor --kernel wgmma-registers
+  save "time-wgmma-registers-$s-f6e2m3" --m $m --n $n --k $k --lhs f6e2m3 --rhs f6e2m3 \
+    --layout mx --kernel wgmma-registers
 done
 # E3M4, which no FP8 type holds: the wgmma pipeline's f16 route (auto's choice on sm_90a
 # unpacked; square, warp-specialized, skinny at 16 rows) and the f16 form

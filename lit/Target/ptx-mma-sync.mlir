@@ -26,7 +26,7 @@
 // GEN-NOT:     mma.sync
 // GEN:         .visible .entry mxfp8_kernel(
 
-// ERR: --kernel: 'scaled-mfma' is not a kernel for sm_90a; expected one of auto, tcgen05, wgmma, wgmma-skinny, wgmma-specialized, wgmma-tma, mma-sync, generic
+// ERR: --kernel: 'scaled-mfma' is not a kernel for sm_90a; expected one of auto, tcgen05, wgmma, wgmma-skinny, wgmma-registers, wgmma-specialized, wgmma-tma, mma-sync, generic
 func.func @mxfp8(%a: memref<128x256xf8E4M3FN>, %sa: memref<128x8xf8E8M0FNU>,
                  %b: memref<64x256xf8E5M2>, %sb: memref<64x8xf8E8M0FNU>, %c: memref<128x64xf32>) {
   lowp.scaled_matmul %a[%sa], %b[%sb] into %c layouts(#lowp.mx<32>, #lowp.mx<32>)

@@ -72,7 +72,8 @@ const USAGE: &str =
                   sm_90a, else mma.sync), else
                   their bf16 patterns (the same kernels), else the generic decode kernel; the
                   default), tcgen05, wgmma, wgmma-skinny (the wgmma
-                  pipeline's swap-AB block for small M), wgmma-specialized (its 128 x 128
+                  pipeline's swap-AB block for small M), wgmma-registers (that block for
+                  M <= 16 with B fed through registers), wgmma-specialized (its 128 x 128
                   block with a producer warpgroup), wgmma-tma (the pipeline with its
                   E4M3 / E5M2 operands loaded by TMA) or mma-sync (refuse other ops), or
                   generic

@@ -39,7 +39,8 @@ const USAGE: &str =
   --kernel    kernel for lowp.scaled_matmul: auto (the strongest matrix instruction the
               formats allow; the default), generic, or one instruction (refusing other ops):
               tcgen05, wgmma, wgmma-skinny (the wgmma pipeline's swap-AB block for small
-              M), wgmma-specialized (its 128 x 128 block with a producer warpgroup),
+              M), wgmma-registers (that block for M <= 16 with B fed through registers),
+              wgmma-specialized (its 128 x 128 block with a producer warpgroup),
               wgmma-tma (the pipeline with its E4M3 / E5M2 operands loaded by TMA) or mma-sync
               (NVIDIA), scaled-mfma or mfma (AMD)
   --split-k   NVIDIA: the wgmma skinny block's split of K among a cluster (auto, 1, 2, 4,
