@@ -46,7 +46,8 @@ pub(super) fn gathered<'c, 'a>(
 /// shared memory; after a cluster barrier (release / acquire), rank 0 adds ranks 1, 2, ..
 /// in order, read through distributed shared memory (`mapa`, `ld.shared::cluster`), and
 /// stores C; a second cluster barrier keeps the others' memory until it has read.
-/// `[threads, splits]`: the block's computing threads and the cluster's blocks.
+/// `[threads, splits]`: the block's computing threads and the cluster's blocks. With one
+/// split (no cluster), the block's epilogue alone.
 #[allow(clippy::too_many_arguments)]
 pub(super) fn gather_splits<'c, 'a>(
     e: &Emitter<'c, 'a>,
@@ -58,6 +59,9 @@ pub(super) fn gather_splits<'c, 'a>(
     rank: Value<'c, 'a>,
     acc: &[Value<'c, 'a>],
 ) {
+    if splits == 1 {
+        return kn.epilogue(e, l, acc);
+    }
     let zero = e.index(0);
     let f32t = e.f32_type();
     let local = |e: &Emitter<'c, 'a>, x: usize| {

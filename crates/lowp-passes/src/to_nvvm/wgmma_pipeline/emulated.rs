@@ -39,14 +39,7 @@ pub(super) fn emulated_block<'c, 'a>(
 ) {
     let (zero, one) = (e.index(0), e.index(1));
     let (f32t, i32t) = (e.f32_type(), e.int_type(32));
-    let buffer = e.alloca(i32t, mem.bytes / 4);
-    // Shared memory starts as FP8 NaNs (0x7F in E4M3 and E5M2), so that an instruction
-    // reading a byte no copy, translation or clearing wrote shows in the results.
-    e.for_loop(zero, e.index(mem.bytes / 4), one, &[], |e, w, _| {
-        e.store(e.i32(0x7F7F_7F7F), buffer, &[w]);
-        vec![]
-    });
-    let shared = Shared::Cpu(buffer);
+    let (shared, buffer) = Shared::emulated(e, mem.bytes);
     let (computing, count) = (mem.tile.threads(), instr.accumulators() as i64);
     // The accumulators of every split (rank-major).
     let splits = mem.tile.splits;

@@ -788,6 +788,20 @@ pub(super) enum Shared<'c, 'a> {
 }
 
 impl<'c, 'a> Shared<'c, 'a> {
+    /// The emulation's stand-in for `bytes` of shared memory (a multiple of 4), and its
+    /// buffer: words that start as FP8 NaNs (0x7F in E4M3 and E5M2), so that an
+    /// instruction reading a byte no copy, translation or clearing wrote shows in the
+    /// results.
+    pub(super) fn emulated(e: &Emitter<'c, 'a>, bytes: i64) -> (Self, Value<'c, 'a>) {
+        let buffer = e.alloca(e.int_type(32), bytes / 4);
+        let (zero, one) = (e.index(0), e.index(1));
+        e.for_loop(zero, e.index(bytes / 4), one, &[], |e, w, _| {
+            e.store(e.i32(0x7F7F_7F7F), buffer, &[w]);
+            vec![]
+        });
+        (Shared::Cpu(buffer), buffer)
+    }
+
     /// The kernel's dynamic shared memory, its base rounded up to 1024 bytes (the swizzle
     /// atoms' alignment; `Memory::dynamic_bytes` has the slack).
     pub(super) fn aligned(e: &Emitter<'c, 'a>, memory: Value<'c, 'a>) -> Self {

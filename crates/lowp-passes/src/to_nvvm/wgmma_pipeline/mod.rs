@@ -1422,20 +1422,16 @@ fn hardware_block<'c, 'a>(
         None => run(e, Folded::No),
     };
     e.bare("nvvm.cp.async.wait.group", &[("n", "0 : i32")]);
-    if mem.tile.splits > 1 {
-        gather_splits(
-            e,
-            kn,
-            [mem.tile.threads(), mem.tile.splits],
-            shared,
-            &l,
-            tid,
-            rank,
-            &done,
-        );
-    } else {
-        kn.epilogue(e, &l, &done);
-    }
+    gather_splits(
+        e,
+        kn,
+        [mem.tile.threads(), mem.tile.splits],
+        shared,
+        &l,
+        tid,
+        rank,
+        &done,
+    );
 }
 
 /// A consumer lane: its place in C, and its scales that do not change along K, loaded

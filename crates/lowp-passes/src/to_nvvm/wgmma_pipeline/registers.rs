@@ -51,7 +51,7 @@ use super::{lane, static_k, static_rows, Tile, BK, ROW};
 use crate::chip::Chip;
 use crate::code_words::{nibble_table, symmetric, translate8, Permute, WordRule};
 use crate::expand_quantize::{layout_attr_of, unsupported};
-use crate::ir::Emitter;
+use crate::ir::{static_dim, Emitter};
 use crate::matrix_kernel::{translate, Kernel, Plan, ScaleReader, Table};
 use crate::to_loops::matmul_operands;
 use crate::to_nvvm::wgmma::{self, Wgmma};
@@ -198,7 +198,7 @@ impl Registers {
             }
         };
         let o = matmul_operands(op).map_err(|e| e.to_string())?;
-        let (Some(n), Some(bytes)) = (static_rows(o.rhs), static_k_bytes(o.lhs)) else {
+        let (Some(n), Some(bytes)) = (static_rows(o.rhs), static_dim(o.lhs.r#type(), 1)) else {
             return Err("it takes N and K static".into());
         };
         let k = if plan.a.packed { 2 * bytes } else { bytes };
@@ -317,16 +317,6 @@ impl Registers {
             }
             out
         })
-    }
-}
-
-/// The static bytes of a row of a memref of codes.
-fn static_k_bytes(v: Value) -> Option<i64> {
-    use melior::ir::r#type::{DimSize, MemRefType, ShapedTypeLike};
-    let t = MemRefType::try_from(v.r#type()).ok()?;
-    match t.dim_size(1) {
-        Ok(DimSize::Static(b)) => Some(b as i64),
-        _ => None,
     }
 }
 
@@ -676,20 +666,16 @@ fn hardware_block<'c, 'a>(
         }
         acc
     });
-    if r.splits > 1 {
-        gather_splits(
-            e,
-            kn,
-            [wgmma::THREADS, r.splits],
-            shared,
-            &l,
-            tid,
-            rank,
-            &acc,
-        );
-    } else {
-        kn.epilogue(e, &l, &acc);
-    }
+    gather_splits(
+        e,
+        kn,
+        [wgmma::THREADS, r.splits],
+        shared,
+        &l,
+        tid,
+        rank,
+        &acc,
+    );
 }
 
 /// The block on the CPU: per split in rank order, the prologue by every thread, then per
@@ -708,15 +694,10 @@ fn emulated_block<'c, 'a>(
     let (f32t, i32t) = (e.f32_type(), e.int_type(32));
     let threads = wgmma::THREADS;
     let count = instr.accumulators() as i64;
-    let buffer = e.alloca(i32t, r.bytes / 4);
-    // Shared memory starts as FP8 NaNs, so that a byte nothing wrote shows in the results.
-    e.for_loop(zero, e.index(r.bytes / 4), one, &[], |e, w, _| {
-        e.store(e.i32(0x7F7F_7F7F), buffer, &[w]);
-        vec![]
-    });
-    let shared = Shared::Cpu(buffer);
+    let (shared, buffer) = Shared::emulated(e, r.bytes);
     let p = shared.permute_by();
-    let registers = e.alloca(i32t, threads * 4);
+    // Each instruction's A registers of every thread (4 words a thread).
+    let registers: Vec<Value> = (0..4).map(|_| e.alloca(i32t, threads * 4)).collect();
     // Each split's accumulators (rank-major), each segment's partial sums.
     let acc_m = e.alloca(f32t, r.splits * threads * count);
     let parts_m: Vec<Value> = (0..r.segs)
@@ -747,31 +728,31 @@ fn emulated_block<'c, 'a>(
         e.for_loop(first, last, one, &[], |e, s, _| {
             let sl = e.subi(s, first);
             let slot = e.remui(s, e.index(r.stages));
+            // Each thread's copies, its stage translated into the four instructions'
+            // registers, and its partial sums cleared.
             each_thread(e, &|e, t| {
                 let l = lane(e, tile, t, zero, bn);
                 let src = Source::new(e, kn, l.col0, t);
                 copy_stage(e, kn, r, shared, &src, t, s, e.bool(true));
-            });
-            for j in 0..4 {
-                let g = j / per_seg;
-                let first_of_seg = j % per_seg == 0;
-                each_thread(e, &|e, t| {
-                    let pieces = r.pieces(e, shared, slot, t);
-                    let fp8 = translate_pieces(e, kn, r, p, &pieces);
-                    for (w, v) in fragment(&fp8, j as usize).into_iter().enumerate() {
+                let pieces = r.pieces(e, shared, slot, t);
+                let fp8 = translate_pieces(e, kn, r, p, &pieces);
+                for (j, &regs) in registers.iter().enumerate() {
+                    for (w, v) in fragment(&fp8, j).into_iter().enumerate() {
                         let cell = e.addi(e.muli(t, e.index(4)), e.index(w as i64));
-                        e.store(v, registers, &[cell]);
+                        e.store(v, regs, &[cell]);
                     }
-                    if first_of_seg {
-                        for x in 0..count {
-                            e.store(e.f32(0.0), parts_m[g as usize], &[at(e, t, x)]);
-                        }
+                }
+                for &part in &parts_m {
+                    for x in 0..count {
+                        e.store(e.f32(0.0), part, &[at(e, t, x)]);
                     }
-                });
-                let db = b_descriptor(e, shared, sl, j);
+                }
+            });
+            for (j, &regs) in registers.iter().enumerate() {
+                let db = b_descriptor(e, shared, sl, j as i64);
+                let part = parts_m[j / per_seg as usize];
                 let smem = [buffer, buffer];
-                let part = parts_m[g as usize];
-                wgmma::emulated_wgmma_from(e, instr, [db, db], smem, Some(registers), part);
+                wgmma::emulated_wgmma_from(e, instr, [db, db], smem, Some(regs), part);
             }
             each_thread(e, &|e, t| {
                 let l = lane(e, tile, t, zero, bn);
