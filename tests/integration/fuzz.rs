@@ -82,6 +82,8 @@ const PIPELINES: &[Option<&str>] = &[
     Some("builtin.module(func.func(lowp-to-nvvm{chip=sm_90a emulate=true}))"),
     Some("builtin.module(func.func(lowp-to-nvvm{chip=sm_89 emulate=true}))"),
     Some("builtin.module(func.func(lowp-to-nvvm{chip=sm_100a emulate=true}))"),
+    // The register-fed decode block (refusing what it does not take), as GPU IR.
+    Some("builtin.module(func.func(lowp-to-nvvm{chip=sm_90a kernel=wgmma-registers}))"),
     // lowp-to-nvvm (mma.sync on sm_89, wgmma on sm_90a, where they apply) down to PTX
     // (lowp_passes::pipelines::nvvm_front, then the kernel passes).
     Some(
@@ -471,7 +473,7 @@ fn mutated_run_inputs_pass_their_check_or_are_refused() {
         );
         inputs.push(String::from_utf8(out.stdout).unwrap());
     }
-    let extras: [&[&str]; 6] = [
+    let extras: [&[&str]; 11] = [
         &[],
         &["--specials"],
         &["--threads", "1", "--dot", "f32", "--decode", "bits"],
@@ -484,6 +486,55 @@ fn mutated_run_inputs_pass_their_check_or_are_refused() {
             "--kernel",
             "generic",
             "--specials",
+        ],
+        // The kernels and options that auto does not choose (yet): each takes the op or
+        // refuses it in one line.
+        &[
+            "--target",
+            "cuda",
+            "--emulate",
+            "--kernel",
+            "wgmma-registers",
+            "--specials",
+        ],
+        &[
+            "--target",
+            "cuda",
+            "--emulate",
+            "--kernel",
+            "wgmma-tma",
+            "--persistent",
+            "on",
+        ],
+        &[
+            "--target",
+            "cuda",
+            "--emulate",
+            "--translate-once",
+            "on",
+            "--specials",
+        ],
+        &[
+            "--target",
+            "cuda",
+            "--emulate",
+            "--block-n",
+            "192",
+            "--split-k",
+            "2",
+        ],
+        &[
+            "--target",
+            "cuda",
+            "--emulate",
+            "--kernel",
+            "wgmma-skinny",
+            "--stages",
+            "4",
+            "--translate-ahead",
+            "on",
+            "--fold-scales",
+            "rows",
         ],
     ];
     let args = |i: usize, source: &str| {
