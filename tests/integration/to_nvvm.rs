@@ -2003,6 +2003,14 @@ fn wgmma_registers_matches_the_oracle() {
     for c in [1, 5, 8] {
         problems.push(pair_problem(&mut rng, (5, 72, 256), pairs[c]));
     }
+    // B's f32 scales of 1 x 64 and 1 x 32 blocks: 8 and 16 bytes a row and stage in the
+    // scale ring (MX's are 4), copied in 4 pieces by a row pair's threads.
+    let (e4, f4) = (ScaledFormat::F8E4M3, ScaledFormat::F4E2M1);
+    for cols in [64, 32] {
+        let b = ScaleLayout::Blockwise { rows: 1, cols };
+        let pair = (f4, ScaleLayout::MX, true, e4, b, false);
+        problems.push(pair_problem(&mut rng, (16, 200, 1152), pair));
+    }
     let text = lowered(&session, &problems, "sm_90a", "wgmma-registers");
     let rs = "wgmma.mma_async.sync.aligned.m64n16k32.f32.";
     assert!(text.contains(rs), "the register form");
@@ -2010,7 +2018,7 @@ fn wgmma_registers_matches_the_oracle() {
     // (By shape: the 9-stage problems in 4, the 2-stage ones not at all.)
     assert_eq!(
         text.matches("clusters").count(),
-        pairs.len(),
+        pairs.len() + 2,
         "split by shape"
     );
     run_and_check(

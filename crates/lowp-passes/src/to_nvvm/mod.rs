@@ -346,7 +346,7 @@ enum Fp8 {
     WgmmaRegisters(
         wgmma::Wgmma,
         wgmma_pipeline::Tile,
-        wgmma_pipeline::Registers,
+        Box<wgmma_pipeline::Registers>,
     ),
     Tcgen05(tcgen05::Tcgen05),
 }
@@ -461,7 +461,7 @@ fn run<'c, 'a>(func: OperationRef<'c, 'a>, options: &PassOptions) -> Result<(), 
                     .and_then(|(plan, fp8)| match fp8 {
                         Fp8::WgmmaPipeline(i, tile, _) => {
                             wgmma_pipeline::Registers::plan(op, &plan, tile, &facts, splits)
-                                .map(|r| (plan, Fp8::WgmmaRegisters(i, tile, r)))
+                                .map(|r| (plan, Fp8::WgmmaRegisters(i, tile, Box::new(r))))
                         }
                         _ => Err("the skinny block does not take it".into()),
                     }),

@@ -607,14 +607,24 @@ pub(super) fn wait<'c, 'a>(
 }
 
 /// `wgmma.wait_group 0` taking every accumulator of `parts` (instructions' results, each
-/// a list of f32) and giving them back, as `wait` does for one.
+/// a list of f32) and giving them back, as `wait` does for one; also the instructions'
+/// register A operands (`held`, `i32`), as CUTLASS fences a register operand: they stay
+/// live (in their registers) until the wait, so that values computed for the next
+/// instructions while these run get registers of their own (else LLVM puts them in the
+/// registers of the ones in flight, and ptxas serializes every `wgmma`: C7513).
 pub(super) fn wait_all<'c, 'a>(
     e: &Emitter<'c, 'a>,
     parts: &[Vec<Value<'c, 'a>>],
+    held: &[Value<'c, 'a>],
 ) -> Vec<Vec<Value<'c, 'a>>> {
-    let words: Vec<Value> = parts.iter().flatten().copied().collect();
-    let kinds = vec!["=f"; words.len()];
-    let fields = vec!["f32"; words.len()].join(", ");
+    let mut words: Vec<Value> = parts.iter().flatten().copied().collect();
+    let accumulators = words.len();
+    words.extend(held);
+    let mut kinds = vec!["=f"; accumulators];
+    kinds.extend(vec!["=r"; held.len()]);
+    let mut fields = vec!["f32"; accumulators];
+    fields.extend(vec!["i32"; held.len()]);
+    let fields = fields.join(", ");
     let ty = Type::parse(e.ctx(), &format!("!llvm.struct<({fields})>")).expect("valid struct");
     let tied = tied_asm(e, "wgmma.wait_group.sync.aligned 0;", &words, &kinds, ty);
     let mut at = 0;

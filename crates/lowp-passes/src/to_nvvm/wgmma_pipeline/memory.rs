@@ -320,13 +320,20 @@ pub(super) fn staged_scale_blocks(kn: &Kernel, k: Option<i64>) -> [Option<ScaleB
     let Some(k) = k.filter(|_| along_k) else {
         return [None, None];
     };
-    [&kn.ops.sa, &kn.ops.sb].map(|s| {
-        let span = match s.layout {
+    [&kn.ops.sa, &kn.ops.sb].map(|s| ScaleBlocks::of(s.layout, k))
+}
+
+impl ScaleBlocks {
+    /// The blocks of `layout` (its scales as stored, `ScaleLayout::scale_dtype`) along a
+    /// static K, where a stage may copy them: blocks that tile the stage, a row's stage
+    /// bytes 4, 8 or 16.
+    pub(super) fn of(layout: ScaleLayout, k: i64) -> Option<Self> {
+        let span = match layout {
             ScaleLayout::Mx { block } | ScaleLayout::Nvfp4 { block, .. } => block as i64,
             ScaleLayout::Blockwise { cols, .. } => cols as i64,
             _ => return None,
         };
-        let size = match s.dtype {
+        let size = match layout.scale_dtype() {
             ScaleDtype::F32 => 4,
             ScaleDtype::UE8M0 | ScaleDtype::UE4M3 => 1,
             _ => return None,
@@ -338,7 +345,7 @@ pub(super) fn staged_scale_blocks(kn: &Kernel, k: Option<i64>) -> [Option<ScaleB
         // none as loaded.)
         (span <= BK && BK % span == 0 && matches!(per_row, 4 | 8 | 16) && !(window && size == 4))
             .then_some(ScaleBlocks { span, size, window })
-    })
+    }
 }
 
 impl Memory {

@@ -8,16 +8,20 @@
 //! a cluster gathering the splits as the skinny block does):
 //!
 //! ```text
-//! prologue: the ring's first stages issued (each thread's cp.async of its own codes)
+//! prologue: the ring's first stages issued (each thread's cp.async of its own codes, and
+//!           of its piece of its row pair's B scales)
 //!           the block's whole K range of A translated to FP8 into shared memory, once
 //!           (16 rows x 128 bytes a stage, 128-byte swizzle), its block scales decoded
 //!           fence.proxy.async; barrier                       // the only one
-//! for each stage s of the block's range:
-//!   cp.async.wait_group L-1        // this thread's copies of stage s landed
-//!   its 2 rows x 32 codes from its slot; stage s + L issued
-//!   translated in registers to the fragment of wgmma's A
-//!   wgmma.fence; per 32 of K: wgmma.mma_async m64n16k32 {a0..a3}, B's descriptor
-//!   commit; wait 0; each segment's partial sums promoted with its block scales
+//!           operands(first)
+//! operands(s): cp.async.wait_group L-1; bar.warp.sync     // stage s's copies landed
+//!              its 2 rows x 32 codes and its rows' B scales from slot s; stage s + L issued
+//!              translated in registers to the fragments of wgmma's A
+//! for each two stages s, s + 1 of the block's range:
+//!   wgmma.fence; per 32 of K: wgmma.mma_async m64n16k32 {a0..a3}, B's descriptor; commit
+//!   operands(s + 1)                // while stage s's instructions run
+//!   wait 0; each segment's partial sums promoted with its block scales
+//!   the same for s + 1, making operands(s + 2) into stage s's registers
 //! ```
 //!
 //! Why: the barrier pipeline's skinny block spends each stage translating B into shared
@@ -38,15 +42,25 @@
 //!
 //! Each thread copies its own codes (`cp.async` of 4 or 8 bytes a piece: 2 rows x 4
 //! pieces a stage) into its own slots of a ring of `stages`, so no other thread waits on
-//! them. A's scales along K are decoded into shared memory once; B's are loaded per
-//! segment as the other kernels do (`Kernel::segment_scales`).
+//! them. A's scales along K are decoded into shared memory once. B's, where a row's of a
+//! stage are one aligned copy (`ScaleBlocks::of`: MX's 4 E8M0 bytes), travel in a ring
+//! beside the codes': the 4 threads of a row pair (`g`) copy its two rows' bytes in
+//! pieces, and each reads both after the warp's barrier, so no promotion waits on a
+//! global load (they did, after each stage's wait, in the first form); others are loaded
+//! per segment as the other kernels do (`Kernel::segment_scales`).
+//!
+//! Two stages an iteration: the operands a stage's instructions run beside are the next
+//! stage's own registers (a loop carrying them copied them through the back edge, and
+//! ptxas merged the copies into the registers the instructions in flight read, serializing
+//! every `wgmma`: C7513). An odd range's last second stage runs on whatever it holds and
+//! is not promoted.
 
 use melior::dialect::arith::CmpiPredicate;
 use melior::ir::{Value, ValueLike};
 
 use super::cluster::{gather_splits, stage_range};
-use super::memory::{swizzled, Shared};
-use super::stage::cp_async_of;
+use super::memory::{swizzled, ScaleBlocks, Shared};
+use super::stage::{cp_async_of, emulated_scale_word, scale_address};
 use super::{lane, static_k, static_rows, Tile, BK, ROW};
 use crate::chip::Chip;
 use crate::code_words::{nibble_table, symmetric, translate8, Permute, WordRule};
@@ -59,6 +73,9 @@ use crate::PassError;
 
 /// Rows of A (the instruction's N) the block holds.
 const ROWS: i64 = 16;
+
+/// Rows of B (the instruction's M) the block holds.
+const TILE_ROWS: i64 = 64;
 
 /// Codes of a piece: a thread's codes of one row and instruction.
 const PIECE: i64 = 8;
@@ -162,9 +179,18 @@ pub(in crate::to_nvvm) struct Registers {
     /// Segments a stage (its scale blocks, or one) and their codes.
     segs: i64,
     span: i64,
-    /// Byte offsets: A's decoded block scales (where they change along K), the ring.
+    /// B's block scales where they change along K and a row's of a stage are one copy
+    /// (`ScaleBlocks::of`): they travel in a ring beside the codes' (else each promotion
+    /// loads them from global memory).
+    b_scales: Option<ScaleBlocks>,
+    /// Byte offsets: A's decoded block scales (where they change along K), the ring of
+    /// codes, the ring of B's scales.
     scales_at: Option<i64>,
     ring_at: i64,
+    b_scales_at: i64,
+    /// A word a thread for the scale copies of the threads that have none
+    /// (`copy_scales`).
+    idle_at: i64,
     bytes: i64,
     translators: [Translator; 2],
 }
@@ -214,16 +240,27 @@ impl Registers {
         let scaled_a =
             plan.seg.is_some() && layout_attr_of(op, "lhs_layout").is_ok_and(|l| l.is_k_blocked());
         let segs = BK / span;
+        let b_scales = layout_attr_of(op, "rhs_layout")
+            .ok()
+            .filter(|l| plan.seg.is_some() && l.is_k_blocked())
+            .and_then(|l| ScaleBlocks::of(l, k));
+        let b_slot = b_scales.map_or(0, |b| TILE_ROWS * b.row_bytes());
+        let idle = b_scales
+            .map(Registers::scale_pieces)
+            .filter(|&(_, count)| count < 4)
+            .map_or(0, |(piece, _)| wgmma::THREADS * piece);
         let layout = |splits: i64| {
             let a_stages = super::ceil(k / BK, splits);
             let a = a_stages * ROWS * ROW;
             let scales = scaled_a.then(|| a_stages * segs * ROWS * 4);
             let ring_at = a + scales.unwrap_or(0);
+            let b_scales_at = ring_at + stages * slot;
             (
                 a_stages,
                 scales.map(|_| a),
                 ring_at,
-                ring_at + stages * slot,
+                b_scales_at,
+                b_scales_at + stages * b_slot + idle,
             )
         };
         let stage_count = k / BK;
@@ -236,13 +273,13 @@ impl Registers {
             let mut s = 1;
             while s < super::MAX_SPLITS
                 && stage_count >= 4 * s
-                && (layout(s).3 > BUDGET || tiles * s < sms)
+                && (layout(s).4 > BUDGET || tiles * s < sms)
             {
                 s *= 2;
             }
             s
         });
-        let (a_stages, scales_at, ring_at, total) = layout(splits);
+        let (a_stages, scales_at, ring_at, b_scales_at, total) = layout(splits);
         let limit = chip.shared_kib as i64 * 1024 - 1024;
         if total > limit {
             return Err(format!(
@@ -261,8 +298,11 @@ impl Registers {
             a_stages,
             segs,
             span,
+            b_scales,
             scales_at,
             ring_at,
+            b_scales_at,
+            idle_at: total - idle,
             bytes: total,
             translators,
         })
@@ -296,6 +336,64 @@ impl Registers {
         e.addi(at, e.index(self.ring_at + within))
     }
 
+    /// How the 4 threads of a row pair (`g`) copy its B scales of a stage: pieces of
+    /// `(bytes, count)`, thread `q < count` piece `q` (MX 32-blocks: a word of each row).
+    fn scale_pieces(b: ScaleBlocks) -> (i64, i64) {
+        let total = 2 * b.row_bytes();
+        let piece = (total / 4).max(4);
+        (piece, total / piece)
+    }
+
+    /// Byte offset of byte `within` of B's scales of block row `row` in ring slot `slot`.
+    fn b_scale_at<'c, 'a>(
+        &self,
+        e: &Emitter<'c, 'a>,
+        b: ScaleBlocks,
+        slot: Value<'c, 'a>,
+        row: Value<'c, 'a>,
+        within: Value<'c, 'a>,
+    ) -> Value<'c, 'a> {
+        let slot_bytes = e.muli(slot, e.index(TILE_ROWS * b.row_bytes()));
+        let at = e.addi(e.index(self.b_scales_at), slot_bytes);
+        e.addi(at, e.addi(e.muli(row, e.index(b.row_bytes())), within))
+    }
+
+    /// The f32 values of thread `tid`'s two rows' B scales of each segment of the stage in
+    /// slot `slot` (every thread of the warp waited for its copies, then the warp's
+    /// barrier: a row's bytes were copied by the row pair's threads), decoded at once.
+    fn b_scale_values<'c, 'a>(
+        &self,
+        e: &Emitter<'c, 'a>,
+        kn: &Kernel<'_, 'c, 'a>,
+        shared: Shared<'c, 'a>,
+        slot: Value<'c, 'a>,
+        tid: Value<'c, 'a>,
+    ) -> Option<Vec<[Value<'c, 'a>; 2]>> {
+        let b = self.b_scales?;
+        let rows = block_rows(e, tid);
+        let words: [Vec<Value>; 2] = std::array::from_fn(|i| {
+            let at = self.b_scale_at(e, b, slot, rows[i], e.index(0));
+            shared.load_words(e, at, b.row_bytes() / 4)
+        });
+        Some(
+            (0..self.segs)
+                .map(|g| {
+                    let byte = g * self.span / b.span * b.size;
+                    std::array::from_fn(|i| {
+                        let word = words[i][(byte / 4) as usize];
+                        let stored = if b.size == 1 {
+                            let shifted = e.shrui(word, e.i32(8 * (byte % 4) as u32));
+                            e.andi(shifted, e.i32(0xFF))
+                        } else {
+                            e.bitcast(word, e.f32_type())
+                        };
+                        kn.ops.sb.decode_stored(e, stored)
+                    })
+                })
+                .collect(),
+        )
+    }
+
     /// A thread's stored codes of stage slot `slot`: per row, per instruction, the
     /// piece's words (1 packed, 2 one per byte).
     fn pieces<'c, 'a>(
@@ -318,6 +416,31 @@ impl Registers {
             out
         })
     }
+}
+
+/// Thread `tid`'s two rows of the block's B (`16 w + g`, `+ 8`): the instruction's
+/// fragment rows (`wgmma::a_owner`).
+fn block_rows<'c, 'a>(e: &Emitter<'c, 'a>, tid: Value<'c, 'a>) -> [Value<'c, 'a>; 2] {
+    let (w, l) = (e.divui(tid, e.index(32)), e.remui(tid, e.index(32)));
+    let first = e.addi(e.muli(w, e.index(16)), e.divui(l, e.index(4)));
+    [first, e.addi(first, e.index(8))]
+}
+
+/// The reader of B's scales of one segment for the promotion (`Kernel::segment_scales`):
+/// `values` of the thread's two rows, picked by the column of C (`first`: the column of
+/// its accumulator 0, its first row; the other row's is 8 on).
+fn b_reader<'c: 'r, 'a: 'r, 'r>(
+    values: [Value<'c, 'a>; 2],
+    first: Value<'c, 'a>,
+) -> ScaleReader<'c, 'a, 'r> {
+    Box::new(move |e: &Emitter<'c, 'a>, col: Value<'c, 'a>, n: usize| {
+        (0..n as i64)
+            .map(|d| {
+                let col = e.addi(col, e.index(d));
+                e.select(e.cmpi(CmpiPredicate::Eq, col, first), values[0], values[1])
+            })
+            .collect()
+    })
 }
 
 /// `n` words of a row of codes from byte `at` (16-byte aligned): one vector load on the
@@ -386,6 +509,16 @@ impl<'c, 'a> Source<'c, 'a> {
     }
 }
 
+/// `bar.warp.sync` of the whole warp.
+fn warp_sync(e: &Emitter) {
+    e.insert(
+        melior::ir::operation::OperationBuilder::new("nvvm.bar.warp.sync", e.loc())
+            .add_operands(&[e.i32(u32::MAX)])
+            .build()
+            .expect("valid nvvm.bar.warp.sync"),
+    );
+}
+
 /// Issue thread `tid`'s copies of stage `s` (pieces of rows past B copy 0 bytes) and
 /// commit them; in the emulation, copy them.
 #[allow(clippy::too_many_arguments)]
@@ -426,9 +559,73 @@ fn copy_stage<'c, 'a>(
                 }
             }
         }
+        if let Some(b) = r.b_scales {
+            copy_scales(e, kn, r, b, shared, src, tid, k0, slot);
+        }
     });
     if gpu {
         e.bare("nvvm.cp.async.commit.group", &[]);
+    }
+}
+
+/// Thread `tid`'s piece of its row pair's B scales of the stage at `k0` into ring slot
+/// `slot` (`Registers::scale_pieces`; rows past B copy the last row's). Where a row pair
+/// has fewer pieces than threads, the others copy 0 bytes into a word of their own
+/// (`Registers::idle_at`), never read: a branch around the copy between a stage's `wgmma`
+/// and its wait made ptxas serialize every `wgmma` (C7513).
+#[allow(clippy::too_many_arguments)]
+fn copy_scales<'c, 'a>(
+    e: &Emitter<'c, 'a>,
+    kn: &Kernel<'_, 'c, 'a>,
+    r: &Registers,
+    b: ScaleBlocks,
+    shared: Shared<'c, 'a>,
+    src: &Source<'c, 'a>,
+    tid: Value<'c, 'a>,
+    k0: Value<'c, 'a>,
+    slot: Value<'c, 'a>,
+) {
+    let (piece, count) = Registers::scale_pieces(b);
+    let q = e.remui(tid, e.index(4));
+    let byte = e.muli(e.minui(q, e.index(count - 1)), e.index(piece));
+    let per_row = e.index(b.row_bytes());
+    let second = e.cmpi(CmpiPredicate::Uge, byte, per_row);
+    let within = e.remui(byte, per_row);
+    let sb = &kn.ops.sb;
+    let row = e.select(second, src.rows[1], src.rows[0]);
+    let [sr, sc] = sb.scale_index(e, row, k0);
+    let cell = e.addi(e.muli(sr, e.dim(sb.scales, 1)), sc);
+    let at = e.addi(e.muli(cell, e.index(b.size)), within);
+    let rows = block_rows(e, tid);
+    let mut dst = r.b_scale_at(e, b, slot, e.select(second, rows[1], rows[0]), within);
+    let mut size = e.i32(piece as u32);
+    if count < 4 {
+        let mine = e.cmpi(CmpiPredicate::Ult, q, e.index(count));
+        let idle = e.addi(e.index(r.idle_at), e.muli(tid, e.index(piece)));
+        dst = e.select(mine, dst, idle);
+        size = e.select(mine, size, e.i32(0));
+    }
+    match shared {
+        Shared::Gpu(_) => {
+            let from = e.pointer(scale_address(e, sb, at), 1);
+            let to = e.pointer(shared.address(e, dst), 3);
+            cp_async_of(e, to, from, piece, size);
+        }
+        Shared::Cpu(_) => {
+            let words: Vec<Value> = (0..piece / 4)
+                .map(|w| {
+                    let at = e.addi(at, e.index(4 * w));
+                    if b.size == 1 {
+                        return emulated_scale_word(e, sb, at);
+                    }
+                    let cell = e.divui(at, e.index(4));
+                    let columns = e.dim(sb.scales, 1);
+                    let (sr, sc) = (e.divui(cell, columns), e.remui(cell, columns));
+                    e.bitcast(e.load(sb.scales, &[sr, sc]), e.int_type(32))
+                })
+                .collect();
+            shared.store_words(e, dst, &words);
+        }
     }
 }
 
@@ -632,16 +829,45 @@ fn hardware_block<'c, 'a>(
     e.bare("gpu.barrier", &[]);
     let count = instr.accumulators();
     let constant = kn.constant_scales(e, &l, count);
+    let first_col = kn.acc_coords(e, &l, 0).1;
     let zeros: Vec<Value> = (0..count).map(|_| e.f32(0.0)).collect();
     let per_seg = (r.span / 32) as usize;
-    let acc = e.for_loop(first, last, one, &zeros, |e, s, acc| {
+    // Stage s's operands in registers (its translated fragments and B's scales), made
+    // while stage s - 1's instructions run: the loop carries them.
+    let inputs = |e: &Emitter<'c, 'a>, s: Value<'c, 'a>| -> Vec<Value<'c, 'a>> {
         e.bare(
             "nvvm.cp.async.wait.group",
             &[("n", &format!("{} : i32", lead - 1))],
         );
-        let pieces = r.pieces(e, shared, e.remui(s, e.index(r.stages)), tid);
+        if r.b_scales.is_some() {
+            // The row pair's scales were copied by its first threads: each waited for its
+            // own copies, the warp's barrier orders them before the others' loads (and
+            // those before the slot's next copies, issued after it).
+            warp_sync(e);
+        }
+        let slot = e.remui(s, e.index(r.stages));
+        let pieces = r.pieces(e, shared, slot, tid);
+        let b_values = r.b_scale_values(e, kn, shared, slot, tid);
         issue(e, e.addi(s, e.index(lead)));
         let fp8 = translate_pieces(e, kn, r, p, &pieces);
+        debug_assert!(fp8.iter().flatten().all(|w| w.len() == 2));
+        let words = fp8.iter().flatten().flatten().copied();
+        words
+            .chain(b_values.into_iter().flatten().flatten())
+            .collect()
+    };
+    // Stage s on its operands `mine` (`inputs`): its instructions, stage s + 1's operands
+    // made meanwhile, the wait (holding `mine`'s fragments), the promotions.
+    let stage = |e: &Emitter<'c, 'a>,
+                 s: Value<'c, 'a>,
+                 acc: &[Value<'c, 'a>],
+                 mine: &[Value<'c, 'a>]|
+     -> (Vec<Value<'c, 'a>>, Vec<Value<'c, 'a>>) {
+        let fp8: [[Vec<Value>; 4]; 2] =
+            std::array::from_fn(|i| std::array::from_fn(|j| mine[8 * i + 2 * j..][..2].to_vec()));
+        let b_values: Option<Vec<[Value; 2]>> = r
+            .b_scales
+            .map(|_| mine[16..].chunks(2).map(|v| [v[0], v[1]]).collect());
         let sl = e.subi(s, first);
         e.bare("nvvm.wgmma.fence.aligned", &[]);
         let mut parts = vec![];
@@ -656,16 +882,44 @@ fn hardware_block<'c, 'a>(
             parts.push(d);
         }
         e.bare("nvvm.wgmma.commit.group.sync.aligned", &[]);
-        let parts = wgmma::wait_all(e, &parts);
+        // The next stage's operands while these instructions run (past the block's range:
+        // its copies were never issued, what it reads is never used).
+        let next = inputs(e, e.addi(s, one));
+        let parts = wgmma::wait_all(e, &parts, &mine[..16]);
         let mut acc = acc.to_vec();
         for (g, part) in parts.iter().enumerate() {
             let k0 = e.addi(e.muli(s, e.index(BK)), e.index(g as i64 * r.span));
-            let reader = a_scales(r, shared, sl, g as i64);
-            let scales = kn.segment_scales(e, &l, k0, count, &[reader, None], constant.as_ref());
+            let readers = [
+                a_scales(r, shared, sl, g as i64),
+                b_values.as_ref().map(|v| b_reader(v[g], first_col)),
+            ];
+            let scales = kn.segment_scales(e, &l, k0, count, &readers, constant.as_ref());
             acc = kn.promote_loaded(e, &acc, part, &scales);
         }
+        (acc, next)
+    };
+    // Two stages an iteration, so that the operands made while a stage's instructions run
+    // are the next stage's own registers, and those made while the next one's run go into
+    // the first's, whose instructions are done: no copy through the back edge into
+    // registers an instruction in flight reads (ptxas merges such copies with the values
+    // and then serializes every `wgmma`, C7513). An odd range's last iteration runs its
+    // second stage on whatever it holds (A's tile past the split's, a slot never copied)
+    // and keeps the sums from before it.
+    let mut carried = zeros;
+    carried.extend(inputs(e, first));
+    let out = e.for_loop(first, last, e.index(2), &carried, |e, s, args| {
+        let (acc, mine) = args.split_at(count);
+        let (acc, theirs) = stage(e, s, acc, mine);
+        let s1 = e.addi(s, one);
+        let (after, mut next) = stage(e, s1, &acc, &theirs);
+        let inside = e.cmpi(CmpiPredicate::Ult, s1, last);
+        let mut acc: Vec<Value> = (after.iter().zip(&acc))
+            .map(|(&new, &old)| e.select(inside, new, old))
+            .collect();
+        acc.append(&mut next);
         acc
     });
+    let acc = &out[..count];
     gather_splits(
         e,
         kn,
@@ -674,7 +928,7 @@ fn hardware_block<'c, 'a>(
         &l,
         tid,
         rank,
-        &acc,
+        acc,
     );
 }
 
@@ -728,12 +982,15 @@ fn emulated_block<'c, 'a>(
         e.for_loop(first, last, one, &[], |e, s, _| {
             let sl = e.subi(s, first);
             let slot = e.remui(s, e.index(r.stages));
-            // Each thread's copies, its stage translated into the four instructions'
+            // Each thread's copies (all of them first: a row pair's scales are copied by
+            // its first threads), its stage translated into the four instructions'
             // registers, and its partial sums cleared.
             each_thread(e, &|e, t| {
                 let l = lane(e, tile, t, zero, bn);
                 let src = Source::new(e, kn, l.col0, t);
                 copy_stage(e, kn, r, shared, &src, t, s, e.bool(true));
+            });
+            each_thread(e, &|e, t| {
                 let pieces = r.pieces(e, shared, slot, t);
                 let fp8 = translate_pieces(e, kn, r, p, &pieces);
                 for (j, &regs) in registers.iter().enumerate() {
@@ -760,21 +1017,22 @@ fn emulated_block<'c, 'a>(
                 let mut acc: Vec<Value> = (0..count)
                     .map(|x| e.load(acc_m, &[at(e, mine, x)]))
                     .collect();
+                let b_values = r.b_scale_values(e, kn, shared, slot, t);
+                let first_col = kn.acc_coords(e, &l, 0).1;
                 for g in 0..r.segs {
                     let part: Vec<Value> = (0..count)
                         .map(|x| e.load(parts_m[g as usize], &[at(e, t, x)]))
                         .collect();
                     let k0 = e.addi(e.muli(s, e.index(BK)), e.index(g * r.span));
-                    let reader = a_scales(r, shared, sl, g);
+                    let readers = [
+                        a_scales(r, shared, sl, g),
+                        b_values
+                            .as_ref()
+                            .map(|v| b_reader(v[g as usize], first_col)),
+                    ];
                     let constant = kn.constant_scales(e, &l, count as usize);
-                    let scales = kn.segment_scales(
-                        e,
-                        &l,
-                        k0,
-                        count as usize,
-                        &[reader, None],
-                        constant.as_ref(),
-                    );
+                    let scales =
+                        kn.segment_scales(e, &l, k0, count as usize, &readers, constant.as_ref());
                     acc = kn.promote_loaded(e, &acc, &part, &scales);
                 }
                 for (x, &v) in acc.iter().enumerate() {
