@@ -68,6 +68,11 @@ checks=(
   # read once a stage, Kernel::uniform), and 64-row B blocks beside it (two a block).
   "--m 256 --n 384 --k 1024 --lhs f8e4m3 --rhs f8e4m3 --layout blockwise/1x128 --rhs-layout blockwise/128x128 --bias"
   "--m 256 --n 384 --k 1024 --lhs f8e4m3 --rhs f8e5m2 --layout blockwise/1x128 --rhs-layout blockwise/64x128"
+  # The register-fed decode block's B scales in its ring (MX's 4 bytes a row and stage,
+  # f32 1 x 32 blocks' 16) and its two stages an iteration on odd ranges (6 + 5 stages
+  # split by shape; 5 not split).
+  "--m 16 --n 136 --k 1408 --lhs f6e2m3 --rhs f6e3m2 --layout mx --bias"
+  "--m 7 --n 72 --k 640 --lhs f4e2m1 --rhs f8e4m3 --layout mx --packed --rhs-layout blockwise/1x32"
 )
 i=0
 for c in "${checks[@]}"; do
