@@ -646,12 +646,7 @@ pub(super) fn multicast(
 
 /// Rows of a memref (dimension 0), where static.
 fn static_rows(v: Value) -> Option<i64> {
-    MemRefType::try_from(v.r#type())
-        .ok()
-        .and_then(|t| match t.dim_size(0) {
-            Ok(DimSize::Static(r)) => Some(r as i64),
-            _ => None,
-        })
+    crate::ir::static_dim(v.r#type(), 0)
 }
 
 /// With B multicast, the part of B's stage (box at `origin`, landing at `dst`) that the
