@@ -281,21 +281,21 @@ fn kernels_compile_for_every_format_and_layout() {
                 "{spec:?}"
             );
         } else {
-            // 32 x 8 threads per 32 x 32 tile (columns on x), decoded chunks of A and B in
+            // 16 x 16 threads per 64 x 64 tile (columns on x), decoded chunks of A and B in
             // shared memory.
-            assert_eq!(kernel.block, (32, 8, 1), "{spec:?}");
+            assert_eq!(kernel.block, (16, 16, 1), "{spec:?}");
             assert!(kernel.ptx.contains("bar.sync"), "{spec:?}");
             assert!(
                 kernel.ptx.contains("st.shared.f32") || kernel.ptx.contains("st.shared.b32"),
                 "{spec:?}"
             );
             assert!(
-                (gx * 32) as usize >= spec.n && (gy * 32) as usize >= spec.m,
+                (gx * 64) as usize >= spec.n && (gy * 64) as usize >= spec.m,
                 "{spec:?}: grid {:?} block {:?}",
                 kernel.grid,
                 kernel.block
             );
-            assert_eq!((bx, by), (32, 8));
+            assert_eq!((bx, by), (16, 16));
         }
         // Every argument reaches the kernel: as a memref, or as a tensor map (TMA).
         let roles = spec.roles();

@@ -3,11 +3,14 @@
 //! scale blocks finer than an instruction's K): a tiled decode-and-accumulate kernel in
 //! shared memory (LDS on AMD).
 //!
-//! A block of 32 x 8 threads computes a 32 x 32 tile of C: thread (x, y) the column x and
-//! the rows y, y + 8, y + 16, y + 24. K advances a chunk of `KC` codes at a time: the
+//! A block of 16 x 16 threads computes a 64 x 64 tile of C: thread (x, y) the 4 x 4 outputs
+//! of rows y + 16 r and columns x + 16 c. K advances a chunk of `KC` codes at a time: the
 //! threads decode the chunk of the A tile and of the B tile (each code once, by bit
 //! arithmetic, zero past K) into f32 in shared memory, a barrier, each thread accumulates
-//! its four outputs from shared memory, a barrier. `KC` divides the K segment over which
+//! its 16 outputs from shared memory (per code of the chunk 4 values of A, 4 of B, 16
+//! fmas), a barrier. A tile's rows are `KC + 1` words apart, so that the 16 columns a warp
+//! reads at once fall in 16 banks (at `KC` apart they fell in one: the first form, a 32 x
+//! 32 tile with a column a thread, ran 6 TFLOP/s on the H200). `KC` divides the K segment over which
 //! neither scale changes, so at a segment's end the partial sums go into the accumulators
 //! times sa * sb, as the oracle sums them (in K order, in f32); per-tensor / per-channel
 //! scales (their product), the NVFP4 globals and the bias follow in the epilogue.
@@ -26,13 +29,16 @@ use crate::matrix_kernel::segment_end;
 use crate::to_parallel_loops::{global_product, store_result, Operands};
 use crate::PassError;
 
-/// Threads per block along columns (x) and rows (y), and rows per thread.
-const TX: i64 = 32;
-const TY: i64 = 8;
+/// Threads per block along columns (x) and rows (y); rows and columns per thread.
+const TX: i64 = 16;
+const TY: i64 = 16;
 const ROWS: usize = 4;
+const COLS: usize = 4;
+/// A thread's outputs.
+const OUT: usize = ROWS * COLS;
 /// The block's tile of C.
 const BM: i64 = TY * ROWS as i64;
-const BN: i64 = TX;
+const BN: i64 = TX * COLS as i64;
 
 /// Codes of K per chunk: a divisor of the scale segment, at most 32.
 fn chunk(seg: Option<i64>) -> i64 {
@@ -59,11 +65,13 @@ struct Thread<'c, 'a> {
 }
 
 impl<'c, 'a> Thread<'c, 'a> {
-    /// Row of C of output `r`, and the column.
-    fn output(&self, e: &Emitter<'c, 'a>, r: usize) -> (Value<'c, 'a>, Value<'c, 'a>) {
+    /// Row and column of C of output `i` (row `i / COLS`, column `i % COLS` of the
+    /// thread's).
+    fn output(&self, e: &Emitter<'c, 'a>, i: usize) -> (Value<'c, 'a>, Value<'c, 'a>) {
+        let (r, c) = ((i / COLS) as i64, (i % COLS) as i64);
         (
-            e.addi(e.addi(self.row0, self.y), e.index(TY * r as i64)),
-            e.addi(self.col0, self.x),
+            e.addi(e.addi(self.row0, self.y), e.index(TY * r)),
+            e.addi(e.addi(self.col0, self.x), e.index(TX * c)),
         )
     }
 }
@@ -77,8 +85,18 @@ struct Generic<'o, 'c, 'a> {
 }
 
 impl<'o, 'c, 'a> Generic<'o, 'c, 'a> {
+    /// Words from one row of a shared tile to the next.
+    fn stride(&self) -> i64 {
+        self.kc + 1
+    }
+
+    /// Words of a shared tile.
+    fn tile_words(&self) -> i64 {
+        BM.max(BN) * self.stride()
+    }
+
     /// Decode this thread's share of the chunk at `k0` into the shared tiles: `a_s[row][kk]`
-    /// and `b_s[col][kk]` as f32, zero past K.
+    /// and `b_s[col][kk]` as f32 (rows `stride` apart), zero past K.
     fn fill(
         &self,
         e: &Emitter<'c, 'a>,
@@ -88,6 +106,7 @@ impl<'o, 'c, 'a> Generic<'o, 'c, 'a> {
     ) {
         let ops = self.ops;
         let tid = e.addi(e.muli(t.y, e.index(TX)), t.x);
+        debug_assert_eq!(BM, BN);
         let per_tile = BM * self.kc;
         let kc = e.index(self.kc);
         for it in 0..(per_tile + TX * TY - 1) / (TX * TY) {
@@ -106,7 +125,8 @@ impl<'o, 'c, 'a> Generic<'o, 'c, 'a> {
                     let row = e.minui(e.addi(origin, rc), e.subi(rows, e.index(1)));
                     let v =
                         codes::decode(e, f, load_code(e, bits, packed, f.bit_width(), row, kcl));
-                    e.store(e.select(inside, v, e.f32(0.0)), tile, &[idx]);
+                    let at = e.addi(e.muli(rc, e.index(self.stride())), kk);
+                    e.store(e.select(inside, v, e.f32(0.0)), tile, &[at]);
                 }
             };
             if (it + 1) * TX * TY <= per_tile {
@@ -125,15 +145,20 @@ impl<'o, 'c, 'a> Generic<'o, 'c, 'a> {
         tiles: [Value<'c, 'a>; 2],
         part: &[Value<'c, 'a>],
     ) -> Vec<Value<'c, 'a>> {
-        let kc = e.index(self.kc);
+        let (kc, stride) = (e.index(self.kc), e.index(self.stride()));
+        let value =
+            |e: &Emitter<'c, 'a>, tile, line, kk| e.load(tile, &[e.addi(e.muli(line, stride), kk)]);
         e.for_loop(e.index(0), kc, e.index(1), part, |e, kk, p| {
-            let b = e.load(tiles[1], &[e.addi(e.muli(t.x, kc), kk)]);
-            (0..ROWS)
-                .map(|r| {
-                    let row = e.addi(t.y, e.index(TY * r as i64));
-                    let a = e.load(tiles[0], &[e.addi(e.muli(row, kc), kk)]);
-                    e.addf(p[r], e.mulf(a, b))
-                })
+            let a: Vec<Value> = (0..ROWS)
+                .map(|r| value(e, tiles[0], e.addi(t.y, e.index(TY * r as i64)), kk))
+                .collect();
+            let b: Vec<Value> = (0..COLS)
+                .map(|c| value(e, tiles[1], e.addi(t.x, e.index(TX * c as i64)), kk))
+                .collect();
+            // (A fused multiply-add: one rounding where a product and a sum take two, inside
+            // the contract's f32 bound as the CPU kernel's FMAs are.)
+            (0..OUT)
+                .map(|i| e.scalar_fma(a[i / COLS], b[i % COLS], p[i]))
                 .collect()
         })
     }
@@ -154,13 +179,22 @@ impl<'o, 'c, 'a> Generic<'o, 'c, 'a> {
         }
         let last_row = e.subi(ops.m, e.index(1));
         let last_col = e.subi(ops.n, e.index(1));
-        let (_, col) = t.output(e, 0);
-        let sb = ops.sb.block_value(e, e.minui(col, last_col), k0);
-        (0..ROWS)
+        let sa: Vec<Value> = (0..ROWS)
             .map(|r| {
-                let (row, _) = t.output(e, r);
-                let sa = ops.sa.block_value(e, e.minui(row, last_row), k0);
-                e.addf(acc[r], e.mulf(part[r], e.mulf(sa, sb)))
+                let (row, _) = t.output(e, r * COLS);
+                ops.sa.block_value(e, e.minui(row, last_row), k0)
+            })
+            .collect();
+        let sb: Vec<Value> = (0..COLS)
+            .map(|c| {
+                let (_, col) = t.output(e, c);
+                ops.sb.block_value(e, e.minui(col, last_col), k0)
+            })
+            .collect();
+        (0..OUT)
+            .map(|i| {
+                let scale = e.mulf(sa[i / COLS], sb[i % COLS]);
+                e.addf(acc[i], e.mulf(part[i], scale))
             })
             .collect()
     }
@@ -213,7 +247,7 @@ pub(crate) fn lower<'c, 'a>(
         ceil_div(e, ops.n, e.index(BN)),
         ceil_div(e, ops.m, e.index(BM)),
     ];
-    let tile_words = BM * g.kc;
+    let tile_words = g.tile_words();
     let f32t = e.f32_type();
     if emulate {
         e.parallel_nest(&[zero, zero], &grid, &[one, one], |e, b| {
@@ -238,9 +272,9 @@ pub(crate) fn lower<'c, 'a>(
                 col0: e.muli(bid[0], e.index(BN)),
             };
             let tiles = [tiles[0], tiles[1]];
-            let inits = vec![e.f32(0.0); 2 * ROWS];
+            let inits = vec![e.f32(0.0); 2 * OUT];
             let done = e.for_loop(zero, ops.k, e.index(g.kc), &inits, |e, k0, carried| {
-                let (acc, part) = (&carried[..ROWS], &carried[ROWS..]);
+                let (acc, part) = (&carried[..OUT], &carried[OUT..]);
                 g.fill(e, &t, k0, tiles);
                 e.bare("gpu.barrier", &[]);
                 let part = g.accumulate(e, &t, tiles, part);
@@ -249,16 +283,16 @@ pub(crate) fn lower<'c, 'a>(
                 let (end, start) = segment_end(e, k0, g.kc, g.span, g.ops.k);
                 e.if_else(
                     end,
-                    &[f32t; 2 * ROWS],
+                    &[f32t; 2 * OUT],
                     |e| {
                         let mut v = g.promote(e, &t, start, acc, &part);
-                        v.extend(vec![e.f32(0.0); ROWS]);
+                        v.extend(vec![e.f32(0.0); OUT]);
                         v
                     },
                     |_| [acc, &part[..]].concat(),
                 )
             });
-            g.epilogue(e, &t, &done[..ROWS]);
+            g.epilogue(e, &t, &done[..OUT]);
         },
     );
     Ok(())
@@ -273,8 +307,11 @@ fn emulated_block<'c, 'a>(
 ) {
     let (zero, one) = (e.index(0), e.index(1));
     let f32t = e.f32_type();
-    let tiles = [e.alloca(f32t, BM * g.kc), e.alloca(f32t, BN * g.kc)];
-    let per = 2 * ROWS;
+    let tiles = [
+        e.alloca(f32t, g.tile_words()),
+        e.alloca(f32t, g.tile_words()),
+    ];
+    let per = 2 * OUT;
     let regs = e.alloca(f32t, TX * TY * per as i64);
     let threads =
         |e: &Emitter<'c, 'a>, body: &dyn Fn(&Emitter<'c, 'a>, Thread<'c, 'a>, Value<'c, 'a>)| {
@@ -304,15 +341,15 @@ fn emulated_block<'c, 'a>(
         let (end, start) = segment_end(e, k0, g.kc, g.span, g.ops.k);
         threads(e, &|e, t, base| {
             let load = |i| e.load(regs, &[at(e, base, i)]);
-            let acc: Vec<Value> = (0..ROWS).map(load).collect();
-            let part: Vec<Value> = (ROWS..per).map(load).collect();
+            let acc: Vec<Value> = (0..OUT).map(load).collect();
+            let part: Vec<Value> = (OUT..per).map(load).collect();
             let part = g.accumulate(e, &t, tiles, &part);
             let out = e.if_else(
                 end,
                 &vec![f32t; per],
                 |e| {
                     let mut v = g.promote(e, &t, start, &acc, &part);
-                    v.extend(vec![e.f32(0.0); ROWS]);
+                    v.extend(vec![e.f32(0.0); OUT]);
                     v
                 },
                 |_| [&acc[..], &part[..]].concat(),
@@ -324,7 +361,7 @@ fn emulated_block<'c, 'a>(
         vec![]
     });
     threads(e, &|e, t, base| {
-        let acc: Vec<Value> = (0..ROWS).map(|i| e.load(regs, &[at(e, base, i)])).collect();
+        let acc: Vec<Value> = (0..OUT).map(|i| e.load(regs, &[at(e, base, i)])).collect();
         g.epilogue(e, &t, &acc);
     });
 }

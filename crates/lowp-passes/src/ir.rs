@@ -797,6 +797,23 @@ impl<'c, 'a> Emitter<'c, 'a> {
         )
     }
 
+    /// `a * b + c` of scalars with one rounding, as the LLVM intrinsic (`math.fma` would
+    /// become a libdevice call on NVVM): one instruction instead of a multiply and an add.
+    pub fn scalar_fma(
+        &self,
+        a: Value<'c, '_>,
+        b: Value<'c, '_>,
+        c: Value<'c, '_>,
+    ) -> Value<'c, 'a> {
+        self.val(
+            OperationBuilder::new("llvm.intr.fma", self.loc)
+                .add_operands(&[a, b, c])
+                .add_results(&[a.r#type()])
+                .build()
+                .expect("valid llvm.intr.fma"),
+        )
+    }
+
     // ---- control flow ----------------------------------------------------------------
 
     /// `scf.for %iv = lb to ub step s iter_args(inits)`: `body` gets an emitter at the end

@@ -31,7 +31,6 @@
 
 use lowp_formats::{Half, HalfFields, ScaledFormat};
 use melior::dialect::arith::CmpiPredicate;
-use melior::ir::operation::OperationBuilder;
 use melior::ir::operation::OperationLike;
 use melior::ir::r#type::{DimSize, MemRefType, ShapedTypeLike};
 use melior::ir::{OperationRef, TypeLike, Value, ValueLike};
@@ -1174,15 +1173,8 @@ impl<'p, 'c, 'a> Kernel<'p, 'c, 'a> {
         (0..acc.len())
             .map(|x| {
                 let (sa, sb) = (values[scales.of[x].0], values[scales.of[x].1]);
-                // One rounding instead of two, one instruction instead of two (the LLVM
-                // intrinsic: math.fma would become a libdevice call on NVVM).
-                e.val(
-                    OperationBuilder::new("llvm.intr.fma", e.loc())
-                        .add_operands(&[part[x], e.mulf(sa, sb), acc[x]])
-                        .add_results(&[e.f32_type()])
-                        .build()
-                        .expect("valid llvm.intr.fma"),
-                )
+                // One rounding instead of two, one instruction instead of two.
+                e.scalar_fma(part[x], e.mulf(sa, sb), acc[x])
             })
             .collect()
     }

@@ -18,17 +18,17 @@
 // Every format reaches some tensor-core instruction (FP8, or the f16 or bf16 patterns of its
 // fields), and scale blocks shorter than an instruction's K one at a time (the rest of its
 // K zero) where they divide it; blocks of 24 neither divide the instructions' K (16, 32)
-// nor are whole multiples of it. With kernel=auto
-// such an op gets the generic kernel (32 x 8 threads per 32 x 32 tile, decoded chunks of A
-// and B in workgroup memory, chunks of 8 along K: a divisor of the segment); kernel=mma-sync
+// nor are whole multiples of it. With kernel=auto such an op gets the generic kernel (16 x
+// 16 threads per 64 x 64 tile, decoded chunks of A and B in workgroup memory, chunks of 8
+// along K: a divisor of the segment, rows 9 words apart); kernel=mma-sync
 // refuses it with the reasons.
 
 // CHECK-LABEL: func.func @mx8
 // CHECK-NOT:   llvm.call_intrinsic
-// CHECK:       gpu.launch blocks(%{{.*}}) in (%{{.*}} = %{{.*}}, %{{.*}} = %{{.*}}, %{{.*}} = %c1) threads(%{{.*}}) in (%{{.*}} = %c32, %{{.*}} = %c8, %{{.*}} = %c1)
-// CHECK-SAME:    workgroup(%[[TA:.*]] : memref<256xf32, #gpu.address_space<workgroup>>, %{{.*}} : memref<256xf32, #gpu.address_space<workgroup>>)
+// CHECK:       gpu.launch blocks(%{{.*}}) in (%{{.*}} = %{{.*}}, %{{.*}} = %{{.*}}, %{{.*}} = %c1) threads(%{{.*}}) in (%{{.*}} = %c16, %{{.*}} = %c16, %{{.*}} = %c1)
+// CHECK-SAME:    workgroup(%[[TA:.*]] : memref<576xf32, #gpu.address_space<workgroup>>, %{{.*}} : memref<576xf32, #gpu.address_space<workgroup>>)
 // CHECK:         scf.for %{{.*}} step %c8 iter_args(
-// CHECK:           memref.store %{{.*}}, %[[TA]][%{{.*}}] : memref<256xf32, #gpu.address_space<workgroup>>
+// CHECK:           memref.store %{{.*}}, %[[TA]][%{{.*}}] : memref<576xf32, #gpu.address_space<workgroup>>
 // CHECK:           gpu.barrier
 // CHECK:           scf.for %{{.*}} = %c0 to %c8 step %c1 iter_args(
 // CHECK:           gpu.barrier

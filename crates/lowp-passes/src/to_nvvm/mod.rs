@@ -43,8 +43,9 @@
 //!   bf16's top exponent), the bf16 form on bf16 patterns.
 //! - `gpu_generic.rs`: every other layout (scale blocks no instruction's K fits: neither a
 //!   multiple of it nor a divisor in multiples of 4, 24 say; the register-staged kernels
-//!   take shorter divisors, 8 or 4, one block a step; and the reason in a remark): 32 x 8
-//!   threads per 32 x 32 tile, chunks of A and B decoded once into shared memory.
+//!   take shorter divisors, 8 or 4, one block a step; and the reason in a remark): 16 x
+//!   16 threads per 64 x 64 tile, 4 x 4 outputs a thread, chunks of A and B decoded once
+//!   into shared memory.
 //!
 //! The FP8 kernels take E4M3 / E5M2 directly and FP4 / FP6 / custom formats that embed
 //! exactly in them (`ScaledFormat::fp8_embedding`, proved from the fields), translated code
