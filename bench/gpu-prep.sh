@@ -175,6 +175,16 @@ save "check-mma-sync-tall" --m 4200001 --n 8 --k 32 --lhs f8e4m3 --rhs f8e5m2 \
 # wgmma-specialized is the square one there; wgmma-tma is TMA-fed, warp-specialized
 # square above M = 64 (auto's choice for FP8 per tensor) and the skinny block at M = 16,
 # FP8 only: MXFP4's packed codes are translated on the way in).
+# The FP8 square block's cost a tile apart from its stages (the ring's fill, the
+# epilogue's 64 KiB of f32 C, which no tensor work overlaps in a block per tile): auto's
+# TMA block and the persistent one at K = 4096 and 16384 beside 8192 (time = stages x a
+# + tiles x b).
+for k in 4096 16384; do
+  save "time-auto-8192x8192x$k-f8e4m3" --m 8192 --n 8192 --k $k --lhs f8e4m3 --rhs f8e4m3 \
+    --layout per_tensor
+  save "time-wgmma-tma-persistent-8192x8192x$k-f8e4m3" --m 8192 --n 8192 --k $k \
+    --lhs f8e4m3 --rhs f8e4m3 --layout per_tensor --kernel wgmma-tma --persistent on
+done
 for s in 8192x8192x8192 4096x4096x4096 16x8192x8192 16x4096x8192; do
   IFS=x read -r m n k <<< "$s"
   for f in "f8e4m3 --layout per_tensor" "f4e2m1 --layout mx --packed"; do
