@@ -20,15 +20,15 @@
 // K zero) where they divide it; blocks of 24 neither divide the instructions' K (16, 32)
 // nor are whole multiples of it. With kernel=auto such an op gets the generic kernel (16 x
 // 16 threads per 64 x 64 tile, decoded chunks of A and B in workgroup memory, chunks of 8
-// along K: a divisor of the segment, rows 9 words apart); kernel=mma-sync
+// along K: a divisor of the segment, rows 12 words apart); kernel=mma-sync
 // refuses it with the reasons.
 
 // CHECK-LABEL: func.func @mx8
 // CHECK-NOT:   llvm.call_intrinsic
 // CHECK:       gpu.launch blocks(%{{.*}}) in (%{{.*}} = %{{.*}}, %{{.*}} = %{{.*}}, %{{.*}} = %c1) threads(%{{.*}}) in (%{{.*}} = %c16, %{{.*}} = %c16, %{{.*}} = %c1)
-// CHECK-SAME:    workgroup(%[[TA:.*]] : memref<576xf32, #gpu.address_space<workgroup>>, %{{.*}} : memref<576xf32, #gpu.address_space<workgroup>>)
+// CHECK-SAME:    workgroup(%[[TA:.*]] : memref<768xf32, #gpu.address_space<workgroup>>, %{{.*}} : memref<768xf32, #gpu.address_space<workgroup>>)
 // CHECK:         scf.for %{{.*}} step %c8 iter_args(
-// CHECK:           memref.store %{{.*}}, %[[TA]][%{{.*}}] : memref<576xf32, #gpu.address_space<workgroup>>
+// CHECK:           memref.store %{{.*}}, %[[TA]][%{{.*}}] : memref<768xf32, #gpu.address_space<workgroup>>
 // CHECK:           gpu.barrier
 // CHECK:           scf.for %{{.*}} = %c0 to %c8 step %c1 iter_args(
 // CHECK:           gpu.barrier
