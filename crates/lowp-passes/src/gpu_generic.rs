@@ -8,12 +8,14 @@
 //! threads decode the chunk of the A tile and of the B tile (each code once, by bit
 //! arithmetic, zero past K) into f32 in shared memory, a barrier, each thread accumulates
 //! its 16 outputs from shared memory (per code of the chunk 4 values of A, 4 of B, 16
-//! fmas), a barrier. A tile's rows are `KC + 1` words apart, so that the 16 columns a warp
-//! reads at once fall in 16 banks (at `KC` apart they fell in one: the first form, a 32 x
-//! 32 tile with a column a thread, ran 6 TFLOP/s on the H200). `KC` divides the K segment over which
-//! neither scale changes, so at a segment's end the partial sums go into the accumulators
-//! times sa * sb, as the oracle sums them (in K order, in f32); per-tensor / per-channel
-//! scales (their product), the NVFP4 globals and the bias follow in the epilogue.
+//! fmas), a barrier. A tile's rows are `KC + 4` words apart (`KC + 1` where `KC` is not a
+//! multiple of 4; `Generic::stride`), so that the columns a warp reads at once fall in
+//! distinct banks (at `KC` apart they fell in one: the first form, a 32 x 32 tile with a
+//! column a thread, ran 6 TFLOP/s on the H200), and 4 codes of a row are one 16-byte load.
+//! `KC` divides the K segment over which neither scale changes, so at a segment's end the
+//! partial sums go into the accumulators times sa * sb, as the oracle sums them (in K
+//! order, in f32); per-tensor / per-channel scales (their product), the NVFP4 globals and
+//! the bias follow in the epilogue.
 //!
 //! With `emulate=true` the same phases run on the CPU one after the other (threads in
 //! loops, a buffer standing for shared memory), which is how the kernel is checked against
