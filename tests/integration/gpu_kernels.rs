@@ -459,6 +459,7 @@ fn tma_kernels_take_tensor_maps() {
     // 2 x 2 tiles of C: B multicast in clusters of 2, its boxes half of a tile's rows.
     let map = |arg, rows, boxed| KernelParam::TensorMap {
         arg,
+        element: lowp_runtime::tensor_map::MapElement::U8,
         shape: vec![rows, 416],
         boxed: vec![boxed, 128],
         swizzle: 128,

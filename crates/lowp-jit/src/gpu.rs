@@ -41,6 +41,7 @@ pub fn tuning_flags() -> Vec<String> {
     NVVM_TUNING.iter().map(|o| format!("--{o}")).collect()
 }
 pub use lowp_runtime::kernel::{GpuKernel, KernelParam};
+use lowp_runtime::tensor_map::MapElement;
 use melior::ir::operation::{OperationLike, OperationMutLike, OperationRef, WalkOrder, WalkResult};
 use melior::ir::r#type::MemRefType;
 use melior::ir::{
@@ -104,8 +105,8 @@ fn static_shape(v: Value, arg: usize) -> Result<Vec<i64>, JitError> {
 /// A kernel operand that is a TMA tensor map: `nvgpu.tma.create.descriptor` of an entry
 /// argument (through `memref.cast`) with constant box sizes, as the pointer it lowers to
 /// (`builtin.unrealized_conversion_cast`, how `lowp-to-nvvm` passes it). `None` when `v` is
-/// not made that way; an error when it is but the runner cannot make the map (not bytes, not
-/// tile mode with zero fill).
+/// not made that way; an error when it is but the runner cannot make the map (elements other
+/// than bytes, f32, f16, bf16; not tile mode with zero fill).
 fn tensor_map(v: Value, buffers: &Buffers) -> Result<Option<KernelParam>, JitError> {
     let Some(cast) = defined_by(v, "builtin.unrealized_conversion_cast") else {
         return Ok(None);
@@ -129,13 +130,17 @@ fn tensor_map(v: Value, buffers: &Buffers) -> Result<Option<KernelParam>, JitErr
     let element = MemRefType::try_from(ranked.r#type())
         .map(|t| t.element())
         .map_err(|_| bad("is made from a non-memref"))?;
-    if !element.is_integer()
-        || melior::ir::r#type::IntegerType::try_from(element).map(|t| t.width()) != Ok(8)
-    {
-        return Err(bad(&format!(
-            "is made from {element} elements; the runner maps bytes"
-        )));
-    }
+    let element = match element.to_string().as_str() {
+        "i8" => MapElement::U8,
+        "f32" => MapElement::F32,
+        "f16" => MapElement::F16,
+        "bf16" => MapElement::Bf16,
+        other => {
+            return Err(bad(&format!(
+                "is made from {other} elements; the runner maps i8 (codes), f32, f16 and bf16"
+            )))
+        }
+    };
     let boxed = (1..create.operand_count())
         .map(|i| match create.operand(i).ok().and_then(constant) {
             Some(KernelParam::Index(b)) if (1..=256).contains(&b) => Ok(b as u32),
@@ -162,6 +167,7 @@ fn tensor_map(v: Value, buffers: &Buffers) -> Result<Option<KernelParam>, JitErr
     .map_or(0, |&(_, bytes)| bytes);
     Ok(Some(KernelParam::TensorMap {
         arg,
+        element,
         shape,
         boxed,
         swizzle,

@@ -7,7 +7,7 @@ use std::ffi::c_void;
 
 use cudarc::driver::CudaSlice;
 
-use crate::tensor_map::TiledMap;
+use crate::tensor_map::{MapElement, TiledMap};
 use crate::{Gpu, GpuError, LaunchConfig, Module};
 
 /// One operand of the launch, in the kernel's order.
@@ -26,12 +26,14 @@ pub enum KernelParam {
         shape: Vec<i64>,
     },
     /// A TMA tensor map (tile mode, [`TiledMap`]) of the entry's argument `arg`, a
-    /// row-major byte tensor of `shape`, in boxes of `boxed` (both outermost first) with
-    /// the `swizzle` span: written to device memory before the launch, passed as its
-    /// address (as `nvgpu.tma.create.descriptor` lowers).
+    /// row-major tensor of `element`s of `shape`, in boxes of `boxed` (both outermost
+    /// first) with the `swizzle` span: written to device memory before the launch, passed
+    /// as its address (as `nvgpu.tma.create.descriptor` lowers).
     TensorMap {
         /// Position among the entry's arguments, then the workspaces.
         arg: usize,
+        /// Its elements (bytes for operand codes).
+        element: MapElement,
         /// Its shape.
         shape: Vec<i64>,
         /// The box.
@@ -349,11 +351,13 @@ impl GpuKernel {
             match p {
                 KernelParam::TensorMap {
                     arg,
+                    element,
                     shape,
                     boxed,
                     swizzle,
                 } => {
-                    let map = TiledMap::new(shape, boxed, *swizzle)?.encode(address(*arg)?)?;
+                    let map =
+                        TiledMap::of(*element, shape, boxed, *swizzle)?.encode(address(*arg)?)?;
                     let on_device = gpu.upload(&TiledMap::bytes(&map))?;
                     values.push(gpu.address(&on_device));
                     maps.push(on_device);
@@ -417,7 +421,8 @@ impl GpuKernel {
     /// The launch as a manifest (the PTX travels beside it): `name`, `chip`, `grid`,
     /// `block`, `shared` (dynamic shared memory bytes), `cluster` (only for clusters), then
     /// one `param` line per parameter (`memref ARG D0 D1 ..`, `index V`, `f32 V`,
-    /// `tensormap ARG swizzle S box B0 B1 .. shape D0 D1 ..`); with workspaces,
+    /// `tensormap ARG swizzle S box B0 B1 .. shape D0 D1 ..`, then `element T` where the
+    /// tensor is not bytes: f32, f16, bf16); with workspaces,
     /// `arguments = N` and a `workspace = BYTES ELEMENT` line each; each later launch from
     /// `then = NAME` on, with its own `grid` to `param` lines.
     pub fn to_manifest(&self) -> String {
@@ -464,13 +469,18 @@ impl GpuKernel {
                 }
                 KernelParam::TensorMap {
                     arg,
+                    element,
                     shape,
                     boxed,
                     swizzle,
                 } => {
                     let words = |v: Vec<String>| v.join(" ");
+                    let typed = match element {
+                        MapElement::U8 => String::new(),
+                        other => format!(" element {}", other.name()),
+                    };
                     format!(
-                        "tensormap {arg} swizzle {swizzle} box {} shape {}",
+                        "tensormap {arg} swizzle {swizzle} box {} shape {}{typed}",
                         words(boxed.iter().map(|b| b.to_string()).collect()),
                         words(shape.iter().map(|d| d.to_string()).collect())
                     )
@@ -690,7 +700,7 @@ fn param(v: &str) -> Result<KernelParam, String> {
     let bad = || {
         format!(
             "param '{v}': expected 'memref ARG DIMS..', 'index V', 'f32 V' or \
-             'tensormap ARG swizzle S box B.. shape D..'"
+             'tensormap ARG swizzle S box B.. shape D.. [element u8|f32|f16|bf16]'"
         )
     };
     match words.as_slice() {
@@ -707,11 +717,16 @@ fn param(v: &str) -> Result<KernelParam, String> {
         ["tensormap", arg, "swizzle", swizzle, "box", rest @ ..] => {
             let at = rest.iter().position(|w| *w == "shape").ok_or_else(bad)?;
             let (boxed, shape) = (&rest[..at], &rest[at + 1..]);
+            let (shape, element) = match shape {
+                [dims @ .., "element", name] => (dims, MapElement::named(name).ok_or_else(bad)?),
+                dims => (dims, MapElement::U8),
+            };
             if boxed.is_empty() || boxed.len() != shape.len() {
                 return Err(bad());
             }
             Ok(KernelParam::TensorMap {
                 arg: arg.parse().map_err(|_| bad())?,
+                element,
                 shape: shape
                     .iter()
                     .map(|d| d.parse::<i64>().ok().filter(|&d| d > 0))
@@ -755,8 +770,16 @@ mod tests {
                 },
                 KernelParam::TensorMap {
                     arg: 0,
+                    element: MapElement::U8,
                     shape: vec![48, 64],
                     boxed: vec![16, 64],
+                    swizzle: 128,
+                },
+                KernelParam::TensorMap {
+                    arg: 2,
+                    element: MapElement::F32,
+                    shape: vec![48, 40],
+                    boxed: vec![64, 32],
                     swizzle: 128,
                 },
             ],
@@ -766,7 +789,7 @@ mod tests {
         }
     }
 
-    /// PTX as lowp-jit makes it for `kernel()`: 13 parameters, 128 threads.
+    /// PTX as lowp-jit makes it for `kernel()`: 14 parameters, 128 threads.
     fn ptx(entry: &str, params: usize, directives: &str) -> String {
         let list: Vec<String> = (0..params)
             .map(|i| format!("\t.param .u64 {entry}_param_{i}"))
@@ -783,7 +806,7 @@ mod tests {
     #[test]
     fn fp8_wgmma_kernels_are_checked_with_the_fp8_accumulator() {
         let with = |line: &str| GpuKernel {
-            ptx: format!("{}\n\t{line}\n", ptx("mm_kernel", 13, "")),
+            ptx: format!("{}\n\t{line}\n", ptx("mm_kernel", 14, "")),
             ..kernel()
         };
         let tc = lowp_formats::Accumulation::Fp8TensorCore { promote: 128 };
@@ -806,7 +829,7 @@ mod tests {
     #[test]
     fn the_ptx_must_be_the_launched_kernel() {
         let good = GpuKernel {
-            ptx: ptx("mm_kernel", 13, ".maxntid 128, 1, 1\n"),
+            ptx: ptx("mm_kernel", 14, ".maxntid 128, 1, 1\n"),
             ..kernel()
         };
         good.ptx_check().unwrap();
@@ -830,7 +853,7 @@ mod tests {
         let clustered = GpuKernel {
             ptx: ptx(
                 "mm_kernel",
-                13,
+                14,
                 ".reqntid 128\n.explicitcluster\n.reqnctapercluster 3, 1, 1\n",
             ),
             cluster: (3, 1, 1),
@@ -854,10 +877,10 @@ mod tests {
             ),
             (
                 GpuKernel {
-                    ptx: ptx("mm_kernel", 12, ""),
+                    ptx: ptx("mm_kernel", 13, ""),
                     ..kernel()
                 },
-                "entry 'mm_kernel' declares 12 parameters; the launch passes 13",
+                "entry 'mm_kernel' declares 13 parameters; the launch passes 14",
             ),
             (
                 GpuKernel {
@@ -889,7 +912,7 @@ mod tests {
             ),
             (
                 GpuKernel {
-                    ptx: ptx("mm_kernel", 13, ".maxntid 128, x\n"),
+                    ptx: ptx("mm_kernel", 14, ".maxntid 128, x\n"),
                     ..kernel()
                 },
                 "entry 'mm_kernel': cannot read '.maxntid 128, x'",
@@ -913,11 +936,14 @@ mod tests {
         assert!(!k.to_manifest().contains("cluster"));
         assert_eq!(back.params, k.params);
         // 3 + 2 x 2 for the matrix, 1 + 1 for the scalars, 3 for the rank-0 memref, 1 for
-        // the tensor map's address.
-        assert_eq!(back.flat_param_count(), 13);
+        // each tensor map's address.
+        assert_eq!(back.flat_param_count(), 14);
         assert!(k
             .to_manifest()
             .contains("param = tensormap 0 swizzle 128 box 16 64 shape 48 64\n"));
+        assert!(k
+            .to_manifest()
+            .contains("param = tensormap 2 swizzle 128 box 64 32 shape 48 40 element f32\n"));
         // Clusters (split-K) travel as one more line.
         let clustered = GpuKernel {
             cluster: (3, 1, 1),
@@ -1063,7 +1089,11 @@ mod tests {
             ),
             (
                 k.replace("box 16 64 shape 48 64", "box 16 64 shape 48 0"),
-                "'tensormap ARG swizzle S box B.. shape D..'",
+                "'tensormap ARG swizzle S box B.. shape D..",
+            ),
+            (
+                k.replace("shape 48 40 element f32", "shape 48 40 element f64"),
+                "line 11: param 'tensormap 2",
             ),
         ] {
             let e = GpuKernel::from_manifest(&edit, String::new()).unwrap_err();

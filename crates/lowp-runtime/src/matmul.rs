@@ -104,7 +104,7 @@ fn fits(
                 .iter()
                 .try_fold(1u64, |n, &d| n.checked_mul(u64::try_from(d).ok()?));
             let element = match p {
-                crate::kernel::KernelParam::TensorMap { .. } => 1,
+                crate::kernel::KernelParam::TensorMap { element, .. } => element.bytes(),
                 _ => w.element as u64,
             };
             if elements.and_then(|n| n.checked_mul(element)) != Some(w.bytes) {

@@ -1,11 +1,12 @@
-//! TMA tensor maps (`CUtensorMap`, tile mode) of byte matrices, as `lowp-to-nvvm`'s
-//! `kernel=wgmma-tma` asks for them (`nvgpu.tma.create.descriptor` on the host): what the
-//! driver's `cuTensorMapEncodeTiled` takes, worked out and checked here so that a wrong
-//! shape fails with a message before the driver is called, then encoded.
+//! TMA tensor maps (`CUtensorMap`, tile mode) of row-major matrices, as `lowp-to-nvvm`'s
+//! `kernel=wgmma-tma` asks for them (`nvgpu.tma.create.descriptor` on the host): operand
+//! codes as bytes, and C (f32, f16, bf16) where its epilogue stores by TMA (`store-c=tma`).
+//! What the driver's `cuTensorMapEncodeTiled` takes is worked out and checked here, so that
+//! a wrong shape fails with a message before the driver is called, then encoded.
 //!
-//! The IR writes shapes outermost first (`memref<ROWSxBYTESxi8>`, `box[ROWS, BYTES]`); the
-//! driver takes dimensions innermost first, and `rank - 1` strides in bytes (the innermost
-//! is the element).
+//! The IR writes shapes outermost first (`memref<ROWSxCOLSxT>`, `box[ROWS, COLS]`); the
+//! driver takes dimensions innermost first, in elements, and `rank - 1` strides in bytes
+//! (the innermost is the element).
 
 use std::ffi::c_void;
 use std::mem::MaybeUninit;
@@ -14,14 +15,64 @@ use cudarc::driver::sys;
 
 use crate::GpuError;
 
-/// A tile-mode map of a row-major tensor of bytes.
+/// The elements of a tensor map's tensor.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MapElement {
+    /// Bytes (operand codes, whatever their format).
+    U8,
+    /// IEEE binary32 (C as f32).
+    F32,
+    /// IEEE binary16.
+    F16,
+    /// bfloat16.
+    Bf16,
+}
+
+impl MapElement {
+    /// Every element type, with its name in manifests and IR (`u8`, `f32`, `f16`, `bf16`).
+    pub const ALL: [(MapElement, &'static str); 4] = [
+        (MapElement::U8, "u8"),
+        (MapElement::F32, "f32"),
+        (MapElement::F16, "f16"),
+        (MapElement::Bf16, "bf16"),
+    ];
+
+    /// Bytes per element.
+    pub fn bytes(self) -> u64 {
+        match self {
+            MapElement::U8 => 1,
+            MapElement::F32 => 4,
+            MapElement::F16 | MapElement::Bf16 => 2,
+        }
+    }
+
+    /// Its name (`ALL`).
+    pub fn name(self) -> &'static str {
+        MapElement::ALL
+            .iter()
+            .find(|(e, _)| *e == self)
+            .map_or("u8", |(_, n)| n)
+    }
+
+    /// The element named `name` (`ALL`).
+    pub fn named(name: &str) -> Option<Self> {
+        MapElement::ALL
+            .iter()
+            .find(|(_, n)| *n == name)
+            .map(|(e, _)| *e)
+    }
+}
+
+/// A tile-mode map of a row-major tensor.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct TiledMap {
+    /// Its elements.
+    pub element: MapElement,
     /// Elements per dimension, innermost first.
     pub dims: Vec<u64>,
     /// Bytes from one index of dimension d + 1 to the next, for d + 1 = 1 .. rank.
     pub strides: Vec<u64>,
-    /// The box, innermost first.
+    /// The box in elements, innermost first.
     pub boxes: Vec<u32>,
     /// Swizzle span in bytes: 0 (none), 32, 64 or 128.
     pub swizzle: u32,
@@ -29,13 +80,27 @@ pub struct TiledMap {
 
 impl TiledMap {
     /// The map of a row-major byte tensor of `shape` (outermost first) in boxes of `boxed`
-    /// (outermost first), with the `swizzle` span, checked against the driver's rules:
-    /// rank 1 to 5, each dimension 1 to 2^32, strides multiples of 16 below 2^40, box sizes
-    /// 1 to 256, the box's row at most the swizzle span and a multiple of 16 bytes.
+    /// (outermost first), with the `swizzle` span ([`TiledMap::of`] with bytes).
     pub fn new(shape: &[i64], boxed: &[u32], swizzle: u32) -> Result<Self, GpuError> {
+        Self::of(MapElement::U8, shape, boxed, swizzle)
+    }
+
+    /// The map of a row-major tensor of `element`s of `shape` (outermost first) in boxes
+    /// of `boxed` elements (outermost first), with the `swizzle` span, checked against the
+    /// driver's rules: rank 1 to 5, each dimension 1 to 2^32, strides multiples of 16 bytes
+    /// below 2^40, box sizes 1 to 256, the box's row at most the swizzle span and a
+    /// multiple of 16 bytes.
+    pub fn of(
+        element: MapElement,
+        shape: &[i64],
+        boxed: &[u32],
+        swizzle: u32,
+    ) -> Result<Self, GpuError> {
         let bad = |why: String| {
             GpuError::Invalid(format!(
-                "tensor map of shape {shape:?} in boxes of {boxed:?} (swizzle {swizzle}): {why}"
+                "tensor map of {} shape {shape:?} in boxes of {boxed:?} (swizzle {swizzle}): \
+                 {why}",
+                element.name()
             ))
         };
         if !(1..=5).contains(&shape.len()) || boxed.len() != shape.len() {
@@ -49,7 +114,7 @@ impl TiledMap {
             return Err(bad("each dimension has 1 to 2^32 elements".into()));
         }
         let mut strides = Vec::with_capacity(dims.len() - 1);
-        let mut stride = 1u64;
+        let mut stride = element.bytes();
         for &d in &dims[..dims.len() - 1] {
             stride *= d;
             if !stride.is_multiple_of(16) || stride >= 1 << 40 {
@@ -63,13 +128,14 @@ impl TiledMap {
         if boxes.iter().any(|&b| !(1..=256).contains(&b)) {
             return Err(bad("box sizes are 1 to 256".into()));
         }
-        if !boxes[0].is_multiple_of(16) || (swizzle > 0 && boxes[0] > swizzle) {
+        let row = boxes[0] as u64 * element.bytes();
+        if !row.is_multiple_of(16) || (swizzle > 0 && row > swizzle as u64) {
             return Err(bad(format!(
-                "the box's rows are {} bytes (a multiple of 16, at most the swizzle span)",
-                boxes[0]
+                "the box's rows are {row} bytes (a multiple of 16, at most the swizzle span)"
             )));
         }
         Ok(Self {
+            element,
             dims,
             strides,
             boxes,
@@ -78,8 +144,8 @@ impl TiledMap {
     }
 
     /// The driver's encoding of the map of the tensor at device address `address` (16-byte
-    /// aligned): elements as unsigned bytes, no interleave, L2 promotion of 256 bytes, zeros
-    /// where a box leaves the tensor.
+    /// aligned): no interleave, L2 promotion of 256 bytes, zeros where a box leaves the
+    /// tensor (a load's; a store writes only the elements inside it).
     pub fn encode(&self, address: u64) -> Result<sys::CUtensorMap, GpuError> {
         if !address.is_multiple_of(16) {
             return Err(GpuError::Invalid(format!(
@@ -93,6 +159,13 @@ impl TiledMap {
             64 => CU_TENSOR_MAP_SWIZZLE_64B,
             _ => CU_TENSOR_MAP_SWIZZLE_128B,
         };
+        use sys::CUtensorMapDataType_enum::*;
+        let data = match self.element {
+            MapElement::U8 => CU_TENSOR_MAP_DATA_TYPE_UINT8,
+            MapElement::F32 => CU_TENSOR_MAP_DATA_TYPE_FLOAT32,
+            MapElement::F16 => CU_TENSOR_MAP_DATA_TYPE_FLOAT16,
+            MapElement::Bf16 => CU_TENSOR_MAP_DATA_TYPE_BFLOAT16,
+        };
         let steps = vec![1u32; self.dims.len()];
         let mut map = MaybeUninit::<sys::CUtensorMap>::zeroed();
         // SAFETY: every array holds `rank` entries (strides `rank - 1`), checked by `new`;
@@ -100,7 +173,7 @@ impl TiledMap {
         let status = unsafe {
             sys::cuTensorMapEncodeTiled(
                 map.as_mut_ptr(),
-                sys::CUtensorMapDataType_enum::CU_TENSOR_MAP_DATA_TYPE_UINT8,
+                data,
                 self.dims.len() as u32,
                 address as *mut c_void,
                 self.dims.as_ptr(),
@@ -144,6 +217,16 @@ mod tests {
         assert_eq!(map.boxes, [128, 128]);
         let map = TiledMap::new(&[4, 8, 64], &[1, 8, 64], 64).unwrap();
         assert_eq!((map.dims, map.strides), (vec![64, 8, 4], vec![64, 512]));
+        // `store-c=tma`'s C: 300 x 200 f32 in boxes of 64 rows x 32 columns (128 bytes).
+        let map = TiledMap::of(MapElement::F32, &[300, 200], &[64, 32], 128).unwrap();
+        assert_eq!((map.dims, map.strides), (vec![200, 300], vec![800]));
+        assert_eq!(map.boxes, [32, 64]);
+        for (element, name) in MapElement::ALL {
+            assert_eq!(
+                (MapElement::named(name), element.name()),
+                (Some(element), name)
+            );
+        }
     }
 
     #[test]
@@ -170,6 +253,17 @@ mod tests {
                 .unwrap_err()
                 .to_string();
             assert!(e.contains(want), "{e}");
+        }
+        // f32: strides and box rows in bytes.
+        for (shape, boxed, want) in [
+            (&[64, 202][..], &[64, 32][..], "a stride of 808 bytes"),
+            (&[64, 256], &[64, 64], "the box's rows are 256 bytes"),
+            (&[64, 256], &[64, 2], "the box's rows are 8 bytes"),
+        ] {
+            let e = TiledMap::of(MapElement::F32, shape, boxed, 128)
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains(want) && e.contains("f32"), "{e}");
         }
         let map = TiledMap::new(&[64, 256], &[64, 128], 128).unwrap();
         let e = map.encode(0x1008).unwrap_err().to_string();
