@@ -77,7 +77,7 @@ func.func @fp8(%a: memref<256x512xf8E4M3FN>, %sa: memref<1x1xf32>, %b: memref<12
 // UNICAST-NOT: .reqnctapercluster
 // UNICAST-NOT: multicast::cluster
 // UNICAST:     ret;
-// AMD: lowp-translate: --split-k, --multicast, --fold-scales, --translate-ahead, --stages, --block-n, --persistent, --translate-once, --nvfp4 and --accumulate tune lowp-to-nvvm: give an NVIDIA --chip, not gfx942
+// AMD: lowp-translate: --split-k, --multicast, --fold-scales, --translate-ahead, --stages, --block-n, --persistent, --store-c, --translate-once, --nvfp4 and --accumulate tune lowp-to-nvvm: give an NVIDIA --chip, not gfx942
 func.func @shared(%a: memref<256x384xf8E4M3FN>, %sa: memref<1x1xf32>, %b: memref<256x384xf8E4M3FN>,
                   %sb: memref<1x1xf32>, %c: memref<256x256xf32>) {
   lowp.scaled_matmul %a[%sa], %b[%sb] into %c layouts(#lowp.per_tensor, #lowp.per_tensor)

@@ -84,6 +84,8 @@ const PIPELINES: &[Option<&str>] = &[
     Some("builtin.module(func.func(lowp-to-nvvm{chip=sm_100a emulate=true}))"),
     // The register-fed decode block (refusing what it does not take), as GPU IR.
     Some("builtin.module(func.func(lowp-to-nvvm{chip=sm_90a kernel=wgmma-registers}))"),
+    // The TMA block storing C by TMA (falling back where C does not allow it), as GPU IR.
+    Some("builtin.module(func.func(lowp-to-nvvm{chip=sm_90a kernel=wgmma-tma store-c=tma}))"),
     // lowp-to-nvvm (mma.sync on sm_89, wgmma on sm_90a, where they apply) down to PTX
     // (lowp_passes::pipelines::nvvm_front, then the kernel passes).
     Some(
@@ -505,6 +507,8 @@ fn mutated_run_inputs_pass_their_check_or_are_refused() {
             "wgmma-tma",
             "--persistent",
             "on",
+            "--store-c",
+            "tma",
         ],
         &[
             "--target",

@@ -1843,6 +1843,101 @@ fn wgmma_tma_persistent_matches_the_oracle() {
     );
 }
 
+/// `store-c=tma`: the warp-specialized square block's epilogue through a staging area in
+/// shared memory (the 128-byte swizzle) and TMA stores on a tensor map of C. TMA's block by
+/// tile (300 x 200, f32: a partial tile each way; bf16 C, 136 columns: boxes of 64), B
+/// multicast (512 x 384), persistent (2100 x 1288, 187 tiles: 55 blocks store twice), the
+/// producer-copied block (`wgmma-specialized`: MXFP8 x MXFP8) and, kept on direct stores,
+/// C whose rows are not whole 16 bytes (130 f32 columns), the skinny block, and FP4 x E4M3
+/// on the producer-copied block (its ring, 173 KiB, leaves no room for the 64 KiB area). In the IR (a kernel's consumer code, both warpgroups): four box stores for 128
+/// f32 columns, two for bf16, one bulk group, the wait for its read before the block ends
+/// (persistent: also before each tile's staging); through
+/// the emulation, the staging area written as the GPU's threads write it and stored as the
+/// PTX ISA's tile mode defines it (elements inside C only).
+#[test]
+fn wgmma_store_c_tma_matches_the_oracle() {
+    let session = Session::new();
+    let mut rng = SplitMix64::new(512);
+    let (e4, e5, f4) = (
+        ScaledFormat::F8E4M3,
+        ScaledFormat::F8E5M2,
+        ScaledFormat::F4E2M1,
+    );
+    let (tensor, channel, mx) = (
+        ScaleLayout::PerTensor,
+        ScaleLayout::PerChannel,
+        ScaleLayout::MX,
+    );
+    let mut bf16 = pair_problem(
+        &mut rng,
+        (200, 136, 288),
+        (e5, channel, false, e4, tensor, false),
+    );
+    bf16.1.bf16 = true;
+    // [box stores, bulk groups, waits for their reads] in the IR.
+    for (options, problems, stores) in [
+        (
+            "wgmma-tma store-c=tma",
+            vec![
+                pair_problem(
+                    &mut rng,
+                    (300, 200, 416),
+                    (e4, tensor, false, e5, tensor, false),
+                ),
+                bf16,
+                // (Direct: rows of 520 bytes; the skinny block.)
+                pair_problem(
+                    &mut rng,
+                    (130, 130, 256),
+                    (e4, tensor, false, e4, tensor, false),
+                ),
+                pair_problem(
+                    &mut rng,
+                    (16, 200, 512),
+                    (e4, tensor, false, e5, tensor, false),
+                ),
+            ],
+            [4 + 2, 2, 2],
+        ),
+        (
+            "wgmma-tma multicast=auto store-c=tma",
+            vec![pair_problem(
+                &mut rng,
+                (512, 384, 256),
+                (e4, tensor, false, e5, channel, false),
+            )],
+            [4, 1, 1],
+        ),
+        (
+            "wgmma-tma persistent=on store-c=tma",
+            vec![pair_problem(
+                &mut rng,
+                (2100, 1288, 160),
+                (e4, tensor, false, e4, channel, false),
+            )],
+            [4, 1, 2],
+        ),
+        (
+            "wgmma-specialized store-c=tma",
+            vec![
+                pair_problem(&mut rng, (256, 136, 384), (e4, mx, false, e5, mx, false)),
+                pair_problem(&mut rng, (130, 200, 256), (f4, mx, true, e4, tensor, false)),
+            ],
+            [4, 1, 1],
+        ),
+    ] {
+        let text = lowered(&session, &problems, "sm_90a", options);
+        let counts = [
+            "nvvm.cp.async.bulk.tensor.global.shared.cta",
+            "nvvm.cp.async.bulk.commit.group",
+            "nvvm.cp.async.bulk.wait_group",
+        ]
+        .map(|op| text.matches(op).count());
+        assert_eq!(counts, stores, "{options}");
+        run_and_check(&session, &problems, Some(&emulated("sm_90a", options)));
+    }
+}
+
 /// `block-n=192`: the square block 128 x 192 (`m64n192k32`, 96 accumulators a thread, one
 /// register set of partial sums). The barrier pipeline (`kernel=wgmma`) on every pair of
 /// formats and layouts it takes, 130 x 200 (N: a whole tile and one of 8 columns; K 416, the

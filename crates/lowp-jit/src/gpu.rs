@@ -15,8 +15,8 @@ pub use lowp_passes::to_nvvm::KERNELS;
 /// [`Session::compile_nvvm_with`] takes: the wgmma skinny block's split of K, the TMA
 /// square block's B multicast, the barrier pipeline's folded block scales, its translation
 /// a stage ahead, the pipeline's ring of stages, the square block's columns, the TMA
-/// block's persistence, its route for NVFP4's 16-blocks, and how sm_90a's wgmma kernels
-/// sum FP8. The tools take each as
+/// block's persistence, how its epilogue stores C, its route for NVFP4's 16-blocks, and
+/// how sm_90a's wgmma kernels sum FP8. The tools take each as
 /// a flag of its name (`--split-k`, ...: [`tuning_option`]).
 pub const NVVM_TUNING: &[&str] = &[
     "split-k",
@@ -26,6 +26,7 @@ pub const NVVM_TUNING: &[&str] = &[
     "stages",
     "block-n",
     "persistent",
+    "store-c",
     "translate-once",
     "nvfp4",
     "accumulate",

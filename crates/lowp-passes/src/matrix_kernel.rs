@@ -513,6 +513,19 @@ pub(crate) struct Lane<'c, 'a> {
     pub(crate) col0: Value<'c, 'a>,
 }
 
+/// Where `Kernel::epilogue_values` hands a run of results: `(e, values, row, col)`, the
+/// run's first element at (row, col) of C.
+pub(crate) type PutRun<'r, 'c, 'a> =
+    dyn Fn(&Emitter<'c, 'a>, &[Value<'c, 'a>], Value<'c, 'a>, Value<'c, 'a>) + 'r;
+
+/// What the epilogue reads once per lane (`Kernel::lane_values`): per-tensor scales applied
+/// there (of A, of B), the product of the globals.
+#[derive(Clone, Copy)]
+pub(crate) struct LaneValues<'c, 'a> {
+    scales: [Option<Value<'c, 'a>>; 2],
+    global: Option<Value<'c, 'a>>,
+}
+
 /// `table[code]`, by a select chain (no memory, the same on any target): over the words,
 /// then the word's byte `code % 8`; or over the patched codes.
 pub(crate) fn translate<'c, 'a>(
@@ -1191,16 +1204,80 @@ impl<'p, 'c, 'a> Kernel<'p, 'c, 'a> {
     /// whole 32-byte sectors per warp), when C's address is aligned for it (checked once, at
     /// run time: a memref's base need not be); else element by element.
     pub(crate) fn epilogue(&self, e: &Emitter<'c, 'a>, l: &Lane<'c, 'a>, acc: &[Value<'c, 'a>]) {
+        let lane_values = self.lane_values(e);
+        let run = self.store_run(acc.len());
+        let scalars = |e: &Emitter<'c, 'a>, values: &[Value<'c, 'a>], row, col| {
+            for (d, &v) in values.iter().enumerate() {
+                e.store(v, self.ops.o.out, &[row, e.addi(col, e.index(d as i64))]);
+            }
+        };
+        if run == 1 {
+            self.epilogue_values(e, l, acc, 1, lane_values, &scalars);
+            return;
+        }
+        let bytes = run as i64
+            * if self.ops.out_type == e.f32_type() {
+                4
+            } else {
+                2
+            };
         let zero = e.index(0);
+        let base = e.aligned_pointer(self.ops.o.out);
+        let aligned = e.cmpi(CmpiPredicate::Eq, e.remui(base, e.index(bytes)), zero);
+        e.if_else(
+            aligned,
+            &[],
+            |e| {
+                self.epilogue_values(e, l, acc, run, lane_values, &|e, values, row, col| {
+                    e.vstore_aligned(e.from_elements(values), self.ops.o.out, &[row, col], bytes)
+                });
+                vec![]
+            },
+            |e| {
+                self.epilogue_values(e, l, acc, run, lane_values, &scalars);
+                vec![]
+            },
+        );
+    }
+
+    /// Whether operand `s`'s scales are applied in the epilogue: where no scale changes
+    /// along K, or, where the block scales are in the codes, those of an operand whose
+    /// scales do not change along K.
+    fn scales_in_epilogue(&self, s: &Scaled<'c, 'a>) -> bool {
         let whole = self.plan.seg.is_none() && !self.plan.scaled;
-        // Whether an operand's scales are applied here.
-        let here = |s: &Scaled<'c, 'a>| whole || (self.plan.in_codes && !s.layout.is_k_blocked());
+        whole || (self.plan.in_codes && !s.layout.is_k_blocked())
+    }
+
+    /// What the epilogue reads once per lane ([`LaneValues`]).
+    pub(crate) fn lane_values(&self, e: &Emitter<'c, 'a>) -> LaneValues<'c, 'a> {
+        let zero = e.index(0);
         let once = |s: &Scaled<'c, 'a>| {
-            (here(s) && s.layout == lowp_formats::ScaleLayout::PerTensor)
+            (self.scales_in_epilogue(s) && s.layout == lowp_formats::ScaleLayout::PerTensor)
                 .then(|| s.block_value(e, zero, zero))
         };
-        let (ta, tb) = (once(&self.ops.sa), once(&self.ops.sb));
-        let global = global_product(e, &self.ops.sa, &self.ops.sb);
+        LaneValues {
+            scales: [once(&self.ops.sa), once(&self.ops.sb)],
+            global: global_product(e, &self.ops.sa, &self.ops.sb),
+        }
+    }
+
+    /// The epilogue's values without their stores: for each run of `run` adjacent
+    /// accumulators (1, or the instruction's column run where N is a multiple of it) whose
+    /// first element is inside C, `put(e, values, row, col)` with the run's values as
+    /// stored (`out_type`) and its first element's place in C; `once` from
+    /// [`Kernel::lane_values`].
+    pub(crate) fn epilogue_values(
+        &self,
+        e: &Emitter<'c, 'a>,
+        l: &Lane<'c, 'a>,
+        acc: &[Value<'c, 'a>],
+        run: usize,
+        once: LaneValues<'c, 'a>,
+        put: &PutRun<'_, 'c, 'a>,
+    ) {
+        let zero = e.index(0);
+        let here = |s: &Scaled<'c, 'a>| self.scales_in_epilogue(s);
+        let ([ta, tb], global) = (once.scales, once.global);
         // Accumulator `v` at (row, col) as stored.
         let result = |e: &Emitter<'c, 'a>, v: Value<'c, 'a>, row, col| {
             // The scales applied here as one product (the contract's `sa * sb`: the total
@@ -1220,56 +1297,21 @@ impl<'p, 'c, 'a> Kernel<'p, 'c, 'a> {
             }
             final_value(e, &self.ops.o, global, self.ops.out_type, v, col)
         };
-        let run = self.store_run(acc.len());
         // Each run (of 1 or `run` accumulators) whose first element is inside C: with N a
         // multiple of the run, all of it is.
-        let runs = |e: &Emitter<'c, 'a>,
-                    store: &dyn Fn(&Emitter<'c, 'a>, &[Value<'c, 'a>], _, _)| {
-            for x in (0..acc.len()).step_by(run) {
-                let (row, col) = self.acc_coords(e, l, x);
-                let inside = e.andi(
-                    e.cmpi(CmpiPredicate::Ult, row, self.ops.m),
-                    e.cmpi(CmpiPredicate::Ult, col, self.ops.n),
-                );
-                e.if_then(inside, |e| {
-                    let values: Vec<Value> = (0..run)
-                        .map(|d| result(e, acc[x + d], row, e.addi(col, e.index(d as i64))))
-                        .collect();
-                    store(e, &values, row, col);
-                });
-            }
-        };
-        let scalars = |e: &Emitter<'c, 'a>, values: &[Value<'c, 'a>], row, col| {
-            for (d, &v) in values.iter().enumerate() {
-                e.store(v, self.ops.o.out, &[row, e.addi(col, e.index(d as i64))]);
-            }
-        };
-        if run == 1 {
-            runs(e, &scalars);
-            return;
+        for x in (0..acc.len()).step_by(run) {
+            let (row, col) = self.acc_coords(e, l, x);
+            let inside = e.andi(
+                e.cmpi(CmpiPredicate::Ult, row, self.ops.m),
+                e.cmpi(CmpiPredicate::Ult, col, self.ops.n),
+            );
+            e.if_then(inside, |e| {
+                let values: Vec<Value> = (0..run)
+                    .map(|d| result(e, acc[x + d], row, e.addi(col, e.index(d as i64))))
+                    .collect();
+                put(e, &values, row, col);
+            });
         }
-        let bytes = run as i64
-            * if self.ops.out_type == e.f32_type() {
-                4
-            } else {
-                2
-            };
-        let base = e.aligned_pointer(self.ops.o.out);
-        let aligned = e.cmpi(CmpiPredicate::Eq, e.remui(base, e.index(bytes)), zero);
-        e.if_else(
-            aligned,
-            &[],
-            |e| {
-                runs(e, &|e, values, row, col| {
-                    e.vstore_aligned(e.from_elements(values), self.ops.o.out, &[row, col], bytes)
-                });
-                vec![]
-            },
-            |e| {
-                runs(e, &scalars);
-                vec![]
-            },
-        );
     }
 
     /// The run of adjacent columns the epilogue stores as one vector (1: element by

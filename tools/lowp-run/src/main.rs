@@ -96,6 +96,9 @@ const USAGE: &str =
   --persistent P  with --target cuda: kernel=wgmma-tma's square block fed by TMA alone
                   as one block per SM looping over its tiles (on; off, the default:
                   unmeasured)
+  --store-c S     with --target cuda: how the warp-specialized square block stores C
+                  (direct, the default: each thread's st.global; tma: staged in shared
+                  memory, stored by TMA while the warpgroup goes on: unmeasured)
   --translate-once T  with --target cuda: MXFP4 x MXFP4 (4-bit codes, E8M0 32-blocks)
                   on the square block as three launches: both operands translated once
                   into E5M2 workspaces (DeepSeek's scale layout), the TMA block on

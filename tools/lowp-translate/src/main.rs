@@ -58,6 +58,8 @@ const USAGE: &str =
               192: m64n192k32, one register set of partial sums)
   --persistent NVIDIA: wgmma-tma's square block fed by TMA alone as one block per SM
               looping over its tiles (on; off, the default: unmeasured)
+  --store-c   NVIDIA: how the warp-specialized square block stores C (direct, the
+              default; tma: staged in shared memory, stored by TMA: unmeasured)
   --translate-once NVIDIA: MXFP4 x MXFP4 on the square block as three launches on device
               workspaces: both operands translated once into E5M2 (DeepSeek's scale
               layout), the TMA block on them, the pipeline for tiles whose scales do not

@@ -255,6 +255,21 @@ pub const PASS: PassDef = PassDef {
             kind: OptionKind::Choice(&["on", "off"]),
         },
         OptionDef {
+            name: "store-c",
+            default: "direct",
+            description: "How the wgmma pipeline's warp-specialized square block \
+                          (kernel=wgmma-tma, wgmma-specialized; persistent=on too) stores C: \
+                          direct (each thread's st.global of its results) or tma (each \
+                          consumer warpgroup writes its 64 rows into shared memory in the \
+                          128-byte swizzle and one thread stores them by TMA, \
+                          cp.async.bulk.tensor on a tensor map of C, the warpgroup going on \
+                          while it drains: where C is a static row-major f32, f16 or bf16 \
+                          memref with rows of whole 16 bytes and the staging area, 32 KiB a \
+                          warpgroup for 128 f32 columns, fits beside the ring; elsewhere \
+                          direct). direct is the default until tma is measured on a GPU",
+            kind: OptionKind::Choice(&["direct", "tma"]),
+        },
+        OptionDef {
             name: "translate-once",
             default: "off",
             description: "The wgmma pipeline's square block (sm_90a) on two operands of \
@@ -379,6 +394,7 @@ fn run<'c, 'a>(func: OperationRef<'c, 'a>, options: &PassOptions) -> Result<(), 
         stages: options.choice("stages").parse::<i64>().ok(),
         persistent: options.choice("persistent") == "on",
         once: options.choice("translate-once") == "on",
+        store_c: options.choice("store-c") == "tma",
     };
     let lowered = std::cell::Cell::new(false);
     lower_lowp_ops(func, |e, op| {

@@ -3,7 +3,8 @@
 //! for the shared memory (its base at address 0), TMA's box loads as the PTX ISA defines
 //! the tile mode (`emulated_tma`: from the same box origins, element by element, the
 //! swizzle by address bits), each instruction by `wgmma::emulated_wgmma` decoding the
-//! descriptors (swizzle included), phases one after the other.
+//! descriptors (swizzle included), phases one after the other; with `store-c=tma` the
+//! epilogue's staging area and the TMA stores of C from it (`StoreC::emulated_store`).
 
 use melior::dialect::arith::CmpiPredicate;
 use melior::ir::Value;
@@ -287,6 +288,19 @@ pub(super) fn emulated_block<'c, 'a>(
                 })
             })
             .collect();
-        kn.epilogue(e, &l, &acc);
+        match mem.store_c {
+            // (`store-c=tma`: into the staging area, stored below as TMA stores it.)
+            Some(store) => {
+                let warpgroup = e.divui(t, e.index(wgmma::THREADS));
+                store.stage(e, kn, instr, shared, &l, warpgroup, &acc);
+            }
+            None => kn.epilogue(e, &l, &acc),
+        }
     });
+    if let Some(store) = mem.store_c {
+        let lanes: Vec<_> = (0..mem.tile.warpgroups)
+            .map(|w| lane(e, mem.tile, e.index(w * wgmma::THREADS), bm, bn))
+            .collect();
+        store.emulated_store(e, kn, shared, &lanes);
+    }
 }

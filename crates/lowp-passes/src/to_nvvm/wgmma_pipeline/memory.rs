@@ -13,6 +13,7 @@ use melior::ir::operation::OperationBuilder;
 use melior::ir::{Attribute, Identifier, Value};
 
 use super::fold::Fold;
+use super::store::StoreC;
 use super::{
     ceil, Feed, Side, Tile, ATOM, BK, PARITIES, PRODUCERS, ROW, SKINNY_STAGES, SPECIALIZED_STAGES,
     STAGES,
@@ -222,6 +223,8 @@ pub(super) struct Memory {
     pub(super) scales: [Option<ScaleStage>; 2],
     /// The block scales folded into the translated codes, where they may be (`Fold`).
     pub(super) fold: Option<Fold>,
+    /// The epilogue's staging area for TMA stores of C (`store-c=tma`), where it applies.
+    pub(super) store_c: Option<StoreC>,
 }
 
 /// An operand's block scales staged through shared memory:
@@ -458,6 +461,7 @@ impl Memory {
                 bytes: barriers + 2 * stages * 8,
                 scales,
                 fold: None,
+                store_c: None,
             };
         }
         // (The skinny block, memory-bound, keeps as many bytes in flight with the f16
@@ -538,6 +542,7 @@ impl Memory {
             bytes: next + stages * full,
             scales,
             fold: None,
+            store_c: None,
         }
     }
 

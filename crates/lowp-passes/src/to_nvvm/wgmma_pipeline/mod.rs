@@ -187,6 +187,7 @@ mod persistent;
 mod registers;
 mod specialized;
 mod stage;
+mod store;
 mod tma;
 
 use cluster::{gather_splits, stage_range};
@@ -200,6 +201,7 @@ use persistent::{persistent_block, Schedule};
 pub(super) use registers::Registers;
 use specialized::specialized_block;
 use stage::{copy_scales, copy_stage, decode_scales, staged_readers, translate_stage};
+use store::{c_tensor_map, StoreC};
 use tma::{acquire_tensor_map, box_bytes, load_boxes, tensor_map};
 
 /// K per stage of FP8 codes (the f16 route's stages are 64: `Memory::bk`).
@@ -763,6 +765,9 @@ pub(super) struct Tuning {
     /// Both operands translated once into workspaces, the TMA block on them (`translate-once`,
     /// `once`).
     pub(super) once: bool,
+    /// The warp-specialized square block's epilogue stores C by TMA from shared memory
+    /// (`store-c=tma`, `store`).
+    pub(super) store_c: bool,
 }
 
 /// Whether `op` takes `translate-once` (`once::plan`), and why not.
@@ -927,6 +932,13 @@ fn lower_guarded<'c, 'a>(
             mem.bytes = f.end();
         }
     }
+    // C stored by TMA: its staging area after the rest, where it fits.
+    if tuning.store_c {
+        mem.store_c = StoreC::place(&kn, &mem, chip);
+        if let Some(store) = mem.store_c {
+            mem.bytes = store.end(tile.warpgroups);
+        }
+    }
     // A split by shape: as many blocks a multiprocessor as the kernel's shared memory (the
     // ring, the staged scales, the fold tables) leaves room for.
     if tile.paired {
@@ -1009,6 +1021,9 @@ fn lower_guarded<'c, 'a>(
         let parts = if x == 1 { tile.multicast } else { 1 };
         (mem.tma && !route.staged).then(|| tensor_map(e, bits[x], route.rows / parts))
     });
+    let c_map = mem
+        .store_c
+        .map(|store| c_tensor_map(e, &store, kn.ops.o.out));
     let cluster = match (tile.splits, tile.multicast) {
         (1, 1) => None,
         (1, blocks) => Some([e.index(blocks), one, one]),
@@ -1027,10 +1042,13 @@ fn lower_guarded<'c, 'a>(
             let block = |e: &Emitter<'c, 'a>| {
                 if let Some(schedule) = persistent {
                     persistent_block(
-                        e, &kn, &mem, instr, maps, k_stages, schedule, bid[0], tid[0], memory,
+                        e, &kn, &mem, instr, maps, c_map, k_stages, schedule, bid[0], tid[0],
+                        memory,
                     )
                 } else if specialized {
-                    specialized_block(e, &kn, &mem, instr, maps, k_stages, bid, tid[0], memory)
+                    specialized_block(
+                        e, &kn, &mem, instr, maps, c_map, k_stages, bid, tid[0], memory,
+                    )
                 } else {
                     hardware_block(e, &kn, &mem, instr, maps, tuning.ahead, bid, tid[0], memory)
                 }

@@ -93,6 +93,7 @@ pub(super) fn persistent_block<'c, 'a>(
     mem: &Memory,
     instr: &Wgmma,
     maps: [Option<Value<'c, 'a>>; 2],
+    c_map: Option<Value<'c, 'a>>,
     k_stages: i64,
     schedule: Schedule,
     bid: Value<'c, 'a>,
@@ -209,8 +210,19 @@ pub(super) fn persistent_block<'c, 'a>(
             // the producer's again.
             let last = e.addi(base, e.index(k_stages - 1));
             mbarrier(e, "nvvm.mbarrier.arrive", &[bar(e, 1, last)]);
-            kn.epilogue(e, &l, &acc);
+            // (`store-c=tma`: each tile but the first waits for the last one's stores to
+            // have read the staging area.)
+            match (mem.store_c, c_map) {
+                (Some(store), Some(map)) => {
+                    store.epilogue(e, kn, instr, shared, &l, warpgroup, &acc, map, true)
+                }
+                _ => kn.epilogue(e, &l, &acc),
+            }
             vec![]
         });
+        if let (Some(store), Some(_)) = (mem.store_c, c_map) {
+            let l = lane(e, mem.tile, tid, zero, zero);
+            store.finish(e, &l);
+        }
     });
 }

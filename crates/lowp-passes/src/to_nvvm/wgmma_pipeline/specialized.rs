@@ -10,13 +10,13 @@
 //! pipeline.
 
 use melior::dialect::arith::CmpiPredicate;
-use melior::ir::operation::OperationBuilder;
-use melior::ir::{Attribute, Identifier, Value};
+use melior::ir::Value;
 
 use super::cluster::{cluster_sync, release_in_cluster};
 use super::fold::{fold_scan, Folded};
 use super::memory::{clear_halves, ring_div, ring_rem, Memory, Shared};
 use super::stage::{copy_scales, copy_stage, decode_scales, translate_stage};
+use super::store::named_barrier;
 use super::tma::{acquire_tensor_map, box_bytes, load_boxes};
 use super::{
     copy_bases, drain, grouped, lane, mbarrier, sides, square_grid, stage_mmas, static_stages,
@@ -56,6 +56,7 @@ pub(super) fn specialized_block<'c, 'a>(
     mem: &Memory,
     instr: &Wgmma,
     maps: [Option<Value<'c, 'a>>; 2],
+    c_map: Option<Value<'c, 'a>>,
     k_stages: i64,
     bid: [Value<'c, 'a>; 3],
     tid: Value<'c, 'a>,
@@ -212,18 +213,7 @@ pub(super) fn specialized_block<'c, 'a>(
         // landed (its wait of the stage before), and every read of the entry it copies
         // into now is done (the publish of the stage before).
         let folding = mem.fold.is_some();
-        let producers_meet = |e: &Emitter<'c, 'a>| {
-            e.insert(
-                OperationBuilder::new("nvvm.barrier", e.loc())
-                    .add_operands(&[e.i32(1), e.i32(PRODUCERS as u32)])
-                    .add_attributes(&[(
-                        Identifier::new(e.ctx(), "operandSegmentSizes"),
-                        Attribute::parse(e.ctx(), "array<i32: 1, 1, 0>").expect("valid segments"),
-                    )])
-                    .build()
-                    .expect("valid nvvm.barrier"),
-            );
-        };
+        let producers_meet = |e: &Emitter<'c, 'a>| named_barrier(e, e.i32(1), PRODUCERS);
         let produce = |e: &Emitter<'c, 'a>, fold: Folded<'c, 'a>| {
             // Stage `s` landed (this thread's part): translate, fence, signal.
             let publish = |e: &Emitter<'c, 'a>, s: Value<'c, 'a>| {
@@ -357,7 +347,13 @@ pub(super) fn specialized_block<'c, 'a>(
             }
             None => run(e, Folded::No),
         };
-        kn.epilogue(e, &l, &acc);
+        match (mem.store_c, c_map) {
+            (Some(store), Some(map)) => {
+                store.epilogue(e, kn, instr, shared, &l, warpgroup, &acc, map, false);
+                store.finish(e, &l);
+            }
+            _ => kn.epilogue(e, &l, &acc),
+        }
     });
     // With multicast, no block leaves while another may still arrive on its barriers.
     if cluster > 1 {

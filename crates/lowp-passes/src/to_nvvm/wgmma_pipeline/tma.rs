@@ -47,22 +47,35 @@ pub(super) fn tensor_map<'c, 'a>(
     bits: Value<'c, 'a>,
     rows: i64,
 ) -> Value<'c, 'a> {
+    tensor_map_of(e, bits, e.int_type(8), [rows, BK])
+}
+
+/// The tensor map of the row-major memref `tensor` of `element`s, in boxes of `boxed`
+/// ([rows, columns]) in the 128-byte swizzle, zeros where a box leaves the tensor, as the
+/// pointer the kernel takes (`tensor_map`).
+pub(super) fn tensor_map_of<'c, 'a>(
+    e: &Emitter<'c, 'a>,
+    tensor: Value<'c, 'a>,
+    element: Type<'c>,
+    boxed: [i64; 2],
+) -> Value<'c, 'a> {
     let ctx = e.ctx();
     let ty = |text: &str| Type::parse(ctx, text).expect("valid tensor map type");
     let unranked = e.val(
         OperationBuilder::new("memref.cast", e.loc())
-            .add_operands(&[bits])
-            .add_results(&[ty("memref<*xi8>")])
+            .add_operands(&[tensor])
+            .add_results(&[ty(&format!("memref<*x{element}>"))])
             .build()
             .expect("valid memref.cast"),
     );
+    let [rows, columns] = boxed;
     let map = ty(&format!(
-        "!nvgpu.tensormap.descriptor<tensor = memref<{rows}x{BK}xi8, 3>, \
+        "!nvgpu.tensormap.descriptor<tensor = memref<{rows}x{columns}x{element}, 3>, \
          swizzle = swizzle_128b, l2promo = l2promo_256b, oob = zero, interleave = none>"
     ));
     let map = e.val(
         OperationBuilder::new("nvgpu.tma.create.descriptor", e.loc())
-            .add_operands(&[unranked, e.index(rows), e.index(BK)])
+            .add_operands(&[unranked, e.index(rows), e.index(columns)])
             .add_results(&[map])
             .build()
             .expect("valid nvgpu.tma.create.descriptor"),
