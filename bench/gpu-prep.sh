@@ -138,6 +138,19 @@ save "check-wgmma-tma-persistent-1" --m 2100 --n 1290 --k 416 --lhs f8e4m3 --rhs
 save "check-wgmma-tma-persistent-2" --m 3000 --n 2000 --k 256 --lhs f8e5m2 --rhs f8e4m3 \
   --layout per_channel --bias --kernel wgmma-tma --persistent on
 
+# store-c=tma: the warp-specialized square block's C staged in shared memory and stored by
+# TMA: by tile (partial tiles, bias), bf16 C, persistent (187 tiles), and the block whose
+# producers copy the stages (cp.async, per channel with a bias). The runner poisons C: an
+# element no box writes fails.
+save "check-wgmma-tma-store-1" --m 300 --n 200 --k 416 --lhs f8e4m3 --rhs f8e5m2 \
+  --layout per_tensor --bias --kernel wgmma-tma --store-c tma
+save "check-wgmma-tma-store-bf16" --m 200 --n 136 --k 288 --lhs f8e5m2 --rhs f8e4m3 \
+  --layout per_channel --bf16 --kernel wgmma-tma --store-c tma
+save "check-wgmma-tma-persistent-store" --m 2100 --n 1288 --k 416 --lhs f8e4m3 --rhs f8e5m2 \
+  --layout per_tensor --kernel wgmma-tma --persistent on --store-c tma
+save "check-wgmma-specialized-store" --m 256 --n 136 --k 384 --lhs f8e5m2 --rhs f8e4m3 \
+  --layout per_channel --bias --kernel wgmma-specialized --store-c tma
+
 # block-n=192: 128 x 192 square blocks (m64n192k32, one register set), by TMA (by tile and
 # persistent: 153 tiles) and by the barrier pipeline (translated E2M1 beside E4M3).
 save "check-wgmma-tma-n192" --m 300 --n 400 --k 416 --lhs f8e4m3 --rhs f8e5m2 \
@@ -184,6 +197,9 @@ for k in 4096 16384; do
     --layout per_tensor
   save "time-wgmma-tma-persistent-8192x8192x$k-f8e4m3" --m 8192 --n 8192 --k $k \
     --lhs f8e4m3 --rhs f8e4m3 --layout per_tensor --kernel wgmma-tma --persistent on
+  save "time-wgmma-tma-persistent-store-8192x8192x$k-f8e4m3" --m 8192 --n 8192 --k $k \
+    --lhs f8e4m3 --rhs f8e4m3 --layout per_tensor --kernel wgmma-tma --persistent on \
+    --store-c tma
 done
 for s in 8192x8192x8192 4096x4096x4096 16x8192x8192 16x4096x8192; do
   IFS=x read -r m n k <<< "$s"
@@ -201,6 +217,10 @@ for s in 8192x8192x8192 4096x4096x4096 16x8192x8192 16x4096x8192; do
     8192x8192x8192 | 4096x4096x4096)
       save "time-wgmma-tma-multicast-$s-f8e4m3" --m $m --n $n --k $k --lhs f8e4m3 --rhs f8e4m3 \
         --layout per_tensor --kernel wgmma-tma --multicast 2
+      # (A deeper ring: whether the pair's coupling, each producer waiting for both blocks'
+      # consumers, is what halves it.)
+      save "time-wgmma-tma-multicast-s6-$s-f8e4m3" --m $m --n $n --k $k --lhs f8e4m3 \
+        --rhs f8e4m3 --layout per_tensor --kernel wgmma-tma --multicast 2 --stages 6
       # Persistent (one block per SM looping over its tiles) against a block per tile, and
       # 128 x 192 blocks (block-n=192: a sixth fewer shared-memory bytes a product).
       save "time-wgmma-tma-persistent-$s-f8e4m3" --m $m --n $n --k $k --lhs f8e4m3 \
@@ -211,6 +231,20 @@ for s in 8192x8192x8192 4096x4096x4096 16x8192x8192 16x4096x8192; do
       done
       save "time-wgmma-tma-persistent-n192-$s-f8e4m3" --m $m --n $n --k $k --lhs f8e4m3 \
         --rhs f8e4m3 --layout per_tensor --kernel wgmma-tma --persistent on --block-n 192
+      # A deeper ring for the block per tile (4 slots by default; 6: 192 KiB), whose
+      # producer then runs further ahead of the boxes' latency.
+      save "time-wgmma-tma-s6-$s-f8e4m3" --m $m --n $n --k $k --lhs f8e4m3 --rhs f8e4m3 \
+        --layout per_tensor --kernel wgmma-tma --stages 6
+      # C stored by TMA from shared memory (the warpgroups go on while it drains), by tile
+      # and persistent.
+      save "time-wgmma-tma-store-$s-f8e4m3" --m $m --n $n --k $k --lhs f8e4m3 \
+        --rhs f8e4m3 --layout per_tensor --kernel wgmma-tma --store-c tma
+      save "time-wgmma-tma-persistent-store-$s-f8e4m3" --m $m --n $n --k $k --lhs f8e4m3 \
+        --rhs f8e4m3 --layout per_tensor --kernel wgmma-tma --persistent on --store-c tma
+      # (5 slots and the 64 KiB area: 225 KiB, the most that fits; 6 store directly.)
+      save "time-wgmma-tma-persistent-s5-store-$s-f8e4m3" --m $m --n $n --k $k \
+        --lhs f8e4m3 --rhs f8e4m3 --layout per_tensor --kernel wgmma-tma --persistent on \
+        --stages 5 --store-c tma
       # A deeper ring (6 slots: 192 KiB) for the producer to run further into the next tile
       # while the consumers store C.
       save "time-wgmma-tma-persistent-s6-$s-f8e4m3" --m $m --n $n --k $k --lhs f8e4m3 \
