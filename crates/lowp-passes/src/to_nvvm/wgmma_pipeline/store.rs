@@ -9,11 +9,12 @@
 //! 128 threads), and its first thread stores the boxes with
 //! `cp.async.bulk.tensor.2d.global.shared::cta` on C's tensor map (made on the host:
 //! `nvgpu.tma.create.descriptor` of C, boxes of 64 rows x 128 bytes); TMA writes only the
-//! elements inside C, so no thread tests its place against M and N for the store. The
-//! warpgroup is then free: in the persistent block it goes on to the next tile's stages
-//! while TMA drains the staging area, and waits for that read
-//! (`cp.async.bulk.wait_group.read 0`, then the named barrier) only before it writes the
-//! area again; before the block ends the same wait (shared memory outlives the read).
+//! elements inside C (a box partly or wholly past M or N is clipped; the staged places of
+//! results outside C are left as they were). The warpgroup is then free: in the persistent
+//! block it goes on to the next tile's stages while TMA drains the staging area, and waits
+//! for that read (`cp.async.bulk.wait_group.read 0`, then the named barrier) only before it
+//! writes the area again; before the block ends the same wait (shared memory outlives the
+//! read).
 //!
 //! Where it applies: the square warp-specialized block, not split, C a static row-major
 //! 2-D memref of f32, f16 or bf16 whose rows are whole 16 bytes (TMA's strides), and the
@@ -190,7 +191,8 @@ impl StoreC {
     }
 
     /// The consumer warpgroup's epilogue on the GPU: wait for the area's last read where
-    /// `again` (a persistent block's tiles after its first), stage the lane's results,
+    /// `again` (the persistent block, whose last tile's stores may still be reading it; a
+    /// wait with none in flight returns at once), stage the lane's results,
     /// fence, meet, and the warpgroup's first thread stores its boxes on `map` (C's tensor
     /// map) as one bulk group.
     #[allow(clippy::too_many_arguments)]
