@@ -1264,7 +1264,8 @@ fn nvfp4_edges(rng: &mut SplitMix64, nans: &[(usize, usize)]) -> (String, Proble
     (format!("{m}x{n}x{k} nvfp4 x nvfp4 with edge blocks"), edges)
 }
 
-/// NVFP4's 16-blocks in the cp.async pipeline: one instruction per 16-block (8 a stage),
+/// NVFP4's 16-blocks in the cp.async pipeline on the split route (`nvfp4=split`; the
+/// default takes the f16 route where it applies): one instruction per 16-block (8 a stage),
 /// each promoted with its UE4M3 scales; the translated operand's tiles split in two halves
 /// (half h: the 16-code chunks at h of every 32, zeros in the rest, cleared once before the
 /// first stage), so that an instruction of K 32 on half h sums only its block. Packed NVFP4
@@ -1316,7 +1317,7 @@ fn wgmma_pipeline_splits_16_blocks() {
             ),
         ),
     ];
-    let text = lowered(&session, &problems, "sm_90a", "auto");
+    let text = lowered(&session, &problems, "sm_90a", "auto nvfp4=split");
     assert_eq!(
         text.matches("gpu.dynamic_shared_memory").count(),
         problems.len(),
@@ -1342,12 +1343,16 @@ fn wgmma_pipeline_splits_16_blocks() {
     assert_eq!(text.matches(", 4, cache =  ca").count(), 2 + 2 * 4);
     assert!(text.contains("dynamic_shared_memory_size %c207872_i32"));
     assert!(text.contains("dynamic_shared_memory_size %c216064_i32"));
-    run_and_check(&session, &problems, Some(&emulated("sm_90a", "wgmma")));
+    run_and_check(
+        &session,
+        &problems,
+        Some(&emulated("sm_90a", "wgmma nvfp4=split")),
+    );
     let square = &problems[..3];
     run_and_check(
         &session,
         square,
-        Some(&emulated("sm_90a", "wgmma-specialized")),
+        Some(&emulated("sm_90a", "wgmma-specialized nvfp4=split")),
     );
     run_and_check(
         &session,
@@ -1941,7 +1946,7 @@ fn wgmma_store_c_tma_matches_the_oracle() {
 /// `block-n=192`: the square block 128 x 192 (`m64n192k32`, 96 accumulators a thread, one
 /// register set of partial sums). The barrier pipeline (`kernel=wgmma`) on every pair of
 /// formats and layouts it takes, 130 x 200 (N: a whole tile and one of 8 columns; K 416, the
-/// last stage partial), and NVFP4 x NVFP4 (split tiles; 16-blocks); TMA's block per tensor
+/// last stage partial), and NVFP4 x NVFP4 (`nvfp4=split`: split tiles; 16-blocks); TMA's block per tensor
 /// and per channel, by tile, persistent (2100 x 1700: 17 x 9 = 153 tiles, 21 blocks take
 /// two) and with B multicast (4 x 2 tiles). In the IR every instruction is `m64n192k32`. The
 /// warp-specialized block whose producers copy (translated codes, block scales) refuses it.
@@ -1960,7 +1965,12 @@ fn wgmma_pipeline_block_n_192_matches_the_oracle() {
         (130, 200, 256),
         (f4, nvg, true, f4, nvg, true),
     ));
-    let text = lowered(&session, &problems, "sm_90a", "wgmma block-n=192");
+    let text = lowered(
+        &session,
+        &problems,
+        "sm_90a",
+        "wgmma block-n=192 nvfp4=split",
+    );
     assert_eq!(
         text.matches("<m = 64, n = 192, k = 32>").count(),
         text.matches("nvvm.wgmma.mma_async").count()
@@ -1968,7 +1978,7 @@ fn wgmma_pipeline_block_n_192_matches_the_oracle() {
     run_and_check(
         &session,
         &problems,
-        Some(&emulated("sm_90a", "wgmma block-n=192")),
+        Some(&emulated("sm_90a", "wgmma block-n=192 nvfp4=split")),
     );
     let (e4, e5) = (ScaledFormat::F8E4M3, ScaledFormat::F8E5M2);
     let (tensor, channel) = (ScaleLayout::PerTensor, ScaleLayout::PerChannel);

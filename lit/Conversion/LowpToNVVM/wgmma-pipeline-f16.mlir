@@ -1,5 +1,6 @@
 // RUN: lowp-opt %s --pass-pipeline='builtin.module(func.func(lowp-to-nvvm{chip=sm_90a kernel=wgmma nvfp4=f16},cse))' | FileCheck %s
-// RUN: lowp-opt %s --pass-pipeline='builtin.module(func.func(lowp-to-nvvm{chip=sm_90a kernel=wgmma},cse))' | FileCheck %s --check-prefix=SPLIT
+// RUN: lowp-opt %s --pass-pipeline='builtin.module(func.func(lowp-to-nvvm{chip=sm_90a kernel=wgmma nvfp4=split},cse))' | FileCheck %s --check-prefix=SPLIT
+// RUN: lowp-opt %s --pass-pipeline='builtin.module(func.func(lowp-to-nvvm{chip=sm_90a kernel=wgmma},cse))' | FileCheck %s
 
 // nvfp4=f16: NVFP4's 16-blocks in the sm_90a cp.async pipeline as f16 values. Every product
 // of an E2M1 code and a UE4M3 scale is an f16 value (lowp-formats:
@@ -14,7 +15,8 @@
 // summing into the accumulators themselves (D read: scale-d one; no promotion, no halves);
 // the accumulators pass an empty asm before the fence. Shared memory: 5 stages x (2 x 4 KiB
 // of codes + 2 x 1 KiB of scale words) + 2 parities x 2 x 16 KiB of f16 tiles + 1 KiB =
-// 117760 B. The default (nvfp4=split) keeps the FP8 instruction per 16-block.
+// 117760 B. The default (nvfp4=auto) takes the same route here (third RUN line: the same
+// checks); nvfp4=split keeps the FP8 instruction per 16-block.
 // Numerics: tests/integration/to_nvvm.rs (wgmma_pipeline_f16_route).
 
 // CHECK-LABEL: func.func @nvfp4

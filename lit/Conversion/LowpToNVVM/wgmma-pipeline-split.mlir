@@ -1,6 +1,7 @@
-// RUN: lowp-opt %s --pass-pipeline='builtin.module(func.func(lowp-to-nvvm{chip=sm_90a},cse))' | FileCheck %s
-// RUN: not lowp-opt %s --pass-pipeline='builtin.module(func.func(lowp-to-nvvm{chip=sm_90a kernel=wgmma-specialized}))' 2>&1 | FileCheck %s --check-prefix=WS
+// RUN: lowp-opt %s --pass-pipeline='builtin.module(func.func(lowp-to-nvvm{chip=sm_90a nvfp4=split},cse))' | FileCheck %s
+// RUN: not lowp-opt %s --pass-pipeline='builtin.module(func.func(lowp-to-nvvm{chip=sm_90a kernel=wgmma-specialized nvfp4=split}))' 2>&1 | FileCheck %s --check-prefix=WS
 
+// nvfp4=split (the default, auto, takes these ops on the f16 route: wgmma-pipeline-f16.mlir):
 // NVFP4's 16-blocks in the sm_90a cp.async pipeline: a K segment per 16-block, one
 // m64n128k32 each, promoted with its UE4M3 scales. The first translated operand (A) has its
 // translated tiles split in two halves of 16 KiB: half h holds the 16-code chunks at h of

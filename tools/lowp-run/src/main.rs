@@ -106,8 +106,8 @@ const USAGE: &str =
                   default: unmeasured)
   --nvfp4 R       with --target cuda: the wgmma pipeline's route for NVFP4's
                   16-blocks (split: an FP8 instruction per block on split tiles; f16:
-                  codes times their scales as f16 into k16 f16 instructions; default
-                  split)
+                  codes times their scales as f16 into k16 f16 instructions; auto, the
+                  default: f16 where it applies, but E4M3 beside NVFP4 at M <= 64)
   --accumulate A  with --target cuda: how sm_90a's wgmma kernels sum E4M3 / E5M2 (fp8:
                   the FP8 instructions, Hopper's reduced-precision FP8 accumulator, as
                   cuBLASLt's; f32: their f16 patterns into k16 f16 instructions, exact

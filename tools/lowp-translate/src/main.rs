@@ -66,7 +66,8 @@ const USAGE: &str =
               fold (on; off, the default: unmeasured)
   --nvfp4     NVIDIA: the wgmma pipeline's route for NVFP4's 16-blocks (split: an FP8
               instruction per block on split tiles; f16: codes times their scales as f16
-              into k16 f16 instructions; default split)
+              into k16 f16 instructions; auto, the default: f16 where it applies, but
+              E4M3 beside NVFP4 at M <= 64)
   --accumulate NVIDIA sm_90a: how the wgmma kernels sum E4M3 / E5M2 (fp8: the FP8
               instructions, Hopper's reduced-precision FP8 accumulator as cuBLASLt's;
               f32: their f16 patterns into k16 f16 instructions, exact products summed in

@@ -17,8 +17,9 @@
 //!   stages filled by `cp.async` (dynamic shared memory), FP8 tiles in the 128-byte swizzle
 //!   (translated from the stored codes by the threads that copied them where the format
 //!   embeds in FP8), partial sums promoted at least every 128 of K (NVFP4: an instruction
-//!   per 16-block, on translated tiles split in halves; or, `nvfp4=f16`, each code times
-//!   its block's scale as f16 into `m64nNk16.f32.f16.f16`, FP8 beside it widened); a
+//!   per 16-block, on translated tiles split in halves; or, `nvfp4=auto` (the default)
+//!   and `f16`, each code times its block's scale as f16 into `m64nNk16.f32.f16.f16`, FP8
+//!   beside it widened); a
 //!   skinny swap-AB block (split-K in clusters) for small M; warp-specialized variants
 //!   with a producer warpgroup, one of them loading the E4M3 / E5M2 operands by TMA
 //!   (`wgmma-tma`; B multicast to clusters of 2 blocks sharing it; not on the f16 route).
@@ -88,8 +89,9 @@
 //! ```
 //!
 //! Options: `chip` (sm_89, sm_90a, sm_100a: the chip facts decide which kernels exist),
-//! `nvfp4` (the pipeline's route for NVFP4's 16-blocks: `split`, the default until the
-//! H200 times both, or `f16`),
+//! `nvfp4` (the pipeline's route for NVFP4's 16-blocks: `auto`, the f16 route where it
+//! applies but for E4M3 beside NVFP4 on the skinny block, as the H200 timed them; `split`;
+//! or `f16`),
 //! `kernel` (`auto` picks per op; `tcgen05` / `wgmma` / `mma-sync` make an op that cannot
 //! use that kernel an error; `generic` forces the decode kernel), `emulate` (`true` runs
 //! the same kernel on the CPU: each instruction computed as the PTX ISA defines it from the
@@ -290,17 +292,20 @@ pub const PASS: PassDef = PassDef {
         },
         OptionDef {
             name: "nvfp4",
-            default: "split",
+            default: "auto",
             description: "How the wgmma pipeline (sm_90a) takes scales that change every 16 \
                           codes (NVFP4) on translated operands: split \
                           (an FP8 instruction per 16-block on tiles split in halves, each \
-                          block's partial sums promoted with its UE4M3 scales) or f16 (each \
+                          block's partial sums promoted with its UE4M3 scales), f16 (each \
                           code times its block's scale written as f16, exact where the \
                           formats allow (E2M1 x UE4M3), into m64nNk16.f32.f16.f16 \
                           instructions summing whole stages; beside it E4M3 / E5M2 whose \
                           scales do not change along K, widened as stored; K static, a \
-                          multiple of 64). Ops the f16 route does not take keep the split one",
-            kind: OptionKind::Choice(&["split", "f16"]),
+                          multiple of 64), or auto (f16 where it applies, but E4M3 beside \
+                          NVFP4 on the skinny block: on the H200 the f16 route ran NVFP4 \
+                          8192^3 twice as fast, E4M3 x NVFP4 at 16 x 8192 x 8192 a sixth \
+                          slower). Ops the f16 route does not take keep the split one",
+            kind: OptionKind::Choice(&["auto", "split", "f16"]),
         },
         OptionDef {
             name: "accumulate",
@@ -381,7 +386,11 @@ fn run<'c, 'a>(func: OperationRef<'c, 'a>, options: &PassOptions) -> Result<(), 
     let emulate = options.flag("emulate");
     let splits = options.choice("split-k").parse::<i64>().ok();
     let multicast = options.choice("multicast").parse::<i64>().ok();
-    let f16 = options.choice("nvfp4") == "f16";
+    let nvfp4 = match options.choice("nvfp4") {
+        "split" => wgmma_pipeline::Nvfp4Route::Split,
+        "f16" => wgmma_pipeline::Nvfp4Route::F16,
+        _ => wgmma_pipeline::Nvfp4Route::Auto,
+    };
     let block_n = options.choice("block-n").parse::<i64>().unwrap_or(128);
     let exact = options.choice("accumulate") == "f32";
     let tuning = wgmma_pipeline::Tuning {
@@ -406,9 +415,13 @@ fn run<'c, 'a>(func: OperationRef<'c, 'a>, options: &PassOptions) -> Result<(), 
         // register-staged kernel.
         let pipeline = |blocks, feed| {
             // (TMA loads FP8 as stored, which the f16 route would widen.)
-            let f16 = f16 && feed != Feed::Tma;
+            let nvfp4 = if feed == Feed::Tma {
+                wgmma_pipeline::Nvfp4Route::Split
+            } else {
+                nvfp4
+            };
             if sm == 90 {
-                wgmma_pipeline::plan(op, &facts, blocks, splits, f16, exact, block_n).and_then(
+                wgmma_pipeline::plan(op, &facts, blocks, splits, nvfp4, exact, block_n).and_then(
                     |(plan, i, tile)| {
                         // The producer warpgroup's copies (translated codes, block scales
                         // staged) are laid out for 128 + 128 rows.
@@ -599,7 +612,7 @@ fn run<'c, 'a>(func: OperationRef<'c, 'a>, options: &PassOptions) -> Result<(), 
                         &facts,
                         wgmma_pipeline::Blocks::Square,
                         None,
-                        false,
+                        wgmma_pipeline::Nvfp4Route::Split,
                         exact,
                         block_n,
                     )

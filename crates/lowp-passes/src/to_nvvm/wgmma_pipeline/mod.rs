@@ -117,7 +117,8 @@
 //! A dynamic K, rows that are not a multiple of 16 bytes or not row-major take `wgmma.rs`'s
 //! register-staged kernel.
 //!
-//! The f16 route (`nvfp4=f16`, `f16_route`; `Plan::in_codes`): where the operands of
+//! The f16 route (`nvfp4=auto`, the default, and `f16`: `Nvfp4Route`, `f16_route`;
+//! `Plan::in_codes`): where the operands of
 //! NVFP4's 16-blocks are translated and every product of a code and a block scale is an
 //! f16 value (E2M1 x UE4M3, proved per op by `ScaledFormat::scaled_embeds_in_f16`), the
 //! blocks apply the block scales on the way in: a stage is 64 codes (a tile row stays 128
@@ -353,7 +354,7 @@ fn ceil(a: i64, b: i64) -> i64 {
 
 /// The plan, instruction and block for `op`, or why it needs the register-staged kernel.
 /// `splits`: the skinny block's split-K (`None`: by shape, where the shape is static).
-/// `f16`: NVFP4's 16-blocks take the f16 route where they can (`f16_route`). `exact`
+/// `nvfp4`: where NVFP4's 16-blocks take the f16 route (`Nvfp4Route`, `f16_route`). `exact`
 /// (`accumulate=f32`): every format on the f16 patterns of its fields, FP8 ones too.
 /// `block_n`: the square block's columns (`block-n`).
 #[allow(clippy::too_many_arguments)]
@@ -362,7 +363,7 @@ pub(super) fn plan(
     chip: &Chip,
     blocks: Blocks,
     splits: Option<i64>,
-    f16: bool,
+    nvfp4: Nvfp4Route,
     exact: bool,
     block_n: i64,
 ) -> Result<(Plan, Wgmma, Tile), String> {
@@ -447,20 +448,22 @@ pub(super) fn plan(
             ROW / 2
         ));
     }
-    // Asked for (`nvfp4=f16`) where the scales change every 16 codes: the f16 route, or a
-    // remark saying why the split route stays.
-    if f16 && plan.step == 16 && !plan.f16 {
+    // Where the scales change every 16 codes: the f16 route where `nvfp4` takes it; asked
+    // for (`nvfp4=f16`) and not taken, a remark saying why the split route stays.
+    if nvfp4 != Nvfp4Route::Split && plan.step == 16 && !plan.f16 {
         match f16_route(op, &plan, k) {
+            Ok(operands) if nvfp4 == Nvfp4Route::Auto && nvfp4.keeps_split(tile, &operands) => {}
             Ok([a, b]) => {
                 (plan.a, plan.b) = (a, b);
                 (instr.a, instr.b) = (plan.a.ty, plan.b.ty);
                 (plan.in_codes, plan.f16) = (true, true);
                 instr.f16 = true;
             }
-            Err(why) => crate::matrix_kernel::remark(
+            Err(why) if nvfp4 == Nvfp4Route::F16 => crate::matrix_kernel::remark(
                 op,
                 &format!("nvfp4=f16 not taken, the split route instead: {why}"),
             ),
+            Err(_) => {}
         }
     }
     // The split route's instruction of a 16-block multiplies the other operand's codes of
@@ -501,6 +504,38 @@ pub(super) fn plan(
         }
     }
     Ok((plan, instr, tile))
+}
+
+/// Where the pipeline takes NVFP4's 16-blocks on the f16 route (`nvfp4`, `f16_route`)
+/// rather than the split one (an FP8 instruction per 16-block on tiles split in halves).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(super) enum Nvfp4Route {
+    /// Wherever the f16 route takes the op, but E4M3 beside NVFP4 on the skinny block
+    /// (`keeps_split`). On the H200 (run 1, 2026-12-04, bench/results/
+    /// h200-2026-12-04-021a1e7.txt) the f16 route ran NVFP4 x NVFP4 at 8192^3 in 4.23 ms
+    /// against the split route's 8.77, at 4096^3 0.55 against 1.12, and at 16 x 8192 x 8192
+    /// 68 us against 72; E4M3 x NVFP4 (W4A8) at 8192^3 3.45 ms against 5.03, but at 16 x
+    /// 8192 x 8192 57 us against 49. It is also the more exact: products of f16 values,
+    /// exact in the f32 sums, where the split route's FP8 instructions sum with about 13
+    /// bits below the largest term.
+    Auto,
+    /// Never.
+    Split,
+    /// Wherever the f16 route takes the op (a remark says why where it does not).
+    F16,
+}
+
+impl Nvfp4Route {
+    /// Whether `auto` keeps the split route for the f16 route's `operands` in `tile`: an
+    /// E4M3 operand used as stored beside the NVFP4 one on the skinny block (W4A8 decode,
+    /// where the split route measured faster). Not E5M2, whose infinities the split route's
+    /// zero halves would turn into NaN (the op would leave the pipeline).
+    fn keeps_split(self, tile: Tile, operands: &[Operand; 2]) -> bool {
+        tile.swapped
+            && operands
+                .iter()
+                .any(|o| o.table.is_none() && o.ty == ScaledFormat::F8E4M3)
+    }
 }
 
 /// The split of K by shape (the skinny tiles fill the multiprocessors at most once): the
