@@ -117,6 +117,19 @@ for kernel in wgmma wgmma-specialized; do
   save "check-$kernel-f16-w4a8" --m 256 --n 136 --k 512 --lhs f8e4m3 --rhs f4e2m1 \
     --layout per_channel --rhs-layout nvfp4+global --packed --bias --kernel $kernel --nvfp4 f16
 done
+# The split route (nvfp4=split; auto takes the f16 route for these) on every NVFP4 check
+# line that the pipeline takes.
+i=0
+for c in "${checks[@]}"; do
+  case "$c" in
+    *nvfp4*)
+      for kernel in wgmma wgmma-specialized; do
+        # shellcheck disable=SC2086
+        save_or_refuse "check-$kernel-split-$i" $c --kernel $kernel --nvfp4 split
+      done ;;
+  esac
+  i=$((i + 1))
+done
 # The skinny block on the f16 route, split among a cluster (16 x 200: 4 blocks); and with
 # NVFP4 A beside E4M3 B (check 19).
 save "check-wgmma-f16-split-k" --m 16 --n 200 --k 1024 --lhs f4e2m1 --rhs f4e2m1 \
@@ -290,16 +303,17 @@ for s in 8192x8192x8192 4096x4096x4096 16x8192x8192 16x4096x8192; do
     save "time-$kernel-$s-deepseek" --m $m --n $n --k $k --lhs f8e4m3 --rhs f8e4m3 \
       --layout blockwise/1x128 --rhs-layout blockwise/128x128 --kernel $kernel
   done
-  # NVFP4 (E2M1 + UE4M3/16, global scales): an instruction per 16-block on split translated
-  # tiles, the scales staged where K is whole stages (the barrier pipeline with 3 stages).
-  # And the f16 route (nvfp4=f16: each code times its block's scale as f16 into k16 f16
-  # instructions summing whole stages; the skinny block too, split-K at 16x4096x8192).
+  # NVFP4 (E2M1 + UE4M3/16, global scales) by default (nvfp4=auto) on the f16 route: each
+  # code times its block's scale as f16 into k16 f16 instructions summing whole stages (the
+  # skinny block too, split-K at 16x4096x8192). And the split route (nvfp4=split): an
+  # instruction per 16-block on split translated tiles, the scales staged where K is whole
+  # stages (the barrier pipeline with 3 stages).
   for kernel in wgmma wgmma-specialized; do
     [ $kernel = wgmma-specialized ] && [ "$m" = 16 ] && continue
     save "time-$kernel-$s-nvfp4" --m $m --n $n --k $k --lhs f4e2m1 --rhs f4e2m1 \
       --layout nvfp4+global --packed --kernel $kernel
-    save "time-$kernel-f16-$s-nvfp4" --m $m --n $n --k $k --lhs f4e2m1 --rhs f4e2m1 \
-      --layout nvfp4+global --packed --kernel $kernel --nvfp4 f16
+    save "time-$kernel-split-$s-nvfp4" --m $m --n $n --k $k --lhs f4e2m1 --rhs f4e2m1 \
+      --layout nvfp4+global --packed --kernel $kernel --nvfp4 split
     # E4M3 activations (per tensor) beside NVFP4 weights, both routes.
     case $s in
       8192x8192x8192 | 16x8192x8192)
