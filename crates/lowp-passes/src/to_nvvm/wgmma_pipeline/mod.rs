@@ -1056,9 +1056,10 @@ fn lower_guarded<'c, 'a>(
         let parts = if x == 1 { tile.multicast } else { 1 };
         (mem.tma && !route.staged).then(|| tensor_map(e, bits[x], route.rows / parts))
     });
-    let c_map = mem
+    // (C's staging area and its tensor map, with store-c=tma.)
+    let c_store = mem
         .store_c
-        .map(|store| c_tensor_map(e, &store, kn.ops.o.out));
+        .map(|store| (store, c_tensor_map(e, &store, kn.ops.o.out)));
     let cluster = match (tile.splits, tile.multicast) {
         (1, 1) => None,
         (1, blocks) => Some([e.index(blocks), one, one]),
@@ -1077,12 +1078,12 @@ fn lower_guarded<'c, 'a>(
             let block = |e: &Emitter<'c, 'a>| {
                 if let Some(schedule) = persistent {
                     persistent_block(
-                        e, &kn, &mem, instr, maps, c_map, k_stages, schedule, bid[0], tid[0],
+                        e, &kn, &mem, instr, maps, c_store, k_stages, schedule, bid[0], tid[0],
                         memory,
                     )
                 } else if specialized {
                     specialized_block(
-                        e, &kn, &mem, instr, maps, c_map, k_stages, bid, tid[0], memory,
+                        e, &kn, &mem, instr, maps, c_store, k_stages, bid, tid[0], memory,
                     )
                 } else {
                     hardware_block(e, &kn, &mem, instr, maps, tuning.ahead, bid, tid[0], memory)

@@ -14,6 +14,7 @@ use melior::ir::Value;
 use super::fold::Folded;
 use super::memory::{ring_div, Memory, Shared};
 use super::specialized::{max_registers, phase_parity, slot_barrier, ISSUER_REGISTERS};
+use super::store::StoreC;
 use super::tma::{acquire_tensor_map, box_bytes, load_boxes};
 use super::{
     grouped, lane, mbarrier, sides, stage_mmas, static_stages, wait_parity, Consumer, PRODUCERS,
@@ -93,7 +94,7 @@ pub(super) fn persistent_block<'c, 'a>(
     mem: &Memory,
     instr: &Wgmma,
     maps: [Option<Value<'c, 'a>>; 2],
-    c_map: Option<Value<'c, 'a>>,
+    c_store: Option<(StoreC, Value<'c, 'a>)>,
     k_stages: i64,
     schedule: Schedule,
     bid: Value<'c, 'a>,
@@ -210,17 +211,17 @@ pub(super) fn persistent_block<'c, 'a>(
             // the producer's again.
             let last = e.addi(base, e.index(k_stages - 1));
             mbarrier(e, "nvvm.mbarrier.arrive", &[bar(e, 1, last)]);
-            // (`store-c=tma`: each tile but the first waits for the last one's stores to
-            // have read the staging area.)
-            match (mem.store_c, c_map) {
-                (Some(store), Some(map)) => {
+            // (`store-c=tma`: each tile first waits for the tile before's stores to have
+            // read the staging area; none are in flight before the first.)
+            match c_store {
+                Some((store, map)) => {
                     store.epilogue(e, kn, instr, shared, &l, warpgroup, &acc, map, true)
                 }
-                _ => kn.epilogue(e, &l, &acc),
+                None => kn.epilogue(e, &l, &acc),
             }
             vec![]
         });
-        if let (Some(store), Some(_)) = (mem.store_c, c_map) {
+        if let Some((store, _)) = c_store {
             let l = lane(e, mem.tile, tid, zero, zero);
             store.finish(e, &l);
         }

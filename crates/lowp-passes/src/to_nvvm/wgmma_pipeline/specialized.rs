@@ -16,7 +16,7 @@ use super::cluster::{cluster_sync, release_in_cluster};
 use super::fold::{fold_scan, Folded};
 use super::memory::{clear_halves, ring_div, ring_rem, Memory, Shared};
 use super::stage::{copy_scales, copy_stage, decode_scales, translate_stage};
-use super::store::named_barrier;
+use super::store::{named_barrier, StoreC};
 use super::tma::{acquire_tensor_map, box_bytes, load_boxes};
 use super::{
     copy_bases, drain, grouped, lane, mbarrier, sides, square_grid, stage_mmas, static_stages,
@@ -56,7 +56,7 @@ pub(super) fn specialized_block<'c, 'a>(
     mem: &Memory,
     instr: &Wgmma,
     maps: [Option<Value<'c, 'a>>; 2],
-    c_map: Option<Value<'c, 'a>>,
+    c_store: Option<(StoreC, Value<'c, 'a>)>,
     k_stages: i64,
     bid: [Value<'c, 'a>; 3],
     tid: Value<'c, 'a>,
@@ -347,12 +347,12 @@ pub(super) fn specialized_block<'c, 'a>(
             }
             None => run(e, Folded::No),
         };
-        match (mem.store_c, c_map) {
-            (Some(store), Some(map)) => {
+        match c_store {
+            Some((store, map)) => {
                 store.epilogue(e, kn, instr, shared, &l, warpgroup, &acc, map, false);
                 store.finish(e, &l);
             }
-            _ => kn.epilogue(e, &l, &acc),
+            None => kn.epilogue(e, &l, &acc),
         }
     });
     // With multicast, no block leaves while another may still arrive on its barriers.

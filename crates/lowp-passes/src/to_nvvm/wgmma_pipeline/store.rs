@@ -28,7 +28,7 @@ use melior::ir::r#type::{MemRefType, ShapedTypeLike};
 use melior::ir::{Attribute, Identifier, TypeLike, Value, ValueLike};
 
 use super::memory::{Memory, Shared};
-use super::tma::acquire_tensor_map;
+use super::tma::{acquire_tensor_map, tile_mode_swizzle};
 use super::{Tile, ATOM, ROW};
 use crate::chip::Chip;
 use crate::ir::Emitter;
@@ -127,9 +127,10 @@ impl StoreC {
         e.addi(first, self.in_box(e, r, within))
     }
 
-    /// Element (`r`, `c`)'s offset in a box: row r's 16-byte chunks in the 128-byte swizzle
-    /// (address bits 4-6 xor bits 7-9; boxes are whole atoms), as TMA's tile mode places
-    /// them.
+    /// Element (`r`, `c`)'s offset in a box, as TMA's tile mode places it in the 128-byte
+    /// swizzle (`tma::tile_mode_swizzle`). (Written as `memory::swizzled` does the operands'
+    /// tiles, chunk index xor row, the persistent block's epilogue spilled 40 bytes under
+    /// ptxas 12.9.)
     fn in_box<'c, 'a>(
         &self,
         e: &Emitter<'c, 'a>,
@@ -137,8 +138,7 @@ impl StoreC {
         c: Value<'c, 'a>,
     ) -> Value<'c, 'a> {
         let linear = e.addi(e.muli(r, e.index(ROW)), e.muli(c, e.index(self.element)));
-        let row_of_atom = e.andi(e.shrui(linear, e.index(7)), e.index(7));
-        e.xori(linear, e.shli(row_of_atom, e.index(4)))
+        tile_mode_swizzle(e, linear)
     }
 
     /// The boxes of warpgroup `warpgroup`'s part, whose lane is `l`: each box's first byte
@@ -208,7 +208,7 @@ impl StoreC {
         map: Value<'c, 'a>,
         again: bool,
     ) {
-        let issuer = e.cmpi(CmpiPredicate::Eq, l.lane, e.index(0));
+        let issuer = issuer(e, l);
         let id = e.addi(e.i32(2), e.index_castui(warpgroup, e.int_type(32)));
         if again {
             e.if_then(issuer, |e| wait_read(e));
@@ -232,9 +232,7 @@ impl StoreC {
     /// Before the block ends: the warpgroup's first thread waits until its stores have
     /// read the area.
     pub(super) fn finish<'c, 'a>(&self, e: &Emitter<'c, 'a>, l: &Lane<'c, 'a>) {
-        e.if_then(e.cmpi(CmpiPredicate::Eq, l.lane, e.index(0)), |e| {
-            wait_read(e)
-        });
+        e.if_then(issuer(e, l), |e| wait_read(e));
     }
 
     /// The TMA stores on the CPU, as the PTX ISA's tile mode defines them: element (r, c)
@@ -316,6 +314,11 @@ fn tma_store<'c, 'a>(
             .build()
             .expect("valid nvvm.cp.async.bulk.tensor.global.shared.cta"),
     );
+}
+
+/// Whether lane `l` is its warpgroup's first thread, the one that issues its stores.
+fn issuer<'c, 'a>(e: &Emitter<'c, 'a>, l: &Lane<'c, 'a>) -> Value<'c, 'a> {
+    e.cmpi(CmpiPredicate::Eq, l.lane, e.index(0))
 }
 
 /// `cp.async.bulk.wait_group.read 0`: this thread's bulk stores have read their shared

@@ -229,10 +229,21 @@ pub(super) fn emulated_tma<'c, 'a>(
                 })
                 .collect();
             let linear = e.addi(e.muli(r, e.index(BK)), e.index(16 * ch));
-            let row_of_atom = e.andi(e.shrui(linear, e.index(7)), e.index(7));
-            let swizzled = e.xori(linear, e.shli(row_of_atom, e.index(4)));
-            shared.store4(e, e.addi(dst, swizzled), &words);
+            shared.store4(e, e.addi(dst, tile_mode_swizzle(e, linear)), &words);
         }
         vec![]
     });
+}
+
+/// Where TMA's tile mode places byte `linear` (row-major, 128-byte rows) of a box in the
+/// 128-byte swizzle, as the PTX ISA defines it: address bits 4-6 xor bits 7-9 (the box
+/// 1024-aligned). The box loads' emulation states the swizzle this way, apart from the
+/// kernels' `memory::swizzled`, so that it checks them; `store-c=tma`'s staging writes by
+/// it (`StoreC::in_box`).
+pub(super) fn tile_mode_swizzle<'c, 'a>(
+    e: &Emitter<'c, 'a>,
+    linear: Value<'c, 'a>,
+) -> Value<'c, 'a> {
+    let row_of_atom = e.andi(e.shrui(linear, e.index(7)), e.index(7));
+    e.xori(linear, e.shli(row_of_atom, e.index(4)))
 }
