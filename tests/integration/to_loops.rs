@@ -562,15 +562,94 @@ pub(crate) fn mixed_cases(session: &Session, pre: Option<&str>) {
     }
 }
 
-/// The byte kernel (`dot=i8`: x86 `pmaddubsw` on the formats' integers) computes every
-/// interval's sum exactly, as the f32 kernel does for these formats (their partial sums are
-/// integers times a power of two below 2^24), and scales it into the result the same way:
-/// where their intervals are the same (scale segments; per-tensor K below both K blocks)
-/// the two kernels agree bit for bit, NaN scales, ±0 codes, the largest values and ragged
-/// sizes included, and both agree with the oracle.
+/// Formats whose integers are small enough for a byte but whose products would saturate
+/// `pmaddubsw`'s i16 pair sums (E2M4: `n / 16`, `|n| <= 124`) take the byte kernel only
+/// with `dot=vnni` (`vpdpbusd` sums each step into i32), and it gives the f32 kernel's
+/// bits there too, with the largest values, NaN scales and ragged K.
+#[test]
+fn vnni_takes_the_formats_pmaddubsw_would_saturate() {
+    let e2m4 = ScaledFormat::custom(2, 4);
+    let mut rng = SplitMix64::new(17);
+    let mut problems = Vec::new();
+    for la in [
+        ScaleLayout::PerTensor,
+        ScaleLayout::PerChannel,
+        ScaleLayout::MX,
+    ] {
+        assert!(!lowp_passes::to_loops::takes_byte_dot(
+            e2m4, e2m4, la, la, false
+        ));
+        assert!(lowp_passes::to_loops::takes_byte_dot(
+            e2m4, e2m4, la, la, true
+        ));
+        let k = if la == ScaleLayout::MX { 224 } else { 203 };
+        let (mut a, b) = (
+            operand(&mut rng, 37, k, e2m4, la, false),
+            operand(&mut rng, 45, k, e2m4, la, false),
+        );
+        // The largest magnitude (code 0x3F: 124 / 16) along a whole row of A: the widest
+        // sums.
+        for c in &mut a.q.codes[..k] {
+            *c = 0x3F;
+        }
+        problems.push((
+            format!("e2m4 {la}"),
+            Problem {
+                a,
+                b,
+                bias: None,
+                bf16: false,
+            },
+        ));
+    }
+    let session = Session::new();
+    let mut lowered = problems_module(&session, &problems, None);
+    session
+        .run_pipeline(
+            &mut lowered,
+            "builtin.module(func.func(lowp-to-loops{dot=vnni lanes=16}))",
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+    let text = lowered.as_operation().to_string();
+    let vnni = text.matches("\"llvm.x86.avx512.vpdpbusd.512\"").count();
+    assert!(
+        vnni >= problems.len(),
+        "{vnni} vpdpbusd for {}",
+        problems.len()
+    );
+    if !lowp_jit::host_byte_dot(lowp_jit::Dot::Vnni, 8) {
+        eprintln!("no AVX512-VNNI with AVX512VL on this host: dot=vnni cannot run here");
+        return;
+    }
+    let by_dot: Vec<Vec<Vec<f32>>> = [lowp_jit::Dot::F32, lowp_jit::Dot::Vnni]
+        .into_iter()
+        .map(|dot| {
+            let mut session = Session::new();
+            session.set_lanes(8);
+            session.set_dot(Some(dot));
+            run_and_check(&session, &problems, None)
+        })
+        .collect();
+    for (i, (what, _)) in problems.iter().enumerate() {
+        for (x, (u, v)) in by_dot[0][i].iter().zip(&by_dot[1][i]).enumerate() {
+            assert!(
+                u.to_bits() == v.to_bits() || (u.is_nan() && v.is_nan()),
+                "{what}: out[{x}] f32 kernel {u:e}, dot=vnni {v:e}"
+            );
+        }
+    }
+}
+
+/// The byte kernel (`dot=i8`: x86 `pmaddubsw` on the formats' integers; `dot=vnni`:
+/// `vpdpbusd`, where the host has it) computes every interval's sum exactly, as the f32
+/// kernel does for these formats (their partial sums are integers times a power of two
+/// below 2^24), and scales it into the result the same way: where their intervals are the
+/// same (scale segments; per-tensor K below both K blocks) the kernels agree bit for bit,
+/// NaN scales, ±0 codes, the largest values and ragged sizes included, and all agree with
+/// the oracle.
 #[test]
 fn byte_kernel_is_the_f32_kernel_bit_for_bit() {
-    if !lowp_jit::host_byte_dot(8) {
+    if !lowp_jit::host_byte_dot(lowp_jit::Dot::I8, 8) {
         eprintln!("no AVX2 on this host: the byte kernel cannot run here");
         return;
     }
@@ -589,7 +668,8 @@ fn byte_kernel_is_the_f32_kernel_bit_for_bit() {
                 continue;
             }
             assert!(
-                lowp_passes::to_loops::takes_byte_dot(fa, fb, la, la),
+                lowp_passes::to_loops::takes_byte_dot(fa, fb, la, la, false)
+                    && lowp_passes::to_loops::takes_byte_dot(fa, fb, la, la, true),
                 "{fa} {fb} {la}"
             );
             // K not a multiple of 4 where the layout allows it (packed FP4 needs it even;
@@ -679,10 +759,31 @@ fn byte_kernel_is_the_f32_kernel_bit_for_bit() {
         "{kernels} pmaddubsw for {}",
         problems.len()
     );
+    // dot=vnni: every problem's sums by vpdpbusd.
+    let mut lowered = problems_module(&session, &problems, None);
+    session
+        .run_pipeline(
+            &mut lowered,
+            "builtin.module(func.func(lowp-to-loops{dot=vnni}))",
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+    let text = lowered.as_operation().to_string();
+    let vnni = text.matches("\"llvm.x86.avx512.vpdpbusd.256\"").count();
+    assert!(
+        vnni >= problems.len(),
+        "{vnni} vpdpbusd for {}",
+        problems.len()
+    );
 
     let mut nan_rows = 0;
+    let mut dots = vec![lowp_jit::Dot::F32, lowp_jit::Dot::I8];
+    if lowp_jit::host_byte_dot(lowp_jit::Dot::Vnni, 8) {
+        dots.push(lowp_jit::Dot::Vnni);
+    } else {
+        eprintln!("no AVX512-VNNI with AVX512VL on this host: dot=vnni cannot run here");
+    }
     let mut by_dot = Vec::new();
-    for dot in [lowp_jit::Dot::F32, lowp_jit::Dot::I8] {
+    for &dot in &dots {
         let mut session = Session::new();
         session.set_lanes(8);
         session.set_dot(Some(dot));
@@ -690,11 +791,14 @@ fn byte_kernel_is_the_f32_kernel_bit_for_bit() {
     }
     for (i, (what, _)) in problems.iter().enumerate() {
         let (f, b) = (&by_dot[0][i], &by_dot[1][i]);
-        for (x, (u, v)) in f.iter().zip(b).enumerate() {
-            assert!(
-                u.to_bits() == v.to_bits() || (u.is_nan() && v.is_nan()),
-                "{what}: out[{x}] f32 kernel {u:e}, byte kernel {v:e}"
-            );
+        for (d, other) in dots.iter().zip(&by_dot).skip(1) {
+            for (x, (u, v)) in f.iter().zip(&other[i]).enumerate() {
+                assert!(
+                    u.to_bits() == v.to_bits() || (u.is_nan() && v.is_nan()),
+                    "{what}: out[{x}] f32 kernel {u:e}, dot={} {v:e}",
+                    d.name()
+                );
+            }
         }
         if problems[i]
             .1
@@ -1216,7 +1320,7 @@ fn jit_refuses_intrinsics_the_host_lacks() {
     )];
     let pre = "builtin.module(func.func(lowp-to-loops{lanes=16 dot=i8}))";
     let session = Session::new();
-    if lowp_jit::host_byte_dot(16) {
+    if lowp_jit::host_byte_dot(lowp_jit::Dot::I8, 16) {
         run_and_check(&session, &problems, Some(pre));
         return;
     }

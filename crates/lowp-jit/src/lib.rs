@@ -48,8 +48,11 @@ pub enum Dot {
     /// f32 FMAs on decoded values (every format).
     F32,
     /// x86 byte dot products where both formats are small integers exactly (FP4 E2M1,
-    /// FP6 E2M3, ...; the f32 kernel for other formats).
+    /// FP6 E2M3, ...; the f32 kernel for other formats): `pmaddubsw`.
     I8,
+    /// The same byte kernel on VNNI's `vpdpbusd` (four products into an i32 sum an
+    /// instruction).
+    Vnni,
 }
 
 impl Dot {
@@ -58,30 +61,38 @@ impl Dot {
         match self {
             Dot::F32 => "f32",
             Dot::I8 => "i8",
+            Dot::Vnni => "vnni",
         }
     }
 
     /// The inner products spelled `name`, if any.
     pub fn from_name(name: &str) -> Option<Dot> {
-        [Dot::F32, Dot::I8].into_iter().find(|d| d.name() == name)
+        [Dot::F32, Dot::I8, Dot::Vnni]
+            .into_iter()
+            .find(|d| d.name() == name)
     }
 }
 
-/// The x86 extension the byte kernel needs with vectors of `lanes` f32 (as
-/// `is_x86_feature_detected!` spells it): avx2 for 8 lanes, avx512bw for 16.
-fn byte_dot_extension(lanes: u32) -> &'static str {
-    if lanes >= 16 {
-        "avx512bw"
-    } else {
-        "avx2"
+/// The x86 extensions the byte kernel `dot` (I8 or Vnni) needs with vectors of `lanes`
+/// f32 (as `is_x86_feature_detected!` spells them): avx2 for 8 lanes, avx512bw for 16;
+/// VNNI's `vpdpbusd` also avx512vnni, and avx512vl for its 256-bit form.
+fn byte_dot_extensions(dot: Dot, lanes: u32) -> &'static [&'static str] {
+    match (dot, lanes >= 16) {
+        (Dot::Vnni, true) => &["avx512bw", "avx512vnni"],
+        (Dot::Vnni, false) => &["avx2", "avx512vnni", "avx512vl"],
+        (_, true) => &["avx512bw"],
+        (_, false) => &["avx2"],
     }
 }
 
-/// Whether this CPU runs the byte kernel with vectors of `lanes` f32: `pmaddubsw` on
-/// AVX2 for 8 lanes, AVX512BW for 16 (LLVM cannot compile the 512-bit intrinsics for a
-/// CPU without them).
-pub fn host_byte_dot(lanes: u32) -> bool {
-    host::host_has(byte_dot_extension(lanes))
+/// Whether this CPU runs the byte kernel `dot` (I8: `pmaddubsw`, Vnni: `vpdpbusd`) with
+/// vectors of `lanes` f32 (LLVM cannot compile the intrinsics for a CPU without their
+/// extensions). False for [`Dot::F32`].
+pub fn host_byte_dot(dot: Dot, lanes: u32) -> bool {
+    dot != Dot::F32
+        && byte_dot_extensions(dot, lanes)
+            .iter()
+            .all(|x| host::host_has(x))
 }
 
 /// How the CPU kernel decodes B (`lowp-to-loops{decode=...}`).
@@ -223,8 +234,8 @@ impl Session {
     }
 
     /// Ask for the CPU kernel's inner products (`None`: the byte kernel where the host
-    /// has it, the default). Asking for [`Dot::I8`] on a host without it fails in
-    /// [`lower_cpu`](Self::lower_cpu).
+    /// has it, on VNNI where it has that, the default). Asking for [`Dot::I8`] or
+    /// [`Dot::Vnni`] on a host without it fails in [`lower_cpu`](Self::lower_cpu).
     pub fn set_dot(&mut self, dot: Option<Dot>) {
         self.dot = dot;
     }
@@ -233,7 +244,8 @@ impl Session {
     pub fn dot(&self) -> Dot {
         match self.dot {
             Some(d) => d,
-            None if host_byte_dot(self.lanes) => Dot::I8,
+            None if host_byte_dot(Dot::Vnni, self.lanes) => Dot::Vnni,
+            None if host_byte_dot(Dot::I8, self.lanes) => Dot::I8,
             None => Dot::F32,
         }
     }
@@ -424,12 +436,17 @@ impl Session {
             lowp_passes::pipelines::CPU
         };
         let dot = self.dot();
-        if dot == Dot::I8 && !host_byte_dot(self.lanes) {
+        if dot != Dot::F32 && !host_byte_dot(dot, self.lanes) {
             return Err(JitError::Pipeline {
                 diagnostics: format!(
-                    "dot=i8 with {} lanes needs {}, which this CPU lacks",
+                    "dot={} with {} lanes needs {}, which this CPU lacks",
+                    dot.name(),
                     self.lanes,
-                    byte_dot_extension(self.lanes).to_uppercase()
+                    byte_dot_extensions(dot, self.lanes)
+                        .iter()
+                        .map(|x| x.to_uppercase())
+                        .collect::<Vec<_>>()
+                        .join(" and ")
                 ),
             });
         }

@@ -99,6 +99,10 @@
 //! sums for these formats, so where the two kernels' intervals are the same (every scale
 //! segment; K blocks of per-tensor and per-channel operands while K is at most both
 //! kernels' block) their results are the same bits.
+//! With `dot=vnni` each step of a sum is one `vpdpbusd` (AVX512-VNNI: the four u8 x s8
+//! products of a 32-bit lane added into its i32, unsaturated): the sums are i32 from the
+//! first step, so no pair sums, no widening and no i16 bound on the products; formats
+//! whose products would saturate `pmaddubsw` (E2M4, `|n| <= 124`) take the kernel too.
 //! Formats that are not small integers (FP8, E3M2 FP6, ...) keep the f32 kernel. B's words
 //! are made as the f32 kernel's panels, eight rows at a time: 32 codes of a row looked up
 //! at once (`pshufb` on 16-byte slices of the integer table), the 8 x 8 block of words
@@ -126,9 +130,10 @@
 //!   inside a 1-2 MiB L2 with room for A).
 //! * `lanes=8|16` — f32 lanes per vector: 8 (AVX2, the default) or 16 (AVX-512, with a
 //!   12 x 32 tile). `lowp-jit` picks 16 when the host has AVX-512F.
-//! * `dot=f32|i8` — the inner products: f32 FMAs (the default: portable IR), or the byte
-//!   kernel where the formats allow (x86 only: AVX2 with `lanes=8`, AVX512BW with
-//!   `lanes=16`). `lowp-jit` picks i8 when the host has the instructions.
+//! * `dot=f32|i8|vnni` — the inner products: f32 FMAs (the default: portable IR), or the
+//!   byte kernel where the formats allow (x86 only): `i8` on `pmaddubsw` (AVX2 with
+//!   `lanes=8`, AVX512BW with `lanes=16`), `vnni` on `vpdpbusd` (AVX512-VNNI, and AVX512VL
+//!   with `lanes=8`). `lowp-jit` picks vnni, else i8, where the host has the instructions.
 //! * `decode=bits|f16` — how the f32 kernel decodes B: bit arithmetic (the default: any
 //!   target), or through f16 where the format allows (a target without an f16 -> f32
 //!   instruction, x86 without F16C, gets a library call per value from LLVM). `lowp-jit`
@@ -250,10 +255,12 @@ pub const PASS: PassDef = PassDef {
         OptionDef {
             name: "dot",
             default: "f32",
-            description: "Inner products: f32 FMAs, or i8: x86 byte dot products (pmaddubsw; \
-                          AVX2 with lanes=8, AVX512BW with lanes=16) where both formats are \
-                          small integers exactly (FP4 E2M1, FP6 E2M3, ...), else f32",
-            kind: OptionKind::Choice(&["f32", "i8"]),
+            description: "Inner products: f32 FMAs, or x86 byte dot products where both \
+                          formats are small integers exactly (FP4 E2M1, FP6 E2M3, ...), else \
+                          f32: i8 (pmaddubsw; AVX2 with lanes=8, AVX512BW with lanes=16) or \
+                          vnni (vpdpbusd, 4 k into i32 sums an instruction; AVX512-VNNI, \
+                          with AVX512VL for lanes=8)",
+            kind: OptionKind::Choice(&["f32", "i8", "vnni"]),
         },
         OptionDef {
             name: "decode",
@@ -306,8 +313,10 @@ struct Plan {
     seg: Option<i64>,
     /// K block, a multiple of `seg`.
     kc: i64,
-    /// `dot=i8`: the byte kernel where the formats allow.
+    /// `dot=i8|vnni`: the byte kernel where the formats allow.
     dot_i8: bool,
+    /// `dot=vnni`: its sums by `vpdpbusd`.
+    vnni: bool,
     /// `decode=f16`: B decoded through f16 where its format allows.
     f16_decode: bool,
     /// `narrow=true`: the narrow form where M is at most two vectors (`narrow::vectors`).
@@ -375,7 +384,8 @@ fn plan(la: ScaleLayout, lb: ScaleLayout, options: &PassOptions) -> Plan {
         nc_panels: (nc + tile.nr() - 1) / tile.nr(),
         seg,
         kc,
-        dot_i8: options.choice("dot") == "i8",
+        dot_i8: options.choice("dot") != "f32",
+        vnni: options.choice("dot") == "vnni",
         f16_decode: options.choice("decode") == "f16",
         narrow: options.flag("narrow"),
         gemv: options.flag("gemv"),
@@ -532,7 +542,7 @@ fn lower_scaled_matmul<'c, 'a>(
         }
     };
     let bytes = if plan.dot_i8 {
-        byte_dot(plan.seg, plan.kc, a.format, b.format)
+        byte_dot(plan.seg, plan.kc, a.format, b.format, plan.vnni)
     } else {
         None
     };
@@ -1301,31 +1311,31 @@ fn form_of(
 
 /// The CPU kernel `lowp-to-loops{dot=..., decode=..., lanes=...}` (other options at their
 /// defaults) generates for a matmul of these formats and layouts with `m` rows (where known
-/// when the pass runs), as `lowp-run` reports it: `dot=i8 form=tiles` for the byte kernel,
-/// else `dot=f32 decode=bits|f16 form=gemv|narrow|tiles` (`lanes` of 16 or more: the
-/// 16-lane tile, else the 8-lane one).
+/// when the pass runs), as `lowp-run` reports it: `dot=i8 form=tiles` (or `dot=vnni`) for
+/// the byte kernel, else `dot=f32 decode=bits|f16 form=gemv|narrow|tiles` (`lanes` of 16 or
+/// more: the 16-lane tile, else the 8-lane one). `dot`: the option's value.
 pub fn kernel_taken(
     (fa, fb): (ScaledFormat, ScaledFormat),
     (la, lb): (ScaleLayout, ScaleLayout),
     m: Option<i64>,
-    (dot_i8, decode_f16, lanes): (bool, bool, i64),
+    (dot, decode_f16, lanes): (&str, bool, i64),
 ) -> String {
     // The plan the pass makes of these options, the others at their defaults.
     let values: Vec<String> = PASS
         .options
         .iter()
         .map(|o| match o.name {
-            "dot" => (if dot_i8 { "i8" } else { "f32" }).to_string(),
+            "dot" => dot.to_string(),
             "decode" => (if decode_f16 { "f16" } else { "bits" }).to_string(),
             "lanes" => (if lanes >= 16 { "16" } else { "8" }).to_string(),
             _ => o.default.to_string(),
         })
         .collect();
-    let options = PASS
-        .parse_options(&values)
-        .expect("the pass's defaults and these choices are accepted");
+    let Ok(options) = PASS.parse_options(&values) else {
+        return format!("dot={dot}: not a choice of lowp-to-loops");
+    };
     let plan = plan(la, lb, &options);
-    let bytes = plan.dot_i8 && byte_dot(plan.seg, plan.kc, fa, fb).is_some();
+    let bytes = plan.dot_i8 && byte_dot(plan.seg, plan.kc, fa, fb, plan.vnni).is_some();
     let form = form_of(&plan, m, (fa, fb), bytes);
     let name = match form {
         Form::Gemv(_) => "gemv",
@@ -1333,7 +1343,7 @@ pub fn kernel_taken(
         Form::Tiles => "tiles",
     };
     if bytes && form == Form::Tiles {
-        format!("dot=i8 form={name}")
+        format!("dot={dot} form={name}")
     } else {
         let f16 = plan.b_through_f16(fa, fb).is_some();
         format!(
@@ -1608,32 +1618,43 @@ struct ByteDot {
     /// where `interval ma mb`, the most an i16 lane can reach, fits i16. Else `pmaddwd`
     /// every step into i32.
     narrow: bool,
+    /// `vpdpbusd` (VNNI): each step's four products of a column summed into its i32 sum by
+    /// one instruction (no i16 pair sums, so neither `narrow` nor `pmaddubsw`'s
+    /// saturation limit).
+    vnni: bool,
 }
 
-/// Whether `lowp-to-loops{dot=i8}` runs the byte kernel for a matmul of these formats and
-/// layouts (else the f32 kernel): see [`byte_dot`].
+/// Whether `lowp-to-loops{dot=i8}` (`vnni`: `dot=vnni`) runs the byte kernel for a matmul
+/// of these formats and layouts (else the f32 kernel): see [`byte_dot`].
 pub fn takes_byte_dot(
     fa: ScaledFormat,
     fb: ScaledFormat,
     la: ScaleLayout,
     lb: ScaleLayout,
+    vnni: bool,
 ) -> bool {
     // The K block shapes the kernel's plan, not whether it runs: any will do.
-    byte_dot(segment(la, lb), 256, fa, fb).is_some()
+    byte_dot(segment(la, lb), 256, fa, fb, vnni).is_some()
 }
 
 /// The byte kernel for these formats, segment and K block, or `None` when the f32 kernel
 /// must run: a format that is not small integers, products that could saturate
-/// `pmaddubsw`'s 16-bit pair sums, or intervals whose sums could leave f32's 24-bit
-/// integers (then the conversion would round, and the kernel would no longer compute each
-/// interval exactly).
-fn byte_dot(seg: Option<i64>, kc: i64, fa: ScaledFormat, fb: ScaledFormat) -> Option<ByteDot> {
+/// `pmaddubsw`'s 16-bit pair sums (not with `vnni`: `vpdpbusd` sums them in i32), or
+/// intervals whose sums could leave f32's 24-bit integers (then the conversion would round,
+/// and the kernel would no longer compute each interval exactly).
+fn byte_dot(
+    seg: Option<i64>,
+    kc: i64,
+    fa: ScaledFormat,
+    fb: ScaledFormat,
+    vnni: bool,
+) -> Option<ByteDot> {
     let a = fa.int_embedding(127)?;
     let b = fb.int_embedding(127)?;
     let (ma, mb) = (i64::from(a.max), i64::from(b.max));
     // A's bytes are n + ma (unsigned, at most 2 ma), B's n (signed); pmaddubsw adds two
     // such products in a saturating i16.
-    if 2 * (2 * ma) * mb > i64::from(i16::MAX) {
+    if !vnni && 2 * (2 * ma) * mb > i64::from(i16::MAX) {
         return None;
     }
     // 2^-(shift_a + shift_b) takes an interval's integer sum to its value exactly (a
@@ -1645,13 +1666,19 @@ fn byte_dot(seg: Option<i64>, kc: i64, fa: ScaledFormat, fb: ScaledFormat) -> Op
     // (the sum with A's offset, twice that, stays far inside i32); in i16 lanes (each sums
     // half an interval's products, each at most 2 ma mb with the offset) up to 2^15 - 1.
     let cap = (1 << 24) / (ma * mb).max(1);
-    let narrow_cap = i64::from(i16::MAX) / (ma * mb).max(1) / 4 * 4;
+    // VNNI's sums are i32 from the first step: never narrow.
+    let narrow_cap = if vnni {
+        0
+    } else {
+        i64::from(i16::MAX) / (ma * mb).max(1) / 4 * 4
+    };
     match seg {
         Some(s) => (s % 4 == 0 && s <= cap).then_some(ByteDot {
             a,
             b,
             kc,
             narrow: s <= narrow_cap,
+            vnni,
         }),
         // Narrow sums where their intervals stay long enough (32 k: 8 steps a flush).
         None if narrow_cap >= 32 => Some(ByteDot {
@@ -1659,12 +1686,14 @@ fn byte_dot(seg: Option<i64>, kc: i64, fa: ScaledFormat, fb: ScaledFormat) -> Op
             b,
             kc: (kc.min(narrow_cap) / 4 * 4).max(4),
             narrow: true,
+            vnni,
         }),
         None => Some(ByteDot {
             a,
             b,
             kc: (kc.min(cap) / 4 * 4).max(4),
             narrow: false,
+            vnni,
         }),
     }
 }
@@ -1674,10 +1703,10 @@ fn byte_dot(seg: Option<i64>, kc: i64, fa: ScaledFormat, fb: ScaledFormat) -> Op
 /// words and B in column panels of words, a K block at a time (decoded, and swept, as the
 /// f32 kernel's panels: `Gemm::sweep`). Per 4 k a tile takes `mr` word broadcasts, 2
 /// vector loads and `2 mr` x (`pmaddubsw`, `addi`) into i16 sums (`narrow`; else also a
-/// `pmaddwd` with ones per step, into i32 sums). The sums start from minus `ma` times B's
-/// column sums of the interval (A's offset taken away), so at its end they are (widened
-/// to i32 by `pmaddwd`) the exact integer partial sums, converted to f32 and times
-/// `2^-(shift_a + shift_b)`.
+/// `pmaddwd` with ones per step, into i32 sums), or with `vnni` `2 mr` `vpdpbusd` into i32
+/// sums. The sums start from minus `ma` times B's column sums of the interval (A's offset
+/// taken away), so at its end they are (widened to i32 by `pmaddwd` where narrow) the
+/// exact integer partial sums, converted to f32 and times `2^-(shift_a + shift_b)`.
 fn gemm_bytes<'c, 'a>(
     e: &Emitter<'c, 'a>,
     g: &Gemm<'c, 'a>,
@@ -1884,13 +1913,18 @@ fn gemm_bytes<'c, 'a>(
         });
     };
 
-    let (maddubs, maddwd) = if lanes == 16 {
+    let (maddubs, maddwd, dpbusd) = if lanes == 16 {
         (
             "llvm.x86.avx512.pmaddubs.w.512",
             "llvm.x86.avx512.pmaddw.d.512",
+            "llvm.x86.avx512.vpdpbusd.512",
         )
     } else {
-        ("llvm.x86.avx2.pmadd.ub.sw", "llvm.x86.avx2.pmadd.wd")
+        (
+            "llvm.x86.avx2.pmadd.ub.sw",
+            "llvm.x86.avx2.pmadd.wd",
+            "llvm.x86.avx512.vpdpbusd.256",
+        )
     };
     let lane = e.index(lanes);
     let ones = e.int_splat(16, 1, 2 * vl);
@@ -1922,6 +1956,10 @@ fn gemm_bytes<'c, 'a>(
             for i in 0..mr_c as usize {
                 let av = bytes(e.broadcast(e.load(apw, &[mt, q, e.index(i as i64)]), vl));
                 for (j, bj) in [b0, b1].into_iter().enumerate() {
+                    if d.vnni {
+                        next.push(e.call_intrinsic(dpbusd, &[acc[2 * i + j], av, bj], i32v));
+                        continue;
+                    }
                     let pairs = e.call_intrinsic(maddubs, &[av, bj], i16v);
                     next.push(if d.narrow {
                         e.addi(acc[2 * i + j], pairs)

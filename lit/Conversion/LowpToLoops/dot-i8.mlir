@@ -3,7 +3,7 @@
 // The 512-bit form compiles to AVX512BW byte products (whatever the host running lit):
 // RUN: lowp-opt %s --pass-pipeline='builtin.module(func.func(lowp-to-loops{dot=i8 lanes=16 parallel=false}))' | lowp-opt --lowp-cpu-pipeline | mlir-translate --mlir-to-llvmir | llc -O2 -mtriple=x86_64-unknown-linux-gnu -mcpu=skylake-avx512 | FileCheck %s --check-prefix=ASM
 // RUN: not lowp-opt %s --pass-pipeline='builtin.module(func.func(lowp-to-loops{dot=i16}))' 2>&1 | FileCheck %s --check-prefix=BAD
-// BAD: error: option 'dot' of lowp-to-loops: 'i16' is not accepted; expected f32, i8
+// BAD: error: option 'dot' of lowp-to-loops: 'i16' is not accepted; expected f32, i8, vnni
 
 // The byte kernel (its numerics: tests/integration/to_loops.rs, bit for bit against the
 // f32 kernel). E2M1 is n/2 with |n| <= 12, E2M3 n/8 with |n| <= 60: A's codes go through a

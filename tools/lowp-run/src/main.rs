@@ -57,9 +57,10 @@ const USAGE: &str =
                   libomp is installed (default); CPU code only
   --lanes L       f32 lanes per vector in the CPU kernel: 8 (AVX2) or 16 (AVX-512);
                   default: the host's widest
-  --dot D         inner products of the CPU kernel: f32 (FMAs) or i8 (x86 byte dot
+  --dot D         inner products of the CPU kernel: f32 (FMAs), i8 (x86 byte dot
                   products where both formats are small integers: FP4 E2M1, FP6 E2M3,
-                  ...; AVX2, or AVX512BW with 16 lanes); default: i8 where the host has it
+                  ...; pmaddubsw: AVX2, or AVX512BW with 16 lanes) or vnni (the same on
+                  vpdpbusd: AVX512-VNNI); default: vnni, else i8, where the host has it
   --decode D      how the CPU kernel decodes B: bits (integer arithmetic) or f16 (codes
                   moved into f16 patterns, widened by x86 F16C / AArch64, where the format
                   allows); default: f16 where the host has it
@@ -341,10 +342,10 @@ fn parse_args(raw: Vec<String>) -> Result<Args, Usage> {
                 a.lanes = Some(l);
             }
             "--dot" => {
-                let d = named(&flag, value(), "f32 or i8")?;
+                let d = named(&flag, value(), "f32, i8 or vnni")?;
                 a.dot = Some(
                     Dot::from_name(&d)
-                        .ok_or_else(|| Usage(format!("--dot: '{d}' is not f32 or i8")))?,
+                        .ok_or_else(|| Usage(format!("--dot: '{d}' is not f32, i8 or vnni")))?,
                 );
             }
             "--decode" => {
@@ -750,7 +751,7 @@ fn run(a: Args) -> Result<bool, String> {
             (spec.lhs_layout, spec.rhs_layout),
             Some(spec.m as i64),
             (
-                session.dot() == Dot::I8,
+                session.dot().name(),
                 session.decode() == Decode::F16,
                 i64::from(session.lanes()),
             ),
