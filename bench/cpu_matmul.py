@@ -5,7 +5,8 @@ For each workload and size it runs
   * lowp:   `lowp-run --gen ... --bench N` (JIT-compiled lowp-to-loops kernel, release build:
             the byte kernel where the formats and the host allow it, the GEMV or narrow form
             where M is small: the `dot, form` column), and
-            the same with `--dot f32` (the f32 kernel);
+            the same with `--dot i8` (the byte kernel on pmaddubsw, where the host has
+            VNNI and so runs vpdpbusd by default) and `--dot f32` (the f32 kernel);
   * numpy:  decode the codes (ml_dtypes astype, or a lookup table for a custom format),
             multiply by the broadcast block scales, then OpenBLAS sgemm (A @ B.T);
   * sgemm:  OpenBLAS sgemm alone on pre-decoded f32 operands (the ceiling to aim for),
@@ -28,19 +29,33 @@ import time
 import ml_dtypes
 import numpy as np
 
-# (name, lowp-run flags, numpy element dtype or None for a table decode, block, scale kind)
+# (name, lowp-run flags, numpy element dtype or (exponent, mantissa) bits of an all-finite
+# custom format decoded by a table, block, scale kind)
 WORKLOADS = [
     ("MXFP4 e2m1 mx/32", ["--lhs", "f4e2m1", "--rhs", "f4e2m1", "--layout", "mx"], ml_dtypes.float4_e2m1fn, 32, "e8m0"),
     ("FP8 e4m3 per-tensor", ["--lhs", "f8e4m3", "--rhs", "f8e4m3", "--layout", "per_tensor"], ml_dtypes.float8_e4m3fn, None, "tensor"),
     ("MXFP8 e4m3 mx/32", ["--lhs", "f8e4m3", "--rhs", "f8e4m3", "--layout", "mx"], ml_dtypes.float8_e4m3fn, 32, "e8m0"),
     ("NVFP4 e2m1 nvfp4/16", ["--lhs", "f4e2m1", "--rhs", "f4e2m1", "--layout", "nvfp4"], ml_dtypes.float4_e2m1fn, 16, "ue4m3"),
-    ("custom f4e3m0 mx/32", ["--lhs", "f4e3m0", "--rhs", "f4e3m0", "--layout", "mx"], None, 32, "e8m0"),
+    ("custom f4e3m0 mx/32", ["--lhs", "f4e3m0", "--rhs", "f4e3m0", "--layout", "mx"], (3, 0), 32, "e8m0"),
+    ("MXFP6 e2m3 mx/32", ["--lhs", "f6e2m3", "--rhs", "f6e2m3", "--layout", "mx"], ml_dtypes.float6_e2m3fn, 32, "e8m0"),
+    ("custom f7e2m4 per-tensor", ["--lhs", "f7e2m4", "--rhs", "f7e2m4", "--layout", "per_tensor"], (2, 4), None, "tensor"),
 ]
 
-# f4e3m0 (bias 3): +-{0, 0.25, 0.5, 1, 2, 4, 8, 16}; codes 0..15, sign in bit 3.
-F4E3M0_TABLE = np.array(
-    [0.0, 0.25, 0.5, 1, 2, 4, 8, 16, -0.0, -0.25, -0.5, -1, -2, -4, -8, -16], dtype=np.float32
-)
+
+def custom_table(e, m):
+    """The values of every code of the all-finite custom format fNeXmY (IEEE bias, no inf
+    or NaN: lowp-formats' custom formats), the sign in the top bit: f4e3m0 is +-{0, 0.25,
+    0.5, 1, 2, 4, 8, 16}."""
+    bias = 2 ** (e - 1) - 1
+    values = []
+    for code in range(2 ** (1 + e + m)):
+        field, mant = (code >> m) & (2**e - 1), code & (2**m - 1)
+        if field == 0:
+            v = mant / 2**m * 2.0 ** (1 - bias)
+        else:
+            v = (1 + mant / 2**m) * 2.0 ** (field - bias)
+        values.append(-v if code >> (e + m) else v)
+    return np.array(values, dtype=np.float32)
 
 
 def median_time(fn, runs):
@@ -55,7 +70,15 @@ def median_time(fn, runs):
 
 def numpy_path(m, n, k, dtype, block, scale_kind, runs, rng):
     """Median times of (decode + scale + sgemm) and of sgemm alone."""
-    ncodes = 16 if dtype is None or dtype == ml_dtypes.float4_e2m1fn else 256
+    table = custom_table(*dtype) if isinstance(dtype, tuple) else None
+    if table is not None:
+        ncodes = len(table)
+    elif dtype == ml_dtypes.float4_e2m1fn:
+        ncodes = 16
+    elif dtype == ml_dtypes.float6_e2m3fn:
+        ncodes = 64
+    else:
+        ncodes = 256
     a_codes = rng.integers(0, ncodes, size=(m, k), dtype=np.uint8)
     b_codes = rng.integers(0, ncodes, size=(n, k), dtype=np.uint8)
     if dtype == ml_dtypes.float8_e4m3fn:
@@ -73,8 +96,8 @@ def numpy_path(m, n, k, dtype, block, scale_kind, runs, rng):
         sb = rng.uniform(0.5, 4, size=(n, k // block)).astype(ml_dtypes.float8_e4m3fn).astype(np.float32)
 
     def decode(codes):
-        if dtype is None:
-            return F4E3M0_TABLE[codes]
+        if table is not None:
+            return table[codes]
         return codes.view(dtype).astype(np.float32)
 
     def scaled(codes, s):
@@ -126,8 +149,9 @@ def main():
     for name, flags, _, _, _ in WORKLOADS:
         for s in sizes:
             t, comp, dot = lowp_path(args.lowp_run, *s, flags, args.runs)
+            t8, _, dot8 = lowp_path(args.lowp_run, *s, [*flags, "--dot", "i8"], args.runs)
             t32, _, _ = lowp_path(args.lowp_run, *s, [*flags, "--dot", "f32"], args.runs)
-            lowp_times[(name, s)] = (t, dot, t32)
+            lowp_times[(name, s)] = (t, dot, t8, dot8, t32)
             if s == (1024, 1024, 1024) and compile_1024 is None:
                 compile_1024 = (name, comp)
             print(f"  measured lowp {name} {s}", file=sys.stderr)
@@ -135,17 +159,21 @@ def main():
         for s in sizes:
             flops = 2.0 * s[0] * s[1] * s[2]
             nt, st = numpy_path(*s, dtype, block, scale_kind, args.runs, rng)
-            lt, dot, lt32 = lowp_times[(name, s)]
-            rows.append((name, s, dot, flops / lt / 1e9, flops / lt32 / 1e9, flops / nt / 1e9, flops / st / 1e9))
+            lt, dot, lt8, dot8, lt32 = lowp_times[(name, s)]
+            g8 = f"{flops / lt8 / 1e9:.1f}" if dot8.startswith("i8") else "-"
+            rows.append((name, s, dot, flops / lt / 1e9, g8, flops / lt32 / 1e9, flops / nt / 1e9, flops / st / 1e9))
             print(f"  measured numpy {name} {s}", file=sys.stderr)
     print(f"threads: {os.cpu_count()} cores; numpy {np.__version__}, ml_dtypes {ml_dtypes.__version__}")
     print(
-        "| workload | M x N x K | dot, form | lowp GFLOP/s | lowp --dot f32 | numpy decode+scale+sgemm GFLOP/s "
-        "| lowp / numpy | sgemm alone GFLOP/s |"
+        "| workload | M x N x K | dot, form | lowp GFLOP/s | lowp --dot i8 | lowp --dot f32 "
+        "| numpy decode+scale+sgemm GFLOP/s | lowp / numpy | sgemm alone GFLOP/s |"
     )
-    print("|---|---|---|---|---|---|---|---|")
-    for name, s, dot, lg, lg32, ng, sg in rows:
-        print(f"| {name} | {'x'.join(map(str, s))} | {dot} | {lg:.1f} | {lg32:.1f} | {ng:.1f} | {lg / ng:.2f}x | {sg:.1f} |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for name, s, dot, lg, g8, lg32, ng, sg in rows:
+        print(
+            f"| {name} | {'x'.join(map(str, s))} | {dot} | {lg:.1f} | {g8} | {lg32:.1f} | {ng:.1f} "
+            f"| {lg / ng:.2f}x | {sg:.1f} |"
+        )
     if compile_1024:
         name, (pipe, jit) = compile_1024
         print(f"compile ({name}, 1024^3): lowp pipeline {pipe:.1f} ms, JIT (LLVM -O3 + codegen) {jit:.1f} ms")
