@@ -36,12 +36,13 @@ if os.path.exists("/dev/nvidiactl") or shutil.which("nvidia-smi"):
     config.available_features.add("cuda")
 
 # CPU kernels that need x86 instructions say `REQUIRES: x86-avx2` (lowp-to-loops{dot=i8}),
-# `REQUIRES: x86-avx512_vnni, x86-avx512vl` (dot=vnni with 8 lanes) or `REQUIRES: x86-f16c`
+# `REQUIRES: x86-avx512_vnni, x86-avx512vl` (dot=vnni with 8 lanes), `REQUIRES:
+# x86-avx512_bf16, x86-avx512vl` (bf16-dot=true with 8 lanes) or `REQUIRES: x86-f16c`
 # (lowp-to-loops{decode=f16}).
 try:
     with open("/proc/cpuinfo") as cpuinfo:
         flags = next((line for line in cpuinfo if line.startswith("flags")), "").split()
-    for flag in ["avx2", "f16c", "avx512_vnni", "avx512vl"]:
+    for flag in ["avx2", "f16c", "avx512_vnni", "avx512_bf16", "avx512vl"]:
         if flag in flags:
             config.available_features.add("x86-" + flag)
 except OSError:

@@ -562,6 +562,122 @@ pub(crate) fn mixed_cases(session: &Session, pre: Option<&str>) {
     }
 }
 
+/// The f32 kernel on bf16 pairs (`bf16-dot=true`: x86 `vdpbf16ps`) against the oracle:
+/// FP8 (OCP and FNUZ), FP6 E3M2, and the byte kernel's formats forced onto it (`dot=f32`),
+/// on every layout, with the largest codes, -0, NaN / inf codes and a NaN block scale, K
+/// odd where the layout allows (the last pair's high halves zero) and ragged MX blocks;
+/// where no bf16 or product would be a normal number the f32 FMAs run instead.
+#[test]
+fn bf16_pairs_match_the_oracle() {
+    let mut rng = SplitMix64::new(23);
+    let formats = [
+        ScaledFormat::F8E4M3,
+        ScaledFormat::F8E5M2,
+        ScaledFormat::F8E4M3Fnuz,
+        ScaledFormat::F6E3M2,
+        ScaledFormat::F4E2M1,
+        ScaledFormat::F8E5M2Fnuz,
+    ];
+    let mut problems = Vec::new();
+    for (fi, &fa) in formats.iter().enumerate() {
+        for (li, &la) in lowp_tests::MATMUL_LAYOUTS.iter().enumerate() {
+            let fb = formats[(fi + li) % formats.len()];
+            if !valid_pair(fa, la) || !valid_pair(fb, la) {
+                continue;
+            }
+            let k = match la {
+                ScaleLayout::PerTensor | ScaleLayout::PerChannel => 203,
+                ScaleLayout::Mx { .. } => 200,
+                _ => 208,
+            };
+            // 29 rows: the row tiles at 8 lanes (the narrow form takes 13-16).
+            let (m, n) = (29, 37);
+            // An infinity in row 0 and a NaN in row 1 (their rows' outputs only); the
+            // largest codes, -0 and the smallest in every row.
+            let data: Vec<f32> = (0..m * k)
+                .map(|i| match (i / k, i % k, i % 29) {
+                    (0, 5, _) => f32::INFINITY,
+                    (1, 7, _) => f32::NAN,
+                    (_, _, 0) => fa.max_finite(),
+                    (_, _, 1) => -fa.max_finite(),
+                    (_, _, 2) => -0.0,
+                    (_, _, 3) => fa.min_positive(),
+                    _ => rng.normal() * (1.0 + (i % 7) as f32),
+                })
+                .collect();
+            let mut a = operand_of(&data, m, k, fa, la, false);
+            let b = operand(&mut rng, n, k, fb, la, false);
+            if la.scale_dtype() == lowp_formats::ScaleDtype::UE8M0 {
+                a.q.scales.values[1] = f32::NAN;
+            }
+            problems.push((
+                format!("{fa} x {fb} {la}"),
+                Problem {
+                    a,
+                    b,
+                    bias: (li % 2 == 1).then(|| rng.normal_vec(n)),
+                    bf16: false,
+                },
+            ));
+        }
+    }
+    assert!(problems.len() >= 18, "{} problems", problems.len());
+    // Every problem on bf16 pairs (whatever the host), and none with products below f32's
+    // normal range (E3M0 with bias 66: 2^-130).
+    let session = Session::new();
+    for (lanes, call) in [
+        (8, "\"llvm.x86.avx512bf16.dpbf16ps.256\""),
+        (16, "\"llvm.x86.avx512bf16.dpbf16ps.512\""),
+    ] {
+        let mut lowered = problems_module(&session, &problems, None);
+        let pipeline = format!(
+            "builtin.module(func.func(lowp-to-loops{{dot=f32 bf16-dot=true lanes={lanes} \
+             narrow=false}}))"
+        );
+        session
+            .run_pipeline(&mut lowered, &pipeline)
+            .unwrap_or_else(|e| panic!("{e}"));
+        let text = lowered.as_operation().to_string();
+        let calls = text.matches(call).count();
+        assert!(
+            calls >= problems.len(),
+            "{calls} {call} for {}",
+            problems.len()
+        );
+    }
+    let tiny: ScaledFormat = "f4e3m0b66".parse().expect("a custom format");
+    let tiny_problem = [(
+        "e3m0 bias 66".to_string(),
+        Problem {
+            a: operand(&mut rng, 5, 64, tiny, ScaleLayout::PerTensor, false),
+            b: operand(&mut rng, 40, 64, tiny, ScaleLayout::PerTensor, false),
+            bias: None,
+            bf16: false,
+        },
+    )];
+    let mut lowered = problems_module(&session, &tiny_problem, None);
+    session
+        .run_pipeline(
+            &mut lowered,
+            "builtin.module(func.func(lowp-to-loops{dot=f32 bf16-dot=true gemv=false narrow=false}))",
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+    let text = lowered.as_operation().to_string();
+    assert!(!text.contains("dpbf16ps"), "{text}");
+    assert!(text.contains("vector.fma"), "{text}");
+
+    if !lowp_jit::host_bf16_dot(8) {
+        eprintln!("no AVX512-BF16 with AVX512VL on this host: bf16-dot cannot run here");
+        return;
+    }
+    let mut session = Session::new();
+    session.set_lanes(8);
+    session.set_dot(Some(lowp_jit::Dot::F32));
+    session.set_bf16_dot(Some(true));
+    run_and_check(&session, &problems, None);
+    run_and_check(&session, &tiny_problem, None);
+}
+
 /// Formats whose integers are small enough for a byte but whose products would saturate
 /// `pmaddubsw`'s i16 pair sums (E2M4: `n / 16`, `|n| <= 124`) take the byte kernel only
 /// with `dot=vnni` (`vpdpbusd` sums each step into i32), and it gives the f32 kernel's

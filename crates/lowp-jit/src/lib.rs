@@ -95,6 +95,22 @@ pub fn host_byte_dot(dot: Dot, lanes: u32) -> bool {
             .all(|x| host::host_has(x))
 }
 
+/// The x86 extensions the f32 kernel's bf16 pairs need with vectors of `lanes` f32:
+/// AVX512-BF16's `vdpbf16ps`, and AVX512VL for its 256-bit form.
+fn bf16_dot_extensions(lanes: u32) -> &'static [&'static str] {
+    if lanes >= 16 {
+        &["avx512bf16"]
+    } else {
+        &["avx512bf16", "avx512vl"]
+    }
+}
+
+/// Whether this CPU runs the f32 kernel on bf16 pairs (`vdpbf16ps`) with vectors of
+/// `lanes` f32.
+pub fn host_bf16_dot(lanes: u32) -> bool {
+    bf16_dot_extensions(lanes).iter().all(|x| host::host_has(x))
+}
+
 /// How the CPU kernel decodes B (`lowp-to-loops{decode=...}`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Decode {
@@ -193,6 +209,9 @@ pub struct Session {
     dot: Option<Dot>,
     /// The CPU kernel's decode of B; `None`: through f16 where the host converts it.
     decode: Option<Decode>,
+    /// The f32 kernel on bf16 pairs (`lowp-to-loops{bf16-dot=true}`); `None`: where the
+    /// host has AVX512-BF16.
+    bf16_dot: Option<bool>,
 }
 
 impl Default for Session {
@@ -220,6 +239,7 @@ impl Session {
             lanes: host_lanes(),
             dot: None,
             decode: None,
+            bf16_dot: None,
         }
     }
 
@@ -264,6 +284,19 @@ impl Session {
             None if host_f16() => Decode::F16,
             None => Decode::Bits,
         }
+    }
+
+    /// Ask for the f32 kernel's products in bf16 pairs where the formats allow
+    /// (`lowp-to-loops{bf16-dot=true}`: x86 `vdpbf16ps`); `None`: where the host has
+    /// AVX512-BF16, the default. Asking for it on a host without it fails in
+    /// [`lower_cpu`](Self::lower_cpu).
+    pub fn set_bf16_dot(&mut self, bf16_dot: Option<bool>) {
+        self.bf16_dot = bf16_dot;
+    }
+
+    /// Whether generated kernels take bf16 pairs at the current lanes.
+    pub fn bf16_dot(&self) -> bool {
+        self.bf16_dot.unwrap_or_else(|| host_bf16_dot(self.lanes))
     }
 
     /// Run compiled `scf.parallel` loops on threads (OpenMP) or sequentially. Threads need the
@@ -458,10 +491,24 @@ impl Session {
                     .into(),
             });
         }
+        let bf16 = self.bf16_dot();
+        if bf16 && !host_bf16_dot(self.lanes) {
+            return Err(JitError::Pipeline {
+                diagnostics: format!(
+                    "bf16-dot=true with {} lanes needs {}, which this CPU lacks",
+                    self.lanes,
+                    bf16_dot_extensions(self.lanes)
+                        .iter()
+                        .map(|x| x.to_uppercase())
+                        .collect::<Vec<_>>()
+                        .join(" and ")
+                ),
+            });
+        }
         self.run_pipeline(
             module,
             &pipeline.text_with_to_loops(&format!(
-                "lanes={} dot={} decode={}",
+                "lanes={} dot={} decode={} bf16-dot={bf16}",
                 self.lanes,
                 dot.name(),
                 decode.name()

@@ -134,6 +134,15 @@
 //!   byte kernel where the formats allow (x86 only): `i8` on `pmaddubsw` (AVX2 with
 //!   `lanes=8`, AVX512BW with `lanes=16`), `vnni` on `vpdpbusd` (AVX512-VNNI, and AVX512VL
 //!   with `lanes=8`). `lowp-jit` picks vnni, else i8, where the host has the instructions.
+//! * `bf16-dot=true|false` — the f32 kernel's products as bf16 pairs (default false): A's
+//!   tiles and B's decoded panels packed two k to a 32-bit word of two bf16, and per two k
+//!   `2 mr` x86 `vdpbf16ps` (AVX512-BF16; AVX512VL with `lanes=8`) instead of `4 mr`
+//!   FMAs, where every value of both formats and every product is an exact normal number
+//!   (`bf16_pairs`: FP8, E3M2 FP6, FNUZ, most custom formats; the byte kernel keeps the
+//!   formats it takes). Each product is exact either way, but the instruction adds a
+//!   pair's two to the sum in its own order and roundings, not the FMAs' one k at a time:
+//!   the results are within the contract's f32 bound, not the f32 kernel's bits.
+//!   `lowp-jit` picks true when the host has AVX512-BF16.
 //! * `decode=bits|f16` — how the f32 kernel decodes B: bit arithmetic (the default: any
 //!   target), or through f16 where the format allows (a target without an f16 -> f32
 //!   instruction, x86 without F16C, gets a library call per value from LLVM). `lowp-jit`
@@ -275,6 +284,15 @@ pub const PASS: PassDef = PassDef {
             kind: OptionKind::Choice(&["bits", "f16"]),
         },
         OptionDef {
+            name: "bf16-dot",
+            default: "false",
+            description: "The f32 kernel's products in bf16 pairs (x86 vdpbf16ps, AVX512-BF16; \
+                          with AVX512VL for lanes=8: two k an instruction) where every value \
+                          of both formats, and every product, is an exact normal bf16 / f32 \
+                          number (FP8, FP6 E3M2, ...; formats the byte kernel takes keep it)",
+            kind: OptionKind::Bool,
+        },
+        OptionDef {
             name: "narrow",
             default: "true",
             description: "Where M is static and at most two vectors of lanes (16 with 8 \
@@ -319,6 +337,9 @@ struct Plan {
     vnni: bool,
     /// `decode=f16`: B decoded through f16 where its format allows.
     f16_decode: bool,
+    /// `bf16-dot=true`: the f32 kernel on bf16 pairs where the formats allow
+    /// ([`bf16_pairs`]).
+    bf16: bool,
     /// `narrow=true`: the narrow form where M is at most two vectors (`narrow::vectors`).
     narrow: bool,
     /// `gemv=true`: the GEMV form where M is as small as `gemv::takes` asks.
@@ -333,6 +354,12 @@ impl Plan {
     /// formats (`decode=f16` and `f16_route`), else `None` (the bit arithmetic).
     fn b_through_f16(&self, fa: ScaledFormat, fb: ScaledFormat) -> Option<HalfFields> {
         self.f16_decode.then(|| f16_route(fa, fb)).flatten()
+    }
+
+    /// Whether the f32 kernel (row tiles) runs on bf16 pairs for these formats.
+    fn takes_bf16(&self, fa: ScaledFormat, fb: ScaledFormat) -> bool {
+        let pow = self.b_through_f16(fa, fb).map_or(0, |f| f.shift);
+        self.bf16 && bf16_pairs(fa, fb, pow, self.seg)
     }
 }
 
@@ -387,6 +414,7 @@ fn plan(la: ScaleLayout, lb: ScaleLayout, options: &PassOptions) -> Plan {
         dot_i8: options.choice("dot") != "f32",
         vnni: options.choice("dot") == "vnni",
         f16_decode: options.choice("decode") == "f16",
+        bf16: options.flag("bf16-dot"),
         narrow: options.flag("narrow"),
         gemv: options.flag("gemv"),
         e8m0: matches!((la, lb), (ScaleLayout::Mx { .. }, ScaleLayout::Mx { .. })),
@@ -788,7 +816,7 @@ fn lower_tiles<'c, 'a>(e: &Emitter<'c, 'a>, mm: &Matmul<'_, 'c, 'a>) -> Result<(
     // ---- GEMM ------------------------------------------------------------------------
     match bytes {
         Some(d) => gemm_bytes(e, &g, a, b, d, func)?,
-        None => gemm_f32(e, &g, a, b, func)?,
+        None => gemm_f32(e, &g, a, b, func, plan.takes_bf16(a.format, b.format))?,
     }
 
     // ---- write-back ------------------------------------------------------------------
@@ -1313,12 +1341,13 @@ fn form_of(
 /// defaults) generates for a matmul of these formats and layouts with `m` rows (where known
 /// when the pass runs), as `lowp-run` reports it: `dot=i8 form=tiles` (or `dot=vnni`) for
 /// the byte kernel, else `dot=f32 decode=bits|f16 form=gemv|narrow|tiles` (`lanes` of 16 or
-/// more: the 16-lane tile, else the 8-lane one). `dot`: the option's value.
+/// more: the 16-lane tile, else the 8-lane one), `dot=bf16` where the row tiles take bf16
+/// pairs. `dot`: the option's value; `bf16`: the `bf16-dot` option's.
 pub fn kernel_taken(
     (fa, fb): (ScaledFormat, ScaledFormat),
     (la, lb): (ScaleLayout, ScaleLayout),
     m: Option<i64>,
-    (dot, decode_f16, lanes): (&str, bool, i64),
+    (dot, decode_f16, lanes, bf16): (&str, bool, i64, bool),
 ) -> String {
     // The plan the pass makes of these options, the others at their defaults.
     let values: Vec<String> = PASS
@@ -1328,6 +1357,7 @@ pub fn kernel_taken(
             "dot" => dot.to_string(),
             "decode" => (if decode_f16 { "f16" } else { "bits" }).to_string(),
             "lanes" => (if lanes >= 16 { "16" } else { "8" }).to_string(),
+            "bf16-dot" => bf16.to_string(),
             _ => o.default.to_string(),
         })
         .collect();
@@ -1346,8 +1376,10 @@ pub fn kernel_taken(
         format!("dot={dot} form={name}")
     } else {
         let f16 = plan.b_through_f16(fa, fb).is_some();
+        let pairs = form == Form::Tiles && plan.takes_bf16(fa, fb);
         format!(
-            "dot=f32 decode={} form={name}",
+            "dot={} decode={} form={name}",
+            if pairs { "bf16" } else { "f32" },
             if f16 { "f16" } else { "bits" }
         )
     }
@@ -1380,13 +1412,17 @@ fn f32_tables<'c, 'a>(
 }
 
 /// The f32 kernel: codes decoded to f32 through a table, A packed into row tiles and B
-/// into column panels, `2 mr` FMAs per k.
+/// into column panels, `2 mr` FMAs per k. With `pairs` (`bf16-dot=true`, `bf16_pairs`), each
+/// two k of A's tiles and of B's decoded panel are packed into 32-bit words of two bf16
+/// (k in the low half, k + 1 in the high; the f32 patterns' high halves, exact), and per
+/// two k a tile takes `mr` word broadcasts, 2 vector loads and `2 mr` `vdpbf16ps`.
 fn gemm_f32<'c, 'a>(
     e: &Emitter<'c, 'a>,
     g: &Gemm<'c, 'a>,
     a: &Side<'c, 'a>,
     b: &Side<'c, 'a>,
     func: OperationRef<'c, 'a>,
+    pairs: bool,
 ) -> Result<(), PassError> {
     let (via_f16, table_a, table_b) = f32_tables(e, func, &g.plan, a, b)?;
     let f32t = e.f32_type();
@@ -1402,8 +1438,15 @@ fn gemm_f32<'c, 'a>(
     // block's start, so it is read back from cache, not memory: N x K f32 would be 4-8x
     // the codes, 256 MiB for FP8 at N = K = 8192); padding rows and columns are zero.
     let ap = e.alloc(f32t, &[None, None, Some(mr_c)], &[g.m_tiles, k], 64);
-    let panels =
-        |e: &Emitter<'c, 'a>, n| vec![e.alloc(f32t, &[None, Some(g.kc), Some(nr_c)], &[n], 64)];
+    let i32t = e.int_type(32);
+    // With `pairs`, a panel's K block also as words of two bf16 (its second buffer).
+    let panels = |e: &Emitter<'c, 'a>, n| {
+        let mut buffers = vec![e.alloc(f32t, &[None, Some(g.kc), Some(nr_c)], &[n], 64)];
+        if pairs {
+            buffers.push(e.alloc(i32t, &[None, Some(g.kc / 2), Some(nr_c)], &[n], 64));
+        }
+        buffers
+    };
     // Row `j` of panel `panel` (`real`: inside the operand; `rr`: the row read, clamped)
     // over k in `lo..hi`, decoded one code at a time into `packed_to[panel, kk - base, j]`.
     let decode_row =
@@ -1442,6 +1485,33 @@ fn gemm_f32<'c, 'a>(
         });
     };
     g.par(e, g.m_tiles, &|e, t| decode_a(e, t));
+    // The word of two bf16 of f32 values `lo` and `hi` (scalars or vectors of `i32` bit
+    // patterns, their low 16 bits clear): `lo`'s high half below `hi`'s.
+    let pair_word =
+        |e: &Emitter<'c, 'a>, lo, hi, shift, mask| e.ori(e.shrui(lo, shift), e.andi(hi, mask));
+    // A's row tiles as words of two bf16 (k past K zero), all of K.
+    let k2 = ceil_div(e, k, e.index(2));
+    let ap2 = pairs.then(|| {
+        let ap2 = e.alloc(i32t, &[None, None, Some(mr_c)], &[g.m_tiles, k2], 64);
+        let last = e.subi(k, one);
+        g.par(e, g.m_tiles, &|e, t| {
+            e.for_loop(zero, k2, one, &[], |e, kp, _| {
+                let k_lo = e.muli(kp, e.index(2));
+                let k_hi = e.addi(k_lo, one);
+                let inside = e.cmpi(CmpiPredicate::Ult, k_hi, k);
+                e.for_loop(zero, mr, one, &[], |e, i, _| {
+                    let lo = e.bitcast(e.load(ap, &[t, k_lo, i]), i32t);
+                    let hi = e.bitcast(e.load(ap, &[t, e.minui(k_hi, last), i]), i32t);
+                    let hi = e.select(inside, hi, e.i32(0));
+                    let w = pair_word(e, lo, hi, e.i32(16), e.i32(0xFFFF_0000));
+                    e.store(w, ap2, &[t, kp, i]);
+                    vec![]
+                });
+                vec![]
+            });
+        });
+        ap2
+    });
     // B's panel over the K block `k0..k1`, eight rows at a time, decoded a vector of a
     // row's codes at once and transposed in registers into the panel's layout (eight
     // rows of one k contiguous): with `decode=f16` where the format allows, 16 k a step,
@@ -1523,6 +1593,32 @@ fn gemm_f32<'c, 'a>(
         });
     };
 
+    // B's panel of the K block `k0..k1` as words of two bf16 (k past the block zero).
+    let decode_b_pairs = |e: &Emitter<'c, 'a>, panel: PanelAt<'_, 'c, 'a>, k0, k1| {
+        decode_b(e, panel, k0, k1);
+        if !pairs {
+            return;
+        }
+        let (bp, pp, slot) = (panel.buffers[0], panel.buffers[1], panel.slot);
+        let len = e.subi(k1, k0);
+        let last = e.subi(len, one);
+        let (shift, mask) = (e.int_splat(32, 16, vl), e.int_splat(32, 0xFFFF_0000, vl));
+        let zeros = e.int_splat(32, 0, vl);
+        e.for_loop(zero, ceil_div(e, len, e.index(2)), one, &[], |e, kp, _| {
+            let k_lo = e.muli(kp, e.index(2));
+            let k_hi = e.addi(k_lo, one);
+            let inside = e.cmpi(CmpiPredicate::Ult, k_hi, len);
+            for c in (0..nr_c).step_by(lanes as usize) {
+                let c = e.index(c);
+                let lo = e.vector_bitcast(e.vload(bp, &[slot, k_lo, c], vl), vl, i32t);
+                let hi = e.vload(bp, &[slot, e.minui(k_hi, last), c], vl);
+                let hi = e.select(inside, e.vector_bitcast(hi, vl, i32t), zeros);
+                e.vstore(pair_word(e, lo, hi, shift, mask), pp, &[slot, kp, c]);
+            }
+            vec![]
+        });
+    };
+
     let lane = e.index(lanes);
     // One k of a tile (`kb`: k within its K block).
     let step =
@@ -1545,15 +1641,54 @@ fn gemm_f32<'c, 'a>(
         Some(_) if g.interval <= 32 => Some(g.interval),
         _ => None,
     };
-    g.sweep(e, &panels, &decode_b, &|e, panel, mt, k0, s0, s1| {
-        interval_sums(
-            e,
-            (k0, s0, s1),
-            unroll,
-            (2 * mr_c, vl),
-            &|e, kk, kb, acc| step(e, panel, mt, kk, kb, acc),
-        )
+    // Two k of a tile on bf16 pairs (`kp`: the pair of A, `kpb`: the pair within the K
+    // block).
+    let dpbf16 = if lanes == 16 {
+        "llvm.x86.avx512bf16.dpbf16ps.512"
+    } else {
+        "llvm.x86.avx512bf16.dpbf16ps.256"
+    };
+    let f32v = e.vector_type(vl, f32t);
+    let pair_step =
+        |e: &Emitter<'c, 'a>, panel: PanelAt<'_, 'c, 'a>, mt, kp, kpb, acc: &[Value<'c, 'a>]| {
+            let (pp, slot) = (panel.buffers[1], panel.slot);
+            let ap2 = ap2.expect("A's pairs with pairs");
+            let halves = |v| e.vector_bitcast(v, 2 * vl, melior::ir::Type::bfloat16(e.ctx()));
+            let b0 = halves(e.vload(pp, &[slot, kpb, zero], vl));
+            let b1 = halves(e.vload(pp, &[slot, kpb, lane], vl));
+            let mut next = Vec::with_capacity(2 * mr_c as usize);
+            for i in 0..mr_c as usize {
+                let av = halves(e.broadcast(e.load(ap2, &[mt, kp, e.index(i as i64)]), vl));
+                next.push(e.call_intrinsic(dpbf16, &[acc[2 * i], av, b0], f32v));
+                next.push(e.call_intrinsic(dpbf16, &[acc[2 * i + 1], av, b1], f32v));
+            }
+            next
+        };
+    let two = e.index(2);
+    g.sweep(e, &panels, &decode_b_pairs, &|e, panel, mt, k0, s0, s1| {
+        if pairs {
+            // Intervals start at even k (K blocks and segments are even); the last may end
+            // at an odd K, its last pair's high halves zero.
+            interval_sums(
+                e,
+                (e.divui(k0, two), e.divui(s0, two), ceil_div(e, s1, two)),
+                unroll.map(|u| u / 2),
+                (2 * mr_c, vl),
+                &|e, kp, kpb, acc| pair_step(e, panel, mt, kp, kpb, acc),
+            )
+        } else {
+            interval_sums(
+                e,
+                (k0, s0, s1),
+                unroll,
+                (2 * mr_c, vl),
+                &|e, kk, kb, acc| step(e, panel, mt, kk, kb, acc),
+            )
+        }
     });
+    if let Some(ap2) = ap2 {
+        e.dealloc(ap2);
+    }
     e.dealloc(ap);
     Ok(())
 }
@@ -1598,6 +1733,41 @@ pub(crate) fn interval_sums<'c, 'a>(
         },
         ragged,
     )
+}
+
+/// Whether the f32 kernel runs on bf16 pairs (`bf16-dot=true`) for these formats, A's values
+/// times `2^pow` and B's times `2^-pow` (the f16 decode's shift, else 0), with scale
+/// segments `seg`: every finite value of both is an exact bf16 (its f32 pattern's low 16
+/// bits clear), and the nonzero products reach neither below f32's normal range nor past
+/// 2^127. Every value is a multiple of its format's smallest, so every product and every
+/// sum of them is zero or at least `min_a min_b`: `vdpbf16ps`'s flush of subnormal inputs
+/// and results (DAZ, FTZ) never acts, and each product is exact (significands of at most 8
+/// bits), as the f32 kernel's are. Segments must be even (a pair never spans two).
+fn bf16_pairs(fa: ScaledFormat, fb: ScaledFormat, pow: i32, seg: Option<i64>) -> bool {
+    let range = |f: ScaledFormat, pow: i32| {
+        let factor = f64::from(pow).exp2();
+        let mut exact = true;
+        let (mut min, mut max) = (f64::INFINITY, 0f64);
+        for c in 0..f.code_count() {
+            let v = f64::from(f.decode(c as u8)) * factor;
+            if !v.is_finite() || v == 0.0 {
+                continue;
+            }
+            exact &= (v as f32).to_bits() & 0xFFFF == 0 && f64::from(v as f32) == v;
+            min = min.min(v.abs());
+            max = max.max(v.abs());
+        }
+        (exact, min, max)
+    };
+    let (ea, min_a, max_a) = range(fa, pow);
+    let (eb, min_b, max_b) = range(fb, -pow);
+    let normal = f64::from(f32::MIN_POSITIVE);
+    ea && eb
+        && seg.is_none_or(|s| s % 2 == 0)
+        && min_a >= normal
+        && min_b >= normal
+        && min_a * min_b >= normal
+        && max_a * max_b <= 2f64.powi(127)
 }
 
 /// B's f16 fields where the f32 kernel under `decode=f16` takes them for these formats

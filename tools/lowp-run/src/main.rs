@@ -57,14 +57,18 @@ const USAGE: &str =
                   libomp is installed (default); CPU code only
   --lanes L       f32 lanes per vector in the CPU kernel: 8 (AVX2) or 16 (AVX-512);
                   default: the host's widest
-  --dot D         inner products of the CPU kernel: f32 (FMAs), i8 (x86 byte dot
+  --dot D         inner products of the CPU kernel: f32 (the f32 kernel: FMAs, or bf16
+                  pairs under --bf16-dot), i8 (x86 byte dot
                   products where both formats are small integers: FP4 E2M1, FP6 E2M3,
                   ...; pmaddubsw: AVX2, or AVX512BW with 16 lanes) or vnni (the same on
                   vpdpbusd: AVX512-VNNI); default: vnni, else i8, where the host has it
   --decode D      how the CPU kernel decodes B: bits (integer arithmetic) or f16 (codes
                   moved into f16 patterns, widened by x86 F16C / AArch64, where the format
                   allows); default: f16 where the host has it
-  --target T      cpu (the default) or cuda: the op lowered by lowp-to-nvvm for --chip, as
+  --bf16-dot B    on: the CPU's f32 kernel (formats the byte kernel does not take: FP8,
+                  FP6 E3M2, ...) on bf16 pairs (x86 vdpbf16ps: AVX512-BF16) where the
+                  formats' values and products are exact; off: f32 FMAs; default: on
+                  where the host has it      cpu (the default) or cuda: the op lowered by lowp-to-nvvm for --chip, as
                   PTX, run on GPU 0 through the CUDA driver
   --chip C        NVIDIA chip the PTX targets with --target cuda (default sm_90a)
   --kernel K      with --target cuda: auto (FP8 tcgen05 on sm_100a, wgmma on sm_90a,
@@ -172,6 +176,8 @@ struct Args {
     dot: Option<Dot>,
     /// `--decode`.
     decode: Option<Decode>,
+    /// `--bf16-dot`.
+    bf16_dot: Option<bool>,
     /// `--dynamic`: the sizes `--gen`'s entry leaves dynamic.
     dynamic: DynamicSizes,
     /// The op `--gen` builds, from the flags above (checked with them).
@@ -348,6 +354,14 @@ fn parse_args(raw: Vec<String>) -> Result<Args, Usage> {
                         .ok_or_else(|| Usage(format!("--dot: '{d}' is not f32, i8 or vnni")))?,
                 );
             }
+            "--bf16-dot" => {
+                let d = named(&flag, value(), "on or off")?;
+                a.bf16_dot = Some(match d.as_str() {
+                    "on" => true,
+                    "off" => false,
+                    _ => return Err(Usage(format!("--bf16-dot: '{d}' is not on or off"))),
+                });
+            }
             "--decode" => {
                 let d = named(&flag, value(), "bits or f16")?;
                 a.decode = Some(
@@ -441,6 +455,7 @@ fn parse_args(raw: Vec<String>) -> Result<Args, Usage> {
             ("--lanes", a.lanes.is_some()),
             ("--dot", a.dot.is_some()),
             ("--decode", a.decode.is_some()),
+            ("--bf16-dot", a.bf16_dot.is_some()),
             ("--threads", a.threads.is_some() && !a.emulate),
             ("--opt-level", a.opt_level.is_some() && !a.emulate),
         ]);
@@ -478,6 +493,7 @@ fn parse_args(raw: Vec<String>) -> Result<Args, Usage> {
                     ("--lanes", a.lanes.is_some()),
                     ("--dot", a.dot.is_some()),
                     ("--decode", a.decode.is_some()),
+                    ("--bf16-dot", a.bf16_dot.is_some()),
                 ],
             ]
             .concat(),
@@ -674,6 +690,7 @@ fn run(a: Args) -> Result<bool, String> {
     }
     session.set_dot(a.dot);
     session.set_decode(a.decode);
+    session.set_bf16_dot(a.bf16_dot);
     let entry;
     let (spec, roles, mut module) = if a.gen {
         let spec = a
@@ -754,6 +771,7 @@ fn run(a: Args) -> Result<bool, String> {
                 session.dot().name(),
                 session.decode() == Decode::F16,
                 i64::from(session.lanes()),
+                session.bf16_dot(),
             ),
         );
         say!(
