@@ -6,7 +6,9 @@ For each workload and size it runs
             the byte kernel where the formats and the host allow it, the GEMV or narrow form
             where M is small: the `dot, form` column), and
             the same with `--dot i8` (the byte kernel on pmaddubsw, where the host has
-            VNNI and so runs vpdpbusd by default) and `--dot f32` (the f32 kernel);
+            VNNI and so runs vpdpbusd by default) and `--dot f32 --bf16-dot off` (the f32
+            kernel on FMAs; by default, where the host has AVX512-BF16, formats the byte
+            kernel does not take run it on bf16 pairs: `dot=bf16`);
   * numpy:  decode the codes (ml_dtypes astype, or a lookup table for a custom format),
             multiply by the broadcast block scales, then OpenBLAS sgemm (A @ B.T);
   * sgemm:  OpenBLAS sgemm alone on pre-decoded f32 operands (the ceiling to aim for),
@@ -150,7 +152,7 @@ def main():
         for s in sizes:
             t, comp, dot = lowp_path(args.lowp_run, *s, flags, args.runs)
             t8, _, dot8 = lowp_path(args.lowp_run, *s, [*flags, "--dot", "i8"], args.runs)
-            t32, _, _ = lowp_path(args.lowp_run, *s, [*flags, "--dot", "f32"], args.runs)
+            t32, _, _ = lowp_path(args.lowp_run, *s, [*flags, "--dot", "f32", "--bf16-dot", "off"], args.runs)
             lowp_times[(name, s)] = (t, dot, t8, dot8, t32)
             if s == (1024, 1024, 1024) and compile_1024 is None:
                 compile_1024 = (name, comp)
@@ -165,7 +167,7 @@ def main():
             print(f"  measured numpy {name} {s}", file=sys.stderr)
     print(f"threads: {os.cpu_count()} cores; numpy {np.__version__}, ml_dtypes {ml_dtypes.__version__}")
     print(
-        "| workload | M x N x K | dot, form | lowp GFLOP/s | lowp --dot i8 | lowp --dot f32 "
+        "| workload | M x N x K | dot, form | lowp GFLOP/s | lowp --dot i8 | lowp f32 FMAs "
         "| numpy decode+scale+sgemm GFLOP/s | lowp / numpy | sgemm alone GFLOP/s |"
     )
     print("|---|---|---|---|---|---|---|---|---|")
