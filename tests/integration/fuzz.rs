@@ -475,10 +475,22 @@ fn mutated_run_inputs_pass_their_check_or_are_refused() {
         );
         inputs.push(String::from_utf8(out.stdout).unwrap());
     }
-    let extras: [&[&str]; 11] = [
+    let extras: [&[&str]; 12] = [
         &[],
         &["--specials"],
-        &["--threads", "1", "--dot", "f32", "--decode", "bits"],
+        // The CPU kernels the host's default does not take: FMAs and bit decode, and the
+        // byte kernel on pmaddubsw (where the host has VNNI, its default is vpdpbusd).
+        &[
+            "--threads",
+            "1",
+            "--dot",
+            "f32",
+            "--bf16-dot",
+            "off",
+            "--decode",
+            "bits",
+        ],
+        &["--dot", "i8", "--specials"],
         &["--target", "cuda", "--emulate"],
         &["--target", "cuda", "--emulate", "--chip", "sm_89"],
         &[
