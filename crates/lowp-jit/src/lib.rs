@@ -212,6 +212,9 @@ pub struct Session {
     /// The f32 kernel on bf16 pairs (`lowp-to-loops{bf16-dot=true}`); `None`: where the
     /// host has AVX512-BF16.
     bf16_dot: Option<bool>,
+    /// The small-M forms (`lowp-to-loops{gemv=... narrow=...}`), both by default.
+    gemv: bool,
+    narrow: bool,
 }
 
 impl Default for Session {
@@ -240,6 +243,8 @@ impl Session {
             dot: None,
             decode: None,
             bf16_dot: None,
+            gemv: true,
+            narrow: true,
         }
     }
 
@@ -297,6 +302,27 @@ impl Session {
     /// Whether generated kernels take bf16 pairs at the current lanes.
     pub fn bf16_dot(&self) -> bool {
         self.bf16_dot.unwrap_or_else(|| host_bf16_dot(self.lanes))
+    }
+
+    /// Let the CPU kernel take its GEMV form and its narrow form where M is small enough
+    /// (`lowp-to-loops{gemv=... narrow=...}`; both by default); off, the row tiles.
+    pub fn set_small_m_forms(&mut self, gemv: bool, narrow: bool) {
+        self.gemv = gemv;
+        self.narrow = narrow;
+    }
+
+    /// The options of `lowp-to-loops` the CPU pipeline runs with (`lanes=.. dot=..
+    /// decode=.. bf16-dot=.. gemv=.. narrow=..`).
+    pub fn to_loops_options(&self) -> String {
+        format!(
+            "lanes={} dot={} decode={} bf16-dot={} gemv={} narrow={}",
+            self.lanes,
+            self.dot().name(),
+            self.decode().name(),
+            self.bf16_dot(),
+            self.gemv,
+            self.narrow
+        )
     }
 
     /// Run compiled `scf.parallel` loops on threads (OpenMP) or sequentially. Threads need the
@@ -507,12 +533,7 @@ impl Session {
         }
         self.run_pipeline(
             module,
-            &pipeline.text_with_to_loops(&format!(
-                "lanes={} dot={} decode={} bf16-dot={bf16}",
-                self.lanes,
-                dot.name(),
-                decode.name()
-            )),
+            &pipeline.text_with_to_loops(&self.to_loops_options()),
         )
     }
 

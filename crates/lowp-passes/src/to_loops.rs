@@ -63,7 +63,8 @@
 //! (`narrow=false` keeps the row tiles).
 //!
 //! Where M is known and small (batch decoding: at most 3 rows, or up to 8 where the scales
-//! change along K no more often than every 128, 5 beside the byte kernel), the GEMV form
+//! change along K no more often than every 128, 5 beside the byte kernel and beside row
+//! tiles on bf16 pairs, which also leave out the narrow form: `form_of`), the GEMV form
 //! runs instead of either kernel (`gemv.rs`): each output a dot product along K, B's rows
 //! decoded a vector at a time straight into registers and multiplied with A's rows, up to
 //! four rows of B at once; a scale segment's vector accumulators reduced to one vector of
@@ -1328,42 +1329,58 @@ fn form_of(
 ) -> Form {
     let f16 = plan.b_through_f16(fa, fb).is_some();
     let fold = gemv::folds(plan, (fa, fb));
-    if let Some(rows) = m.filter(|_| plan.gemv && gemv::takes(m, plan, f16, bytes, fold)) {
+    // Row tiles on bf16 pairs issue half the FMA kernel's instructions, which moves the
+    // small forms' break-even down: at 8192 x 8192 (Zen 5, 2 threads) FP8 per tensor M = 6
+    // / 8 ran 8.7 / 11.1 ms as GEMV, 6.7 / 7.4 as tiles; M = 16 / 32 13.7 / 15.7 narrow,
+    // 8.2 / 9.9 tiles; GEMV still won at M <= 5 (3.8 against 6.4).
+    let pairs = !bytes && plan.takes_bf16(fa, fb);
+    let gemv = plan.gemv && (!pairs || m.is_some_and(|rows| rows <= PAIRS_GEMV_ROWS));
+    if let Some(rows) = m.filter(|_| gemv && gemv::takes(m, plan, f16, bytes, fold)) {
         return Form::Gemv(rows);
     }
     match narrow::vectors(m, plan.tile) {
-        Some(mv) if plan.narrow && !bytes => Form::Narrow(mv),
+        Some(mv) if plan.narrow && !bytes && !pairs => Form::Narrow(mv),
         _ => Form::Tiles,
     }
 }
 
+/// The most rows the GEMV form takes where the row tiles would run on bf16 pairs (see
+/// `form_of`).
+const PAIRS_GEMV_ROWS: i64 = 5;
+
 /// The CPU kernel `lowp-to-loops{dot=..., decode=..., lanes=...}` (other options at their
 /// defaults) generates for a matmul of these formats and layouts with `m` rows (where known
 /// when the pass runs), as `lowp-run` reports it: `dot=i8 form=tiles` (or `dot=vnni`) for
-/// the byte kernel, else `dot=f32 decode=bits|f16 form=gemv|narrow|tiles` (`lanes` of 16 or
-/// more: the 16-lane tile, else the 8-lane one), `dot=bf16` where the row tiles take bf16
-/// pairs. `dot`: the option's value; `bf16`: the `bf16-dot` option's.
+/// the byte kernel, else `dot=f32 decode=bits|f16 form=gemv|narrow|tiles`, `dot=bf16`
+/// where the row tiles take bf16 pairs. `options`: the pass's options as its pipeline text
+/// spells them (`lanes=16 dot=vnni ...`), the others at their defaults.
 pub fn kernel_taken(
     (fa, fb): (ScaledFormat, ScaledFormat),
     (la, lb): (ScaleLayout, ScaleLayout),
     m: Option<i64>,
-    (dot, decode_f16, lanes, bf16): (&str, bool, i64, bool),
+    options: &str,
 ) -> String {
-    // The plan the pass makes of these options, the others at their defaults.
+    let given: Vec<(&str, &str)> = options
+        .split_whitespace()
+        .filter_map(|kv| kv.split_once('='))
+        .collect();
     let values: Vec<String> = PASS
         .options
         .iter()
-        .map(|o| match o.name {
-            "dot" => dot.to_string(),
-            "decode" => (if decode_f16 { "f16" } else { "bits" }).to_string(),
-            "lanes" => (if lanes >= 16 { "16" } else { "8" }).to_string(),
-            "bf16-dot" => bf16.to_string(),
-            _ => o.default.to_string(),
+        .map(|o| {
+            given
+                .iter()
+                .rev()
+                .find(|(k, _)| *k == o.name)
+                .map_or(o.default, |(_, v)| v)
+                .to_string()
         })
         .collect();
-    let Ok(options) = PASS.parse_options(&values) else {
-        return format!("dot={dot}: not a choice of lowp-to-loops");
+    let options = match PASS.parse_options(&values) {
+        Ok(options) => options,
+        Err(e) => return e.to_string(),
     };
+    let dot = options.choice("dot");
     let plan = plan(la, lb, &options);
     let bytes = plan.dot_i8 && byte_dot(plan.seg, plan.kc, fa, fb, plan.vnni).is_some();
     let form = form_of(&plan, m, (fa, fb), bytes);

@@ -68,7 +68,9 @@ const USAGE: &str =
   --bf16-dot B    on: the CPU's f32 kernel (formats the byte kernel does not take: FP8,
                   FP6 E3M2, ...) on bf16 pairs (x86 vdpbf16ps: AVX512-BF16) where the
                   formats' values and products are exact; off: f32 FMAs; default: on
-                  where the host has it      cpu (the default) or cuda: the op lowered by lowp-to-nvvm for --chip, as
+                  where the host has it
+  --form F        the CPU kernel's form: auto (the GEMV or narrow form where M is small
+                  enough, else row tiles; the default) or tiles (row tiles at any M)      cpu (the default) or cuda: the op lowered by lowp-to-nvvm for --chip, as
                   PTX, run on GPU 0 through the CUDA driver
   --chip C        NVIDIA chip the PTX targets with --target cuda (default sm_90a)
   --kernel K      with --target cuda: auto (FP8 tcgen05 on sm_100a, wgmma on sm_90a,
@@ -178,6 +180,8 @@ struct Args {
     decode: Option<Decode>,
     /// `--bf16-dot`.
     bf16_dot: Option<bool>,
+    /// `--form`: the row tiles only (`tiles`), else the small-M forms where M allows.
+    tiles_only: bool,
     /// `--dynamic`: the sizes `--gen`'s entry leaves dynamic.
     dynamic: DynamicSizes,
     /// The op `--gen` builds, from the flags above (checked with them).
@@ -354,6 +358,14 @@ fn parse_args(raw: Vec<String>) -> Result<Args, Usage> {
                         .ok_or_else(|| Usage(format!("--dot: '{d}' is not f32, i8 or vnni")))?,
                 );
             }
+            "--form" => {
+                let d = named(&flag, value(), "auto or tiles")?;
+                a.tiles_only = match d.as_str() {
+                    "auto" => false,
+                    "tiles" => true,
+                    _ => return Err(Usage(format!("--form: '{d}' is not auto or tiles"))),
+                };
+            }
             "--bf16-dot" => {
                 let d = named(&flag, value(), "on or off")?;
                 a.bf16_dot = Some(match d.as_str() {
@@ -456,6 +468,7 @@ fn parse_args(raw: Vec<String>) -> Result<Args, Usage> {
             ("--dot", a.dot.is_some()),
             ("--decode", a.decode.is_some()),
             ("--bf16-dot", a.bf16_dot.is_some()),
+            ("--form", a.tiles_only),
             ("--threads", a.threads.is_some() && !a.emulate),
             ("--opt-level", a.opt_level.is_some() && !a.emulate),
         ]);
@@ -494,6 +507,7 @@ fn parse_args(raw: Vec<String>) -> Result<Args, Usage> {
                     ("--dot", a.dot.is_some()),
                     ("--decode", a.decode.is_some()),
                     ("--bf16-dot", a.bf16_dot.is_some()),
+                    ("--form", a.tiles_only),
                 ],
             ]
             .concat(),
@@ -691,6 +705,9 @@ fn run(a: Args) -> Result<bool, String> {
     session.set_dot(a.dot);
     session.set_decode(a.decode);
     session.set_bf16_dot(a.bf16_dot);
+    if a.tiles_only {
+        session.set_small_m_forms(false, false);
+    }
     let entry;
     let (spec, roles, mut module) = if a.gen {
         let spec = a
@@ -767,12 +784,7 @@ fn run(a: Args) -> Result<bool, String> {
             (spec.lhs, spec.rhs),
             (spec.lhs_layout, spec.rhs_layout),
             Some(spec.m as i64),
-            (
-                session.dot().name(),
-                session.decode() == Decode::F16,
-                i64::from(session.lanes()),
-                session.bf16_dot(),
-            ),
+            &session.to_loops_options(),
         );
         say!(
             "lowp-run: {} {} lanes={} {kernel}",
