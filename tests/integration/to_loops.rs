@@ -233,6 +233,29 @@ pub(crate) fn problems_module<'s, S>(
     shaped_module(session, problems, pre, false)
 }
 
+/// The problems' module after `pipeline`, as text.
+pub(crate) fn lowered_with<S>(
+    session: &Session,
+    problems: &[(S, Problem)],
+    pipeline: &str,
+) -> String {
+    problems_module(session, problems, Some(pipeline))
+        .as_operation()
+        .to_string()
+}
+
+/// `pipeline` lowers each of the problems with a call of `intrinsic` (counted in the whole
+/// module: at least one a problem).
+fn calls_each<S>(session: &Session, problems: &[(S, Problem)], pipeline: &str, intrinsic: &str) {
+    let text = lowered_with(session, problems, pipeline);
+    let calls = text.matches(&format!("\"{intrinsic}\"")).count();
+    assert!(
+        calls >= problems.len(),
+        "{calls} {intrinsic} for {} problems",
+        problems.len()
+    );
+}
+
 /// [`problems_module`], with every 2-D memref dynamic where `dynamic`.
 fn shaped_module<'s, S>(
     session: &'s Session,
@@ -626,24 +649,14 @@ fn bf16_pairs_match_the_oracle() {
     // normal range (E3M0 with bias 66: 2^-130).
     let session = Session::new();
     for (lanes, call) in [
-        (8, "\"llvm.x86.avx512bf16.dpbf16ps.256\""),
-        (16, "\"llvm.x86.avx512bf16.dpbf16ps.512\""),
+        (8, "llvm.x86.avx512bf16.dpbf16ps.256"),
+        (16, "llvm.x86.avx512bf16.dpbf16ps.512"),
     ] {
-        let mut lowered = problems_module(&session, &problems, None);
         let pipeline = format!(
             "builtin.module(func.func(lowp-to-loops{{dot=f32 bf16-dot=true lanes={lanes} \
              narrow=false}}))"
         );
-        session
-            .run_pipeline(&mut lowered, &pipeline)
-            .unwrap_or_else(|e| panic!("{e}"));
-        let text = lowered.as_operation().to_string();
-        let calls = text.matches(call).count();
-        assert!(
-            calls >= problems.len(),
-            "{calls} {call} for {}",
-            problems.len()
-        );
+        calls_each(&session, &problems, &pipeline, call);
     }
     let tiny: ScaledFormat = "f4e3m0b66".parse().expect("a custom format");
     let tiny_problem = [(
@@ -655,14 +668,11 @@ fn bf16_pairs_match_the_oracle() {
             bf16: false,
         },
     )];
-    let mut lowered = problems_module(&session, &tiny_problem, None);
-    session
-        .run_pipeline(
-            &mut lowered,
-            "builtin.module(func.func(lowp-to-loops{dot=f32 bf16-dot=true gemv=false narrow=false}))",
-        )
-        .unwrap_or_else(|e| panic!("{e}"));
-    let text = lowered.as_operation().to_string();
+    let text = lowered_with(
+        &session,
+        &tiny_problem,
+        "builtin.module(func.func(lowp-to-loops{dot=f32 bf16-dot=true gemv=false narrow=false}))",
+    );
     assert!(!text.contains("dpbf16ps"), "{text}");
     assert!(text.contains("vector.fma"), "{text}");
 
@@ -719,19 +729,11 @@ fn vnni_takes_the_formats_pmaddubsw_would_saturate() {
         ));
     }
     let session = Session::new();
-    let mut lowered = problems_module(&session, &problems, None);
-    session
-        .run_pipeline(
-            &mut lowered,
-            "builtin.module(func.func(lowp-to-loops{dot=vnni lanes=16}))",
-        )
-        .unwrap_or_else(|e| panic!("{e}"));
-    let text = lowered.as_operation().to_string();
-    let vnni = text.matches("\"llvm.x86.avx512.vpdpbusd.512\"").count();
-    assert!(
-        vnni >= problems.len(),
-        "{vnni} vpdpbusd for {}",
-        problems.len()
+    calls_each(
+        &session,
+        &problems,
+        "builtin.module(func.func(lowp-to-loops{dot=vnni lanes=16}))",
+        "llvm.x86.avx512.vpdpbusd.512",
     );
     if !lowp_jit::host_byte_dot(lowp_jit::Dot::Vnni, 8) {
         eprintln!("no AVX512-VNNI with AVX512VL on this host: dot=vnni cannot run here");
@@ -747,12 +749,11 @@ fn vnni_takes_the_formats_pmaddubsw_would_saturate() {
         })
         .collect();
     for (i, (what, _)) in problems.iter().enumerate() {
-        for (x, (u, v)) in by_dot[0][i].iter().zip(&by_dot[1][i]).enumerate() {
-            assert!(
-                u.to_bits() == v.to_bits() || (u.is_nan() && v.is_nan()),
-                "{what}: out[{x}] f32 kernel {u:e}, dot=vnni {v:e}"
-            );
-        }
+        same_bits(
+            &by_dot[0][i],
+            &by_dot[1][i],
+            &format!("{what}, f32 kernel against dot=vnni"),
+        );
     }
 }
 
@@ -861,34 +862,18 @@ fn byte_kernel_is_the_f32_kernel_bit_for_bit() {
 
     // The i8 lowering did take the byte kernel for every problem.
     let session = Session::new();
-    let mut lowered = problems_module(&session, &problems, None);
-    session
-        .run_pipeline(
-            &mut lowered,
-            "builtin.module(func.func(lowp-to-loops{dot=i8}))",
-        )
-        .unwrap_or_else(|e| panic!("{e}"));
-    let text = lowered.as_operation().to_string();
-    let kernels = text.matches("\"llvm.x86.avx2.pmadd.ub.sw\"").count();
-    assert!(
-        kernels >= problems.len(),
-        "{kernels} pmaddubsw for {}",
-        problems.len()
+    calls_each(
+        &session,
+        &problems,
+        "builtin.module(func.func(lowp-to-loops{dot=i8}))",
+        "llvm.x86.avx2.pmadd.ub.sw",
     );
     // dot=vnni: every problem's sums by vpdpbusd.
-    let mut lowered = problems_module(&session, &problems, None);
-    session
-        .run_pipeline(
-            &mut lowered,
-            "builtin.module(func.func(lowp-to-loops{dot=vnni}))",
-        )
-        .unwrap_or_else(|e| panic!("{e}"));
-    let text = lowered.as_operation().to_string();
-    let vnni = text.matches("\"llvm.x86.avx512.vpdpbusd.256\"").count();
-    assert!(
-        vnni >= problems.len(),
-        "{vnni} vpdpbusd for {}",
-        problems.len()
+    calls_each(
+        &session,
+        &problems,
+        "builtin.module(func.func(lowp-to-loops{dot=vnni}))",
+        "llvm.x86.avx512.vpdpbusd.256",
     );
 
     let mut nan_rows = 0;
@@ -908,13 +893,11 @@ fn byte_kernel_is_the_f32_kernel_bit_for_bit() {
     for (i, (what, _)) in problems.iter().enumerate() {
         let (f, b) = (&by_dot[0][i], &by_dot[1][i]);
         for (d, other) in dots.iter().zip(&by_dot).skip(1) {
-            for (x, (u, v)) in f.iter().zip(&other[i]).enumerate() {
-                assert!(
-                    u.to_bits() == v.to_bits() || (u.is_nan() && v.is_nan()),
-                    "{what}: out[{x}] f32 kernel {u:e}, dot={} {v:e}",
-                    d.name()
-                );
-            }
+            same_bits(
+                f,
+                &other[i],
+                &format!("{what}, f32 kernel against dot={}", d.name()),
+            );
         }
         if problems[i]
             .1
@@ -952,12 +935,11 @@ fn byte_kernel_is_the_f32_kernel_bit_for_bit() {
     for (i, (what, p)) in problems.iter().enumerate() {
         let got = run(&jit, &format!("p{i}"), p);
         check(what, p, &got);
-        for (x, (u, v)) in got.iter().zip(&by_dot[1][i]).enumerate() {
-            assert!(
-                u.to_bits() == v.to_bits() || (u.is_nan() && v.is_nan()),
-                "{what}, dynamic shapes: out[{x}] {u:e}, static {v:e}"
-            );
-        }
+        same_bits(
+            &got,
+            &by_dot[1][i],
+            &format!("{what}, dynamic shapes against static"),
+        );
     }
 
     // K blocks that are not whole words (kc=10: per-tensor intervals of 8 k, MX blocks of
@@ -1062,12 +1044,11 @@ fn b_decode_routes_agree_bit_for_bit() {
     for (i, (what, _)) in problems.iter().enumerate() {
         let bits = &by_route[0][i];
         for other in &by_route[1..] {
-            for (x, (u, v)) in bits.iter().zip(&other[i]).enumerate() {
-                assert!(
-                    u.to_bits() == v.to_bits() || (u.is_nan() && v.is_nan()),
-                    "{what}: out[{x}] decode=bits {u:e}, decode=f16 {v:e}"
-                );
-            }
+            same_bits(
+                bits,
+                &other[i],
+                &format!("{what}, decode=bits against decode=f16"),
+            );
         }
     }
 }
@@ -1184,13 +1165,11 @@ fn narrow_form_is_the_row_tile_form_bit_for_bit() {
         // M known only at run time: the same form under its branch.
         let dynamic = run_and_check_shaped(&session, &problems, Some(&form(true)), true);
         for (i, (what, _)) in problems.iter().enumerate() {
-            for (x, (u, v)) in narrow[i].iter().zip(&tiles[i]).enumerate() {
-                assert!(
-                    u.to_bits() == v.to_bits() || (u.is_nan() && v.is_nan()),
-                    "{what}, lanes={lanes} decode={decode}: out[{x}] narrow {u:e}, row \
-                     tiles {v:e}"
-                );
-            }
+            same_bits(
+                &narrow[i],
+                &tiles[i],
+                &format!("{what}, lanes={lanes} decode={decode}: narrow against row tiles"),
+            );
             same_bits(&narrow[i], &dynamic[i], &format!("{what}, dynamic M"));
         }
     }

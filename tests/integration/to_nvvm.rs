@@ -11,7 +11,7 @@ use lowp_formats::{ScaleLayout, ScaledFormat};
 use lowp_jit::Session;
 
 use super::to_loops::{
-    format_layout_cases, mixed_cases, operand, operand_of, problems_module, run_and_check, source,
+    format_layout_cases, lowered_with, mixed_cases, operand, operand_of, run_and_check, source,
     Operand, Problem,
 };
 
@@ -24,13 +24,6 @@ fn lowered(session: &Session, problems: &[(String, Problem)], chip: &str, kernel
     let pipeline =
         format!("builtin.module(func.func(lowp-to-nvvm{{chip={chip} kernel={kernel}}}))");
     lowered_with(session, problems, &pipeline)
-}
-
-/// The problems' module after `pipeline`, as text.
-fn lowered_with(session: &Session, problems: &[(String, Problem)], pipeline: &str) -> String {
-    problems_module(session, problems, Some(pipeline))
-        .as_operation()
-        .to_string()
 }
 
 /// sm_89: mma.sync where the formats allow, the generic kernel elsewhere.

@@ -105,6 +105,15 @@ fn bf16_dot_extensions(lanes: u32) -> &'static [&'static str] {
     }
 }
 
+/// Extensions as an error names them: `AVX2 and AVX512VNNI`.
+fn spelled(extensions: &[&str]) -> String {
+    extensions
+        .iter()
+        .map(|x| x.to_uppercase())
+        .collect::<Vec<_>>()
+        .join(" and ")
+}
+
 /// Whether this CPU runs the f32 kernel on bf16 pairs (`vdpbf16ps`) with vectors of
 /// `lanes` f32.
 pub fn host_bf16_dot(lanes: u32) -> bool {
@@ -501,11 +510,7 @@ impl Session {
                     "dot={} with {} lanes needs {}, which this CPU lacks",
                     dot.name(),
                     self.lanes,
-                    byte_dot_extensions(dot, self.lanes)
-                        .iter()
-                        .map(|x| x.to_uppercase())
-                        .collect::<Vec<_>>()
-                        .join(" and ")
+                    spelled(byte_dot_extensions(dot, self.lanes))
                 ),
             });
         }
@@ -523,11 +528,7 @@ impl Session {
                 diagnostics: format!(
                     "bf16-dot=true with {} lanes needs {}, which this CPU lacks",
                     self.lanes,
-                    bf16_dot_extensions(self.lanes)
-                        .iter()
-                        .map(|x| x.to_uppercase())
-                        .collect::<Vec<_>>()
-                        .join(" and ")
+                    spelled(bf16_dot_extensions(self.lanes))
                 ),
             });
         }

@@ -70,7 +70,8 @@ const USAGE: &str =
                   formats' values and products are exact; off: f32 FMAs; default: on
                   where the host has it
   --form F        the CPU kernel's form: auto (the GEMV or narrow form where M is small
-                  enough, else row tiles; the default) or tiles (row tiles at any M)      cpu (the default) or cuda: the op lowered by lowp-to-nvvm for --chip, as
+                  enough, else row tiles; the default) or tiles (row tiles at any M)
+  --target T      cpu (the default) or cuda: the op lowered by lowp-to-nvvm for --chip, as
                   PTX, run on GPU 0 through the CUDA driver
   --chip C        NVIDIA chip the PTX targets with --target cuda (default sm_90a)
   --kernel K      with --target cuda: auto (FP8 tcgen05 on sm_100a, wgmma on sm_90a,
