@@ -224,6 +224,9 @@ pub struct Session {
     /// The small-M forms (`lowp-to-loops{gemv=... narrow=...}`), both by default.
     gemv: bool,
     narrow: bool,
+    /// The GEMM's K and N blocks (`lowp-to-loops{kc=... nc=...}`); `None`: the pass's.
+    kc: Option<u32>,
+    nc: Option<u32>,
 }
 
 impl Default for Session {
@@ -254,6 +257,8 @@ impl Session {
             bf16_dot: None,
             gemv: true,
             narrow: true,
+            kc: None,
+            nc: None,
         }
     }
 
@@ -320,10 +325,17 @@ impl Session {
         self.narrow = narrow;
     }
 
+    /// Set the CPU kernel's K block and N block (`lowp-to-loops{kc=... nc=...}`, which
+    /// rounds them to its units); `None`: the pass's defaults.
+    pub fn set_blocks(&mut self, kc: Option<u32>, nc: Option<u32>) {
+        self.kc = kc;
+        self.nc = nc;
+    }
+
     /// The options of `lowp-to-loops` the CPU pipeline runs with (`lanes=.. dot=..
-    /// decode=.. bf16-dot=.. gemv=.. narrow=..`).
+    /// decode=.. bf16-dot=.. gemv=.. narrow=..`, then `kc=..` and `nc=..` where set).
     pub fn to_loops_options(&self) -> String {
-        format!(
+        let mut options = format!(
             "lanes={} dot={} decode={} bf16-dot={} gemv={} narrow={}",
             self.lanes,
             self.dot().name(),
@@ -331,7 +343,13 @@ impl Session {
             self.bf16_dot(),
             self.gemv,
             self.narrow
-        )
+        );
+        for (name, value) in [("kc", self.kc), ("nc", self.nc)] {
+            if let Some(v) = value {
+                options.push_str(&format!(" {name}={v}"));
+            }
+        }
+        options
     }
 
     /// Run compiled `scf.parallel` loops on threads (OpenMP) or sequentially. Threads need the

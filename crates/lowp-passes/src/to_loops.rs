@@ -1026,8 +1026,10 @@ impl<'c, 'a> Gemm<'c, 'a> {
                                 pb,
                             };
                             decode(e, panel, k0, k1);
+                            let last = e.subi(self.m_tiles, one);
                             e.for_loop(zero, self.m_tiles, one, &[], |e, mt, _| {
-                                self.tile_block(e, interval, panel, mt, k0, k1);
+                                let next = (e.minui(e.addi(mt, one), last), pb);
+                                self.tile_block(e, interval, panel, (mt, next), k0, k1);
                                 vec![]
                             });
                             vec![]
@@ -1053,8 +1055,10 @@ impl<'c, 'a> Gemm<'c, 'a> {
                     e.for_loop(zero, self.n_panels, ncp, &[], |e, p0, _| {
                         let p1 = e.minui(e.addi(p0, ncp), self.n_panels);
                         self.par(e, self.m_tiles, &|e, mt| {
+                            let last = e.subi(p1, one);
                             e.for_loop(p0, p1, one, &[], |e, pb, _| {
-                                self.tile_block(e, interval, at(pb), mt, k0, k1);
+                                let next = (mt, e.minui(e.addi(pb, one), last));
+                                self.tile_block(e, interval, at(pb), (mt, next), k0, k1);
                                 vec![]
                             });
                         });
@@ -1071,13 +1075,14 @@ impl<'c, 'a> Gemm<'c, 'a> {
     }
 
     /// The intervals of K block `k0..k1` for row tile `mt` and panel `pb`: partial sums,
-    /// each scaled once into `w`.
+    /// each scaled once into `w`. `next`: the tile the sweep takes next (its sums are
+    /// prefetched).
     fn tile_block(
         &self,
         e: &Emitter<'c, 'a>,
         interval: &Interval<'_, 'c, 'a>,
         panel: PanelAt<'_, 'c, 'a>,
-        mt: Value<'c, 'a>,
+        (mt, next): (Value<'c, 'a>, (Value<'c, 'a>, Value<'c, 'a>)),
         k0: Value<'c, 'a>,
         k1: Value<'c, 'a>,
     ) {
@@ -1086,6 +1091,13 @@ impl<'c, 'a> Gemm<'c, 'a> {
         let Tile { lanes, mr: mr_c } = self.plan.tile;
         let vl = lanes as u64;
         let lane = e.index(lanes);
+        // The next tile's sums: `w` is all of C, out of the caches by the time a K block
+        // comes back to a tile, and the loads that begin its intervals waited on memory.
+        for i in 0..mr_c {
+            for c in (0..self.plan.tile.nr()).step_by(16) {
+                e.prefetch(self.w, &[next.0, next.1, e.index(i), e.index(c)]);
+            }
+        }
         let seg_len = e.index(self.interval);
         e.for_loop(k0, k1, seg_len, &[], |e, s0, _| {
             let s1 = e.minui(e.addi(s0, seg_len), k1);

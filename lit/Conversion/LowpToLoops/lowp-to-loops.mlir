@@ -103,8 +103,15 @@ func.func @mxfp4(%a: memref<10x64xf4E2M1FN>, %sa: memref<10x2xf8E8M0FNU>, %b: me
 // CHECK:       %[[BP:.*]] = memref.alloc() {alignment = 64 : i64} : memref<2x256x16xf32>
 // CHECK:       scf.parallel (%[[P:[a-z0-9]+]]) = (%c0) to (%c2) step (%c1) {
 // CHECK:         vector.store %{{.*}}, %[[BP]][%[[P]], %{{.*}}, %c0] : memref<2x256x16xf32>, vector<8xf32>
+// Each tile first prefetches the sums of the tile the sweep takes next (the next panel,
+// the last panel itself), a cache line a row: W is all of C, out of the caches by the
+// time a K block comes back to a tile.
 // CHECK:       scf.parallel (%[[MT:[a-z0-9]+]]) = (%c0) to (%c44) step (%c1) {
 // CHECK-NEXT:    scf.for %[[NB:.*]] = %c0 to %c2 step %c1 {
+// CHECK-NEXT:      %[[NB1:.*]] = arith.addi %[[NB]], %c1 : index
+// CHECK-NEXT:      %[[NEXT:.*]] = arith.minui %[[NB1]], %c1 : index
+// CHECK-NEXT:      memref.prefetch %[[W:.*]][%[[MT]], %[[NEXT]], %c0, %c0], read, locality<3>, data : memref<44x2x6x16xf32>
+// CHECK-COUNT-5:   memref.prefetch %[[W]][%[[MT]], %[[NEXT]], %c{{[1-5]}}, %c0]
 // CHECK-NEXT:      scf.for %[[S0:.*]] = %c0 to %c64 step %c32 {
 // CHECK:             vector.load %[[BP]][%[[NB]], %[[S0]], %c0]
 // CHECK:             memref.load %[[AD]][%[[MT]], %[[S0]], %c0]

@@ -71,6 +71,8 @@ const USAGE: &str =
                   where the host has it
   --form F        the CPU kernel's form: auto (the GEMV or narrow form where M is small
                   enough, else row tiles; the default) or tiles (row tiles at any M)
+  --kc K, --nc N  the CPU kernel's K block (in k) and N block (in columns), rounded to
+                  the kernel's units; default: lowp-to-loops' own
   --target T      cpu (the default) or cuda: the op lowered by lowp-to-nvvm for --chip, as
                   PTX, run on GPU 0 through the CUDA driver
   --chip C        NVIDIA chip the PTX targets with --target cuda (default sm_90a)
@@ -183,6 +185,9 @@ struct Args {
     bf16_dot: Option<bool>,
     /// `--form`: the row tiles only (`tiles`), else the small-M forms where M allows.
     tiles_only: bool,
+    /// `--kc`, `--nc`.
+    kc: Option<u32>,
+    nc: Option<u32>,
     /// `--dynamic`: the sizes `--gen`'s entry leaves dynamic.
     dynamic: DynamicSizes,
     /// The op `--gen` builds, from the flags above (checked with them).
@@ -367,6 +372,15 @@ fn parse_args(raw: Vec<String>) -> Result<Args, Usage> {
                     _ => return Err(Usage(format!("--form: '{d}' is not auto or tiles"))),
                 };
             }
+            "--kc" | "--nc" => {
+                let v: u32 = number(&flag, value(), "a block size from 1 to 1048576")?;
+                if !(1..=1 << 20).contains(&v) {
+                    return Err(Usage(format!(
+                        "{flag}: '{v}' is not a block size from 1 to 1048576"
+                    )));
+                }
+                *if flag == "--kc" { &mut a.kc } else { &mut a.nc } = Some(v);
+            }
             "--bf16-dot" => {
                 let d = named(&flag, value(), "on or off")?;
                 a.bf16_dot = Some(match d.as_str() {
@@ -470,6 +484,8 @@ fn parse_args(raw: Vec<String>) -> Result<Args, Usage> {
             ("--decode", a.decode.is_some()),
             ("--bf16-dot", a.bf16_dot.is_some()),
             ("--form", a.tiles_only),
+            ("--kc", a.kc.is_some()),
+            ("--nc", a.nc.is_some()),
             ("--threads", a.threads.is_some() && !a.emulate),
             ("--opt-level", a.opt_level.is_some() && !a.emulate),
         ]);
@@ -509,6 +525,8 @@ fn parse_args(raw: Vec<String>) -> Result<Args, Usage> {
                     ("--decode", a.decode.is_some()),
                     ("--bf16-dot", a.bf16_dot.is_some()),
                     ("--form", a.tiles_only),
+                    ("--kc", a.kc.is_some()),
+                    ("--nc", a.nc.is_some()),
                 ],
             ]
             .concat(),
@@ -709,6 +727,7 @@ fn run(a: Args) -> Result<bool, String> {
     if a.tiles_only {
         session.set_small_m_forms(false, false);
     }
+    session.set_blocks(a.kc, a.nc);
     let entry;
     let (spec, roles, mut module) = if a.gen {
         let spec = a
