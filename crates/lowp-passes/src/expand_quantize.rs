@@ -543,6 +543,15 @@ pub(crate) fn decode_table<'c, 'a>(
     scaled_decode_table(e, func, format, 0)
 }
 
+/// Every code's value times `2^pow2`, as f32 (`scaled_decode_table`'s entries).
+pub(crate) fn scaled_decode_values(format: ScaledFormat, pow2: i32) -> Vec<f32> {
+    let factor = (pow2 as f64).exp2();
+    lowp_codec::decode_table(format)
+        .iter()
+        .map(|&v| (f64::from(v) * factor) as f32)
+        .collect()
+}
+
 /// [`decode_table`] with every value times `2^pow2` (rounded as f32 products: the caller
 /// checks they are exact, as [`scales_exactly`] does).
 pub(crate) fn scaled_decode_table<'c, 'a>(
@@ -551,8 +560,7 @@ pub(crate) fn scaled_decode_table<'c, 'a>(
     format: ScaledFormat,
     pow2: i32,
 ) -> Result<Value<'c, 'a>, PassError> {
-    let factor = (pow2 as f64).exp2();
-    let values = lowp_codec::decode_table(format).map(|v| (f64::from(v) * factor) as f32);
+    let values = scaled_decode_values(format, pow2);
     let entries = format.code_count() as usize;
     let vector = Type::vector(&[entries as u64], Type::float32(e.ctx()));
     // SAFETY: an `entries`-element f32 vector type and as many floats.

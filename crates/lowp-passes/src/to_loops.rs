@@ -43,7 +43,10 @@
 //! and 2 loads feed 12 FMAs per k, under the 2-loads-per-cycle limit. A is packed into
 //! 6-row tiles and B into 16-column panels, so that a tile's values of one k are one
 //! contiguous line; K is blocked by `kc` and N by `nc` so that the block of B the row tiles
-//! sweep stays in L2; decode, GEMM and write-back loops over rows run in parallel. B is
+//! sweep stays in L2; decode, GEMM and write-back loops over rows run in parallel. Each
+//! tile first prefetches the sums of the tile the sweep takes next (`w` is all of C, out
+//! of the caches by the time a K block comes back to a tile), and the write-back takes a
+//! row's columns a vector at a time. B is
 //! decoded a K block at a time, into panels the GEMM reads back from cache (all of B as
 //! f32 is 4-8x its codes: a skinny M spent most of its time writing and reading it), 64 k
 //! of a row at a time with the row's codes two such chunks on prefetched
@@ -136,7 +139,8 @@
 //!   `lanes=8`, AVX512BW with `lanes=16`), `vnni` on `vpdpbusd` (AVX512-VNNI, and AVX512VL
 //!   with `lanes=8`). `lowp-jit` picks vnni, else i8, where the host has the instructions.
 //! * `bf16-dot=true|false` — the f32 kernel's products as bf16 pairs (default false): A's
-//!   tiles and B's decoded panels packed two k to a 32-bit word of two bf16, and per two k
+//!   tiles (straight from the codes, through tables of the values' bf16 patterns) and B's
+//!   decoded panels packed two k to a 32-bit word of two bf16, and per two k
 //!   `2 mr` x86 `vdpbf16ps` (AVX512-BF16; AVX512VL with `lanes=8`) instead of `4 mr`
 //!   FMAs, where every value of both formats and every product is an exact normal number
 //!   (`bf16_pairs`: FP8, E3M2 FP6, FNUZ, most custom formats; the byte kernel keeps the
@@ -162,7 +166,8 @@ use melior::ir::{OperationRef, ShapedTypeLike, Value, ValueLike};
 use crate::codes;
 use crate::expand_quantize::{
     ceil_div, code_format, expand_op, int_table, layout_attr_of, load_code, loop_dialects, operand,
-    scaled_decode_table, scales_exactly, storage_cast, unsupported, Decode, Scaled,
+    scaled_decode_table, scaled_decode_values, scales_exactly, storage_cast, unsupported, Decode,
+    Scaled,
 };
 use crate::ir::Emitter;
 use crate::registry::{OptionDef, OptionKind, PassDef, PassOptions};
@@ -695,6 +700,7 @@ fn lower_form<'c, 'a>(
                     b.scaled.block_value(e, c, zero),
                 )
             },
+            None,
         )?;
         e.dealloc(gw.w);
         return Ok(());
@@ -719,6 +725,7 @@ fn lower_form<'c, 'a>(
                 let (p, j) = strip(e, c);
                 (e.load(nw.sa, &[zero, r]), e.load(nw.sb, &[p, zero, j]))
             },
+            None,
         )?;
         for buffer in [nw.sa, nw.sb, nw.w] {
             e.dealloc(buffer);
@@ -837,6 +844,23 @@ fn lower_tiles<'c, 'a>(e: &Emitter<'c, 'a>, mm: &Matmul<'_, 'c, 'a>) -> Result<(
             let ((mt, i), (pb, nn)) = (tile(e, r), panel(e, c));
             (e.load(g.sa, &[mt, zero, i]), e.load(g.sbp, &[pb, zero, nn]))
         },
+        // A vector of columns lies in one panel (`nr` is two vectors): a row of the
+        // tile's sums and of the panel's scales. Element by element, the write-back took
+        // 6% of FP8 2048^3 on one Zen 5 thread (a division by `mr` and by `nr` a value).
+        Some((
+            vl,
+            &|e, r, c| {
+                let ((mt, i), (pb, nn)) = (tile(e, r), panel(e, c));
+                e.vload(g.w, &[mt, pb, i, nn], vl)
+            },
+            &|e, r, c| {
+                let ((mt, i), (pb, nn)) = (tile(e, r), panel(e, c));
+                (
+                    e.load(g.sa, &[mt, zero, i]),
+                    e.vload(g.sbp, &[pb, zero, nn], vl),
+                )
+            },
+        )),
     )?;
     for buffer in [g.sa, g.sbp, g.w] {
         e.dealloc(buffer);
@@ -844,22 +868,29 @@ fn lower_tiles<'c, 'a>(e: &Emitter<'c, 'a>, mm: &Matmul<'_, 'c, 'a>) -> Result<(
     Ok(())
 }
 
+/// A form's sums of row `r` from column `c`: one (scalar) or a vector of them.
+type Sums<'f, 'c, 'a> =
+    dyn Fn(&Emitter<'c, 'a>, Value<'c, 'a>, Value<'c, 'a>) -> Value<'c, 'a> + 'f;
+
+/// The scales `(sa, sb)` of row `r`, column `c` (scalars), or of row `r` and a vector of
+/// columns from `c` (`sa` a scalar, `sb` a vector).
+type SumScales<'f, 'c, 'a> =
+    dyn Fn(&Emitter<'c, 'a>, Value<'c, 'a>, Value<'c, 'a>) -> (Value<'c, 'a>, Value<'c, 'a>) + 'f;
+
 /// The write-back: `out[r, c]` for every row and column from `sum(e, r, c)` (the form's
 /// sum, scaled per segment where `plan.seg` is some), times `sa * sb` from `scales(e, r,
 /// c)` where the scales do not change along K, times the NVFP4 globals, plus the bias,
-/// rounded to the output's type.
-#[allow(clippy::type_complexity)]
+/// rounded to the output's type. With `vectors` (`(lanes, sums, scales)`: the same as
+/// vectors of `lanes` columns from a multiple of `lanes`), each row's columns a vector at a
+/// time, the same operations on each lane, and the last `N % lanes` one at a time.
 fn write_back<'c, 'a>(
     e: &Emitter<'c, 'a>,
     plan: &Plan,
     (op, o): (OperationRef<'c, 'a>, &MatmulOperands<'c, 'a>),
     (a, b): (&Side<'c, 'a>, &Side<'c, 'a>),
-    sum: &dyn Fn(&Emitter<'c, 'a>, Value<'c, 'a>, Value<'c, 'a>) -> Value<'c, 'a>,
-    scales: &dyn Fn(
-        &Emitter<'c, 'a>,
-        Value<'c, 'a>,
-        Value<'c, 'a>,
-    ) -> (Value<'c, 'a>, Value<'c, 'a>),
+    sum: &Sums<'_, 'c, 'a>,
+    scales: &SumScales<'_, 'c, 'a>,
+    vectors: Option<(u64, &Sums<'_, 'c, 'a>, &SumScales<'_, 'c, 'a>)>,
 ) -> Result<(), PassError> {
     let global = match (a.scaled.global_value(e), b.scaled.global_value(e)) {
         (None, None) => None,
@@ -873,25 +904,53 @@ fn write_back<'c, 'a>(
         .element();
     let bf16 = out_type != e.f32_type();
     let (zero, one) = (e.index(0), e.index(1));
+    // Row `r`'s columns `c..` (one, or a vector of `lanes`).
+    let columns = |e: &Emitter<'c, 'a>,
+                   (r, c): (Value<'c, 'a>, Value<'c, 'a>),
+                   lanes: Option<u64>,
+                   sum: &Sums<'_, 'c, 'a>,
+                   scales: &SumScales<'_, 'c, 'a>| {
+        let splat = |v| lanes.map_or(v, |n| e.broadcast(v, n));
+        let mut v = sum(e, r, c);
+        if plan.seg.is_none() {
+            // The contract's one scale product (`sa * sb` first: the total times one
+            // scale alone may leave f32's range where the product does not).
+            let (sa, sb) = scales(e, r, c);
+            v = e.mulf(v, e.mulf(splat(sa), sb));
+        }
+        if let Some(g) = global {
+            v = e.mulf(v, splat(g));
+        }
+        if let Some(bias) = o.bias {
+            let bv = match lanes {
+                Some(n) => e.vload(bias, &[c], n),
+                None => e.load(bias, &[c]),
+            };
+            v = e.addf(v, bv);
+        }
+        if bf16 {
+            v = e.truncf(v, lanes.map_or(out_type, |n| e.vector_type(n, out_type)));
+        }
+        match lanes {
+            Some(_) => e.vstore(v, o.out, &[r, c]),
+            None => e.store(v, o.out, &[r, c]),
+        }
+    };
     par(e, plan.parallel, a.rows, &|e, r| {
-        e.for_loop(zero, b.rows, one, &[], |e, c, _| {
-            let mut v = sum(e, r, c);
-            if plan.seg.is_none() {
-                // The contract's one scale product (`sa * sb` first: the total times one
-                // scale alone may leave f32's range where the product does not).
-                let (sa, sb) = scales(e, r, c);
-                v = e.mulf(v, e.mulf(sa, sb));
+        let tail = match vectors {
+            Some((lanes, vsum, vscales)) => {
+                let step = e.index(lanes as i64);
+                let whole = e.muli(e.divui(b.rows, step), step);
+                e.for_loop(zero, whole, step, &[], |e, c, _| {
+                    columns(e, (r, c), Some(lanes), vsum, vscales);
+                    vec![]
+                });
+                whole
             }
-            if let Some(g) = global {
-                v = e.mulf(v, g);
-            }
-            if let Some(bias) = o.bias {
-                v = e.addf(v, e.load(bias, &[c]));
-            }
-            if bf16 {
-                v = e.truncf(v, out_type);
-            }
-            e.store(v, o.out, &[r, c]);
+            None => zero,
+        };
+        e.for_loop(tail, b.rows, one, &[], |e, c, _| {
+            columns(e, (r, c), None, sum, scales);
             vec![]
         });
     });
@@ -1099,8 +1158,7 @@ impl<'c, 'a> Gemm<'c, 'a> {
             }
         }
         let seg_len = e.index(self.interval);
-        e.for_loop(k0, k1, seg_len, &[], |e, s0, _| {
-            let s1 = e.minui(e.addi(s0, seg_len), k1);
+        let fold = |e: &Emitter<'c, 'a>, s0: Value<'c, 'a>, s1: Value<'c, 'a>| {
             let partial = interval(e, panel, mt, k0, s0, s1);
             // Scale the segment once (or not at all: per-tensor / per-channel scales
             // multiply the total in the write-back).
@@ -1126,8 +1184,18 @@ impl<'c, 'a> Gemm<'c, 'a> {
                     e.vstore(updated, self.w, &at);
                 }
             }
-            vec![]
-        });
+        };
+        if self.plan.seg.is_some() {
+            e.for_loop(k0, k1, seg_len, &[], |e, s0, _| {
+                fold(e, s0, e.minui(e.addi(s0, seg_len), k1));
+                vec![]
+            });
+        } else {
+            // Scales that do not change along K: the interval is the K block, and no loop
+            // over one interval (LLVM's LICM promoted W's tile to registers across it,
+            // loading it before the sums and spilling it around them).
+            fold(e, k0, k1);
+        }
     }
 }
 
@@ -1454,6 +1522,7 @@ fn gemm_f32<'c, 'a>(
     pairs: bool,
 ) -> Result<(), PassError> {
     let (via_f16, table_a, table_b) = f32_tables(e, func, &g.plan, a, b)?;
+    let pow = via_f16.map_or(0, |f| f.shift);
     let f32t = e.f32_type();
     let (zero, one) = (e.index(0), e.index(1));
     let Tile { lanes, mr: mr_c } = g.plan.tile;
@@ -1466,8 +1535,16 @@ fn gemm_f32<'c, 'a>(
     // of K at once; B in column panels likewise, one K block at a time (decoded at the
     // block's start, so it is read back from cache, not memory: N x K f32 would be 4-8x
     // the codes, 256 MiB for FP8 at N = K = 8192); padding rows and columns are zero.
-    let ap = e.alloc(f32t, &[None, None, Some(mr_c)], &[g.m_tiles, k], 64);
     let i32t = e.int_type(32);
+    // With `pairs`, A's row tiles are words of two bf16 instead (`ap2`, below).
+    let k2 = ceil_div(e, k, e.index(2));
+    let (ap, ap2) = if pairs {
+        let words = e.alloc(i32t, &[None, None, Some(mr_c)], &[g.m_tiles, k2], 64);
+        (None, Some(words))
+    } else {
+        let values = e.alloc(f32t, &[None, None, Some(mr_c)], &[g.m_tiles, k], 64);
+        (Some(values), None)
+    };
     // With `pairs`, a panel's K block also as words of two bf16 (its second buffer).
     let panels = |e: &Emitter<'c, 'a>, n| {
         let mut buffers = vec![e.alloc(f32t, &[None, Some(g.kc), Some(nr_c)], &[n], 64)];
@@ -1501,7 +1578,7 @@ fn gemm_f32<'c, 'a>(
     // have written it.
     let chunk = e.index(DECODE_CHUNK);
     // A's row tile `t`, all of K, one code at a time.
-    let decode_a = |e: &Emitter<'c, 'a>, t: Value<'c, 'a>| {
+    let decode_a = |e: &Emitter<'c, 'a>, ap, t: Value<'c, 'a>| {
         e.for_loop(zero, k, chunk, &[], |e, c0, _| {
             let c1 = e.minui(e.addi(c0, chunk), k);
             e.for_loop(zero, mr, one, &[], |e, j, _| {
@@ -1513,34 +1590,60 @@ fn gemm_f32<'c, 'a>(
             vec![]
         });
     };
-    g.par(e, g.m_tiles, &|e, t| decode_a(e, t));
-    // The word of two bf16 of f32 values `lo` and `hi` (scalars or vectors of `i32` bit
-    // patterns, their low 16 bits clear): `lo`'s high half below `hi`'s.
-    let pair_word =
-        |e: &Emitter<'c, 'a>, lo, hi, shift, mask| e.ori(e.shrui(lo, shift), e.andi(hi, mask));
-    // A's row tiles as words of two bf16 (k past K zero), all of K.
-    let k2 = ceil_div(e, k, e.index(2));
-    let ap2 = pairs.then(|| {
-        let ap2 = e.alloc(i32t, &[None, None, Some(mr_c)], &[g.m_tiles, k2], 64);
-        let last = e.subi(k, one);
-        g.par(e, g.m_tiles, &|e, t| {
-            e.for_loop(zero, k2, one, &[], |e, kp, _| {
-                let k_lo = e.muli(kp, e.index(2));
-                let k_hi = e.addi(k_lo, one);
-                let inside = e.cmpi(CmpiPredicate::Ult, k_hi, k);
-                e.for_loop(zero, mr, one, &[], |e, i, _| {
-                    let lo = e.bitcast(e.load(ap, &[t, k_lo, i]), i32t);
-                    let hi = e.bitcast(e.load(ap, &[t, e.minui(k_hi, last), i]), i32t);
-                    let hi = e.select(inside, hi, e.i32(0));
-                    let w = pair_word(e, lo, hi, e.i32(16), e.i32(0xFFFF_0000));
-                    e.store(w, ap2, &[t, kp, i]);
+    // With `pairs`, A's row tile `t` as words of two bf16 (k past K zero), all of K,
+    // straight from the codes: a pair's word is one table's entry for its first code (the
+    // value's bf16 pattern in the low half) or'ed with another's for its second (in the
+    // high half). Decoding to f32 first and packing the words in a second pass took 12%
+    // of FP8 2048^3 on one Zen 5 thread (both passes vectorized by LLVM into gathers and
+    // scatters).
+    let pair_tables = |e: &Emitter<'c, 'a>| -> Result<_, PassError> {
+        let bits: Vec<u32> = scaled_decode_values(a.format, pow)
+            .iter()
+            .map(|v| v.to_bits())
+            .collect();
+        let low: Vec<i32> = bits.iter().map(|&b| (b >> 16) as i32).collect();
+        let high: Vec<i32> = bits.iter().map(|&b| (b & 0xFFFF_0000) as i32).collect();
+        Ok((int_table(e, func, &low)?, int_table(e, func, &high)?))
+    };
+    let decode_a_pairs = |e: &Emitter<'c, 'a>, ap2, (low, high), t: Value<'c, 'a>| {
+        let two = e.index(2);
+        e.for_loop(zero, k, chunk, &[], |e, c0, _| {
+            let c1 = e.minui(e.addi(c0, chunk), k);
+            // Chunks start at even k; only the last may end at an odd K.
+            let (p0, p1) = (e.divui(c0, two), e.divui(c1, two));
+            e.for_loop(zero, mr, one, &[], |e, j, _| {
+                let (real, rr) = row_of(e, a, e.addi(e.muli(t, mr), j));
+                prefetch_codes(e, a, rr, c0, k);
+                let store = |e: &Emitter<'c, 'a>, word, kp| {
+                    e.store(e.select(real, word, e.i32(0)), ap2, &[t, kp, j]);
+                };
+                e.for_loop(p0, p1, one, &[], |e, kp, _| {
+                    let k_lo = e.muli(kp, two);
+                    let lo = a.table_value(e, low, (rr, k_lo));
+                    let hi = a.table_value(e, high, (rr, e.addi(k_lo, one)));
+                    store(e, e.ori(lo, hi), kp);
                     vec![]
+                });
+                e.if_then(e.cmpi(CmpiPredicate::Ult, e.muli(p1, two), c1), |e| {
+                    store(e, a.table_value(e, low, (rr, e.subi(c1, one))), p1);
                 });
                 vec![]
             });
+            vec![]
         });
-        ap2
-    });
+    };
+    match (ap, ap2) {
+        (Some(ap), _) => g.par(e, g.m_tiles, &|e, t| decode_a(e, ap, t)),
+        (_, Some(ap2)) => {
+            let tables = pair_tables(e)?;
+            g.par(e, g.m_tiles, &|e, t| decode_a_pairs(e, ap2, tables, t));
+        }
+        _ => unreachable!("A's tiles in f32 or in pairs"),
+    }
+    // The word of two bf16 of f32 values `lo` and `hi` (vectors of `i32` bit patterns,
+    // their low 16 bits clear): `lo`'s high half below `hi`'s.
+    let pair_word =
+        |e: &Emitter<'c, 'a>, lo, hi, shift, mask| e.ori(e.shrui(lo, shift), e.andi(hi, mask));
     // B's panel over the K block `k0..k1`, eight rows at a time, decoded a vector of a
     // row's codes at once and transposed in registers into the panel's layout (eight
     // rows of one k contiguous): with `decode=f16` where the format allows, 16 k a step,
@@ -1657,6 +1760,7 @@ fn gemm_f32<'c, 'a>(
             let b1 = e.vload(bp, &[slot, kb, lane], vl);
             let mut next = Vec::with_capacity(2 * mr_c as usize);
             for i in 0..mr_c as usize {
+                let ap = ap.expect("A's values without pairs");
                 let av = e.broadcast(e.load(ap, &[mt, kk, e.index(i as i64)]), vl);
                 next.push(e.fma(av, b0, acc[2 * i]));
                 next.push(e.fma(av, b1, acc[2 * i + 1]));
@@ -1715,10 +1819,9 @@ fn gemm_f32<'c, 'a>(
             )
         }
     });
-    if let Some(ap2) = ap2 {
-        e.dealloc(ap2);
+    for buffer in ap.into_iter().chain(ap2) {
+        e.dealloc(buffer);
     }
-    e.dealloc(ap);
     Ok(())
 }
 

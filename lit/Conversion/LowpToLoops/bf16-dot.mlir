@@ -8,23 +8,34 @@
 
 // The f32 kernel on bf16 pairs (its numerics: tests/integration/to_loops.rs,
 // bf16_pairs_match_the_oracle). E4M3 and E5M2 values, and their products, are exact normal
-// bf16 / f32 numbers: A's row tiles (6 rows, 64 k of f32, decoded as before) become 32
-// words a row, each two bf16: k's f32 pattern's high half below k + 1's (k past K zero);
-// each K block of B's decoded panel (256 k of 16 columns) 128 words a column the same way;
-// then per two k a tile takes 2 word vectors of B, a word broadcast per row and 12
-// vdpbf16ps into the f32 sums (a 32-block, 16 pairs, unrolled), which are scaled as the
-// f32 kernel's.
+// bf16 / f32 numbers: A's row tiles (6 rows, 64 k) are 32 words a row, each two bf16 (k's
+// f32 pattern's high half below k + 1's; k past K zero), straight from the codes through
+// two tables of A's values' bf16 patterns (in a word's low half: E4M3's 2^-9 = 0x3B00; in
+// its high half: 0x3B000000); each K block of B's decoded panel (256 k of 16 columns) 128
+// words a column, packed from the decoded f32; then per two k a tile takes 2 word vectors
+// of B, a word broadcast per row and 12 vdpbf16ps into the f32 sums (a 32-block, 16 pairs,
+// unrolled), which are scaled as the f32 kernel's.
 // CHECK-LABEL: func.func @mxfp8
-// CHECK:       %[[AP:.*]] = memref.alloc() {alignment = 64 : i64} : memref<4x64x6xf32>
+// CHECK-DAG:   %[[HIGHS:.*]] = arith.constant dense<"0x000000000000003B0000803B{{.*}}"> : vector<256xi32>
+// CHECK-DAG:   %[[LOWS:.*]] = arith.constant dense<"0x00000000003B0000803B0000{{.*}}"> : vector<256xi32>
+// CHECK:       %[[HIGH:.*]] = memref.alloca() {alignment = 64 : i64} : memref<256xi32>
+// CHECK-NEXT:  vector.store %[[HIGHS]], %[[HIGH]][%c0]
+// CHECK-NEXT:  %[[LOW:.*]] = memref.alloca() {alignment = 64 : i64} : memref<256xi32>
+// CHECK-NEXT:  vector.store %[[LOWS]], %[[LOW]][%c0]
+// CHECK-NOT:   memref<4x64x6xf32>
 // CHECK:       %[[AP2:.*]] = memref.alloc() {alignment = 64 : i64} : memref<4x32x6xi32>
 // CHECK:         scf.for %[[KP:.*]] = %c0 to %c32 step %c1 {
-// CHECK:           %[[LO:.*]] = arith.bitcast %{{.*}} : f32 to i32
-// CHECK:           %[[HI:.*]] = arith.bitcast %{{.*}} : f32 to i32
-// CHECK:           %[[HI0:.*]] = arith.select %{{.*}}, %[[HI]], %c0_i32 : i32
-// CHECK:           %[[L16:.*]] = arith.shrui %[[LO]], %c16_i32 : i32
-// CHECK:           %[[H16:.*]] = arith.andi %[[HI0]], %c-65536_i32 : i32
-// CHECK:           %[[W:.*]] = arith.ori %[[L16]], %[[H16]] : i32
-// CHECK:           memref.store %[[W]], %[[AP2]][%{{.*}}, %[[KP]], %{{.*}}] : memref<4x32x6xi32>
+// CHECK-NEXT:      %[[K0:.*]] = arith.muli %[[KP]], %c2 : index
+// CHECK-NEXT:      %[[C0:.*]] = memref.load %[[CODES:.*]][%[[ROW:.*]], %[[K0]]] : memref<20x64xi8>
+// CHECK-NEXT:      %[[I0:.*]] = arith.index_castui %[[C0]] : i8 to index
+// CHECK-NEXT:      %[[LO:.*]] = memref.load %[[LOW]][%[[I0]]] : memref<256xi32>
+// CHECK-NEXT:      %[[K1:.*]] = arith.addi %[[K0]], %c1 : index
+// CHECK-NEXT:      %[[C1:.*]] = memref.load %[[CODES]][%[[ROW]], %[[K1]]] : memref<20x64xi8>
+// CHECK-NEXT:      %[[I1:.*]] = arith.index_castui %[[C1]] : i8 to index
+// CHECK-NEXT:      %[[HI:.*]] = memref.load %[[HIGH]][%[[I1]]] : memref<256xi32>
+// CHECK-NEXT:      %[[W:.*]] = arith.ori %[[LO]], %[[HI]] : i32
+// CHECK-NEXT:      %[[W0:.*]] = arith.select %{{.*}}, %[[W]], %c0_i32 : i32
+// CHECK-NEXT:      memref.store %[[W0]], %[[AP2]][%{{.*}}, %[[KP]], %{{.*}}] : memref<4x32x6xi32>
 // CHECK:       %[[BP:.*]] = memref.alloc() {alignment = 64 : i64} : memref<1x256x16xf32>
 // CHECK:       %[[PP:.*]] = memref.alloc() {alignment = 64 : i64} : memref<1x128x16xi32>
 // CHECK:         %[[BLO:.*]] = vector.bitcast %{{.*}} : vector<8xf32> to vector<8xi32>
@@ -90,11 +101,20 @@ func.func @tiny(%a: memref<20x64x!lowp.mf<e3m0, bias = 66>>, %sa: memref<1x1xf32
 
 // -----
 
-// K = 301, per channel: one interval a K block (256, then 45); A's 151 pairs (the last
-// one's high half zero), the second block's 23 pairs of B (the same).
+// K = 301, per channel: one interval a K block (256, then 45); A's 151 pairs, in chunks
+// of 32, the last chunk's 6 whole pairs and then the one of k = 300 alone (its high half
+// zero), the second block's 23 pairs of B (the same).
 // CHECK-LABEL: func.func @odd_k
-// CHECK:       memref.alloc() {alignment = 64 : i64} : memref<4x151x6xi32>
-// CHECK:       scf.for %{{.*}} = %c0 to %c151 step %c1
+// CHECK:       %[[AP2:.*]] = memref.alloc() {alignment = 64 : i64} : memref<4x151x6xi32>
+// CHECK:       scf.for %[[C0:.*]] = %c0 to %c301 step %c64 {
+// CHECK:         %[[C1:.*]] = arith.minui %{{.*}}, %c301 : index
+// CHECK:         %[[P1:.*]] = arith.divui %[[C1]], %c2 : index
+// CHECK:           %[[END:.*]] = arith.muli %[[P1]], %c2 : index
+// CHECK-NEXT:      %[[ODD:.*]] = arith.cmpi ult, %[[END]], %[[C1]] : index
+// CHECK-NEXT:      scf.if %[[ODD]] {
+// CHECK-NEXT:        %[[LAST:.*]] = arith.subi %[[C1]], %c1 : index
+// CHECK-NEXT:        memref.load %{{.*}}[%{{.*}}, %[[LAST]]] : memref<20x301xi8>
+// CHECK:             memref.store %{{.*}}, %[[AP2]][%{{.*}}, %[[P1]], %{{.*}}] : memref<4x151x6xi32>
 // CHECK:       llvm.x86.avx512bf16.dpbf16ps.256
 func.func @odd_k(%a: memref<20x301xf8E4M3FN>, %sa: memref<20x1xf32>, %b: memref<40x301xf8E4M3FN>,
                  %sb: memref<40x1xf32>, %c: memref<20x40xf32>) {

@@ -421,17 +421,49 @@ func.func @per_tensor_bias_bf16(%a: memref<16x64xf8E4M3FN>, %sa: memref<1x1xf32>
 // -----
 
 // Mixed K blocks: MX/32 with NVFP4/16 scales are constant over segments of 16; packed B
-// codes are split into nibbles; NVFP4 globals multiply the total.
+// codes are split into nibbles; NVFP4 globals multiply the total (the write-back's rows a
+// vector of 8 columns at a time: N = 8, no column left over).
 // CHECK-LABEL: func.func @mixed_blocks
 // CHECK:       lowp.storage_cast %{{.*}} : memref<8x32x!lowp.packed<f4E2M1FN>> to memref<8x32xi8>
 // CHECK:       scf.for %{{.*}} = %{{.*}} to %{{.*}} step %c16
 // CHECK:       %[[GB:.*]] = memref.load %{{.*}}[] : memref<f32>
-// CHECK:         arith.mulf %{{.*}}, %[[GB]] : f32
+// CHECK:         %[[GBV:.*]] = vector.broadcast %[[GB]] : f32 to vector<8xf32>
+// CHECK-NEXT:    %[[G:.*]] = arith.mulf %{{.*}}, %[[GBV]] : vector<8xf32>
+// CHECK-NEXT:    vector.store %[[G]], %{{.*}} : memref<6x8xf32>, vector<8xf32>
 func.func @mixed_blocks(%a: memref<6x64xf4E2M1FN>, %sa: memref<6x2xf8E8M0FNU>,
                         %b: memref<8x32x!lowp.packed<f4E2M1FN>>, %sb: memref<8x4xf8E4M3FN>, %gb: memref<f32>,
                         %c: memref<6x8xf32>) {
   lowp.scaled_matmul %a[%sa], %b[%sb, %gb] into %c layouts(#lowp.mx<32>, #lowp.nvfp4<16, global>)
       : memref<6x64xf4E2M1FN>[memref<6x2xf8E8M0FNU>], memref<8x32x!lowp.packed<f4E2M1FN>>[memref<8x4xf8E4M3FN>, memref<f32>] -> memref<6x8xf32>
+  return
+}
+
+// -----
+
+// The row tiles' write-back: each row's columns a vector at a time where a whole vector
+// fits (16 of N = 20), a row of the tile's sums and of the panel's scales, the contract's
+// one scale product (`sa * sb`, then the sum times it) on every lane, the bias, bf16; the
+// last 4 columns one at a time, the same operations.
+// CHECK-LABEL: func.func @write_back_vectors
+// CHECK:       scf.parallel (%[[R:.*]]) = (%c0) to (%c18) step (%c1) {
+// CHECK-NEXT:    scf.for %[[C:.*]] = %c0 to %c16 step %c8 {
+// CHECK:           %[[S:.*]] = vector.load %{{.*}} : memref<3x2x6x16xf32>, vector<8xf32>
+// CHECK:           %[[SA:.*]] = memref.load %{{.*}} : memref<3x1x6xf32>
+// CHECK:           %[[SB:.*]] = vector.load %{{.*}} : memref<2x1x16xf32>, vector<8xf32>
+// CHECK-NEXT:      %[[SAV:.*]] = vector.broadcast %[[SA]] : f32 to vector<8xf32>
+// CHECK-NEXT:      %[[SC:.*]] = arith.mulf %[[SAV]], %[[SB]] : vector<8xf32>
+// CHECK-NEXT:      %[[V:.*]] = arith.mulf %[[S]], %[[SC]] : vector<8xf32>
+// CHECK-NEXT:      %[[BIAS:.*]] = vector.load %{{.*}}[%[[C]]] : memref<20xf32>, vector<8xf32>
+// CHECK-NEXT:      %[[VB:.*]] = arith.addf %[[V]], %[[BIAS]] : vector<8xf32>
+// CHECK-NEXT:      %[[H:.*]] = arith.truncf %[[VB]] : vector<8xf32> to vector<8xbf16>
+// CHECK-NEXT:      vector.store %[[H]], %{{.*}}[%[[R]], %[[C]]] : memref<18x20xbf16>, vector<8xbf16>
+// CHECK:         scf.for %[[T:.*]] = %c16 to %c20 step %c1 {
+// CHECK:           arith.truncf %{{.*}} : f32 to bf16
+// CHECK:           memref.store %{{.*}}, %{{.*}}[%[[R]], %[[T]]] : memref<18x20xbf16>
+func.func @write_back_vectors(%a: memref<18x64xf8E4M3FN>, %sa: memref<18x1xf32>, %b: memref<20x64xf8E5M2>,
+                              %sb: memref<20x1xf32>, %bias: memref<20xf32>, %c: memref<18x20xbf16>) {
+  lowp.scaled_matmul %a[%sa], %b[%sb] bias %bias into %c layouts(#lowp.per_channel, #lowp.per_channel)
+      : memref<18x64xf8E4M3FN>[memref<18x1xf32>], memref<20x64xf8E5M2>[memref<20x1xf32>] bias memref<20xf32> -> memref<18x20xbf16>
   return
 }
 
