@@ -39,10 +39,12 @@
 //! agree with the oracle within the f32 summation bound (`lowp_formats::Reference::check`).
 //!
 //! The micro-kernel keeps a 6 x 16 tile of partial sums in twelve `vector<8xf32>`
-//! registers (AVX2: 12 of 16 ymm; with `lanes=16`, 12 x 32 in 24 of 32 zmm); 6 broadcasts
-//! and 2 loads feed 12 FMAs per k, under the 2-loads-per-cycle limit. A is packed into
-//! 6-row tiles and B into 16-column panels, so that a tile's values of one k are one
-//! contiguous line; K is blocked by `kc` and N by `nc` so that the block of B the row tiles
+//! registers (AVX2: 12 of 16 ymm; with `lanes=16`, 12 x 32 in 24 of 32 zmm, or 6 x 32
+//! where scale segments are 32 k or shorter, the tile's running f32 sums then held in 12
+//! more zmm through a K block's segments instead of folded into memory after each one);
+//! 6 broadcasts and 2 loads feed 12 FMAs per k, under the 2-loads-per-cycle limit. A is
+//! packed into 6-row tiles and B into 16-column panels, so that a tile's values of one k
+//! are one contiguous line; K is blocked by `kc` and N by `nc` so that the block of B the row tiles
 //! sweep stays in L2; decode, GEMM and write-back loops over rows run in parallel. Each
 //! tile first prefetches the sums of the tile the sweep takes next (`w` is all of C, out
 //! of the caches by the time a K block comes back to a tile), and the write-back takes a
@@ -353,9 +355,30 @@ struct Plan {
     /// Both operands' scales are E8M0 (MX): powers of two, which the GEMV form may fold
     /// into the decoded values (`gemv::folds`).
     e8m0: bool,
+    /// The row tiles keep a tile's f32 sums in registers through a K block's segments
+    /// (`Plan::carrying_sums`).
+    carry: bool,
 }
 
 impl Plan {
+    /// The row tiles' plan: where segments are short (MX's 32, NVFP4's 16) and vectors
+    /// have 16 lanes, tiles of 6 x 32 whose f32 sums stay in registers through a K block's
+    /// segments (12 partial sums and 12 running ones in 24 of 32 zmm), instead of 12 x 32
+    /// folding each segment into W in memory: there, 24 partial sums left no register for
+    /// W's tile, and LLVM kept it in stack slots, so every segment's epilogue (a scale
+    /// product, an FMA, W's store and the slots' traffic for each of 24 vectors) cost as
+    /// much as the segment's dot products on MXFP4.
+    fn carrying_sums(self) -> Self {
+        match self.seg {
+            Some(s) if s <= 32 && self.tile.lanes == 16 => Self {
+                tile: Tile { mr: 6, ..self.tile },
+                carry: true,
+                ..self
+            },
+            _ => self,
+        }
+    }
+
     /// B's f16 fields where the f32 kernels decode B through f16 patterns for these
     /// formats (`decode=f16` and `f16_route`), else `None` (the bit arithmetic).
     fn b_through_f16(&self, fa: ScaledFormat, fb: ScaledFormat) -> Option<HalfFields> {
@@ -424,6 +447,7 @@ fn plan(la: ScaleLayout, lb: ScaleLayout, options: &PassOptions) -> Plan {
         narrow: options.flag("narrow"),
         gemv: options.flag("gemv"),
         e8m0: matches!((la, lb), (ScaleLayout::Mx { .. }, ScaleLayout::Mx { .. })),
+        carry: false,
     }
 }
 
@@ -747,6 +771,7 @@ fn lower_tiles<'c, 'a>(e: &Emitter<'c, 'a>, mm: &Matmul<'_, 'c, 'a>) -> Result<(
         k,
         bytes,
     } = *mm;
+    let plan = plan.carrying_sums();
     let f32t = e.f32_type();
     let (zero, one) = (e.index(0), e.index(1));
     let Tile { lanes, mr: mr_c } = plan.tile;
@@ -1158,7 +1183,18 @@ impl<'c, 'a> Gemm<'c, 'a> {
             }
         }
         let seg_len = e.index(self.interval);
-        let fold = |e: &Emitter<'c, 'a>, s0: Value<'c, 'a>, s1: Value<'c, 'a>| {
+        let at = |e: &Emitter<'c, 'a>, x: usize| {
+            [
+                mt,
+                pb,
+                e.index((x / 2) as i64),
+                e.index(lanes * (x % 2) as i64),
+            ]
+        };
+        // The tile's sums after the interval `s0..s1`, from `current` (sum `x` before it).
+        let fold = |e: &Emitter<'c, 'a>,
+                    (s0, s1): (Value<'c, 'a>, Value<'c, 'a>),
+                    current: &dyn Fn(&Emitter<'c, 'a>, usize) -> Value<'c, 'a>| {
             let partial = interval(e, panel, mt, k0, s0, s1);
             // Scale the segment once (or not at all: per-tensor / per-channel scales
             // multiply the total in the write-back).
@@ -1170,31 +1206,47 @@ impl<'c, 'a> Gemm<'c, 'a> {
                 ];
                 (seg, sb)
             });
+            let mut sums = Vec::with_capacity(2 * mr_c as usize);
             for i in 0..mr_c as usize {
                 let ii = e.index(i as i64);
                 let sav = scaled.map(|(seg, _)| e.broadcast(e.load(self.sa, &[mt, seg, ii]), vl));
                 for j in 0..2usize {
-                    let at = [mt, pb, ii, e.index(lanes * j as i64)];
-                    let wv = e.vload(self.w, &at, vl);
+                    let wv = current(e, 2 * i + j);
                     let p = partial[2 * i + j];
-                    let updated = match (scaled, sav) {
+                    sums.push(match (scaled, sav) {
                         (Some((_, sb)), Some(sav)) => e.fma(p, e.mulf(sav, sb[j]), wv),
                         _ => e.addf(wv, p),
-                    };
-                    e.vstore(updated, self.w, &at);
+                    });
                 }
             }
+            sums
         };
-        if self.plan.seg.is_some() {
+        let count = 2 * mr_c as usize;
+        let store = |e: &Emitter<'c, 'a>, sums: &[Value<'c, 'a>]| {
+            for (x, &v) in sums.iter().enumerate() {
+                e.vstore(v, self.w, &at(e, x));
+            }
+        };
+        let from_w = |e: &Emitter<'c, 'a>, x: usize| e.vload(self.w, &at(e, x), vl);
+        if self.plan.carry {
+            // The tile's sums in registers through the K block (`Plan::carrying_sums`).
+            let start: Vec<Value> = (0..count).map(|x| from_w(e, x)).collect();
+            let sums = e.for_loop(k0, k1, seg_len, &start, |e, s0, acc| {
+                let s1 = e.minui(e.addi(s0, seg_len), k1);
+                fold(e, (s0, s1), &|_, x| acc[x])
+            });
+            store(e, &sums);
+        } else if self.plan.seg.is_some() {
             e.for_loop(k0, k1, seg_len, &[], |e, s0, _| {
-                fold(e, s0, e.minui(e.addi(s0, seg_len), k1));
+                let s1 = e.minui(e.addi(s0, seg_len), k1);
+                store(e, &fold(e, (s0, s1), &from_w));
                 vec![]
             });
         } else {
             // Scales that do not change along K: the interval is the K block, and no loop
             // over one interval (LLVM's LICM promoted W's tile to registers across it,
             // loading it before the sums and spilling it around them).
-            fold(e, k0, k1);
+            store(e, &fold(e, (k0, k1), &from_w));
         }
     }
 }

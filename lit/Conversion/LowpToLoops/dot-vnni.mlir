@@ -28,9 +28,21 @@
 // I8-LABEL:    func.func @mxfp6_e2m3
 // I8:          llvm.call_intrinsic "llvm.x86.avx2.pmadd.ub.sw"
 // I8-NEXT:     llvm.call_intrinsic "llvm.x86.avx2.pmadd.wd"
+// With 16 lanes and 32-k segments the row tiles are 6 x 32 (20 rows: 4 tiles) and keep
+// their f32 sums in registers through a K block's segments (`Plan::carrying_sums`): W's
+// tile loaded before the segment loop, carried as its 12 results, each segment's scaled
+// sums FMA'd into them, stored after it.
 // ZMM-LABEL:   func.func @mxfp6_e2m3
-// ZMM:         llvm.call_intrinsic "llvm.x86.avx512.vpdpbusd.512"(%{{.*}}, %{{.*}}, %{{.*}}) : (vector<16xi32>, vector<64xi8>, vector<64xi8>) -> vector<16xi32>
-// ZMM-NOT:     llvm.x86.avx512.pmaddw.d.512
+// ZMM:         %[[W:.*]] = memref.alloc() {alignment = 64 : i64} : memref<4x2x6x32xf32>
+// ZMM:         %[[W0:.*]] = vector.load %[[W]][%[[MT:.*]], %[[PB:.*]], %c0, %c0] : memref<4x2x6x32xf32>, vector<16xf32>
+// ZMM-COUNT-11: vector.load %[[W]][%[[MT]], %[[PB]], %c{{[0-5]}}, %c{{0|16}}]
+// ZMM-NEXT:    %[[SUMS:.*]]:12 = scf.for %{{.*}} = %c0 to %c64 step %c32 iter_args(%[[HELD:.*]] = %[[W0]], {{.*}}) -> (vector<16xf32>, {{.*}}) {
+// ZMM:           llvm.call_intrinsic "llvm.x86.avx512.vpdpbusd.512"(%{{.*}}, %{{.*}}, %{{.*}}) : (vector<16xi32>, vector<64xi8>, vector<64xi8>) -> vector<16xi32>
+// ZMM-NOT:       llvm.x86.avx512.pmaddw.d.512
+// ZMM:           %[[NEW:.*]] = vector.fma %{{.*}}, %{{.*}}, %[[HELD]] : vector<16xf32>
+// ZMM:           scf.yield %[[NEW]],
+// ZMM:         vector.store %[[SUMS]]#0, %[[W]][%[[MT]], %[[PB]], %c0, %c0]
+// ZMM-COUNT-11: vector.store %[[SUMS]]#{{[0-9]+}}, %[[W]][%[[MT]], %[[PB]]
 // ASM-LABEL:   mxfp6_e2m3:
 // ASM:         vpdpbusd %zmm
 func.func @mxfp6_e2m3(%a: memref<20x64xf6E2M3FN>, %sa: memref<20x2xf8E8M0FNU>, %b: memref<40x64xf6E2M3FN>,
