@@ -917,6 +917,36 @@ fn byte_kernel_is_the_f32_kernel_bit_for_bit() {
     }
     assert!(nan_rows >= 3, "{nan_rows} problems with a NaN scale");
 
+    // 16 lanes, row tiles at any M: MX's and NVFP4's are 6 x 32 there, their sums carried in
+    // registers through a K block's segments (`carrying_sums`), where 8 lanes fold 6 x 16
+    // tiles into memory after each segment; per tensor and per channel 12 x 32. The f32
+    // kernel (FMAs) and the byte kernels give the 8-lane f32 kernel's bits.
+    if lowp_jit::host_lanes() == 16 {
+        let mut wide = vec![(lowp_jit::Dot::F32, "f32")];
+        for (dot, name) in [(lowp_jit::Dot::I8, "i8"), (lowp_jit::Dot::Vnni, "vnni")] {
+            if lowp_jit::host_byte_dot(dot, 16) {
+                wide.push((dot, name));
+            }
+        }
+        for (dot, name) in wide {
+            let mut session = Session::new();
+            session.set_lanes(16);
+            session.set_dot(Some(dot));
+            session.set_bf16_dot(Some(false));
+            session.set_small_m_forms(false, false);
+            let got = run_and_check(&session, &problems, None);
+            for (i, (what, _)) in problems.iter().enumerate() {
+                same_bits(
+                    &by_dot[0][i],
+                    &got[i],
+                    &format!("{what}, 8-lane f32 kernel against 16-lane dot={name}"),
+                );
+            }
+        }
+    } else {
+        eprintln!("no AVX-512 on this host: the 16-lane tiles cannot run here");
+    }
+
     // The same functions with every 2-D memref dynamic (sizes from the descriptors): the
     // byte kernel's same bits.
     let src: String = problems
