@@ -358,6 +358,10 @@ struct Plan {
     /// The row tiles keep a tile's f32 sums in registers through a K block's segments
     /// (`Plan::carrying_sums`).
     carry: bool,
+    /// Both operands' scales are NVFP4's UE4M3: every scale product within `2^-18 ..=
+    /// 448^2`, so a power of two of the byte kernel's can move onto A's scales
+    /// (`Plan::unit_in_scales`).
+    ue4m3: bool,
 }
 
 impl Plan {
@@ -377,6 +381,17 @@ impl Plan {
             },
             _ => self,
         }
+    }
+
+    /// Whether the byte kernel multiplies its formats' unit (`2^-(shift_a + shift_b)`)
+    /// into A's segment scales instead of into each segment's converted sums: where both
+    /// scales are UE4M3, `sa * unit` is exact and `(sa * unit) * sb` is `(sa * sb) * unit`,
+    /// the contract's product, exactly (neither leaves f32's normal range), so every FMA
+    /// `sum * (sa * sb) + w` keeps its bits and each segment saves a multiply a sum. Not
+    /// with E8M0 scales: `sa * sb` can overflow f32 where the product with the unit does
+    /// not, or round below its normal range where it would not.
+    fn unit_in_scales(&self) -> bool {
+        self.seg.is_some() && self.ue4m3
     }
 
     /// B's f16 fields where the f32 kernels decode B through f16 patterns for these
@@ -448,6 +463,10 @@ fn plan(la: ScaleLayout, lb: ScaleLayout, options: &PassOptions) -> Plan {
         gemv: options.flag("gemv"),
         e8m0: matches!((la, lb), (ScaleLayout::Mx { .. }, ScaleLayout::Mx { .. })),
         carry: false,
+        ue4m3: matches!(
+            (la, lb),
+            (ScaleLayout::Nvfp4 { .. }, ScaleLayout::Nvfp4 { .. })
+        ),
     }
 }
 
@@ -813,9 +832,13 @@ fn lower_tiles<'c, 'a>(e: &Emitter<'c, 'a>, mm: &Matmul<'_, 'c, 'a>) -> Result<(
     // ---- scales ----------------------------------------------------------------------
     // A's in row tiles and B's in column panels, like their codes: a tile's scales of one
     // segment are contiguous. Padding is zero.
+    // The byte kernel's unit on A's (`Plan::unit_in_scales`).
+    let unit = bytes
+        .filter(|_| plan.unit_in_scales())
+        .map(|d| e.f32((-(d.a.shift + d.b.shift) as f32).exp2()));
     let decode_scales = |e: &Emitter<'c, 'a>,
                          side: &Side<'c, 'a>,
-                         scales_to: Value<'c, 'a>,
+                         (scales_to, times): (Value<'c, 'a>, Option<Value<'c, 'a>>),
                          width: Value<'c, 'a>,
                          rows: Value<'c, 'a>,
                          panel: Value<'c, 'a>| {
@@ -825,14 +848,19 @@ fn lower_tiles<'c, 'a>(e: &Emitter<'c, 'a>, mm: &Matmul<'_, 'c, 'a>) -> Result<(
             let rr = e.minui(row, e.subi(rows, one));
             e.for_loop(zero, segments, one, &[], |e, s, _| {
                 let v = side.scaled.block_value(e, rr, e.muli(s, seg_stride));
+                let v = times.map_or(v, |t| e.mulf(v, t));
                 e.store(e.select(real, v, zf), scales_to, &[panel, s, j]);
                 vec![]
             });
             vec![]
         });
     };
-    g.par(e, m_tiles, &|e, t| decode_scales(e, a, g.sa, mr, m, t));
-    g.par(e, n_panels, &|e, p| decode_scales(e, b, g.sbp, nr, n, p));
+    g.par(e, m_tiles, &|e, t| {
+        decode_scales(e, a, (g.sa, unit), mr, m, t)
+    });
+    g.par(e, n_panels, &|e, p| {
+        decode_scales(e, b, (g.sbp, None), nr, n, p)
+    });
     // W = 0.
     let zv = e.zero_vector(vl);
     g.par(e, m_tiles, &|e, t| {
@@ -2334,7 +2362,14 @@ fn gemm_bytes<'c, 'a>(
             sums
         };
         sums.iter()
-            .map(|&s| e.mulf(e.sitofp(s, f32v), unit))
+            .map(|&s| {
+                let f = e.sitofp(s, f32v);
+                if g.plan.unit_in_scales() {
+                    f
+                } else {
+                    e.mulf(f, unit)
+                }
+            })
             .collect()
     });
     e.dealloc(apw);

@@ -88,3 +88,26 @@ func.func @fp8(%a: memref<8x64xf8E4M3FN>, %sa: memref<1x1xf32>, %b: memref<8x64x
       : memref<8x64xf8E4M3FN>[memref<1x1xf32>], memref<8x64xf8E4M3FN>[memref<1x1xf32>] -> memref<8x8xf32>
   return
 }
+
+// -----
+
+// NVFP4 on both sides (UE4M3 scales, every product within 2^-18 ..= 448^2): the formats'
+// unit (E2M1 x E2M1: 1/2 x 1/2) goes onto A's segment scales as they are decoded, exact,
+// and each segment's converted sums go into the FMA with `sa * sb` as they are, one
+// multiply a sum fewer, the same bits (`Plan::unit_in_scales`).
+// CHECK-LABEL: func.func @nvfp4
+// CHECK-DAG:   %[[QUARTER:.*]] = arith.constant 2.500000e-01 : f32
+// CHECK:       %[[SA:.*]] = arith.select %{{.*}}, %{{.*}}, %{{.*}} : f32
+// CHECK-NEXT:  %[[SAU:.*]] = arith.mulf %[[SA]], %[[QUARTER]] : f32
+// CHECK:       memref.store %{{.*}}, %{{.*}} : memref<4x4x6xf32>
+// CHECK:       %[[S:.*]]:12 = scf.for
+// CHECK:       llvm.call_intrinsic "llvm.x86.avx512.vpdpbusd.256"
+// CHECK:       %[[F:.*]] = arith.sitofp %[[S]]#0 : vector<8xi32> to vector<8xf32>
+// CHECK-NOT:   arith.mulf %[[F]]
+// CHECK:       vector.fma %[[F]], %{{.*}}, %{{.*}} : vector<8xf32>
+func.func @nvfp4(%a: memref<20x64xf4E2M1FN>, %sa: memref<20x4xf8E4M3FN>, %b: memref<40x64xf4E2M1FN>,
+                 %sb: memref<40x4xf8E4M3FN>, %c: memref<20x40xf32>) {
+  lowp.scaled_matmul %a[%sa], %b[%sb] into %c layouts(#lowp.nvfp4<16>, #lowp.nvfp4<16>)
+      : memref<20x64xf4E2M1FN>[memref<20x4xf8E4M3FN>], memref<40x64xf4E2M1FN>[memref<40x4xf8E4M3FN>] -> memref<20x40xf32>
+  return
+}
