@@ -44,12 +44,11 @@
 //! more zmm through a K block's segments instead of folded into memory after each one);
 //! 6 broadcasts and 2 loads feed 12 FMAs per k, under the 2-loads-per-cycle limit. A is
 //! packed into 6-row tiles and B into 16-column panels, so that a tile's values of one k
-//! are one contiguous line; K is blocked by `kc` and N by `nc` so that the block of B the row tiles
-//! sweep stays in L2; decode, GEMM and write-back loops over rows run in parallel. Each
-//! tile first prefetches the sums of the tile the sweep takes next (`w` is all of C, out
-//! of the caches by the time a K block comes back to a tile), and the write-back takes a
-//! row's columns a vector at a time. B is
-//! decoded a K block at a time, into panels the GEMM reads back from cache (all of B as
+//! are one contiguous line; K is blocked by `kc` and N by `nc` so that the block of B the
+//! row tiles sweep stays in L2; decode, GEMM and write-back loops over rows run in
+//! parallel. Each tile first prefetches the sums of the tile the sweep takes next (`w` is
+//! all of C, out of the caches by the time a K block comes back to a tile), and the
+//! write-back takes a row's columns a vector at a time. B is decoded a K block at a time, into panels the GEMM reads back from cache (all of B as
 //! f32 is 4-8x its codes: a skinny M spent most of its time writing and reading it), 64 k
 //! of a row at a time with the row's codes two such chunks on prefetched
 //! (`memref.prefetch`). Where M is skinny (up to 252 rows, 42 tiles of 6 or 21 of 12: the
@@ -835,7 +834,7 @@ fn lower_tiles<'c, 'a>(e: &Emitter<'c, 'a>, mm: &Matmul<'_, 'c, 'a>) -> Result<(
     // The byte kernel's unit on A's (`Plan::unit_in_scales`).
     let unit = bytes
         .filter(|_| plan.unit_in_scales())
-        .map(|d| e.f32((-(d.a.shift + d.b.shift) as f32).exp2()));
+        .map(|d| e.f32(d.unit()));
     let decode_scales = |e: &Emitter<'c, 'a>,
                          side: &Side<'c, 'a>,
                          (scales_to, times): (Value<'c, 'a>, Option<Value<'c, 'a>>),
@@ -1601,8 +1600,11 @@ fn gemm_f32<'c, 'a>(
     func: OperationRef<'c, 'a>,
     pairs: bool,
 ) -> Result<(), PassError> {
-    let (via_f16, table_a, table_b) = f32_tables(e, func, &g.plan, a, b)?;
+    // A's f32 table serves its f32 tiles only: with `pairs` its words have tables of
+    // their own (`pair_tables`).
+    let via_f16 = g.plan.b_through_f16(a.format, b.format);
     let pow = via_f16.map_or(0, |f| f.shift);
+    let table_b = scaled_decode_table(e, func, b.format, -pow)?;
     let f32t = e.f32_type();
     let (zero, one) = (e.index(0), e.index(1));
     let Tile { lanes, mr: mr_c } = g.plan.tile;
@@ -1658,7 +1660,7 @@ fn gemm_f32<'c, 'a>(
     // have written it.
     let chunk = e.index(DECODE_CHUNK);
     // A's row tile `t`, all of K, one code at a time.
-    let decode_a = |e: &Emitter<'c, 'a>, ap, t: Value<'c, 'a>| {
+    let decode_a = |e: &Emitter<'c, 'a>, (ap, table_a), t: Value<'c, 'a>| {
         e.for_loop(zero, k, chunk, &[], |e, c0, _| {
             let c1 = e.minui(e.addi(c0, chunk), k);
             e.for_loop(zero, mr, one, &[], |e, j, _| {
@@ -1713,7 +1715,10 @@ fn gemm_f32<'c, 'a>(
         });
     };
     match (ap, ap2) {
-        (Some(ap), _) => g.par(e, g.m_tiles, &|e, t| decode_a(e, ap, t)),
+        (Some(ap), _) => {
+            let table_a = scaled_decode_table(e, func, a.format, pow)?;
+            g.par(e, g.m_tiles, &|e, t| decode_a(e, (ap, table_a), t));
+        }
         (_, Some(ap2)) => {
             let tables = pair_tables(e)?;
             g.par(e, g.m_tiles, &|e, t| decode_a_pairs(e, ap2, tables, t));
@@ -2004,6 +2009,13 @@ struct ByteDot {
     /// one instruction (no i16 pair sums, so neither `narrow` nor `pmaddubsw`'s
     /// saturation limit).
     vnni: bool,
+}
+
+impl ByteDot {
+    /// The value of an integer product `n_a n_b`: `2^-(shift_a + shift_b)`.
+    fn unit(&self) -> f32 {
+        (-(self.a.shift + self.b.shift) as f32).exp2()
+    }
 }
 
 /// Whether `lowp-to-loops{dot=i8}` (`vnni`: `dot=vnni`) runs the byte kernel for a matmul
@@ -2310,7 +2322,7 @@ fn gemm_bytes<'c, 'a>(
     };
     let lane = e.index(lanes);
     let ones = e.int_splat(16, 1, 2 * vl);
-    let unit = e.broadcast(e.f32((-(d.a.shift + d.b.shift) as f32).exp2()), vl);
+    let unit = e.broadcast(e.f32(d.unit()), vl);
     let i16v = e.vector_type(2 * vl, i16t);
     let i32v = e.vector_type(vl, i32t);
     let f32v = e.vector_type(vl, e.f32_type());

@@ -20,6 +20,7 @@ use std::time::Instant;
 
 use lowp_formats::{ScaleLayout, ScaledFormat, FORMAT_NAMES_HELP, LAYOUT_NAMES_HELP};
 use lowp_jit::{Decode, Dot, DynamicSizes, GivenSizes, MatmulIr, MatmulSpec, Session};
+use lowp_passes::OptionKind;
 use melior::ir::operation::OperationLike;
 
 const USAGE: &str =
@@ -373,11 +374,20 @@ fn parse_args(raw: Vec<String>) -> Result<Args, Usage> {
                 };
             }
             "--kc" | "--nc" => {
-                let v: u32 = number(&flag, value(), "a block size from 1 to 1048576")?;
-                if !(1..=1 << 20).contains(&v) {
-                    return Err(Usage(format!(
-                        "{flag}: '{v}' is not a block size from 1 to 1048576"
-                    )));
+                // lowp-to-loops' own bounds of the option.
+                let name = &flag[2..];
+                let (min, max) = lowp_passes::to_loops::PASS
+                    .options
+                    .iter()
+                    .find_map(|o| match o.kind {
+                        OptionKind::UInt { min, max } if o.name == name => Some((min, max)),
+                        _ => None,
+                    })
+                    .expect("lowp-to-loops has kc and nc");
+                let what = format!("a block size from {min} to {max}");
+                let v: u32 = number(&flag, value(), &what)?;
+                if !(min..=max).contains(&u64::from(v)) {
+                    return Err(Usage(format!("{flag}: '{v}' is not {what}")));
                 }
                 *if flag == "--kc" { &mut a.kc } else { &mut a.nc } = Some(v);
             }
