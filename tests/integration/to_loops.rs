@@ -12,6 +12,7 @@ use lowp_jit::{MemRefArg, Session};
 use lowp_tests::{format_type, layout_attr, scale_type, valid_pair};
 
 /// A quantized operand and the IR types that describe it.
+#[derive(Clone)]
 pub(crate) struct Operand {
     pub(crate) q: QuantizedTensor,
     pub(crate) codes_type: String,
@@ -81,6 +82,7 @@ fn scale_buf(q: &QuantizedTensor) -> ScaleBuf {
     }
 }
 
+#[derive(Clone)]
 pub(crate) struct Problem {
     pub(crate) a: Operand,
     pub(crate) b: Operand,
@@ -1243,6 +1245,142 @@ fn gemv_form_matches_the_oracle() {
         let dynamic = run_and_check_shaped(&session, &both, Some(&pre), true);
         for (i, (what, _)) in both.iter().enumerate() {
             same_bits(&gemv[i], &dynamic[i], &format!("{what}, dynamic M"));
+        }
+    }
+}
+
+/// The byte GEMV form (`byte_gemv.rs`: M of at most 8, 6 where B's format has more than
+/// 16 codes, on the byte kernel's integers: B's codes looked up as bytes, A's integers laid
+/// out in B's order, `vpdpbusd` or `pmaddubsw` and `pmaddwd`) is the form taken and agrees
+/// with the oracle: both vector widths, both instructions, every kind of scaling (MX and
+/// NVFP4 segments inside a chunk, with B's scales loaded together or, where B's block is
+/// not the segment, one by one; 128-long blocks of whole chunks; per-tensor and per-channel
+/// intervals with no scales), packed and byte codes, K past whole groups of chunks and past
+/// the last chunk, N past the last group of B's rows, every code of B's format in one of
+/// its rows, the largest codes and -0 in A, NaN and extreme block scales, bias and bf16;
+/// dynamic M runs the same form under its branch, to the same bits.
+#[test]
+fn byte_gemv_form_matches_the_oracle() {
+    let mut rng = SplitMix64::new(47);
+    let (f4, f6) = (ScaledFormat::F4E2M1, ScaledFormat::F6E2M3);
+    let block = |block| ScaleLayout::Mx { block };
+    let pairs = [
+        (f4, ScaleLayout::MX, f4, ScaleLayout::MX),
+        (f4, ScaleLayout::NVFP4_GLOBAL, f4, ScaleLayout::NVFP4),
+        (f4, ScaleLayout::PerTensor, f4, ScaleLayout::PerTensor),
+        (f6, ScaleLayout::PerChannel, f4, ScaleLayout::PerTensor),
+        (f6, ScaleLayout::MX, f6, ScaleLayout::MX),
+        (
+            f6,
+            ScaleLayout::Blockwise { rows: 1, cols: 128 },
+            f4,
+            ScaleLayout::Blockwise {
+                rows: 128,
+                cols: 128,
+            },
+        ),
+        (ScaledFormat::custom(3, 0), ScaleLayout::MX, f4, block(64)),
+        (f4, ScaleLayout::MX, f6, ScaleLayout::PerChannel),
+    ];
+    // 16 lanes, packed: chunks of 128 k, MX's B scales four chunks a load; K = 1440 is
+    // two such groups, three chunks and 32 k (8 lanes: five groups, two chunks, 32 k).
+    let (n, k) = (45, 1440);
+    let mut problems = Vec::new();
+    for (i, &(fa, la, fb, lb)) in pairs.iter().enumerate() {
+        let wide = fb.code_count() > 16;
+        for m in if wide { vec![1, 6] } else { vec![1, 3, 8] } {
+            let packed = |f: ScaledFormat| f.bit_width() == 4 && (i + m) % 2 == 1;
+            let data: Vec<f32> = (0..m * k)
+                .map(|x| match x % 29 {
+                    0 => fa.max_finite(),
+                    1 => -fa.max_finite(),
+                    2 => -0.0,
+                    _ => rng.normal(),
+                })
+                .collect();
+            let mut a = operand_of(&data, m, k, fa, la, packed(fa));
+            let mut b = operand(&mut rng, n, k, fb, lb, packed(fb));
+            let count = fb.code_count() as usize;
+            for x in 0..k {
+                b.q.codes[3 * k + x] = ((x * 37) % count) as u8;
+            }
+            let dtype = lowp_formats::ScaleDtype::UE8M0;
+            // A NaN block scale in A's last row (its outputs NaN) where there are others.
+            if la.scale_dtype() == dtype && m > 1 {
+                let blocks = a.q.scales.values.len() / m;
+                a.q.scales.values[(m - 1) * blocks + 1] = f32::NAN;
+            }
+            if lb.scale_dtype() == dtype {
+                let blocks = b.q.scales.values.len() / n;
+                b.q.scales.values[7 * blocks + 2] = 2f32.powi(-127);
+                b.q.scales.values[9 * blocks] = 2f32.powi(100);
+            }
+            problems.push((
+                format!("M={m} {fa} {la} x {fb} {lb}"),
+                Problem {
+                    a,
+                    b,
+                    bias: (i % 2 == 0).then(|| rng.normal_vec(n)),
+                    bf16: i == 3,
+                },
+            ));
+        }
+    }
+    // E2M4 x E2M4 (pmaddubsw would saturate): vnni only.
+    let e2m4 = ScaledFormat::custom(2, 4);
+    let e2m4_problem = (
+        "M=2 e2m4 mx x e2m4 mx".to_string(),
+        Problem {
+            a: operand(&mut rng, 2, 1000, e2m4, ScaleLayout::MX, false),
+            b: operand(&mut rng, 21, 1000, e2m4, ScaleLayout::MX, false),
+            bias: None,
+            bf16: false,
+        },
+    );
+    for (dot, lanes) in [("vnni", 16), ("vnni", 8), ("i8", 16), ("i8", 8)] {
+        let d = if dot == "vnni" {
+            lowp_jit::Dot::Vnni
+        } else {
+            lowp_jit::Dot::I8
+        };
+        let options = format!("dot={dot} lanes={lanes}");
+        for (what, p) in &problems {
+            let (fa, fb) = (p.a.q.format, p.b.q.format);
+            let (la, lb) = (p.a.q.layout, p.b.q.layout);
+            let taken = lowp_passes::to_loops::kernel_taken(
+                (fa, fb),
+                (la, lb),
+                Some(p.a.q.rows as i64),
+                &options,
+            );
+            assert_eq!(taken, format!("dot={dot} form=gemv"), "{what}, {options}");
+        }
+        if !lowp_jit::host_byte_dot(d, lanes) {
+            eprintln!("no {dot} with {lanes} lanes on this host: the form cannot run here");
+            continue;
+        }
+        let mut cases: Vec<_> = problems
+            .iter()
+            .map(|(w, p)| (w.clone(), p.clone()))
+            .collect();
+        if dot == "vnni" {
+            cases.push((e2m4_problem.0.clone(), e2m4_problem.1.clone()));
+        }
+        let pre = format!("builtin.module(func.func(lowp-to-loops{{{options}}}))");
+        let session = Session::new();
+        let fixed = run_and_check(&session, &cases, Some(&pre));
+        // Every third problem with its sizes known only at run time (each dynamic function
+        // carries a copy of the form for every M it takes).
+        if lanes == 16 {
+            let every: Vec<_> = cases.iter().step_by(3).cloned().collect();
+            let dynamic = run_and_check_shaped(&session, &every, Some(&pre), true);
+            for (i, (what, _)) in every.iter().enumerate() {
+                same_bits(
+                    &fixed[3 * i],
+                    &dynamic[i],
+                    &format!("{what}, {options}, dynamic M"),
+                );
+            }
         }
     }
 }

@@ -410,12 +410,39 @@ fn ceil_log2_biased<'c, 'a>(e: &Emitter<'c, 'a>, v: Value<'c, '_>) -> Value<'c, 
 /// instead of two each (a wgmma promotion decodes 34 scales: ptxas 136 ISETP + 136 SEL a
 /// stage of E3M4 MX became 68 ISETP).
 pub fn e8m0_decode<'c, 'a>(e: &Emitter<'c, 'a>, code: Value<'c, '_>) -> Value<'c, 'a> {
-    let code = e.andi(code, e.i32(0xFF));
-    let bits = e.shli(code, e.i32(23));
+    e8m0_decode_lanes(e, code, None)
+}
+
+/// [`e8m0_decode`] of a scalar `i32` code (`lanes` none) or of a `vector<lanes x i32>` of
+/// them, lane by lane.
+pub fn e8m0_decode_lanes<'c, 'a>(
+    e: &Emitter<'c, 'a>,
+    code: Value<'c, '_>,
+    lanes: Option<u64>,
+) -> Value<'c, 'a> {
+    let c = |v: u32| int_like(e, v, lanes);
+    let code = e.andi(code, c(0xFF));
+    let bits = e.shli(code, c(23));
     // code - 1 wraps for 0: 0 and 255 are the codes at or above 254.
-    let special = e.cmpi(CmpiPredicate::Uge, e.subi(code, e.i32(1)), e.i32(254));
-    let bits = e.select(special, e.ori(bits, e.i32(0x0040_0000)), bits);
-    e.bitcast(bits, e.f32_type())
+    let special = e.cmpi(CmpiPredicate::Uge, e.subi(code, c(1)), c(254));
+    let bits = e.select(special, e.ori(bits, c(0x0040_0000)), bits);
+    e.bitcast(bits, f32_like(e, lanes))
+}
+
+/// An `i32` constant (`lanes` none) or a `vector<lanes x i32>` splat of it.
+fn int_like<'c, 'a>(e: &Emitter<'c, 'a>, v: u32, lanes: Option<u64>) -> Value<'c, 'a> {
+    match lanes {
+        Some(n) => e.int_splat(32, i64::from(v as i32), n),
+        None => e.i32(v),
+    }
+}
+
+/// `f32`, or `vector<lanes x f32>`.
+fn f32_like<'c>(e: &Emitter<'c, '_>, lanes: Option<u64>) -> melior::ir::Type<'c> {
+    match lanes {
+        Some(n) => e.vector_type(n, e.f32_type()),
+        None => e.f32_type(),
+    }
 }
 
 /// The value of a UE4M3 scale byte (`i32`): E4M3 of the low 7 bits (`ScaleDtype::decode_byte`).
@@ -425,11 +452,26 @@ pub fn e8m0_decode<'c, 'a>(e: &Emitter<'c, 'a>, code: Value<'c, '_>) -> Value<'c
 /// exact multiply by 2^120 rebiases every code; 0x7F is NaN. 6 operations instead of about
 /// 17: NVFP4's promotions decode 34 scales per 16-block and thread.
 pub fn ue4m3_decode<'c, 'a>(e: &Emitter<'c, 'a>, code: Value<'c, '_>) -> Value<'c, 'a> {
-    let code = e.andi(code, e.i32(0x7F));
-    let moved = e.bitcast(e.shli(code, e.i32(20)), e.f32_type());
-    let value = e.mulf(moved, e.f32(2f32.powi(120)));
-    let is_nan = e.cmpi(CmpiPredicate::Eq, code, e.i32(0x7F));
-    e.select(is_nan, e.f32(f32::NAN), value)
+    ue4m3_decode_lanes(e, code, None)
+}
+
+/// [`ue4m3_decode`] of a scalar `i32` code (`lanes` none) or of a `vector<lanes x i32>` of
+/// them, lane by lane.
+pub fn ue4m3_decode_lanes<'c, 'a>(
+    e: &Emitter<'c, 'a>,
+    code: Value<'c, '_>,
+    lanes: Option<u64>,
+) -> Value<'c, 'a> {
+    let c = |v: u32| int_like(e, v, lanes);
+    let f = |v: f32| match lanes {
+        Some(n) => e.f32_splat(v, n),
+        None => e.f32(v),
+    };
+    let code = e.andi(code, c(0x7F));
+    let moved = e.bitcast(e.shli(code, c(20)), f32_like(e, lanes));
+    let value = e.mulf(moved, f(2f32.powi(120)));
+    let is_nan = e.cmpi(CmpiPredicate::Eq, code, c(0x7F));
+    e.select(is_nan, f(f32::NAN), value)
 }
 
 /// The UE4M3 byte of a scale value on the UE4M3 grid, or NaN (-> 0x7F).

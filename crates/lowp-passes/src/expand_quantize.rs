@@ -302,6 +302,29 @@ impl<'c, 'a> Scaled<'c, 'a> {
         }
     }
 
+    /// [`Scaled::decode_stored`] of a vector of `lanes` scales as stored (loaded by
+    /// `vector.load` from `scales`), lane by lane.
+    pub(crate) fn decode_stored_lanes(
+        &self,
+        e: &Emitter<'c, 'a>,
+        stored: Value<'c, 'a>,
+        lanes: u64,
+    ) -> Value<'c, 'a> {
+        let i32v = e.vector_type(lanes, e.int_type(32));
+        let word = || {
+            if stored.r#type() == i32v {
+                stored
+            } else {
+                e.extui(stored, i32v)
+            }
+        };
+        match self.dtype {
+            ScaleDtype::UE8M0 => codes::e8m0_decode_lanes(e, word(), Some(lanes)),
+            ScaleDtype::UE4M3 => codes::ue4m3_decode_lanes(e, word(), Some(lanes)),
+            _ => stored,
+        }
+    }
+
     pub(crate) fn global_value(&self, e: &Emitter<'c, 'a>) -> Option<Value<'c, 'a>> {
         self.global.map(|g| e.load(g, &[]))
     }

@@ -107,16 +107,17 @@ func.func @fp8_and_fp6e3m2(%a: memref<8x64xf8E4M3FN>, %sa: memref<8x2xf8E8M0FNU>
 
 // Per-tensor E2M1: no scale along K; the i16 sums of an interval reach at most
 // interval x 144, so the K block is 224 (the largest multiple of 4 within 32767 / 144).
+// (12 rows: past the byte GEMV form's 8.)
 // CHECK-LABEL: func.func @fp4_per_tensor
 // CHECK:       scf.for %{{.*}} = %c0 to %c512 step %c224
 // CHECK:       llvm.call_intrinsic "llvm.x86.avx2.pmadd.ub.sw"
 // CHECK:       arith.sitofp
 // ZMM-LABEL:   func.func @fp4_per_tensor
 // ZMM:         llvm.call_intrinsic "llvm.x86.avx512.pmaddubs.w.512"
-func.func @fp4_per_tensor(%a: memref<8x512xf4E2M1FN>, %sa: memref<1x1xf32>, %b: memref<8x512xf4E2M1FN>,
-                 %sb: memref<1x1xf32>, %c: memref<8x8xf32>) {
+func.func @fp4_per_tensor(%a: memref<12x512xf4E2M1FN>, %sa: memref<1x1xf32>, %b: memref<8x512xf4E2M1FN>,
+                 %sb: memref<1x1xf32>, %c: memref<12x8xf32>) {
   lowp.scaled_matmul %a[%sa], %b[%sb] into %c layouts(#lowp.per_tensor, #lowp.per_tensor)
-      : memref<8x512xf4E2M1FN>[memref<1x1xf32>], memref<8x512xf4E2M1FN>[memref<1x1xf32>] -> memref<8x8xf32>
+      : memref<12x512xf4E2M1FN>[memref<1x1xf32>], memref<8x512xf4E2M1FN>[memref<1x1xf32>] -> memref<12x8xf32>
   return
 }
 

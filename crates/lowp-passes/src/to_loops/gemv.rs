@@ -234,34 +234,6 @@ pub(super) fn gemm<'c, 'a>(
             )],
         }
     };
-    // The lane sums of `lanes` vectors as one vector (lane x: the sum of vector x's lanes):
-    // rounds of pairwise sums, each round's shuffles interleaving runs of `g` lanes of two
-    // vectors (`g` = 1, 2, 4, ...), the transposed form of a horizontal sum (21 shuffles
-    // and adds for eight vectors against 56 one at a time).
-    let lane_sums = |e: &Emitter<'c, 'a>, vs: &[Value<'c, 'a>]| -> Value<'c, 'a> {
-        let mut vs = vs.to_vec();
-        let mut g = 1;
-        while vs.len() > 1 {
-            let pick = |from: i64| -> Vec<i64> {
-                (0..lanes / (2 * g))
-                    .flat_map(|blk| {
-                        let at = blk * 2 * g + from;
-                        (at..at + g).chain(lanes + at..lanes + at + g)
-                    })
-                    .collect()
-            };
-            let (lo, hi) = (pick(0), pick(g));
-            vs = vs
-                .chunks(2)
-                .map(|p| {
-                    let a = e.shuffle(p[0], p[1], f32t, &lo);
-                    e.addf(a, e.shuffle(p[0], p[1], f32t, &hi))
-                })
-                .collect();
-            g *= 2;
-        }
-        vs[0]
-    };
     let seg_len = match plan.seg {
         Some(s) => e.index(s),
         None => e.maxui(k, one),
@@ -376,7 +348,7 @@ pub(super) fn gemm<'c, 'a>(
                     .collect();
                 (0..sets)
                     .map(|set| {
-                        let sums = lane_sums(e, &set_of(&acc, set));
+                        let sums = lane_sums(e, lanes, &set_of(&acc, set));
                         match seg {
                             Some(seg) => {
                                 let scales: Vec<Value> = (set * lanes as usize
@@ -426,7 +398,7 @@ pub(super) fn gemm<'c, 'a>(
                             next
                         });
                         let mut sums: Vec<Value> = (0..sets)
-                            .map(|set| lane_sums(e, &set_of(&out, set)))
+                            .map(|set| lane_sums(e, lanes, &set_of(&out, set)))
                             .collect();
                         sums.push(out[count]);
                         sums
@@ -455,4 +427,38 @@ pub(super) fn gemm<'c, 'a>(
     e.dealloc(ap);
     e.dealloc(sa);
     Gemv { w }
+}
+
+/// The lane sums of `lanes` vectors of `lanes` f32 as one vector (lane x: the sum of vector
+/// x's lanes): rounds of pairwise sums, each round's shuffles interleaving runs of `g`
+/// lanes of two vectors (`g` = 1, 2, 4, ...), the transposed form of a horizontal sum (21
+/// shuffles and adds for eight vectors against 56 one at a time).
+pub(super) fn lane_sums<'c, 'a>(
+    e: &Emitter<'c, 'a>,
+    lanes: i64,
+    vs: &[Value<'c, 'a>],
+) -> Value<'c, 'a> {
+    let f32t = e.f32_type();
+    let mut vs = vs.to_vec();
+    let mut g = 1;
+    while vs.len() > 1 {
+        let pick = |from: i64| -> Vec<i64> {
+            (0..lanes / (2 * g))
+                .flat_map(|blk| {
+                    let at = blk * 2 * g + from;
+                    (at..at + g).chain(lanes + at..lanes + at + g)
+                })
+                .collect()
+        };
+        let (lo, hi) = (pick(0), pick(g));
+        vs = vs
+            .chunks(2)
+            .map(|p| {
+                let a = e.shuffle(p[0], p[1], f32t, &lo);
+                e.addf(a, e.shuffle(p[0], p[1], f32t, &hi))
+            })
+            .collect();
+        g *= 2;
+    }
+    vs[0]
 }

@@ -1,0 +1,87 @@
+// RUN: lowp-opt %s -split-input-file --pass-pipeline='builtin.module(func.func(lowp-to-loops{dot=vnni lanes=16},canonicalize,cse))' | FileCheck %s
+// RUN: lowp-opt %s -split-input-file --pass-pipeline='builtin.module(func.func(lowp-to-loops{dot=i8 lanes=8},canonicalize,cse))' | FileCheck %s --check-prefix=I8
+// RUN: lowp-opt %s -split-input-file --pass-pipeline='builtin.module(func.func(lowp-to-loops{dot=vnni lanes=16 gemv=false},canonicalize,cse))' | FileCheck %s --check-prefix=OFF
+// The 512-bit form compiles to byte lookups and VNNI dot products (whatever the host):
+// RUN: lowp-opt %s --pass-pipeline='builtin.module(func.func(lowp-to-loops{dot=vnni lanes=16 parallel=false}))' | lowp-opt --lowp-cpu-pipeline | mlir-translate --mlir-to-llvmir | llc -O2 -mtriple=x86_64-unknown-linux-gnu -mcpu=icelake-server | FileCheck %s --check-prefix=ASM
+
+// The byte GEMV form (byte_gemv.rs; its numerics: tests/integration/to_loops.rs against
+// the oracle): M = 1, MXFP4 packed, K = 1184 = 9 chunks of 128 k and 32 k past them.
+// A's integers as signed bytes in B's order (all 9 chunks), each chunk's lanes' starts
+// (-mb times A's sums of the lane's k) and A's scale of each lane's k.
+// CHECK-LABEL: func.func @mxfp4
+// CHECK:       %[[AB:.*]] = memref.alloc() {alignment = 64 : i64} : memref<1x1152xi8>
+// CHECK:       %[[STARTS:.*]] = memref.alloc() {alignment = 64 : i64} : memref<1x144xi32>
+// CHECK:       %[[SA:.*]] = memref.alloc() {alignment = 64 : i64} : memref<1x144xf32>
+// Four rows of B a group (5 rows: 2 groups); chunks four at a time, B's 16 scales of
+// them one load a row, decoded lane by lane.
+// CHECK:       scf.parallel (%{{.*}}) = (%c0) to (%c2) step (%c1) {
+// CHECK:         %{{.*}}:4 = scf.for %{{.*}} = %c0 to %c8 step %c4 iter_args({{.*}}) -> (vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>) {
+// CHECK:           vector.load %{{.*}} : memref<5x37xi8>, vector<16xi8>
+// CHECK:           arith.shli %{{.*}}, %{{.*}} : vector<16xi32>
+// The chunk's lanes start from A's term; 64 bytes of B's row: its low nibbles (even k)
+// and high nibbles (odd k) looked up as integers plus 6, then two vpdpbusd with A's
+// even-k and odd-k bytes.
+// CHECK:           %[[START:.*]] = vector.load %[[STARTS]][%c0, %{{.*}}] : memref<1x144xi32>, vector<16xi32>
+// CHECK:           %[[RAW:.*]] = vector.load %{{.*}} : memref<5x592xi8>, vector<64xi8>
+// CHECK:           %[[LO:.*]] = arith.andi %[[RAW]], %{{.*}} : vector<64xi8>
+// CHECK:           %[[HI:.*]] = arith.shrui %[[RAW]], %{{.*}} : vector<64xi8>
+// CHECK:           %[[ULO:.*]] = llvm.call_intrinsic "llvm.x86.avx512.pshuf.b.512"(%[[TABLE:.*]], %[[LO]])
+// CHECK:           %[[UHI:.*]] = llvm.call_intrinsic "llvm.x86.avx512.pshuf.b.512"(%[[TABLE]], %[[HI]])
+// CHECK:           %[[AE:.*]] = vector.load %[[AB]][%c0, %{{.*}}] : memref<1x1152xi8>, vector<64xi8>
+// CHECK:           %[[AO:.*]] = vector.load %[[AB]][%c0, %{{.*}}] : memref<1x1152xi8>, vector<64xi8>
+// CHECK:           %[[S0:.*]] = llvm.call_intrinsic "llvm.x86.avx512.vpdpbusd.512"(%[[START]], %[[ULO]], %[[AE]]) : (vector<16xi32>, vector<64xi8>, vector<64xi8>) -> vector<16xi32>
+// CHECK:           %[[S1:.*]] = llvm.call_intrinsic "llvm.x86.avx512.vpdpbusd.512"(%[[S0]], %[[UHI]], %[[AO]])
+// Each chunk's four 32-blocks are four lanes each: B's scales spread by a shuffle (the
+// first chunk of the four: scales 0-3), times A's lanes' scales, into the totals.
+// CHECK:           %[[SAV:.*]] = vector.load %[[SA]][%c0, %{{.*}}] : memref<1x144xf32>, vector<16xf32>
+// CHECK:           %[[SPREAD:.*]] = vector.shuffle %[[SB:.*]], %[[SB]] [0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3]
+// CHECK:           %[[SS:.*]] = arith.mulf %[[SAV]], %[[SPREAD]] : vector<16xf32>
+// CHECK:           %[[F:.*]] = arith.sitofp %[[S1]] : vector<16xi32> to vector<16xf32>
+// CHECK:           %[[U:.*]] = arith.mulf %[[F]], %{{.*}} : vector<16xf32>
+// CHECK:           vector.fma %[[U]], %[[SS]], %{{.*}} : vector<16xf32>
+// CHECK:           vector.shuffle %{{.*}} [4, 4, 4, 4, 5, 5, 5, 5, 6, 6, 6, 6, 7, 7, 7, 7]
+// CHECK:           vector.shuffle %{{.*}} [12, 12, 12, 12, 13, 13, 13, 13, 14, 14, 14, 14, 15, 15, 15, 15]
+// CHECK:           scf.yield
+// The ninth chunk alone (its four scales), then the 32 k past the chunks one at a time.
+// CHECK:         vector.load %{{.*}}[%{{.*}}, %c32] : memref<5x37xi8>, vector<4xi8>
+// CHECK:         scf.for %{{.*}} = %c1152 to %c1184 step %c1
+// CHECK:         memref.store %{{.*}} : memref<1x8xf32>
+// ASM-LABEL:   mxfp4:
+// ASM:         vpshufb %zmm
+// ASM:         vpdpbusd %zmm
+// The form off (gemv=false): the row tiles.
+// OFF-LABEL:   func.func @mxfp4
+// OFF-NOT:     memref<1x1152xi8>
+// OFF:         vector.broadcast %{{.*}} : i32 to vector<16xi32>
+func.func @mxfp4(%a: memref<1x592x!lowp.packed<f4E2M1FN>>, %sa: memref<1x37xf8E8M0FNU>, %b: memref<5x592x!lowp.packed<f4E2M1FN>>,
+                 %sb: memref<5x37xf8E8M0FNU>, %c: memref<1x5xf32>) {
+  lowp.scaled_matmul %a[%sa], %b[%sb] into %c layouts(#lowp.mx<32>, #lowp.mx<32>)
+      : memref<1x592x!lowp.packed<f4E2M1FN>>[memref<1x37xf8E8M0FNU>], memref<5x592x!lowp.packed<f4E2M1FN>>[memref<5x37xf8E8M0FNU>] -> memref<1x5xf32>
+  return
+}
+
+// -----
+
+// Per tensor, two rows of A, FP4 one code a byte: no scales along K, so an interval runs
+// as long as each lane's sum stays within f32's integers (all 4 chunks here, one start
+// per lane); the sums converted once and added, the unit (E2M1 x E2M1: 2^-2) applied to
+// each output, the scales in the write-back. With dot=i8 each step is pmaddubsw and
+// pmaddwd with ones (8 lanes: 32-byte vectors, chunks of 32 k; two rows of B a group in
+// 16 ymm, so 3 groups).
+// I8-LABEL:    func.func @fp4_per_tensor
+// I8:          memref.alloc() {alignment = 64 : i64} : memref<2x128xi8>
+// I8:          scf.parallel (%{{.*}}) = (%c0) to (%c3) step (%c1) {
+// I8:          %[[S:.*]]:4 = scf.for %{{.*}} = %c0 to %c4 step %c1 iter_args({{.*}}) -> (vector<8xi32>, vector<8xi32>, vector<8xi32>, vector<8xi32>) {
+// I8:            %[[U:.*]] = llvm.call_intrinsic "llvm.x86.avx2.pshuf.b"
+// I8:            %[[P:.*]] = llvm.call_intrinsic "llvm.x86.avx2.pmadd.ub.sw"(%[[U]], %{{.*}}) : (vector<32xi8>, vector<32xi8>) -> vector<16xi16>
+// I8-NEXT:       %[[Q:.*]] = llvm.call_intrinsic "llvm.x86.avx2.pmadd.wd"(%[[P]], %{{.*}}) : (vector<16xi16>, vector<16xi16>) -> vector<8xi32>
+// I8-NEXT:       arith.addi %{{.*}}, %[[Q]] : vector<8xi32>
+// I8:          arith.sitofp %[[S]]#0 : vector<8xi32> to vector<8xf32>
+// I8-NOT:      vector.fma
+// I8:          arith.mulf %{{.*}}, %cst{{.*}} : f32
+func.func @fp4_per_tensor(%a: memref<2x128xf4E2M1FN>, %sa: memref<1x1xf32>, %b: memref<6x128xf4E2M1FN>,
+                          %sb: memref<1x1xf32>, %c: memref<2x6xf32>) {
+  lowp.scaled_matmul %a[%sa], %b[%sb] into %c layouts(#lowp.per_tensor, #lowp.per_tensor)
+      : memref<2x128xf4E2M1FN>[memref<1x1xf32>], memref<6x128xf4E2M1FN>[memref<1x1xf32>] -> memref<2x6xf32>
+  return
+}
