@@ -9,9 +9,27 @@
 // A's integers as signed bytes in B's order (all 9 chunks), each chunk's lanes' starts
 // (-mb times A's sums of the lane's k) and A's scale of each lane's k.
 // CHECK-LABEL: func.func @mxfp4
+// A's integers (signed) and B's plus 12 (unsigned), a 16-entry table in each 128-bit slice.
+// CHECK-DAG:   %[[MB:.*]] = arith.constant dense<-12> : vector<16xi32>
+// CHECK-DAG:   %[[ATAB:.*]] = arith.constant dense<[0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12, 0, {{.*}}]> : vector<64xi8>
+// CHECK-DAG:   %[[BTAB:.*]] = arith.constant dense<[12, 13, 14, 15, 16, 18, 20, 24, 12, 11, 10, 9, 8, 6, 4, 0, 12, {{.*}}]> : vector<64xi8>
 // CHECK:       %[[AB:.*]] = memref.alloc() {alignment = 64 : i64} : memref<1x1152xi8>
 // CHECK:       %[[STARTS:.*]] = memref.alloc() {alignment = 64 : i64} : memref<1x144xi32>
 // CHECK:       %[[SA:.*]] = memref.alloc() {alignment = 64 : i64} : memref<1x144xf32>
+// A chunk of A at a time, as B's will be read: its low and high nibbles looked up, each
+// stored and summed per lane (a vpdpbusd with ones), the sums times -12 (-mb: E2M1's
+// integers are 2x its values) into the starts.
+// CHECK:       scf.for %{{.*}} = %c0 to %c9 step %c1 {
+// CHECK:         %[[RAWA:.*]] = vector.load %{{.*}} : memref<1x592xi8>, vector<64xi8>
+// CHECK:         %[[EVEN:.*]] = llvm.call_intrinsic "llvm.x86.avx512.pshuf.b.512"(%[[ATAB]], %{{.*}})
+// CHECK:         vector.store %[[EVEN]], %[[AB]]
+// CHECK:         %[[SUM0:.*]] = llvm.call_intrinsic "llvm.x86.avx512.vpdpbusd.512"(%{{.*}}, %[[ONES:.*]], %[[EVEN]])
+// CHECK:         %[[ODD:.*]] = llvm.call_intrinsic "llvm.x86.avx512.pshuf.b.512"(%[[ATAB]], %{{.*}})
+// CHECK:         vector.store %[[ODD]], %[[AB]]
+// CHECK:         %[[SUM1:.*]] = llvm.call_intrinsic "llvm.x86.avx512.vpdpbusd.512"(%[[SUM0]], %[[ONES]], %[[ODD]])
+// CHECK:         %[[OLD:.*]] = vector.load %[[STARTS]]
+// CHECK:         %[[TERM:.*]] = arith.muli %[[SUM1]], %[[MB]] : vector<16xi32>
+// CHECK:         arith.addi %[[OLD]], %[[TERM]] : vector<16xi32>
 // Four rows of B a group (5 rows: 2 groups); chunks four at a time, B's 16 scales of
 // them one load a row, decoded lane by lane.
 // CHECK:       scf.parallel (%{{.*}}) = (%c0) to (%c2) step (%c1) {
@@ -19,14 +37,14 @@
 // CHECK:           vector.load %{{.*}} : memref<5x37xi8>, vector<16xi8>
 // CHECK:           arith.shli %{{.*}}, %{{.*}} : vector<16xi32>
 // The chunk's lanes start from A's term; 64 bytes of B's row: its low nibbles (even k)
-// and high nibbles (odd k) looked up as integers plus 6, then two vpdpbusd with A's
+// and high nibbles (odd k) looked up as integers plus 12, then two vpdpbusd with A's
 // even-k and odd-k bytes.
 // CHECK:           %[[START:.*]] = vector.load %[[STARTS]][%c0, %{{.*}}] : memref<1x144xi32>, vector<16xi32>
 // CHECK:           %[[RAW:.*]] = vector.load %{{.*}} : memref<5x592xi8>, vector<64xi8>
 // CHECK:           %[[LO:.*]] = arith.andi %[[RAW]], %{{.*}} : vector<64xi8>
 // CHECK:           %[[HI:.*]] = arith.shrui %[[RAW]], %{{.*}} : vector<64xi8>
-// CHECK:           %[[ULO:.*]] = llvm.call_intrinsic "llvm.x86.avx512.pshuf.b.512"(%[[TABLE:.*]], %[[LO]])
-// CHECK:           %[[UHI:.*]] = llvm.call_intrinsic "llvm.x86.avx512.pshuf.b.512"(%[[TABLE]], %[[HI]])
+// CHECK:           %[[ULO:.*]] = llvm.call_intrinsic "llvm.x86.avx512.pshuf.b.512"(%[[BTAB]], %[[LO]])
+// CHECK:           %[[UHI:.*]] = llvm.call_intrinsic "llvm.x86.avx512.pshuf.b.512"(%[[BTAB]], %[[HI]])
 // CHECK:           %[[AE:.*]] = vector.load %[[AB]][%c0, %{{.*}}] : memref<1x1152xi8>, vector<64xi8>
 // CHECK:           %[[AO:.*]] = vector.load %[[AB]][%c0, %{{.*}}] : memref<1x1152xi8>, vector<64xi8>
 // CHECK:           %[[S0:.*]] = llvm.call_intrinsic "llvm.x86.avx512.vpdpbusd.512"(%[[START]], %[[ULO]], %[[AE]]) : (vector<16xi32>, vector<64xi8>, vector<64xi8>) -> vector<16xi32>

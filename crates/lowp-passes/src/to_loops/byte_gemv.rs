@@ -13,9 +13,12 @@
 //!   chunk;
 //! - one code a byte: a chunk of `4 lanes` k, one vector, lane j holding k `4j .. 4j + 4`.
 //!
+//! A's bytes are made the same way, a chunk at a time (A's codes in B's order: nibbles of
+//! packed codes split or interleaved, byte codes gathered, then looked up).
 //! B's offset adds `mb` times A's integers to each lane's sum: a term of A alone, so each
 //! lane starts from minus it (`-mb` times the sum of A's integers of the lane's k in the
-//! interval, made with A's bytes), and ends at the exact integer sum of its products.
+//! interval: a dot product of A's bytes with ones), and ends at the exact integer sum of
+//! its products.
 //! At an interval's end the lane sums are converted to f32 (exact: the intervals are
 //! short enough) and times the formats' unit `2^-(shift_a + shift_b)`: the f32 kernel's
 //! segment sums split over lanes. They join the lanes' f32 totals times the segment's
@@ -67,14 +70,15 @@ use crate::PassError;
 use lowp_formats::ScaledFormat;
 
 /// The most rows of A the form takes where B's codes are at most 4 bits (one `pshufb`
-/// table). On two Zen 5 threads at N = K = 8192 (ms, against the row tiles): MXFP4 M = 4
-/// 1.5 against 5.3, M = 8 7.6 against 8.2, M = 12 7.3 against 5.4; NVFP4 M = 8 9.2 against
-/// 10.7; FP4 per tensor M = 8 2.7 against 7.2, M = 12 9.7 against 5.9.
+/// table). On two Zen 5 threads at N = K = 8192 (ms, three alternated rounds against the
+/// forms it replaced, 954b52b): MXFP4 M = 4 1.8-2.3 against 6.8-7.5 (row tiles), M = 8
+/// 5.0-6.8 against 4.9-7.3 (even); NVFP4 M = 8 5.7-6.5 against 7.4-11.9; FP4 per tensor M
+/// = 8 2.3-2.7 against 3.9-8.5; at M = 12 the row tiles won (MXFP4 5.4 against 7.3).
 const ROWS: i64 = 8;
 
 /// The most rows where B's codes take several tables (FP6 E2M3: four lookups and three
-/// selects a vector): MXFP6 M = 4 4.0 against 6.5, M = 6 11.1 against 12.1, M = 8 10.2
-/// against 8.3.
+/// selects a vector): MXFP6 M = 4 3.8-3.9 against 6.2-6.5, M = 6 11.1 against 12.1, M = 8
+/// 10.2 against 8.3 (one round).
 const WIDE_ROWS: i64 = 6;
 
 /// The most rows of B a group takes at once (four streams for the prefetchers, as the f32
@@ -176,65 +180,6 @@ pub(super) fn gemm<'c, 'a>(
     // The unit on A's scales where that is exact (`Plan::unit_in_scales`).
     let unit_in_scales = plan.unit_in_scales();
 
-    // ---- A: its integers as bytes in B's order, the lanes' starts, its scales --------
-    let abytes = e.alloc(i8t, &[Some(m), None], &[kv], 64);
-    let starts = e.alloc(i32t, &[Some(m), None], &[e.muli(intervals, lane_v)], 64);
-    // A's scales: each segment's (`Whole`), or each chunk's lanes' (`Lanes`).
-    let sa = match scaling {
-        Scaling::None => None,
-        Scaling::Whole { seg } => {
-            let segments = ceil_div(e, k, e.index(seg));
-            Some((
-                e.alloc(f32t, &[Some(m), None], &[segments], 64),
-                segments,
-                seg,
-            ))
-        }
-        Scaling::Lanes { .. } => {
-            let all = e.muli(chunks, lane_v);
-            Some((e.alloc(f32t, &[Some(m), None], &[all], 64), all, g))
-        }
-    };
-    for r in 0..m {
-        let rr = e.index(r);
-        e.for_loop(zero, e.muli(intervals, lane_v), one, &[], |e, x, _| {
-            e.store(e.i32(0), starts, &[rr, x]);
-            vec![]
-        });
-        e.for_loop(zero, kv, one, &[], |e, kk, _| {
-            let n = a.table_value(e, table_a, (rr, kk));
-            let (c, o) = (e.divui(kk, chunk_v), e.remui(kk, chunk_v));
-            let at = if b.packed {
-                let two = e.index(2);
-                let half = e.muli(e.remui(o, two), e.index(nbytes as i64));
-                e.addi(e.muli(c, chunk_v), e.addi(half, e.divui(o, two)))
-            } else {
-                kk
-            };
-            e.store(e.trunci(n, i8t), abytes, &[rr, at]);
-            let x = e.addi(
-                e.muli(e.divui(c, e.index(per_interval)), lane_v),
-                e.divui(o, e.index(g)),
-            );
-            let s = e.load(starts, &[rr, x]);
-            e.store(e.subi(s, e.muli(n, e.i32(mb as u32))), starts, &[rr, x]);
-            vec![]
-        });
-        // Entry x of A's scales is k = x * step's (a segment's first k, or a lane's).
-        if let Some((sa, entries, step)) = sa {
-            e.for_loop(zero, entries, one, &[], |e, x, _| {
-                let v = a.scaled.block_value(e, rr, e.muli(x, e.index(step)));
-                let v = if unit_in_scales {
-                    e.mulf(v, e.f32(unit))
-                } else {
-                    v
-                };
-                e.store(v, sa, &[rr, x]);
-                vec![]
-            });
-        }
-    }
-
     // ---- B's bytes and the dot products --------------------------------------------
     let (pshufb, dpbusd, maddubs, maddwd) = if lanes == 16 {
         (
@@ -254,37 +199,147 @@ pub(super) fn gemm<'c, 'a>(
     let bytes_t = e.vector_type(nbytes, i8t);
     let (i16v, i32v) = (e.vector_type(2 * vl, i16t), e.vector_type(vl, i32t));
     let splat8 = |e: &Emitter<'c, 'a>, v: i64| e.int_splat(8, v, nbytes);
-    // B's integers plus mb, 16 codes a table (each 128-bit slice holds the whole table).
-    let tables: Vec<Value<'c, 'a>> = b_ints
-        .chunks(16)
-        .map(|t| {
-            let entries: Vec<i64> = (0..nbytes as usize)
-                .map(|x| i64::from(*t.get(x % 16).unwrap_or(&0)) + mb)
-                .collect();
-            e.int_vector(8, &entries)
-        })
-        .collect();
-    let lookup = |e: &Emitter<'c, 'a>, codes: Value<'c, 'a>| -> Value<'c, 'a> {
-        let low = if tables.len() > 1 {
-            e.andi(codes, splat8(e, 0xF))
-        } else {
-            codes
-        };
-        let high = e.shrui(codes, splat8(e, 4));
-        tables
-            .iter()
-            .enumerate()
-            .fold(None, |acc, (t, &table)| {
-                let v = e.call_intrinsic(pshufb, &[table, low], bytes_t);
-                Some(match acc {
-                    None => v,
-                    Some(acc) => {
-                        e.select(e.cmpi(CmpiPredicate::Eq, high, splat8(e, t as i64)), v, acc)
-                    }
-                })
+    // A format's integers (plus `offset`) as bytes, 16 codes a table (each 128-bit slice
+    // holds the whole table: `pshufb` looks up within slices).
+    let byte_tables = |ints: &[i32], offset: i64| -> Vec<Value<'c, 'a>> {
+        ints.chunks(16)
+            .map(|t| {
+                let entries: Vec<i64> = (0..nbytes as usize)
+                    .map(|x| i64::from(*t.get(x % 16).unwrap_or(&0)) + offset)
+                    .collect();
+                e.int_vector(8, &entries)
             })
-            .expect("a table of at least one code")
+            .collect()
     };
+    // B's integers plus mb (unsigned); A's as they are (signed).
+    let (b_tables, a_tables) = (byte_tables(&b_ints, mb), byte_tables(&a_ints, 0));
+    // The bytes of a vector of codes (each below the tables' count) by `tables`: a
+    // `pshufb` a table, the right one selected by the codes' high bits.
+    let lookup =
+        |e: &Emitter<'c, 'a>, tables: &[Value<'c, 'a>], codes: Value<'c, 'a>| -> Value<'c, 'a> {
+            let low = if tables.len() > 1 {
+                e.andi(codes, splat8(e, 0xF))
+            } else {
+                codes
+            };
+            let high = e.shrui(codes, splat8(e, 4));
+            tables
+                .iter()
+                .enumerate()
+                .fold(None, |acc, (t, &table)| {
+                    let v = e.call_intrinsic(pshufb, &[table, low], bytes_t);
+                    Some(match acc {
+                        None => v,
+                        Some(acc) => {
+                            e.select(e.cmpi(CmpiPredicate::Eq, high, splat8(e, t as i64)), v, acc)
+                        }
+                    })
+                })
+                .expect("a table of at least one code")
+        };
+    let ones16 = e.int_splat(16, 1, 2 * vl);
+    let dot = |e: &Emitter<'c, 'a>, acc, unsigned, signed| {
+        if d.vnni {
+            return e.call_intrinsic(dpbusd, &[acc, unsigned, signed], i32v);
+        }
+        let pairs = e.call_intrinsic(maddubs, &[unsigned, signed], i16v);
+        let quads = e.call_intrinsic(maddwd, &[pairs, ones16], i32v);
+        e.addi(acc, quads)
+    };
+
+    // ---- A: its integers as bytes in B's order, the lanes' starts, its scales --------
+    // A's codes of row `rr` from k = `kk` in B's order (`halves` vectors: packed B's even
+    // then odd k), each below A's code count.
+    let a_codes = |e: &Emitter<'c, 'a>, rr: Value<'c, 'a>, kk: Value<'c, 'a>| {
+        let mask =
+            |e: &Emitter<'c, 'a>, v| e.andi(v, splat8(e, i64::from(a.format.code_count()) - 1));
+        let two = e.index(2);
+        let n = nbytes as i64;
+        match (b.packed, a.packed) {
+            (true, true) => {
+                let raw = e.vload(a.bits, &[rr, e.divui(kk, two)], nbytes);
+                vec![e.andi(raw, splat8(e, 0xF)), e.shrui(raw, splat8(e, 4))]
+            }
+            (true, false) => {
+                let lo = e.vload(a.bits, &[rr, kk], nbytes);
+                let hi = e.vload(a.bits, &[rr, e.addi(kk, e.index(n))], nbytes);
+                (0..2)
+                    .map(|h| {
+                        let picks: Vec<i64> = (0..n).map(|x| 2 * x + h).collect();
+                        mask(e, e.shuffle(lo, hi, i8t, &picks))
+                    })
+                    .collect()
+            }
+            (false, true) => {
+                let raw = e.vload(a.bits, &[rr, e.divui(kk, two)], nbytes / 2);
+                let nib = |v: i64| e.int_splat(8, v, nbytes / 2);
+                let (lo, hi) = (e.andi(raw, nib(0xF)), e.shrui(raw, nib(4)));
+                let picks: Vec<i64> = (0..n / 2).flat_map(|x| [x, n / 2 + x]).collect();
+                vec![e.shuffle(lo, hi, i8t, &picks)]
+            }
+            (false, false) => vec![mask(e, e.vload(a.bits, &[rr, kk], nbytes))],
+        }
+    };
+    let abytes = e.alloc(i8t, &[Some(m), None], &[kv], 64);
+    let starts = e.alloc(i32t, &[Some(m), None], &[e.muli(intervals, lane_v)], 64);
+    // A's scales: each segment's (`Whole`), or each chunk's lanes' (`Lanes`).
+    let sa = match scaling {
+        Scaling::None => None,
+        Scaling::Whole { seg } => {
+            let segments = ceil_div(e, k, e.index(seg));
+            Some((
+                e.alloc(f32t, &[Some(m), None], &[segments], 64),
+                segments,
+                seg,
+            ))
+        }
+        Scaling::Lanes { .. } => {
+            let all = e.muli(chunks, lane_v);
+            Some((e.alloc(f32t, &[Some(m), None], &[all], 64), all, g))
+        }
+    };
+    let ones8 = splat8(e, 1);
+    let minus_mb = e.int_splat(32, -mb, vl);
+    for r in 0..m {
+        let rr = e.index(r);
+        e.for_loop(zero, intervals, one, &[], |e, f, _| {
+            e.vstore(e.int_splat(32, 0, vl), starts, &[rr, e.muli(f, lane_v)]);
+            vec![]
+        });
+        // A chunk at a time: its integers stored, each lane's sum of them (a dot product
+        // with ones) times -mb added into its interval's starts.
+        e.for_loop(zero, chunks, one, &[], |e, c, _| {
+            let kk = e.muli(c, chunk_v);
+            let mut sums = e.int_splat(32, 0, vl);
+            for (h, codes) in a_codes(e, rr, kk).into_iter().enumerate() {
+                let v = lookup(e, &a_tables, codes);
+                e.vstore(
+                    v,
+                    abytes,
+                    &[rr, e.addi(kk, e.index(h as i64 * nbytes as i64))],
+                );
+                sums = dot(e, sums, ones8, v);
+            }
+            let at = e.muli(e.divui(c, e.index(per_interval)), lane_v);
+            let s = e.vload(starts, &[rr, at], vl);
+            e.vstore(e.addi(s, e.muli(sums, minus_mb)), starts, &[rr, at]);
+            vec![]
+        });
+        // Entry x of A's scales is k = x * step's (a segment's first k, or a lane's).
+        if let Some((sa, entries, step)) = sa {
+            e.for_loop(zero, entries, one, &[], |e, x, _| {
+                let v = a.scaled.block_value(e, rr, e.muli(x, e.index(step)));
+                let v = if unit_in_scales {
+                    e.mulf(v, e.f32(unit))
+                } else {
+                    v
+                };
+                e.store(v, sa, &[rr, x]);
+                vec![]
+            });
+        }
+    }
+
     // Row `rr`'s bytes of the chunk from k = `kk`: `halves` vectors.
     let b_bytes = |e: &Emitter<'c, 'a>, rr: Value<'c, 'a>, kk: Value<'c, 'a>| {
         let width = if b.packed {
@@ -302,22 +357,12 @@ pub(super) fn gemm<'c, 'a>(
         if b.packed {
             let lo = e.andi(raw, splat8(e, 0xF));
             let hi = e.shrui(raw, splat8(e, 4));
-            vec![lookup(e, lo), lookup(e, hi)]
+            vec![lookup(e, &b_tables, lo), lookup(e, &b_tables, hi)]
         } else {
             let codes = e.andi(raw, splat8(e, b_ints.len() as i64 - 1));
-            vec![lookup(e, codes)]
+            vec![lookup(e, &b_tables, codes)]
         }
     };
-    let ones16 = e.int_splat(16, 1, 2 * vl);
-    let dot = |e: &Emitter<'c, 'a>, acc, unsigned, signed| {
-        if d.vnni {
-            return e.call_intrinsic(dpbusd, &[acc, unsigned, signed], i32v);
-        }
-        let pairs = e.call_intrinsic(maddubs, &[unsigned, signed], i16v);
-        let quads = e.call_intrinsic(maddwd, &[pairs, ones16], i32v);
-        e.addi(acc, quads)
-    };
-
     // ---- the groups of rows of B ---------------------------------------------------
     let n = b.rows;
     let rb = group_rows(m, halves, lanes);
