@@ -24,9 +24,10 @@
 //! segment sums split over lanes. They join the lanes' f32 totals times the segment's
 //! scales `sa * sb`:
 //! - segments shorter than a chunk (MX's 32, NVFP4's 16): one chunk an interval, holding
-//!   `chunk / seg` segments of `seg / g` lanes each (`g`: k a lane); B's scales of the chunk
-//!   one vector load (where B's scale block is the segment), decoded lane by lane, times
-//!   A's, spread over their lanes by a shuffle;
+//!   `chunk / seg` segments of `seg / g` lanes each (`g`: k a lane); B's scales of
+//!   `lanes` segments (a group of chunks: four of packed MXFP4's) one vector load where
+//!   B's scale block is the segment, decoded lane by lane, each chunk's spread over its
+//!   lanes by a shuffle, times A's scales of the lanes;
 //! - segments of whole chunks (blockwise 128): a segment an interval, its i32 sums carried
 //!   through its chunks, and one scalar `sa * sb`;
 //! - no segments (per-tensor, per-channel): intervals as long as each lane's sum stays
@@ -35,24 +36,24 @@
 //! The k past the last whole chunk are summed one at a time into lane 0.
 //!
 //! ```mlir
-//! // A's integers as bytes, in B's order; -mb x A's lane sums of each interval
-//! scf.parallel (%q) = ... {                              // groups of rows of B
-//!   %t:4 = scf.for %f = ... iter_args(...) -> (vector<16xf32>, ...) {   // intervals
-//!     %start = vector.load %corr[%i, %f16] : memref<1x?xi32>, vector<16xi32>
-//!     %s:4 = scf.for %c = ... iter_args(%start, ...) -> (vector<16xi32>, ...) {
-//!       %raw = vector.load %b[%row, %c64] : memref<?x?xi8>, vector<64xi8>
-//!       %lo = arith.andi %raw, %c15 : vector<64xi8>    (%hi: arith.shrui %raw, %c4)
-//!       %ulo = llvm.call_intrinsic "llvm.x86.avx512.pshuf.b.512"(%table, %lo) ...
-//!       %a0 = vector.load %abytes[%i, %c128] : memref<1x?xi8>, vector<64xi8>
-//!       %acc = llvm.call_intrinsic "llvm.x86.avx512.vpdpbusd.512"(%s#0, %ulo, %a0) ...
-//!       ...                                              (the odd k: %uhi, %a1)
-//!     }
-//!     %sums = arith.mulf (arith.sitofp %s#0), %unit : vector<16xf32>
-//!     %sb = vector.load %b_scales[%row, %c4] : memref<?x?xi8>, vector<4xi8>  (decoded)
-//!     %ss = vector.shuffle (arith.mulf %sa, %sb) [0, 0, 0, 0, 1, 1, 1, 1, ...]
+//! // A's integers as bytes in B's order; -mb x A's lane sums; A's scales of each lane
+//! scf.parallel (%q) = ... {                             // groups of rows of B
+//!   %t:4 = scf.for %c0 = %c0 to %whole step %c4 iter_args(...) -> (vector<16xf32>, ...) {
+//!     %sb = vector.load %b_scales[%row, %s0] : memref<?x?xi8>, vector<16xi8>  (decoded)
+//!     // then each of the group's four chunks:
+//!     %start = vector.load %starts[%i, %l0] : memref<1x?xi32>, vector<16xi32>
+//!     %raw = vector.load %b[%row, %b0] : memref<?x?xi8>, vector<64xi8>
+//!     %lo = arith.andi %raw, %c15 : vector<64xi8>     (%hi: arith.shrui %raw, %c4)
+//!     %ulo = llvm.call_intrinsic "llvm.x86.avx512.pshuf.b.512"(%b_table, %lo) ...
+//!     %a0 = vector.load %abytes[%i, %k0] : memref<1x?xi8>, vector<64xi8>
+//!     %s0 = llvm.call_intrinsic "llvm.x86.avx512.vpdpbusd.512"(%start, %ulo, %a0) ...
+//!     %s1 = ...                                          (the odd k: %uhi, %a1)
+//!     %sums = arith.mulf (arith.sitofp %s1), %unit : vector<16xf32>
+//!     %ss = arith.mulf %sa_lanes, (vector.shuffle %sb, %sb [0, 0, 0, 0, 1, 1, 1, 1, ...])
 //!     vector.fma %sums, %ss, %t#0 : vector<16xf32>
 //!   }
-//!   // the tail k into lane 0; each total's lanes summed into w[i, row]
+//!   // the chunks past whole groups one at a time, the k past the chunks into lane 0,
+//!   // each total's lanes summed into w[i, row]
 //! }
 //! ```
 //!
