@@ -287,7 +287,21 @@ impl<'c, 'a> Scaled<'c, 'a> {
         e: &Emitter<'c, 'a>,
         stored: Value<'c, 'a>,
     ) -> Value<'c, 'a> {
-        let i32t = e.int_type(32);
+        self.decode_stored_lanes(e, stored, None)
+    }
+
+    /// [`Scaled::decode_stored`] of one scale (`lanes` none) or of a vector of `lanes`
+    /// scales as stored (loaded by `vector.load` from `scales`), lane by lane.
+    pub(crate) fn decode_stored_lanes(
+        &self,
+        e: &Emitter<'c, 'a>,
+        stored: Value<'c, 'a>,
+        lanes: Option<u64>,
+    ) -> Value<'c, 'a> {
+        let i32t = match lanes {
+            Some(n) => e.vector_type(n, e.int_type(32)),
+            None => e.int_type(32),
+        };
         let word = || {
             if stored.r#type() == i32t {
                 stored
@@ -296,31 +310,8 @@ impl<'c, 'a> Scaled<'c, 'a> {
             }
         };
         match self.dtype {
-            ScaleDtype::UE8M0 => codes::e8m0_decode(e, word()),
-            ScaleDtype::UE4M3 => codes::ue4m3_decode(e, word()),
-            _ => stored,
-        }
-    }
-
-    /// [`Scaled::decode_stored`] of a vector of `lanes` scales as stored (loaded by
-    /// `vector.load` from `scales`), lane by lane.
-    pub(crate) fn decode_stored_lanes(
-        &self,
-        e: &Emitter<'c, 'a>,
-        stored: Value<'c, 'a>,
-        lanes: u64,
-    ) -> Value<'c, 'a> {
-        let i32v = e.vector_type(lanes, e.int_type(32));
-        let word = || {
-            if stored.r#type() == i32v {
-                stored
-            } else {
-                e.extui(stored, i32v)
-            }
-        };
-        match self.dtype {
-            ScaleDtype::UE8M0 => codes::e8m0_decode_lanes(e, word(), Some(lanes)),
-            ScaleDtype::UE4M3 => codes::ue4m3_decode_lanes(e, word(), Some(lanes)),
+            ScaleDtype::UE8M0 => codes::e8m0_decode_lanes(e, word(), lanes),
+            ScaleDtype::UE4M3 => codes::ue4m3_decode_lanes(e, word(), lanes),
             _ => stored,
         }
     }

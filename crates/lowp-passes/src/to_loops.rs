@@ -38,25 +38,25 @@
 //! then the bias. The summation order inside a segment is the micro-kernel's, so results
 //! agree with the oracle within the f32 summation bound (`lowp_formats::Reference::check`).
 //!
-//! The micro-kernel keeps a 6 x 16 tile of partial sums in twelve `vector<8xf32>`
-//! registers (AVX2: 12 of 16 ymm; with `lanes=16`, 12 x 32 in 24 of 32 zmm, or 6 x 32
-//! where scale segments are 32 k or shorter, the tile's running f32 sums then held in 12
-//! more zmm through a K block's segments instead of folded into memory after each one);
-//! 6 broadcasts and 2 loads feed 12 FMAs per k, under the 2-loads-per-cycle limit. A is
-//! packed into 6-row tiles and B into 16-column panels, so that a tile's values of one k
-//! are one contiguous line; K is blocked by `kc` and N by `nc` so that the block of B the
-//! row tiles sweep stays in L2; decode, GEMM and write-back loops over rows run in
-//! parallel. Each tile first prefetches the sums of the tile the sweep takes next (`w` is
-//! all of C, out of the caches by the time a K block comes back to a tile), and the
-//! write-back takes a row's columns a vector at a time. B is decoded a K block at a time, into panels the GEMM reads back from cache (all of B as
-//! f32 is 4-8x its codes: a skinny M spent most of its time writing and reading it), 64 k
-//! of a row at a time with the row's codes two such chunks on prefetched
-//! (`memref.prefetch`). Where M is skinny (up to 252 rows, 42 tiles of 6 or 21 of 12: the
-//! decode shape of LLM inference, 16 x N x K, among them), groups of B's panels run in
-//! parallel instead of A's row tiles, each over all of K: each panel's block is decoded
-//! into its group's one buffer and at once swept by every row tile, so B's decoded values
-//! stay in the core's cache, a few row tiles still give every thread work, and each row of
-//! B is read in order through K. The byte kernel's B words go the same way.
+//! The micro-kernel keeps a 6 x 16 tile of partial sums in twelve `vector<8xf32>` registers
+//! (AVX2: 12 of 16 ymm; with `lanes=16`, 12 x 32 in 24 of 32 zmm, or 6 x 32 where scale
+//! segments are 32 k or shorter, the tile's running f32 sums then held in 12 more zmm
+//! through a K block's segments instead of folded into memory after each one); 6 broadcasts
+//! and 2 loads feed 12 FMAs per k, under the 2-loads-per-cycle limit. A is packed into
+//! 6-row tiles and B into 16-column panels, so that a tile's values of one k are one
+//! contiguous line; K is blocked by `kc` and N by `nc` so that the block of B the row tiles
+//! sweep stays in L2; decode, GEMM and write-back loops over rows run in parallel. Each
+//! tile first prefetches the sums of the tile the sweep takes next (`w` is all of C, out of
+//! the caches by the time a K block comes back to a tile), and the write-back takes a row's
+//! columns a vector at a time. B is decoded a K block at a time, into panels the GEMM reads
+//! back from cache (all of B as f32 is 4-8x its codes: a skinny M spent most of its time
+//! writing and reading it), 64 k of a row at a time with the row's codes two such chunks on
+//! prefetched (`memref.prefetch`). Where M is skinny (up to 252 rows, 42 tiles of 6 or 21
+//! of 12: the decode shape of LLM inference, 16 x N x K, among them), groups of B's panels
+//! run in parallel instead of A's row tiles, each over all of K: each panel's block is
+//! decoded into its group's one buffer and at once swept by every row tile, so B's decoded
+//! values stay in the core's cache, a few row tiles still give every thread work, and each
+//! row of B is read in order through K. The byte kernel's B words go the same way.
 //!
 //! Where M is known when the pass runs and at most two vectors of rows, and that is fewer
 //! rows of FMAs than the row tiles (8 lanes: M = 7-8 and 13-16, the decode shape 16 x N x K
@@ -1307,14 +1307,22 @@ fn prefetch_codes<'c, 'a>(
     from: Value<'c, 'a>,
     k: Value<'c, 'a>,
 ) {
-    let ahead = e.minui(
-        e.addi(from, e.index(PREFETCH_CHUNKS * DECODE_CHUNK)),
-        e.subi(k, e.index(1)),
-    );
+    prefetch_codes_ahead(e, side, (rr, from), k, PREFETCH_CHUNKS * DECODE_CHUNK);
+}
+
+/// Prefetch row `rr`'s code of k = `from + ahead` (clamped to K).
+fn prefetch_codes_ahead<'c, 'a>(
+    e: &Emitter<'c, 'a>,
+    side: &Side<'c, 'a>,
+    (rr, from): (Value<'c, 'a>, Value<'c, 'a>),
+    k: Value<'c, 'a>,
+    ahead: i64,
+) {
+    let at = e.minui(e.addi(from, e.index(ahead)), e.subi(k, e.index(1)));
     let col = if side.packed {
-        e.divui(ahead, e.index(2))
+        e.divui(at, e.index(2))
     } else {
-        ahead
+        at
     };
     e.prefetch(side.bits, &[rr, col]);
 }
@@ -1535,9 +1543,10 @@ const PAIRS_GEMV_ROWS: i64 = 5;
 /// The CPU kernel `lowp-to-loops{dot=..., decode=..., lanes=...}` (other options at their
 /// defaults) generates for a matmul of these formats and layouts with `m` rows (where known
 /// when the pass runs), as `lowp-run` reports it: `dot=i8 form=tiles|gemv` (or
-/// `dot=vnni`) for the byte kernel's forms, else `dot=f32 decode=bits|f16 form=gemv|narrow|tiles`, `dot=bf16`
-/// where the row tiles take bf16 pairs. `options`: the pass's options as its pipeline text
-/// spells them (`lanes=16 dot=vnni ...`), the others at their defaults.
+/// `dot=vnni`) for the byte kernel's forms, else `dot=f32 decode=bits|f16
+/// form=gemv|narrow|tiles`, `dot=bf16` where the row tiles take bf16 pairs. `options`:
+/// the pass's options as its pipeline text spells them (`lanes=16 dot=vnni ...`), the
+/// others at their defaults.
 pub fn kernel_taken(
     (fa, fb): (ScaledFormat, ScaledFormat),
     (la, lb): (ScaleLayout, ScaleLayout),
@@ -2117,6 +2126,77 @@ fn byte_dot(
     }
 }
 
+/// The integer of each of a side's codes (`IntEmbedding`): the byte kernel's formats.
+fn int_codes(side: &Side<'_, '_>, func: OperationRef<'_, '_>) -> Result<Vec<i32>, PassError> {
+    side.format
+        .int_code_table(127)
+        .ok_or_else(|| unsupported(func, "no integer embedding"))
+}
+
+/// Integers (each plus `offset`) as `pshufb` tables of `width` bytes: 16 codes a table,
+/// each 128-bit slice holding the whole table (`pshufb` looks up within slices).
+fn byte_tables<'c, 'a>(
+    e: &Emitter<'c, 'a>,
+    ints: &[i32],
+    offset: i64,
+    width: u64,
+) -> Vec<Value<'c, 'a>> {
+    ints.chunks(16)
+        .map(|t| {
+            let entries: Vec<i64> = (0..width as usize)
+                .map(|x| i64::from(*t.get(x % 16).unwrap_or(&0)) + offset)
+                .collect();
+            e.int_vector(8, &entries)
+        })
+        .collect()
+}
+
+/// The bytes of a `vector<width x i8>` of codes (each below the tables' count) by `tables`
+/// (`byte_tables`): a `pshufb` a table (AVX2 at 32 bytes, AVX512BW at 64), the right one
+/// selected by the codes' high bits.
+fn byte_lookup<'c, 'a>(
+    e: &Emitter<'c, 'a>,
+    tables: &[Value<'c, 'a>],
+    codes: Value<'c, 'a>,
+    width: u64,
+) -> Value<'c, 'a> {
+    let pshufb = if width == 64 {
+        "llvm.x86.avx512.pshuf.b.512"
+    } else {
+        "llvm.x86.avx2.pshuf.b"
+    };
+    let splat8 = |v: i64| e.int_splat(8, v, width);
+    // One table: the codes are its indices as they are (below 16, bit 7 clear).
+    let low = if tables.len() > 1 {
+        e.andi(codes, splat8(0xF))
+    } else {
+        codes
+    };
+    let high = e.shrui(codes, splat8(4));
+    let bytes_t = e.vector_type(width, e.int_type(8));
+    tables
+        .iter()
+        .enumerate()
+        .fold(None, |acc, (t, &table)| {
+            let v = e.call_intrinsic(pshufb, &[table, low], bytes_t);
+            Some(match acc {
+                None => v,
+                Some(acc) => e.select(e.cmpi(CmpiPredicate::Eq, high, splat8(t as i64)), v, acc),
+            })
+        })
+        .expect("a table of at least one code")
+}
+
+/// The codes of `bytes` (a `vector<n x i8>` of packed FP4 codes, two a byte) in k order,
+/// low nibble first: a `vector<2n x i8>`.
+fn nibbles_in_order<'c, 'a>(e: &Emitter<'c, 'a>, bytes: Value<'c, 'a>, n: u64) -> Value<'c, 'a> {
+    let lo = e.andi(bytes, e.int_splat(8, 0xF, n));
+    let hi = e.shrui(bytes, e.int_splat(8, 4, n));
+    let half = n as i64;
+    let order: Vec<i64> = (0..half).flat_map(|i| [i, half + i]).collect();
+    e.shuffle(lo, hi, e.int_type(8), &order)
+}
+
 /// The byte kernel: codes decoded to the integers of their embedding, four consecutive k
 /// in one 32-bit word (A's as `n + ma`, unsigned; B's as `n`, signed), A in row tiles of
 /// words and B in column panels of words, a K block at a time (decoded, and swept, as the
@@ -2134,15 +2214,10 @@ fn gemm_bytes<'c, 'a>(
     d: ByteDot,
     func: OperationRef<'c, 'a>,
 ) -> Result<(), PassError> {
-    let ints = |side: &Side<'c, 'a>, offset: i32| {
-        side.format
-            .int_code_table(127)
-            .map(|t| t.into_iter().map(|n| n + offset).collect::<Vec<_>>())
-            .ok_or_else(|| unsupported(func, "no integer embedding"))
-    };
     let ma = d.a.max as i32;
-    let table_a = int_table(e, func, &ints(a, ma)?)?;
-    let b_ints = ints(b, 0)?;
+    let a_ints: Vec<i32> = int_codes(a, func)?.into_iter().map(|n| n + ma).collect();
+    let table_a = int_table(e, func, &a_ints)?;
+    let b_ints = int_codes(b, func)?;
     let table_b = int_table(e, func, &b_ints)?;
     let i32t = e.int_type(32);
     let i8t = e.int_type(8);
@@ -2211,46 +2286,19 @@ fn gemm_bytes<'c, 'a>(
     // B's integers as bytes, 32 codes of a row at once (x86 `pshufb`: a 16-byte table
     // lookup in each 128-bit half, one per 16 codes of the table, the right one selected
     // by the code's high bits).
-    let chunks: Vec<Value<'c, 'a>> = b_ints
-        .chunks(16)
-        .map(|t| {
-            let entries: Vec<i64> = (0..32)
-                .map(|x| i64::from(*t.get(x % 16).unwrap_or(&0)))
-                .collect();
-            e.int_vector(8, &entries)
-        })
-        .collect();
-    let i8x32 = e.vector_type(32, i8t);
+    let tables = byte_tables(e, &b_ints, 0, 32);
     let splat8 = |e: &Emitter<'c, 'a>, v: i64| e.int_splat(8, v, 32);
     let int_bytes = |e: &Emitter<'c, 'a>, rr: Value<'c, 'a>, kk: Value<'c, 'a>| {
         let codes = if b.packed {
             let bytes = e.vload(b.bits, &[rr, e.divui(kk, e.index(2))], 16);
-            let nibble = e.int_splat(8, 0xF, 16);
-            let lo = e.andi(bytes, nibble);
-            let hi = e.andi(e.shrui(bytes, e.int_splat(8, 4, 16)), nibble);
-            let mask: Vec<i64> = (0..16).flat_map(|i| [i, 16 + i]).collect();
-            e.shuffle(lo, hi, i8t, &mask)
+            nibbles_in_order(e, bytes, 16)
         } else {
             e.andi(
                 e.vload(b.bits, &[rr, kk], 32),
                 splat8(e, b_ints.len() as i64 - 1),
             )
         };
-        let low = e.andi(codes, splat8(e, 0xF));
-        let high = e.shrui(codes, splat8(e, 4));
-        chunks
-            .iter()
-            .enumerate()
-            .fold(None, |acc, (t, &table)| {
-                let v = e.call_intrinsic("llvm.x86.avx2.pshuf.b", &[table, low], i8x32);
-                Some(match acc {
-                    None => v,
-                    Some(acc) => {
-                        e.select(e.cmpi(CmpiPredicate::Eq, high, splat8(e, t as i64)), v, acc)
-                    }
-                })
-            })
-            .expect("a table of at least one code")
+        byte_lookup(e, &tables, codes, 32)
     };
     let ones8 = splat8(e, 1);
     let ones16 = e.int_splat(16, 1, 16);

@@ -64,7 +64,10 @@ use melior::dialect::arith::CmpiPredicate;
 use melior::ir::{OperationRef, Value};
 
 use super::gemv::lane_sums;
-use super::{k_block, par, unsupported, ByteDot, Plan, Side};
+use super::{
+    byte_lookup, byte_tables, int_codes, k_block, nibbles_in_order, par, prefetch_codes_ahead,
+    ByteDot, Plan, Side,
+};
 use crate::expand_quantize::{ceil_div, int_table};
 use crate::ir::Emitter;
 use crate::PassError;
@@ -86,7 +89,8 @@ const WIDE_ROWS: i64 = 6;
 /// GEMV form found best).
 const GROUP_ROWS: i64 = 4;
 
-/// How far ahead of a chunk each row of B is prefetched, in bytes of codes.
+/// How far ahead of a chunk each row of B is prefetched, in bytes of codes (twice as many k
+/// where they are packed).
 const PREFETCH_BYTES: i64 = 512;
 
 /// Whether the form runs for `m` rows (known when the pass runs) of A times B in format
@@ -140,12 +144,7 @@ pub(super) fn gemm<'c, 'a>(
     d: ByteDot,
     func: OperationRef<'c, 'a>,
 ) -> Result<Value<'c, 'a>, PassError> {
-    let ints = |side: &Side<'c, 'a>| {
-        side.format
-            .int_code_table(127)
-            .ok_or_else(|| unsupported(func, "no integer embedding"))
-    };
-    let (a_ints, b_ints) = (ints(a)?, ints(b)?);
+    let (a_ints, b_ints) = (int_codes(a, func)?, int_codes(b, func)?);
     let (ma, mb) = (i64::from(d.a.max), i64::from(d.b.max));
     let table_a = int_table(e, func, &a_ints)?;
     let table_b = int_table(e, func, &b_ints)?;
@@ -182,62 +181,29 @@ pub(super) fn gemm<'c, 'a>(
     let unit_in_scales = plan.unit_in_scales();
 
     // ---- B's bytes and the dot products --------------------------------------------
-    let (pshufb, dpbusd, maddubs, maddwd) = if lanes == 16 {
+    let (dpbusd, maddubs, maddwd) = if lanes == 16 {
         (
-            "llvm.x86.avx512.pshuf.b.512",
             "llvm.x86.avx512.vpdpbusd.512",
             "llvm.x86.avx512.pmaddubs.w.512",
             "llvm.x86.avx512.pmaddw.d.512",
         )
     } else {
         (
-            "llvm.x86.avx2.pshuf.b",
             "llvm.x86.avx512.vpdpbusd.256",
             "llvm.x86.avx2.pmadd.ub.sw",
             "llvm.x86.avx2.pmadd.wd",
         )
     };
-    let bytes_t = e.vector_type(nbytes, i8t);
     let (i16v, i32v) = (e.vector_type(2 * vl, i16t), e.vector_type(vl, i32t));
     let splat8 = |e: &Emitter<'c, 'a>, v: i64| e.int_splat(8, v, nbytes);
-    // A format's integers (plus `offset`) as bytes, 16 codes a table (each 128-bit slice
-    // holds the whole table: `pshufb` looks up within slices).
-    let byte_tables = |ints: &[i32], offset: i64| -> Vec<Value<'c, 'a>> {
-        ints.chunks(16)
-            .map(|t| {
-                let entries: Vec<i64> = (0..nbytes as usize)
-                    .map(|x| i64::from(*t.get(x % 16).unwrap_or(&0)) + offset)
-                    .collect();
-                e.int_vector(8, &entries)
-            })
-            .collect()
-    };
     // B's integers plus mb (unsigned); A's as they are (signed).
-    let (b_tables, a_tables) = (byte_tables(&b_ints, mb), byte_tables(&a_ints, 0));
-    // The bytes of a vector of codes (each below the tables' count) by `tables`: a
-    // `pshufb` a table, the right one selected by the codes' high bits.
-    let lookup =
-        |e: &Emitter<'c, 'a>, tables: &[Value<'c, 'a>], codes: Value<'c, 'a>| -> Value<'c, 'a> {
-            let low = if tables.len() > 1 {
-                e.andi(codes, splat8(e, 0xF))
-            } else {
-                codes
-            };
-            let high = e.shrui(codes, splat8(e, 4));
-            tables
-                .iter()
-                .enumerate()
-                .fold(None, |acc, (t, &table)| {
-                    let v = e.call_intrinsic(pshufb, &[table, low], bytes_t);
-                    Some(match acc {
-                        None => v,
-                        Some(acc) => {
-                            e.select(e.cmpi(CmpiPredicate::Eq, high, splat8(e, t as i64)), v, acc)
-                        }
-                    })
-                })
-                .expect("a table of at least one code")
-        };
+    let (b_tables, a_tables) = (
+        byte_tables(e, &b_ints, mb, nbytes),
+        byte_tables(e, &a_ints, 0, nbytes),
+    );
+    let lookup = |e: &Emitter<'c, 'a>, tables: &[Value<'c, 'a>], codes: Value<'c, 'a>| {
+        byte_lookup(e, tables, codes, nbytes)
+    };
     let ones16 = e.int_splat(16, 1, 2 * vl);
     let dot = |e: &Emitter<'c, 'a>, acc, unsigned, signed| {
         if d.vnni {
@@ -273,10 +239,7 @@ pub(super) fn gemm<'c, 'a>(
             }
             (false, true) => {
                 let raw = e.vload(a.bits, &[rr, e.divui(kk, two)], nbytes / 2);
-                let nib = |v: i64| e.int_splat(8, v, nbytes / 2);
-                let (lo, hi) = (e.andi(raw, nib(0xF)), e.shrui(raw, nib(4)));
-                let picks: Vec<i64> = (0..n / 2).flat_map(|x| [x, n / 2 + x]).collect();
-                vec![e.shuffle(lo, hi, i8t, &picks)]
+                vec![nibbles_in_order(e, raw, nbytes / 2)]
             }
             (false, false) => vec![mask(e, e.vload(a.bits, &[rr, kk], nbytes))],
         }
@@ -343,17 +306,8 @@ pub(super) fn gemm<'c, 'a>(
 
     // Row `rr`'s bytes of the chunk from k = `kk`: `halves` vectors.
     let b_bytes = |e: &Emitter<'c, 'a>, rr: Value<'c, 'a>, kk: Value<'c, 'a>| {
-        let width = if b.packed {
-            ceil_div(e, k, e.index(2))
-        } else {
-            k
-        };
-        let last = e.subi(width, one);
+        prefetch_codes_ahead(e, b, (rr, kk), k, PREFETCH_BYTES * halves);
         let col = e.divui(kk, e.index(halves));
-        e.prefetch(
-            b.bits,
-            &[rr, e.minui(e.addi(col, e.index(PREFETCH_BYTES)), last)],
-        );
         let raw = e.vload(b.bits, &[rr, col], nbytes);
         if b.packed {
             let lo = e.andi(raw, splat8(e, 0xF));
@@ -421,6 +375,8 @@ pub(super) fn gemm<'c, 'a>(
         };
         let totals = match scaling {
             Scaling::Lanes { seg, per } => {
+                // B's scale block is the segment: a chunk's scales are contiguous.
+                let contiguous = k_block(b.scaled.layout) == Some(seg);
                 // Chunks `c0 .. c0 + n` with B's scales of all of them loaded at once (as
                 // stored where B's scale block is the segment, else one by one), decoded
                 // lane by lane: one vector of `n per` scales a row of B, each chunk's
@@ -432,10 +388,10 @@ pub(super) fn gemm<'c, 'a>(
                         let sb: Vec<Value> = rows
                             .iter()
                             .map(|&rr| {
-                                if k_block(b.scaled.layout) == Some(seg) {
+                                if contiguous {
                                     let idx = b.scaled.scale_index(e, rr, k0);
                                     let stored = e.vload(b.scaled.scales, &idx, width);
-                                    b.scaled.decode_stored_lanes(e, stored, width)
+                                    b.scaled.decode_stored_lanes(e, stored, Some(width))
                                 } else {
                                     let each: Vec<Value> = (0..n * per)
                                         .map(|t| {
@@ -468,11 +424,7 @@ pub(super) fn gemm<'c, 'a>(
                     };
                 // Whole groups of chunks sharing a vector of B's scales, then the rest one
                 // chunk at a time.
-                let group = if k_block(b.scaled.layout) == Some(seg) {
-                    lanes / per
-                } else {
-                    1
-                };
+                let group = if contiguous { lanes / per } else { 1 };
                 let whole = e.muli(e.divui(chunks, e.index(group)), e.index(group));
                 let totals =
                     e.for_loop(zero, whole, e.index(group), &vec![zv; count], |e, c0, t| {
