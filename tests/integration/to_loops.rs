@@ -1249,7 +1249,7 @@ fn gemv_form_matches_the_oracle() {
     }
 }
 
-/// The byte GEMV form (`byte_gemv.rs`: M of at most 8, 6 where B's format has more than
+/// The byte GEMV form (`dot_gemv.rs`: M of at most 8, 6 where B's format has more than
 /// 16 codes, on the byte kernel's integers: B's codes looked up as bytes, A's integers laid
 /// out in B's order, `vpdpbusd` or `pmaddubsw` and `pmaddwd`) is the form taken and agrees
 /// with the oracle: both vector widths, both instructions, every kind of scaling (MX and
@@ -1373,6 +1373,137 @@ fn byte_gemv_form_matches_the_oracle() {
         // carries a copy of the form for every M it takes).
         if lanes == 16 {
             let every: Vec<_> = cases.iter().step_by(3).cloned().collect();
+            let dynamic = run_and_check_shaped(&session, &every, Some(&pre), true);
+            for (i, (what, _)) in every.iter().enumerate() {
+                same_bits(
+                    &fixed[3 * i],
+                    &dynamic[i],
+                    &format!("{what}, {options}, dynamic M"),
+                );
+            }
+        }
+    }
+}
+
+/// The GEMV form on bf16 pairs (`dot_gemv.rs`, `Products::Bf16`: M of at most 8 where
+/// the f32 kernel runs on bf16 pairs; B's codes looked up as bf16 patterns by `vpermi2w`,
+/// two k a lane of `vdpbf16ps`) is the form taken and agrees with the oracle: both vector
+/// widths, every kind of scaling (MX and NVFP4 segments inside a chunk, with B's scales
+/// loaded together or, where B's block is not the segment, one by one; segments of whole
+/// chunks: MX at 8 lanes, 128-long blocks; per-tensor and per-channel sums along all of
+/// K), tables of magnitudes with the sign moved in (OCP FP8, FP6, FP4) and of whole codes
+/// (FNUZ, whose 0x80 is NaN), packed FP4 and custom formats on it (`dot=f32`), K past the
+/// last chunk, N past the last group of B's rows, every code of B's format in one of its
+/// rows (NaN and inf among them), the largest codes and -0 in A, NaN and extreme block
+/// scales, bias and bf16; dynamic M runs the same form under its branch, to the same bits.
+#[test]
+fn pair_gemv_form_matches_the_oracle() {
+    let mut rng = SplitMix64::new(53);
+    let (e4m3, e5m2, f4) = (
+        ScaledFormat::F8E4M3,
+        ScaledFormat::F8E5M2,
+        ScaledFormat::F4E2M1,
+    );
+    let pairs = [
+        (e4m3, ScaleLayout::MX, e4m3, ScaleLayout::MX),
+        (e5m2, ScaleLayout::PerTensor, e4m3, ScaleLayout::PerTensor),
+        (
+            ScaledFormat::F8E4M3Fnuz,
+            ScaleLayout::PerChannel,
+            ScaledFormat::F8E5M2Fnuz,
+            ScaleLayout::PerTensor,
+        ),
+        (
+            ScaledFormat::F6E3M2,
+            ScaleLayout::MX,
+            e5m2,
+            ScaleLayout::Mx { block: 64 },
+        ),
+        (f4, ScaleLayout::NVFP4_GLOBAL, f4, ScaleLayout::NVFP4),
+        (
+            e4m3,
+            ScaleLayout::Blockwise { rows: 1, cols: 128 },
+            e4m3,
+            ScaleLayout::Blockwise {
+                rows: 128,
+                cols: 128,
+            },
+        ),
+        (
+            ScaledFormat::custom(3, 0),
+            ScaleLayout::MX,
+            ScaledFormat::F6E3M2,
+            ScaleLayout::MX,
+        ),
+        (e4m3, ScaleLayout::MX, f4, ScaleLayout::PerChannel),
+    ];
+    // 16 lanes: chunks of 32 k, MX's B scales sixteen chunks a load; K = 1442 is two such
+    // groups, thirteen chunks and 2 k (8 lanes: 90 chunks of 16 and 2 k).
+    let (n, k) = (45, 1442);
+    let mut problems = Vec::new();
+    for (i, &(fa, la, fb, lb)) in pairs.iter().enumerate() {
+        for m in [1, 3, 8] {
+            let packed = |f: ScaledFormat| f.bit_width() == 4 && (i + m) % 2 == 1;
+            let data: Vec<f32> = (0..m * k)
+                .map(|x| match x % 29 {
+                    0 => fa.max_finite(),
+                    1 => -fa.max_finite(),
+                    2 => -0.0,
+                    _ => rng.normal(),
+                })
+                .collect();
+            let mut a = operand_of(&data, m, k, fa, la, packed(fa));
+            let mut b = operand(&mut rng, n, k, fb, lb, packed(fb));
+            let count = fb.code_count() as usize;
+            for x in 0..k {
+                b.q.codes[3 * k + x] = ((x * 37) % count) as u8;
+            }
+            let dtype = lowp_formats::ScaleDtype::UE8M0;
+            // A NaN block scale in A's last row (its outputs NaN) where there are others.
+            if la.scale_dtype() == dtype && m > 1 {
+                let blocks = a.q.scales.values.len() / m;
+                a.q.scales.values[(m - 1) * blocks + 1] = f32::NAN;
+            }
+            if lb.scale_dtype() == dtype {
+                let blocks = b.q.scales.values.len() / n;
+                b.q.scales.values[7 * blocks + 2] = 2f32.powi(-127);
+                b.q.scales.values[9 * blocks] = 2f32.powi(100);
+            }
+            problems.push((
+                format!("M={m} {fa} {la} x {fb} {lb}"),
+                Problem {
+                    a,
+                    b,
+                    bias: (i % 2 == 0).then(|| rng.normal_vec(n)),
+                    bf16: i == 3,
+                },
+            ));
+        }
+    }
+    for lanes in [16, 8] {
+        let options = format!("dot=f32 bf16-dot=true lanes={lanes}");
+        for (what, p) in &problems {
+            let taken = lowp_passes::to_loops::kernel_taken(
+                (p.a.q.format, p.b.q.format),
+                (p.a.q.layout, p.b.q.layout),
+                Some(p.a.q.rows as i64),
+                &options,
+            );
+            assert_eq!(
+                taken, "dot=bf16 decode=table form=gemv",
+                "{what}, {options}"
+            );
+        }
+        if !lowp_jit::host_bf16_dot(lanes) {
+            eprintln!("no bf16 pairs with {lanes} lanes on this host: the form cannot run here");
+            continue;
+        }
+        let pre = format!("builtin.module(func.func(lowp-to-loops{{{options}}}))");
+        let session = Session::new();
+        let fixed = run_and_check(&session, &problems, Some(&pre));
+        // Every third problem with its sizes known only at run time.
+        if lanes == 16 {
+            let every: Vec<_> = problems.iter().step_by(3).cloned().collect();
             let dynamic = run_and_check_shaped(&session, &every, Some(&pre), true);
             for (i, (what, _)) in every.iter().enumerate() {
                 same_bits(
@@ -1564,6 +1695,10 @@ fn jit_refuses_intrinsics_the_host_lacks() {
     assert_eq!(
         needs("llvm.x86.avx512bf16.dpbf16ps.512"),
         ["avx512f", "avx512bf16"]
+    );
+    assert_eq!(
+        needs("llvm.x86.avx512.vpermi2var.hi.256"),
+        ["avx512f", "avx512bw", "avx512vl"]
     );
     assert_eq!(needs("llvm.x86.vcvtph2ps.256"), ["f16c"]);
     assert_eq!(needs("llvm.x86.sse41.pblendvb"), ["sse4.1"]);

@@ -53,7 +53,7 @@ pub fn x86_intrinsic_needs(name: &str) -> Vec<&'static str> {
         } else if rest.starts_with("fp16.") {
             needs.extend(["avx512bw", "avx512fp16"]);
         } else {
-            const BYTE_WORD: [&str; 14] = [
+            const BYTE_WORD: [&str; 15] = [
                 "pmaddubs.w",
                 "pmaddw.d",
                 "psad.bw",
@@ -66,6 +66,7 @@ pub fn x86_intrinsic_needs(name: &str) -> Vec<&'static str> {
                 "pmul.hr.sw",
                 "permvar.hi",
                 "permvar.qi",
+                "vpermi2var.hi",
                 ".w.",
                 ".b.",
             ];

@@ -96,12 +96,13 @@ pub fn host_byte_dot(dot: Dot, lanes: u32) -> bool {
 }
 
 /// The x86 extensions the f32 kernel's bf16 pairs need with vectors of `lanes` f32:
-/// AVX512-BF16's `vdpbf16ps`, and AVX512VL for its 256-bit form.
+/// AVX512-BF16's `vdpbf16ps`, AVX512BW's `vpermi2w` (the GEMV form's lookups of bf16
+/// patterns), and AVX512VL for their 256-bit forms.
 fn bf16_dot_extensions(lanes: u32) -> &'static [&'static str] {
     if lanes >= 16 {
-        &["avx512bf16"]
+        &["avx512bf16", "avx512bw"]
     } else {
-        &["avx512bf16", "avx512vl"]
+        &["avx512bf16", "avx512bw", "avx512vl"]
     }
 }
 

@@ -78,11 +78,14 @@
 //!
 //! Where the byte kernel would run (`dot=i8|vnni`, both formats small integers) and M is
 //! known and at most 8 (6 where B's format has more than 16 codes), the GEMV form runs on
-//! the integers instead (`byte_gemv.rs`): B's codes looked up as bytes a vector at a time
+//! the integers instead (`dot_gemv.rs`): B's codes looked up as bytes a vector at a time
 //! (`pshufb`), A's integers laid out once in the order B's bytes arrive, 4 k of each i32
 //! lane a `vpdpbusd` (or `pmaddubsw` and `pmaddwd`), each chunk's or segment's exact lane
 //! sums converted and scaled into f32 totals (MXFP4 1 x 8192 x 8192: 0.6 ms against 2.8
-//! for the f32 GEMV form on two Zen 5 threads).
+//! for the f32 GEMV form on two Zen 5 threads). Where the f32 kernel would run on bf16
+//! pairs instead (`bf16-dot=true`: FP8, FP6 E3M2) and M is at most 8, the same form runs
+//! on them: B's codes looked up as their values' bf16 patterns (`vpermi2w`), 2 k of each
+//! f32 lane a `vdpbf16ps` (FP8 per tensor 1 x 8192 x 8192: 1.5 ms against 2.2).
 //!
 //! B's decode (the f32 kernel's larger half at the decode shape) takes eight rows of a
 //! panel at a time, a vector of each row's codes at once, and transposes the block in
@@ -155,8 +158,10 @@
 //!   (`bf16_pairs`: FP8, E3M2 FP6, FNUZ, most custom formats; the byte kernel keeps the
 //!   formats it takes). Each product is exact either way, but the instruction adds a
 //!   pair's two to the sum in its own order and roundings, not the FMAs' one k at a time:
-//!   the results are within the contract's f32 bound, not the f32 kernel's bits.
-//!   `lowp-jit` picks true when the host has AVX512-BF16.
+//!   the results are within the contract's f32 bound, not the f32 kernel's bits. Up to 8
+//!   rows of A the GEMV form runs on bf16 pairs too (`dot_gemv.rs`; AVX512BW's `vpermi2w`
+//!   looks B's codes up). `lowp-jit` picks true when the host has AVX512-BF16 and
+//!   AVX512BW.
 //! * `decode=bits|f16` — how the f32 kernel decodes B: bit arithmetic (the default: any
 //!   target), or through f16 where the format allows (a target without an f16 -> f32
 //!   instruction, x86 without F16C, gets a library call per value from LLVM). `lowp-jit`
@@ -182,7 +187,7 @@ use crate::ir::Emitter;
 use crate::registry::{OptionDef, OptionKind, PassDef, PassOptions};
 use crate::PassError;
 
-mod byte_gemv;
+mod dot_gemv;
 mod gemv;
 mod narrow;
 
@@ -303,9 +308,10 @@ pub const PASS: PassDef = PassDef {
             name: "bf16-dot",
             default: "false",
             description: "The f32 kernel's products in bf16 pairs (x86 vdpbf16ps, AVX512-BF16; \
-                          with AVX512VL for lanes=8: two k an instruction) where every value \
-                          of both formats, and every product, is an exact normal bf16 / f32 \
-                          number (FP8, FP6 E3M2, ...; formats the byte kernel takes keep it)",
+                          the GEMV form's lookups AVX512BW's vpermi2w; with AVX512VL for \
+                          lanes=8: two k an instruction) where every value of both formats, \
+                          and every product, is an exact normal bf16 / f32 number (FP8, FP6 \
+                          E3M2, ...; formats the byte kernel takes keep it)",
             kind: OptionKind::Bool,
         },
         OptionDef {
@@ -744,7 +750,12 @@ fn lower_form<'c, 'a>(
         }
         Form::ByteGemv(rows) => {
             let d = bytes.ok_or_else(|| unsupported(op, "no byte kernel for these formats"))?;
-            Some(byte_gemv::gemm(e, &plan, (a, b), (rows, k), d, func)?)
+            let products = dot_gemv::Products::Bytes(d);
+            Some(dot_gemv::gemm(e, &plan, (a, b), (rows, k), products, func)?)
+        }
+        Form::PairGemv(rows) => {
+            let products = dot_gemv::Products::Bf16;
+            Some(dot_gemv::gemm(e, &plan, (a, b), (rows, k), products, func)?)
         }
         _ => None,
     };
@@ -1499,9 +1510,13 @@ enum Form {
     /// `gemv::takes` allows), ahead of the byte kernel's row tiles too where the byte GEMV
     /// form does not take the matmul (at M <= 3 it ran MXFP4 1.4x faster than the tiles).
     Gemv(i64),
-    /// The GEMV form on the byte kernel's integers (`byte_gemv.rs`) for this many rows of
-    /// A (as `byte_gemv::takes` allows), where the byte kernel would run.
+    /// The GEMV form on the byte kernel's integers (`dot_gemv.rs`) for this many rows of
+    /// A (as `dot_gemv::takes` allows), where the byte kernel would run.
     ByteGemv(i64),
+    /// The GEMV form on bf16 pairs (`dot_gemv.rs`) for this many rows of A (as
+    /// `dot_gemv::takes_pairs` allows), where `bf16-dot` holds for the formats (`bf16_pairs`
+    /// with B's values as they are) and the byte kernel would not run.
+    PairGemv(i64),
     /// A's rows as `mv` vectors, B broadcast (`narrow.rs`), f32 kernel only.
     Narrow(i64),
     /// Row tiles of A, column panels of B (f32 or byte kernel).
@@ -1524,8 +1539,12 @@ fn form_of(
     // 8.2 / 9.9 tiles; GEMV still won at M <= 5 (3.8 against 6.4).
     let pairs = !bytes && plan.takes_bf16(fa, fb);
     let gemv = plan.gemv && (!pairs || m.is_some_and(|rows| rows <= PAIRS_GEMV_ROWS));
-    if let Some(rows) = m.filter(|_| plan.gemv && bytes && byte_gemv::takes(m, plan, fb)) {
+    if let Some(rows) = m.filter(|_| plan.gemv && bytes && dot_gemv::takes(m, plan, fb)) {
         return Form::ByteGemv(rows);
+    }
+    let pair_gemv = plan.gemv && !bytes && plan.bf16 && bf16_pairs(fa, fb, 0, plan.seg);
+    if let Some(rows) = m.filter(|_| pair_gemv && dot_gemv::takes_pairs(m, plan)) {
+        return Form::PairGemv(rows);
     }
     if let Some(rows) = m.filter(|_| gemv && gemv::takes(m, plan, f16, bytes, fold)) {
         return Form::Gemv(rows);
@@ -1578,12 +1597,15 @@ pub fn kernel_taken(
     let bytes = plan.dot_i8 && byte_dot(plan.seg, plan.kc, fa, fb, plan.vnni).is_some();
     let form = form_of(&plan, m, (fa, fb), bytes);
     let name = match form {
-        Form::Gemv(_) | Form::ByteGemv(_) => "gemv",
+        Form::Gemv(_) | Form::ByteGemv(_) | Form::PairGemv(_) => "gemv",
         Form::Narrow(_) => "narrow",
         Form::Tiles => "tiles",
     };
     if bytes && matches!(form, Form::Tiles | Form::ByteGemv(_)) {
         format!("dot={dot} form={name}")
+    } else if let Form::PairGemv(_) = form {
+        // B's codes looked up as bf16 patterns.
+        format!("dot=bf16 decode=table form={name}")
     } else {
         let f16 = plan.b_through_f16(fa, fb).is_some();
         let pairs = form == Form::Tiles && plan.takes_bf16(fa, fb);

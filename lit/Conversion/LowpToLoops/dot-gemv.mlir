@@ -1,10 +1,13 @@
 // RUN: lowp-opt %s -split-input-file --pass-pipeline='builtin.module(func.func(lowp-to-loops{dot=vnni lanes=16},canonicalize,cse))' | FileCheck %s
 // RUN: lowp-opt %s -split-input-file --pass-pipeline='builtin.module(func.func(lowp-to-loops{dot=i8 lanes=8},canonicalize,cse))' | FileCheck %s --check-prefix=I8
 // RUN: lowp-opt %s -split-input-file --pass-pipeline='builtin.module(func.func(lowp-to-loops{dot=vnni lanes=16 gemv=false},canonicalize,cse))' | FileCheck %s --check-prefix=OFF
-// The 512-bit form compiles to byte lookups and VNNI dot products (whatever the host):
+// RUN: lowp-opt %s -split-input-file --pass-pipeline='builtin.module(func.func(lowp-to-loops{dot=f32 bf16-dot=true lanes=16},canonicalize,cse))' | FileCheck %s --check-prefix=PAIRS
+// The 512-bit forms compile to byte lookups and VNNI dot products, and to word lookups and
+// bf16 dot products (whatever the host):
 // RUN: lowp-opt %s --pass-pipeline='builtin.module(func.func(lowp-to-loops{dot=vnni lanes=16 parallel=false}))' | lowp-opt --lowp-cpu-pipeline | mlir-translate --mlir-to-llvmir | llc -O2 -mtriple=x86_64-unknown-linux-gnu -mcpu=icelake-server | FileCheck %s --check-prefix=ASM
+// RUN: lowp-opt %s --pass-pipeline='builtin.module(func.func(lowp-to-loops{dot=f32 bf16-dot=true lanes=16 parallel=false}))' | lowp-opt --lowp-cpu-pipeline | mlir-translate --mlir-to-llvmir | llc -O2 -mtriple=x86_64-unknown-linux-gnu -mcpu=sapphirerapids | FileCheck %s --check-prefix=PASM
 
-// The byte GEMV form (byte_gemv.rs; its numerics: tests/integration/to_loops.rs against
+// The GEMV form on bytes (dot_gemv.rs; its numerics: tests/integration/to_loops.rs against
 // the oracle): M = 1, MXFP4 packed, K = 1184 = 9 chunks of 128 k and 32 k past them.
 // A's integers as signed bytes in B's order (all 9 chunks), each chunk's lanes' starts
 // (-mb times A's sums of the lane's k) and A's scale of each lane's k.
@@ -101,5 +104,55 @@ func.func @fp4_per_tensor(%a: memref<2x128xf4E2M1FN>, %sa: memref<1x1xf32>, %b: 
                           %sb: memref<1x1xf32>, %c: memref<2x6xf32>) {
   lowp.scaled_matmul %a[%sa], %b[%sb] into %c layouts(#lowp.per_tensor, #lowp.per_tensor)
       : memref<2x128xf4E2M1FN>[memref<1x1xf32>], memref<6x128xf4E2M1FN>[memref<1x1xf32>] -> memref<2x6xf32>
+  return
+}
+
+// -----
+
+// The GEMV form on bf16 pairs (dot_gemv.rs; its numerics: pair_gemv_form_matches_the_oracle
+// in tests/integration/to_loops.rs): M = 1, E4M3 per tensor, K = 200 = 6 chunks of 32 k
+// and 8 past them. E4M3's top bit is the sign of every value, so the tables hold the bf16
+// patterns of its 128 magnitudes, 64 a lookup (code 1 = 2^-9 = 0x3B00 = 15104, code 8 =
+// 2^-6 = 0x3C80 = 15488; 127, NaN, 0x7FC0 = 32704), and the sign moves in from bit 7.
+// PAIRS-LABEL: func.func @fp8_per_tensor
+// PAIRS-DAG:   %[[SIGN:.*]] = arith.constant dense<-32768> : vector<32xi16>
+// PAIRS-DAG:   %[[BIT6:.*]] = arith.constant dense<64> : vector<32xi16>
+// PAIRS-DAG:   %[[T0:.*]] = arith.constant dense<[0, 15104, 15232, 15296, 15360, {{.*}}]> : vector<32xi16>
+// PAIRS-DAG:   %[[T3:.*]] = arith.constant dense<[{{.*}}, 17376, 32704]> : vector<32xi16>
+// A's patterns, a chunk at a time, in k order.
+// PAIRS:       %[[AP:.*]] = memref.alloc() {alignment = 64 : i64} : memref<1x192xi16>
+// PAIRS:       scf.for %{{.*}} = %c0 to %c6 step %c1 {
+// PAIRS:         vector.load %{{.*}} : memref<1x200xi8>, vector<32xi8>
+// PAIRS:         llvm.call_intrinsic "llvm.x86.avx512.vpermi2var.hi.512"(%[[T0]], %{{.*}}, %{{.*}})
+// PAIRS:         vector.store %{{.*}}, %[[AP]]
+// No scale along K: one loop over all the chunks, the sums of four rows of B carried; each
+// row's 32 codes widened, looked up twice (vpermi2w reads the low 6 bits; bit 6 picks),
+// the sign or-ed in, and one vdpbf16ps with A's patterns.
+// PAIRS:       scf.parallel (%{{.*}}) = (%c0) to (%c2) step (%c1) {
+// PAIRS:         %[[S:.*]]:4 = scf.for %{{.*}} = %c0 to %c6 step %c1 iter_args({{.*}}) -> (vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>) {
+// PAIRS:           %[[RAW:.*]] = vector.load %{{.*}} : memref<6x200xi8>, vector<32xi8>
+// PAIRS-NEXT:      %[[W:.*]] = arith.extui %[[RAW]] : vector<32xi8> to vector<32xi16>
+// PAIRS-NEXT:      %[[LO:.*]] = llvm.call_intrinsic "llvm.x86.avx512.vpermi2var.hi.512"(%[[T0]], %[[W]], %{{.*}})
+// PAIRS-NEXT:      %[[HI:.*]] = llvm.call_intrinsic "llvm.x86.avx512.vpermi2var.hi.512"(%{{.*}}, %[[W]], %[[T3]])
+// PAIRS-NEXT:      %[[B6:.*]] = arith.andi %[[W]], %[[BIT6]] : vector<32xi16>
+// PAIRS-NEXT:      %[[PICK:.*]] = arith.cmpi ne, %[[B6]], %{{.*}} : vector<32xi16>
+// PAIRS-NEXT:      %[[V:.*]] = arith.select %[[PICK]], %[[HI]], %[[LO]] : vector<32xi1>, vector<32xi16>
+// PAIRS-NEXT:      %[[UP:.*]] = arith.shli %[[W]], %{{.*}} : vector<32xi16>
+// PAIRS-NEXT:      %[[SB:.*]] = arith.andi %[[UP]], %[[SIGN]] : vector<32xi16>
+// PAIRS-NEXT:      %[[P:.*]] = arith.ori %[[V]], %[[SB]] : vector<32xi16>
+// PAIRS-NEXT:      %[[B0:.*]] = vector.bitcast %[[P]] : vector<32xi16> to vector<32xbf16>
+// PAIRS:           %[[A:.*]] = vector.load %[[AP]][%c0, %{{.*}}] : memref<1x192xi16>, vector<32xi16>
+// PAIRS-NEXT:      %[[A0:.*]] = vector.bitcast %[[A]] : vector<32xi16> to vector<32xbf16>
+// PAIRS-NEXT:      llvm.call_intrinsic "llvm.x86.avx512bf16.dpbf16ps.512"(%{{.*}}, %[[A0]], %[[B0]]) : (vector<16xf32>, vector<32xbf16>, vector<32xbf16>) -> vector<16xf32>
+// The 8 k past the chunks, one at a time into lane 0 (f32 values from tables).
+// PAIRS:         scf.for %{{.*}} = %c192 to %c200 step %c1 iter_args(%{{.*}} = %[[S]]#0,
+// PAIRS:         memref.store %{{.*}} : memref<1x8xf32>
+// PASM-LABEL:  fp8_per_tensor:
+// PASM:        vperm{{[ti]}}2w %zmm
+// PASM:        vdpbf16ps %zmm
+func.func @fp8_per_tensor(%a: memref<1x200xf8E4M3FN>, %sa: memref<1x1xf32>, %b: memref<6x200xf8E4M3FN>,
+                          %sb: memref<1x1xf32>, %c: memref<1x6xf32>) {
+  lowp.scaled_matmul %a[%sa], %b[%sb] into %c layouts(#lowp.per_tensor, #lowp.per_tensor)
+      : memref<1x200xf8E4M3FN>[memref<1x1xf32>], memref<6x200xf8E4M3FN>[memref<1x1xf32>] -> memref<1x6xf32>
   return
 }

@@ -1,0 +1,859 @@
+//! The GEMV form of `lowp-to-loops` on x86 dot-product instructions: the GEMV form
+//! (`gemv.rs`: few rows of A, each output a dot product along K, B's rows read as stored)
+//! where each lane of an instruction adds several products at once:
+//! - bytes (`Products::Bytes`): the byte kernel's formats (`dot=i8|vnni` where both
+//!   formats are small integers, `lowp_formats::IntEmbedding`), each `vpdpbusd` (else
+//!   `pmaddubsw` and `pmaddwd`) adding four products into each i32 lane;
+//! - bf16 pairs (`Products::Bf16`): formats whose values and products are exact normal
+//!   bf16 / f32 numbers (`bf16-dot=true`, `bf16_pairs`: FP8, FP6 E3M2, FNUZ), each
+//!   `vdpbf16ps` adding two products into each f32 lane.
+//!
+//! Where the f32 GEMV form decodes each code to f32 and spends a lane of an FMA on it, B's
+//! codes are looked up a vector at a time into the instruction's operand, and A's values
+//! are laid out once in the order B's arrive, so B is never shuffled.
+//!
+//! Bytes: B's codes become bytes by one table lookup a vector (`pshufb`; each code's
+//! integer plus B's offset `mb`, so unsigned): 64 products an instruction at 16 lanes.
+//! A's integers (signed bytes) in B's order:
+//! - packed FP4: a chunk of `8 lanes` k is one load of `4 lanes` bytes of a row of B, its
+//!   low nibbles (even k) and high nibbles (odd k) two vectors, A's bytes of the chunk two
+//!   vectors of its even and of its odd k; lane j of each holds k `8j .. 8j + 8` of the
+//!   chunk;
+//! - one code a byte: a chunk of `4 lanes` k, one vector, lane j holding k `4j .. 4j + 4`.
+//!
+//! A's bytes are made the same way, a chunk at a time (A's codes in B's order: nibbles of
+//! packed codes split or interleaved, byte codes gathered, then looked up).
+//! B's offset adds `mb` times A's integers to each lane's sum: a term of A alone, so each
+//! lane starts from minus it (`-mb` times the sum of A's integers of the lane's k in the
+//! interval: a dot product of A's bytes with ones), and ends at the exact integer sum of
+//! its products, converted to f32 (exact: the intervals are short enough) and times the
+//! formats' unit `2^-(shift_a + shift_b)`.
+//!
+//! bf16 pairs: a chunk of `2 lanes` k, B's codes (in k order, packed or not) widened to
+//! 16-bit lanes and looked up as their values' bf16 patterns (`vpermi2w`, 64 patterns a
+//! lookup at 16 lanes; where the code's top bit is the sign of every value, as in OCP
+//! FP8, a table of the magnitudes and the sign bit moved in: E4M3 takes two lookups and a
+//! select), lane j holding k `2j, 2j + 1`; A's patterns made alike, in k order. Each
+//! product is exact (significands of at most 8 bits) and no input, product or sum is
+//! subnormal, so the instruction's DAZ / FTZ never acts; it adds a pair's two products
+//! in its own order. The f32 sums run along all of K where no scale changes along it.
+//!
+//! Each interval's f32 sums join the lanes' f32 totals times the segment's scales
+//! `sa * sb`:
+//! - segments shorter than a chunk (MX's 32, NVFP4's 16): one chunk an interval, holding
+//!   `chunk / seg` segments of `seg / g` lanes each (`g`: k a lane); B's scales of
+//!   `lanes` segments (a group of chunks: four of packed MXFP4's) one vector load where
+//!   B's scale block is the segment, decoded lane by lane, each chunk's spread over its
+//!   lanes by a shuffle, times A's scales of the lanes;
+//! - segments of whole chunks (blockwise 128): a segment an interval, its sums carried
+//!   through its chunks, and one scalar `sa * sb`;
+//! - no segments (per-tensor, per-channel): bytes in intervals as long as each lane's sum
+//!   stays within f32's integers, bf16 pairs in one; no scales (the write-back applies
+//!   them), the unit at the end.
+//!
+//! The k past the last whole chunk are summed one at a time into lane 0.
+//!
+//! ```mlir
+//! // A's integers as bytes in B's order; -mb x A's lane sums; A's scales of each lane
+//! scf.parallel (%q) = ... {                             // groups of rows of B
+//!   %t:4 = scf.for %c0 = %c0 to %whole step %c4 iter_args(...) -> (vector<16xf32>, ...) {
+//!     %sb = vector.load %b_scales[%row, %s0] : memref<?x?xi8>, vector<16xi8>  (decoded)
+//!     // then each of the group's four chunks:
+//!     %start = vector.load %starts[%i, %l0] : memref<1x?xi32>, vector<16xi32>
+//!     %raw = vector.load %b[%row, %b0] : memref<?x?xi8>, vector<64xi8>
+//!     %lo = arith.andi %raw, %c15 : vector<64xi8>     (%hi: arith.shrui %raw, %c4)
+//!     %ulo = llvm.call_intrinsic "llvm.x86.avx512.pshuf.b.512"(%b_table, %lo) ...
+//!     %a0 = vector.load %abytes[%i, %k0] : memref<1x?xi8>, vector<64xi8>
+//!     %s0 = llvm.call_intrinsic "llvm.x86.avx512.vpdpbusd.512"(%start, %ulo, %a0) ...
+//!     %s1 = ...                                          (the odd k: %uhi, %a1)
+//!     %sums = arith.mulf (arith.sitofp %s1), %unit : vector<16xf32>
+//!     %ss = arith.mulf %sa_lanes, (vector.shuffle %sb, %sb [0, 0, 0, 0, 1, 1, 1, 1, ...])
+//!     vector.fma %sums, %ss, %t#0 : vector<16xf32>
+//!   }
+//!   // the chunks past whole groups one at a time, the k past the chunks into lane 0,
+//!   // each total's lanes summed into w[i, row]
+//! }
+//! // bf16 pairs, per tensor: one interval, each chunk of B's row
+//! //   %w = arith.extui (vector.load %b[%row, %k0] : vector<32xi8>) to vector<32xi16>
+//! //   %lo = llvm.call_intrinsic "llvm.x86.avx512.vpermi2var.hi.512"(%t0, %w, %t1)
+//! //   %hi = ... (%t2, %w, %t3); %v = arith.select (bit 6 of %w), %hi, %lo
+//! //   %p = arith.ori %v, (arith.andi (arith.shli %w, 8), 0x8000)      (the sign)
+//! //   %s = llvm.call_intrinsic "llvm.x86.avx512bf16.dpbf16ps.512"(%s, %a_pairs, %p)
+//! ```
+//!
+//! The lanes' sums are added in another order than the other forms' (each lane's k, then
+//! across lanes), within the oracle's f32 summation bound as every form is.
+
+use melior::dialect::arith::CmpiPredicate;
+use melior::ir::{OperationRef, Type, Value};
+
+use super::gemv::lane_sums;
+use super::{
+    byte_lookup, byte_tables, int_codes, k_block, load_codes, nibbles_in_order, par,
+    prefetch_codes_ahead, ByteDot, Plan, Side,
+};
+use crate::expand_quantize::{ceil_div, int_table, scaled_decode_table};
+use crate::ir::Emitter;
+use crate::PassError;
+use lowp_formats::ScaledFormat;
+
+/// The most rows of A the form takes where B's codes are at most 4 bits (one `pshufb`
+/// table). On two Zen 5 threads at N = K = 8192 (ms, three alternated rounds against the
+/// forms it replaced, 954b52b): MXFP4 M = 4 1.8-2.3 against 6.8-7.5 (row tiles), M = 8
+/// 5.0-6.8 against 4.9-7.3 (even); NVFP4 M = 8 5.7-6.5 against 7.4-11.9; FP4 per tensor M
+/// = 8 2.3-2.7 against 3.9-8.5; at M = 12 the row tiles won (MXFP4 5.4 against 7.3).
+const ROWS: i64 = 8;
+
+/// The most rows where B's codes take several tables (FP6 E2M3: four lookups and three
+/// selects a vector): MXFP6 M = 4 3.8-3.9 against 6.2-6.5, M = 6 11.1 against 12.1, M = 8
+/// 10.2 against 8.3 (one round).
+const WIDE_ROWS: i64 = 6;
+
+/// The most rows of A the form takes on bf16 pairs.
+const PAIR_ROWS: i64 = 8;
+
+/// The most rows of B a group takes at once (four streams for the prefetchers, as the f32
+/// GEMV form found best).
+const GROUP_ROWS: i64 = 4;
+
+/// How far ahead of a chunk each row of B is prefetched, in bytes of codes (twice as many k
+/// where they are packed).
+const PREFETCH_BYTES: i64 = 512;
+
+/// What each lane of the form's instructions adds up.
+#[derive(Clone, Copy, Debug)]
+pub(super) enum Products {
+    /// The byte kernel's integers (`vpdpbusd`, else `pmaddubsw` and `pmaddwd`).
+    Bytes(ByteDot),
+    /// bf16 pairs (`vdpbf16ps`), where `bf16_pairs` holds for the formats.
+    Bf16,
+}
+
+/// Whether the form runs on bytes for `m` rows (known when the pass runs) of A times B in
+/// format `fb` under `plan`, the byte kernel's plan existing for the formats: up to `ROWS`
+/// rows (`WIDE_ROWS` past 16 codes); scale segments a multiple of 8 k (a lane's k lie in
+/// one segment, packed or not) that divide a chunk of either storage or are whole chunks
+/// of both.
+pub(super) fn takes(m: Option<i64>, plan: &Plan, fb: ScaledFormat) -> bool {
+    let rows = if fb.code_count() <= 16 {
+        ROWS
+    } else {
+        WIDE_ROWS
+    };
+    let lanes = plan.tile.lanes;
+    let segments_fit = plan
+        .seg
+        .is_none_or(|s| s % 8 == 0 && ((4 * lanes) % s == 0 || s % (8 * lanes) == 0));
+    m.is_some_and(|m| (1..=rows).contains(&m)) && segments_fit
+}
+
+/// Whether the form runs on bf16 pairs for `m` rows under `plan`, `bf16_pairs` holding
+/// for the formats: up to `PAIR_ROWS` rows; scale segments even (a lane's pair in one)
+/// that divide a chunk (`2 lanes` k) or are whole chunks.
+pub(super) fn takes_pairs(m: Option<i64>, plan: &Plan) -> bool {
+    let chunk = 2 * plan.tile.lanes;
+    let segments_fit = plan
+        .seg
+        .is_none_or(|s| s % 2 == 0 && (chunk % s == 0 || s % chunk == 0));
+    m.is_some_and(|m| (1..=PAIR_ROWS).contains(&m)) && segments_fit
+}
+
+/// Rows of B a group takes with `m` rows of A, `carried` vectors a pair (its sums, and
+/// its f32 totals where they are apart) and `halves` vectors a row and chunk: as many as
+/// keep each pair's vectors, the group's vectors of B and one row's of A (a chunk's B is
+/// looked up first, A's rows loaded one at a time) and `extra` for the decode (its scratch
+/// and tables) within the vector registers (32 zmm at 16 lanes, 16 ymm at 8).
+fn group_rows(m: i64, (carried, halves): (i64, i64), lanes: i64, extra: i64) -> i64 {
+    let registers = if lanes == 16 { 32 } else { 16 };
+    (1..=GROUP_ROWS)
+        .rev()
+        .find(|&r| carried * m * r + halves * (r + 1) + extra <= registers)
+        .unwrap_or(1)
+}
+
+/// How an interval's sums join the totals (see the module header).
+#[derive(Clone, Copy)]
+enum Scaling {
+    /// No scales along K: the sums as they are (the unit and scales applied after).
+    None,
+    /// A segment of `seg` k an interval: one `sa * sb`.
+    Whole { seg: i64 },
+    /// One chunk an interval, `per` segments of `seg` k in it.
+    Lanes { seg: i64, per: i64 },
+}
+
+/// The bf16 patterns of a format's codes as `vpermi2w` tables (see `word_tables`).
+struct WordTables<'c, 'a> {
+    /// Pairs of vectors of patterns: `2 width` patterns a lookup.
+    tables: Vec<Value<'c, 'a>>,
+    /// The codes' bits that index the tables (all of them, or the magnitude's).
+    index_mask: i64,
+    /// Where the code's top bit is the sign of every value: the shift that moves it to
+    /// bit 15 (the tables then hold the magnitudes' patterns).
+    sign_shift: Option<i64>,
+    /// Patterns a lookup (`2 width`).
+    per: i64,
+}
+
+/// The bf16 patterns of `f`'s codes (each value's f32 pattern's high half: exact where
+/// `bf16_pairs` holds; NaN as `0x7FC0`) as tables of `width` 16-bit lanes, two a lookup.
+/// Where the top bit of the code flips the sign of every value (`-0` for `0`, a NaN for a
+/// NaN: OCP FP8 and FP6, not FNUZ, whose `0x80` is its NaN), the tables hold the patterns
+/// of the magnitudes only, half as many lookups.
+fn word_tables<'c, 'a>(e: &Emitter<'c, 'a>, f: ScaledFormat, width: u64) -> WordTables<'c, 'a> {
+    let count = f.code_count() as usize;
+    let patterns: Vec<u16> = (0..count)
+        .map(|c| {
+            let v = f.decode(c as u8);
+            if v.is_nan() {
+                0x7FC0
+            } else {
+                (v.to_bits() >> 16) as u16
+            }
+        })
+        .collect();
+    let half = count / 2;
+    let is_nan = |p: u16| p & 0x7F80 == 0x7F80 && p & 0x7F != 0;
+    let signed = count >= 2
+        && (0..half).all(|c| {
+            let (p, q) = (patterns[c], patterns[c + half]);
+            if is_nan(p) {
+                is_nan(q)
+            } else {
+                q == p ^ 0x8000
+            }
+        });
+    let entries = if signed {
+        &patterns[..half]
+    } else {
+        &patterns[..]
+    };
+    let per = 2 * width as usize;
+    let tables = entries
+        .chunks(per)
+        .flat_map(|lookup| {
+            [0, 1].map(|t| {
+                let words: Vec<i64> = (0..width as usize)
+                    .map(|x| i64::from(*lookup.get(t * width as usize + x).unwrap_or(&0) as i16))
+                    .collect();
+                e.int_vector(16, &words)
+            })
+        })
+        .collect();
+    let bits = count.trailing_zeros() as i64;
+    WordTables {
+        tables,
+        index_mask: entries.len() as i64 - 1,
+        sign_shift: signed.then_some(16 - bits),
+        per: per as i64,
+    }
+}
+
+/// The bf16 patterns of a `vector<width x i16>` of codes by `t` (`word_tables`): a
+/// `vpermi2w` a pair of tables (AVX512BW; AVX512VL at 16 lanes of 16 bits), which reads
+/// the index's low bits only; the lookups' results picked by a tree of selects on the
+/// code's bits above them (one bit test for E4M3's two lookups); the sign bit moved in
+/// where the tables hold magnitudes. The codes are masked only where a lookup's index
+/// bits reach past the tables' entries (the sign of FP6 E3M2's 32 magnitudes, or bits
+/// above a code narrower than its byte).
+fn word_lookup<'c, 'a>(
+    e: &Emitter<'c, 'a>,
+    t: &WordTables<'c, 'a>,
+    codes: Value<'c, 'a>,
+    width: u64,
+) -> Value<'c, 'a> {
+    let permute = if width == 32 {
+        "llvm.x86.avx512.vpermi2var.hi.512"
+    } else {
+        "llvm.x86.avx512.vpermi2var.hi.256"
+    };
+    let splat16 = |v: i64| e.int_splat(16, v, width);
+    let index = if t.index_mask < t.per - 1 {
+        e.andi(codes, splat16(t.index_mask))
+    } else {
+        codes
+    };
+    let words_t = e.vector_type(width, e.int_type(16));
+    let mut level: Vec<Value> = t
+        .tables
+        .chunks(2)
+        .map(|pair| e.call_intrinsic(permute, &[pair[0], index, pair[1]], words_t))
+        .collect();
+    // Each round pairs the lookups that differ in the next bit of the index above them.
+    let mut bit = t.per;
+    while level.len() > 1 {
+        let set = e.cmpi(CmpiPredicate::Ne, e.andi(codes, splat16(bit)), splat16(0));
+        level = level.chunks(2).map(|p| e.select(set, p[1], p[0])).collect();
+        bit *= 2;
+    }
+    let looked = level[0];
+    match t.sign_shift {
+        Some(shift) => {
+            let sign = e.andi(e.shli(codes, splat16(shift)), splat16(i64::from(i16::MIN)));
+            e.ori(looked, sign)
+        }
+        None => looked,
+    }
+}
+
+/// The form's sums for `m` rows: `w[row, column]` (columns padded to whole groups of B's
+/// rows; per-tensor and per-channel scales not yet applied).
+pub(super) fn gemm<'c, 'a>(
+    e: &Emitter<'c, 'a>,
+    plan: &Plan,
+    (a, b): (&Side<'c, 'a>, &Side<'c, 'a>),
+    (m, k): (i64, Value<'c, 'a>),
+    products: Products,
+    func: OperationRef<'c, 'a>,
+) -> Result<Value<'c, 'a>, PassError> {
+    let (f32t, i32t, i8t, i16t) = (e.f32_type(), e.int_type(32), e.int_type(8), e.int_type(16));
+    let bf16t = Type::bfloat16(e.ctx());
+    let (zero, one) = (e.index(0), e.index(1));
+    let lanes = plan.tile.lanes;
+    let vl = lanes as u64;
+    // k a lane holds in a chunk; vectors a row and chunk.
+    let (g, halves) = match products {
+        Products::Bytes(_) if b.packed => (8, 2),
+        Products::Bytes(_) => (4, 1),
+        Products::Bf16 => (2, 1),
+    };
+    let chunk = g * lanes;
+    let nbytes = 4 * vl;
+    let nwords = 2 * vl;
+    let (chunk_v, lane_v) = (e.index(chunk), e.index(lanes));
+    let chunks = e.divui(k, chunk_v);
+    let kv = e.muli(chunks, chunk_v);
+    let bytes = match products {
+        Products::Bytes(d) => Some(Bytes::new(e, plan, (a, b), d, func)?),
+        Products::Bf16 => None,
+    };
+    // Chunks an interval (of the sums; one where segments are shorter than a chunk; `None`:
+    // all of K, where the f32 sums of bf16 pairs meet no scale along it).
+    let (per_interval, scaling) = match plan.seg {
+        None => (bytes.as_ref().map(|bt| (bt.cap / g).max(1)), Scaling::None),
+        Some(s) if s >= chunk => (Some(s / chunk), Scaling::Whole { seg: s }),
+        Some(s) => (
+            Some(1),
+            Scaling::Lanes {
+                seg: s,
+                per: chunk / s,
+            },
+        ),
+    };
+    let intervals = match per_interval {
+        Some(p) => ceil_div(e, chunks, e.index(p)),
+        None => one,
+    };
+    let unit = bytes.as_ref().map_or(1.0, |bt| bt.d.unit());
+    // The unit on A's scales where that is exact (`Plan::unit_in_scales`).
+    let unit_in_scales = bytes.is_some() && plan.unit_in_scales();
+
+    // ---- the dot products ---------------------------------------------------------
+    let (dpbusd, maddubs, maddwd, dpbf16) = if lanes == 16 {
+        (
+            "llvm.x86.avx512.vpdpbusd.512",
+            "llvm.x86.avx512.pmaddubs.w.512",
+            "llvm.x86.avx512.pmaddw.d.512",
+            "llvm.x86.avx512bf16.dpbf16ps.512",
+        )
+    } else {
+        (
+            "llvm.x86.avx512.vpdpbusd.256",
+            "llvm.x86.avx2.pmadd.ub.sw",
+            "llvm.x86.avx2.pmadd.wd",
+            "llvm.x86.avx512bf16.dpbf16ps.256",
+        )
+    };
+    let (i16v, i32v, f32v) = (
+        e.vector_type(2 * vl, i16t),
+        e.vector_type(vl, i32t),
+        e.vector_type(vl, f32t),
+    );
+    let ones16 = e.int_splat(16, 1, 2 * vl);
+    // `acc` plus the products of B's vector `bv` and A's `av` lane by lane.
+    let dot = |e: &Emitter<'c, 'a>,
+               acc: Value<'c, 'a>,
+               bv: Value<'c, 'a>,
+               av: Value<'c, 'a>|
+     -> Value<'c, 'a> {
+        match products {
+            Products::Bytes(d) if d.vnni => e.call_intrinsic(dpbusd, &[acc, bv, av], i32v),
+            Products::Bytes(_) => {
+                let pairs = e.call_intrinsic(maddubs, &[bv, av], i16v);
+                let quads = e.call_intrinsic(maddwd, &[pairs, ones16], i32v);
+                e.addi(acc, quads)
+            }
+            Products::Bf16 => e.call_intrinsic(dpbf16, &[acc, av, bv], f32v),
+        }
+    };
+    // bf16 pairs: both formats' patterns as tables, and one f32 per code for the tail.
+    let words = matches!(products, Products::Bf16).then(|| {
+        (
+            word_tables(e, a.format, nwords),
+            word_tables(e, b.format, nwords),
+        )
+    });
+    let pair_values = match products {
+        Products::Bf16 => Some((
+            scaled_decode_table(e, func, a.format, 0)?,
+            scaled_decode_table(e, func, b.format, 0)?,
+        )),
+        Products::Bytes(_) => None,
+    };
+    // A side's codes of row `rr` from k = `kk` in k order as bf16 patterns.
+    let pair_patterns = |e: &Emitter<'c, 'a>, side: &Side<'c, 'a>, t, rr, kk| {
+        let codes = load_codes(e, side, (rr, kk), nwords, 16);
+        word_lookup(e, t, codes, nwords)
+    };
+
+    // ---- A: its values in B's order, the lanes' starts, its scales -------------------
+    let (a_elem, a_width) = match products {
+        Products::Bytes(_) => (i8t, nbytes),
+        Products::Bf16 => (i16t, nwords),
+    };
+    let avals = e.alloc(a_elem, &[Some(m), None], &[kv], 64);
+    let starts = bytes
+        .is_some()
+        .then(|| e.alloc(i32t, &[Some(m), None], &[e.muli(intervals, lane_v)], 64));
+    // A's scales: each segment's (`Whole`), or each chunk's lanes' (`Lanes`).
+    let sa = match scaling {
+        Scaling::None => None,
+        Scaling::Whole { seg } => {
+            let segments = ceil_div(e, k, e.index(seg));
+            Some((
+                e.alloc(f32t, &[Some(m), None], &[segments], 64),
+                segments,
+                seg,
+            ))
+        }
+        Scaling::Lanes { .. } => {
+            let all = e.muli(chunks, lane_v);
+            Some((e.alloc(f32t, &[Some(m), None], &[all], 64), all, g))
+        }
+    };
+    for r in 0..m {
+        let rr = e.index(r);
+        match (&bytes, &words, starts) {
+            (Some(bt), _, Some(starts)) => bt.prepare_a(
+                e,
+                (a, b),
+                (rr, lanes),
+                (
+                    chunks,
+                    intervals,
+                    per_interval.expect("the bytes' intervals"),
+                ),
+                (avals, starts),
+                &dot,
+            ),
+            (_, Some((ta, _)), _) => {
+                e.for_loop(zero, chunks, one, &[], |e, c, _| {
+                    let kk = e.muli(c, chunk_v);
+                    e.vstore(pair_patterns(e, a, ta, rr, kk), avals, &[rr, kk]);
+                    vec![]
+                });
+            }
+            _ => unreachable!("bytes or bf16 pairs"),
+        }
+        // Entry x of A's scales is k = x * step's (a segment's first k, or a lane's).
+        if let Some((sa, entries, step)) = sa {
+            e.for_loop(zero, entries, one, &[], |e, x, _| {
+                let v = a.scaled.block_value(e, rr, e.muli(x, e.index(step)));
+                let v = if unit_in_scales {
+                    e.mulf(v, e.f32(unit))
+                } else {
+                    v
+                };
+                e.store(v, sa, &[rr, x]);
+                vec![]
+            });
+        }
+    }
+
+    // Row `rr`'s vectors of the chunk from k = `kk` (`halves` of them).
+    let b_vectors = |e: &Emitter<'c, 'a>, rr: Value<'c, 'a>, kk: Value<'c, 'a>| {
+        let ahead = PREFETCH_BYTES * if b.packed { 2 } else { 1 };
+        prefetch_codes_ahead(e, b, (rr, kk), k, ahead);
+        match (&bytes, &words) {
+            (Some(bt), _) => bt.b_bytes(e, b, (rr, kk), (halves, nbytes)),
+            (_, Some((_, tb))) => {
+                let p = pair_patterns(e, b, tb, rr, kk);
+                vec![e.vector_bitcast(p, nwords, bf16t)]
+            }
+            _ => unreachable!("bytes or bf16 pairs"),
+        }
+    };
+    // A's row `i`'s vectors of the chunk from k = `kk`.
+    let a_vectors = |e: &Emitter<'c, 'a>, i: i64, kk: Value<'c, 'a>| -> Vec<Value<'c, 'a>> {
+        (0..halves)
+            .map(|h| {
+                let from = e.addi(kk, e.index(h * a_width as i64));
+                let v = e.vload(avals, &[e.index(i), from], a_width);
+                match products {
+                    Products::Bytes(_) => v,
+                    Products::Bf16 => e.vector_bitcast(v, nwords, bf16t),
+                }
+            })
+            .collect()
+    };
+    // ---- the groups of rows of B ---------------------------------------------------
+    let n = b.rows;
+    let extra = match &words {
+        Some((_, tb)) => 2 + tb.tables.len() as i64,
+        None => 2,
+    };
+    // Each pair's sums and totals, or (one interval) its sums alone.
+    let carried = if per_interval.is_some() { 2 } else { 1 };
+    let rb = group_rows(m, (carried, halves), lanes, extra);
+    let groups = ceil_div(e, n, e.index(rb));
+    let w = e.alloc(f32t, &[Some(m), None], &[e.muli(groups, e.index(rb))], 64);
+    let count = (m * rb) as usize;
+    let zv = e.zero_vector(vl);
+    let unit_v = e.f32_splat(unit, vl);
+    // Lane 0 alone: where the tail's products join a total.
+    let first = {
+        let idx = e.int_vector(32, &(0..lanes).collect::<Vec<_>>());
+        e.cmpi(CmpiPredicate::Eq, idx, e.int_splat(32, 0, vl))
+    };
+    par(e, plan.parallel, groups, &|e, q| {
+        let rows: Vec<Value> = (0..rb)
+            .map(|j| e.minui(e.addi(e.muli(q, e.index(rb)), e.index(j)), e.subi(n, one)))
+            .collect();
+        // The sums of chunk `c` added to `acc`.
+        let chunk_dots = |e: &Emitter<'c, 'a>, c: Value<'c, 'a>, acc: &[Value<'c, 'a>]| {
+            let kk = e.muli(c, chunk_v);
+            let bvs: Vec<Vec<Value>> = rows.iter().map(|&rr| b_vectors(e, rr, kk)).collect();
+            let mut next = acc.to_vec();
+            for i in 0..m {
+                let avs = a_vectors(e, i, kk);
+                for (j, bv) in bvs.iter().enumerate() {
+                    let x = (i * rb) as usize + j;
+                    for (&u, &s) in bv.iter().zip(&avs) {
+                        next[x] = dot(e, next[x], u, s);
+                    }
+                }
+            }
+            next
+        };
+        // The sums' starts of interval `f`, one per pair: the lanes' starts (bytes), else
+        // zeros.
+        let inits = |e: &Emitter<'c, 'a>, f: Value<'c, 'a>| -> Vec<Value<'c, 'a>> {
+            let Some(starts) = starts else {
+                return vec![zv; count];
+            };
+            let at = e.muli(f, lane_v);
+            (0..m)
+                .map(|i| e.vload(starts, &[e.index(i), at], vl))
+                .flat_map(|s| std::iter::repeat_n(s, rb as usize))
+                .collect()
+        };
+        // An interval's sums as f32 (bytes: converted from i32), times the unit where it
+        // is not elsewhere.
+        let converted = |e: &Emitter<'c, 'a>, sums: Value<'c, 'a>| {
+            if bytes.is_none() {
+                return sums;
+            }
+            let v = e.sitofp(sums, f32v);
+            match scaling {
+                Scaling::None => v,
+                _ if unit_in_scales => v,
+                _ => e.mulf(v, unit_v),
+            }
+        };
+        let totals = match scaling {
+            Scaling::Lanes { seg, per } => {
+                // B's scale block is the segment: a chunk's scales are contiguous.
+                let contiguous = k_block(b.scaled.layout) == Some(seg);
+                // Chunks `c0 .. c0 + n` with B's scales of all of them loaded at once (as
+                // stored where B's scale block is the segment, else one by one), decoded
+                // lane by lane: one vector of `n per` scales a row of B, each chunk's
+                // spread over its lanes by a shuffle times A's lanes' scales.
+                let chunks_at =
+                    |e: &Emitter<'c, 'a>, c0: Value<'c, 'a>, n: i64, totals: &[Value<'c, 'a>]| {
+                        let k0 = e.muli(c0, chunk_v);
+                        let width = (n * per) as u64;
+                        let sb: Vec<Value> = rows
+                            .iter()
+                            .map(|&rr| {
+                                if contiguous {
+                                    let idx = b.scaled.scale_index(e, rr, k0);
+                                    let stored = e.vload(b.scaled.scales, &idx, width);
+                                    b.scaled.decode_stored_lanes(e, stored, Some(width))
+                                } else {
+                                    let each: Vec<Value> = (0..n * per)
+                                        .map(|t| {
+                                            let kt = e.addi(k0, e.index(t * seg));
+                                            b.scaled.block_value(e, rr, kt)
+                                        })
+                                        .collect();
+                                    e.from_elements(&each)
+                                }
+                            })
+                            .collect();
+                        let (sa, _, _) = sa.expect("A's lanes' scales");
+                        let mut totals = totals.to_vec();
+                        for u in 0..n {
+                            let c = e.addi(c0, e.index(u));
+                            let sums = chunk_dots(e, c, &inits(e, c));
+                            let spread: Vec<i64> =
+                                (0..lanes).map(|l| u * per + l / (lanes / per)).collect();
+                            let at = e.muli(c, lane_v);
+                            for i in 0..m {
+                                let sav = e.vload(sa, &[e.index(i), at], vl);
+                                for (j, &sbj) in sb.iter().enumerate() {
+                                    let x = (i * rb) as usize + j;
+                                    let s = e.mulf(sav, e.shuffle(sbj, sbj, f32t, &spread));
+                                    totals[x] = e.fma(converted(e, sums[x]), s, totals[x]);
+                                }
+                            }
+                        }
+                        totals
+                    };
+                // Whole groups of chunks sharing a vector of B's scales, then the rest one
+                // chunk at a time.
+                let group = if contiguous { lanes / per } else { 1 };
+                let whole = e.muli(e.divui(chunks, e.index(group)), e.index(group));
+                let totals =
+                    e.for_loop(zero, whole, e.index(group), &vec![zv; count], |e, c0, t| {
+                        chunks_at(e, c0, group, t)
+                    });
+                e.for_loop(whole, chunks, one, &totals, |e, c, t| chunks_at(e, c, 1, t))
+            }
+            // bf16 pairs with no scale along K: the sums are the totals, along all of K.
+            Scaling::None if per_interval.is_none() => {
+                e.for_loop(zero, chunks, one, &vec![zv; count], |e, c, acc| {
+                    chunk_dots(e, c, acc)
+                })
+            }
+            _ => e.for_loop(zero, intervals, one, &vec![zv; count], |e, f, totals| {
+                let per_interval = per_interval.expect("intervals of the sums");
+                let c0 = e.muli(f, e.index(per_interval));
+                let c1 = e.minui(e.addi(c0, e.index(per_interval)), chunks);
+                let sums = e.for_loop(c0, c1, one, &inits(e, f), |e, c, acc| chunk_dots(e, c, acc));
+                match scaling {
+                    Scaling::Whole { seg } => {
+                        let k0 = e.muli(c0, chunk_v);
+                        let t = e.divui(k0, e.index(seg));
+                        let (sa, _, _) = sa.expect("A's segment scales");
+                        let sb: Vec<Value> = rows
+                            .iter()
+                            .map(|&rr| b.scaled.block_value(e, rr, k0))
+                            .collect();
+                        (0..count)
+                            .map(|x| {
+                                let (i, j) = (x as i64 / rb, x % rb as usize);
+                                let s = e.mulf(e.load(sa, &[e.index(i), t]), sb[j]);
+                                e.fma(converted(e, sums[x]), e.broadcast(s, vl), totals[x])
+                            })
+                            .collect()
+                    }
+                    _ => (0..count)
+                        .map(|x| e.addf(totals[x], converted(e, sums[x])))
+                        .collect(),
+                }
+            }),
+        };
+        // The k past the last whole chunk, one at a time into lane 0 (each product times
+        // the unit and its scales).
+        let totals = e.for_loop(kv, k, one, &totals, |e, kk, totals| {
+            let mut next = totals.to_vec();
+            for (j, &rr) in rows.iter().enumerate() {
+                let sb = plan.seg.map(|_| b.scaled.block_value(e, rr, kk));
+                for i in 0..m {
+                    let x = (i * rb) as usize + j;
+                    let ii = e.index(i);
+                    let p = match (&bytes, pair_values) {
+                        (Some(bt), _) => {
+                            let nb = b.table_value(e, bt.table_b, (rr, kk));
+                            let na = a.table_value(e, bt.table_a, (ii, kk));
+                            let p = e.sitofp(e.muli(na, nb), f32t);
+                            if sb.is_some() {
+                                e.mulf(p, e.f32(unit))
+                            } else {
+                                p
+                            }
+                        }
+                        (_, Some((ta, tb))) => e.mulf(
+                            a.table_value(e, ta, (ii, kk)),
+                            b.table_value(e, tb, (rr, kk)),
+                        ),
+                        _ => unreachable!("bytes or bf16 pairs"),
+                    };
+                    let v = match sb {
+                        Some(sb) => e.mulf(p, e.mulf(a.scaled.block_value(e, ii, kk), sb)),
+                        None => p,
+                    };
+                    next[x] = e.addf(next[x], e.select(first, e.broadcast(v, vl), zv));
+                }
+            }
+            next
+        });
+        // Each total's lanes summed, `lanes` totals at a time.
+        for set in 0..count.div_ceil(lanes as usize) {
+            let of: Vec<Value> = (set * lanes as usize..(set + 1) * lanes as usize)
+                .map(|x| if x < count { totals[x] } else { zv })
+                .collect();
+            let sums = lane_sums(e, lanes, &of);
+            for x in set * lanes as usize..((set + 1) * lanes as usize).min(count) {
+                let (i, j) = (x as i64 / rb, x as i64 % rb);
+                let mut v = e.extract(sums, x as i64 % lanes, f32t);
+                if matches!(scaling, Scaling::None) && bytes.is_some() {
+                    v = e.mulf(v, e.f32(unit));
+                }
+                let col = e.addi(e.muli(q, e.index(rb)), e.index(j));
+                e.store(v, w, &[e.index(i), col]);
+            }
+        }
+    });
+    e.dealloc(avals);
+    if let Some(starts) = starts {
+        e.dealloc(starts);
+    }
+    if let Some((sa, _, _)) = sa {
+        e.dealloc(sa);
+    }
+    Ok(w)
+}
+
+/// The byte form's integers: the formats' tables (`pshufb`'s and one integer per code for
+/// the tail) and its exactness cap.
+struct Bytes<'c, 'a> {
+    d: ByteDot,
+    /// Most k an interval whose lanes' sums stay exact in f32.
+    cap: i64,
+    a_tables: Vec<Value<'c, 'a>>,
+    b_tables: Vec<Value<'c, 'a>>,
+    /// B's code count (its codes masked below it).
+    b_codes: i64,
+    table_a: Value<'c, 'a>,
+    table_b: Value<'c, 'a>,
+}
+
+impl<'c, 'a> Bytes<'c, 'a> {
+    fn new(
+        e: &Emitter<'c, 'a>,
+        plan: &Plan,
+        (a, b): (&Side<'c, 'a>, &Side<'c, 'a>),
+        d: ByteDot,
+        func: OperationRef<'c, 'a>,
+    ) -> Result<Self, PassError> {
+        let (a_ints, b_ints) = (int_codes(a, func)?, int_codes(b, func)?);
+        let (ma, mb) = (i64::from(d.a.max), i64::from(d.b.max));
+        let nbytes = 4 * plan.tile.lanes as u64;
+        Ok(Self {
+            d,
+            // Each lane's sum over an interval is at most `interval / lanes x ma x mb`:
+            // exact in f32 up to 2^24, and (with the start, `-mb` times A's integers) far
+            // inside i32.
+            cap: (1i64 << 24) / (ma * mb).max(1),
+            // B's integers plus mb (unsigned); A's as they are (signed).
+            a_tables: byte_tables(e, &a_ints, 0, nbytes),
+            b_tables: byte_tables(e, &b_ints, mb, nbytes),
+            b_codes: b_ints.len() as i64,
+            table_a: int_table(e, func, &a_ints)?,
+            table_b: int_table(e, func, &b_ints)?,
+        })
+    }
+
+    /// A's row `rr` as bytes in B's order (`avals`), and each lane's sum of them times
+    /// `-mb` into its interval's `starts` (zeroed first), a chunk at a time (`dot`: the
+    /// form's byte products).
+    #[allow(clippy::type_complexity)]
+    fn prepare_a(
+        &self,
+        e: &Emitter<'c, 'a>,
+        (a, b): (&Side<'c, 'a>, &Side<'c, 'a>),
+        (rr, lanes): (Value<'c, 'a>, i64),
+        (chunks, intervals, per_interval): (Value<'c, 'a>, Value<'c, 'a>, i64),
+        (avals, starts): (Value<'c, 'a>, Value<'c, 'a>),
+        dot: &dyn Fn(
+            &Emitter<'c, 'a>,
+            Value<'c, 'a>,
+            Value<'c, 'a>,
+            Value<'c, 'a>,
+        ) -> Value<'c, 'a>,
+    ) {
+        let (zero, one) = (e.index(0), e.index(1));
+        let vl = lanes as u64;
+        let nbytes = 4 * vl;
+        let n = nbytes as i64;
+        let lane_v = e.index(lanes);
+        let chunk_v = e.index(if b.packed { 8 * lanes } else { 4 * lanes });
+        let splat8 = |e: &Emitter<'c, 'a>, v: i64| e.int_splat(8, v, nbytes);
+        let i8t = e.int_type(8);
+        // A's codes of row `rr` from k = `kk` in B's order (packed B's even then odd k
+        // where B is packed), each below A's code count.
+        let a_codes = |e: &Emitter<'c, 'a>, kk: Value<'c, 'a>| {
+            let mask =
+                |e: &Emitter<'c, 'a>, v| e.andi(v, splat8(e, i64::from(a.format.code_count()) - 1));
+            let two = e.index(2);
+            match (b.packed, a.packed) {
+                (true, true) => {
+                    let raw = e.vload(a.bits, &[rr, e.divui(kk, two)], nbytes);
+                    vec![e.andi(raw, splat8(e, 0xF)), e.shrui(raw, splat8(e, 4))]
+                }
+                (true, false) => {
+                    let lo = e.vload(a.bits, &[rr, kk], nbytes);
+                    let hi = e.vload(a.bits, &[rr, e.addi(kk, e.index(n))], nbytes);
+                    (0..2)
+                        .map(|h| {
+                            let picks: Vec<i64> = (0..n).map(|x| 2 * x + h).collect();
+                            mask(e, e.shuffle(lo, hi, i8t, &picks))
+                        })
+                        .collect()
+                }
+                (false, true) => {
+                    let raw = e.vload(a.bits, &[rr, e.divui(kk, two)], nbytes / 2);
+                    vec![nibbles_in_order(e, raw, nbytes / 2)]
+                }
+                (false, false) => vec![mask(e, e.vload(a.bits, &[rr, kk], nbytes))],
+            }
+        };
+        e.for_loop(zero, intervals, one, &[], |e, f, _| {
+            e.vstore(e.int_splat(32, 0, vl), starts, &[rr, e.muli(f, lane_v)]);
+            vec![]
+        });
+        let ones8 = splat8(e, 1);
+        let minus_mb = e.int_splat(32, -i64::from(self.d.b.max), vl);
+        // A chunk at a time: its integers stored, each lane's sum of them (a dot product
+        // with ones) times -mb added into its interval's starts.
+        e.for_loop(zero, chunks, one, &[], |e, c, _| {
+            let kk = e.muli(c, chunk_v);
+            let mut sums = e.int_splat(32, 0, vl);
+            for (h, codes) in a_codes(e, kk).into_iter().enumerate() {
+                let v = byte_lookup(e, &self.a_tables, codes, nbytes);
+                e.vstore(v, avals, &[rr, e.addi(kk, e.index(h as i64 * n))]);
+                sums = dot(e, sums, ones8, v);
+            }
+            let at = e.muli(e.divui(c, e.index(per_interval)), lane_v);
+            let s = e.vload(starts, &[rr, at], vl);
+            e.vstore(e.addi(s, e.muli(sums, minus_mb)), starts, &[rr, at]);
+            vec![]
+        });
+    }
+
+    /// Row `rr`'s bytes (B's integers plus `mb`) of the chunk from k = `kk`: `halves`
+    /// vectors (packed: the low nibbles', even k, then the high nibbles').
+    fn b_bytes(
+        &self,
+        e: &Emitter<'c, 'a>,
+        b: &Side<'c, 'a>,
+        (rr, kk): (Value<'c, 'a>, Value<'c, 'a>),
+        (halves, nbytes): (i64, u64),
+    ) -> Vec<Value<'c, 'a>> {
+        let splat8 = |v: i64| e.int_splat(8, v, nbytes);
+        let col = e.divui(kk, e.index(halves));
+        let raw = e.vload(b.bits, &[rr, col], nbytes);
+        if b.packed {
+            let lo = e.andi(raw, splat8(0xF));
+            let hi = e.shrui(raw, splat8(4));
+            vec![
+                byte_lookup(e, &self.b_tables, lo, nbytes),
+                byte_lookup(e, &self.b_tables, hi, nbytes),
+            ]
+        } else {
+            let codes = e.andi(raw, splat8(self.b_codes - 1));
+            vec![byte_lookup(e, &self.b_tables, codes, nbytes)]
+        }
+    }
+}
