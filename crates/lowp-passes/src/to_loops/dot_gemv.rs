@@ -629,7 +629,12 @@ pub(super) fn gemm<'c, 'a>(
                 let per_interval = per_interval.expect("intervals of the sums");
                 let c0 = e.muli(f, e.index(per_interval));
                 let c1 = e.minui(e.addi(c0, e.index(per_interval)), chunks);
-                let sums = e.for_loop(c0, c1, one, &inits(e, f), |e, c, acc| chunk_dots(e, c, acc));
+                // A chunk an interval (segments of one chunk): its sums without a loop.
+                let sums = if per_interval == 1 {
+                    chunk_dots(e, c0, &inits(e, f))
+                } else {
+                    e.for_loop(c0, c1, one, &inits(e, f), |e, c, acc| chunk_dots(e, c, acc))
+                };
                 match scaling {
                     Scaling::Whole { seg } => {
                         let k0 = e.muli(c0, chunk_v);
