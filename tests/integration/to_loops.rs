@@ -1249,16 +1249,16 @@ fn gemv_form_matches_the_oracle() {
     }
 }
 
-/// The byte GEMV form (`dot_gemv.rs`: M of at most 8, 6 where B's format has more than
-/// 16 codes, on the byte kernel's integers: B's codes looked up as bytes, A's integers laid
+/// The byte GEMV form (`dot_gemv.rs`: M of at most 8 with MX / NVFP4 segments, 12 with
+/// 128-blocks, 16 with no scales along K, on the byte kernel's integers: B's codes looked up as bytes, A's integers laid
 /// out in B's order, `vpdpbusd` or `pmaddubsw` and `pmaddwd`) is the form taken and agrees
 /// with the oracle: both vector widths, both instructions, every kind of scaling (MX and
 /// NVFP4 segments inside a chunk, with B's scales loaded together or, where B's block is
 /// not the segment, one by one; 128-long blocks of whole chunks; per-tensor and per-channel
 /// intervals with no scales), packed and byte codes, K past whole groups of chunks and past
 /// the last chunk, N past the last group of B's rows, every code of B's format in one of
-/// its rows, the largest codes and -0 in A, NaN and extreme block scales, bias and bf16;
-/// dynamic M runs the same form under its branch, to the same bits.
+/// its rows, the largest codes and -0 in A, NaN and extreme block scales, bias and bf16,
+/// several K blocks; dynamic M runs the same form under its branch, to the same bits.
 #[test]
 fn byte_gemv_form_matches_the_oracle() {
     let mut rng = SplitMix64::new(47);
@@ -1284,11 +1284,20 @@ fn byte_gemv_form_matches_the_oracle() {
     ];
     // 16 lanes, packed: chunks of 128 k, MX's B scales four chunks a load; K = 1440 is
     // two such groups, three chunks and 32 k (8 lanes: five groups, two chunks, 32 k).
-    let (n, k) = (45, 1440);
+    // Several K blocks (A's values of a block in L1): MXFP4 at M = 8 and K = 8200 (two
+    // blocks of 32 chunks and 8 k), 16 rows without scales along K and 12 with 128-blocks
+    // at K = 4100.
+    let n = 45;
     let mut problems = Vec::new();
     for (i, &(fa, la, fb, lb)) in pairs.iter().enumerate() {
-        let wide = fb.code_count() > 16;
-        for m in if wide { vec![1, 6] } else { vec![1, 3, 8] } {
+        let mut sizes = vec![(1, 1440), (3, 1440), (8, 1440)];
+        match i {
+            0 => sizes.push((8, 8200)),
+            2 | 3 => sizes.push((16, 4100)),
+            5 => sizes.push((12, 4100)),
+            _ => {}
+        }
+        for (m, k) in sizes {
             let packed = |f: ScaledFormat| f.bit_width() == 4 && (i + m) % 2 == 1;
             let data: Vec<f32> = (0..m * k)
                 .map(|x| match x % 29 {
@@ -1316,7 +1325,7 @@ fn byte_gemv_form_matches_the_oracle() {
                 b.q.scales.values[9 * blocks] = 2f32.powi(100);
             }
             problems.push((
-                format!("M={m} {fa} {la} x {fb} {lb}"),
+                format!("M={m} K={k} {fa} {la} x {fb} {lb}"),
                 Problem {
                     a,
                     b,
@@ -1385,8 +1394,8 @@ fn byte_gemv_form_matches_the_oracle() {
     }
 }
 
-/// The GEMV form on bf16 pairs (`dot_gemv.rs`, `Products::Bf16`: M of at most 8 where
-/// the f32 kernel runs on bf16 pairs; B's codes looked up as bf16 patterns by `vpermi2w`,
+/// The GEMV form on bf16 pairs (`dot_gemv.rs`, `Products::Bf16`: M of at most 8, 12 or 16
+/// as for bytes, where the f32 kernel runs on bf16 pairs; B's codes looked up as bf16 patterns by `vpermi2w`,
 /// two k a lane of `vdpbf16ps`) is the form taken and agrees with the oracle: both vector
 /// widths, every kind of scaling (MX and NVFP4 segments inside a chunk, with B's scales
 /// loaded together or, where B's block is not the segment, one by one; segments of whole
@@ -1395,7 +1404,8 @@ fn byte_gemv_form_matches_the_oracle() {
 /// (FNUZ, whose 0x80 is NaN), packed FP4 and custom formats on it (`dot=f32`), K past the
 /// last chunk, N past the last group of B's rows, every code of B's format in one of its
 /// rows (NaN and inf among them), the largest codes and -0 in A, NaN and extreme block
-/// scales, bias and bf16; dynamic M runs the same form under its branch, to the same bits.
+/// scales, bias and bf16, several K blocks; dynamic M runs the same form under its branch,
+/// to the same bits.
 #[test]
 fn pair_gemv_form_matches_the_oracle() {
     let mut rng = SplitMix64::new(53);
@@ -1438,11 +1448,20 @@ fn pair_gemv_form_matches_the_oracle() {
         (e4m3, ScaleLayout::MX, f4, ScaleLayout::PerChannel),
     ];
     // 16 lanes: chunks of 32 k, MX's B scales sixteen chunks a load; K = 1442 is two such
-    // groups, thirteen chunks and 2 k (8 lanes: 90 chunks of 16 and 2 k).
-    let (n, k) = (45, 1442);
+    // groups, thirteen chunks and 2 k (8 lanes: 90 chunks of 16 and 2 k). Several K blocks
+    // (A's patterns of a block in L1): MXFP8 at M = 8 and K = 4130 (blocks of 64 chunks),
+    // 16 rows without scales along K (blocks of 32) and 12 with 128-blocks (of 40).
+    let n = 45;
     let mut problems = Vec::new();
     for (i, &(fa, la, fb, lb)) in pairs.iter().enumerate() {
-        for m in [1, 3, 8] {
+        let mut sizes = vec![(1, 1442), (3, 1442), (8, 1442)];
+        match i {
+            0 => sizes.push((8, 4130)),
+            1 | 2 => sizes.push((16, 1442)),
+            5 => sizes.push((12, 1442)),
+            _ => {}
+        }
+        for (m, k) in sizes {
             let packed = |f: ScaledFormat| f.bit_width() == 4 && (i + m) % 2 == 1;
             let data: Vec<f32> = (0..m * k)
                 .map(|x| match x % 29 {
@@ -1470,7 +1489,7 @@ fn pair_gemv_form_matches_the_oracle() {
                 b.q.scales.values[9 * blocks] = 2f32.powi(100);
             }
             problems.push((
-                format!("M={m} {fa} {la} x {fb} {lb}"),
+                format!("M={m} K={k} {fa} {la} x {fb} {lb}"),
                 Problem {
                     a,
                     b,

@@ -77,13 +77,14 @@
 //! form's ranges), the row tiles last.
 //!
 //! Where the byte kernel would run (`dot=i8|vnni`, both formats small integers) and M is
-//! known and at most 8 (6 where B's format has more than 16 codes), the GEMV form runs on
-//! the integers instead (`dot_gemv.rs`): B's codes looked up as bytes a vector at a time
+//! known and at most 8 (12 with scale segments of 128 or more, 16 with none along K), the
+//! GEMV form runs on the integers instead (`dot_gemv.rs`, a K block of A's values at a
+//! time, read from L1 by 64 rows of B): B's codes looked up as bytes a vector at a time
 //! (`pshufb`), A's integers laid out once in the order B's bytes arrive, 4 k of each i32
 //! lane a `vpdpbusd` (or `pmaddubsw` and `pmaddwd`), each chunk's or segment's exact lane
 //! sums converted and scaled into f32 totals (MXFP4 1 x 8192 x 8192: 0.6 ms against 2.8
 //! for the f32 GEMV form on two Zen 5 threads). Where the f32 kernel would run on bf16
-//! pairs instead (`bf16-dot=true`: FP8, FP6 E3M2) and M is at most 8, the same form runs
+//! pairs instead (`bf16-dot=true`: FP8, FP6 E3M2) and M is as small, the same form runs
 //! on them: B's codes looked up as their values' bf16 patterns (`vpermi2w`), 2 k of each
 //! f32 lane a `vdpbf16ps` (FP8 per tensor 1 x 8192 x 8192: 1.5 ms against 2.2).
 //!
@@ -158,8 +159,8 @@
 //!   (`bf16_pairs`: FP8, E3M2 FP6, FNUZ, most custom formats; the byte kernel keeps the
 //!   formats it takes). Each product is exact either way, but the instruction adds a
 //!   pair's two to the sum in its own order and roundings, not the FMAs' one k at a time:
-//!   the results are within the contract's f32 bound, not the f32 kernel's bits. Up to 8
-//!   rows of A the GEMV form runs on bf16 pairs too (`dot_gemv.rs`; AVX512BW's `vpermi2w`
+//!   the results are within the contract's f32 bound, not the f32 kernel's bits. For a few
+//!   rows of A (8-16) the GEMV form runs on bf16 pairs too (`dot_gemv.rs`; AVX512BW's `vpermi2w`
 //!   looks B's codes up). `lowp-jit` picks true when the host has AVX512-BF16 and
 //!   AVX512BW.
 //! * `decode=bits|f16` — how the f32 kernel decodes B: bit arithmetic (the default: any
@@ -1539,7 +1540,7 @@ fn form_of(
     // 8.2 / 9.9 tiles; GEMV still won at M <= 5 (3.8 against 6.4).
     let pairs = !bytes && plan.takes_bf16(fa, fb);
     let gemv = plan.gemv && (!pairs || m.is_some_and(|rows| rows <= PAIRS_GEMV_ROWS));
-    if let Some(rows) = m.filter(|_| plan.gemv && bytes && dot_gemv::takes(m, plan, fb)) {
+    if let Some(rows) = m.filter(|_| plan.gemv && bytes && dot_gemv::takes(m, plan)) {
         return Form::ByteGemv(rows);
     }
     let pair_gemv = plan.gemv && !bytes && plan.bf16 && bf16_pairs(fa, fb, 0, plan.seg);

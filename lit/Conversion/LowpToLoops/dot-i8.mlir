@@ -107,33 +107,34 @@ func.func @fp8_and_fp6e3m2(%a: memref<8x64xf8E4M3FN>, %sa: memref<8x2xf8E8M0FNU>
 
 // Per-tensor E2M1: no scale along K; the i16 sums of an interval reach at most
 // interval x 144, so the K block is 224 (the largest multiple of 4 within 32767 / 144).
-// (12 rows: past the byte GEMV form's 8.)
+// (17 rows: past the byte GEMV form's 16 without scales along K.)
 // CHECK-LABEL: func.func @fp4_per_tensor
 // CHECK:       scf.for %{{.*}} = %c0 to %c512 step %c224
 // CHECK:       llvm.call_intrinsic "llvm.x86.avx2.pmadd.ub.sw"
 // CHECK:       arith.sitofp
 // ZMM-LABEL:   func.func @fp4_per_tensor
 // ZMM:         llvm.call_intrinsic "llvm.x86.avx512.pmaddubs.w.512"
-func.func @fp4_per_tensor(%a: memref<12x512xf4E2M1FN>, %sa: memref<1x1xf32>, %b: memref<8x512xf4E2M1FN>,
-                 %sb: memref<1x1xf32>, %c: memref<12x8xf32>) {
+func.func @fp4_per_tensor(%a: memref<17x512xf4E2M1FN>, %sa: memref<1x1xf32>, %b: memref<8x512xf4E2M1FN>,
+                 %sb: memref<1x1xf32>, %c: memref<17x8xf32>) {
   lowp.scaled_matmul %a[%sa], %b[%sb] into %c layouts(#lowp.per_tensor, #lowp.per_tensor)
-      : memref<12x512xf4E2M1FN>[memref<1x1xf32>], memref<8x512xf4E2M1FN>[memref<1x1xf32>] -> memref<12x8xf32>
+      : memref<17x512xf4E2M1FN>[memref<1x1xf32>], memref<8x512xf4E2M1FN>[memref<1x1xf32>] -> memref<17x8xf32>
   return
 }
 
 // -----
 
 // E2M3 x E2M3: a 32-block's sums may reach 32 x 60 x 60 = 115200, past i16: the pairs are
-// widened by pmaddwd every step, into i32 sums.
+// widened by pmaddwd every step, into i32 sums. (9 rows: past the byte GEMV form's 8 with
+// MX's segments.)
 // CHECK-LABEL: func.func @mxfp6_e2m3
 // CHECK:       scf.for {{.*}} -> (vector<8xi32>, vector<8xi32>, {{.*}})
 // CHECK:         %[[PAIRS:.*]] = llvm.call_intrinsic "llvm.x86.avx2.pmadd.ub.sw"
 // CHECK-NEXT:    %[[QUADS:.*]] = llvm.call_intrinsic "llvm.x86.avx2.pmadd.wd"(%[[PAIRS]], %{{.*}}) : (vector<16xi16>, vector<16xi16>) -> vector<8xi32>
 // CHECK-NEXT:    arith.addi %{{.*}}, %[[QUADS]] : vector<8xi32>
 // ZMM-LABEL:   func.func @mxfp6_e2m3
-func.func @mxfp6_e2m3(%a: memref<8x64xf6E2M3FN>, %sa: memref<8x2xf8E8M0FNU>, %b: memref<8x64xf6E2M3FN>,
-                 %sb: memref<8x2xf8E8M0FNU>, %c: memref<8x8xf32>) {
+func.func @mxfp6_e2m3(%a: memref<9x64xf6E2M3FN>, %sa: memref<9x2xf8E8M0FNU>, %b: memref<8x64xf6E2M3FN>,
+                 %sb: memref<8x2xf8E8M0FNU>, %c: memref<9x8xf32>) {
   lowp.scaled_matmul %a[%sa], %b[%sb] into %c layouts(#lowp.mx<32>, #lowp.mx<32>)
-      : memref<8x64xf6E2M3FN>[memref<8x2xf8E8M0FNU>], memref<8x64xf6E2M3FN>[memref<8x2xf8E8M0FNU>] -> memref<8x8xf32>
+      : memref<9x64xf6E2M3FN>[memref<9x2xf8E8M0FNU>], memref<8x64xf6E2M3FN>[memref<8x2xf8E8M0FNU>] -> memref<9x8xf32>
   return
 }

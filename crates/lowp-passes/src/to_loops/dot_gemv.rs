@@ -53,10 +53,18 @@
 //!
 //! The k past the last whole chunk are summed one at a time into lane 0.
 //!
+//! K is taken in blocks whose values of A (all its rows) fit 32 KiB: each parallel
+//! iteration takes 64 rows of B a block at a time, so a block of A is read from L1 by
+//! every group of rows, and each group's lane sums of a block are added into `w`. Without
+//! blocks A's rows (M x K bytes, twice that as bf16) were read from L2 once per group of
+//! rows of B, which held M = 8 at 2-4x M = 1's time.
+//!
 //! ```mlir
 //! // A's integers as bytes in B's order; -mb x A's lane sums; A's scales of each lane
-//! scf.parallel (%q) = ... {                             // groups of rows of B
-//!   %t:4 = scf.for %c0 = %c0 to %whole step %c4 iter_args(...) -> (vector<16xf32>, ...) {
+//! scf.parallel (%s) = ... {                           // 64 rows of B
+//! scf.for %kb = ... {                                 // K blocks
+//! scf.for %q = ... {                                  // groups of rows of B in them
+//!   %t:4 = scf.for %c0 = %k0 to %whole step %c4 iter_args(...) -> (vector<16xf32>, ...) {
 //!     %sb = vector.load %b_scales[%row, %s0] : memref<?x?xi8>, vector<16xi8>  (decoded)
 //!     // then each of the group's four chunks:
 //!     %start = vector.load %starts[%i, %l0] : memref<1x?xi32>, vector<16xi32>
@@ -70,9 +78,9 @@
 //!     %ss = arith.mulf %sa_lanes, (vector.shuffle %sb, %sb [0, 0, 0, 0, 1, 1, 1, 1, ...])
 //!     vector.fma %sums, %ss, %t#0 : vector<16xf32>
 //!   }
-//!   // the chunks past whole groups one at a time, the k past the chunks into lane 0,
-//!   // each total's lanes summed into w[i, row]
-//! }
+//!   // the block's chunks past whole groups one at a time, the k past the chunks into
+//!   // lane 0 (K's last block), each total's lanes summed and added into w[i, row]
+//! }}}
 //! // bf16 pairs, per tensor: one interval, each chunk of B's row
 //! //   %w = arith.extui (vector.load %b[%row, %k0] : vector<32xi8>) to vector<32xi16>
 //! //   %lo = llvm.call_intrinsic "llvm.x86.avx512.vpermi2var.hi.512"(%t0, %w, %t1)
@@ -97,24 +105,35 @@ use crate::ir::Emitter;
 use crate::PassError;
 use lowp_formats::ScaledFormat;
 
-/// The most rows of A the form takes where B's codes are at most 4 bits (one `pshufb`
-/// table). On two Zen 5 threads at N = K = 8192 (ms, three alternated rounds against the
-/// forms it replaced, 954b52b): MXFP4 M = 4 1.8-2.3 against 6.8-7.5 (row tiles), M = 8
-/// 5.0-6.8 against 4.9-7.3 (even); NVFP4 M = 8 5.7-6.5 against 7.4-11.9; FP4 per tensor M
-/// = 8 2.3-2.7 against 3.9-8.5; at M = 12 the row tiles won (MXFP4 5.4 against 7.3).
-const ROWS: i64 = 8;
-
-/// The most rows where B's codes take several tables (FP6 E2M3: four lookups and three
-/// selects a vector): MXFP6 M = 4 3.8-3.9 against 6.2-6.5, M = 6 11.1 against 12.1, M = 8
-/// 10.2 against 8.3 (one round).
-const WIDE_ROWS: i64 = 6;
-
-/// The most rows of A the form takes on bf16 pairs.
-const PAIR_ROWS: i64 = 8;
+/// The most rows of A the form takes with scale segments of `seg` k (none: `None`). On
+/// two Zen 5 threads at N = K = 8192 (ms, two rounds against the row tiles, both K-blocked
+/// forms of this module; the rows past them would run the tiles):
+/// - no scales along K: up to 16 rows (M = 16: FP8 per tensor 6.6-7.4 against 7.9-8.4,
+///   FP8 E5M2 per channel 6.8-7.1 against 7.8-8.9, FP6 E2M3 per channel 5.9-6.0 against
+///   6.8-7.9, FP4 per tensor 4.0 against 5.4);
+/// - segments of 128 or more (blockwise): up to 12 (FP8 1 x 128 / 128 x 128: M = 12
+///   4.6-4.9 against 6.5-8.2, M = 16 7.9-8.8 against 8.2-8.5);
+/// - shorter segments (MX, NVFP4): up to 8 (M = 8: MXFP8 4.2-4.3 against 7.1-7.2, MXFP4
+///   3.5-3.7 against 5.0-5.8, MXFP6 6.3-6.8 against 7.5-7.7; M = 12: MXFP8 8.5-10.1
+///   against 7.3-7.6, MXFP6 8.1-8.8 against 7.0-7.3, MXFP4 even).
+fn rows_for(seg: Option<i64>) -> i64 {
+    match seg {
+        None => 16,
+        Some(s) if s >= 128 => 12,
+        Some(_) => 8,
+    }
+}
 
 /// The most rows of B a group takes at once (four streams for the prefetchers, as the f32
 /// GEMV form found best).
 const GROUP_ROWS: i64 = 4;
+
+/// Bytes of A's values a K block holds (they stay in L1 while the block's rows of B
+/// stream past; 48 KiB of L1d on Zen 5).
+const A_BLOCK_BYTES: i64 = 32 << 10;
+
+/// Rows of B that take each K block of A in turn (a parallel iteration).
+const SUPER_ROWS: i64 = 64;
 
 /// How far ahead of a chunk each row of B is prefetched, in bytes of codes (twice as many k
 /// where they are packed).
@@ -129,17 +148,12 @@ pub(super) enum Products {
     Bf16,
 }
 
-/// Whether the form runs on bytes for `m` rows (known when the pass runs) of A times B in
-/// format `fb` under `plan`, the byte kernel's plan existing for the formats: up to `ROWS`
-/// rows (`WIDE_ROWS` past 16 codes); scale segments a multiple of 8 k (a lane's k lie in
+/// Whether the form runs on bytes for `m` rows (known when the pass runs) under `plan`,
+/// the byte kernel's plan existing for the formats: up to `rows_for` rows; scale segments a multiple of 8 k (a lane's k lie in
 /// one segment, packed or not) that divide a chunk of either storage or are whole chunks
 /// of both.
-pub(super) fn takes(m: Option<i64>, plan: &Plan, fb: ScaledFormat) -> bool {
-    let rows = if fb.code_count() <= 16 {
-        ROWS
-    } else {
-        WIDE_ROWS
-    };
+pub(super) fn takes(m: Option<i64>, plan: &Plan) -> bool {
+    let rows = rows_for(plan.seg);
     let lanes = plan.tile.lanes;
     let segments_fit = plan
         .seg
@@ -148,14 +162,14 @@ pub(super) fn takes(m: Option<i64>, plan: &Plan, fb: ScaledFormat) -> bool {
 }
 
 /// Whether the form runs on bf16 pairs for `m` rows under `plan`, `bf16_pairs` holding
-/// for the formats: up to `PAIR_ROWS` rows; scale segments even (a lane's pair in one)
+/// for the formats: up to `rows_for` rows; scale segments even (a lane's pair in one)
 /// that divide a chunk (`2 lanes` k) or are whole chunks.
 pub(super) fn takes_pairs(m: Option<i64>, plan: &Plan) -> bool {
     let chunk = 2 * plan.tile.lanes;
     let segments_fit = plan
         .seg
         .is_none_or(|s| s % 2 == 0 && (chunk % s == 0 || s % chunk == 0));
-    m.is_some_and(|m| (1..=PAIR_ROWS).contains(&m)) && segments_fit
+    m.is_some_and(|m| (1..=rows_for(plan.seg)).contains(&m)) && segments_fit
 }
 
 /// Rows of B a group takes with `m` rows of A, `carried` vectors a pair (its sums, and
@@ -327,10 +341,18 @@ pub(super) fn gemm<'c, 'a>(
         Products::Bytes(d) => Some(Bytes::new(e, plan, (a, b), d, func)?),
         Products::Bf16 => None,
     };
+    // Chunks of A's values (a byte a k, or a bf16 pattern) that stay in L1 for all its
+    // rows (`A_BLOCK_BYTES`).
+    let a_bytes = if bytes.is_some() { 1 } else { 2 };
+    let fit = (A_BLOCK_BYTES / (m * a_bytes * chunk)).max(1);
     // Chunks an interval (of the sums; one where segments are shorter than a chunk; `None`:
-    // all of K, where the f32 sums of bf16 pairs meet no scale along it).
+    // all of a K block, where the f32 sums of bf16 pairs meet no scale along K). The byte
+    // form's intervals without scales are as long as their sums stay exact and fit a block.
     let (per_interval, scaling) = match plan.seg {
-        None => (bytes.as_ref().map(|bt| (bt.cap / g).max(1)), Scaling::None),
+        None => (
+            bytes.as_ref().map(|bt| (bt.cap / g).clamp(1, fit)),
+            Scaling::None,
+        ),
         Some(s) if s >= chunk => (Some(s / chunk), Scaling::Whole { seg: s }),
         Some(s) => (
             Some(1),
@@ -344,6 +366,17 @@ pub(super) fn gemm<'c, 'a>(
         Some(p) => ceil_div(e, chunks, e.index(p)),
         None => one,
     };
+    // Chunks that share a load of B's scales (`Scaling::Lanes`: where B's scale block is
+    // the segment, a chunk's scales are contiguous, and `lanes` of them one vector).
+    let contiguous =
+        matches!(scaling, Scaling::Lanes { seg, .. } if k_block(b.scaled.layout) == Some(seg));
+    let group = match scaling {
+        Scaling::Lanes { per, .. } if contiguous => lanes / per,
+        _ => 1,
+    };
+    // K blocks of whole intervals and groups of chunks, as many as fit.
+    let unit_chunks = per_interval.unwrap_or(1) * group;
+    let block_chunks = (fit / unit_chunks).max(1) * unit_chunks;
     let unit = bytes.as_ref().map_or(1.0, |bt| bt.d.unit());
     // The unit on A's scales where that is exact (`Plan::unit_in_scales`).
     let unit_in_scales = bytes.is_some() && plan.unit_in_scales();
@@ -502,8 +535,16 @@ pub(super) fn gemm<'c, 'a>(
         Some((_, tb)) => 2 + tb.tables.len() as i64,
         None => 2,
     };
-    // Each pair's sums and totals, or (one interval) its sums alone.
-    let carried = if per_interval.is_some() { 2 } else { 1 };
+    // Each pair's sums and totals where an interval's sums run through several chunks,
+    // else its totals (or sums) alone: a chunk's sums are scaled into the totals as they
+    // come, and counting them too cost a row of B at M = 4-8 (two rounds at M = 8 with it:
+    // MXFP4 5.0-7.5 ms against 3.3-3.6 without, MXFP6 10.9-11.9 against 5.7-6.5, MXFP8
+    // 5.4-5.8 against 4.4-4.9).
+    let carried = if per_interval.is_some_and(|p| p > 1) {
+        2
+    } else {
+        1
+    };
     let rb = group_rows(m, (carried, halves), lanes, extra);
     let groups = ceil_div(e, n, e.index(rb));
     let w = e.alloc(f32t, &[Some(m), None], &[e.muli(groups, e.index(rb))], 64);
@@ -515,7 +556,20 @@ pub(super) fn gemm<'c, 'a>(
         let idx = e.int_vector(32, &(0..lanes).collect::<Vec<_>>());
         e.cmpi(CmpiPredicate::Eq, idx, e.int_splat(32, 0, vl))
     };
-    par(e, plan.parallel, groups, &|e, q| {
+    // Sums of K blocks add into w: zeros first.
+    let padded = e.muli(groups, e.index(rb));
+    for i in 0..m {
+        e.for_loop(zero, padded, one, &[], |e, col, _| {
+            e.store(e.f32(0.0), w, &[e.index(i), col]);
+            vec![]
+        });
+    }
+    // Chunks `c_lo .. c_hi` (a K block; `last`: K's last, which adds the k past the last
+    // chunk) of group `q` of rows of B, their sums added into w.
+    let group_block = |e: &Emitter<'c, 'a>,
+                       q: Value<'c, 'a>,
+                       (c_lo, c_hi): (Value<'c, 'a>, Value<'c, 'a>),
+                       last: Value<'c, 'a>| {
         let rows: Vec<Value> = (0..rb)
             .map(|j| e.minui(e.addi(e.muli(q, e.index(rb)), e.index(j)), e.subi(n, one)))
             .collect();
@@ -562,8 +616,6 @@ pub(super) fn gemm<'c, 'a>(
         };
         let totals = match scaling {
             Scaling::Lanes { seg, per } => {
-                // B's scale block is the segment: a chunk's scales are contiguous.
-                let contiguous = k_block(b.scaled.layout) == Some(seg);
                 // Chunks `c0 .. c0 + n` with B's scales of all of them loaded at once (as
                 // stored where B's scale block is the segment, else one by one), decoded
                 // lane by lane: one vector of `n per` scales a row of B, each chunk's
@@ -611,56 +663,61 @@ pub(super) fn gemm<'c, 'a>(
                     };
                 // Whole groups of chunks sharing a vector of B's scales, then the rest one
                 // chunk at a time.
-                let group = if contiguous { lanes / per } else { 1 };
-                let whole = e.muli(e.divui(chunks, e.index(group)), e.index(group));
+                let span = e.subi(c_hi, c_lo);
+                let whole = e.addi(c_lo, e.muli(e.divui(span, e.index(group)), e.index(group)));
                 let totals =
-                    e.for_loop(zero, whole, e.index(group), &vec![zv; count], |e, c0, t| {
+                    e.for_loop(c_lo, whole, e.index(group), &vec![zv; count], |e, c0, t| {
                         chunks_at(e, c0, group, t)
                     });
-                e.for_loop(whole, chunks, one, &totals, |e, c, t| chunks_at(e, c, 1, t))
+                e.for_loop(whole, c_hi, one, &totals, |e, c, t| chunks_at(e, c, 1, t))
             }
-            // bf16 pairs with no scale along K: the sums are the totals, along all of K.
+            // bf16 pairs with no scale along K: the sums are the totals, along the block.
             Scaling::None if per_interval.is_none() => {
-                e.for_loop(zero, chunks, one, &vec![zv; count], |e, c, acc| {
+                e.for_loop(c_lo, c_hi, one, &vec![zv; count], |e, c, acc| {
                     chunk_dots(e, c, acc)
                 })
             }
-            _ => e.for_loop(zero, intervals, one, &vec![zv; count], |e, f, totals| {
-                let per_interval = per_interval.expect("intervals of the sums");
-                let c0 = e.muli(f, e.index(per_interval));
-                let c1 = e.minui(e.addi(c0, e.index(per_interval)), chunks);
-                // A chunk an interval (segments of one chunk): its sums without a loop.
-                let sums = if per_interval == 1 {
-                    chunk_dots(e, c0, &inits(e, f))
-                } else {
-                    e.for_loop(c0, c1, one, &inits(e, f), |e, c, acc| chunk_dots(e, c, acc))
-                };
-                match scaling {
-                    Scaling::Whole { seg } => {
-                        let k0 = e.muli(c0, chunk_v);
-                        let t = e.divui(k0, e.index(seg));
-                        let (sa, _, _) = sa.expect("A's segment scales");
-                        let sb: Vec<Value> = rows
-                            .iter()
-                            .map(|&rr| b.scaled.block_value(e, rr, k0))
-                            .collect();
-                        (0..count)
-                            .map(|x| {
-                                let (i, j) = (x as i64 / rb, x % rb as usize);
-                                let s = e.mulf(e.load(sa, &[e.index(i), t]), sb[j]);
-                                e.fma(converted(e, sums[x]), e.broadcast(s, vl), totals[x])
-                            })
-                            .collect()
+            _ => {
+                let per = e.index(per_interval.expect("intervals of the sums"));
+                let (f_lo, f_hi) = (e.divui(c_lo, per), ceil_div(e, c_hi, per));
+                e.for_loop(f_lo, f_hi, one, &vec![zv; count], |e, f, totals| {
+                    let per_interval = per_interval.expect("intervals of the sums");
+                    let c0 = e.muli(f, e.index(per_interval));
+                    let c1 = e.minui(e.addi(c0, e.index(per_interval)), chunks);
+                    // A chunk an interval (segments of one chunk): its sums without a loop.
+                    let sums = if per_interval == 1 {
+                        chunk_dots(e, c0, &inits(e, f))
+                    } else {
+                        e.for_loop(c0, c1, one, &inits(e, f), |e, c, acc| chunk_dots(e, c, acc))
+                    };
+                    match scaling {
+                        Scaling::Whole { seg } => {
+                            let k0 = e.muli(c0, chunk_v);
+                            let t = e.divui(k0, e.index(seg));
+                            let (sa, _, _) = sa.expect("A's segment scales");
+                            let sb: Vec<Value> = rows
+                                .iter()
+                                .map(|&rr| b.scaled.block_value(e, rr, k0))
+                                .collect();
+                            (0..count)
+                                .map(|x| {
+                                    let (i, j) = (x as i64 / rb, x % rb as usize);
+                                    let s = e.mulf(e.load(sa, &[e.index(i), t]), sb[j]);
+                                    e.fma(converted(e, sums[x]), e.broadcast(s, vl), totals[x])
+                                })
+                                .collect()
+                        }
+                        _ => (0..count)
+                            .map(|x| e.addf(totals[x], converted(e, sums[x])))
+                            .collect(),
                     }
-                    _ => (0..count)
-                        .map(|x| e.addf(totals[x], converted(e, sums[x])))
-                        .collect(),
-                }
-            }),
+                })
+            }
         };
-        // The k past the last whole chunk, one at a time into lane 0 (each product times
-        // the unit and its scales).
-        let totals = e.for_loop(kv, k, one, &totals, |e, kk, totals| {
+        // The k past the last whole chunk (in K's last block), one at a time into lane 0
+        // (each product times the unit and its scales).
+        let tail_end = e.select(last, k, kv);
+        let totals = e.for_loop(kv, tail_end, one, &totals, |e, kk, totals| {
             let mut next = totals.to_vec();
             for (j, &rr) in rows.iter().enumerate() {
                 let sb = plan.seg.map(|_| b.scaled.block_value(e, rr, kk));
@@ -706,9 +763,34 @@ pub(super) fn gemm<'c, 'a>(
                     v = e.mulf(v, e.f32(unit));
                 }
                 let col = e.addi(e.muli(q, e.index(rb)), e.index(j));
-                e.store(v, w, &[e.index(i), col]);
+                let at = [e.index(i), col];
+                e.store(e.addf(e.load(w, &at), v), w, &at);
             }
         }
+    };
+    // Where K takes several blocks, super-groups of `SUPER_ROWS` rows of B in parallel,
+    // each a K block at a time: a block's values of A are read from L1 by every group of
+    // rows of the super-group. Else each group in parallel.
+    let blocks = e.maxui(ceil_div(e, chunks, e.index(block_chunks)), one);
+    let per_super = e.select(
+        e.cmpi(CmpiPredicate::Ugt, blocks, one),
+        e.index((SUPER_ROWS / rb).max(1)),
+        one,
+    );
+    let supers = ceil_div(e, groups, per_super);
+    par(e, plan.parallel, supers, &|e, sup| {
+        let q_lo = e.muli(sup, per_super);
+        let q_hi = e.minui(e.addi(q_lo, per_super), groups);
+        e.for_loop(zero, blocks, one, &[], |e, kb, _| {
+            let c_lo = e.muli(kb, e.index(block_chunks));
+            let c_hi = e.minui(e.addi(c_lo, e.index(block_chunks)), chunks);
+            let last = e.cmpi(CmpiPredicate::Eq, kb, e.subi(blocks, one));
+            e.for_loop(q_lo, q_hi, one, &[], |e, q, _| {
+                group_block(e, q, (c_lo, c_hi), last);
+                vec![]
+            });
+            vec![]
+        });
     });
     e.dealloc(avals);
     if let Some(starts) = starts {
