@@ -337,9 +337,13 @@ pub(super) fn gemm<'c, 'a>(
     let (chunk_v, lane_v) = (e.index(chunk), e.index(lanes));
     let chunks = e.divui(k, chunk_v);
     let kv = e.muli(chunks, chunk_v);
-    let bytes = match products {
-        Products::Bytes(d) => Some(Bytes::new(e, plan, (a, b), d, func)?),
-        Products::Bf16 => None,
+    let tables = match products {
+        Products::Bytes(d) => Tables::Bytes(Bytes::new(e, plan, (a, b), d, func)?),
+        Products::Bf16 => Tables::Pairs(Pairs::new(e, (a, b), nwords, func)?),
+    };
+    let bytes = match &tables {
+        Tables::Bytes(bt) => Some(bt),
+        Tables::Pairs(_) => None,
     };
     // Chunks of A's values (a byte a k, or a bf16 pattern) that stay in L1 for all its
     // rows (`A_BLOCK_BYTES`).
@@ -419,20 +423,6 @@ pub(super) fn gemm<'c, 'a>(
             Products::Bf16 => e.call_intrinsic(dpbf16, &[acc, av, bv], f32v),
         }
     };
-    // bf16 pairs: both formats' patterns as tables, and one f32 per code for the tail.
-    let words = matches!(products, Products::Bf16).then(|| {
-        (
-            word_tables(e, a.format, nwords),
-            word_tables(e, b.format, nwords),
-        )
-    });
-    let pair_values = match products {
-        Products::Bf16 => Some((
-            scaled_decode_table(e, func, a.format, 0)?,
-            scaled_decode_table(e, func, b.format, 0)?,
-        )),
-        Products::Bytes(_) => None,
-    };
     // A side's codes of row `rr` from k = `kk` in k order as bf16 patterns.
     let pair_patterns = |e: &Emitter<'c, 'a>, side: &Side<'c, 'a>, t, rr, kk| {
         let codes = load_codes(e, side, (rr, kk), nwords, 16);
@@ -466,8 +456,8 @@ pub(super) fn gemm<'c, 'a>(
     };
     for r in 0..m {
         let rr = e.index(r);
-        match (&bytes, &words, starts) {
-            (Some(bt), _, Some(starts)) => bt.prepare_a(
+        match &tables {
+            Tables::Bytes(bt) => bt.prepare_a(
                 e,
                 (a, b),
                 (rr, lanes),
@@ -476,17 +466,16 @@ pub(super) fn gemm<'c, 'a>(
                     intervals,
                     per_interval.expect("the bytes' intervals"),
                 ),
-                (avals, starts),
+                (avals, starts.expect("the bytes' starts")),
                 &dot,
             ),
-            (_, Some((ta, _)), _) => {
+            Tables::Pairs(pt) => {
                 e.for_loop(zero, chunks, one, &[], |e, c, _| {
                     let kk = e.muli(c, chunk_v);
-                    e.vstore(pair_patterns(e, a, ta, rr, kk), avals, &[rr, kk]);
+                    e.vstore(pair_patterns(e, a, &pt.a, rr, kk), avals, &[rr, kk]);
                     vec![]
                 });
             }
-            _ => unreachable!("bytes or bf16 pairs"),
         }
         // Entry x of A's scales is k = x * step's (a segment's first k, or a lane's).
         if let Some((sa, entries, step)) = sa {
@@ -507,13 +496,12 @@ pub(super) fn gemm<'c, 'a>(
     let b_vectors = |e: &Emitter<'c, 'a>, rr: Value<'c, 'a>, kk: Value<'c, 'a>| {
         let ahead = PREFETCH_BYTES * if b.packed { 2 } else { 1 };
         prefetch_codes_ahead(e, b, (rr, kk), k, ahead);
-        match (&bytes, &words) {
-            (Some(bt), _) => bt.b_bytes(e, b, (rr, kk), (halves, nbytes)),
-            (_, Some((_, tb))) => {
-                let p = pair_patterns(e, b, tb, rr, kk);
+        match &tables {
+            Tables::Bytes(bt) => bt.b_bytes(e, b, (rr, kk), (halves, nbytes)),
+            Tables::Pairs(pt) => {
+                let p = pair_patterns(e, b, &pt.b, rr, kk);
                 vec![e.vector_bitcast(p, nwords, bf16t)]
             }
-            _ => unreachable!("bytes or bf16 pairs"),
         }
     };
     // A's row `i`'s vectors of the chunk from k = `kk`.
@@ -531,9 +519,9 @@ pub(super) fn gemm<'c, 'a>(
     };
     // ---- the groups of rows of B ---------------------------------------------------
     let n = b.rows;
-    let extra = match &words {
-        Some((_, tb)) => 2 + tb.tables.len() as i64,
-        None => 2,
+    let extra = match &tables {
+        Tables::Pairs(pt) => 2 + pt.b.tables.len() as i64,
+        Tables::Bytes(_) => 2,
     };
     // Each pair's sums and totals where an interval's sums run through several chunks,
     // else its totals (or sums) alone: a chunk's sums are scaled into the totals as they
@@ -724,8 +712,8 @@ pub(super) fn gemm<'c, 'a>(
                 for i in 0..m {
                     let x = (i * rb) as usize + j;
                     let ii = e.index(i);
-                    let p = match (&bytes, pair_values) {
-                        (Some(bt), _) => {
+                    let p = match &tables {
+                        Tables::Bytes(bt) => {
                             let nb = b.table_value(e, bt.table_b, (rr, kk));
                             let na = a.table_value(e, bt.table_a, (ii, kk));
                             let p = e.sitofp(e.muli(na, nb), f32t);
@@ -735,11 +723,10 @@ pub(super) fn gemm<'c, 'a>(
                                 p
                             }
                         }
-                        (_, Some((ta, tb))) => e.mulf(
-                            a.table_value(e, ta, (ii, kk)),
-                            b.table_value(e, tb, (rr, kk)),
+                        Tables::Pairs(pt) => e.mulf(
+                            a.table_value(e, pt.values.0, (ii, kk)),
+                            b.table_value(e, pt.values.1, (rr, kk)),
                         ),
-                        _ => unreachable!("bytes or bf16 pairs"),
                     };
                     let v = match sb {
                         Some(sb) => e.mulf(p, e.mulf(a.scaled.block_value(e, ii, kk), sb)),
@@ -800,6 +787,38 @@ pub(super) fn gemm<'c, 'a>(
         e.dealloc(sa);
     }
     Ok(w)
+}
+
+/// The tables of the form's products, one kind or the other.
+enum Tables<'c, 'a> {
+    Bytes(Bytes<'c, 'a>),
+    Pairs(Pairs<'c, 'a>),
+}
+
+/// The bf16 pairs' tables: both formats' patterns (`vpermi2w`'s) and one f32 per code of
+/// A and of B for the tail.
+struct Pairs<'c, 'a> {
+    a: WordTables<'c, 'a>,
+    b: WordTables<'c, 'a>,
+    values: (Value<'c, 'a>, Value<'c, 'a>),
+}
+
+impl<'c, 'a> Pairs<'c, 'a> {
+    fn new(
+        e: &Emitter<'c, 'a>,
+        (a, b): (&Side<'c, 'a>, &Side<'c, 'a>),
+        width: u64,
+        func: OperationRef<'c, 'a>,
+    ) -> Result<Self, PassError> {
+        Ok(Self {
+            a: word_tables(e, a.format, width),
+            b: word_tables(e, b.format, width),
+            values: (
+                scaled_decode_table(e, func, a.format, 0)?,
+                scaled_decode_table(e, func, b.format, 0)?,
+            ),
+        })
+    }
 }
 
 /// The byte form's integers: the formats' tables (`pshufb`'s and one integer per code for
