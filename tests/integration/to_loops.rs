@@ -1287,9 +1287,7 @@ fn byte_gemv_form_matches_the_oracle() {
     // Several K blocks (A's values of a block in L1): MXFP4 at M = 8 and K = 8200 (two
     // blocks of 32 chunks and 8 k), 16 rows without scales along K and 12 with 128-blocks
     // at K = 4100.
-    let n = 45;
-    let mut problems = Vec::new();
-    for (i, &(fa, la, fb, lb)) in pairs.iter().enumerate() {
+    let problems = gemv_problems(&mut rng, &pairs, |i| {
         let mut sizes = vec![(1, 1440), (3, 1440), (8, 1440)];
         match i {
             0 => sizes.push((8, 8200)),
@@ -1297,44 +1295,8 @@ fn byte_gemv_form_matches_the_oracle() {
             5 => sizes.push((12, 4100)),
             _ => {}
         }
-        for (m, k) in sizes {
-            let packed = |f: ScaledFormat| f.bit_width() == 4 && (i + m) % 2 == 1;
-            let data: Vec<f32> = (0..m * k)
-                .map(|x| match x % 29 {
-                    0 => fa.max_finite(),
-                    1 => -fa.max_finite(),
-                    2 => -0.0,
-                    _ => rng.normal(),
-                })
-                .collect();
-            let mut a = operand_of(&data, m, k, fa, la, packed(fa));
-            let mut b = operand(&mut rng, n, k, fb, lb, packed(fb));
-            let count = fb.code_count() as usize;
-            for x in 0..k {
-                b.q.codes[3 * k + x] = ((x * 37) % count) as u8;
-            }
-            let dtype = lowp_formats::ScaleDtype::UE8M0;
-            // A NaN block scale in A's last row (its outputs NaN) where there are others.
-            if la.scale_dtype() == dtype && m > 1 {
-                let blocks = a.q.scales.values.len() / m;
-                a.q.scales.values[(m - 1) * blocks + 1] = f32::NAN;
-            }
-            if lb.scale_dtype() == dtype {
-                let blocks = b.q.scales.values.len() / n;
-                b.q.scales.values[7 * blocks + 2] = 2f32.powi(-127);
-                b.q.scales.values[9 * blocks] = 2f32.powi(100);
-            }
-            problems.push((
-                format!("M={m} K={k} {fa} {la} x {fb} {lb}"),
-                Problem {
-                    a,
-                    b,
-                    bias: (i % 2 == 0).then(|| rng.normal_vec(n)),
-                    bf16: i == 3,
-                },
-            ));
-        }
-    }
+        sizes
+    });
     // E2M4 x E2M4 (pmaddubsw would saturate): vnni only.
     let e2m4 = ScaledFormat::custom(2, 4);
     let e2m4_problem = (
@@ -1381,15 +1343,7 @@ fn byte_gemv_form_matches_the_oracle() {
         // Every third problem with its sizes known only at run time (each dynamic function
         // carries a copy of the form for every M it takes).
         if lanes == 16 {
-            let every: Vec<_> = cases.iter().step_by(3).cloned().collect();
-            let dynamic = run_and_check_shaped(&session, &every, Some(&pre), true);
-            for (i, (what, _)) in every.iter().enumerate() {
-                same_bits(
-                    &fixed[3 * i],
-                    &dynamic[i],
-                    &format!("{what}, {options}, dynamic M"),
-                );
-            }
+            same_bits_every_third_dynamic(&session, &cases, &fixed, (&pre, &options));
         }
     }
 }
@@ -1451,9 +1405,7 @@ fn pair_gemv_form_matches_the_oracle() {
     // groups, thirteen chunks and 2 k (8 lanes: 90 chunks of 16 and 2 k). Several K blocks
     // (A's patterns of a block in L1): MXFP8 at M = 8 and K = 4130 (blocks of 64 chunks),
     // 16 rows without scales along K (blocks of 32) and 12 with 128-blocks (of 40).
-    let n = 45;
-    let mut problems = Vec::new();
-    for (i, &(fa, la, fb, lb)) in pairs.iter().enumerate() {
+    let problems = gemv_problems(&mut rng, &pairs, |i| {
         let mut sizes = vec![(1, 1442), (3, 1442), (8, 1442)];
         match i {
             0 => sizes.push((8, 4130)),
@@ -1461,7 +1413,49 @@ fn pair_gemv_form_matches_the_oracle() {
             5 => sizes.push((12, 1442)),
             _ => {}
         }
-        for (m, k) in sizes {
+        sizes
+    });
+    for lanes in [16, 8] {
+        let options = format!("dot=f32 bf16-dot=true lanes={lanes}");
+        for (what, p) in &problems {
+            let taken = lowp_passes::to_loops::kernel_taken(
+                (p.a.q.format, p.b.q.format),
+                (p.a.q.layout, p.b.q.layout),
+                Some(p.a.q.rows as i64),
+                &options,
+            );
+            assert_eq!(
+                taken, "dot=bf16 decode=table form=gemv",
+                "{what}, {options}"
+            );
+        }
+        if !lowp_jit::host_bf16_dot(lanes) {
+            eprintln!("no bf16 pairs with {lanes} lanes on this host: the form cannot run here");
+            continue;
+        }
+        let pre = format!("builtin.module(func.func(lowp-to-loops{{{options}}}))");
+        let session = Session::new();
+        let fixed = run_and_check(&session, &problems, Some(&pre));
+        if lanes == 16 {
+            same_bits_every_third_dynamic(&session, &problems, &fixed, (&pre, &options));
+        }
+    }
+}
+
+/// The GEMV forms' problems: for pair `i` of `pairs` (A's format and layout, B's) each
+/// `(m, k)` of `sizes(i)`, with N = 45, A's largest codes and -0 among normal values,
+/// every code of B's format along B's row 3, a NaN block scale in A's last row where M >
+/// 1 and E8M0 scales of 2^-127 and 2^100 in B's rows 7 and 9 (MX layouts), packed FP4
+/// where `i + m` is odd, a bias on even pairs and bf16 output on pair 3.
+fn gemv_problems(
+    rng: &mut SplitMix64,
+    pairs: &[(ScaledFormat, ScaleLayout, ScaledFormat, ScaleLayout)],
+    sizes: impl Fn(usize) -> Vec<(usize, usize)>,
+) -> Vec<(String, Problem)> {
+    let n = 45;
+    let mut problems = Vec::new();
+    for (i, &(fa, la, fb, lb)) in pairs.iter().enumerate() {
+        for (m, k) in sizes(i) {
             let packed = |f: ScaledFormat| f.bit_width() == 4 && (i + m) % 2 == 1;
             let data: Vec<f32> = (0..m * k)
                 .map(|x| match x % 29 {
@@ -1472,7 +1466,7 @@ fn pair_gemv_form_matches_the_oracle() {
                 })
                 .collect();
             let mut a = operand_of(&data, m, k, fa, la, packed(fa));
-            let mut b = operand(&mut rng, n, k, fb, lb, packed(fb));
+            let mut b = operand(rng, n, k, fb, lb, packed(fb));
             let count = fb.code_count() as usize;
             for x in 0..k {
                 b.q.codes[3 * k + x] = ((x * 37) % count) as u8;
@@ -1499,39 +1493,26 @@ fn pair_gemv_form_matches_the_oracle() {
             ));
         }
     }
-    for lanes in [16, 8] {
-        let options = format!("dot=f32 bf16-dot=true lanes={lanes}");
-        for (what, p) in &problems {
-            let taken = lowp_passes::to_loops::kernel_taken(
-                (p.a.q.format, p.b.q.format),
-                (p.a.q.layout, p.b.q.layout),
-                Some(p.a.q.rows as i64),
-                &options,
-            );
-            assert_eq!(
-                taken, "dot=bf16 decode=table form=gemv",
-                "{what}, {options}"
-            );
-        }
-        if !lowp_jit::host_bf16_dot(lanes) {
-            eprintln!("no bf16 pairs with {lanes} lanes on this host: the form cannot run here");
-            continue;
-        }
-        let pre = format!("builtin.module(func.func(lowp-to-loops{{{options}}}))");
-        let session = Session::new();
-        let fixed = run_and_check(&session, &problems, Some(&pre));
-        // Every third problem with its sizes known only at run time.
-        if lanes == 16 {
-            let every: Vec<_> = problems.iter().step_by(3).cloned().collect();
-            let dynamic = run_and_check_shaped(&session, &every, Some(&pre), true);
-            for (i, (what, _)) in every.iter().enumerate() {
-                same_bits(
-                    &fixed[3 * i],
-                    &dynamic[i],
-                    &format!("{what}, {options}, dynamic M"),
-                );
-            }
-        }
+    problems
+}
+
+/// Every third of `cases` run again with its sizes known only at run time (under the
+/// pipeline `pre`) gives the bits it gave with them known (`fixed`, the outputs of all
+/// `cases`).
+fn same_bits_every_third_dynamic(
+    session: &Session,
+    cases: &[(String, Problem)],
+    fixed: &[Vec<f32>],
+    (pre, options): (&str, &str),
+) {
+    let every: Vec<_> = cases.iter().step_by(3).cloned().collect();
+    let dynamic = run_and_check_shaped(session, &every, Some(pre), true);
+    for (i, (what, _)) in every.iter().enumerate() {
+        same_bits(
+            &fixed[3 * i],
+            &dynamic[i],
+            &format!("{what}, {options}, dynamic M"),
+        );
     }
 }
 
