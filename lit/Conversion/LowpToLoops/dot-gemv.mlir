@@ -156,3 +156,39 @@ func.func @fp8_per_tensor(%a: memref<1x200xf8E4M3FN>, %sa: memref<1x1xf32>, %b: 
       : memref<1x200xf8E4M3FN>[memref<1x1xf32>], memref<6x200xf8E4M3FN>[memref<1x1xf32>] -> memref<1x6xf32>
   return
 }
+
+// -----
+
+// bf16 pairs on MXFP8, M = 1: a chunk (32 k) is one MX segment. K = 600: 18 chunks and
+// 24 k past them. Chunks go 16 at a time (here once): each row of B's 16 scales of them
+// one load, decoded lane by lane, times A's 16, into the iteration's scratch; each chunk's
+// sums then take their products by a broadcast. The 2 chunks past the group each take a
+// scalar decode and product.
+// PAIRS-LABEL: func.func @mxfp8
+// PAIRS:       %[[SA:.*]] = memref.alloc() {alignment = 64 : i64} : memref<1x19xf32>
+// PAIRS:       scf.parallel
+// PAIRS-NEXT:    %[[SCRATCH:.*]] = memref.alloc() {alignment = 64 : i64} : memref<4x16xf32>
+// PAIRS:           %[[RAW:.*]] = vector.load %{{.*}} : memref<5x19xi8>, vector<16xi8>
+// PAIRS-NEXT:      arith.extui %[[RAW]] : vector<16xi8> to vector<16xi32>
+// PAIRS-COUNT-3:   vector.load %{{.*}} : memref<5x19xi8>, vector<16xi8>
+// PAIRS:           %[[SAV:.*]] = vector.load %[[SA]][%c0, %c0] : memref<1x19xf32>, vector<16xf32>
+// PAIRS-NEXT:      %[[P:.*]] = arith.mulf %[[SAV]], %{{.*}} : vector<16xf32>
+// PAIRS-NEXT:      vector.store %[[P]], %[[SCRATCH]][%c0, %c0] : memref<4x16xf32>, vector<16xf32>
+// PAIRS:           scf.for %[[U:.*]] = %c0 to %c16 step %c1 iter_args(
+// PAIRS-COUNT-4:     llvm.call_intrinsic "llvm.x86.avx512bf16.dpbf16ps.512"
+// PAIRS-NEXT:        %[[S0:.*]] = memref.load %[[SCRATCH]][%c0, %[[U]]] : memref<4x16xf32>
+// PAIRS-NEXT:        %[[B0:.*]] = vector.broadcast %[[S0]] : f32 to vector<16xf32>
+// PAIRS-NEXT:        vector.fma %{{.*}}, %[[B0]], %{{.*}} : vector<16xf32>
+// PAIRS:           scf.for %{{.*}} = %c16 to %c18 step %c1 iter_args(
+// PAIRS:             memref.load %{{.*}} : memref<5x19xi8>
+// PAIRS:           memref.dealloc %[[SCRATCH]]
+// The products come as an FMA's broadcast operand.
+// PASM-LABEL:  mxfp8:
+// PASM:        vdpbf16ps %zmm
+// PASM:        vfmadd231ps {{.*}}(%{{.*}}){1to16}, %zmm
+func.func @mxfp8(%a: memref<1x600xf8E4M3FN>, %sa: memref<1x19xf8E8M0FNU>, %b: memref<5x600xf8E4M3FN>,
+                 %sb: memref<5x19xf8E8M0FNU>, %c: memref<1x5xf32>) {
+  lowp.scaled_matmul %a[%sa], %b[%sb] into %c layouts(#lowp.mx<32>, #lowp.mx<32>)
+      : memref<1x600xf8E4M3FN>[memref<1x19xf8E8M0FNU>], memref<5x600xf8E4M3FN>[memref<5x19xf8E8M0FNU>] -> memref<1x5xf32>
+  return
+}
