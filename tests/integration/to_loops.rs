@@ -1258,7 +1258,8 @@ fn gemv_form_matches_the_oracle() {
 /// intervals with no scales), packed and byte codes, K past whole groups of chunks and past
 /// the last chunk, N past the last group of B's rows, every code of B's format in one of
 /// its rows, the largest codes and -0 in A, NaN and extreme block scales, bias and bf16,
-/// several K blocks; dynamic M runs the same form under its branch, to the same bits.
+/// several K blocks, A's rows in pieces; dynamic M runs the same form under its branch, to
+/// the same bits.
 #[test]
 fn byte_gemv_form_matches_the_oracle() {
     let mut rng = SplitMix64::new(47);
@@ -1286,13 +1287,15 @@ fn byte_gemv_form_matches_the_oracle() {
     // two such groups, three chunks and 32 k (8 lanes: five groups, two chunks, 32 k).
     // Several K blocks (A's values of a block in L1): MXFP4 at M = 8 and K = 8200 (two
     // blocks of 32 chunks and 8 k), 16 rows without scales along K and 12 with 128-blocks
-    // at K = 4100.
+    // at K = 4100. A's rows in pieces (16 lanes): 16 and 13 rows without scales along K,
+    // 12 and 16 with 128-blocks, 16 MX.
     let problems = gemv_problems(&mut rng, &pairs, |i| {
         let mut sizes = vec![(1, 1440), (3, 1440), (8, 1440)];
         match i {
-            0 => sizes.push((8, 8200)),
-            2 | 3 => sizes.push((16, 4100)),
-            5 => sizes.push((12, 4100)),
+            0 => sizes.extend([(8, 8200), (16, 1440)]),
+            2 => sizes.push((16, 4100)),
+            3 => sizes.extend([(16, 4100), (13, 1440)]),
+            5 => sizes.extend([(12, 4100), (16, 1440)]),
             _ => {}
         }
         sizes
@@ -1315,6 +1318,20 @@ fn byte_gemv_form_matches_the_oracle() {
             lowp_jit::Dot::I8
         };
         let options = format!("dot={dot} lanes={lanes}");
+        // At 8 lanes the form takes 8 rows with MX / NVFP4 segments, 12 with 128-blocks.
+        let takes = |p: &Problem| {
+            let (la, lb) = (p.a.q.layout, p.b.q.layout);
+            let along_k = |l| !matches!(l, ScaleLayout::PerTensor | ScaleLayout::PerChannel);
+            let blockwise = |l| matches!(l, ScaleLayout::Blockwise { .. });
+            let most = if lanes == 16 || !(along_k(la) || along_k(lb)) {
+                16
+            } else if [la, lb].iter().all(|&l| blockwise(l) || !along_k(l)) {
+                12
+            } else {
+                8
+            };
+            p.a.q.rows <= most
+        };
         for (what, p) in &problems {
             let (fa, fb) = (p.a.q.format, p.b.q.format);
             let (la, lb) = (p.a.q.layout, p.b.q.layout);
@@ -1324,7 +1341,8 @@ fn byte_gemv_form_matches_the_oracle() {
                 Some(p.a.q.rows as i64),
                 &options,
             );
-            assert_eq!(taken, format!("dot={dot} form=gemv"), "{what}, {options}");
+            let form = if takes(p) { "gemv" } else { "tiles" };
+            assert_eq!(taken, format!("dot={dot} form={form}"), "{what}, {options}");
         }
         if !lowp_jit::host_byte_dot(d, lanes) {
             eprintln!("no {dot} with {lanes} lanes on this host: the form cannot run here");
@@ -1332,6 +1350,7 @@ fn byte_gemv_form_matches_the_oracle() {
         }
         let mut cases: Vec<_> = problems
             .iter()
+            .filter(|(_, p)| takes(p))
             .map(|(w, p)| (w.clone(), p.clone()))
             .collect();
         if dot == "vnni" {
@@ -1358,8 +1377,9 @@ fn byte_gemv_form_matches_the_oracle() {
 /// (FNUZ, whose 0x80 is NaN), packed FP4 and custom formats on it (`dot=f32`), K past the
 /// last chunk, N past the last group of B's rows, every code of B's format in one of its
 /// rows (NaN and inf among them), the largest codes and -0 in A, NaN and extreme block
-/// scales, bias and bf16, several K blocks; dynamic M runs the same form under its branch,
-/// to the same bits.
+/// scales, bias and bf16, several K blocks, MX segments of one chunk with their scale
+/// products 16 chunks at a time, A's rows in pieces; dynamic M runs the same form under
+/// its branch, to the same bits.
 #[test]
 fn pair_gemv_form_matches_the_oracle() {
     let mut rng = SplitMix64::new(53);
@@ -1404,17 +1424,24 @@ fn pair_gemv_form_matches_the_oracle() {
     // 16 lanes: chunks of 32 k, MX's B scales sixteen chunks a load; K = 1442 is two such
     // groups, thirteen chunks and 2 k (8 lanes: 90 chunks of 16 and 2 k). Several K blocks
     // (A's patterns of a block in L1): MXFP8 at M = 8 and K = 4130 (blocks of 64 chunks),
-    // 16 rows without scales along K (blocks of 32) and 12 with 128-blocks (of 40).
+    // 16 rows without scales along K (blocks of 32) and 12 with 128-blocks (of 40). A's
+    // rows in pieces (16 lanes): MXFP8 at 16 rows and K = 4130 (two pieces of 8, each
+    // through the scale products of 16 chunks), 16 and 13 rows without scales along K,
+    // 12 and 16 with 128-blocks.
     let problems = gemv_problems(&mut rng, &pairs, |i| {
         let mut sizes = vec![(1, 1442), (3, 1442), (8, 1442)];
         match i {
-            0 => sizes.push((8, 4130)),
-            1 | 2 => sizes.push((16, 1442)),
-            5 => sizes.push((12, 1442)),
+            0 => sizes.extend([(8, 4130), (16, 4130)]),
+            1 => sizes.extend([(16, 1442), (13, 1442)]),
+            2 => sizes.push((16, 1442)),
+            5 => sizes.extend([(12, 1442), (16, 1442)]),
             _ => {}
         }
         sizes
     });
+    // At 8 lanes the form takes B's formats of one lookup (32 patterns: FP4, FP6 E3M2)
+    // only, the others the f32 forms.
+    let one_lookup = |p: &Problem| [f4, ScaledFormat::F6E3M2].contains(&p.b.q.format);
     for lanes in [16, 8] {
         let options = format!("dot=f32 bf16-dot=true lanes={lanes}");
         for (what, p) in &problems {
@@ -1424,15 +1451,27 @@ fn pair_gemv_form_matches_the_oracle() {
                 Some(p.a.q.rows as i64),
                 &options,
             );
-            assert_eq!(
-                taken, "dot=bf16 decode=table form=gemv",
-                "{what}, {options}"
-            );
+            if lanes == 16 || one_lookup(p) {
+                assert_eq!(
+                    taken, "dot=bf16 decode=table form=gemv",
+                    "{what}, {options}"
+                );
+            } else {
+                assert!(
+                    !taken.contains("decode=table"),
+                    "{what}, {options}: {taken}"
+                );
+            }
         }
         if !lowp_jit::host_bf16_dot(lanes) {
             eprintln!("no bf16 pairs with {lanes} lanes on this host: the form cannot run here");
             continue;
         }
+        let problems: Vec<_> = problems
+            .iter()
+            .filter(|(_, p)| lanes == 16 || one_lookup(p))
+            .cloned()
+            .collect();
         let pre = format!("builtin.module(func.func(lowp-to-loops{{{options}}}))");
         let session = Session::new();
         let fixed = run_and_check(&session, &problems, Some(&pre));

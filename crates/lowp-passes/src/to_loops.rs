@@ -1544,7 +1544,7 @@ fn form_of(
         return Form::ByteGemv(rows);
     }
     let pair_gemv = plan.gemv && !bytes && plan.bf16 && bf16_pairs(fa, fb, 0, plan.seg);
-    if let Some(rows) = m.filter(|_| pair_gemv && dot_gemv::takes_pairs(m, plan)) {
+    if let Some(rows) = m.filter(|_| pair_gemv && dot_gemv::takes_pairs(m, plan, fb)) {
         return Form::PairGemv(rows);
     }
     if let Some(rows) = m.filter(|_| gemv && gemv::takes(m, plan, f16, bytes, fold)) {

@@ -109,19 +109,26 @@ use crate::ir::Emitter;
 use crate::PassError;
 use lowp_formats::ScaledFormat;
 
-/// The most rows of A the form takes with scale segments of `seg` k (none: `None`). On
-/// two Zen 5 threads at N = K = 8192 (ms, two rounds against the row tiles, both K-blocked
-/// forms of this module; the rows past them would run the tiles):
-/// - no scales along K: up to 16 rows (M = 16: FP8 per tensor 6.6-7.4 against 7.9-8.4,
-///   FP8 E5M2 per channel 6.8-7.1 against 7.8-8.9, FP6 E2M3 per channel 5.9-6.0 against
-///   6.8-7.9, FP4 per tensor 4.0 against 5.4);
-/// - segments of 128 or more (blockwise): up to 12 (FP8 1 x 128 / 128 x 128: M = 12
-///   4.6-4.9 against 6.5-8.2, M = 16 7.9-8.8 against 8.2-8.5);
-/// - shorter segments (MX, NVFP4): up to 8 (M = 8: MXFP8 4.2-4.3 against 7.1-7.2, MXFP4
-///   3.5-3.7 against 5.0-5.8, MXFP6 6.3-6.8 against 7.5-7.7; M = 12: MXFP8 8.5-10.1
-///   against 7.3-7.6, MXFP6 8.1-8.8 against 7.0-7.3, MXFP4 even).
-fn rows_for(seg: Option<i64>) -> i64 {
+/// The most rows of A the form takes at `lanes` with scale segments of `seg` k (none:
+/// `None`). At 16 lanes 16 for every kind and layout (A's rows in pieces past a few, see
+/// `pieces`). On two Zen 5 threads at N = K = 8192 (ms, two rounds of each against the row
+/// tiles; the rows past 16 run the tiles):
+/// - no scales along K, M = 16: FP8 per tensor 4.5-4.7 against 7.9-8.4, FP6 E2M3 per
+///   channel 3.4-4.5 against 6.8-7.9, FP4 per tensor 2.3-2.4 against 5.4;
+/// - blockwise 1 x 128, M = 16: 6.5-7.1 against 8.6-8.8;
+/// - MX: MXFP8 M = 12 6.4-7.3 against 7.4-12.5, M = 16 7.2-7.7 against 9.4-9.6; MXFP4 M =
+///   16 5.5-5.8 against 7.3-7.6.
+///
+/// Past 16 the form still won on bytes (FP4 per tensor M = 24 4.1-5.5 against 5.8-6.7, FP6
+/// E2M3 per channel M = 32 7.3-7.6 against 8.2-9.4) and lost on bf16 pairs (FP8 per
+/// tensor M = 32 12.6-13.8 against 9.5-10.2); it stops at 16, as M known only at run time
+/// takes a copy of the form for each M it covers.
+///
+/// At 8 lanes (16 registers, no pieces): 16 rows with no scales along K, 12 with 128-blocks,
+/// 8 with MX / NVFP4 segments (MXFP4 `dot=i8` M = 16 8.9-9.0 against the tiles' 6.8-7.1).
+fn max_rows(lanes: i64, seg: Option<i64>) -> i64 {
     match seg {
+        _ if lanes == 16 => 16,
         None => 16,
         Some(s) if s >= 128 => 12,
         Some(_) => 8,
@@ -153,27 +160,31 @@ pub(super) enum Products {
 }
 
 /// Whether the form runs on bytes for `m` rows (known when the pass runs) under `plan`,
-/// the byte kernel's plan existing for the formats: up to `rows_for` rows; scale segments
+/// the byte kernel's plan existing for the formats: up to `max_rows` rows; scale segments
 /// a multiple of 8 k (a lane's k lie in one segment, packed or not) that divide a chunk of
 /// either storage or are whole chunks of both.
 pub(super) fn takes(m: Option<i64>, plan: &Plan) -> bool {
-    let rows = rows_for(plan.seg);
     let lanes = plan.tile.lanes;
     let segments_fit = plan
         .seg
         .is_none_or(|s| s % 8 == 0 && ((4 * lanes) % s == 0 || s % (8 * lanes) == 0));
-    m.is_some_and(|m| (1..=rows).contains(&m)) && segments_fit
+    m.is_some_and(|m| (1..=max_rows(lanes, plan.seg)).contains(&m)) && segments_fit
 }
 
-/// Whether the form runs on bf16 pairs for `m` rows under `plan`, `bf16_pairs` holding
-/// for the formats: up to `rows_for` rows; scale segments even (a lane's pair in one)
-/// that divide a chunk (`2 lanes` k) or are whole chunks.
-pub(super) fn takes_pairs(m: Option<i64>, plan: &Plan) -> bool {
-    let chunk = 2 * plan.tile.lanes;
+/// Whether the form runs on bf16 pairs for `m` rows under `plan` with B's format `fb`,
+/// `bf16_pairs` holding for the formats: up to `max_rows` rows; scale segments even (a
+/// lane's pair in one) that divide a chunk (`2 lanes` k) or are whole chunks; at 8 lanes,
+/// B's patterns one lookup (FP6 E3M2's 32 magnitudes, not FP8's 128): FP8's four took 8
+/// of the 16 registers, and the form ran E4M3 per tensor at M = 2 / 4 in 4.8 / 9.0 ms
+/// against the f32 GEMV form's 2.8 / 4.4 (FP6 E3M2 per channel M = 8 4.1 against 8.2).
+pub(super) fn takes_pairs(m: Option<i64>, plan: &Plan, fb: ScaledFormat) -> bool {
+    let lanes = plan.tile.lanes;
+    let chunk = 2 * lanes;
     let segments_fit = plan
         .seg
         .is_none_or(|s| s % 2 == 0 && (chunk % s == 0 || s % chunk == 0));
-    m.is_some_and(|m| (1..=rows_for(plan.seg)).contains(&m)) && segments_fit
+    let lookups_fit = lanes == 16 || word_patterns(fb).0.len() <= 2 * chunk as usize;
+    m.is_some_and(|m| (1..=max_rows(lanes, plan.seg)).contains(&m)) && segments_fit && lookups_fit
 }
 
 /// Rows of B a group takes with `m` rows of A, `carried` vectors a pair (its sums, and
@@ -181,12 +192,49 @@ pub(super) fn takes_pairs(m: Option<i64>, plan: &Plan) -> bool {
 /// keep each pair's vectors, the group's vectors of B and one row's of A (a chunk's B is
 /// looked up first, A's rows loaded one at a time) and `extra` for the decode (its scratch
 /// and tables) within the vector registers (32 zmm at 16 lanes, 16 ymm at 8).
-fn group_rows(m: i64, (carried, halves): (i64, i64), lanes: i64, extra: i64) -> i64 {
+fn group_rows(m: i64, (carried, halves): (i64, i64), lanes: i64, extra: i64) -> Option<i64> {
     let registers = if lanes == 16 { 32 } else { 16 };
     (1..=GROUP_ROWS)
         .rev()
         .find(|&r| carried * m * r + halves * (r + 1) + extra <= registers)
-        .unwrap_or(1)
+}
+
+/// Rows of B a group takes, and A's rows `(first, count)` in the pieces that each pass over
+/// the group's chunks: all of A's rows where they leave room for two rows of B
+/// (`group_rows`), else the fewest pieces of nearly equal size, two rows or more, that do
+/// (B's chunks looked up again for each piece, from L1; pieces of one row would look up B
+/// once for each of A's rows). With one row of B a group, each of A's vectors was
+/// loaded for one dot product: FP8 per tensor at N = K = 8192, two threads, ran M = 10 in
+/// 3.1-3.3 ms (two rows of B) and M = 12 in 5.1-5.3 (one); in two pieces of 6, 3.4.
+/// At 8 lanes (16 registers) A's rows stay one piece: pieces of two rows ran FP4 per
+/// tensor M = 16 faster (5.3 ms against 7.6-9.1, `dot=i8`) but FP6 E2M3 per channel
+/// slower (M = 8 6.6 against 5.2-5.3, M = 16 11.8-12.1 against 6.4-6.8).
+fn pieces(m: i64, vectors: (i64, i64), lanes: i64, extra: i64) -> (i64, Vec<(i64, i64)>) {
+    let whole = group_rows(m, vectors, lanes, extra);
+    let pieces_max = if lanes == 16 && whole.is_none_or(|r| r < 2) {
+        m / 2
+    } else {
+        1
+    };
+    let split = (2..=pieces_max).find_map(|p| {
+        let largest = (m + p - 1) / p;
+        group_rows(largest, vectors, lanes, extra)
+            .filter(|&r| r >= 2)
+            .map(|r| (p, r))
+    });
+    let Some((p, rb)) = split else {
+        return (whole.unwrap_or(1), vec![(0, m)]);
+    };
+    let (q, rem) = (m / p, m % p);
+    let mut first = 0;
+    let pieces = (0..p)
+        .map(|i| {
+            let size = q + i64::from(i < rem);
+            first += size;
+            (first - size, size)
+        })
+        .collect();
+    (rb, pieces)
 }
 
 /// How an interval's sums join the totals (see the module header).
@@ -219,6 +267,31 @@ struct WordTables<'c, 'a> {
 /// NaN: OCP FP8 and FP6, not FNUZ, whose `0x80` is its NaN), the tables hold the patterns
 /// of the magnitudes only, half as many lookups.
 fn word_tables<'c, 'a>(e: &Emitter<'c, 'a>, f: ScaledFormat, width: u64) -> WordTables<'c, 'a> {
+    let (entries, signed) = word_patterns(f);
+    let per = 2 * width as usize;
+    let tables = entries
+        .chunks(per)
+        .flat_map(|lookup| {
+            [0, 1].map(|t| {
+                let words: Vec<i64> = (0..width as usize)
+                    .map(|x| i64::from(*lookup.get(t * width as usize + x).unwrap_or(&0) as i16))
+                    .collect();
+                e.int_vector(16, &words)
+            })
+        })
+        .collect();
+    let bits = f.code_count().trailing_zeros() as i64;
+    WordTables {
+        tables,
+        index_mask: entries.len() as i64 - 1,
+        sign_shift: signed.then_some(16 - bits),
+        per: per as i64,
+    }
+}
+
+/// The bf16 patterns `word_tables` holds for `f`: of every code, or of the magnitudes only
+/// where the code's top bit is the sign of every value (then `true`).
+fn word_patterns(f: ScaledFormat) -> (Vec<u16>, bool) {
     let count = f.code_count() as usize;
     let patterns: Vec<u16> = (0..count)
         .map(|c| {
@@ -242,29 +315,11 @@ fn word_tables<'c, 'a>(e: &Emitter<'c, 'a>, f: ScaledFormat, width: u64) -> Word
             }
         });
     let entries = if signed {
-        &patterns[..half]
+        patterns[..half].to_vec()
     } else {
-        &patterns[..]
+        patterns
     };
-    let per = 2 * width as usize;
-    let tables = entries
-        .chunks(per)
-        .flat_map(|lookup| {
-            [0, 1].map(|t| {
-                let words: Vec<i64> = (0..width as usize)
-                    .map(|x| i64::from(*lookup.get(t * width as usize + x).unwrap_or(&0) as i16))
-                    .collect();
-                e.int_vector(16, &words)
-            })
-        })
-        .collect();
-    let bits = count.trailing_zeros() as i64;
-    WordTables {
-        tables,
-        index_mask: entries.len() as i64 - 1,
-        sign_shift: signed.then_some(16 - bits),
-        per: per as i64,
-    }
+    (entries, signed)
 }
 
 /// The bf16 patterns of a `vector<width x i16>` of codes by `t` (`word_tables`): a
@@ -546,10 +601,11 @@ pub(super) fn gemm<'c, 'a>(
     } else {
         1
     };
-    let rb = group_rows(m, (carried, halves), lanes, extra);
+    let (rb, pieces) = pieces(m, (carried, halves), lanes, extra);
     let groups = ceil_div(e, n, e.index(rb));
     let w = e.alloc(f32t, &[Some(m), None], &[e.muli(groups, e.index(rb))], 64);
-    let count = (m * rb) as usize;
+    // Pairs of the largest piece (the scratch's rows).
+    let most = pieces.iter().map(|&(_, size)| size).max().unwrap_or(m) * rb;
     let zv = e.zero_vector(vl);
     let unit_v = e.f32_splat(unit, vl);
     // Lane 0 alone: where the tail's products join a total.
@@ -571,7 +627,10 @@ pub(super) fn gemm<'c, 'a>(
                        q: Value<'c, 'a>,
                        (c_lo, c_hi): (Value<'c, 'a>, Value<'c, 'a>),
                        last: Value<'c, 'a>,
-                       scratch: Option<Value<'c, 'a>>| {
+                       scratch: Option<Value<'c, 'a>>,
+                       (i0, mp): (i64, i64)| {
+        // Pair x is row i0 + x / rb of A (its piece's) and row x % rb of the group of B.
+        let count = (mp * rb) as usize;
         let rows: Vec<Value> = (0..rb)
             .map(|j| e.minui(e.addi(e.muli(q, e.index(rb)), e.index(j)), e.subi(n, one)))
             .collect();
@@ -580,8 +639,8 @@ pub(super) fn gemm<'c, 'a>(
             let kk = e.muli(c, chunk_v);
             let bvs: Vec<Vec<Value>> = rows.iter().map(|&rr| b_vectors(e, rr, kk)).collect();
             let mut next = acc.to_vec();
-            for i in 0..m {
-                let avs = a_vectors(e, i, kk);
+            for i in 0..mp {
+                let avs = a_vectors(e, i0 + i, kk);
                 for (j, bv) in bvs.iter().enumerate() {
                     let x = (i * rb) as usize + j;
                     for (&u, &s) in bv.iter().zip(&avs) {
@@ -598,7 +657,7 @@ pub(super) fn gemm<'c, 'a>(
                 return vec![zv; count];
             };
             let at = e.muli(f, lane_v);
-            (0..m)
+            (i0..i0 + mp)
                 .map(|i| e.vload(starts, &[e.index(i), at], vl))
                 .flat_map(|s| std::iter::repeat_n(s, rb as usize))
                 .collect()
@@ -652,8 +711,8 @@ pub(super) fn gemm<'c, 'a>(
                             let spread: Vec<i64> =
                                 (0..lanes).map(|l| u * per + l / (lanes / per)).collect();
                             let at = e.muli(c, lane_v);
-                            for i in 0..m {
-                                let sav = e.vload(sa, &[e.index(i), at], vl);
+                            for i in 0..mp {
+                                let sav = e.vload(sa, &[e.index(i0 + i), at], vl);
                                 for (j, &sbj) in sb.iter().enumerate() {
                                     let x = (i * rb) as usize + j;
                                     let s = e.mulf(sav, e.shuffle(sbj, sbj, f32t, &spread));
@@ -702,7 +761,7 @@ pub(super) fn gemm<'c, 'a>(
                             (0..count)
                                 .map(|x| {
                                     let (i, j) = (x as i64 / rb, x % rb as usize);
-                                    let s = e.mulf(e.load(sa, &[e.index(i), t]), sb[j]);
+                                    let s = e.mulf(e.load(sa, &[e.index(i0 + i), t]), sb[j]);
                                     e.fma(converted(e, sums[x]), e.broadcast(s, vl), totals[x])
                                 })
                                 .collect()
@@ -738,9 +797,9 @@ pub(super) fn gemm<'c, 'a>(
                                     })
                                     .collect();
                                 let (sa, _, _) = sa.expect("A's segment scales");
-                                for i in 0..m {
+                                for i in 0..mp {
                                     // Segment x of A's scales is chunk x's.
-                                    let sav = e.vload(sa, &[e.index(i), c0], vl);
+                                    let sav = e.vload(sa, &[e.index(i0 + i), c0], vl);
                                     for (j, &sbj) in sb.iter().enumerate() {
                                         let x = e.index(i * rb + j as i64);
                                         e.vstore(e.mulf(sav, sbj), scratch, &[x, zero]);
@@ -769,9 +828,9 @@ pub(super) fn gemm<'c, 'a>(
             let mut next = totals.to_vec();
             for (j, &rr) in rows.iter().enumerate() {
                 let sb = plan.seg.map(|_| b.scaled.block_value(e, rr, kk));
-                for i in 0..m {
+                for i in 0..mp {
                     let x = (i * rb) as usize + j;
-                    let ii = e.index(i);
+                    let ii = e.index(i0 + i);
                     let p = match &tables {
                         Tables::Bytes(bt) => {
                             let nb = b.table_value(e, bt.table_b, (rr, kk));
@@ -810,7 +869,7 @@ pub(super) fn gemm<'c, 'a>(
                     v = e.mulf(v, e.f32(unit));
                 }
                 let col = e.addi(e.muli(q, e.index(rb)), e.index(j));
-                let at = [e.index(i), col];
+                let at = [e.index(i0 + i), col];
                 e.store(e.addf(e.load(w, &at), v), w, &at);
             }
         }
@@ -827,8 +886,7 @@ pub(super) fn gemm<'c, 'a>(
     let supers = ceil_div(e, groups, per_super);
     par(e, plan.parallel, supers, &|e, sup| {
         // Each pair's scale products of `lanes` chunks (`chunk_segments`), the iteration's.
-        let scratch =
-            chunk_segments.then(|| e.alloc(f32t, &[Some(count as i64), Some(lanes)], &[], 64));
+        let scratch = chunk_segments.then(|| e.alloc(f32t, &[Some(most), Some(lanes)], &[], 64));
         let q_lo = e.muli(sup, per_super);
         let q_hi = e.minui(e.addi(q_lo, per_super), groups);
         e.for_loop(zero, blocks, one, &[], |e, kb, _| {
@@ -836,7 +894,9 @@ pub(super) fn gemm<'c, 'a>(
             let c_hi = e.minui(e.addi(c_lo, e.index(block_chunks)), chunks);
             let last = e.cmpi(CmpiPredicate::Eq, kb, e.subi(blocks, one));
             e.for_loop(q_lo, q_hi, one, &[], |e, q, _| {
-                group_block(e, q, (c_lo, c_hi), last, scratch);
+                for &piece in &pieces {
+                    group_block(e, q, (c_lo, c_hi), last, scratch, piece);
+                }
                 vec![]
             });
             vec![]
@@ -1027,5 +1087,59 @@ impl<'c, 'a> Bytes<'c, 'a> {
             let codes = e.andi(raw, splat8(self.b_codes - 1));
             vec![byte_lookup(e, &self.b_tables, codes, nbytes)]
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{group_rows, pieces};
+
+    #[test]
+    fn pieces_cover_a_once_and_leave_room_for_two_rows_of_b() {
+        // (carried, halves) and extra of the bf16 pairs (E4M3: 4 table vectors) and of the
+        // bytes (per tensor, packed and not).
+        for (vectors, extra) in [
+            ((1, 1), 6),
+            ((2, 1), 6),
+            ((2, 1), 2),
+            ((2, 2), 2),
+            ((1, 2), 2),
+        ] {
+            for lanes in [8, 16] {
+                for m in 1..=16 {
+                    let (rb, parts) = pieces(m, vectors, lanes, extra);
+                    let mut next = 0;
+                    for &(first, size) in &parts {
+                        assert_eq!(first, next, "{m} {vectors:?} {parts:?}");
+                        assert!(size >= 1);
+                        next += size;
+                    }
+                    assert_eq!(next, m, "{m} {vectors:?} {parts:?}");
+                    let largest = parts.iter().map(|p| p.1).max().unwrap();
+                    let smallest = parts.iter().map(|p| p.1).min().unwrap();
+                    assert!(largest - smallest <= 1);
+                    let whole = group_rows(m, vectors, lanes, extra);
+                    if parts.len() > 1 {
+                        // Split only where the whole left room for one row of B, into
+                        // pieces of two rows or more that leave room for two.
+                        assert_eq!(lanes, 16);
+                        assert!(whole.is_none_or(|r| r < 2), "{m} {vectors:?}");
+                        assert!(smallest >= 2 && rb >= 2);
+                        assert_eq!(group_rows(largest, vectors, lanes, extra), Some(rb));
+                    } else {
+                        assert_eq!(rb, whole.unwrap_or(1));
+                    }
+                }
+            }
+        }
+        // FP8 per tensor: 16 rows as two of 8, two rows of B each; 11 stay whole.
+        assert_eq!(pieces(16, (1, 1), 16, 6), (2, vec![(0, 8), (8, 8)]));
+        assert_eq!(pieces(11, (1, 1), 16, 6), (2, vec![(0, 11)]));
+        assert_eq!(pieces(12, (1, 1), 16, 6), (3, vec![(0, 6), (6, 6)]));
+        // FP6 bytes per channel: 16 rows as 6 + 5 + 5.
+        assert_eq!(
+            pieces(16, (2, 1), 16, 2),
+            (2, vec![(0, 6), (6, 5), (11, 5)])
+        );
     }
 }
