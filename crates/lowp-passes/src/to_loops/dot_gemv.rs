@@ -63,6 +63,11 @@
 //! blocks A's rows (M x K bytes, twice that as bf16) were read from L2 once per group of
 //! rows of B, which held M = 8 at 2-4x M = 1's time.
 //!
+//! A group holds the sums of each of A's rows with each of its rows of B in registers.
+//! Where A's rows would leave room for one row of B only (past ~11 rows on bf16 pairs, ~7
+//! on bytes, at 16 lanes), they are taken in pieces that leave room for two (`pieces`),
+//! each passing over the group's chunks in turn.
+//!
 //! ```mlir
 //! // A's integers as bytes in B's order; -mb x A's lane sums; A's scales of each lane
 //! scf.parallel (%s) = ... {                           // 64 rows of B
