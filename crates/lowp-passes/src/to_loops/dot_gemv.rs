@@ -680,6 +680,51 @@ pub(super) fn gemm<'c, 'a>(
                 _ => e.mulf(v, unit_v),
             }
         };
+        // Row `rr` of B's scales from k = `k0`, `width` of them as stored (where B's scale
+        // block is the segment), decoded lane by lane.
+        let b_scales = |e: &Emitter<'c, 'a>, rr: Value<'c, 'a>, k0: Value<'c, 'a>, width| {
+            let idx = b.scaled.scale_index(e, rr, k0);
+            let stored = e.vload(b.scaled.scales, &idx, width);
+            b.scaled.decode_stored_lanes(e, stored, Some(width))
+        };
+        // The end of the whole groups of chunks (sharing a vector of B's scales) from c_lo.
+        let groups_end = |e: &Emitter<'c, 'a>| {
+            let span = e.subi(c_hi, c_lo);
+            e.addi(c_lo, e.muli(e.divui(span, e.index(group)), e.index(group)))
+        };
+        // Interval `f`'s sums (`per_interval` chunks) joined to `totals`.
+        let interval = |e: &Emitter<'c, 'a>, f: Value<'c, 'a>, totals: &[Value<'c, 'a>]| {
+            let per_interval = per_interval.expect("intervals of the sums");
+            let c0 = e.muli(f, e.index(per_interval));
+            let c1 = e.minui(e.addi(c0, e.index(per_interval)), chunks);
+            // A chunk an interval (segments of one chunk): its sums without a loop.
+            let sums = if per_interval == 1 {
+                chunk_dots(e, c0, &inits(e, f))
+            } else {
+                e.for_loop(c0, c1, one, &inits(e, f), |e, c, acc| chunk_dots(e, c, acc))
+            };
+            match scaling {
+                Scaling::Whole { seg } => {
+                    let k0 = e.muli(c0, chunk_v);
+                    let t = e.divui(k0, e.index(seg));
+                    let (sa, _, _) = sa.expect("A's segment scales");
+                    let sb: Vec<Value> = rows
+                        .iter()
+                        .map(|&rr| b.scaled.block_value(e, rr, k0))
+                        .collect();
+                    (0..count)
+                        .map(|x| {
+                            let (i, j) = (x as i64 / rb, x % rb as usize);
+                            let s = e.mulf(e.load(sa, &[e.index(i0 + i), t]), sb[j]);
+                            e.fma(converted(e, sums[x]), e.broadcast(s, vl), totals[x])
+                        })
+                        .collect()
+                }
+                _ => (0..count)
+                    .map(|x| e.addf(totals[x], converted(e, sums[x])))
+                    .collect(),
+            }
+        };
         let totals = match scaling {
             Scaling::Lanes { seg, per } => {
                 // Chunks `c0 .. c0 + n` with B's scales of all of them loaded at once (as
@@ -694,9 +739,7 @@ pub(super) fn gemm<'c, 'a>(
                             .iter()
                             .map(|&rr| {
                                 if contiguous {
-                                    let idx = b.scaled.scale_index(e, rr, k0);
-                                    let stored = e.vload(b.scaled.scales, &idx, width);
-                                    b.scaled.decode_stored_lanes(e, stored, Some(width))
+                                    b_scales(e, rr, k0, width)
                                 } else {
                                     let each: Vec<Value> = (0..n * per)
                                         .map(|t| {
@@ -729,8 +772,7 @@ pub(super) fn gemm<'c, 'a>(
                     };
                 // Whole groups of chunks sharing a vector of B's scales, then the rest one
                 // chunk at a time.
-                let span = e.subi(c_hi, c_lo);
-                let whole = e.addi(c_lo, e.muli(e.divui(span, e.index(group)), e.index(group)));
+                let whole = groups_end(e);
                 let totals =
                     e.for_loop(c_lo, whole, e.index(group), &vec![zv; count], |e, c0, t| {
                         chunks_at(e, c0, group, t)
@@ -743,87 +785,45 @@ pub(super) fn gemm<'c, 'a>(
                     chunk_dots(e, c, acc)
                 })
             }
-            _ => {
-                let interval = |e: &Emitter<'c, 'a>, f: Value<'c, 'a>, totals: &[Value<'c, 'a>]| {
-                    let per_interval = per_interval.expect("intervals of the sums");
-                    let c0 = e.muli(f, e.index(per_interval));
-                    let c1 = e.minui(e.addi(c0, e.index(per_interval)), chunks);
-                    // A chunk an interval (segments of one chunk): its sums without a loop.
-                    let sums = if per_interval == 1 {
-                        chunk_dots(e, c0, &inits(e, f))
-                    } else {
-                        e.for_loop(c0, c1, one, &inits(e, f), |e, c, acc| chunk_dots(e, c, acc))
-                    };
-                    match scaling {
-                        Scaling::Whole { seg } => {
-                            let k0 = e.muli(c0, chunk_v);
-                            let t = e.divui(k0, e.index(seg));
-                            let (sa, _, _) = sa.expect("A's segment scales");
-                            let sb: Vec<Value> = rows
-                                .iter()
-                                .map(|&rr| b.scaled.block_value(e, rr, k0))
-                                .collect();
-                            (0..count)
-                                .map(|x| {
-                                    let (i, j) = (x as i64 / rb, x % rb as usize);
-                                    let s = e.mulf(e.load(sa, &[e.index(i0 + i), t]), sb[j]);
-                                    e.fma(converted(e, sums[x]), e.broadcast(s, vl), totals[x])
-                                })
-                                .collect()
+            // Segments of one chunk: `lanes` chunks at a time, each row of B's scales of
+            // them one vector load, decoded lane by lane, times A's of each row, all
+            // `count` products stored in `scratch`; each chunk's sums take theirs by a
+            // broadcast from memory (the FMA's operand) where a scalar decode and product a
+            // pair and chunk were (MXFP8, N = K = 8192, two threads, ms: M = 1 2.02-2.21 ->
+            // 1.74-1.99, M = 8 4.53-4.57 -> 3.93-3.95). The chunks past them one at a time
+            // (a chunk an interval).
+            Scaling::Whole { .. } if chunk_segments => {
+                let scratch = scratch.expect("the scale products' scratch");
+                let whole = groups_end(e);
+                let totals = e.for_loop(c_lo, whole, lane_v, &vec![zv; count], |e, c0, t| {
+                    let k0 = e.muli(c0, chunk_v);
+                    let sb: Vec<Value> = rows.iter().map(|&rr| b_scales(e, rr, k0, vl)).collect();
+                    let (sa, _, _) = sa.expect("A's segment scales");
+                    for i in 0..mp {
+                        // Segment x of A's scales is chunk x's.
+                        let sav = e.vload(sa, &[e.index(i0 + i), c0], vl);
+                        for (j, &sbj) in sb.iter().enumerate() {
+                            let x = e.index(i * rb + j as i64);
+                            e.vstore(e.mulf(sav, sbj), scratch, &[x, zero]);
                         }
-                        _ => (0..count)
-                            .map(|x| e.addf(totals[x], converted(e, sums[x])))
-                            .collect(),
                     }
-                };
+                    e.for_loop(zero, lane_v, one, t, |e, u, t| {
+                        let c = e.addi(c0, u);
+                        let sums = chunk_dots(e, c, &inits(e, c));
+                        (0..count)
+                            .map(|x| {
+                                let s = e.load(scratch, &[e.index(x as i64), u]);
+                                e.fma(converted(e, sums[x]), e.broadcast(s, vl), t[x])
+                            })
+                            .collect()
+                    })
+                });
+                e.for_loop(whole, c_hi, one, &totals, interval)
+            }
+            _ => {
                 let per = e.index(per_interval.expect("intervals of the sums"));
                 let (f_lo, f_hi) = (e.divui(c_lo, per), ceil_div(e, c_hi, per));
-                match scratch.filter(|_| chunk_segments) {
-                    None => e.for_loop(f_lo, f_hi, one, &vec![zv; count], interval),
-                    Some(scratch) => {
-                        // Segments of one chunk: `lanes` chunks at a time, each row of
-                        // B's scales of them one vector load, decoded lane by lane, times
-                        // A's of each row, all `count` products stored in `scratch`; each
-                        // chunk's sums take theirs by a broadcast from memory (the FMA's
-                        // operand) where a scalar decode and product a pair and chunk were
-                        // (MXFP8, N = K = 8192, two threads, ms: M = 1 2.02-2.21 -> 1.74-1.99,
-                        // M = 8 4.53-4.57 -> 3.93-3.95). The chunks past them one at a time.
-                        let span = e.subi(c_hi, c_lo);
-                        let whole = e.addi(c_lo, e.muli(e.divui(span, lane_v), lane_v));
-                        let totals =
-                            e.for_loop(c_lo, whole, lane_v, &vec![zv; count], |e, c0, t| {
-                                let k0 = e.muli(c0, chunk_v);
-                                let sb: Vec<Value> = rows
-                                    .iter()
-                                    .map(|&rr| {
-                                        let idx = b.scaled.scale_index(e, rr, k0);
-                                        let stored = e.vload(b.scaled.scales, &idx, vl);
-                                        b.scaled.decode_stored_lanes(e, stored, Some(vl))
-                                    })
-                                    .collect();
-                                let (sa, _, _) = sa.expect("A's segment scales");
-                                for i in 0..mp {
-                                    // Segment x of A's scales is chunk x's.
-                                    let sav = e.vload(sa, &[e.index(i0 + i), c0], vl);
-                                    for (j, &sbj) in sb.iter().enumerate() {
-                                        let x = e.index(i * rb + j as i64);
-                                        e.vstore(e.mulf(sav, sbj), scratch, &[x, zero]);
-                                    }
-                                }
-                                e.for_loop(zero, lane_v, one, t, |e, u, t| {
-                                    let c = e.addi(c0, u);
-                                    let sums = chunk_dots(e, c, &inits(e, c));
-                                    (0..count)
-                                        .map(|x| {
-                                            let s = e.load(scratch, &[e.index(x as i64), u]);
-                                            e.fma(converted(e, sums[x]), e.broadcast(s, vl), t[x])
-                                        })
-                                        .collect()
-                                })
-                            });
-                        e.for_loop(whole, c_hi, one, &totals, interval)
-                    }
-                }
+                e.for_loop(f_lo, f_hi, one, &vec![zv; count], interval)
             }
         };
         // The k past the last whole chunk (in K's last block), one at a time into lane 0
