@@ -1288,11 +1288,12 @@ fn byte_gemv_form_matches_the_oracle() {
     // Several K blocks (A's values of a block in L1): MXFP4 at M = 8 and K = 8200 (two
     // blocks of 32 chunks and 8 k), 16 rows without scales along K and 12 with 128-blocks
     // at K = 4100. A's rows in pieces (16 lanes): 16 and 13 rows without scales along K,
-    // 12 and 16 with 128-blocks, 16 MX.
+    // 12 and 16 with 128-blocks, 16 MX. MXFP4 at M = 9 and K = 8200: the K blocks of 10
+    // rows (24 chunks; 9 rows' own 28), the rows a run-time M's copy computes.
     let problems = gemv_problems(&mut rng, &pairs, |i| {
         let mut sizes = vec![(1, 1440), (3, 1440), (8, 1440)];
         match i {
-            0 => sizes.extend([(8, 8200), (16, 1440)]),
+            0 => sizes.extend([(8, 8200), (16, 1440), (9, 8200)]),
             2 => sizes.push((16, 4100)),
             3 => sizes.extend([(16, 4100), (13, 1440)]),
             5 => sizes.extend([(12, 4100), (16, 1440)]),
@@ -1359,8 +1360,9 @@ fn byte_gemv_form_matches_the_oracle() {
         let pre = format!("builtin.module(func.func(lowp-to-loops{{{options}}}))");
         let session = Session::new();
         let fixed = run_and_check(&session, &cases, Some(&pre));
-        // Every third problem with its sizes known only at run time (each dynamic function
-        // carries a copy of the form for every M it takes).
+        // Every third problem, and those of odd M past 8, with their sizes known only at
+        // run time (each dynamic function carries a copy of the form for each count of
+        // rows it computes).
         if lanes == 16 {
             same_bits_every_third_dynamic(&session, &cases, &fixed, (&pre, &options));
         }
@@ -1427,12 +1429,13 @@ fn pair_gemv_form_matches_the_oracle() {
     // 16 rows without scales along K (blocks of 32) and 12 with 128-blocks (of 40). A's
     // rows in pieces (16 lanes): MXFP8 at 16 rows and K = 4130 (two pieces of 8, each
     // through the scale products of 16 chunks), 16 and 13 rows without scales along K,
-    // 12 and 16 with 128-blocks.
+    // 12 and 16 with 128-blocks. 13 rows at K = 4130: the K blocks of 14 rows (36 chunks,
+    // 13 rows' own 39), the rows a run-time M's copy computes.
     let problems = gemv_problems(&mut rng, &pairs, |i| {
         let mut sizes = vec![(1, 1442), (3, 1442), (8, 1442)];
         match i {
             0 => sizes.extend([(8, 4130), (16, 4130)]),
-            1 => sizes.extend([(16, 1442), (13, 1442)]),
+            1 => sizes.extend([(16, 1442), (13, 1442), (13, 4130)]),
             2 => sizes.push((16, 1442)),
             5 => sizes.extend([(12, 1442), (16, 1442)]),
             _ => {}
@@ -1535,20 +1538,27 @@ fn gemv_problems(
     problems
 }
 
-/// Every third of `cases` run again with its sizes known only at run time (under the
-/// pipeline `pre`) gives the bits it gave with them known (`fixed`, the outputs of all
-/// `cases`).
+/// Every third of `cases`, and each whose M the copy of the form under a run-time M
+/// computes with a row more (odd M past 8, `dot_gemv::rows_for`), run again with its
+/// sizes known only at run time (under the pipeline `pre`) gives the bits it gave with
+/// them known (`fixed`, the outputs of all `cases`).
 fn same_bits_every_third_dynamic(
     session: &Session,
     cases: &[(String, Problem)],
     fixed: &[Vec<f32>],
     (pre, options): (&str, &str),
 ) {
-    let every: Vec<_> = cases.iter().step_by(3).cloned().collect();
+    let picked: Vec<usize> = (0..cases.len())
+        .filter(|&i| {
+            let m = cases[i].1.a.q.rows;
+            i % 3 == 0 || (m > 8 && m % 2 == 1)
+        })
+        .collect();
+    let every: Vec<_> = picked.iter().map(|&i| cases[i].clone()).collect();
     let dynamic = run_and_check_shaped(session, &every, Some(pre), true);
     for (i, (what, _)) in every.iter().enumerate() {
         same_bits(
-            &fixed[3 * i],
+            &fixed[picked[i]],
             &dynamic[i],
             &format!("{what}, {options}, dynamic M"),
         );

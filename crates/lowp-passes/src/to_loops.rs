@@ -73,8 +73,9 @@
 //! decoded a vector at a time straight into registers and multiplied with A's rows, up to
 //! four rows of B at once; a scale segment's vector accumulators reduced to one vector of
 //! lane sums and scaled into the totals once. Where M is known only at run time, each of
-//! these forms runs under a branch on it (a GEMV form for each M it takes, the narrow
-//! form's ranges), the row tiles last.
+//! these forms runs under a branch on it (an f32 GEMV form for each M it takes, a
+//! dot-product GEMV form for each of `dot_gemv::rows_for`'s counts: odd M past 8 computes
+//! a row more, a copy of A's last; the narrow form's ranges), the row tiles last.
 //!
 //! Where the byte kernel would run (`dot=i8|vnni`, both formats small integers) and M is
 //! known and at most 16 (at 8 lanes: 8 with MX / NVFP4 segments, 12 with segments of 128
@@ -657,19 +658,27 @@ fn lower_scaled_matmul<'c, 'a>(
         return lower_form(e, &mm, form_of(&plan, static_m, formats, bytes.is_some()));
     }
     // M known only at run time: the forms of a few rows where M turns out to take them
-    // (batch decoding of a few rows through the GEMV form, a copy for each M; the decode
+    // (batch decoding of a few rows through the GEMV forms: the f32 one a copy for each M,
+    // the dot-product ones a copy for each count of `dot_gemv::rows_for`; the decode
     // shape's 13-16 rows through the narrow one), each under its own branch, else the row
     // tiles.
     let mut branches: Vec<(i64, i64, Form)> = Vec::new();
     for rows in 1..=2 * plan.tile.lanes {
-        let form = form_of(&plan, Some(rows), formats, bytes.is_some());
+        let form = match form_of(&plan, Some(rows), formats, bytes.is_some()) {
+            form @ (Form::ByteGemv(_) | Form::PairGemv(_)) => {
+                let covered = dot_gemv::rows_for(rows);
+                let widened = form_of(&plan, Some(covered), formats, bytes.is_some());
+                if std::mem::discriminant(&widened) == std::mem::discriminant(&form) {
+                    widened
+                } else {
+                    form
+                }
+            }
+            form => form,
+        };
         match (form, branches.last_mut()) {
             (Form::Tiles, _) => {}
-            (Form::Narrow(mv), Some((_, hi, Form::Narrow(last))))
-                if *last == mv && *hi == rows - 1 =>
-            {
-                *hi = rows;
-            }
+            (form, Some((_, hi, last))) if *last == form && *hi == rows - 1 => *hi = rows,
             (form, _) => branches.push((rows, rows, form)),
         }
     }

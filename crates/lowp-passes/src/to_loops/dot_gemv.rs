@@ -127,7 +127,7 @@ use lowp_formats::ScaledFormat;
 /// Past 16 the form still won on bytes (FP4 per tensor M = 24 4.1-5.5 against 5.8-6.7, FP6
 /// E2M3 per channel M = 32 7.3-7.6 against 8.2-9.4) and lost on bf16 pairs (FP8 per
 /// tensor M = 32 12.6-13.8 against 9.5-10.2); it stops at 16, as M known only at run time
-/// takes a copy of the form for each M it covers.
+/// takes a copy of the form for each count of `rows_for` it covers.
 ///
 /// At 8 lanes (16 registers, no pieces): 16 rows with no scales along K, 12 with 128-blocks,
 /// 8 with MX / NVFP4 segments (MXFP4 `dot=i8` M = 16 8.9-9.0 against the tiles' 6.8-7.1).
@@ -137,6 +137,20 @@ fn max_rows(lanes: i64, seg: Option<i64>) -> i64 {
         None => 16,
         Some(s) if s >= 128 => 12,
         Some(_) => 8,
+    }
+}
+
+/// The rows a copy of the form computes where M is known only at run time and turns out
+/// to be `m`: `m` up to 8, else the next even count, the extra row a copy of A's last
+/// (its sums are not written back). 12 copies cover M = 1-16 where there were 16
+/// (MXFP4's function took 2.9-3.4 s to compile with them, 1.6 s now), 7-11% more work at
+/// odd M past 8; the copies of 10-16 rows split into equal pieces. M = 7 as 8 rows ran
+/// 15-35% slower than 7 (MXFP4 at N = K = 8192: 2.5-3.0 ms against 2.15-2.25).
+pub(super) fn rows_for(m: i64) -> i64 {
+    if m <= 8 {
+        m
+    } else {
+        m + (m & 1)
     }
 }
 
@@ -410,9 +424,10 @@ pub(super) fn gemm<'c, 'a>(
         Tables::Pairs(_) => None,
     };
     // Chunks of A's values (a byte a k, or a bf16 pattern) that stay in L1 for all its
-    // rows (`A_BLOCK_BYTES`).
+    // rows (`A_BLOCK_BYTES`): those of `rows_for(m)` rows, so that the K blocks, and with
+    // them the sums' bits, are the same whether M is known when the pass runs or not.
     let a_bytes = if bytes.is_some() { 1 } else { 2 };
-    let fit = (A_BLOCK_BYTES / (m * a_bytes * chunk)).max(1);
+    let fit = (A_BLOCK_BYTES / (rows_for(m) * a_bytes * chunk)).max(1);
     // Chunks an interval (of the sums; one where segments are shorter than a chunk; `None`:
     // all of a K block, where the f32 sums of bf16 pairs meet no scale along K). The byte
     // form's intervals without scales are as long as their sums stay exact and fit a block.
@@ -527,13 +542,23 @@ pub(super) fn gemm<'c, 'a>(
             Some((e.alloc(f32t, &[Some(m), None], &[all], 64), all, g))
         }
     };
-    for r in 0..m {
-        let rr = e.index(r);
+    // Row `r` of the form's rows reads A's row `r` (M known only at run time: the last of
+    // A's rows past it, see `rows_for`).
+    let dynamic_m = crate::ir::static_index(a.rows).is_none();
+    let a_row = |e: &Emitter<'c, 'a>, r: Value<'c, 'a>| {
+        if dynamic_m {
+            e.minui(r, e.subi(a.rows, e.index(1)))
+        } else {
+            r
+        }
+    };
+    e.for_loop(zero, e.index(m), one, &[], |e, rr, _| {
+        let src = a_row(e, rr);
         match &tables {
             Tables::Bytes(bt) => bt.prepare_a(
                 e,
                 (a, b),
-                (rr, lanes),
+                (src, rr, lanes),
                 (
                     chunks,
                     intervals,
@@ -545,7 +570,7 @@ pub(super) fn gemm<'c, 'a>(
             Tables::Pairs(pt) => {
                 e.for_loop(zero, chunks, one, &[], |e, c, _| {
                     let kk = e.muli(c, chunk_v);
-                    e.vstore(pair_patterns(e, a, &pt.a, rr, kk), avals, &[rr, kk]);
+                    e.vstore(pair_patterns(e, a, &pt.a, src, kk), avals, &[rr, kk]);
                     vec![]
                 });
             }
@@ -553,7 +578,7 @@ pub(super) fn gemm<'c, 'a>(
         // Entry x of A's scales is k = x * step's (a segment's first k, or a lane's).
         if let Some((sa, entries, step)) = sa {
             e.for_loop(zero, entries, one, &[], |e, x, _| {
-                let v = a.scaled.block_value(e, rr, e.muli(x, e.index(step)));
+                let v = a.scaled.block_value(e, src, e.muli(x, e.index(step)));
                 let v = if unit_in_scales {
                     e.mulf(v, e.f32(unit))
                 } else {
@@ -563,7 +588,8 @@ pub(super) fn gemm<'c, 'a>(
                 vec![]
             });
         }
-    }
+        vec![]
+    });
 
     // Row `rr`'s vectors of the chunk from k = `kk` (`halves` of them).
     let b_vectors = |e: &Emitter<'c, 'a>, rr: Value<'c, 'a>, kk: Value<'c, 'a>| {
@@ -620,12 +646,13 @@ pub(super) fn gemm<'c, 'a>(
     };
     // Sums of K blocks add into w: zeros first.
     let padded = e.muli(groups, e.index(rb));
-    for i in 0..m {
+    e.for_loop(zero, e.index(m), one, &[], |e, i, _| {
         e.for_loop(zero, padded, one, &[], |e, col, _| {
-            e.store(e.f32(0.0), w, &[e.index(i), col]);
+            e.store(e.f32(0.0), w, &[i, col]);
             vec![]
         });
-    }
+        vec![]
+    });
     // Chunks `c_lo .. c_hi` (a K block; `last`: K's last, which adds the k past the last
     // chunk) of group `q` of rows of B, their sums added into w.
     let group_block = |e: &Emitter<'c, 'a>,
@@ -835,7 +862,7 @@ pub(super) fn gemm<'c, 'a>(
                 let sb = plan.seg.map(|_| b.scaled.block_value(e, rr, kk));
                 for i in 0..mp {
                     let x = (i * rb) as usize + j;
-                    let ii = e.index(i0 + i);
+                    let ii = a_row(e, e.index(i0 + i));
                     let p = match &tables {
                         Tables::Bytes(bt) => {
                             let nb = b.table_value(e, bt.table_b, (rr, kk));
@@ -992,15 +1019,15 @@ impl<'c, 'a> Bytes<'c, 'a> {
         })
     }
 
-    /// A's row `rr` as bytes in B's order (`avals`), and each lane's sum of them times
-    /// `-mb` into its interval's `starts` (zeroed first), a chunk at a time (`dot`: the
-    /// form's byte products).
+    /// A's row `src` as bytes in B's order (row `rr` of `avals`), and each lane's sum of
+    /// them times `-mb` into its interval's `starts` (zeroed first), a chunk at a time
+    /// (`dot`: the form's byte products).
     #[allow(clippy::type_complexity)]
     fn prepare_a(
         &self,
         e: &Emitter<'c, 'a>,
         (a, b): (&Side<'c, 'a>, &Side<'c, 'a>),
-        (rr, lanes): (Value<'c, 'a>, i64),
+        (src, rr, lanes): (Value<'c, 'a>, Value<'c, 'a>, i64),
         (chunks, intervals, per_interval): (Value<'c, 'a>, Value<'c, 'a>, i64),
         (avals, starts): (Value<'c, 'a>, Value<'c, 'a>),
         dot: &dyn Fn(
@@ -1026,12 +1053,12 @@ impl<'c, 'a> Bytes<'c, 'a> {
             let two = e.index(2);
             match (b.packed, a.packed) {
                 (true, true) => {
-                    let raw = e.vload(a.bits, &[rr, e.divui(kk, two)], nbytes);
+                    let raw = e.vload(a.bits, &[src, e.divui(kk, two)], nbytes);
                     vec![e.andi(raw, splat8(e, 0xF)), e.shrui(raw, splat8(e, 4))]
                 }
                 (true, false) => {
-                    let lo = e.vload(a.bits, &[rr, kk], nbytes);
-                    let hi = e.vload(a.bits, &[rr, e.addi(kk, e.index(n))], nbytes);
+                    let lo = e.vload(a.bits, &[src, kk], nbytes);
+                    let hi = e.vload(a.bits, &[src, e.addi(kk, e.index(n))], nbytes);
                     (0..2)
                         .map(|h| {
                             let picks: Vec<i64> = (0..n).map(|x| 2 * x + h).collect();
@@ -1040,10 +1067,10 @@ impl<'c, 'a> Bytes<'c, 'a> {
                         .collect()
                 }
                 (false, true) => {
-                    let raw = e.vload(a.bits, &[rr, e.divui(kk, two)], nbytes / 2);
+                    let raw = e.vload(a.bits, &[src, e.divui(kk, two)], nbytes / 2);
                     vec![nibbles_in_order(e, raw, nbytes / 2)]
                 }
-                (false, false) => vec![mask(e, e.vload(a.bits, &[rr, kk], nbytes))],
+                (false, false) => vec![mask(e, e.vload(a.bits, &[src, kk], nbytes))],
             }
         };
         e.for_loop(zero, intervals, one, &[], |e, f, _| {
@@ -1097,7 +1124,18 @@ impl<'c, 'a> Bytes<'c, 'a> {
 
 #[cfg(test)]
 mod tests {
-    use super::{group_rows, pieces};
+    use super::{group_rows, pieces, rows_for};
+
+    #[test]
+    fn run_time_copies_cover_each_m_once_within_the_form() {
+        let counts: std::collections::BTreeSet<i64> = (1..=16).map(rows_for).collect();
+        assert_eq!(counts.len(), 12);
+        for m in 1..=16 {
+            let r = rows_for(m);
+            assert!((m..=16).contains(&r) && r - m <= 1, "M = {m}: {r} rows");
+            assert_eq!(rows_for(r), r, "M = {m}: {r} rows is a copy of its own");
+        }
+    }
 
     #[test]
     fn pieces_cover_a_once_and_leave_room_for_two_rows_of_b() {
