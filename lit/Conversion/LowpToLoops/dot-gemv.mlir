@@ -192,3 +192,36 @@ func.func @mxfp8(%a: memref<1x600xf8E4M3FN>, %sa: memref<1x19xf8E8M0FNU>, %b: me
       : memref<1x600xf8E4M3FN>[memref<1x19xf8E8M0FNU>], memref<5x600xf8E4M3FN>[memref<5x19xf8E8M0FNU>] -> memref<1x5xf32>
   return
 }
+
+// -----
+
+// bf16 pairs past 16 rows with no scale along K: M = 24, E4M3 per tensor, K = 200. A's
+// rows leave room for one row of B only, so they go in pieces; B's patterns of the K block
+// (6 chunks; the block would hold 21) are looked up once for the group's four rows into
+// the iteration's buffer, and the four pieces of 6 rows, a loop, read them from there:
+// 24 sums, 4 + 1 loads a chunk.
+// PAIRS-LABEL: func.func @fp8_rows24
+// PAIRS:       %[[AP:.*]] = memref.alloc() {alignment = 64 : i64} : memref<24x192xi16>
+// PAIRS:       scf.parallel
+// PAIRS-NEXT:    %[[STAGE:.*]] = memref.alloc() {alignment = 64 : i64} : memref<4x672xbf16>
+// PAIRS:           llvm.call_intrinsic "llvm.x86.avx512.vpermi2var.hi.512"
+// PAIRS:           vector.store %{{.*}}, %[[STAGE]][%c0, %{{.*}}] : memref<4x672xbf16>, vector<32xbf16>
+// PAIRS:           vector.store %{{.*}}, %[[STAGE]][%c3, %{{.*}}] : memref<4x672xbf16>, vector<32xbf16>
+// PAIRS:         scf.for %[[P:.*]] = %c0 to %c4 step %c1 {
+// PAIRS-NEXT:      %[[I0:.*]] = arith.muli %[[P]], %c6 : index
+// PAIRS-NEXT:      %{{.*}}:24 = scf.for %{{.*}} = %c0 to %c6 step %c1 iter_args(
+// PAIRS-NEXT:        %[[AT:.*]] = arith.muli %{{.*}}, %c32 : index
+// PAIRS-NEXT:        %[[B0:.*]] = vector.load %[[STAGE]][%c0, %[[AT]]] : memref<4x672xbf16>, vector<32xbf16>
+// PAIRS-COUNT-3:     vector.load %[[STAGE]]
+// PAIRS-NEXT:        %[[A:.*]] = vector.load %[[AP]][%[[I0]], %[[AT]]] : memref<24x192xi16>, vector<32xi16>
+// PAIRS-NEXT:        %[[A0:.*]] = vector.bitcast %[[A]] : vector<32xi16> to vector<32xbf16>
+// PAIRS-NEXT:        llvm.call_intrinsic "llvm.x86.avx512bf16.dpbf16ps.512"(%{{.*}}, %[[A0]], %[[B0]])
+// PAIRS-NOT:         vpermi2var
+// PAIRS-COUNT-23:    llvm.call_intrinsic "llvm.x86.avx512bf16.dpbf16ps.512"
+// PAIRS:       memref.dealloc %[[STAGE]]
+func.func @fp8_rows24(%a: memref<24x200xf8E4M3FN>, %sa: memref<1x1xf32>, %b: memref<9x200xf8E4M3FN>,
+                      %sb: memref<1x1xf32>, %c: memref<24x9xf32>) {
+  lowp.scaled_matmul %a[%sa], %b[%sb] into %c layouts(#lowp.per_tensor, #lowp.per_tensor)
+      : memref<24x200xf8E4M3FN>[memref<1x1xf32>], memref<9x200xf8E4M3FN>[memref<1x1xf32>] -> memref<24x9xf32>
+  return
+}
