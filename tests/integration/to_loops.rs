@@ -1249,7 +1249,7 @@ fn gemv_form_matches_the_oracle() {
     }
 }
 
-/// The byte GEMV form (`dot_gemv.rs`: M of at most 16 at 16 lanes, 32 with no scales
+/// The byte GEMV form (`dot_gemv.rs`: M of at most 24 at 16 lanes, 32 with no scales
 /// along K; at 8 lanes 8 with MX / NVFP4 segments, 12 with 128-blocks, 16 with no scales
 /// along K; on the byte kernel's integers: B's codes looked up as bytes, A's integers laid
 /// out in B's order, `vpdpbusd` or `pmaddubsw` and `pmaddwd`) is the form taken and agrees
@@ -1291,12 +1291,12 @@ fn byte_gemv_form_matches_the_oracle() {
     // at K = 4100. A's rows in pieces (16 lanes): 16 and 13 rows without scales along K,
     // 12 and 16 with 128-blocks, 16 MX. MXFP4 at M = 9 and K = 8200: the K blocks of 10
     // rows (24 chunks; 9 rows' own 28), the rows a run-time M's copy computes. Past 16
-    // rows without scales along K (32 and 23): B's bytes of a K block staged once, A's
-    // rows in pieces, those of one size a loop.
+    // rows (32 and 23 without scales along K, 23 MX): B's bytes of a K block staged once,
+    // A's rows in pieces, those of one size a loop.
     let problems = gemv_problems(&mut rng, &pairs, |i| {
         let mut sizes = vec![(1, 1440), (3, 1440), (8, 1440)];
         match i {
-            0 => sizes.extend([(8, 8200), (16, 1440), (9, 8200)]),
+            0 => sizes.extend([(8, 8200), (16, 1440), (9, 8200), (23, 1440)]),
             2 => sizes.extend([(16, 4100), (32, 1440)]),
             3 => sizes.extend([(16, 4100), (13, 1440), (23, 1440)]),
             5 => sizes.extend([(12, 4100), (16, 1440)]),
@@ -1334,7 +1334,7 @@ fn byte_gemv_form_matches_the_oracle() {
                     16
                 }
             } else if lanes == 16 {
-                16
+                24
             } else if [la, lb].iter().all(|&l| blockwise(l) || !along_k(l)) {
                 12
             } else {
@@ -1378,8 +1378,8 @@ fn byte_gemv_form_matches_the_oracle() {
     }
 }
 
-/// The GEMV form on bf16 pairs (`dot_gemv.rs`, `Products::Bf16`: M of at most 8, 12, 16
-/// or 32 as for bytes, where the f32 kernel runs on bf16 pairs; B's codes looked up as bf16 patterns by `vpermi2w`,
+/// The GEMV form on bf16 pairs (`dot_gemv.rs`, `Products::Bf16`: M of at most 8, 12, 16,
+/// 24 or 32 as for bytes, where the f32 kernel runs on bf16 pairs; B's codes looked up as bf16 patterns by `vpermi2w`,
 /// two k a lane of `vdpbf16ps`) is the form taken and agrees with the oracle: both vector
 /// widths, every kind of scaling (MX and NVFP4 segments inside a chunk, with B's scales
 /// loaded together or, where B's block is not the segment, one by one; segments of whole
@@ -1440,13 +1440,13 @@ fn pair_gemv_form_matches_the_oracle() {
     // rows in pieces (16 lanes): MXFP8 at 16 rows and K = 4130 (two pieces of 8, each
     // through the scale products of 16 chunks), 16 and 13 rows without scales along K,
     // 12 and 16 with 128-blocks. 13 rows at K = 4130: the K blocks of 14 rows (36 chunks,
-    // 13 rows' own 39), the rows a run-time M's copy computes. Past 16 rows without scales
-    // along K (32, 23 and 20): B's patterns of a K block staged once, A's rows in pieces,
-    // those of one size a loop.
+    // 13 rows' own 39), the rows a run-time M's copy computes. Past 16 rows (32, 23 and 20
+    // without scales along K, 21 MXFP8): B's patterns of a K block staged once, A's rows
+    // in pieces, those of one size a loop.
     let problems = gemv_problems(&mut rng, &pairs, |i| {
         let mut sizes = vec![(1, 1442), (3, 1442), (8, 1442)];
         match i {
-            0 => sizes.extend([(8, 4130), (16, 4130)]),
+            0 => sizes.extend([(8, 4130), (16, 4130), (21, 1442)]),
             1 => sizes.extend([(16, 1442), (13, 1442), (13, 4130), (32, 1442), (23, 4130)]),
             2 => sizes.extend([(16, 1442), (20, 1442)]),
             5 => sizes.extend([(12, 1442), (16, 1442)]),

@@ -78,7 +78,7 @@
 //! a row more, a copy of A's last; the narrow form's ranges), the row tiles last.
 //!
 //! Where the byte kernel would run (`dot=i8|vnni`, both formats small integers) and M is
-//! known and at most 16, or 32 with no scales along K (at 8 lanes: 8 with MX / NVFP4
+//! known and at most 24, or 32 with no scales along K (at 8 lanes: 8 with MX / NVFP4
 //! segments, 12 with segments of 128 or more, 16), the GEMV form runs on the integers
 //! instead (`dot_gemv.rs`, a K block of A's values at a time, read from L1 by 64 rows of
 //! B, A's rows in pieces where they would leave room for one row of B only, B's vectors
@@ -163,7 +163,7 @@
 //!   formats it takes). Each product is exact either way, but the instruction adds a
 //!   pair's two to the sum in its own order and roundings, not the FMAs' one k at a time:
 //!   the results are within the contract's f32 bound, not the f32 kernel's bits. For up to
-//!   16 rows of A (32 with no scales along K) the GEMV form runs on bf16 pairs too (`dot_gemv.rs`; AVX512BW's
+//!   24 rows of A (32 with no scales along K) the GEMV form runs on bf16 pairs too (`dot_gemv.rs`; AVX512BW's
 //!   `vpermi2w` looks B's codes up). `lowp-jit` picks true when the host has AVX512-BF16
 //!   and AVX512BW.
 //! * `decode=bits|f16` — how the f32 kernel decodes B: bit arithmetic (the default: any
@@ -333,7 +333,7 @@ pub const PASS: PassDef = PassDef {
                           per-channel or 128-long scale blocks), the GEMV form: each output a \
                           dot product along K, B's rows decoded into registers; where the byte \
                           kernel would run (dot=i8|vnni) or the f32 kernel on bf16 pairs \
-                          (bf16-dot=true), up to 16 rows on its integers or pairs, 32 with no \
+                          (bf16-dot=true), up to 24 rows on its integers or pairs, 32 with no \
                           scales along K (at lanes=8: 8 with MX / NVFP4 scales, 12 with \
                           128-long blocks, 16)",
             kind: OptionKind::Bool,

@@ -1,6 +1,6 @@
 // RUN: lowp-opt %s -split-input-file --pass-pipeline='builtin.module(func.func(lowp-to-loops{dot=vnni},canonicalize,cse))' | FileCheck %s
 // RUN: lowp-opt %s -split-input-file --pass-pipeline='builtin.module(func.func(lowp-to-loops{dot=i8},canonicalize,cse))' | FileCheck %s --check-prefix=I8
-// RUN: lowp-opt %s -split-input-file --pass-pipeline='builtin.module(func.func(lowp-to-loops{dot=vnni lanes=16},canonicalize,cse))' | FileCheck %s --check-prefix=ZMM
+// RUN: lowp-opt %s -split-input-file --pass-pipeline='builtin.module(func.func(lowp-to-loops{dot=vnni lanes=16 gemv=false},canonicalize,cse))' | FileCheck %s --check-prefix=ZMM
 // The 512-bit form compiles to AVX512-VNNI dot products (whatever the host running lit):
 // RUN: lowp-opt %s --pass-pipeline='builtin.module(func.func(lowp-to-loops{dot=vnni lanes=16 parallel=false}))' | lowp-opt --lowp-cpu-pipeline | mlir-translate --mlir-to-llvmir | llc -O2 -mtriple=x86_64-unknown-linux-gnu -mcpu=icelake-server | FileCheck %s --check-prefix=ASM
 
@@ -28,7 +28,8 @@
 // I8-LABEL:    func.func @mxfp6_e2m3
 // I8:          llvm.call_intrinsic "llvm.x86.avx2.pmadd.ub.sw"
 // I8-NEXT:     llvm.call_intrinsic "llvm.x86.avx2.pmadd.wd"
-// With 16 lanes and 32-k segments the row tiles are 6 x 32 (20 rows: 4 tiles) and keep
+// With 16 lanes (`gemv=false`: the GEMV form would take these 20 rows) and 32-k segments
+// the row tiles are 6 x 32 (20 rows: 4 tiles) and keep
 // their f32 sums in registers through a K block's segments (`Plan::carrying_sums`): W's
 // tile loaded before the segment loop, carried as its 12 results, each segment's scaled
 // sums FMA'd into them, stored after it.

@@ -120,8 +120,8 @@ use crate::PassError;
 use lowp_formats::ScaledFormat;
 
 /// The most rows of A the form takes at `lanes` with scale segments of `seg` k (none:
-/// `None`). At 16 lanes 16 for every kind and layout, 32 with no scales along K (A's rows
-/// in pieces past a few, see `pieces` and `staged`). On two Zen 5 threads at N = K = 8192
+/// `None`). At 16 lanes 24 with scales along K, 32 without (A's rows in pieces past a
+/// few, see `pieces` and `staged`). On two Zen 5 threads at N = K = 8192
 /// (ms, two rounds of each against the row tiles, before B's vectors were staged):
 /// - no scales along K, M = 16: FP8 per tensor 4.5-4.7 against 7.9-8.4, FP6 E2M3 per
 ///   channel 3.4-4.5 against 6.8-7.9, FP4 per tensor 2.3-2.4 against 5.4;
@@ -132,16 +132,18 @@ use lowp_formats::ScaledFormat;
 /// With no scales along K, 32 (B's vectors of a K block staged once, `staged`): FP8 per
 /// tensor M = 17 / 24 / 32 4.2-4.4 / 5.0-5.2 / 6.2-6.5 against the tiles' 7.6-8.5 /
 /// 7.6-9.2 / 9.2-9.3, FP4 per tensor M = 32 4.3-4.6 against 6.7-7.8, FP6 E2M3 per channel
-/// M = 32 4.3-6.1 against 7.1-8.4. With scales along K the form stops at 16: staged, MX
-/// lost to the tiles past it (MXFP8 M = 32 14.7-18.9 against 10.9-11.0, MXFP4 M = 24 8.3
-/// against 6.8-7.2), blockwise 1 x 128 ran as they did (M = 32 9.5 against 9.6-9.9).
+/// M = 32 4.3-6.1 against 7.1-8.4. With scales along K, 24: MXFP8 M = 20 / 24 7.1-7.6 /
+/// 8.3-8.5 against 8.8-9.5 / 8.9, MXFP4 M = 20 / 24 4.7-4.8 / 5.5-5.6 against 5.3-5.8 /
+/// 6.6-7.1, blockwise 1 x 128 M = 24 7.2 against 7.9-8.1; at 32 MXFP8 lost (10.6-11.0
+/// against 10.0-10.6: every chunk's sums converted and scaled, a cost per pair the tiles
+/// do not pay).
 ///
 /// At 8 lanes (16 registers, no pieces): 16 rows with no scales along K, 12 with 128-blocks,
 /// 8 with MX / NVFP4 segments (MXFP4 `dot=i8` M = 16 8.9-9.0 against the tiles' 6.8-7.1).
 fn max_rows(lanes: i64, seg: Option<i64>) -> i64 {
     match seg {
         None if lanes == 16 => 32,
-        _ if lanes == 16 => 16,
+        _ if lanes == 16 => 24,
         None => 16,
         Some(s) if s >= 128 => 12,
         Some(_) => 8,
@@ -149,8 +151,8 @@ fn max_rows(lanes: i64, seg: Option<i64>) -> i64 {
 }
 
 /// The rows a copy of the form computes where M is known only at run time and turns out
-/// to be `m`: `m` up to 8, the next even count to 16, the next multiple of 4 past it (32
-/// with no scales along K), the extra rows copies of A's last (their sums are not written
+/// to be `m`: `m` up to 8, the next even count to 16, the next multiple of 4 past it (to
+/// 24 or 32, `max_rows`), the extra rows copies of A's last (their sums are not written
 /// back). 16 copies cover M = 1-32 where one a row covered 1-16 (MXFP4's function took
 /// 2.9-3.4 s to compile with them, 1.6-1.8 s now), 7-11% more work at odd M from 9 to 15,
 /// up to 18% past 16; the copies of 10-32 rows split into equal pieces. M = 7 as 8 rows
@@ -679,13 +681,15 @@ pub(super) fn gemm<'c, 'a>(
     // Where A's rows take several pieces, B's vectors of a group's K block are looked up
     // once into `stage` and each piece reads them (`staged`); N = K = 8192, one thread,
     // ms: FP8 per tensor M = 16 9.2-11.5 -> 7.7, NVFP4 11.7-13.8 -> 8.6-8.7, MXFP4
-    // 10.5 -> 9.1-10.8, blockwise 1 x 128 12.5-13.5 -> 11.0-11.2. Not for MX segments of
-    // one chunk (MXFP8 M = 16 14.2-15.0 -> 18.1-18.2: each chunk's sums apart from the
-    // totals, 48 registers at 24 pairs) nor bytes without scales along K to 16 rows (FP4
-    // per tensor M = 16 4.6 -> 5.0-5.4: B's lookup is one `pshufb`).
-    let stages =
-        !(chunk_segments || bytes.is_some() && matches!(scaling, Scaling::None) && m <= 16);
-    let (rb, pieces, staged) = match staged(m, (carried, halves), lanes).filter(|_| stages) {
+    // 10.5 -> 9.1-10.8, blockwise 1 x 128 12.5-13.5 -> 11.0-11.2. MX segments of one
+    // chunk count two registers a pair (each chunk's sums live apart from the totals; as
+    // one, 24 pairs spilled and MXFP8 M = 16 ran 18.1-18.2 against 14.2-15.0 unstaged):
+    // MXFP8 M = 12 / 16 12.2-12.4 / 13.3-14.1 -> 9.2-9.6 / 11.0-11.2, MXFP6 E3M2 M = 16
+    // 19.4-19.8 -> 12.0-12.5. Not for bytes without scales along K to 16 rows (FP4 per
+    // tensor M = 16 4.6 -> 5.0-5.4: B's lookup is one `pshufb`).
+    let stages = !(bytes.is_some() && matches!(scaling, Scaling::None) && m <= 16);
+    let staged_carried = if chunk_segments { 2 } else { carried };
+    let (rb, pieces, staged) = match staged(m, (staged_carried, halves), lanes).filter(|_| stages) {
         Some((rb, p)) if pieces(m, (carried, halves), lanes, extra).1.len() > 1 => (rb, p, true),
         _ => {
             let (rb, p) = pieces(m, (carried, halves), lanes, extra);
@@ -1258,7 +1262,7 @@ mod tests {
             assert!(r >= m && r - m <= most, "M = {m}: {r} rows");
             assert_eq!(rows_for(r), r, "M = {m}: {r} rows is a copy of its own");
             // Within each limit of `max_rows`.
-            for limit in [8, 12, 16, 32] {
+            for limit in [8, 12, 16, 24, 32] {
                 assert!(m > limit || r <= limit, "M = {m}: {r} rows past {limit}");
             }
         }
