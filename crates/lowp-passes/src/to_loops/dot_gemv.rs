@@ -257,16 +257,7 @@ fn pieces(m: i64, vectors: (i64, i64), lanes: i64, extra: i64) -> (i64, Vec<(i64
     let Some((p, rb)) = split else {
         return (whole.unwrap_or(1), vec![(0, m)]);
     };
-    let (q, rem) = (m / p, m % p);
-    let mut first = 0;
-    let pieces = (0..p)
-        .map(|i| {
-            let size = q + i64::from(i < rem);
-            first += size;
-            (first - size, size)
-        })
-        .collect();
-    (rb, pieces)
+    (rb, balanced(m, p))
 }
 
 /// Rows of B a group takes and A's rows in pieces where B's vectors of a group's K block
@@ -289,16 +280,21 @@ fn staged(m: i64, (carried, halves): (i64, i64), lanes: i64) -> Option<(i64, Vec
         })
     });
     let (rb, count, _) = plans.min_by(|x, y| x.2.total_cmp(&y.2))?;
+    Some((rb, balanced(m, count)))
+}
+
+/// `m` rows as `count` pieces `(first, size)` in order, sizes differing by at most one
+/// (the larger first).
+fn balanced(m: i64, count: i64) -> Vec<(i64, i64)> {
     let (q, rem) = (m / count, m % count);
     let mut first = 0;
-    let pieces = (0..count)
+    (0..count)
         .map(|i| {
             let size = q + i64::from(i < rem);
             first += size;
             (first - size, size)
         })
-        .collect();
-    Some((rb, pieces))
+        .collect()
 }
 
 /// How an interval's sums join the totals (see the module header).
@@ -1250,7 +1246,7 @@ impl<'c, 'a> Bytes<'c, 'a> {
 
 #[cfg(test)]
 mod tests {
-    use super::{group_rows, pieces, rows_for};
+    use super::{group_rows, pieces, rows_for, staged, GROUP_ROWS};
 
     #[test]
     fn run_time_copies_cover_each_m_once_within_the_form() {
@@ -1266,6 +1262,26 @@ mod tests {
                 assert!(m > limit || r <= limit, "M = {m}: {r} rows past {limit}");
             }
         }
+    }
+
+    #[test]
+    fn staged_pieces_cover_a_once_within_the_registers() {
+        for (carried, halves) in [(1, 1), (2, 1), (1, 2), (2, 2)] {
+            for m in 2..=32 {
+                let (rb, pieces) = staged(m, (carried, halves), 16).expect("a staged plan");
+                assert!((2..=GROUP_ROWS).contains(&rb));
+                let mut next = 0;
+                for &(first, size) in &pieces {
+                    assert_eq!(first, next, "M = {m}: pieces in order, none skipped");
+                    assert!(size >= 1 && carried * size * rb + halves * (rb + 1) + 2 <= 32);
+                    next += size;
+                }
+                assert_eq!(next, m, "M = {m}: every row of A once");
+                let sizes: Vec<i64> = pieces.iter().map(|p| p.1).collect();
+                assert!(sizes.windows(2).all(|w| w[0] >= w[1] && w[0] - w[1] <= 1));
+            }
+        }
+        assert!(staged(16, (1, 1), 8).is_none(), "16 lanes only");
     }
 
     #[test]
