@@ -1378,20 +1378,20 @@ fn byte_gemv_form_matches_the_oracle() {
     }
 }
 
-/// The GEMV form on bf16 pairs (`dot_gemv.rs`, `Products::Bf16`: M of at most 8, 12, 16,
-/// 24 or 32 as for bytes, where the f32 kernel runs on bf16 pairs; B's codes looked up as bf16 patterns by `vpermi2w`,
-/// two k a lane of `vdpbf16ps`) is the form taken and agrees with the oracle: both vector
-/// widths, every kind of scaling (MX and NVFP4 segments inside a chunk, with B's scales
-/// loaded together or, where B's block is not the segment, one by one; segments of whole
-/// chunks: MX at 8 lanes, 128-long blocks; per-tensor and per-channel sums along all of
-/// K), tables of magnitudes with the sign moved in (OCP FP8, FP6, FP4) and of whole codes
-/// (FNUZ, whose 0x80 is NaN), packed FP4 and custom formats on it (`dot=f32`), K past the
-/// last chunk, N past the last group of B's rows, every code of B's format in one of its
-/// rows (NaN and inf among them), the largest codes and -0 in A, NaN and extreme block
-/// scales, bias and bf16, several K blocks, MX segments of one chunk with their scale
-/// products 16 chunks at a time, A's rows in pieces (B's patterns of a K block staged
-/// once where they take several, those of one size a loop); dynamic M runs the same form
-/// under its branch, to the same bits.
+/// The GEMV form on bf16 pairs (`dot_gemv.rs`, `Products::Bf16`: M of at most 8, 12, 16, 24
+/// or 32 as for bytes, where the f32 kernel runs on bf16 pairs; B's codes looked up as bf16
+/// patterns by `vpermi2w`, two k a lane of `vdpbf16ps`) is the form taken and agrees with
+/// the oracle: both vector widths, every kind of scaling (MX and NVFP4 segments inside a
+/// chunk, with B's scales loaded together or, where B's block is not the segment, one by
+/// one; segments of whole chunks: MX at 8 lanes, 128-long blocks; per-tensor and
+/// per-channel sums along all of K), tables of magnitudes with the sign moved in (OCP FP8,
+/// FP6, FP4) and of whole codes (FNUZ, whose 0x80 is NaN), packed FP4 and custom formats on
+/// it (`dot=f32`), K past the last chunk, N past the last group of B's rows, every code of
+/// B's format in one of its rows (NaN and inf among them), the largest codes and -0 in A,
+/// NaN and extreme block scales, bias and bf16, several K blocks, MX segments of one chunk
+/// with their scale products 16 chunks at a time, A's rows in pieces (B's patterns of a K
+/// block staged once where they take several, those of one size a loop); dynamic M runs the
+/// same form under its branch, to the same bits.
 #[test]
 fn pair_gemv_form_matches_the_oracle() {
     let mut rng = SplitMix64::new(53);

@@ -82,14 +82,15 @@
 //! segments, 12 with segments of 128 or more, 16), the GEMV form runs on the integers
 //! instead (`dot_gemv.rs`, a K block of A's values at a time, read from L1 by 64 rows of
 //! B, A's rows in pieces where they would leave room for one row of B only, B's vectors
-//! of a K block then looked up once where that pays): B's codes looked up as bytes a vector at a time
-//! (`pshufb`), A's integers laid out once in the order B's bytes arrive, 4 k of each i32
-//! lane a `vpdpbusd` (or `pmaddubsw` and `pmaddwd`), each chunk's or segment's exact lane
-//! sums converted and scaled into f32 totals (MXFP4 1 x 8192 x 8192: 0.6 ms against 2.8
-//! for the f32 GEMV form on two Zen 5 threads). Where the f32 kernel would run on bf16
-//! pairs instead (`bf16-dot=true`: FP8, FP6 E3M2) and M is as small, the same form runs
-//! on them (at 8 lanes only where B's patterns are one lookup, FP6 E3M2 say): B's codes looked up as their values' bf16 patterns (`vpermi2w`), 2 k of each
-//! f32 lane a `vdpbf16ps` (FP8 per tensor 1 x 8192 x 8192: 1.5 ms against 2.2).
+//! of a K block then looked up once where that pays): B's codes looked up as bytes a
+//! vector at a time (`pshufb`), A's integers laid out once in the order B's bytes arrive,
+//! 4 k of each i32 lane a `vpdpbusd` (or `pmaddubsw` and `pmaddwd`), each chunk's or
+//! segment's exact lane sums converted and scaled into f32 totals (MXFP4 1 x 8192 x 8192:
+//! 0.6 ms against 2.8 for the f32 GEMV form on two Zen 5 threads). Where the f32 kernel
+//! would run on bf16 pairs instead (`bf16-dot=true`: FP8, FP6 E3M2) and M is as small,
+//! the same form runs on them (at 8 lanes only where B's patterns are one lookup, FP6
+//! E3M2 say): B's codes looked up as their values' bf16 patterns (`vpermi2w`), 2 k of
+//! each f32 lane a `vdpbf16ps` (FP8 per tensor 1 x 8192 x 8192: 1.5 ms against 2.2).
 //!
 //! B's decode (the f32 kernel's larger half at the decode shape) takes eight rows of a
 //! panel at a time, a vector of each row's codes at once, and transposes the block in
@@ -163,9 +164,9 @@
 //!   formats it takes). Each product is exact either way, but the instruction adds a
 //!   pair's two to the sum in its own order and roundings, not the FMAs' one k at a time:
 //!   the results are within the contract's f32 bound, not the f32 kernel's bits. For up to
-//!   24 rows of A (32 with no scales along K) the GEMV form runs on bf16 pairs too (`dot_gemv.rs`; AVX512BW's
-//!   `vpermi2w` looks B's codes up). `lowp-jit` picks true when the host has AVX512-BF16
-//!   and AVX512BW.
+//!   24 rows of A (32 with no scales along K) the GEMV form runs on bf16 pairs too
+//!   (`dot_gemv.rs`; AVX512BW's `vpermi2w` looks B's codes up). `lowp-jit` picks true when
+//!   the host has AVX512-BF16 and AVX512BW.
 //! * `decode=bits|f16` — how the f32 kernel decodes B: bit arithmetic (the default: any
 //!   target), or through f16 where the format allows (a target without an f16 -> f32
 //!   instruction, x86 without F16C, gets a library call per value from LLVM). `lowp-jit`

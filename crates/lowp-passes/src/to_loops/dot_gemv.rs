@@ -154,9 +154,10 @@ fn max_rows(lanes: i64, seg: Option<i64>) -> i64 {
 /// to be `m`: `m` up to 8, the next even count to 16, the next multiple of 4 past it (to
 /// 24 or 32, `max_rows`), the extra rows copies of A's last (their sums are not written
 /// back). 16 copies cover M = 1-32 where one a row covered 1-16 (MXFP4's function took
-/// 2.9-3.4 s to compile with them, 1.6-1.8 s now), 7-11% more work at odd M from 9 to 15,
-/// up to 18% past 16; the copies of 10-32 rows split into equal pieces. M = 7 as 8 rows
-/// ran 15-35% slower than 7 (MXFP4 at N = K = 8192: 2.5-3.0 ms against 2.15-2.25).
+/// 2.9-3.4 s to compile with them; 1.7 s with copies to 16 rows, 2.2 s to 24), 7-11% more
+/// work at odd M from 9 to 15, up to 18% past 16; the copies of 10-32 rows split into
+/// equal pieces. M = 7 as 8 rows ran 15-35% slower than 7 (MXFP4 at N = K = 8192: 2.5-3.0
+/// ms against 2.15-2.25).
 pub(super) fn rows_for(m: i64) -> i64 {
     if m <= 8 {
         m
@@ -685,12 +686,10 @@ pub(super) fn gemm<'c, 'a>(
     // tensor M = 16 4.6 -> 5.0-5.4: B's lookup is one `pshufb`).
     let stages = !(bytes.is_some() && matches!(scaling, Scaling::None) && m <= 16);
     let staged_carried = if chunk_segments { 2 } else { carried };
-    let (rb, pieces, staged) = match staged(m, (staged_carried, halves), lanes).filter(|_| stages) {
-        Some((rb, p)) if pieces(m, (carried, halves), lanes, extra).1.len() > 1 => (rb, p, true),
-        _ => {
-            let (rb, p) = pieces(m, (carried, halves), lanes, extra);
-            (rb, p, false)
-        }
+    let (rb, pieces) = pieces(m, (carried, halves), lanes, extra);
+    let (rb, pieces, staged) = match staged(m, (staged_carried, halves), lanes) {
+        Some((rb, p)) if stages && pieces.len() > 1 => (rb, p, true),
+        _ => (rb, pieces, false),
     };
     let groups = ceil_div(e, n, e.index(rb));
     let w = e.alloc(f32t, &[Some(m), None], &[e.muli(groups, e.index(rb))], 64);
@@ -712,6 +711,21 @@ pub(super) fn gemm<'c, 'a>(
         });
         vec![]
     });
+    // Group `q`'s rows of B (the last group's past N repeat B's last row).
+    let b_rows = |e: &Emitter<'c, 'a>, q: Value<'c, 'a>| -> Vec<Value<'c, 'a>> {
+        (0..rb)
+            .map(|j| {
+                e.minui(
+                    e.addi(e.muli(q, e.index(rb)), e.index(j)),
+                    e.subi(n, e.index(1)),
+                )
+            })
+            .collect()
+    };
+    // Where chunk `c` of a K block from chunk `c_lo` lies in a row of `stage`.
+    let stage_at = |e: &Emitter<'c, 'a>, c: Value<'c, 'a>, c_lo: Value<'c, 'a>| {
+        e.muli(e.subi(c, c_lo), e.index(a_width as i64))
+    };
     // Chunks `c_lo .. c_hi` (a K block; `last`: K's last, which adds the k past the last
     // chunk) of group `q` of rows of B, their sums added into w.
     let group_block = |e: &Emitter<'c, 'a>,
@@ -724,15 +738,13 @@ pub(super) fn gemm<'c, 'a>(
         // Pair x is row i0 + x / rb of A (its piece's) and row x % rb of the group of B.
         let a_at = |e: &Emitter<'c, 'a>, i: i64| e.addi(i0, e.index(i));
         let count = (mp * rb) as usize;
-        let rows: Vec<Value> = (0..rb)
-            .map(|j| e.minui(e.addi(e.muli(q, e.index(rb)), e.index(j)), e.subi(n, one)))
-            .collect();
+        let rows = b_rows(e, q);
         // The sums of chunk `c` added to `acc`.
         let chunk_dots = |e: &Emitter<'c, 'a>, c: Value<'c, 'a>, acc: &[Value<'c, 'a>]| {
             let kk = e.muli(c, chunk_v);
             let bvs: Vec<Vec<Value>> = match stage {
                 Some(stage) => {
-                    let at = e.muli(e.subi(c, c_lo), e.index(a_width as i64));
+                    let at = stage_at(e, c, c_lo);
                     (0..rb)
                         .map(|j| {
                             (0..halves)
@@ -1007,15 +1019,10 @@ pub(super) fn gemm<'c, 'a>(
             let last = e.cmpi(CmpiPredicate::Eq, kb, e.subi(blocks, one));
             e.for_loop(q_lo, q_hi, one, &[], |e, q, _| {
                 if let Some(stage) = stage {
-                    let rows: Vec<Value> = (0..rb)
-                        .map(|j| {
-                            let r = e.addi(e.muli(q, e.index(rb)), e.index(j));
-                            e.minui(r, e.subi(n, e.index(1)))
-                        })
-                        .collect();
+                    let rows = b_rows(e, q);
                     e.for_loop(c_lo, c_hi, e.index(1), &[], |e, c, _| {
                         let kk = e.muli(c, chunk_v);
-                        let at = e.muli(e.subi(c, c_lo), e.index(a_width as i64));
+                        let at = stage_at(e, c, c_lo);
                         for (j, &rr) in rows.iter().enumerate() {
                             for (h, v) in b_vectors(e, rr, kk).into_iter().enumerate() {
                                 let row = e.index(j as i64 * halves + h as i64);
