@@ -1496,6 +1496,70 @@ fn pair_gemv_form_matches_the_oracle() {
     }
 }
 
+/// MX's E8M0 scales folded into the GEMV form's bf16 patterns (`dot_gemv::pair_folds`: 4
+/// rows or more, up to 32 as without scales along K): A's patterns of each chunk carry its
+/// scale's exponent, B's each as they are looked up (staged or not), and the sums run along
+/// the K block. Where a group's block of B has a scale outside the fold's range (2^-127 in
+/// row 7, 2^100 in row 9) or A has one (a NaN in its last row, kept in every third
+/// problem), those sums are made without the fold, pieces of A's rows at a time; B's
+/// scales all 2^-47 (the range's least) fold. Against the oracle, and with M known only at
+/// run time to the same bits.
+#[test]
+fn pair_gemv_folds_mx_scales() {
+    let mut rng = SplitMix64::new(59);
+    let (e4m3, e5m2) = (ScaledFormat::F8E4M3, ScaledFormat::F8E5M2);
+    let pairs = [
+        (e4m3, ScaleLayout::MX, e4m3, ScaleLayout::MX),
+        (
+            ScaledFormat::F6E3M2,
+            ScaleLayout::Mx { block: 64 },
+            e5m2,
+            ScaleLayout::MX,
+        ),
+    ];
+    let mut problems = gemv_problems(&mut rng, &pairs, |i| match i {
+        0 => vec![
+            (4, 1442),
+            (16, 4130),
+            (32, 1442),
+            (27, 4130),
+            (9, 1442),
+            (24, 1442),
+        ],
+        _ => vec![(8, 1442), (24, 4130), (5, 1442)],
+    });
+    for (x, (what, p)) in problems.iter_mut().enumerate() {
+        if x % 3 != 2 {
+            for v in p.a.q.scales.values.iter_mut().filter(|v| v.is_nan()) {
+                *v = 0.5;
+            }
+            what.push_str(", A's scales finite");
+        }
+        if x == 3 {
+            p.b.q.scales.values.fill(2f32.powi(-47));
+            what.push_str(", B's scales all 2^-47");
+        }
+    }
+    let options = "dot=f32 bf16-dot=true lanes=16";
+    for (what, p) in &problems {
+        let taken = lowp_passes::to_loops::kernel_taken(
+            (p.a.q.format, p.b.q.format),
+            (p.a.q.layout, p.b.q.layout),
+            Some(p.a.q.rows as i64),
+            options,
+        );
+        assert_eq!(taken, "dot=bf16 decode=table form=gemv", "{what}");
+    }
+    if !lowp_jit::host_bf16_dot(16) {
+        eprintln!("no bf16 pairs with 16 lanes on this host: the form cannot run here");
+        return;
+    }
+    let pre = format!("builtin.module(func.func(lowp-to-loops{{{options}}}))");
+    let session = Session::new();
+    let fixed = run_and_check(&session, &problems, Some(&pre));
+    same_bits_every_third_dynamic(&session, &problems, &fixed, (&pre, options));
+}
+
 /// The GEMV forms' problems: for pair `i` of `pairs` (A's format and layout, B's) each
 /// `(m, k)` of `sizes(i)`, with N = 45, A's largest codes and -0 among normal values,
 /// every code of B's format along B's row 3, a NaN block scale in A's last row where M >

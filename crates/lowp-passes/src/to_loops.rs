@@ -164,9 +164,10 @@
 //!   formats it takes). Each product is exact either way, but the instruction adds a
 //!   pair's two to the sum in its own order and roundings, not the FMAs' one k at a time:
 //!   the results are within the contract's f32 bound, not the f32 kernel's bits. For up to
-//!   24 rows of A (32 with no scales along K) the GEMV form runs on bf16 pairs too
-//!   (`dot_gemv.rs`; AVX512BW's `vpermi2w` looks B's codes up). `lowp-jit` picks true when
-//!   the host has AVX512-BF16 and AVX512BW.
+//!   24 rows of A (32 with no scales along K, or with MX's E8M0 scales, which from 4 rows
+//!   fold into the patterns) the GEMV form runs on bf16 pairs too (`dot_gemv.rs`;
+//!   AVX512BW's `vpermi2w` looks B's codes up). `lowp-jit` picks true when the host has
+//!   AVX512-BF16 and AVX512BW.
 //! * `decode=bits|f16` — how the f32 kernel decodes B: bit arithmetic (the default: any
 //!   target), or through f16 where the format allows (a target without an f16 -> f32
 //!   instruction, x86 without F16C, gets a library call per value from LLVM). `lowp-jit`
@@ -335,8 +336,8 @@ pub const PASS: PassDef = PassDef {
                           dot product along K, B's rows decoded into registers; where the byte \
                           kernel would run (dot=i8|vnni) or the f32 kernel on bf16 pairs \
                           (bf16-dot=true), up to 24 rows on its integers or pairs, 32 with no \
-                          scales along K (at lanes=8: 8 with MX / NVFP4 scales, 12 with \
-                          128-long blocks, 16)",
+                          scales along K or on pairs with MX scales (at lanes=8: 8 with MX / \
+                          NVFP4 scales, 12 with 128-long blocks, 16; pairs with MX 16)",
             kind: OptionKind::Bool,
         },
     ],
@@ -1558,7 +1559,7 @@ fn form_of(
         return Form::ByteGemv(rows);
     }
     let pair_gemv = plan.gemv && !bytes && plan.bf16 && bf16_pairs(fa, fb, 0, plan.seg);
-    if let Some(rows) = m.filter(|_| pair_gemv && dot_gemv::takes_pairs(m, plan, fb)) {
+    if let Some(rows) = m.filter(|_| pair_gemv && dot_gemv::takes_pairs(m, plan, (fa, fb))) {
         return Form::PairGemv(rows);
     }
     if let Some(rows) = m.filter(|_| gemv && gemv::takes(m, plan, f16, bytes, fold)) {

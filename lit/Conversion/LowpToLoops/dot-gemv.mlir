@@ -195,6 +195,49 @@ func.func @mxfp8(%a: memref<1x600xf8E4M3FN>, %sa: memref<1x19xf8E8M0FNU>, %b: me
 
 // -----
 
+// bf16 pairs on MXFP8, M = 8: the E8M0 scales fold into the patterns (4 rows or more). A's
+// patterns of each chunk are laid out twice, as they are and with their scale's exponent
+// added to each exponent field (not zeros', infinities' or NaNs'), and whether each scale
+// is within the fold's 2^-47 ..= 2^32 (code - 80 <= 79) is carried along. B's are folded
+// as they are looked up; the sums run along the K block with no scale (16 sums, two rows
+// of B). Where A's or the block's scales of B leave the range, the block is summed as
+// without the fold, in pieces of A's rows, each chunk's sums scaled into the totals.
+// PAIRS-LABEL: func.func @mxfp8_rows8
+// PAIRS:       %[[AP:.*]] = memref.alloc() {alignment = 64 : i64} : memref<8x576xi16>
+// PAIRS:       %[[APF:.*]] = memref.alloc() {alignment = 64 : i64} : memref<8x576xi16>
+// PAIRS:       %[[AOK:.*]] = scf.for {{.*}} iter_args({{.*}} = %true) -> (i1) {
+// PAIRS:           vector.store %[[PAT:.*]], %[[AP]][
+// PAIRS:           %[[CODE:.*]] = arith.extui %{{.*}} : i8 to i32
+// PAIRS-NEXT:      %[[E:.*]] = arith.subi %[[CODE]], %c127_i32 : i32
+// PAIRS-NEXT:      %[[SH:.*]] = arith.shli %[[E]], %c7_i32 : i32
+// PAIRS-NEXT:      %[[D:.*]] = arith.trunci %[[SH]] : i32 to i16
+// PAIRS:           %[[DV:.*]] = vector.broadcast %[[D]] : i16 to vector<32xi16>
+// PAIRS-NEXT:      %[[SUM:.*]] = arith.addi %[[PAT]], %[[DV]] : vector<32xi16>
+// PAIRS-NEXT:      %[[F:.*]] = arith.select %{{.*}}, %[[SUM]], %[[PAT]] : vector<32xi1>, vector<32xi16>
+// PAIRS-NEXT:      vector.store %[[F]], %[[APF]][
+// PAIRS-NEXT:      %[[FROM:.*]] = arith.subi %[[CODE]], %c80_i32 : i32
+// PAIRS-NEXT:      arith.cmpi ule, %[[FROM]], %c79_i32 : i32
+// PAIRS:       scf.parallel
+// PAIRS:           %[[T:.*]]:17 = scf.for %{{.*}} = %c0 to %c18 step %c1 iter_args({{.*}}) -> ({{.*}}, i1) {
+// PAIRS:             arith.shli %{{.*}}, %c7_i32 : i32
+// PAIRS:             vector.load %[[APF]][%c0, %{{.*}}] : memref<8x576xi16>, vector<32xi16>
+// PAIRS-COUNT-16:    llvm.call_intrinsic "llvm.x86.avx512bf16.dpbf16ps.512"
+// PAIRS-NOT:         vector.fma
+// PAIRS:             scf.yield
+// PAIRS:           %[[OK:.*]] = arith.andi %[[T]]#16, %[[AOK]] : i1
+// PAIRS-NEXT:      scf.if %[[OK]] {
+// PAIRS:           } else {
+// PAIRS:             vector.load %[[AP]][
+// PAIRS:             vector.fma
+func.func @mxfp8_rows8(%a: memref<8x600xf8E4M3FN>, %sa: memref<8x19xf8E8M0FNU>, %b: memref<5x600xf8E4M3FN>,
+                       %sb: memref<5x19xf8E8M0FNU>, %c: memref<8x5xf32>) {
+  lowp.scaled_matmul %a[%sa], %b[%sb] into %c layouts(#lowp.mx<32>, #lowp.mx<32>)
+      : memref<8x600xf8E4M3FN>[memref<8x19xf8E8M0FNU>], memref<5x600xf8E4M3FN>[memref<5x19xf8E8M0FNU>] -> memref<8x5xf32>
+  return
+}
+
+// -----
+
 // bf16 pairs past 16 rows with no scale along K: M = 24, E4M3 per tensor, K = 200. A's
 // rows leave room for one row of B only, so they go in pieces; B's patterns of the K block
 // (6 chunks; the block would hold 21) are looked up once for the group's four rows into

@@ -291,7 +291,7 @@ func.func @gemv(%a: memref<1x64xf8E4M3FN>, %sa: memref<1x2xf8E8M0FNU>, %b: memre
 // CHECK:         vector.load %[[AP]][%c3, %[[KK]]]
 // With MX's 32-blocks, 4 rows take the GEMV form by folding the scales (powers of two)
 // into the decoded values (see gemv.rs's `folds`): A decoded twice, as it is and times its
-// scales; each E8M0 scale checked against the fold's exponents (code - 95 <= 64: 2^-32 ..=
+// scales; each E8M0 scale checked against the fold's exponents (code - 80 <= 79: 2^-47 ..=
 // 2^32); a group of B's rows folded (B's decoded vectors times their row's scale, the
 // accumulators along all of K, lane sums once) where A's scales and the group's are in
 // range, else segment by segment as below 4 rows. gemv=false: the row tiles.
@@ -302,13 +302,13 @@ func.func @gemv(%a: memref<1x64xf8E4M3FN>, %sa: memref<1x2xf8E8M0FNU>, %b: memre
 // CHECK-LABEL: func.func @mx_four_rows
 // CHECK:       memref.alloc() {alignment = 64 : i64} : memref<4x64xf32>
 // CHECK:       memref.alloc() {alignment = 64 : i64} : memref<4x64xf32>
-// CHECK:       %[[LOW:.*]] = arith.subi %{{.*}}, %c95_i32 : i32
-// CHECK:       arith.cmpi ule, %[[LOW]], %c64_i32 : i32
+// CHECK:       %[[LOW:.*]] = arith.subi %{{.*}}, %c80_i32 : i32
+// CHECK:       arith.cmpi ule, %[[LOW]], %c79_i32 : i32
 // CHECK:       scf.parallel
 // CHECK:         %[[TRIED:.*]]:2 = scf.if %{{.*}} -> (vector<8xf32>, i1) {
 // CHECK:           scf.for %{{.*}} = %c0 to %c64 step %c32 iter_args({{.*}}, %{{.*}} = %true)
-// CHECK:             %[[LOWB:.*]] = arith.subi %{{.*}}, %c95_i32 : i32
-// CHECK:             arith.cmpi ule, %[[LOWB]], %c64_i32 : i32
+// CHECK:             %[[LOWB:.*]] = arith.subi %{{.*}}, %c80_i32 : i32
+// CHECK:             arith.cmpi ule, %[[LOWB]], %c79_i32 : i32
 // CHECK:             %[[SB:.*]] = vector.broadcast %{{.*}} : f32 to vector<8xf32>
 // CHECK:             scf.for %{{.*}} step %c8 iter_args
 // CHECK:               %[[BS:.*]] = arith.mulf %{{.*}}, %[[SB]] : vector<8xf32>

@@ -55,6 +55,12 @@
 //!   stays within f32's integers, bf16 pairs in one; no scales (the write-back applies
 //!   them), the unit at the end.
 //!
+//! On bf16 pairs with both scales E8M0 (MX) and 4 rows or more, the scales fold into the
+//! patterns instead (`pair_folds`): each chunk's exponent added to A's patterns once and to
+//! B's as they are looked up, exact where the scales lie within `2^-47 ..= 2^32`, and the
+//! sums run along the K block as with no segments. A group's K block whose scales leave
+//! that range (or A's) takes the segments above, a few of A's rows at a time.
+//!
 //! The k past the last whole chunk are summed one at a time into lane 0.
 //!
 //! K is taken in blocks whose values of A (all its rows) fit 32 KiB: each parallel
@@ -107,7 +113,7 @@
 //! across lanes), within the oracle's f32 summation bound as every form is.
 
 use melior::dialect::arith::CmpiPredicate;
-use melior::ir::{OperationRef, Type, Value};
+use melior::ir::{OperationRef, Type, Value, ValueLike};
 
 use super::gemv::lane_sums;
 use super::{
@@ -137,6 +143,9 @@ use lowp_formats::ScaledFormat;
 /// 6.6-7.1, blockwise 1 x 128 M = 24 7.2 against 7.9-8.1; at 32 MXFP8 lost (10.6-11.0
 /// against 10.0-10.6: every chunk's sums converted and scaled, a cost per pair the tiles
 /// do not pay).
+///
+/// MX on bf16 pairs with the scales folded into the patterns (`pair_folds`) counts as no
+/// scales along K.
 ///
 /// At 8 lanes (16 registers, no pieces): 16 rows with no scales along K, 12 with 128-blocks,
 /// 8 with MX / NVFP4 segments (MXFP4 `dot=i8` M = 16 8.9-9.0 against the tiles' 6.8-7.1).
@@ -210,14 +219,84 @@ pub(super) fn takes(m: Option<i64>, plan: &Plan) -> bool {
 /// B's patterns one lookup (FP6 E3M2's 32 magnitudes, not FP8's 128): FP8's four took 8
 /// of the 16 registers, and the form ran E4M3 per tensor at M = 2 / 4 in 4.8 / 9.0 ms
 /// against the f32 GEMV form's 2.8 / 4.4 (FP6 E3M2 per channel M = 8 4.1 against 8.2).
-pub(super) fn takes_pairs(m: Option<i64>, plan: &Plan, fb: ScaledFormat) -> bool {
+pub(super) fn takes_pairs(
+    m: Option<i64>,
+    plan: &Plan,
+    (fa, fb): (ScaledFormat, ScaledFormat),
+) -> bool {
     let lanes = plan.tile.lanes;
     let chunk = 2 * lanes;
     let segments_fit = plan
         .seg
         .is_none_or(|s| s % 2 == 0 && (chunk % s == 0 || s % chunk == 0));
     let lookups_fit = lanes == 16 || word_patterns(fb).0.len() <= 2 * chunk as usize;
-    m.is_some_and(|m| (1..=max_rows(lanes, plan.seg)).contains(&m)) && segments_fit && lookups_fit
+    // Folded scales leave no scale along K to the sums: as many rows as without them.
+    let seg = if m.is_some_and(|m| pair_folds(plan, (fa, fb), m)) {
+        None
+    } else {
+        plan.seg
+    };
+    m.is_some_and(|m| (1..=max_rows(lanes, seg)).contains(&m)) && segments_fit && lookups_fit
+}
+
+/// The fewest rows (of `rows_for`'s copies, so that M known at run time folds where the
+/// pass's M would) for which the form on bf16 pairs folds E8M0 scales. MXFP8, N = K =
+/// 8192, one thread, ms, folded / not (three rounds): M = 1 3.98-4.16 / 3.85-4.31, M = 2
+/// 4.33-4.80 / 3.87-4.49, M = 3 4.14-4.52 / 3.78-4.62 (B's exponent added a chunk and row
+/// of B weighs against the few sums it saves); two threads M = 4 2.09-2.25 / 2.37-2.64,
+/// one thread M = 8 6.5-6.8 / 7.6-7.8, M = 12 7.2-7.3 / 9.1-9.6.
+const FOLD_ROWS: i64 = 4;
+
+/// Whether the form on bf16 pairs folds the scales into the patterns for `m` rows: both
+/// scales E8M0 and both formats' values as `gemv::folds` asks, each chunk (`2 lanes` k)
+/// within one segment, `rows_for(m)` at least `FOLD_ROWS`. A's patterns of a chunk then
+/// carry its scale's exponent (once, as A is laid out), B's (a chunk of a row at a time,
+/// as it is looked up), and the sums run along the K block with no scale, as without
+/// scales along K: each pair's sum and FMA of its scale product a chunk are gone. A
+/// chunk's patterns times `2^e` are its values times `2^e` exactly where `e` is within
+/// `gemv::in_fold_range`'s `-47 ..= 32`: `e` added to each exponent field but zeros',
+/// infinities' and NaNs', which stays within `1 ..= 254` for values within `2^-16 ..=
+/// 2^16`, and every nonzero product within `2^-126 ..= 2^96`, normal in f32. A group's K
+/// block whose scales of B leave that range (or are NaN), or any of A's, is computed as
+/// without the fold, a few rows of A at a time (each looking B up again).
+///
+/// Two threads, N = K = 8192, ms, folded / not: MXFP8 M = 8 3.07-3.16 / 3.77-3.87, M =
+/// 16 4.28-4.29 / 5.76-6.05, M = 24 5.63-5.65 / 8.32-8.65, M = 32 6.88-7.03 / 11.0-11.2
+/// (tiles); MXFP6 E3M2 M = 16 4.02-4.16 / 6.11-6.47, M = 32 6.62-6.96 / 10.7-11.2 (tiles).
+/// MXFP8 M = 16 whose scales of B all leave the range: 19-22 ms one thread, against 12
+/// without the fold. The copies of a run-time M each carry both: MXFP8 `--dynamic m`
+/// compiles in 1.2-1.6 s + 0.9-1.0 s JIT, against 0.5-0.7 + 0.6-0.7.
+pub(super) fn pair_folds(plan: &Plan, formats: (ScaledFormat, ScaledFormat), m: i64) -> bool {
+    let chunk = 2 * plan.tile.lanes;
+    plan.seg.is_some_and(|s| s % chunk == 0)
+        && super::gemv::folds(plan, formats)
+        && rows_for(m) >= FOLD_ROWS
+}
+
+/// `2^e` times each of the bf16 patterns `p` (a `vector<width x i16>`), `e` the exponent of
+/// an E8M0 scale as stored (`i8` or `i32`; within `gemv::in_fold_range`): `e` added to the
+/// exponent field of each pattern but zeros' (and subnormals', which the formats here do
+/// not have) and infinities' and NaNs'.
+fn fold_patterns<'c, 'a>(
+    e: &Emitter<'c, 'a>,
+    p: Value<'c, 'a>,
+    stored: Value<'c, 'a>,
+    width: u64,
+) -> Value<'c, 'a> {
+    let (i16t, i32t) = (e.int_type(16), e.int_type(32));
+    let code = if stored.r#type() == i32t {
+        e.andi(stored, e.i32(0xFF))
+    } else {
+        e.extui(stored, i32t)
+    };
+    let delta = e.trunci(e.shli(e.subi(code, e.i32(127)), e.i32(7)), i16t);
+    let splat16 = |v: i64| e.int_splat(16, v, width);
+    let exponent = e.andi(p, splat16(0x7F80));
+    let finite = e.andi(
+        e.cmpi(CmpiPredicate::Ne, exponent, splat16(0)),
+        e.cmpi(CmpiPredicate::Ne, exponent, splat16(0x7F80)),
+    );
+    e.select(finite, e.addi(p, e.broadcast(delta, width)), p)
 }
 
 /// Rows of B a group takes with `m` rows of A, `carried` vectors a pair (its sums, and
@@ -594,29 +673,42 @@ pub(super) fn gemm<'c, 'a>(
             r
         }
     };
-    e.for_loop(zero, e.index(m), one, &[], |e, rr, _| {
+    // Folding (`pair_folds`): A's patterns times their chunk's scale too, and whether all
+    // of A's scales are within the fold's range.
+    let fold = matches!(products, Products::Bf16) && pair_folds(plan, (a.format, b.format), m);
+    let avals_f = fold.then(|| e.alloc(a_elem, &[Some(m), None], &[kv], 64));
+    let a_ok = e.for_loop(zero, e.index(m), one, &[e.bool(true)], |e, rr, ok| {
         let src = a_row(e, rr);
-        match &tables {
-            Tables::Bytes(bt) => bt.prepare_a(
-                e,
-                (a, b),
-                (src, rr, lanes),
-                (
-                    chunks,
-                    intervals,
-                    per_interval.expect("the bytes' intervals"),
-                ),
-                (avals, starts.expect("the bytes' starts")),
-                &dot,
-            ),
-            Tables::Pairs(pt) => {
-                e.for_loop(zero, chunks, one, &[], |e, c, _| {
-                    let kk = e.muli(c, chunk_v);
-                    e.vstore(pair_patterns(e, a, &pt.a, src, kk), avals, &[rr, kk]);
-                    vec![]
-                });
+        let ok = match &tables {
+            Tables::Bytes(bt) => {
+                bt.prepare_a(
+                    e,
+                    (a, b),
+                    (src, rr, lanes),
+                    (
+                        chunks,
+                        intervals,
+                        per_interval.expect("the bytes' intervals"),
+                    ),
+                    (avals, starts.expect("the bytes' starts")),
+                    &dot,
+                );
+                ok[0]
             }
-        }
+            Tables::Pairs(pt) => e.for_loop(zero, chunks, one, &[ok[0]], |e, c, ok| {
+                let kk = e.muli(c, chunk_v);
+                let p = pair_patterns(e, a, &pt.a, src, kk);
+                e.vstore(p, avals, &[rr, kk]);
+                match avals_f {
+                    Some(af) => {
+                        let stored = a.scaled.block_stored(e, src, kk);
+                        e.vstore(fold_patterns(e, p, stored, nwords), af, &[rr, kk]);
+                        vec![e.andi(ok[0], super::gemv::in_fold_range(e, stored))]
+                    }
+                    None => vec![ok[0]],
+                }
+            })[0],
+        };
         // Entry x of A's scales is k = x * step's (a segment's first k, or a lane's).
         if let Some((sa, entries, step)) = sa {
             e.for_loop(zero, entries, one, &[], |e, x, _| {
@@ -630,8 +722,8 @@ pub(super) fn gemm<'c, 'a>(
                 vec![]
             });
         }
-        vec![]
-    });
+        vec![ok]
+    })[0];
 
     // Row `rr`'s vectors of the chunk from k = `kk` (`halves` of them).
     let b_vectors = |e: &Emitter<'c, 'a>, rr: Value<'c, 'a>, kk: Value<'c, 'a>| {
@@ -645,20 +737,44 @@ pub(super) fn gemm<'c, 'a>(
             }
         }
     };
-    // A's row `i`'s vectors of the chunk from k = `kk`.
-    let a_vectors =
-        |e: &Emitter<'c, 'a>, i: Value<'c, 'a>, kk: Value<'c, 'a>| -> Vec<Value<'c, 'a>> {
-            (0..halves)
-                .map(|h| {
-                    let from = e.addi(kk, e.index(h * a_width as i64));
-                    let v = e.vload(avals, &[i, from], a_width);
-                    match products {
-                        Products::Bytes(_) => v,
-                        Products::Bf16 => e.vector_bitcast(v, nwords, bf16t),
-                    }
-                })
-                .collect()
+    // Folding: row `rr`'s bf16 patterns of the chunk from k = `kk` times its scale
+    // (`fold_patterns`), and whether the scale is within the fold's range.
+    let b_folded = |e: &Emitter<'c, 'a>, rr: Value<'c, 'a>, kk: Value<'c, 'a>| {
+        let Tables::Pairs(pt) = &tables else {
+            return (b_vectors(e, rr, kk), e.bool(false));
         };
+        let ahead = PREFETCH_BYTES * if b.packed { 2 } else { 1 };
+        prefetch_codes_ahead(e, b, (rr, kk), k, ahead);
+        let p = pair_patterns(e, b, &pt.b, rr, kk);
+        let stored = b.scaled.block_stored(e, rr, kk);
+        let folded = fold_patterns(e, p, stored, nwords);
+        (
+            vec![e.vector_bitcast(folded, nwords, bf16t)],
+            super::gemv::in_fold_range(e, stored),
+        )
+    };
+    // A's row `i`'s vectors of the chunk from k = `kk` (its folded patterns where
+    // `folded`).
+    let a_vectors = |e: &Emitter<'c, 'a>,
+                     i: Value<'c, 'a>,
+                     kk: Value<'c, 'a>,
+                     folded: bool|
+     -> Vec<Value<'c, 'a>> {
+        let values = match avals_f {
+            Some(af) if folded => af,
+            _ => avals,
+        };
+        (0..halves)
+            .map(|h| {
+                let from = e.addi(kk, e.index(h * a_width as i64));
+                let v = e.vload(values, &[i, from], a_width);
+                match products {
+                    Products::Bytes(_) => v,
+                    Products::Bf16 => e.vector_bitcast(v, nwords, bf16t),
+                }
+            })
+            .collect()
+    };
     // ---- the groups of rows of B ---------------------------------------------------
     let n = b.rows;
     let extra = match &tables {
@@ -670,7 +786,9 @@ pub(super) fn gemm<'c, 'a>(
     // come, and counting them too cost a row of B at M = 4-8 (two rounds at M = 8 with it:
     // MXFP4 5.0-7.5 ms against 3.3-3.6 without, MXFP6 10.9-11.9 against 5.7-6.5, MXFP8
     // 5.4-5.8 against 4.4-4.9).
-    let carried = if per_interval.is_some_and(|p| p > 1) {
+    // Folded, the sums run along the K block with no scale (the form's rows without
+    // scales along K; `fallback`'s where the fold does not hold).
+    let carried = if per_interval.is_some_and(|p| p > 1) && !fold {
         2
     } else {
         1
@@ -685,16 +803,25 @@ pub(super) fn gemm<'c, 'a>(
     // 19.4-19.8 -> 12.0-12.5. Not for bytes without scales along K to 16 rows (FP4 per
     // tensor M = 16 4.6 -> 5.0-5.4: B's lookup is one `pshufb`).
     let stages = !(bytes.is_some() && matches!(scaling, Scaling::None) && m <= 16);
-    let staged_carried = if chunk_segments { 2 } else { carried };
+    let staged_carried = if chunk_segments && !fold { 2 } else { carried };
     let (rb, pieces) = pieces(m, (carried, halves), lanes, extra);
     let (rb, pieces, staged) = match staged(m, (staged_carried, halves), lanes) {
         Some((rb, p)) if stages && pieces.len() > 1 => (rb, p, true),
         _ => (rb, pieces, false),
     };
+    // Folding, the rows of A a piece of the blocks the fold does not take holds: as many as
+    // leave the group's rows of B room without a stage (each chunk's sums scaled into the
+    // totals as they come). MXFP8 M = 16 whose scales of B all left the range ran in 19-22
+    // ms (N = K = 8192, one thread; 12 without the fold), 32-33 with a row at a time.
+    let fallback = (1..=m)
+        .rev()
+        .find(|&p| p * rb + halves * (rb + 1) + extra <= if lanes == 16 { 32 } else { 16 })
+        .unwrap_or(1);
     let groups = ceil_div(e, n, e.index(rb));
     let w = e.alloc(f32t, &[Some(m), None], &[e.muli(groups, e.index(rb))], 64);
-    // Pairs of the largest piece (the scratch's rows).
-    let most = pieces.iter().map(|&(_, size)| size).max().unwrap_or(m) * rb;
+    // Pairs of the largest piece (the scratch's rows), the fold's fallback's too.
+    let largest = pieces.iter().map(|&(_, size)| size).max().unwrap_or(m);
+    let most = if fold { largest.max(fallback) } else { largest } * rb;
     let zv = e.zero_vector(vl);
     let unit_v = e.f32_splat(unit, vl);
     // Lane 0 alone: where the tail's products join a total.
@@ -726,38 +853,46 @@ pub(super) fn gemm<'c, 'a>(
     let stage_at = |e: &Emitter<'c, 'a>, c: Value<'c, 'a>, c_lo: Value<'c, 'a>| {
         e.muli(e.subi(c, c_lo), e.index(a_width as i64))
     };
-    // Chunks `c_lo .. c_hi` (a K block; `last`: K's last, which adds the k past the last
-    // chunk) of group `q` of rows of B, their sums added into w.
-    let group_block = |e: &Emitter<'c, 'a>,
-                       q: Value<'c, 'a>,
-                       (c_lo, c_hi): (Value<'c, 'a>, Value<'c, 'a>),
-                       last: Value<'c, 'a>,
-                       scratch: Option<Value<'c, 'a>>,
-                       stage: Option<Value<'c, 'a>>,
-                       (i0, mp): (Value<'c, 'a>, i64)| {
-        // Pair x is row i0 + x / rb of A (its piece's) and row x % rb of the group of B.
-        let a_at = |e: &Emitter<'c, 'a>, i: i64| e.addi(i0, e.index(i));
+    // The lane totals of chunks `c_lo .. c_hi` (a K block) of group `q` of rows of B with
+    // A's rows `i0 .. i0 + mp` (those past `clamp`, where given, read it), one vector a
+    // pair (pair x: row i0 + x / rb of A, row x % rb of the group); `folded`: over the
+    // folded patterns (`pair_folds`), with no scale, and (where B's are looked up here, not
+    // in `stage`) whether B's scales were all within the fold's range.
+    let block_totals = |e: &Emitter<'c, 'a>,
+                        q: Value<'c, 'a>,
+                        (c_lo, c_hi): (Value<'c, 'a>, Value<'c, 'a>),
+                        scratch: Option<Value<'c, 'a>>,
+                        stage: Option<Value<'c, 'a>>,
+                        (i0, mp): (Value<'c, 'a>, i64),
+                        folded: bool,
+                        clamp: Option<Value<'c, 'a>>|
+     -> (Vec<Value<'c, 'a>>, Option<Value<'c, 'a>>) {
+        let a_at = |e: &Emitter<'c, 'a>, i: i64| {
+            let i = e.addi(i0, e.index(i));
+            clamp.map_or(i, |hi| e.minui(i, hi))
+        };
         let count = (mp * rb) as usize;
         let rows = b_rows(e, q);
-        // The sums of chunk `c` added to `acc`.
-        let chunk_dots = |e: &Emitter<'c, 'a>, c: Value<'c, 'a>, acc: &[Value<'c, 'a>]| {
-            let kk = e.muli(c, chunk_v);
-            let bvs: Vec<Vec<Value>> = match stage {
-                Some(stage) => {
-                    let at = stage_at(e, c, c_lo);
-                    (0..rb)
-                        .map(|j| {
-                            (0..halves)
-                                .map(|h| e.vload(stage, &[e.index(j * halves + h), at], a_width))
-                                .collect()
-                        })
+        // Chunk `c`'s vectors of the group's rows of B in `stage`.
+        let staged_b = |e: &Emitter<'c, 'a>, stage: Value<'c, 'a>, c: Value<'c, 'a>| {
+            let at = stage_at(e, c, c_lo);
+            (0..rb)
+                .map(|j| {
+                    (0..halves)
+                        .map(|h| e.vload(stage, &[e.index(j * halves + h), at], a_width))
                         .collect()
-                }
-                None => rows.iter().map(|&rr| b_vectors(e, rr, kk)).collect(),
-            };
+                })
+                .collect::<Vec<Vec<Value>>>()
+        };
+        // The products of B's vectors `bvs` of the chunk from k = `kk` with A's added to
+        // `acc`.
+        let products_of = |e: &Emitter<'c, 'a>,
+                           kk: Value<'c, 'a>,
+                           bvs: &[Vec<Value<'c, 'a>>],
+                           acc: &[Value<'c, 'a>]| {
             let mut next = acc.to_vec();
             for i in 0..mp {
-                let avs = a_vectors(e, a_at(e, i), kk);
+                let avs = a_vectors(e, a_at(e, i), kk, folded);
                 for (j, bv) in bvs.iter().enumerate() {
                     let x = (i * rb) as usize + j;
                     for (&u, &s) in bv.iter().zip(&avs) {
@@ -766,6 +901,39 @@ pub(super) fn gemm<'c, 'a>(
                 }
             }
             next
+        };
+        if folded {
+            let mut inits = vec![zv; count];
+            inits.push(e.bool(true));
+            let out = e.for_loop(c_lo, c_hi, one, &inits, |e, c, acc| {
+                let kk = e.muli(c, chunk_v);
+                let mut ok = acc[count];
+                let bvs = match stage {
+                    Some(stage) => staged_b(e, stage, c),
+                    None => rows
+                        .iter()
+                        .map(|&rr| {
+                            let (v, good) = b_folded(e, rr, kk);
+                            ok = e.andi(ok, good);
+                            v
+                        })
+                        .collect(),
+                };
+                let mut next = products_of(e, kk, &bvs, &acc[..count]);
+                next.push(ok);
+                next
+            });
+            let ok = stage.is_none().then_some(out[count]);
+            return (out[..count].to_vec(), ok);
+        }
+        // The sums of chunk `c` added to `acc`.
+        let chunk_dots = |e: &Emitter<'c, 'a>, c: Value<'c, 'a>, acc: &[Value<'c, 'a>]| {
+            let kk = e.muli(c, chunk_v);
+            let bvs: Vec<Vec<Value>> = match stage {
+                Some(stage) => staged_b(e, stage, c),
+                None => rows.iter().map(|&rr| b_vectors(e, rr, kk)).collect(),
+            };
+            products_of(e, kk, &bvs, acc)
         };
         // The sums' starts of interval `f`, one per pair: the lanes' starts (bytes), else
         // zeros.
@@ -938,6 +1106,23 @@ pub(super) fn gemm<'c, 'a>(
                 e.for_loop(f_lo, f_hi, one, &vec![zv; count], interval)
             }
         };
+        (totals, None)
+    };
+    // The lane totals of group `q` with A's rows `i0 .. i0 + mp` (`block_totals`; `last`:
+    // K's last block, which adds the k past the last chunk) summed and added into w; rows
+    // past `clamp`, where given, read it and are not written.
+    let finish = |e: &Emitter<'c, 'a>,
+                  q: Value<'c, 'a>,
+                  last: Value<'c, 'a>,
+                  (i0, mp): (Value<'c, 'a>, i64),
+                  totals: Vec<Value<'c, 'a>>,
+                  clamp: Option<Value<'c, 'a>>| {
+        let a_at = |e: &Emitter<'c, 'a>, i: i64| {
+            let i = e.addi(i0, e.index(i));
+            clamp.map_or(i, |hi| e.minui(i, hi))
+        };
+        let count = (mp * rb) as usize;
+        let rows = b_rows(e, q);
         // The k past the last whole chunk (in K's last block), one at a time into lane 0
         // (each product times the unit and its scales).
         let tail_end = e.select(last, k, kv);
@@ -986,9 +1171,67 @@ pub(super) fn gemm<'c, 'a>(
                     v = e.mulf(v, e.f32(unit));
                 }
                 let col = e.addi(e.muli(q, e.index(rb)), e.index(j));
-                let at = [a_at(e, i), col];
-                e.store(e.addf(e.load(w, &at), v), w, &at);
+                let row = e.addi(i0, e.index(i));
+                let add = |e: &Emitter<'c, 'a>| {
+                    let at = [row, col];
+                    e.store(e.addf(e.load(w, &at), v), w, &at);
+                    vec![]
+                };
+                match clamp {
+                    Some(hi) => {
+                        e.if_else(e.cmpi(CmpiPredicate::Ule, row, hi), &[], add, |_| vec![]);
+                    }
+                    None => {
+                        add(e);
+                    }
+                }
             }
+        }
+    };
+    // Folding, A's rows `i0 .. i0 + mp` of group `q`'s block without the fold: pieces of
+    // `fallback` rows (B looked up for each), a loop over them, the last one's rows past
+    // the range reading its last and not written.
+    let unfolded = |e: &Emitter<'c, 'a>,
+                    q: Value<'c, 'a>,
+                    (span, last): ((Value<'c, 'a>, Value<'c, 'a>), Value<'c, 'a>),
+                    scratch: Option<Value<'c, 'a>>,
+                    (i0, mp): (Value<'c, 'a>, i64)| {
+        let size = fallback.min(mp);
+        let count = (mp + size - 1) / size;
+        let clamp = (mp % size != 0).then(|| e.addi(i0, e.index(mp - 1)));
+        e.for_loop(zero, e.index(count), one, &[], |e, x, _| {
+            let i = e.addi(i0, e.muli(x, e.index(size)));
+            let (totals, _) = block_totals(e, q, span, scratch, None, (i, size), false, clamp);
+            finish(e, q, last, (i, size), totals, clamp);
+            vec![]
+        });
+        vec![]
+    };
+    // Chunks `c_lo .. c_hi` (a K block; `last`: K's last) of group `q` of rows of B with
+    // A's rows `i0 .. i0 + mp`, their sums added into w. Folding, over the folded patterns:
+    // B's in `stage` (where the group's block was found within the fold's range), else
+    // looked up here, and where A's scales or these of B leave the range, without the fold
+    // (`unfolded`).
+    let group_block = |e: &Emitter<'c, 'a>,
+                       q: Value<'c, 'a>,
+                       (span, last): ((Value<'c, 'a>, Value<'c, 'a>), Value<'c, 'a>),
+                       scratch: Option<Value<'c, 'a>>,
+                       stage: Option<Value<'c, 'a>>,
+                       (i0, mp): (Value<'c, 'a>, i64)| {
+        let (totals, ok) = block_totals(e, q, span, scratch, stage, (i0, mp), fold, None);
+        match ok {
+            Some(ok) => {
+                e.if_else(
+                    e.andi(ok, a_ok),
+                    &[],
+                    |e| {
+                        finish(e, q, last, (i0, mp), totals, None);
+                        vec![]
+                    },
+                    |e| unfolded(e, q, (span, last), scratch, (i0, mp)),
+                );
+            }
+            None => finish(e, q, last, (i0, mp), totals, None),
         }
     };
     // Where K takes several blocks, super-groups of `SUPER_ROWS` rows of B in parallel,
@@ -1018,42 +1261,69 @@ pub(super) fn gemm<'c, 'a>(
             let c_hi = e.minui(e.addi(c_lo, e.index(block_chunks)), chunks);
             let last = e.cmpi(CmpiPredicate::Eq, kb, e.subi(blocks, one));
             e.for_loop(q_lo, q_hi, one, &[], |e, q, _| {
-                if let Some(stage) = stage {
+                // Folding, the stage holds B's folded patterns, and whether the block's
+                // scales of B are within the fold's range.
+                let stage_ok = stage.map(|stage| {
                     let rows = b_rows(e, q);
-                    e.for_loop(c_lo, c_hi, e.index(1), &[], |e, c, _| {
+                    e.for_loop(c_lo, c_hi, e.index(1), &[e.bool(true)], |e, c, ok| {
                         let kk = e.muli(c, chunk_v);
                         let at = stage_at(e, c, c_lo);
+                        let mut ok = ok[0];
                         for (j, &rr) in rows.iter().enumerate() {
-                            for (h, v) in b_vectors(e, rr, kk).into_iter().enumerate() {
+                            let vectors = if fold {
+                                let (v, good) = b_folded(e, rr, kk);
+                                ok = e.andi(ok, good);
+                                v
+                            } else {
+                                b_vectors(e, rr, kk)
+                            };
+                            for (h, v) in vectors.into_iter().enumerate() {
                                 let row = e.index(j as i64 * halves + h as i64);
                                 e.vstore(v, stage, &[row, at]);
                             }
                         }
-                        vec![]
-                    });
-                }
+                        vec![ok]
+                    })[0]
+                });
                 // The pieces of each size (consecutive): three or more a loop over them
                 // (the copies of a run-time M stay small), else each on its own (two
                 // pieces of 6 rows in a loop ran FP6 E2M3 per channel M = 12, N = K =
                 // 8192, one thread, in 7.2 ms against 5.6).
-                let mut at = 0;
-                while at < pieces.len() {
-                    let (first, size) = pieces[at];
-                    let count = pieces[at..].iter().take_while(|p| p.1 == size).count();
-                    if count < 3 {
-                        for x in 0..count as i64 {
-                            let i0 = e.index(first + x * size);
-                            group_block(e, q, (c_lo, c_hi), last, scratch, stage, (i0, size));
+                let span = ((c_lo, c_hi), last);
+                let all_pieces = |e: &Emitter<'c, 'a>| {
+                    let mut at = 0;
+                    while at < pieces.len() {
+                        let (first, size) = pieces[at];
+                        let count = pieces[at..].iter().take_while(|p| p.1 == size).count();
+                        if count < 3 {
+                            for x in 0..count as i64 {
+                                let i0 = e.index(first + x * size);
+                                group_block(e, q, span, scratch, stage, (i0, size));
+                            }
+                        } else {
+                            let upto = e.index(count as i64);
+                            e.for_loop(e.index(0), upto, e.index(1), &[], |e, x, _| {
+                                let i0 = e.addi(e.index(first), e.muli(x, e.index(size)));
+                                group_block(e, q, span, scratch, stage, (i0, size));
+                                vec![]
+                            });
                         }
-                    } else {
-                        let upto = e.index(count as i64);
-                        e.for_loop(e.index(0), upto, e.index(1), &[], |e, x, _| {
-                            let i0 = e.addi(e.index(first), e.muli(x, e.index(size)));
-                            group_block(e, q, (c_lo, c_hi), last, scratch, stage, (i0, size));
-                            vec![]
+                        at += count;
+                    }
+                    vec![]
+                };
+                // Folding with B staged: the pieces over the folded patterns where A's
+                // scales and the block's of B are within the fold's range, else all of
+                // A's rows without the fold.
+                match stage_ok.filter(|_| fold) {
+                    Some(ok) => {
+                        e.if_else(e.andi(ok, a_ok), &[], all_pieces, |e| {
+                            unfolded(e, q, span, scratch, (zero, m))
                         });
                     }
-                    at += count;
+                    None => {
+                        all_pieces(e);
+                    }
                 }
                 vec![]
             });
@@ -1072,6 +1342,9 @@ pub(super) fn gemm<'c, 'a>(
     }
     if let Some((sa, _, _)) = sa {
         e.dealloc(sa);
+    }
+    if let Some(af) = avals_f {
+        e.dealloc(af);
     }
     Ok(w)
 }

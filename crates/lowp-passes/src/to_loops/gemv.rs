@@ -93,18 +93,22 @@ fn step_k(via_f16: bool, lanes: i64) -> i64 {
     }
 }
 
-/// The E8M0 exponents (of `2^e`) within which the form folds the scales into the decoded
-/// values: with codes of magnitudes `2^-16 ..= 2^16` (see `folds`), each folded value is
-/// an f32 normal number and each product of two below `2^96`, as the oracle's block sums
-/// times their scales are (its rounding aside).
-const FOLD_EXPONENTS: i64 = 32;
+/// The E8M0 exponents `e` (of `2^e`) within which the form folds the scales into the
+/// decoded values, `-FOLD_BELOW ..= FOLD_ABOVE`: with codes of magnitudes `2^-16 ..= 2^16`
+/// (see `folds`), each folded value is an f32 normal number, each nonzero product of two
+/// at least `2^-126` (normal: `2 (-16 - 47)`) and below `2^96`, as the oracle's block sums
+/// times their scales are (its rounding aside), so no sum along K can overflow where the
+/// oracle's would not. Below as far as that allows: small scales are the common extreme
+/// (gradients), and a block outside the range takes the slower segmented path.
+const FOLD_BELOW: i64 = 47;
+const FOLD_ABOVE: i64 = 32;
 
 /// Whether the form folds the scales into the decoded values: both operands' scales
 /// E8M0 (powers of two: a decoded value times its scale is exact while it stays a normal
 /// f32) in segments (MX), both formats' codes within `2^-16 ..= 2^16` (every OCP format;
 /// not customs with wider exponents). The accumulators then run along all of K, with
 /// no lane sums and scaling at each segment's end; a group of rows whose scales leave
-/// `2^-FOLD_EXPONENTS ..= 2^FOLD_EXPONENTS` (or are NaN), or an A whose scales do, is
+/// `2^-FOLD_BELOW ..= 2^FOLD_ABOVE` (or are NaN), or an A whose scales do, is
 /// computed segment by segment instead.
 pub(super) fn folds(plan: &Plan, (fa, fb): (ScaledFormat, ScaledFormat)) -> bool {
     let small = |f: ScaledFormat| f.max_finite() <= 65536.0 && f.min_positive() >= 2f32.powi(-16);
@@ -133,18 +137,18 @@ pub(super) struct Gemv<'c, 'a> {
 }
 
 /// Whether an E8M0 scale as stored (`i8` or `i32`) is within the fold's exponents.
-fn in_fold_range<'c, 'a>(e: &Emitter<'c, 'a>, stored: Value<'c, '_>) -> Value<'c, 'a> {
+pub(super) fn in_fold_range<'c, 'a>(e: &Emitter<'c, 'a>, stored: Value<'c, '_>) -> Value<'c, 'a> {
     let i32t = e.int_type(32);
     let word = if stored.r#type() == i32t {
         e.andi(stored, e.i32(0xFF))
     } else {
         e.extui(stored, i32t)
     };
-    let from_low = e.subi(word, e.i32((127 - FOLD_EXPONENTS) as u32));
+    let from_low = e.subi(word, e.i32((127 - FOLD_BELOW) as u32));
     e.cmpi(
         CmpiPredicate::Ule,
         from_low,
-        e.i32(2 * FOLD_EXPONENTS as u32),
+        e.i32((FOLD_BELOW + FOLD_ABOVE) as u32),
     )
 }
 
