@@ -401,21 +401,25 @@ fn mixed_layouts_edge_sizes_bf16_and_specials() {
     }
 }
 
+/// A mixed-format case: its name, M, N, K, A's format and layout, B's, and whether C is
+/// bf16.
+type MixedCase = (
+    &'static str,
+    usize,
+    usize,
+    usize,
+    ScaledFormat,
+    ScaleLayout,
+    ScaledFormat,
+    ScaleLayout,
+    bool,
+);
+
 pub(crate) fn mixed_cases(session: &Session, pre: Option<&str>) {
     let mut rng = SplitMix64::new(5);
     let f4 = ScaledFormat::F4E2M1;
     let e4 = ScaledFormat::F8E4M3;
-    let cases: Vec<(
-        &str,
-        usize,
-        usize,
-        usize,
-        ScaledFormat,
-        ScaleLayout,
-        ScaledFormat,
-        ScaleLayout,
-        bool,
-    )> = vec![
+    let cases: Vec<MixedCase> = vec![
         (
             "per_tensor x mx",
             7,

@@ -74,8 +74,8 @@ fn embedding_tables_preserve_every_value_and_the_sign_of_zero() {
         for t in [ScaledFormat::F8E4M3, ScaledFormat::F8E5M2] {
             match f.embedding_table(t) {
                 Some(table) => {
-                    for c in 0..f.code_count() as usize {
-                        let (v, w) = (f.decode(c as u8), t.decode(table[c]));
+                    for (c, &image) in table.iter().enumerate().take(f.code_count() as usize) {
+                        let (v, w) = (f.decode(c as u8), t.decode(image));
                         let same = (v.is_nan() && w.is_nan())
                             || (v == w && v.is_sign_negative() == w.is_sign_negative());
                         assert!(same, "{f} code {c:#x} -> {t}");
@@ -115,9 +115,9 @@ fn shifted_embeddings_are_exact() {
                 match f.shifted_embedding(t, shift) {
                     Some(table) => {
                         assert!(by_values, "{f} into {t} << {shift}");
-                        for c in 0..f.code_count() as usize {
+                        for (c, &image) in table.iter().enumerate().take(f.code_count() as usize) {
                             let v = f.decode(c as u8) as f64 * (-shift as f64).exp2();
-                            let w = t.decode(table[c]) as f64;
+                            let w = t.decode(image) as f64;
                             assert!(
                                 (v.is_nan() && w.is_nan()) || v == w,
                                 "{f} code {c} into {t} << {shift}: {v} vs {w}"
@@ -268,16 +268,11 @@ fn f16_fields_decode_every_code_exactly() {
             if v.is_nan() {
                 assert!(
                     w.is_nan(),
-                    "{}: code {c:#x} is NaN, the f16 route gives {w}",
-                    f.to_string()
+                    "{f}: code {c:#x} is NaN, the f16 route gives {w}"
                 );
             } else {
-                assert!(
-                    !nan_rule,
-                    "{}: code {c:#x} is {v}, the NaN rule takes it",
-                    f.to_string()
-                );
-                assert_eq!(w.to_bits(), v.to_bits(), "{}: code {c:#x}", f.to_string());
+                assert!(!nan_rule, "{f}: code {c:#x} is {v}, the NaN rule takes it");
+                assert_eq!(w.to_bits(), v.to_bits(), "{f}: code {c:#x}");
                 // Normal or zero: neither FTZ nor DAZ would change the multiply.
                 assert!(v == 0.0 || !v.is_finite() || v.abs() >= f32::MIN_POSITIVE);
             }

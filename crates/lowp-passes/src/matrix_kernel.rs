@@ -393,7 +393,7 @@ impl Plan {
     /// The plan of an f16 instruction of K 16 on the f16 patterns of both operands' fields
     /// (`Operand::f16`), or why not.
     pub(crate) fn f16(op: OperationRef) -> Result<Self, String> {
-        let ((fa, pa), (fb, pb)) = Self::formats(op)?;
+        let [(fa, pa), (fb, pb)] = Self::formats(op)?;
         Self::new(op, Operand::f16(fa, pa)?, Operand::f16(fb, pb)?, 16, false)
     }
 
@@ -417,7 +417,7 @@ impl Plan {
     /// The plan of a bf16 instruction of K 16 on the bf16 patterns of both operands' fields
     /// (`Operand::bf16`), or why not.
     pub(crate) fn bf16(op: OperationRef) -> Result<Self, String> {
-        let ((fa, pa), (fb, pb)) = Self::formats(op)?;
+        let [(fa, pa), (fb, pb)] = Self::formats(op)?;
         Self::new(
             op,
             Operand::bf16(fa, pa)?,
@@ -428,15 +428,13 @@ impl Plan {
     }
 
     /// The stored formats and packing of the op's operands.
-    pub(crate) fn formats(
-        op: OperationRef,
-    ) -> Result<((ScaledFormat, bool), (ScaledFormat, bool)), String> {
+    pub(crate) fn formats(op: OperationRef) -> Result<[(ScaledFormat, bool); 2], String> {
         let err = |e: PassError| e.to_string();
         let o = matmul_operands(op).map_err(err)?;
-        Ok((
+        Ok([
             code_format(op, o.lhs).map_err(err)?,
             code_format(op, o.rhs).map_err(err)?,
-        ))
+        ])
     }
 }
 

@@ -349,7 +349,7 @@ fn nvvm_dialects() -> Vec<DialectHandle> {
 /// The plan of an NVIDIA FP8 kernel (K 32 per instruction, scales on the accumulators) and
 /// the instruction types of A and B: E4M3 / E5M2 as stored, or the one the format embeds in.
 fn fp8_plan(op: OperationRef) -> Result<(Plan, ScaledFormat, ScaledFormat), String> {
-    let ((fa, pa), (fb, pb)) = Plan::formats(op)?;
+    let [(fa, pa), (fb, pb)] = Plan::formats(op)?;
     let types = [ScaledFormat::F8E4M3, ScaledFormat::F8E5M2];
     let a = Operand::new(fa, pa, &types, &[0])?;
     let b = Operand::new(fb, pb, &types, &[0])?;

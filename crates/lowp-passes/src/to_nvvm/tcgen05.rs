@@ -190,7 +190,7 @@ pub(super) fn plan(op: OperationRef) -> Result<(Plan, Tcgen05), String> {
     let mx = ScaleLayout::Mx { block: 32 };
     let la = layout_attr_of(op, "lhs_layout").map_err(err)?;
     let lb = layout_attr_of(op, "rhs_layout").map_err(err)?;
-    let ((fa, pa), (fb, pb)) = Plan::formats(op)?;
+    let [(fa, pa), (fb, pb)] = Plan::formats(op)?;
     let f4 = ScaledFormat::F4E2M1;
     let nvfp4 = |l: ScaleLayout| matches!(l, ScaleLayout::Nvfp4 { block: 16, .. });
     if nvfp4(la) && nvfp4(lb) && fa == f4 && fb == f4 {

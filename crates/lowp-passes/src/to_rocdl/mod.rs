@@ -130,7 +130,7 @@ fn scaled_mfma(op: OperationRef) -> Result<Choice, String> {
             "the scaled MFMA takes MX operands with 32-blocks, found {la} x {lb}"
         ));
     }
-    let ((fa, pa), (fb, pb)) = Plan::formats(op)?;
+    let [(fa, pa), (fb, pb)] = Plan::formats(op)?;
     let operand = |f: ScaledFormat, packed| -> Result<(Operand, u32), String> {
         let o = if f == ScaledFormat::F4E2M1 {
             Operand::new(f, packed, &[f], &[0])?
@@ -153,7 +153,7 @@ fn scaled_mfma(op: OperationRef) -> Result<Choice, String> {
 
 /// The FP8 MFMA in the chip's FP8 types.
 fn fp8_mfma(op: OperationRef, chip: &str) -> Result<Choice, String> {
-    let ((fa, pa), (fb, pb)) = Plan::formats(op)?;
+    let [(fa, pa), (fb, pb)] = Plan::formats(op)?;
     let (types, shifts): (&[ScaledFormat], &[i32]) = if chip == "gfx942" {
         (
             &[ScaledFormat::F8E4M3Fnuz, ScaledFormat::F8E5M2Fnuz],

@@ -509,6 +509,8 @@ pub(super) fn fold_scan<'c, 'a>(
         }
     }
     let mut missed = e.bool(false);
+    // Each operand's scales, tile rows and moves, by the operand's index.
+    #[allow(clippy::needless_range_loop)]
     for x in 0..2 {
         let (Some(st), Some(Moves { reach, .. })) = (mem.scales[x], fold.moves[x]) else {
             continue;

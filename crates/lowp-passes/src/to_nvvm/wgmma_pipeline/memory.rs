@@ -684,6 +684,7 @@ impl<'c, 'a> Chunk<'c, 'a> {
     }
 }
 
+#[allow(clippy::too_many_arguments)]
 pub(super) fn chunk<'c, 'a>(
     e: &Emitter<'c, 'a>,
     route: Route,

@@ -581,7 +581,7 @@ fn f16_route(op: OperationRef, plan: &Plan, k: Option<i64>) -> Result<[Operand; 
         _ if plan.step != 16 => return Err("no scales change every 16 codes".into()),
         _ => {}
     }
-    let ((fa, pa), (fb, pb)) = Plan::formats(op)?;
+    let [(fa, pa), (fb, pb)] = Plan::formats(op)?;
     let layouts = ["lhs_layout", "rhs_layout"].map(|n| layout_attr_of(op, n).ok());
     let [Some(la), Some(lb)] = layouts else {
         return Err("a scale layout is not lowp's".into());
@@ -621,7 +621,7 @@ fn f16_route(op: OperationRef, plan: &Plan, k: Option<i64>) -> Result<[Operand; 
 /// the FP8 route (`promote_segment`; a segment is the block, at most a 64-code stage).
 /// `fp8`: why the FP8 route does not take the op, which the reason given starts with.
 fn fields_plan(op: OperationRef, fp8: String) -> Result<(Plan, Wgmma), String> {
-    let ((_, pa), (_, pb)) = Plan::formats(op)?;
+    let [(_, pa), (_, pb)] = Plan::formats(op)?;
     if pa || pb {
         return Err(format!("{fp8}; for f16: packed codes take the FP8 route"));
     }
