@@ -113,7 +113,7 @@
 //! across lanes), within the oracle's f32 summation bound as every form is.
 
 use melior::dialect::arith::CmpiPredicate;
-use melior::ir::{OperationRef, Type, Value, ValueLike};
+use melior::ir::{OperationRef, Type, Value};
 
 use super::gemv::lane_sums;
 use super::{
@@ -283,13 +283,8 @@ fn fold_patterns<'c, 'a>(
     stored: Value<'c, 'a>,
     width: u64,
 ) -> Value<'c, 'a> {
-    let (i16t, i32t) = (e.int_type(16), e.int_type(32));
-    let code = if stored.r#type() == i32t {
-        e.andi(stored, e.i32(0xFF))
-    } else {
-        e.extui(stored, i32t)
-    };
-    let delta = e.trunci(e.shli(e.subi(code, e.i32(127)), e.i32(7)), i16t);
+    let code = super::gemv::e8m0_code(e, stored);
+    let delta = e.trunci(e.shli(e.subi(code, e.i32(127)), e.i32(7)), e.int_type(16));
     let splat16 = |v: i64| e.int_splat(16, v, width);
     let exponent = e.andi(p, splat16(0x7F80));
     let finite = e.andi(
@@ -725,33 +720,25 @@ pub(super) fn gemm<'c, 'a>(
         vec![ok]
     })[0];
 
-    // Row `rr`'s vectors of the chunk from k = `kk` (`halves` of them).
-    let b_vectors = |e: &Emitter<'c, 'a>, rr: Value<'c, 'a>, kk: Value<'c, 'a>| {
+    // Row `rr`'s vectors of the chunk from k = `kk` (`halves` of them), and whether its
+    // scale is within the fold's range: `folded`, bf16 patterns times their scale
+    // (`fold_patterns`); else as looked up (and true).
+    let b_vectors = |e: &Emitter<'c, 'a>, rr: Value<'c, 'a>, kk: Value<'c, 'a>, folded: bool| {
         let ahead = PREFETCH_BYTES * if b.packed { 2 } else { 1 };
         prefetch_codes_ahead(e, b, (rr, kk), k, ahead);
         match &tables {
-            Tables::Bytes(bt) => bt.b_bytes(e, b, (rr, kk), (halves, nbytes)),
+            Tables::Bytes(bt) => (bt.b_bytes(e, b, (rr, kk), (halves, nbytes)), e.bool(true)),
             Tables::Pairs(pt) => {
                 let p = pair_patterns(e, b, &pt.b, rr, kk);
-                vec![e.vector_bitcast(p, nwords, bf16t)]
+                if !folded {
+                    return (vec![e.vector_bitcast(p, nwords, bf16t)], e.bool(true));
+                }
+                let stored = b.scaled.block_stored(e, rr, kk);
+                let p = fold_patterns(e, p, stored, nwords);
+                let v = e.vector_bitcast(p, nwords, bf16t);
+                (vec![v], super::gemv::in_fold_range(e, stored))
             }
         }
-    };
-    // Folding: row `rr`'s bf16 patterns of the chunk from k = `kk` times its scale
-    // (`fold_patterns`), and whether the scale is within the fold's range.
-    let b_folded = |e: &Emitter<'c, 'a>, rr: Value<'c, 'a>, kk: Value<'c, 'a>| {
-        let Tables::Pairs(pt) = &tables else {
-            return (b_vectors(e, rr, kk), e.bool(false));
-        };
-        let ahead = PREFETCH_BYTES * if b.packed { 2 } else { 1 };
-        prefetch_codes_ahead(e, b, (rr, kk), k, ahead);
-        let p = pair_patterns(e, b, &pt.b, rr, kk);
-        let stored = b.scaled.block_stored(e, rr, kk);
-        let folded = fold_patterns(e, p, stored, nwords);
-        (
-            vec![e.vector_bitcast(folded, nwords, bf16t)],
-            super::gemv::in_fold_range(e, stored),
-        )
     };
     // A's row `i`'s vectors of the chunk from k = `kk` (its folded patterns where
     // `folded`).
@@ -815,7 +802,7 @@ pub(super) fn gemm<'c, 'a>(
     // ms (N = K = 8192, one thread; 12 without the fold), 32-33 with a row at a time.
     let fallback = (1..=m)
         .rev()
-        .find(|&p| p * rb + halves * (rb + 1) + extra <= if lanes == 16 { 32 } else { 16 })
+        .find(|&p| group_rows(p, (1, halves), lanes, extra).is_some_and(|r| r >= rb))
         .unwrap_or(1);
     let groups = ceil_div(e, n, e.index(rb));
     let w = e.alloc(f32t, &[Some(m), None], &[e.muli(groups, e.index(rb))], 64);
@@ -913,7 +900,7 @@ pub(super) fn gemm<'c, 'a>(
                     None => rows
                         .iter()
                         .map(|&rr| {
-                            let (v, good) = b_folded(e, rr, kk);
+                            let (v, good) = b_vectors(e, rr, kk, true);
                             ok = e.andi(ok, good);
                             v
                         })
@@ -931,7 +918,10 @@ pub(super) fn gemm<'c, 'a>(
             let kk = e.muli(c, chunk_v);
             let bvs: Vec<Vec<Value>> = match stage {
                 Some(stage) => staged_b(e, stage, c),
-                None => rows.iter().map(|&rr| b_vectors(e, rr, kk)).collect(),
+                None => rows
+                    .iter()
+                    .map(|&rr| b_vectors(e, rr, kk, false).0)
+                    .collect(),
             };
             products_of(e, kk, &bvs, acc)
         };
@@ -1270,13 +1260,8 @@ pub(super) fn gemm<'c, 'a>(
                         let at = stage_at(e, c, c_lo);
                         let mut ok = ok[0];
                         for (j, &rr) in rows.iter().enumerate() {
-                            let vectors = if fold {
-                                let (v, good) = b_folded(e, rr, kk);
-                                ok = e.andi(ok, good);
-                                v
-                            } else {
-                                b_vectors(e, rr, kk)
-                            };
+                            let (vectors, good) = b_vectors(e, rr, kk, fold);
+                            ok = e.andi(ok, good);
                             for (h, v) in vectors.into_iter().enumerate() {
                                 let row = e.index(j as i64 * halves + h as i64);
                                 e.vstore(v, stage, &[row, at]);

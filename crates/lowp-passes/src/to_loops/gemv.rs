@@ -136,15 +136,19 @@ pub(super) struct Gemv<'c, 'a> {
     pub w: Value<'c, 'a>,
 }
 
-/// Whether an E8M0 scale as stored (`i8` or `i32`) is within the fold's exponents.
-pub(super) fn in_fold_range<'c, 'a>(e: &Emitter<'c, 'a>, stored: Value<'c, '_>) -> Value<'c, 'a> {
+/// An E8M0 scale as stored (`i8`, or the `i32` it extends to) as its code, an `i32`.
+pub(super) fn e8m0_code<'c, 'a>(e: &Emitter<'c, 'a>, stored: Value<'c, '_>) -> Value<'c, 'a> {
     let i32t = e.int_type(32);
-    let word = if stored.r#type() == i32t {
+    if stored.r#type() == i32t {
         e.andi(stored, e.i32(0xFF))
     } else {
         e.extui(stored, i32t)
-    };
-    let from_low = e.subi(word, e.i32((127 - FOLD_BELOW) as u32));
+    }
+}
+
+/// Whether an E8M0 scale as stored (`i8` or `i32`) is within the fold's exponents.
+pub(super) fn in_fold_range<'c, 'a>(e: &Emitter<'c, 'a>, stored: Value<'c, '_>) -> Value<'c, 'a> {
+    let from_low = e.subi(e8m0_code(e, stored), e.i32((127 - FOLD_BELOW) as u32));
     e.cmpi(
         CmpiPredicate::Ule,
         from_low,
