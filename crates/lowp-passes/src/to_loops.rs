@@ -221,6 +221,10 @@ const SKINNY_GROUPS: i64 = 64;
 /// How many chunks ahead the decode prefetches a row's codes.
 const PREFETCH_CHUNKS: i64 = 2;
 
+/// The longest K block whose panel buffers have a static size (`Gemm::block_buffer`):
+/// 512 KiB a slot of f32 at 32 columns.
+const STATIC_KC: i64 = 4096;
+
 /// The register tile of the micro-kernel: `mr` rows by two vectors of `lanes` floats.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Tile {
@@ -1132,6 +1136,32 @@ impl<'c, 'a> Gemm<'c, 'a> {
         par(e, self.plan.parallel, n, body);
     }
 
+    /// `n` slots of a buffer for a K block of B's panel (`memref<n x units x width>`): its
+    /// `kc / per` units of `per` k each (a multiple: `plan` makes the K block one), or
+    /// where the block is longer than `STATIC_KC`, as many as K fills (`plan` rounds the
+    /// K block up to the scale segment: a scale block of 2^30 with K = 64 would otherwise
+    /// ask for gigabytes a slot, which the allocation does not get).
+    fn block_buffer(
+        &self,
+        e: &Emitter<'c, 'a>,
+        element: melior::ir::Type<'c>,
+        (per, width): (i64, i64),
+        n: Value<'c, 'a>,
+    ) -> Value<'c, 'a> {
+        let units = if self.kc <= STATIC_KC {
+            Ok(self.kc / per)
+        } else {
+            match crate::ir::static_index(self.k) {
+                Some(k) => Ok((k.min(self.kc) + per - 1) / per),
+                None => Err(ceil_div(e, e.minui(self.k, e.index(self.kc)), e.index(per))),
+            }
+        };
+        match units {
+            Ok(units) => e.alloc(element, &[None, Some(units), Some(width)], &[n], 64),
+            Err(units) => e.alloc(element, &[None, None, Some(width)], &[n, units], 64),
+        }
+    }
+
     /// The loops over K blocks, N blocks, row tiles (in parallel), the block's panels and
     /// its intervals; `interval(e, panel, mt, k0, s0, s1)` emits one interval's partial
     /// sums of the tile (`2 mr` f32 vectors, row-major), which are then scaled into `w`.
@@ -1701,9 +1731,9 @@ fn gemm_f32<'c, 'a>(
     };
     // With `pairs`, a panel's K block also as words of two bf16 (its second buffer).
     let panels = |e: &Emitter<'c, 'a>, n| {
-        let mut buffers = vec![e.alloc(f32t, &[None, Some(g.kc), Some(nr_c)], &[n], 64)];
+        let mut buffers = vec![g.block_buffer(e, f32t, (1, nr_c), n)];
         if pairs {
-            buffers.push(e.alloc(i32t, &[None, Some(g.kc / 2), Some(nr_c)], &[n], 64));
+            buffers.push(g.block_buffer(e, i32t, (2, nr_c), n));
         }
         buffers
     };
@@ -2276,8 +2306,8 @@ fn gemm_bytes<'c, 'a>(
     // to them.
     let panels = |e: &Emitter<'c, 'a>, n| {
         vec![
-            e.alloc(i32t, &[None, Some(g.kc / 4), Some(nr_c)], &[n], 64),
-            e.alloc(i32t, &[None, Some(g.kc / g.interval), Some(nr_c)], &[n], 64),
+            g.block_buffer(e, i32t, (4, nr_c), n),
+            g.block_buffer(e, i32t, (g.interval, nr_c), n),
         ]
     };
 

@@ -490,3 +490,27 @@ func.func @kc_blocks(%a: memref<12x256xf8E4M3FN>, %sa: memref<12x8xf8E8M0FNU>, %
       : memref<12x256xf8E4M3FN>[memref<12x8xf8E8M0FNU>], memref<32x256xf8E4M3FN>[memref<32x8xf8E8M0FNU>] -> memref<12x32xf32>
   return
 }
+
+// -----
+
+// A scale block far longer than K rounds the K block up to it (2^30 here), past
+// STATIC_KC: B's panel buffer holds K's 64 k (with K known only at run time, min(K, block)
+// of them), not the block's.
+// CHECK-LABEL: func.func @block_past_k
+// CHECK:       memref.alloc() {alignment = 64 : i64} : memref<1x64x16xf32>
+// CHECK-LABEL: func.func @block_past_dynamic_k
+// CHECK:       %[[K:.*]] = memref.dim %arg0, %c1 : memref<12x?xf8E4M3FN>
+// CHECK:       %[[DEPTH:.*]] = arith.minui %[[K]], %c1073741824 : index
+// CHECK-NEXT:  memref.alloc(%[[DEPTH]]) {alignment = 64 : i64} : memref<1x?x16xf32>
+func.func @block_past_k(%a: memref<12x64xf8E4M3FN>, %sa: memref<12x1xf8E8M0FNU>, %b: memref<32x64xf8E4M3FN>,
+                        %sb: memref<32x1xf8E8M0FNU>, %c: memref<12x32xf32>) {
+  lowp.scaled_matmul %a[%sa], %b[%sb] into %c layouts(#lowp.mx<1073741824>, #lowp.mx<1073741824>)
+      : memref<12x64xf8E4M3FN>[memref<12x1xf8E8M0FNU>], memref<32x64xf8E4M3FN>[memref<32x1xf8E8M0FNU>] -> memref<12x32xf32>
+  return
+}
+func.func @block_past_dynamic_k(%a: memref<12x?xf8E4M3FN>, %sa: memref<12x1xf8E8M0FNU>, %b: memref<32x?xf8E4M3FN>,
+                                %sb: memref<32x1xf8E8M0FNU>, %c: memref<12x32xf32>) {
+  lowp.scaled_matmul %a[%sa], %b[%sb] into %c layouts(#lowp.mx<1073741824>, #lowp.mx<1073741824>)
+      : memref<12x?xf8E4M3FN>[memref<12x1xf8E8M0FNU>], memref<32x?xf8E4M3FN>[memref<32x1xf8E8M0FNU>] -> memref<12x32xf32>
+  return
+}
