@@ -1564,6 +1564,99 @@ fn pair_gemv_folds_mx_scales() {
     same_bits_every_third_dynamic(&session, &problems, &fixed, (&pre, options));
 }
 
+/// MX's E8M0 scales folded into the row tiles' bf16 pairs (`to_loops::tiles_fold`): past
+/// the GEMV form's rows, where every scale of both operands is within `2^-47 ..= 2^32`,
+/// each of A's patterns times its block's scale as its words are made, B's decoded values
+/// times their columns' scales, and the sums run along each K block; else (a NaN scale in
+/// A, B's 2^-127 and 2^100, or one scale of 2^-48) the copy that scales each segment's
+/// sums. 12-row tiles and 6 at 16 lanes (FP6 with blocks of 64 beside 32), the skinny
+/// sweep and, past 252 rows, the one over row tiles; against the oracle, with M known
+/// only at run time to the same bits; and the two copies' sums differ in their roundings
+/// (both ran).
+#[test]
+fn tiles_fold_mx_scales() {
+    let mut rng = SplitMix64::new(61);
+    let (e4m3, e5m2) = (ScaledFormat::F8E4M3, ScaledFormat::F8E5M2);
+    let pairs = [
+        (e4m3, ScaleLayout::MX, e4m3, ScaleLayout::MX),
+        (
+            ScaledFormat::F6E3M2,
+            ScaleLayout::Mx { block: 64 },
+            e5m2,
+            ScaleLayout::MX,
+        ),
+    ];
+    let mut problems = gemv_problems(&mut rng, &pairs, |i| match i {
+        0 => vec![(40, 1442), (77, 4130), (40, 1442), (260, 1442)],
+        _ => vec![(53, 4130), (260, 1442), (33, 1442)],
+    });
+    // In range: 2^-47 and 2^32 fold, 2^-48 does not.
+    let in_range = |v: f32| v.is_finite() && (2f32.powi(-47)..=2f32.powi(32)).contains(&v);
+    for (x, (what, p)) in problems.iter_mut().enumerate() {
+        let scales = [&mut p.a.q.scales.values, &mut p.b.q.scales.values];
+        match x {
+            2 => what.push_str(", as made: A's NaN, B's 2^-127 and 2^100"),
+            1 => {
+                scales[0].fill(2f32.powi(32));
+                scales[1].fill(2f32.powi(-47));
+                what.push_str(", A's scales all 2^32, B's 2^-47");
+            }
+            _ => {
+                for v in scales.into_iter().flatten().filter(|v| !in_range(**v)) {
+                    *v = 0.5;
+                }
+                what.push_str(", scales in range");
+                if x == 4 {
+                    let blocks = p.b.q.scales.values.len() / p.b.q.rows;
+                    p.b.q.scales.values[11 * blocks + 3] = 2f32.powi(-48);
+                    what.push_str(" but one of B's 2^-48");
+                }
+            }
+        }
+    }
+    // Problem 0 again with B's last row's scales out of range: the unfolded copy's
+    // outputs of the other columns.
+    let mut unfolded = problems[0].clone();
+    unfolded.0.push_str(", B's last row's scales 2^-60");
+    let blocks = unfolded.1.b.q.scales.values.len() / unfolded.1.b.q.rows;
+    let last = unfolded.1.b.q.scales.values.len() - blocks;
+    unfolded.1.b.q.scales.values[last..].fill(2f32.powi(-60));
+    problems.push(unfolded);
+    for (lanes, decode) in [(16, "f16"), (8, "bits")] {
+        let options = format!("dot=f32 bf16-dot=true lanes={lanes} decode={decode}");
+        for (what, p) in &problems {
+            let taken = lowp_passes::to_loops::kernel_taken(
+                (p.a.q.format, p.b.q.format),
+                (p.a.q.layout, p.b.q.layout),
+                Some(p.a.q.rows as i64),
+                &options,
+            );
+            assert_eq!(
+                taken,
+                format!("dot=bf16 decode={decode} form=tiles"),
+                "{what}"
+            );
+        }
+        if !lowp_jit::host_bf16_dot(lanes) {
+            eprintln!("no bf16 pairs with {lanes} lanes on this host: the form cannot run here");
+            continue;
+        }
+        let pre = format!("builtin.module(func.func(lowp-to-loops{{{options}}}))");
+        let session = Session::new();
+        let fixed = run_and_check(&session, &problems, Some(&pre));
+        same_bits_every_third_dynamic(&session, &problems, &fixed, (&pre, &options));
+        let (folded, unfolded) = (&fixed[0], &fixed[fixed.len() - 1]);
+        let n = problems[0].1.b.q.rows;
+        let differ = (0..folded.len())
+            .filter(|x| x % n != n - 1)
+            .any(|x| folded[x].to_bits() != unfolded[x].to_bits());
+        assert!(
+            differ,
+            "{options}: the folded and unfolded copies gave the same bits"
+        );
+    }
+}
+
 /// The GEMV forms' problems: for pair `i` of `pairs` (A's format and layout, B's) each
 /// `(m, k)` of `sizes(i)`, with N = 45, A's largest codes and -0 among normal values,
 /// every code of B's format along B's row 3, a NaN block scale in A's last row where M >

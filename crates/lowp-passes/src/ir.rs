@@ -520,6 +520,27 @@ impl<'c, 'a> Emitter<'c, 'a> {
         )
     }
 
+    /// `vector.reduction <kind>, %v`: the lanes of a 1-D vector combined by `kind` (`and`,
+    /// `or`, `add`, ...) into one element.
+    pub fn reduce(&self, kind: &str, v: Value<'c, '_>) -> Value<'c, 'a> {
+        let t = v.r#type();
+        assert!(t.is_vector(), "vector.reduction of a vector");
+        // SAFETY: the element type of a live vector type.
+        let element = unsafe { Type::from_raw(mlir_sys::mlirShapedTypeGetElementType(t.to_raw())) };
+        let kind = format!("#vector.kind<{kind}>");
+        self.val(
+            OperationBuilder::new("vector.reduction", self.loc)
+                .add_operands(&[v])
+                .add_attributes(&[(
+                    melior::ir::Identifier::new(self.ctx, "kind"),
+                    Attribute::parse(self.ctx, &kind).expect("a vector combining kind"),
+                )])
+                .add_results(&[element])
+                .build()
+                .expect("valid vector.reduction"),
+        )
+    }
+
     /// `vector.broadcast %scalar`.
     pub fn broadcast(&self, v: Value<'c, '_>, n: u64) -> Value<'c, 'a> {
         let t = self.vector_type(n, v.r#type());

@@ -15,6 +15,14 @@
 // words a column, packed from the decoded f32; then per two k a tile takes 2 word vectors
 // of B, a word broadcast per row and 12 vdpbf16ps into the f32 sums (a 32-block, 16 pairs,
 // unrolled), which are scaled as the f32 kernel's.
+//
+// With MX's E8M0 scales the row tiles come twice, under a branch on a scan of both
+// operands' scales (codes 80 ..= 159: 2^-47 ..= 2^32, `tiles_fold`). Where all are in it,
+// the scales fold into the pairs: each of A's patterns times its block's scale as the word
+// is made (in f32, exact), B's decoded values times their columns' scales (a vector a
+// segment of 16 pairs) as its words are, and each K block's sums go into W as they are
+// (one interval, a loop over its pairs: no product of scales, no FMA per segment).
+// Else the unfolded copy below.
 // CHECK-LABEL: func.func @mxfp8
 // CHECK-DAG:   %[[HIGHS:.*]] = arith.constant dense<"0x000000000000003B0000803B{{.*}}"> : vector<256xi32>
 // CHECK-DAG:   %[[LOWS:.*]] = arith.constant dense<"0x00000000003B0000803B0000{{.*}}"> : vector<256xi32>
@@ -22,6 +30,44 @@
 // CHECK-NEXT:  vector.store %[[HIGHS]], %[[HIGH]][%c0]
 // CHECK-NEXT:  %[[LOW:.*]] = memref.alloca() {alignment = 64 : i64} : memref<256xi32>
 // CHECK-NEXT:  vector.store %[[LOWS]], %[[LOW]][%c0]
+// CHECK:       %[[SA:.*]] = lowp.storage_cast %arg1 : memref<20x2xf8E8M0FNU> to memref<20x2xi8>
+// CHECK:       %[[SB:.*]] = lowp.storage_cast %arg3 : memref<40x2xf8E8M0FNU> to memref<40x2xi8>
+// CHECK:       %[[INA:.*]] = scf.for %{{.*}} = %c0 to %c20 step %c1 iter_args(%{{.*}} = %true) -> (i1) {
+// CHECK:         memref.load %[[SA]]
+// CHECK:         %[[FROM:.*]] = arith.subi %{{.*}}, %c80_i32 : i32
+// CHECK-NEXT:    arith.cmpi ule, %[[FROM]], %c79_i32 : i32
+// CHECK:       vector.reduction <and>, %{{.*}} : vector<32xi1> into i1
+// CHECK:       %[[INB:.*]] = scf.for %{{.*}} = %c0 to %c40 step %c1 iter_args(%{{.*}} = %true) -> (i1) {
+// CHECK:         memref.load %[[SB]]
+// CHECK:       }
+// CHECK:       {{^}}    scf.if %{{.*}} {
+// CHECK-NOT:     memref<4x2x6xf32>
+// CHECK:         %[[AF:.*]] = memref.alloc() {alignment = 64 : i64} : memref<4x32x6xi32>
+// CHECK:             %[[LOF:.*]] = memref.load %{{.*}}[%{{.*}}] : memref<256xi32>
+// CHECK:             %[[HIF:.*]] = memref.load %{{.*}}[%{{.*}}] : memref<256xi32>
+// CHECK:             memref.load %[[SA]]
+// CHECK:             %[[S:.*]] = arith.bitcast %{{.*}} : i32 to f32
+// CHECK-NEXT:        %[[L32:.*]] = arith.shli %[[LOF]], %c16_i32 : i32
+// CHECK-NEXT:        %[[LF:.*]] = arith.bitcast %[[L32]] : i32 to f32
+// CHECK-NEXT:        %[[LS:.*]] = arith.mulf %[[LF]], %[[S]] : f32
+// CHECK-NEXT:        %[[LB:.*]] = arith.bitcast %[[LS]] : f32 to i32
+// CHECK-NEXT:        %[[L16:.*]] = arith.shrui %[[LB]], %c16_i32 : i32
+// CHECK-NEXT:        %[[HF:.*]] = arith.bitcast %[[HIF]] : i32 to f32
+// CHECK-NEXT:        %[[HS:.*]] = arith.mulf %[[HF]], %[[S]] : f32
+// CHECK-NEXT:        %[[HB:.*]] = arith.bitcast %[[HS]] : f32 to i32
+// CHECK-NEXT:        arith.ori %[[L16]], %[[HB]] : i32
+// CHECK:         %[[PF:.*]] = memref.alloc() {alignment = 64 : i64} : memref<1x128x16xi32>
+// CHECK:           scf.for %[[Q0:.*]] = %c0 to %c32 step %c16 {
+// CHECK:             %[[SBV:.*]] = vector.load %{{.*}}[%{{.*}}, %{{.*}}, %c0] : memref<3x2x16xf32>, vector<8xf32>
+// CHECK:             scf.for %{{.*}} = %[[Q0]] to %{{.*}} step %c1 {
+// CHECK:               %[[BV:.*]] = vector.load
+// CHECK-NEXT:          arith.mulf %[[BV]], %[[SBV]] : vector<8xf32>
+// CHECK:               vector.store %{{.*}}, %[[PF]]
+// CHECK:           %[[SUMS:.*]]:12 = scf.for %{{.*}} = %c0 to %c32 step %c1 iter_args
+// CHECK-COUNT-12:    llvm.call_intrinsic "llvm.x86.avx512bf16.dpbf16ps.256"
+// CHECK:           arith.addf %{{.*}}, %[[SUMS]]#0 : vector<8xf32>
+// CHECK-NOT:     vector.fma
+// CHECK:       {{^}}    } else {
 // CHECK-NOT:   memref<4x64x6xf32>
 // CHECK:       %[[AP2:.*]] = memref.alloc() {alignment = 64 : i64} : memref<4x32x6xi32>
 // CHECK:         scf.for %[[KP:.*]] = %c0 to %c32 step %c1 {

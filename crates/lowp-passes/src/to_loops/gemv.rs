@@ -100,8 +100,8 @@ fn step_k(via_f16: bool, lanes: i64) -> i64 {
 /// times their scales are (its rounding aside), so no sum along K can overflow where the
 /// oracle's would not. Below as far as that allows: small scales are the common extreme
 /// (gradients), and a block outside the range takes the slower segmented path.
-const FOLD_BELOW: i64 = 47;
-const FOLD_ABOVE: i64 = 32;
+pub(super) const FOLD_BELOW: i64 = 47;
+pub(super) const FOLD_ABOVE: i64 = 32;
 
 /// Whether the form folds the scales into the decoded values: both operands' scales
 /// E8M0 (powers of two: a decoded value times its scale is exact while it stays a normal
