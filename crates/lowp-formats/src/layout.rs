@@ -187,10 +187,14 @@ impl fmt::Display for ScaleLayout {
 pub const LAYOUT_NAMES_HELP: &str = "per_tensor, per_channel, mx[/BLOCK] (default 32), \
 nvfp4[/BLOCK][+global] (default 16), blockwise[/ROWSxCOLS] (default 1x128)";
 
+/// The largest block (or tile side) a layout takes: the `lowp` dialect's layout
+/// attributes hold it as a signed 32-bit integer.
+pub const MAX_BLOCK: u32 = i32::MAX as u32;
+
 fn parse_block(s: &str, what: &str) -> Result<u32, String> {
     match s.parse::<u32>() {
-        Ok(0) | Err(_) => Err(format!("{what} '{s}' is not a positive integer")),
-        Ok(n) => Ok(n),
+        Ok(n @ 1..=MAX_BLOCK) => Ok(n),
+        _ => Err(format!("{what} '{s}' is not a size from 1 to {MAX_BLOCK}")),
     }
 }
 
@@ -199,13 +203,14 @@ impl FromStr for ScaleLayout {
 
     /// Parse the [`Display`](fmt::Display) spelling (`-` may stand for `_`).
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        let t = s.trim().to_ascii_lowercase().replace('-', "_");
+        let t = s.trim().to_ascii_lowercase();
         let err = |why: String| {
             format!("unknown scale layout '{s}': {why}; expected {LAYOUT_NAMES_HELP}")
         };
+        // `-` for `_` in the name only: a block's `-1` is reported as written.
         let (head, block) = match t.split_once('/') {
-            Some((h, b)) => (h.to_string(), Some(b.to_string())),
-            None => (t.clone(), None),
+            Some((h, b)) => (h.replace('-', "_"), Some(b.to_string())),
+            None => (t.replace('-', "_"), None),
         };
         match (head.as_str(), block) {
             ("per_tensor", None) => Ok(Self::PerTensor),

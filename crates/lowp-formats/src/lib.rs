@@ -36,7 +36,7 @@ pub mod testing;
 pub use embed::{Half, HalfFields, IntEmbedding};
 pub use error::FormatError;
 pub use format::{CustomFormatError, ScaledFormat, FORMAT_NAMES_HELP};
-pub use layout::{ScaleLayout, LAYOUT_NAMES_HELP};
+pub use layout::{ScaleLayout, LAYOUT_NAMES_HELP, MAX_BLOCK};
 pub use lowp_codec::Codec;
 pub use matmul::{
     check_f32_products, partial_sum_len, scale_segments, scaled_matmul, scaled_matmul_f64,

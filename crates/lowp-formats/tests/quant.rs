@@ -86,6 +86,19 @@ fn layout_display_and_parse() {
         let e = bad.parse::<ScaleLayout>().unwrap_err();
         assert!(e.contains(&format!("'{bad}'")), "{e}");
     }
+    // Blocks up to what the dialect's attributes hold (i32); a block as written.
+    assert_eq!(
+        "mx/2147483647".parse::<ScaleLayout>(),
+        Ok(ScaleLayout::Mx { block: 2147483647 })
+    );
+    for (bad, part) in [
+        ("mx/2147483648", "block '2147483648'"),
+        ("nvfp4/4294967296+global", "block '4294967296'"),
+        ("blockwise/1x-1", "tile cols '-1'"),
+    ] {
+        let e = bad.parse::<ScaleLayout>().unwrap_err();
+        assert!(e.contains(part), "{e}");
+    }
 }
 
 #[test]

@@ -153,8 +153,17 @@ pub fn random_buffers(sig: &[ArgSpec], seed: u64) -> Vec<Vec<u8>> {
                         out.push(E8M0::from_bits(120 + (rng.next_u64() % 15) as u8).to_bits())
                     }
                     Element::Int(bits) => {
-                        let v = rng.next_u64() % 7;
-                        out.extend(&v.to_le_bytes()[..Element::Int(bits).bytes()]);
+                        // 0..=6 within the width (i1: 0 or 1), little-endian in the
+                        // element's bytes (more than a u64's for i65 and wider).
+                        let mask = u64::MAX.checked_shr(64 - bits.min(64)).unwrap_or(0);
+                        let v = (rng.next_u64() % 7) & mask;
+                        let bytes = Element::Int(bits).bytes();
+                        out.extend(
+                            v.to_le_bytes()
+                                .iter()
+                                .chain(std::iter::repeat(&0))
+                                .take(bytes),
+                        );
                     }
                 }
             }

@@ -331,10 +331,12 @@ fn parse_args(raw: Vec<String>) -> Result<Args, Usage> {
                 }
             }
             "--block" => {
-                a.block = Some(number(&flag, value(), "a positive integer")?);
-                if a.block == Some(0) {
-                    return Err(Usage("--block: a block holds at least 1 code".into()));
+                let what = format!("a block size from 1 to {}", lowp_formats::MAX_BLOCK);
+                let block: u32 = number(&flag, value(), &what)?;
+                if !(1..=lowp_formats::MAX_BLOCK).contains(&block) {
+                    return Err(Usage(format!("--block: '{block}' is not {what}")));
                 }
+                a.block = Some(block);
             }
             "--bench" => a.bench = Some(number(&flag, value(), "a number of runs")?),
             "--inputs" => a.inputs = Some(named(&flag, value(), "a directory")?),
