@@ -78,6 +78,11 @@ unsafe extern "C" {
 
     pub fn lowpEmitRemark(loc: MlirLocation, message: MlirStringRef);
     pub fn lowpAttributeIsMissingResource(a: MlirAttribute) -> bool;
+    pub fn lowpResourceSizeMismatch(
+        a: MlirAttribute,
+        blob_bytes: *mut i64,
+        type_bytes: *mut i64,
+    ) -> bool;
 
     pub fn lowpRegisterRustPass(spec: *const LowpPassSpec) -> bool;
     pub fn lowpRegisterPassPipeline(

@@ -1464,10 +1464,11 @@ pub fn emit_reserved_llvm_name(root: OperationRef) -> Option<()> {
 }
 
 /// The first op holding a `dense_resource` attribute whose data is missing (a file without
-/// its `dialect_resources` section, or printed with `--mlir-elide-elementsattrs-if-larger`),
-/// as an error at its location: MLIR's translation to LLVM IR reads the data through a null
-/// pointer (mlir-translate crashes there). Emitted through the op's context, for the
-/// caller's diagnostics; `None` where there is none.
+/// its `dialect_resources` section, or printed with `--mlir-elide-elementsattrs-if-larger`)
+/// or of another size than its type takes, as an error at its location: MLIR's translation
+/// to LLVM IR reads missing data through a null pointer and short data past its end
+/// (mlir-translate crashes on both), and misreads long data. Emitted through the op's
+/// context, for the caller's diagnostics; `None` where there is none.
 pub fn emit_missing_resource(root: OperationRef) -> Option<()> {
     use melior::ir::operation::{WalkOrder, WalkResult};
     let mut found = None;
@@ -1476,23 +1477,36 @@ pub fn emit_missing_resource(root: OperationRef) -> Option<()> {
             let Ok((name, attribute)) = op.attribute_at(i) else {
                 continue;
             };
+            let name = || name.as_string_ref().as_str().unwrap_or("?").to_string();
+            let raw = attribute.to_raw();
             // SAFETY: a live attribute of the op.
-            if unsafe { lowp_dialect::ffi::lowpAttributeIsMissingResource(attribute.to_raw()) } {
-                let name = name.as_string_ref().as_str().unwrap_or("?").to_string();
-                found = Some((op.location().to_raw(), name));
+            let why = if unsafe { lowp_dialect::ffi::lowpAttributeIsMissingResource(raw) } {
+                Some(format!(
+                    "attribute '{}' is a dense_resource whose data is not in the file (no \
+                     dialect_resources entry for it, or it was elided when printed)",
+                    name()
+                ))
+            } else {
+                let (mut blob, mut want) = (0i64, 0i64);
+                // SAFETY: a live attribute of the op; two writable i64s.
+                unsafe { lowp_dialect::ffi::lowpResourceSizeMismatch(raw, &mut blob, &mut want) }
+                    .then(|| {
+                        format!(
+                            "attribute '{}' is a dense_resource of {blob} bytes where its \
+                             type takes {want}",
+                            name()
+                        )
+                    })
+            };
+            if let Some(why) = why {
+                found = Some((op.location().to_raw(), why));
                 return WalkResult::Interrupt;
             }
         }
         WalkResult::Advance
     });
-    let (location, name) = found?;
-    emit_error(
-        location,
-        &format!(
-            "attribute '{name}' is a dense_resource whose data is not in the file (no \
-             dialect_resources entry for it, or it was elided when printed)"
-        ),
-    );
+    let (location, why) = found?;
+    emit_error(location, &why);
     Some(())
 }
 

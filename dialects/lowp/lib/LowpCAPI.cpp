@@ -138,3 +138,27 @@ bool lowpAttributeIsMissingResource(MlirAttribute attr) {
   auto resource = dyn_cast<DenseResourceElementsAttr>(unwrap(attr));
   return resource && !resource.getRawHandle().getBlob();
 }
+
+bool lowpResourceSizeMismatch(MlirAttribute attr, int64_t *blobBytes,
+                              int64_t *typeBytes) {
+  auto resource = dyn_cast<DenseResourceElementsAttr>(unwrap(attr));
+  if (!resource || !resource.getRawHandle().getBlob())
+    return false;
+  ShapedType type = resource.getType();
+  Type element = type.getElementType();
+  int64_t bits;
+  if (auto integer = dyn_cast<IntegerType>(element))
+    bits = integer.getWidth();
+  else if (auto real = dyn_cast<FloatType>(element))
+    bits = real.getWidth();
+  else if (isa<IndexType>(element))
+    bits = IndexType::kInternalStorageBitWidth;
+  else
+    return false;
+  if (!type.hasStaticShape())
+    return false;
+  *typeBytes = type.getNumElements() * ((bits + 7) / 8);
+  *blobBytes =
+      static_cast<int64_t>(resource.getRawHandle().getBlob()->getData().size());
+  return *blobBytes != *typeBytes;
+}

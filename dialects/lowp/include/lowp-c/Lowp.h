@@ -66,6 +66,12 @@ MLIR_CAPI_EXPORTED void lowpEmitRemark(MlirLocation loc, MlirStringRef message);
  * to LLVM IR would read through a null blob. */
 MLIR_CAPI_EXPORTED bool lowpAttributeIsMissingResource(MlirAttribute attr);
 
+/* True for a dense_resource elements attribute of integers, floats or indices whose blob
+ * holds another number of bytes than its static type takes (both returned): MLIR's
+ * translation reads past the blob, or misreads it. */
+MLIR_CAPI_EXPORTED bool lowpResourceSizeMismatch(MlirAttribute attr, int64_t *blobBytes,
+                                                 int64_t *typeBytes);
+
 /* Rust passes. A pass is described once, registered by name before MlirOptMain
  * parses its command line, and reachable from --pass-pipeline with options:
  * `builtin.module(func.func(lowp-expand-quantize{vectorize=false}))`. */

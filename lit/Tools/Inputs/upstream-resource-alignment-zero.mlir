@@ -1,0 +1,7 @@
+{-#
+  dialect_resources: {
+    builtin: {
+      blob1: "0x0000000000"
+    }
+  }
+#-}
