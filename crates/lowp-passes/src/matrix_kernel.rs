@@ -1344,9 +1344,20 @@ impl<'p, 'c, 'a> Kernel<'p, 'c, 'a> {
 
 /// Refuse what no GPU kernel (NVIDIA or AMD) is made for, before one is: an op already
 /// inside a kernel (a `gpu.launch` body: the lowerings launch kernels of their own from
-/// host code), and a static dimension of 2^31 or more (grids, offsets and byte counts stay
-/// within i64, and indices within the GPUs' 32 bits).
-pub(crate) fn check_gpu_op(op: OperationRef) -> Result<(), PassError> {
+/// host code) or, unless `emulate`, inside an `scf.parallel` (which the GPU pipelines make
+/// a kernel: the launch inside it failed to legalize, naming no cause), and a static
+/// dimension of 2^31 or more (grids, offsets and byte counts stay within i64, and indices
+/// within the GPUs' 32 bits).
+pub(crate) fn check_gpu_op(op: OperationRef, emulate: bool) -> Result<(), PassError> {
+    // Emulated, the kernels are CPU loops, which may run in a parallel loop's iterations.
+    if !emulate && crate::ir::enclosing(op, "scf.parallel").is_some() {
+        return Err(crate::expand_quantize::unsupported(
+            op,
+            "it is inside an scf.parallel: the GPU pipelines map parallel loops onto GPU \
+             threads, and a kernel launch cannot run inside a kernel (loop with scf.for \
+             around it, or lower it with lowp-to-loops)",
+        ));
+    }
     if crate::ir::enclosing(op, "gpu.launch").is_some() {
         return Err(crate::expand_quantize::unsupported(
             op,

@@ -64,3 +64,19 @@ func.func @in_launch(%a: memref<64x64xf8E4M3FNUZ>, %sa: memref<1x1xf32>, %b: mem
   }
   return
 }
+
+// -----
+
+// Inside an scf.parallel, which the GPU pipelines make a kernel: refused at the op.
+func.func @in_parallel(%a: memref<64x64xf8E4M3FNUZ>, %sa: memref<1x1xf32>, %b: memref<64x64xf8E4M3FNUZ>,
+                       %sb: memref<1x1xf32>, %c: memref<64x64xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  scf.parallel (%i) = (%c0) to (%c1) step (%c1) {
+    // expected-error @below {{lowp.scaled_matmul: it is inside an scf.parallel}}
+    lowp.scaled_matmul %a[%sa], %b[%sb] into %c layouts(#lowp.per_tensor, #lowp.per_tensor)
+        : memref<64x64xf8E4M3FNUZ>[memref<1x1xf32>], memref<64x64xf8E4M3FNUZ>[memref<1x1xf32>] -> memref<64x64xf32>
+    scf.reduce
+  }
+  return
+}

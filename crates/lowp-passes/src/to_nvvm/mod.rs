@@ -407,7 +407,7 @@ fn run<'c, 'a>(func: OperationRef<'c, 'a>, options: &PassOptions) -> Result<(), 
     };
     let lowered = std::cell::Cell::new(false);
     lower_lowp_ops(func, |e, op| {
-        crate::matrix_kernel::check_gpu_op(op)?;
+        crate::matrix_kernel::check_gpu_op(op, emulate)?;
         lowered.set(true);
         // The strongest kernel first: tcgen05 on sm_100a, wgmma on sm_90a only (Blackwell
         // dropped it), FP8 mma.sync from sm_89 on, else its f16 form.

@@ -203,7 +203,7 @@ fn run<'c, 'a>(func: OperationRef<'c, 'a>, options: &PassOptions) -> Result<(), 
     let emulate = options.flag("emulate");
     let lowered = std::cell::Cell::new(false);
     lower_lowp_ops(func, |e, op| {
-        crate::matrix_kernel::check_gpu_op(op)?;
+        crate::matrix_kernel::check_gpu_op(op, emulate)?;
         lowered.set(true);
         let choice = match kernel {
             "generic" => Err(String::new()),
