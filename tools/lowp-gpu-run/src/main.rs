@@ -97,7 +97,6 @@ fn parse(raw: Vec<String>) -> Result<Args, String> {
                 .ok_or(format!("{flag} needs a value\n{USAGE}"))
         };
         match flag.as_str() {
-            "-h" | "--help" => return Err(USAGE.into()),
             "--seed" => {
                 let v = value("--seed")?;
                 a.seeds = v
@@ -429,7 +428,13 @@ fn run(a: &Args) -> Result<bool, (String, u8)> {
 }
 
 fn main() -> ExitCode {
-    let args = match parse(std::env::args().skip(1).collect()) {
+    let raw: Vec<String> = std::env::args().skip(1).collect();
+    // Asked for: the usage on stdout, exit 0 (a usage error prints it to stderr, exit 2).
+    if raw.iter().any(|a| a == "-h" || a == "--help") {
+        say!("{}", USAGE.trim_end());
+        return output::finish("lowp-gpu-run", ExitCode::SUCCESS);
+    }
+    let args = match parse(raw) {
         Ok(a) => a,
         Err(msg) => {
             warn!("lowp-gpu-run: {msg}");

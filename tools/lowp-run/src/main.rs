@@ -276,7 +276,6 @@ fn parse_args(raw: Vec<String>) -> Result<Args, Usage> {
             continue;
         }
         match flag.as_str() {
-            "-h" | "--help" => return Err(Usage(USAGE.into())),
             "--entry" => a.entry = Some(named(&flag, value(), "a function name")?),
             "--m" => a.m = Some(size(&flag, value())?),
             "--n" => a.n = Some(size(&flag, value())?),
@@ -1149,7 +1148,13 @@ fn run_generic(
 
 fn main() -> ExitCode {
     lowp_jit::exit_on_llvm_fatal_error("lowp-run");
-    let args = match parse_args(std::env::args().skip(1).collect()) {
+    let raw: Vec<String> = std::env::args().skip(1).collect();
+    // Asked for: the usage on stdout, exit 0 (a usage error prints it to stderr, exit 2).
+    if raw.iter().any(|a| a == "-h" || a == "--help") {
+        say!("{}", USAGE.trim_end());
+        return output::finish("lowp-run", ExitCode::SUCCESS);
+    }
+    let args = match parse_args(raw) {
         Ok(a) => a,
         Err(Usage(msg)) => {
             warn!("lowp-run: {msg}");

@@ -112,7 +112,6 @@ fn parse(raw: Vec<String>) -> Result<Args, String> {
                 .ok_or(format!("{flag} needs a value\n{USAGE}"))
         };
         match flag.as_str() {
-            "-h" | "--help" => return Err(USAGE.into()),
             "--emit" => emit = Some(value()?),
             "--chip" => chip = Some(value()?.parse::<Chip>()?),
             "--pipeline" => pipeline = Some(value()?),
@@ -126,6 +125,8 @@ fn parse(raw: Vec<String>) -> Result<Args, String> {
                 tuning.push((name, v));
             }
             "-o" => out = Some(value()?),
+            // Without a value it answered in `main`.
+            "-h" | "--help" => return Err(format!("{flag} takes no value ('{arg}')")),
             f if f.starts_with('-') && f != "-" => {
                 return Err(format!("unknown option '{f}'\n{USAGE}"))
             }
@@ -535,7 +536,13 @@ fn lld_toolkit() -> Result<Toolkit, String> {
 
 fn main() -> ExitCode {
     lowp_jit::exit_on_llvm_fatal_error("lowp-translate");
-    let args = match parse(std::env::args().skip(1).collect()) {
+    let raw: Vec<String> = std::env::args().skip(1).collect();
+    // Asked for: the usage on stdout, exit 0 (a usage error prints it to stderr, exit 2).
+    if raw.iter().any(|a| a == "-h" || a == "--help") {
+        say!("{}", USAGE.trim_end());
+        return output::finish("lowp-translate", ExitCode::SUCCESS);
+    }
+    let args = match parse(raw) {
         Ok(a) => a,
         Err(msg) => {
             warn!("lowp-translate: {msg}");
