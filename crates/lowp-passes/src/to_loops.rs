@@ -41,7 +41,8 @@
 //! The micro-kernel keeps a 6 x 16 tile of partial sums in twelve `vector<8xf32>` registers
 //! (AVX2: 12 of 16 ymm; with `lanes=16`, 12 x 32 in 24 of 32 zmm, or 6 x 32 where scale
 //! segments are 32 k or shorter, the tile's running f32 sums then held in 12 more zmm
-//! through a K block's segments instead of folded into memory after each one); 6 broadcasts
+//! through a K block's segments instead of folded into memory after each one, unless MX's
+//! scales fold into bf16 pairs: see `bf16-dot` below); 6 broadcasts
 //! and 2 loads feed 12 FMAs per k, under the 2-loads-per-cycle limit. A is packed into
 //! 6-row tiles and B into 16-column panels, so that a tile's values of one k are one
 //! contiguous line; K is blocked by `kc` and N by `nc` so that the block of B the row tiles
