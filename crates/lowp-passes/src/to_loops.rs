@@ -878,11 +878,8 @@ fn tiles_fold(plan: &Plan, (fa, fb): (ScaledFormat, ScaledFormat)) -> bool {
         let high = f64::from(f.max_finite()) * f64::from(pow + gemv::FOLD_ABOVE as i32).exp2();
         low >= f64::from(f32::MIN_POSITIVE) && high < 2f64.powi(127)
     };
-    plan.takes_bf16(fa, fb)
-        && gemv::folds(plan, (fa, fb))
-        && plan.seg.is_some_and(|s| s % 2 == 0)
-        && normal(fa, pow)
-        && normal(fb, -pow)
+    // (`takes_bf16` asks for even segments, `folds` for segments.)
+    plan.takes_bf16(fa, fb) && gemv::folds(plan, (fa, fb)) && normal(fa, pow) && normal(fb, -pow)
 }
 
 /// Whether every E8M0 scale of `side` (each row's blocks of K) is within
@@ -907,13 +904,7 @@ fn scales_in_fold_range<'c, 'a>(
         e.int_splat(8, low, SCAN_BYTES),
         e.int_splat(8, span, SCAN_BYTES),
     );
-    let all = e.vector_type(SCAN_BYTES, e.int_type(1));
-    let start = e.val(melior::dialect::arith::constant(
-        e.ctx(),
-        melior::ir::Attribute::parse(e.ctx(), &format!("dense<true> : {all}"))
-            .expect("a splat of true"),
-        e.loc(),
-    ));
+    let start = e.int_splat(1, 1, SCAN_BYTES);
     let scales = side.scaled.scales;
     let ok = e.for_loop(zero, side.rows, one, &[start, e.bool(true)], |e, r, ok| {
         let vector = e.for_loop(zero, whole, width, &ok[..1], |e, s, ok| {
