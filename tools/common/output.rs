@@ -2,7 +2,7 @@
 //! lowp-translate and lowp-fmt (each includes this file as its module `output`): `say!`
 //! writes a line to stdout, and a closed pipe (`... | head -1`) drops the rest quietly
 //! while any other failure (a full disk) is kept for [`finish`]; `warn!` writes a line to
-//! stderr, and a closed or full stderr drops it.
+//! stderr, and a closed or full stderr drops it; [`help`] answers `--help`.
 
 use std::process::ExitCode;
 use std::sync::OnceLock;
@@ -40,4 +40,14 @@ pub fn finish(tool: &str, status: ExitCode) -> ExitCode {
         }
         None => status,
     }
+}
+
+/// Where `args` ask for help (`-h` or `--help`): the usage on stdout and the exit status
+/// (0; a usage error prints it to stderr with 2), else `None`.
+#[allow(dead_code)]
+pub fn help(tool: &str, usage: &str, args: &[String]) -> Option<ExitCode> {
+    args.iter().any(|a| a == "-h" || a == "--help").then(|| {
+        say!("{}", usage.trim_end());
+        finish(tool, ExitCode::SUCCESS)
+    })
 }

@@ -429,10 +429,8 @@ fn run(a: &Args) -> Result<bool, (String, u8)> {
 
 fn main() -> ExitCode {
     let raw: Vec<String> = std::env::args().skip(1).collect();
-    // Asked for: the usage on stdout, exit 0 (a usage error prints it to stderr, exit 2).
-    if raw.iter().any(|a| a == "-h" || a == "--help") {
-        say!("{}", USAGE.trim_end());
-        return output::finish("lowp-gpu-run", ExitCode::SUCCESS);
+    if let Some(status) = output::help("lowp-gpu-run", USAGE, &raw) {
+        return status;
     }
     let args = match parse(raw) {
         Ok(a) => a,

@@ -1149,10 +1149,8 @@ fn run_generic(
 fn main() -> ExitCode {
     lowp_jit::exit_on_llvm_fatal_error("lowp-run");
     let raw: Vec<String> = std::env::args().skip(1).collect();
-    // Asked for: the usage on stdout, exit 0 (a usage error prints it to stderr, exit 2).
-    if raw.iter().any(|a| a == "-h" || a == "--help") {
-        say!("{}", USAGE.trim_end());
-        return output::finish("lowp-run", ExitCode::SUCCESS);
+    if let Some(status) = output::help("lowp-run", USAGE, &raw) {
+        return status;
     }
     let args = match parse_args(raw) {
         Ok(a) => a,

@@ -537,10 +537,8 @@ fn lld_toolkit() -> Result<Toolkit, String> {
 fn main() -> ExitCode {
     lowp_jit::exit_on_llvm_fatal_error("lowp-translate");
     let raw: Vec<String> = std::env::args().skip(1).collect();
-    // Asked for: the usage on stdout, exit 0 (a usage error prints it to stderr, exit 2).
-    if raw.iter().any(|a| a == "-h" || a == "--help") {
-        say!("{}", USAGE.trim_end());
-        return output::finish("lowp-translate", ExitCode::SUCCESS);
+    if let Some(status) = output::help("lowp-translate", USAGE, &raw) {
+        return status;
     }
     let args = match parse(raw) {
         Ok(a) => a,
