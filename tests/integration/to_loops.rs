@@ -1347,14 +1347,7 @@ fn byte_gemv_form_matches_the_oracle() {
             p.a.q.rows <= most
         };
         for (what, p) in &problems {
-            let (fa, fb) = (p.a.q.format, p.b.q.format);
-            let (la, lb) = (p.a.q.layout, p.b.q.layout);
-            let taken = lowp_passes::to_loops::kernel_taken(
-                (fa, fb),
-                (la, lb),
-                Some(p.a.q.rows as i64),
-                &options,
-            );
+            let taken = taken_for(p, &options);
             let form = if takes(p) { "gemv" } else { "tiles" };
             assert_eq!(taken, format!("dot={dot} form={form}"), "{what}, {options}");
         }
@@ -1464,12 +1457,7 @@ fn pair_gemv_form_matches_the_oracle() {
     for lanes in [16, 8] {
         let options = format!("dot=f32 bf16-dot=true lanes={lanes}");
         for (what, p) in &problems {
-            let taken = lowp_passes::to_loops::kernel_taken(
-                (p.a.q.format, p.b.q.format),
-                (p.a.q.layout, p.b.q.layout),
-                Some(p.a.q.rows as i64),
-                &options,
-            );
+            let taken = taken_for(p, &options);
             if lanes == 16 || one_lookup(p) {
                 assert_eq!(
                     taken, "dot=bf16 decode=table form=gemv",
@@ -1511,17 +1499,7 @@ fn pair_gemv_form_matches_the_oracle() {
 #[test]
 fn pair_gemv_folds_mx_scales() {
     let mut rng = SplitMix64::new(59);
-    let (e4m3, e5m2) = (ScaledFormat::F8E4M3, ScaledFormat::F8E5M2);
-    let pairs = [
-        (e4m3, ScaleLayout::MX, e4m3, ScaleLayout::MX),
-        (
-            ScaledFormat::F6E3M2,
-            ScaleLayout::Mx { block: 64 },
-            e5m2,
-            ScaleLayout::MX,
-        ),
-    ];
-    let mut problems = gemv_problems(&mut rng, &pairs, |i| match i {
+    let mut problems = gemv_problems(&mut rng, &MX_FOLD_PAIRS, |i| match i {
         0 => vec![
             (4, 1442),
             (16, 4130),
@@ -1546,12 +1524,7 @@ fn pair_gemv_folds_mx_scales() {
     }
     let options = "dot=f32 bf16-dot=true lanes=16";
     for (what, p) in &problems {
-        let taken = lowp_passes::to_loops::kernel_taken(
-            (p.a.q.format, p.b.q.format),
-            (p.a.q.layout, p.b.q.layout),
-            Some(p.a.q.rows as i64),
-            options,
-        );
+        let taken = taken_for(p, options);
         assert_eq!(taken, "dot=bf16 decode=table form=gemv", "{what}");
     }
     if !lowp_jit::host_bf16_dot(16) {
@@ -1576,17 +1549,7 @@ fn pair_gemv_folds_mx_scales() {
 #[test]
 fn tiles_fold_mx_scales() {
     let mut rng = SplitMix64::new(61);
-    let (e4m3, e5m2) = (ScaledFormat::F8E4M3, ScaledFormat::F8E5M2);
-    let pairs = [
-        (e4m3, ScaleLayout::MX, e4m3, ScaleLayout::MX),
-        (
-            ScaledFormat::F6E3M2,
-            ScaleLayout::Mx { block: 64 },
-            e5m2,
-            ScaleLayout::MX,
-        ),
-    ];
-    let mut problems = gemv_problems(&mut rng, &pairs, |i| match i {
+    let mut problems = gemv_problems(&mut rng, &MX_FOLD_PAIRS, |i| match i {
         0 => vec![(40, 1442), (77, 4130), (40, 1442), (260, 1442)],
         _ => vec![(53, 4130), (260, 1442), (33, 1442)],
     });
@@ -1625,12 +1588,7 @@ fn tiles_fold_mx_scales() {
     for (lanes, decode) in [(16, "f16"), (8, "bits")] {
         let options = format!("dot=f32 bf16-dot=true lanes={lanes} decode={decode}");
         for (what, p) in &problems {
-            let taken = lowp_passes::to_loops::kernel_taken(
-                (p.a.q.format, p.b.q.format),
-                (p.a.q.layout, p.b.q.layout),
-                Some(p.a.q.rows as i64),
-                &options,
-            );
+            let taken = taken_for(p, &options);
             assert_eq!(
                 taken,
                 format!("dot=bf16 decode={decode} form=tiles"),
@@ -1655,6 +1613,35 @@ fn tiles_fold_mx_scales() {
             "{options}: the folded and unfolded copies gave the same bits"
         );
     }
+}
+
+/// The format pairs the MX folds are tested on (`pair_gemv_folds_mx_scales`,
+/// `tiles_fold_mx_scales`): E4M3 x E4M3 in blocks of 32, and FP6 E3M2 in blocks of 64
+/// beside E5M2 in blocks of 32 (segments of 32, A's scale changing every other one).
+const MX_FOLD_PAIRS: [(ScaledFormat, ScaleLayout, ScaledFormat, ScaleLayout); 2] = [
+    (
+        ScaledFormat::F8E4M3,
+        ScaleLayout::MX,
+        ScaledFormat::F8E4M3,
+        ScaleLayout::MX,
+    ),
+    (
+        ScaledFormat::F6E3M2,
+        ScaleLayout::Mx { block: 64 },
+        ScaledFormat::F8E5M2,
+        ScaleLayout::MX,
+    ),
+];
+
+/// The CPU kernel `lowp-to-loops{options}` takes for problem `p` (`kernel_taken` of its
+/// formats, layouts and M).
+fn taken_for(p: &Problem, options: &str) -> String {
+    lowp_passes::to_loops::kernel_taken(
+        (p.a.q.format, p.b.q.format),
+        (p.a.q.layout, p.b.q.layout),
+        Some(p.a.q.rows as i64),
+        options,
+    )
 }
 
 /// The GEMV forms' problems: for pair `i` of `pairs` (A's format and layout, B's) each
