@@ -724,20 +724,27 @@ fn param(v: &str) -> Result<KernelParam, String> {
             if boxed.is_empty() || boxed.len() != shape.len() {
                 return Err(bad());
             }
+            let shape: Vec<i64> = shape
+                .iter()
+                .map(|d| d.parse::<i64>().ok().filter(|&d| d > 0))
+                .collect::<Option<_>>()
+                .ok_or_else(bad)?;
+            let boxed: Vec<u32> = boxed
+                .iter()
+                .map(|b| b.parse::<u32>().ok())
+                .collect::<Option<_>>()
+                .ok_or_else(bad)?;
+            let swizzle = swizzle.parse().map_err(|_| bad())?;
+            // What the driver would refuse (a swizzle of 7, a box of 0), refused here:
+            // before any driver is loaded, with the manifest's line.
+            TiledMap::of(element, &shape, &boxed, swizzle)
+                .map_err(|e| format!("param '{v}': {e}"))?;
             Ok(KernelParam::TensorMap {
                 arg: arg.parse().map_err(|_| bad())?,
                 element,
-                shape: shape
-                    .iter()
-                    .map(|d| d.parse::<i64>().ok().filter(|&d| d > 0))
-                    .collect::<Option<_>>()
-                    .ok_or_else(bad)?,
-                boxed: boxed
-                    .iter()
-                    .map(|b| b.parse::<u32>().ok())
-                    .collect::<Option<_>>()
-                    .ok_or_else(bad)?,
-                swizzle: swizzle.parse().map_err(|_| bad())?,
+                shape,
+                boxed,
+                swizzle,
             })
         }
         _ => Err(bad()),
@@ -1094,6 +1101,27 @@ mod tests {
             (
                 k.replace("shape 48 40 element f32", "shape 48 40 element f64"),
                 "line 11: param 'tensormap 2",
+            ),
+            // Well-formed words the driver would refuse: refused as the manifest is read.
+            (
+                k.replace("swizzle 128 box 16 64", "swizzle 7 box 16 64"),
+                "line 10: param 'tensormap 0 swizzle 7 box 16 64 shape 48 64': tensor map of",
+            ),
+            (
+                k.replace("swizzle 128 box 16 64", "swizzle 7 box 16 64"),
+                "the swizzle is 0, 32, 64 or 128 bytes",
+            ),
+            (
+                k.replace("box 16 64 shape 48 64", "box 0 64 shape 48 64"),
+                "box sizes are 1 to 256",
+            ),
+            (
+                k.replace(
+                    "box 64 32 shape 48 40 element f32",
+                    "box 64 64 shape 48 40 element f32",
+                ),
+                "line 11: param 'tensormap 2 swizzle 128 box 64 64 shape 48 40 element f32': \
+                 tensor map of",
             ),
         ] {
             let e = GpuKernel::from_manifest(&edit, String::new()).unwrap_err();
