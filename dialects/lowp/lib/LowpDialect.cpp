@@ -10,6 +10,7 @@
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/DialectImplementation.h"
+#include "llvm/ADT/SmallString.h"
 #include "llvm/ADT/TypeSwitch.h"
 
 using namespace mlir;
@@ -168,6 +169,25 @@ static Attribute parseBare(AsmParser &parser, StringRef name) {
   return Attr::get(parser.getContext());
 }
 
+// A block size as written, signed and wide, so that `-1` or `2^40` is reported as
+// itself: 1 to INT32_MAX (the op's block arithmetic is 32-bit signed).
+static ParseResult parseBlockSize(AsmParser &parser, StringRef name,
+                                  unsigned &block) {
+  SMLoc loc = parser.getCurrentLocation();
+  APInt value;
+  if (parser.parseInteger(value))
+    return failure();
+  if (value.isNegative() || value.isZero() || value.getSignificantBits() > 32) {
+    SmallString<24> written;
+    value.toString(written, /*Radix=*/10, /*Signed=*/true);
+    return parser.emitError(loc, "#lowp.")
+           << name << " block size must be in 1.." << INT32_MAX << ", found "
+           << written;
+  }
+  block = static_cast<unsigned>(value.getSExtValue());
+  return success();
+}
+
 Attribute PerTensorAttr::parse(AsmParser &parser, Type) {
   return parseBare<PerTensorAttr>(parser, "per_tensor");
 }
@@ -191,11 +211,25 @@ Type PerChannelAttr::getScaleElementType(MLIRContext *ctx) const {
 }
 bool PerChannelAttr::hasGlobalScale() const { return false; }
 
+Attribute MxAttr::parse(AsmParser &parser, Type) {
+  SMLoc loc = parser.getCurrentLocation();
+  unsigned block;
+  if (parser.parseLess() || parseBlockSize(parser, "mx", block) ||
+      parser.parseGreater())
+    return {};
+  return MxAttr::getChecked([&] { return parser.emitError(loc); },
+                            parser.getContext(), block);
+}
+
+void MxAttr::print(AsmPrinter &printer) const {
+  printer << "<" << getBlock() << ">";
+}
+
 LogicalResult MxAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                              unsigned block) {
   if (block == 0)
     return emitError() << "#lowp.mx block size must be at least 1, found 0";
-  // A negative size in the source reads as a huge unsigned one.
+  // Sizes built (not parsed) past the op's 32-bit signed arithmetic.
   if (block > INT32_MAX)
     return emitError() << "#lowp.mx block size must be at most " << INT32_MAX
                        << ", found " << block;
@@ -212,7 +246,7 @@ Attribute Nvfp4Attr::parse(AsmParser &parser, Type) {
   SMLoc loc = parser.getCurrentLocation();
   unsigned block;
   bool global = false;
-  if (parser.parseLess() || parser.parseInteger(block))
+  if (parser.parseLess() || parseBlockSize(parser, "nvfp4", block))
     return {};
   if (succeeded(parser.parseOptionalComma())) {
     if (parser.parseKeyword("global"))
@@ -236,7 +270,7 @@ LogicalResult Nvfp4Attr::verify(function_ref<InFlightDiagnostic()> emitError,
                                 unsigned block, bool) {
   if (block == 0)
     return emitError() << "#lowp.nvfp4 block size must be at least 1, found 0";
-  // A negative size in the source reads as a huge unsigned one.
+  // Sizes built (not parsed) past the op's 32-bit signed arithmetic.
   if (block > INT32_MAX)
     return emitError() << "#lowp.nvfp4 block size must be at most " << INT32_MAX
                        << ", found " << block;

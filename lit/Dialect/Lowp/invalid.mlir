@@ -48,19 +48,39 @@ func.func private @packed_5bit(memref<4x!lowp.packed<!lowp.mf<e2m2>>>)
 
 // -----
 
-// expected-error @below {{#lowp.mx block size must be at least 1, found 0}}
+// expected-error @below {{#lowp.mx block size must be in 1..2147483647, found 0}}
 func.func private @mx_zero() attributes {l = #lowp.mx<0>}
 
 // -----
 
-// expected-error @below {{#lowp.nvfp4 block size must be at least 1, found 0}}
+// expected-error @below {{#lowp.nvfp4 block size must be in 1..2147483647, found 0}}
 func.func private @nvfp4_zero() attributes {l = #lowp.nvfp4<0>}
 
 // -----
 
-// A negative size reads as a huge unsigned one.
-// expected-error @below {{#lowp.mx block size must be at most 2147483647, found 4294967295}}
+// A negative size is reported as written, not as the unsigned number it would wrap to.
+// expected-error @below {{#lowp.mx block size must be in 1..2147483647, found -1}}
 func.func private @mx_negative() attributes {l = #lowp.mx<-1>}
+
+// -----
+
+// expected-error @below {{#lowp.nvfp4 block size must be in 1..2147483647, found -16}}
+func.func private @nvfp4_negative() attributes {l = #lowp.nvfp4<-16, global>}
+
+// -----
+
+// Past 32 bits: the value, not "integer value too large".
+// expected-error @below {{#lowp.mx block size must be in 1..2147483647, found 1099511627776}}
+func.func private @mx_huge() attributes {l = #lowp.mx<1099511627776>}
+
+// -----
+
+// expected-error @below {{#lowp.mx block size must be in 1..2147483647, found 2147483648}}
+func.func private @mx_past_i32() attributes {l = #lowp.mx<2147483648>}
+
+// -----
+
+func.func private @mx_largest() attributes {l = #lowp.mx<2147483647>}
 
 // -----
 

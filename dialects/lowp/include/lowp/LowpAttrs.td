@@ -58,7 +58,8 @@ def Lowp_MxAttr : Lowp_LayoutAttr<"Mx", "mx"> {
     ```
   }];
   let parameters = (ins "unsigned":$block);
-  let assemblyFormat = "`<` $block `>`";
+  // Parsed by hand: the block size is read signed, so `-1` is reported as written.
+  let hasCustomAssemblyFormat = 1;
   let genVerifyDecl = 1;
 }
 
