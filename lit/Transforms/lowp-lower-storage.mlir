@@ -126,3 +126,32 @@ func.func @tensor_left(%t: tensor<4x64xf8E4M3FN>) -> memref<4x64xf8E4M3FN> {
   %m = bufferization.to_buffer %t : tensor<4x64xf8E4M3FN> to memref<4x64xf8E4M3FN>
   return %m : memref<4x64xf8E4M3FN>
 }
+
+// -----
+
+// A function named after C's malloc (or free, aligned_alloc) in a module that allocates:
+// the LLVM lowering would call an undefined @malloc_0.
+// expected-error @below {{func.func: @malloc takes the name of C's malloc, which the module's memref.alloc and memref.dealloc (lowp-to-loops' buffers among them) are lowered to call: rename the function}}
+func.func @malloc(%n: index) {
+  %b = memref.alloc(%n) : memref<?xf32>
+  memref.dealloc %b : memref<?xf32>
+  return
+}
+
+// -----
+
+// Without an allocation the name is the user's.
+// CHECK-LABEL: func.func @free
+func.func @free(%x: memref<4xi8>) {
+  return
+}
+
+// -----
+
+// expected-error @below {{func.func: @aligned_alloc takes the name of C's aligned_alloc}}
+func.func private @aligned_alloc(i64, i64) -> i64
+func.func @buffers(%n: index) {
+  %b = memref.alloc(%n) : memref<?xf32>
+  memref.dealloc %b : memref<?xf32>
+  return
+}

@@ -23,7 +23,8 @@
 //! bufferization) is refused at its op. A lowp op other than `lowp.storage_cast` (one not
 //! lowered, or inside a `gpu.func`, which no lowering takes), or an op that still computes
 //! on code-typed values (a `memref.load` of `f4E2M1FN`), makes the pass fail with a
-//! diagnostic at the op: lower them first.
+//! diagnostic at the op: lower them first. So does a function named `malloc`, `free` or
+//! `aligned_alloc` in a module that allocates: the LLVM lowering's calls would miss C's.
 //!
 //! Runs on `builtin.module`. No options.
 
@@ -151,6 +152,53 @@ fn code_tensor(module: OperationRef) -> Option<PassError> {
     found
 }
 
+/// C's allocation functions, which `finalize-memref-to-llvm` calls for `memref.alloc` and
+/// `memref.dealloc` (`aligned_alloc` with `use-aligned-alloc`).
+const C_ALLOCATORS: [&str; 3] = ["malloc", "free", "aligned_alloc"];
+
+/// A function of `module` named after one of [`C_ALLOCATORS`] while the module allocates
+/// (lowp-to-loops' buffers, say), as an error at it: the LLVM lowering would find the name
+/// taken, declare `@malloc_0` instead, and the JIT or linker would find no such symbol.
+fn allocator_name(module: OperationRef) -> Option<PassError> {
+    let mut allocates = false;
+    module.walk(WalkOrder::PreOrder, |op| {
+        let name = op.name();
+        allocates = matches!(
+            name.as_string_ref().as_str(),
+            Ok("memref.alloc" | "memref.dealloc")
+        );
+        if allocates {
+            WalkResult::Interrupt
+        } else {
+            WalkResult::Advance
+        }
+    });
+    if !allocates {
+        return None;
+    }
+    let body = module.region(0).ok()?.first_block()?;
+    let mut op = body.first_operation();
+    while let Some(o) = op {
+        let name = o
+            .attribute("sym_name")
+            .ok()
+            .and_then(crate::ir::string_value)
+            .filter(|n| C_ALLOCATORS.contains(&n.as_str()));
+        if let Some(name) = name {
+            return Some(unsupported(
+                o,
+                format!(
+                    "@{name} takes the name of C's {name}, which the module's memref.alloc \
+                     and memref.dealloc (lowp-to-loops' buffers among them) are lowered to \
+                     call: rename the function"
+                ),
+            ));
+        }
+        op = o.next_in_block();
+    }
+    None
+}
+
 /// Retype a `memref.global` of codes (a bufferized constant of codes): its type, and a
 /// dense initial value as the same bytes in `i8` (the elements of a dense attribute of a
 /// type up to 8 bits are stored a byte each).
@@ -224,7 +272,10 @@ fn run<'c, 'a>(module: OperationRef<'c, 'a>, _: &PassOptions) -> Result<(), Pass
     let ctx_ref = module.context();
     // SAFETY: the context outlives the pass run, and `ctx_ref` outlives `ctx`.
     let ctx = unsafe { ctx_ref.to_ref() };
-    if let Some(err) = unlowered(module).or_else(|| code_tensor(module)) {
+    if let Some(err) = unlowered(module)
+        .or_else(|| code_tensor(module))
+        .or_else(|| allocator_name(module))
+    {
         return Err(err);
     }
     let mut casts = Vec::new();
