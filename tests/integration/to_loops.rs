@@ -1615,6 +1615,119 @@ fn tiles_fold_mx_scales() {
     }
 }
 
+/// A block of ±0 codes folds whatever its finite E8M0 scale (`to_loops::scale_folds_if`):
+/// quantizers that give an all-zero block E8M0's least scale, 2^-127, keep the folded sums.
+/// Every fifth block of both operands zeroed (0 and -0 codes), its scale 2^-127, 2^100,
+/// 2^-60 or 1, in the bf16 pair GEMV form (4, 16, 24 rows), the row tiles (40, 77) and the f32 GEMV
+/// form (4 rows): against the oracle, and the scales out of the fold's range give the bits
+/// that scale 1 gives, as the folded copy does (the unfolded one sums in another order). A
+/// NaN scale on zero blocks of A's row 1 and B's row 5 keeps their outputs NaN.
+#[test]
+fn mx_folds_take_zero_blocks() {
+    let mut rng = SplitMix64::new(67);
+    let sizes = |_| vec![(4, 1442), (16, 4130), (24, 1442), (40, 1442), (77, 4130)];
+    let mut base = gemv_problems(&mut rng, &MX_FOLD_PAIRS[..1], sizes);
+    let zeroed = |r: usize, block: usize| (r * 7 + block * 3).is_multiple_of(5);
+    for (what, p) in base.iter_mut() {
+        for q in [&mut p.a.q, &mut p.b.q] {
+            // (gemv_problems' NaN and out-of-range scales would send all to the unfolded copy.)
+            let in_range = |v: f32| (2f32.powi(-40)..=65536.0).contains(&v);
+            for v in q.scales.values.iter_mut().filter(|v| !in_range(**v)) {
+                *v = 0.5;
+            }
+            let (k, blocks) = (q.cols, q.cols.div_ceil(32));
+            for r in 0..q.rows {
+                for block in (0..blocks).filter(|&block| zeroed(r, block)) {
+                    for x in block * 32..k.min(block * 32 + 32) {
+                        q.codes[r * k + x] = if (r + x) % 2 == 0 { 0 } else { 0x80 };
+                    }
+                }
+            }
+        }
+        what.push_str(", every fifth block zero");
+    }
+    // The zero blocks' scales: A's `sa`, B's `sb` (NaN: in A's row 1 and B's row 5 only).
+    let with_scales = |(sa, sb): (f32, f32), label: &str| -> Vec<(String, Problem)> {
+        let mut out = base.clone();
+        for (what, p) in out.iter_mut() {
+            for (which, scale, q) in [(1, sa, &mut p.a.q), (5, sb, &mut p.b.q)] {
+                let blocks = q.cols.div_ceil(32);
+                for r in 0..q.rows {
+                    for block in (0..blocks).filter(|&block| zeroed(r, block)) {
+                        q.scales.values[r * blocks + block] = if scale.is_nan() && r != which {
+                            1.0
+                        } else {
+                            scale
+                        };
+                    }
+                }
+            }
+            what.push_str(&format!(", their scales {label}"));
+        }
+        out
+    };
+    let one = with_scales((1.0, 1.0), "1");
+    // (Not 2^100 on both: the contract's f32 product 2^200 would be inf, and inf times the
+    // zero sum NaN, which the fold need not give.)
+    let (least, high, low) = (2f32.powi(-127), 2f32.powi(100), 2f32.powi(-60));
+    let out_of_range = [
+        with_scales((least, least), "2^-127"),
+        with_scales((high, low), "A's 2^100, B's 2^-60"),
+        with_scales((low, high), "A's 2^-60, B's 2^100"),
+    ];
+    let nan = with_scales((f32::NAN, f32::NAN), "NaN in A's row 1 and B's row 5");
+    let gemv_f32 = "dot=f32 bf16-dot=false lanes=16";
+    for options in ["dot=f32 bf16-dot=true lanes=16", gemv_f32] {
+        let picked = |problems: &[(String, Problem)]| -> Vec<(String, Problem)> {
+            let rows = |p: &Problem| p.a.q.rows;
+            problems
+                .iter()
+                .filter(|(_, p)| options != gemv_f32 || rows(p) == 4)
+                .cloned()
+                .collect()
+        };
+        let form = |p: &Problem| match (options == gemv_f32, p.a.q.rows) {
+            (true, _) => "dot=f32 decode=bits form=gemv",
+            (false, m) if m <= 32 => "dot=bf16 decode=table form=gemv",
+            _ => "dot=bf16 decode=bits form=tiles",
+        };
+        for (what, p) in picked(&one) {
+            assert_eq!(taken_for(&p, options), form(&p), "{what}, {options}");
+        }
+        let bf16 = options != gemv_f32;
+        if bf16 && !lowp_jit::host_bf16_dot(16) {
+            eprintln!("no bf16 pairs with 16 lanes on this host: the forms cannot run here");
+            continue;
+        }
+        let pre = format!("builtin.module(func.func(lowp-to-loops{{{options}}}))");
+        let session = Session::new();
+        let folded = run_and_check(&session, &picked(&one), Some(&pre));
+        for problems in &out_of_range {
+            let problems = picked(problems);
+            let got = run_and_check(&session, &problems, Some(&pre));
+            for (i, (what, _)) in problems.iter().enumerate() {
+                same_bits(&folded[i], &got[i], &format!("{what}, {options}"));
+            }
+        }
+        let nan = picked(&nan);
+        let got = run_and_check(&session, &nan, Some(&pre));
+        for (i, (what, p)) in nan.iter().enumerate() {
+            let n = p.b.q.rows;
+            assert!(
+                got[i][n..2 * n].iter().all(|v| v.is_nan()),
+                "{what}: A's row 1"
+            );
+            assert!(
+                (0..p.a.q.rows).all(|r| got[i][r * n + 5].is_nan()),
+                "{what}: B's row 5"
+            );
+        }
+        if bf16 {
+            same_bits_every_third_dynamic(&session, &out_of_range[0], &folded, (&pre, options));
+        }
+    }
+}
+
 /// The format pairs the MX folds are tested on (`pair_gemv_folds_mx_scales`,
 /// `tiles_fold_mx_scales`): E4M3 x E4M3 in blocks of 32, and FP6 E3M2 in blocks of 64
 /// beside E5M2 in blocks of 32 (segments of 32, A's scale changing every other one).

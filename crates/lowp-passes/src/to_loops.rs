@@ -169,7 +169,9 @@
 //!   fold into the patterns) the GEMV form runs on bf16 pairs too (`dot_gemv.rs`;
 //!   AVX512BW's `vpermi2w` looks B's codes up). Past those rows the row tiles fold MX's
 //!   E8M0 scales as well where a scan of both operands' scales finds every one within
-//!   `2^-47 ..= 2^32` (`tiles_fold`; else a second copy scales each segment): A's words
+//!   `2^-47 ..= 2^32` or, not NaN, scaling a block of ±0 codes (`scale_folds_if`: a zero
+//!   times any finite scale is zero; quantizers give all-zero blocks 2^-127)
+//!   (`tiles_fold`; else a second copy scales each segment): A's words
 //!   and B's decoded values times their scales as the words are made (exact), the sums
 //!   run along each K block as without scales, in 12 x 32 tiles at 16 lanes instead of
 //!   6 x 32 carrying sums through the segments (MXFP8 512 x 4096 x 4096, one Zen 5
@@ -608,9 +610,19 @@ struct Side<'c, 'a> {
     bits: Value<'c, 'a>,
     scaled: Scaled<'c, 'a>,
     rows: Value<'c, 'a>,
+    /// A's: whether all of its MX scales may be folded into its values (`scales_fold`), an
+    /// `i1` made once before the forms (each copy of a run-time M's reads it) where the
+    /// formats could fold (`gemv::folds`, not the byte kernel); see `Side::folds`.
+    folds_once: Option<Value<'c, 'a>>,
 }
 
 impl<'c, 'a> Side<'c, 'a> {
+    /// Whether all of its MX scales fold (`scales_fold`): the flag made once, else a scan
+    /// here.
+    fn folds(&self, e: &Emitter<'c, 'a>, k: Value<'c, 'a>) -> Value<'c, 'a> {
+        self.folds_once.unwrap_or_else(|| scales_fold(e, self, k))
+    }
+
     /// The entry of `table` (one per code) for the code at row `rr`, k = `kk`.
     fn table_value(
         &self,
@@ -643,9 +655,10 @@ fn lower_scaled_matmul<'c, 'a>(
             bits,
             scaled: Scaled::new(e, op, layout, scales, global)?,
             rows: e.dim(codes, 0),
+            folds_once: None,
         })
     };
-    let a = side(o.lhs, o.lhs_scales, o.lhs_global, la)?;
+    let mut a = side(o.lhs, o.lhs_scales, o.lhs_global, la)?;
     let b = side(o.rhs, o.rhs_scales, o.rhs_global, lb)?;
     let m = a.rows;
     let k = {
@@ -661,6 +674,9 @@ fn lower_scaled_matmul<'c, 'a>(
     } else {
         None
     };
+    if bytes.is_none() && gemv::folds(&plan, (a.format, b.format)) {
+        a.folds_once = Some(scales_fold(e, &a, k));
+    }
     let mm = Matmul {
         op,
         func,
@@ -840,16 +856,13 @@ fn lower_form<'c, 'a>(
 
 /// The row-tile form (f32 or byte kernel). On bf16 pairs with MX's E8M0 scales where
 /// `tiles_fold` allows, two copies under a branch on the scales: folded into A's words and
-/// B's panels where every scale of both operands is within `gemv::in_fold_range`, else
+/// B's panels where every scale of both operands folds (`scales_fold`), else
 /// each segment's sums scaled into W.
 fn lower_tiles<'c, 'a>(e: &Emitter<'c, 'a>, mm: &Matmul<'_, 'c, 'a>) -> Result<(), PassError> {
     if mm.bytes.is_some() || !tiles_fold(&mm.plan, (mm.a.format, mm.b.format)) {
         return tiles(e, mm, false);
     }
-    let ok = e.andi(
-        scales_in_fold_range(e, mm.a, mm.k),
-        scales_in_fold_range(e, mm.b, mm.k),
-    );
+    let ok = e.andi(mm.a.folds(e, mm.k), mm.b.folds(e, mm.k));
     let failed = std::cell::RefCell::new(None);
     let attempt = |e: &Emitter<'c, 'a>, folded| {
         if let Err(why) = tiles(e, mm, folded) {
@@ -919,6 +932,143 @@ fn scales_in_fold_range<'c, 'a>(
         vec![vector[0], tail[0]]
     });
     e.andi(e.reduce("and", ok[0]), ok[1])
+}
+
+/// The bits of a code of `format` that are all clear exactly where it decodes to ±0: the
+/// sign bit left out where -0 is a code, every bit where 0 is the only zero (the FNUZ
+/// formats, whose -0 pattern is NaN). `None` where no one mask tells the zeros.
+fn zero_code_mask(format: ScaledFormat) -> Option<u8> {
+    let width = format.bit_width();
+    let all = ((1u32 << width) - 1) as u8;
+    let tells = |mask: u8| (0..=all).all(|c| (format.decode(c) == 0.0) == (c & mask == 0));
+    [all & !(1 << (width - 1)), all]
+        .into_iter()
+        .find(|&mask| tells(mask))
+}
+
+/// Whether the codes of `side`'s row `r` at k in `lo..hi` all decode to ±0 (`mask` from
+/// `zero_code_mask`), an `i1`: 16 at a time where `whole_16s` says `lo..hi` is whole 16s
+/// from a multiple of 16 (packed codes: whole bytes), else one at a time.
+fn codes_zero<'c, 'a>(
+    e: &Emitter<'c, 'a>,
+    side: &Side<'c, 'a>,
+    r: Value<'c, 'a>,
+    (lo, hi): (Value<'c, 'a>, Value<'c, 'a>),
+    mask: u8,
+    whole_16s: bool,
+) -> Value<'c, 'a> {
+    const N: u64 = 16;
+    if whole_16s {
+        let (zero_v, mask_v) = (e.int_splat(16, 0, N), e.int_splat(16, mask as i64, N));
+        let step = e.index(N as i64);
+        let ok = e.for_loop(lo, hi, step, &[e.int_splat(1, 1, N)], |e, kk, ok| {
+            let codes = load_codes(e, side, (r, kk), N, 16);
+            let zero = e.cmpi(CmpiPredicate::Eq, e.andi(codes, mask_v), zero_v);
+            vec![e.andi(ok[0], zero)]
+        });
+        return e.reduce("and", ok[0]);
+    }
+    let width = side.format.bit_width();
+    e.for_loop(lo, hi, e.index(1), &[e.bool(true)], |e, kk, ok| {
+        let code = load_code(e, side.bits, side.packed, width, r, kk);
+        let zero = e.cmpi(
+            CmpiPredicate::Eq,
+            e.andi(code, e.i32(mask as u32)),
+            e.i32(0),
+        );
+        vec![e.andi(ok[0], zero)]
+    })[0]
+}
+
+/// Whether the E8M0 scale `stored` (as stored, `i8` or `i32`) may be folded into the
+/// values of the codes it scales (an `i1`): within `gemv::in_fold_range`, or, not NaN,
+/// with every one of those codes ±0 (`zero`, emitted only where the scale is out of
+/// range). A zero times any finite scale is exactly zero: quantizers that give an
+/// all-zero block E8M0's least scale, 2^-127, would otherwise send it to the unfolded path.
+fn scale_folds_if<'c, 'a>(
+    e: &Emitter<'c, 'a>,
+    stored: Value<'c, 'a>,
+    zero: impl FnOnce(&Emitter<'c, 'a>) -> Value<'c, 'a>,
+) -> Value<'c, 'a> {
+    e.if_else(
+        gemv::in_fold_range(e, stored),
+        &[e.int_type(1)],
+        |e| vec![e.bool(true)],
+        |e| {
+            let code = gemv::e8m0_code(e, stored);
+            let not_nan = e.cmpi(CmpiPredicate::Ne, code, e.i32(0xFF));
+            vec![e.andi(not_nan, zero(e))]
+        },
+    )[0]
+}
+
+/// `scale_folds_if` for the scale `stored` of `side`'s row `r` and its codes at k in
+/// `lo..hi` (`span` of them but at K's end), read as codes (`codes_zero`).
+fn scale_folds<'c, 'a>(
+    e: &Emitter<'c, 'a>,
+    side: &Side<'c, 'a>,
+    stored: Value<'c, 'a>,
+    r: Value<'c, 'a>,
+    (lo, hi): (Value<'c, 'a>, Value<'c, 'a>),
+    span: i64,
+) -> Value<'c, 'a> {
+    let Some(mask) = zero_code_mask(side.format) else {
+        return gemv::in_fold_range(e, stored);
+    };
+    scale_folds_if(e, stored, |e| {
+        if span % 16 != 0 {
+            return codes_zero(e, side, r, (lo, hi), mask, false);
+        }
+        // 16 codes at a time but for K's last, shorter block.
+        let whole = e.cmpi(CmpiPredicate::Eq, e.subi(hi, lo), e.index(span));
+        e.if_else(
+            whole,
+            &[e.int_type(1)],
+            |e| vec![codes_zero(e, side, r, (lo, hi), mask, true)],
+            |e| vec![codes_zero(e, side, r, (lo, hi), mask, false)],
+        )[0]
+    })
+}
+
+/// Whether all of `side`'s MX scales may be folded into its values (an `i1`, each as
+/// `scale_folds` asks): `scales_in_fold_range`'s scan first; only where it fails, scale by
+/// scale, a row at a time while all have folded.
+fn scales_fold<'c, 'a>(
+    e: &Emitter<'c, 'a>,
+    side: &Side<'c, 'a>,
+    k: Value<'c, 'a>,
+) -> Value<'c, 'a> {
+    let fast = scales_in_fold_range(e, side, k);
+    let ScaleLayout::Mx { block } = side.scaled.layout else {
+        unreachable!("folding takes MX scales")
+    };
+    if zero_code_mask(side.format).is_none() {
+        return fast;
+    }
+    let i1 = e.int_type(1);
+    let (zero, one) = (e.index(0), e.index(1));
+    let block_v = e.index(block as i64);
+    let blocks = ceil_div(e, k, block_v);
+    let scales = side.scaled.scales;
+    let by_scale = |e: &Emitter<'c, 'a>| {
+        e.for_loop(zero, side.rows, one, &[e.bool(true)], |e, r, ok| {
+            e.if_else(
+                ok[0],
+                &[i1],
+                |e| {
+                    e.for_loop(zero, blocks, one, &[e.bool(true)], |e, s, ok| {
+                        let stored = e.load(scales, &[r, s]);
+                        let lo = e.muli(s, block_v);
+                        let hi = e.minui(e.addi(lo, block_v), k);
+                        let folds = scale_folds(e, side, stored, r, (lo, hi), block as i64);
+                        vec![e.andi(ok[0], folds)]
+                    })
+                },
+                |e| vec![e.bool(false)],
+            )
+        })
+    };
+    e.if_else(fast, &[i1], |e| vec![e.bool(true)], by_scale)[0]
 }
 
 /// The row tiles, their sums `folded` (`lower_tiles`) or not.

@@ -195,17 +195,22 @@ func.func @mxfp8(%a: memref<1x600xf8E4M3FN>, %sa: memref<1x19xf8E8M0FNU>, %b: me
 
 // -----
 
-// bf16 pairs on MXFP8, M = 8: the E8M0 scales fold into the patterns (4 rows or more). A's
-// patterns of each chunk are laid out twice, as they are and with their scale's exponent
-// added to each exponent field (not zeros', infinities' or NaNs'), and whether each scale
-// is within the fold's 2^-47 ..= 2^32 (code - 80 <= 79) is carried along. B's are folded
-// as they are looked up; the sums run along the K block with no scale (16 sums, two rows
-// of B). Where A's or the block's scales of B leave the range, the block is summed as
-// without the fold, in pieces of A's rows, each chunk's sums scaled into the totals.
+// bf16 pairs on MXFP8, M = 8: the E8M0 scales fold into the patterns (4 rows or more).
+// Whether A's scales fold is decided once: each within the fold's 2^-47 ..= 2^32 (code - 80
+// <= 79), or, not NaN, a block of ±0 codes. A's patterns of each chunk are laid out
+// twice, as they are and with their scale's exponent added to each exponent field (not
+// zeros', infinities' or NaNs'). B's are folded as they are looked up, each chunk's scale
+// checked the same way (out of range: its folded patterns all ±0, `& 0x7FFF`); the sums
+// run along the K block with no scale (16 sums, two rows of B). Where A's or the block's
+// scales of B do not fold, the block is summed as without the fold, in pieces of A's
+// rows, each chunk's sums scaled into the totals.
 // PAIRS-LABEL: func.func @mxfp8_rows8
+// PAIRS:       %[[FROMA:.*]] = arith.subi %{{.*}}, %c80_i32 : i32
+// PAIRS-NEXT:  arith.cmpi ule, %[[FROMA]], %c79_i32 : i32
+// PAIRS:       %[[AOK:.*]] = scf.if %{{.*}} -> (i1) {
 // PAIRS:       %[[AP:.*]] = memref.alloc() {alignment = 64 : i64} : memref<8x576xi16>
 // PAIRS:       %[[APF:.*]] = memref.alloc() {alignment = 64 : i64} : memref<8x576xi16>
-// PAIRS:       %[[AOK:.*]] = scf.for {{.*}} iter_args({{.*}} = %true) -> (i1) {
+// PAIRS:       scf.for
 // PAIRS:           vector.store %[[PAT:.*]], %[[AP]][
 // PAIRS:           %[[CODE:.*]] = arith.extui %{{.*}} : i8 to i32
 // PAIRS-NEXT:      %[[E:.*]] = arith.subi %[[CODE]], %c127_i32 : i32
@@ -215,11 +220,19 @@ func.func @mxfp8(%a: memref<1x600xf8E4M3FN>, %sa: memref<1x19xf8E8M0FNU>, %b: me
 // PAIRS-NEXT:      %[[SUM:.*]] = arith.addi %[[PAT]], %[[DV]] : vector<32xi16>
 // PAIRS-NEXT:      %[[F:.*]] = arith.select %{{.*}}, %[[SUM]], %[[PAT]] : vector<32xi1>, vector<32xi16>
 // PAIRS-NEXT:      vector.store %[[F]], %[[APF]][
-// PAIRS-NEXT:      %[[FROM:.*]] = arith.subi %[[CODE]], %c80_i32 : i32
-// PAIRS-NEXT:      arith.cmpi ule, %[[FROM]], %c79_i32 : i32
 // PAIRS:       scf.parallel
 // PAIRS:           %[[T:.*]]:17 = scf.for %{{.*}} = %c0 to %c18 step %c1 iter_args({{.*}}) -> ({{.*}}, i1) {
 // PAIRS:             arith.shli %{{.*}}, %c7_i32 : i32
+// PAIRS:             %[[BF:.*]] = arith.select %{{.*}} : vector<32xi1>, vector<32xi16>
+// PAIRS:             %[[FROMB:.*]] = arith.subi %{{.*}}, %c80_i32 : i32
+// PAIRS-NEXT:        %[[INB:.*]] = arith.cmpi ule, %[[FROMB]], %c79_i32 : i32
+// PAIRS-NEXT:        scf.if %[[INB]] -> (i1) {
+// PAIRS-NEXT:          scf.yield %true : i1
+// PAIRS-NEXT:        } else {
+// PAIRS-NEXT:          arith.cmpi ne, %{{.*}}, %c255_i32 : i32
+// PAIRS-NEXT:          %[[MAG:.*]] = arith.andi %[[BF]], %{{.*}} : vector<32xi16>
+// PAIRS-NEXT:          %[[ANY:.*]] = vector.reduction <or>, %[[MAG]] : vector<32xi16> into i16
+// PAIRS-NEXT:          arith.cmpi eq, %[[ANY]], %c0_i16 : i16
 // PAIRS:             vector.load %[[APF]][%c0, %{{.*}}] : memref<8x576xi16>, vector<32xi16>
 // PAIRS-COUNT-16:    llvm.call_intrinsic "llvm.x86.avx512bf16.dpbf16ps.512"
 // PAIRS-NOT:         vector.fma

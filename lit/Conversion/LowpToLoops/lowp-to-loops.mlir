@@ -291,24 +291,40 @@ func.func @gemv(%a: memref<1x64xf8E4M3FN>, %sa: memref<1x2xf8E8M0FNU>, %b: memre
 // CHECK:         vector.load %[[AP]][%c3, %[[KK]]]
 // With MX's 32-blocks, 4 rows take the GEMV form by folding the scales (powers of two)
 // into the decoded values (see gemv.rs's `folds`): A decoded twice, as it is and times its
-// scales; each E8M0 scale checked against the fold's exponents (code - 80 <= 79: 2^-47 ..=
-// 2^32); a group of B's rows folded (B's decoded vectors times their row's scale, the
-// accumulators along all of K, lane sums once) where A's scales and the group's are in
-// range, else segment by segment as below 4 rows. gemv=false: the row tiles.
+// scales; A's E8M0 scales scanned once against the fold's exponents (code - 80 <= 79:
+// 2^-47 ..= 2^32), and where one is not, scale by scale: out of range, not NaN (255), the
+// block's codes all ±0 (`& 127`; 16 at a time where the block is whole) also fold. A
+// group of B's rows folded (B's decoded vectors times their row's scale, the accumulators
+// along all of K, lane sums once) where A's scales and the group's fold (each out of
+// range checked the same way), else segment by segment as below 4 rows. gemv=false: the
+// row tiles.
 // ROWS-LABEL:  func.func @gemv_b_first
 // ROWS:        memref.alloc() {alignment = 64 : i64} : memref<1x64x6xf32>
 // ROWS-LABEL:  func.func @mx_four_rows
 // ROWS:        memref.alloc() {alignment = 64 : i64} : memref<1x64x6xf32>
 // CHECK-LABEL: func.func @mx_four_rows
-// CHECK:       memref.alloc() {alignment = 64 : i64} : memref<4x64xf32>
-// CHECK:       memref.alloc() {alignment = 64 : i64} : memref<4x64xf32>
 // CHECK:       %[[LOW:.*]] = arith.subi %{{.*}}, %c80_i32 : i32
 // CHECK:       arith.cmpi ule, %[[LOW]], %c79_i32 : i32
+// CHECK:       %[[AOK:.*]] = scf.if %{{.*}} -> (i1) {
+// CHECK-NEXT:    scf.yield %true : i1
+// CHECK-NEXT:  } else {
+// CHECK:         %[[IN:.*]] = arith.cmpi ule, %{{.*}}, %c79_i32 : i32
+// CHECK-NEXT:    scf.if %[[IN]] -> (i1) {
+// CHECK-NEXT:      scf.yield %true : i1
+// CHECK-NEXT:    } else {
+// CHECK-NEXT:      arith.cmpi ne, %{{.*}}, %c255_i32 : i32
+// CHECK:           vector.load %{{.*}} : memref<4x64xi8>, vector<16xi8>
+// CHECK:           vector.reduction <and>, %{{.*}} : vector<16xi1> into i1
+// CHECK:           arith.andi %{{.*}}, %c127_i32 : i32
+// CHECK:       memref.alloc() {alignment = 64 : i64} : memref<4x64xf32>
+// CHECK:       memref.alloc() {alignment = 64 : i64} : memref<4x64xf32>
 // CHECK:       scf.parallel
-// CHECK:         %[[TRIED:.*]]:2 = scf.if %{{.*}} -> (vector<8xf32>, i1) {
+// CHECK:         %[[TRIED:.*]]:2 = scf.if %[[AOK]] -> (vector<8xf32>, i1) {
 // CHECK:           scf.for %{{.*}} = %c0 to %c64 step %c32 iter_args({{.*}}, %{{.*}} = %true)
 // CHECK:             %[[LOWB:.*]] = arith.subi %{{.*}}, %c80_i32 : i32
-// CHECK:             arith.cmpi ule, %[[LOWB]], %c79_i32 : i32
+// CHECK:             %[[INB:.*]] = arith.cmpi ule, %[[LOWB]], %c79_i32 : i32
+// CHECK-NEXT:        scf.if %[[INB]] -> (i1) {
+// CHECK:               vector.load %{{.*}} : memref<20x64xi8>, vector<16xi8>
 // CHECK:             %[[SB:.*]] = vector.broadcast %{{.*}} : f32 to vector<8xf32>
 // CHECK:             scf.for %{{.*}} step %c8 iter_args
 // CHECK:               %[[BS:.*]] = arith.mulf %{{.*}}, %[[SB]] : vector<8xf32>

@@ -57,9 +57,10 @@
 //!
 //! On bf16 pairs with both scales E8M0 (MX) and 4 rows or more, the scales fold into the
 //! patterns instead (`pair_folds`): each chunk's exponent added to A's patterns once and to
-//! B's as they are looked up, exact where the scales lie within `2^-47 ..= 2^32`, and the
-//! sums run along the K block as with no segments. A group's K block whose scales leave
-//! that range (or A's) takes the segments above, a few of A's rows at a time.
+//! B's as they are looked up, exact where the scales lie within `2^-47 ..= 2^32` (or scale
+//! chunks of ±0 codes: `to_loops::scale_folds_if`), and the sums run along the K block as
+//! with no segments. A group's K block whose scales do not fold (or A's) takes the
+//! segments above, a few of A's rows at a time.
 //!
 //! The k past the last whole chunk are summed one at a time into lane 0.
 //!
@@ -256,9 +257,10 @@ const FOLD_ROWS: i64 = 4;
 /// chunk's patterns times `2^e` are its values times `2^e` exactly where `e` is within
 /// `gemv::in_fold_range`'s `-47 ..= 32`: `e` added to each exponent field but zeros',
 /// infinities' and NaNs', which stays within `1 ..= 254` for values within `2^-16 ..=
-/// 2^16`, and every nonzero product within `2^-126 ..= 2^96`, normal in f32. A group's K
-/// block whose scales of B leave that range (or are NaN), or any of A's, is computed as
-/// without the fold, a few rows of A at a time (each looking B up again).
+/// 2^16`, and every nonzero product within `2^-126 ..= 2^96`, normal in f32; a chunk of ±0
+/// codes folds under any finite scale. A group's K block whose scales of B do not fold
+/// (out of range, or NaN), or any of A's, is computed as without the fold, a few rows of A
+/// at a time (each looking B up again).
 ///
 /// Two threads, N = K = 8192, ms, folded / not: MXFP8 M = 8 3.07-3.16 / 3.77-3.87, M =
 /// 16 4.28-4.29 / 5.76-6.05, M = 24 5.63-5.65 / 8.32-8.65, M = 32 6.88-7.03 / 11.0-11.2
@@ -292,6 +294,13 @@ fn fold_patterns<'c, 'a>(
         e.cmpi(CmpiPredicate::Ne, exponent, splat16(0x7F80)),
     );
     e.select(finite, e.addi(p, e.broadcast(delta, width)), p)
+}
+
+/// Whether the bf16 patterns `p` (a `vector<width x i16>`) are all ±0, an `i1`.
+fn patterns_zero<'c, 'a>(e: &Emitter<'c, 'a>, p: Value<'c, 'a>, width: u64) -> Value<'c, 'a> {
+    let magnitudes = e.andi(p, e.int_splat(16, 0x7FFF, width));
+    let any = e.reduce("or", magnitudes);
+    e.cmpi(CmpiPredicate::Eq, any, e.int(16, 0))
 }
 
 /// Rows of B a group takes with `m` rows of A, `carried` vectors a pair (its sums, and
@@ -668,8 +677,7 @@ pub(super) fn gemm<'c, 'a>(
             r
         }
     };
-    // Folding (`pair_folds`): A's patterns times their chunk's scale too, and whether all
-    // of A's scales are within the fold's range.
+    // Folding (`pair_folds`): A's patterns times their chunk's scale too.
     let fold = matches!(products, Products::Bf16) && pair_folds(plan, (a.format, b.format), m);
     let avals_f = fold.then(|| e.alloc(a_elem, &[Some(m), None], &[kv], 64));
     let a_ok = e.for_loop(zero, e.index(m), one, &[e.bool(true)], |e, rr, ok| {
@@ -694,14 +702,11 @@ pub(super) fn gemm<'c, 'a>(
                 let kk = e.muli(c, chunk_v);
                 let p = pair_patterns(e, a, &pt.a, src, kk);
                 e.vstore(p, avals, &[rr, kk]);
-                match avals_f {
-                    Some(af) => {
-                        let stored = a.scaled.block_stored(e, src, kk);
-                        e.vstore(fold_patterns(e, p, stored, nwords), af, &[rr, kk]);
-                        vec![e.andi(ok[0], super::gemv::in_fold_range(e, stored))]
-                    }
-                    None => vec![ok[0]],
+                if let Some(af) = avals_f {
+                    let stored = a.scaled.block_stored(e, src, kk);
+                    e.vstore(fold_patterns(e, p, stored, nwords), af, &[rr, kk]);
                 }
+                vec![ok[0]]
             })[0],
         };
         // Entry x of A's scales is k = x * step's (a segment's first k, or a lane's).
@@ -719,10 +724,17 @@ pub(super) fn gemm<'c, 'a>(
         }
         vec![ok]
     })[0];
+    // Folding: whether all of A's scales fold (`scales_fold`: in range, or a zero block's).
+    let a_ok = if fold {
+        e.andi(a_ok, a.folds(e, k))
+    } else {
+        a_ok
+    };
 
     // Row `rr`'s vectors of the chunk from k = `kk` (`halves` of them), and whether its
-    // scale is within the fold's range: `folded`, bf16 patterns times their scale
-    // (`fold_patterns`); else as looked up (and true).
+    // scale folds (`scale_folds`: in the fold's range, or the chunk's codes all ±0):
+    // `folded`, bf16 patterns times their scale (`fold_patterns`); else as looked up (and
+    // true).
     let b_vectors = |e: &Emitter<'c, 'a>, rr: Value<'c, 'a>, kk: Value<'c, 'a>, folded: bool| {
         let ahead = PREFETCH_BYTES * if b.packed { 2 } else { 1 };
         prefetch_codes_ahead(e, b, (rr, kk), k, ahead);
@@ -736,7 +748,9 @@ pub(super) fn gemm<'c, 'a>(
                 let stored = b.scaled.block_stored(e, rr, kk);
                 let p = fold_patterns(e, p, stored, nwords);
                 let v = e.vector_bitcast(p, nwords, bf16t);
-                (vec![v], super::gemv::in_fold_range(e, stored))
+                // (Zeros' patterns are left as they are: ±0 before the fold and after.)
+                let folds = super::scale_folds_if(e, stored, |e| patterns_zero(e, p, nwords));
+                (vec![v], folds)
             }
         }
     };

@@ -109,7 +109,8 @@ pub(super) const FOLD_ABOVE: i64 = 32;
 /// not customs with wider exponents). The accumulators then run along all of K, with
 /// no lane sums and scaling at each segment's end; a group of rows whose scales leave
 /// `2^-FOLD_BELOW ..= 2^FOLD_ABOVE` (or are NaN), or an A whose scales do, is
-/// computed segment by segment instead.
+/// computed segment by segment instead (a finite scale of a block of ±0 codes folds
+/// wherever it lies: `to_loops::scale_folds_if`).
 pub(super) fn folds(plan: &Plan, (fa, fb): (ScaledFormat, ScaledFormat)) -> bool {
     let small = |f: ScaledFormat| f.max_finite() <= 65536.0 && f.min_positive() >= 2f32.powi(-16);
     plan.seg.is_some() && plan.e8m0 && small(fa) && small(fb)
@@ -192,9 +193,8 @@ pub(super) fn gemm<'c, 'a>(
     let fold = m > A_FIRST_ROWS
         && plan.seg.is_some_and(|s| s < LONG_SEGMENT)
         && folds(plan, (a.format, b.format));
-    // Folding: A decoded times its scales too, and whether all of them are in range.
+    // Folding: A decoded times its scales too, and whether all of them fold.
     let aps = fold.then(|| e.alloc(f32t, &[Some(m), None], &[k], 64));
-    let mut a_in_range = e.bool(true);
     for r in 0..m {
         let rr = e.index(r);
         par(e, plan.parallel, k, &|e, kk| {
@@ -204,17 +204,13 @@ pub(super) fn gemm<'c, 'a>(
                 e.store(e.mulf(v, a.scaled.block_value(e, rr, kk)), aps, &[rr, kk]);
             }
         });
-        let ok = e.for_loop(zero, segments, one, &[a_in_range], |e, s, ok| {
+        e.for_loop(zero, segments, one, &[], |e, s, _| {
             let stored = a.scaled.block_stored(e, rr, e.muli(s, seg_stride));
             e.store(a.scaled.decode_stored(e, stored), sa, &[rr, s]);
-            vec![if fold {
-                e.andi(ok[0], in_fold_range(e, stored))
-            } else {
-                ok[0]
-            }]
+            vec![]
         });
-        a_in_range = ok[0];
     }
+    let a_in_range = if fold { a.folds(e, k) } else { e.bool(true) };
 
     // One step of B's row `rr` at `kk`: `parts` vectors of decoded values.
     let decode = |e: &Emitter<'c, 'a>, rr, kk| -> Vec<Value<'c, 'a>> {
@@ -380,7 +376,7 @@ pub(super) fn gemm<'c, 'a>(
         let totals = match aps {
             // Folded: the accumulators along all of K, over A times its scales and B's
             // decoded vectors times theirs; lane sums once at the end. Where A's or the
-            // group's scales leave the fold's range, segment by segment.
+            // group's scales do not fold (`scale_folds`), segment by segment.
             Some(aps) => {
                 let mut types = vec![vt; sets];
                 types.push(e.int_type(1));
@@ -397,7 +393,9 @@ pub(super) fn gemm<'c, 'a>(
                                 .iter()
                                 .map(|&rr| {
                                     let stored = b.scaled.block_stored(e, rr, s0);
-                                    ok = e.andi(ok, in_fold_range(e, stored));
+                                    let seg = plan.seg.expect("folding: scale segments");
+                                    let folds = super::scale_folds(e, b, stored, rr, (s0, s1), seg);
+                                    ok = e.andi(ok, folds);
                                     b.scaled.decode_stored(e, stored)
                                 })
                                 .collect();
