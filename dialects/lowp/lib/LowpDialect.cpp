@@ -283,11 +283,15 @@ Type Nvfp4Attr::getScaleElementType(MLIRContext *ctx) const {
 }
 bool Nvfp4Attr::hasGlobalScale() const { return getGlobal(); }
 
+// `ROWSxCOLS` through the dimension-list parser (which takes `0x128`, lexed as a hex
+// integer, as 0 by 128), a leading minus read first so that `-1x128` is reported as written.
 Attribute BlockwiseAttr::parse(AsmParser &parser, Type) {
   SMLoc loc = parser.getCurrentLocation();
   SmallVector<int64_t, 2> dims;
-  if (parser.parseLess() ||
-      parser.parseDimensionList(dims, /*allowDynamic=*/false,
+  if (parser.parseLess())
+    return {};
+  bool negative = succeeded(parser.parseOptionalMinus());
+  if (parser.parseDimensionList(dims, /*allowDynamic=*/false,
                                 /*withTrailingX=*/false) ||
       parser.parseGreater())
     return {};
@@ -296,8 +300,12 @@ Attribute BlockwiseAttr::parse(AsmParser &parser, Type) {
         << dims.size() << " dimension(s)";
     return {};
   }
-  if (dims[0] > UINT32_MAX || dims[1] > UINT32_MAX) {
-    parser.emitError(loc, "tile dimensions must fit in 32 bits");
+  if (negative)
+    dims[0] = -dims[0];
+  auto fits = [](int64_t side) { return side >= 1 && side <= INT32_MAX; };
+  if (!fits(dims[0]) || !fits(dims[1])) {
+    parser.emitError(loc, "#lowp.blockwise tile sides must be in 1..")
+        << INT32_MAX << ", found " << dims[0] << "x" << dims[1];
     return {};
   }
   return BlockwiseAttr::getChecked([&] { return parser.emitError(loc); },

@@ -99,13 +99,35 @@ func.func private @nvfp4_keyword() attributes {l = #lowp.nvfp4<16, local>}
 
 // -----
 
-// expected-error @below {{#lowp.blockwise tile must be at least 1x1, found 0x128}}
+// expected-error @below {{#lowp.blockwise tile sides must be in 1..2147483647, found 0x128}}
 func.func private @blockwise_zero() attributes {l = #lowp.blockwise<0x128>}
+
+// -----
+
+// Negative and wide sides as written.
+// expected-error @below {{#lowp.blockwise tile sides must be in 1..2147483647, found -1x128}}
+func.func private @blockwise_negative() attributes {l = #lowp.blockwise<-1x128>}
+
+// -----
+
+// expected-error @below {{#lowp.blockwise tile sides must be in 1..2147483647, found 128x4294967296}}
+func.func private @blockwise_wide() attributes {l = #lowp.blockwise<128x4294967296>}
 
 // -----
 
 // expected-error @below {{expected a 2-D tile ROWSxCOLS (e.g. 1x128), found 1 dimension(s)}}
 func.func private @blockwise_1d() attributes {l = #lowp.blockwise<128>}
+
+// -----
+
+// expected-error @below {{expected a 2-D tile ROWSxCOLS (e.g. 1x128), found 3 dimension(s)}}
+func.func private @blockwise_3d() attributes {l = #lowp.blockwise<1x128x2>}
+
+
+// -----
+
+// Spaces around the x are the same tile.
+func.func private @blockwise_spaced() attributes {l = #lowp.blockwise<1 x 128>}
 
 // -----
 
