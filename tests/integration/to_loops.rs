@@ -1617,17 +1617,25 @@ fn tiles_fold_mx_scales() {
 
 /// A block of ±0 codes folds whatever its finite E8M0 scale (`to_loops::scale_folds_if`):
 /// quantizers that give an all-zero block E8M0's least scale, 2^-127, keep the folded sums.
-/// Every fifth block of both operands zeroed (0 and -0 codes), its scale 2^-127, 2^100,
-/// 2^-60 or 1, in the bf16 pair GEMV form (4, 16, 24 rows), the row tiles (40, 77) and the f32 GEMV
+/// Every fifth block of both operands zeroed (0 and -0 codes; E4M3 x E4M3, and E3M2 in
+/// blocks of 64 beside E5M2), its scale 2^-127, 2^100, 2^-60 or 1, in the bf16 pair GEMV form (4, 16, 24 rows), the row tiles (40, 77) and the f32 GEMV
 /// form (4 rows): against the oracle, and the scales out of the fold's range give the bits
 /// that scale 1 gives, as the folded copy does (the unfolded one sums in another order). A
 /// NaN scale on zero blocks of A's row 1 and B's row 5 keeps their outputs NaN.
 #[test]
 fn mx_folds_take_zero_blocks() {
     let mut rng = SplitMix64::new(67);
-    let sizes = |_| vec![(4, 1442), (16, 4130), (24, 1442), (40, 1442), (77, 4130)];
-    let mut base = gemv_problems(&mut rng, &MX_FOLD_PAIRS[..1], sizes);
+    let sizes = |i| match i {
+        0 => vec![(4, 1442), (16, 4130), (24, 1442), (40, 1442), (77, 4130)],
+        _ => vec![(16, 1442), (40, 1442)],
+    };
+    let mut base = gemv_problems(&mut rng, &MX_FOLD_PAIRS, sizes);
     let zeroed = |r: usize, block: usize| (r * 7 + block * 3).is_multiple_of(5);
+    // An operand's MX block, and its number of blocks a row.
+    let blocks_of = |q: &QuantizedTensor| match q.layout {
+        ScaleLayout::Mx { block } => (block as usize, q.cols.div_ceil(block as usize)),
+        layout => panic!("MX pairs only, not {layout}"),
+    };
     for (what, p) in base.iter_mut() {
         for q in [&mut p.a.q, &mut p.b.q] {
             // (gemv_problems' NaN and out-of-range scales would send all to the unfolded copy.)
@@ -1635,11 +1643,12 @@ fn mx_folds_take_zero_blocks() {
             for v in q.scales.values.iter_mut().filter(|v| !in_range(**v)) {
                 *v = 0.5;
             }
-            let (k, blocks) = (q.cols, q.cols.div_ceil(32));
+            let ((bk, blocks), k) = (blocks_of(q), q.cols);
+            let negative_zero = 1u8 << (q.format.bit_width() - 1);
             for r in 0..q.rows {
                 for block in (0..blocks).filter(|&block| zeroed(r, block)) {
-                    for x in block * 32..k.min(block * 32 + 32) {
-                        q.codes[r * k + x] = if (r + x) % 2 == 0 { 0 } else { 0x80 };
+                    for x in block * bk..k.min(block * bk + bk) {
+                        q.codes[r * k + x] = if (r + x) % 2 == 0 { 0 } else { negative_zero };
                     }
                 }
             }
@@ -1651,7 +1660,7 @@ fn mx_folds_take_zero_blocks() {
         let mut out = base.clone();
         for (what, p) in out.iter_mut() {
             for (which, scale, q) in [(1, sa, &mut p.a.q), (5, sb, &mut p.b.q)] {
-                let blocks = q.cols.div_ceil(32);
+                let (_, blocks) = blocks_of(q);
                 for r in 0..q.rows {
                     for block in (0..blocks).filter(|&block| zeroed(r, block)) {
                         q.scales.values[r * blocks + block] = if scale.is_nan() && r != which {
