@@ -391,7 +391,28 @@ impl Session {
     }
 
     /// Parse and verify a module from a file (diagnostics name the file); `-` reads stdin.
+    /// A device (`/dev/zero`, also as standard input; not a terminal) is refused before it is
+    /// read: MLIR reads its input whole, and an endless one until memory runs out.
     pub fn parse_file(&self, path: &str) -> Result<Module<'_>, JitError> {
+        {
+            use std::io::IsTerminal;
+            use std::os::unix::fs::FileTypeExt;
+            // Standard input from a device other than a terminal (`< /dev/zero`) too.
+            let (file, name) = match path {
+                "-" if std::io::stdin().is_terminal() => ("", "-"),
+                "-" => ("/dev/stdin", "standard input"),
+                _ => (path, path),
+            };
+            let kind = std::fs::metadata(file).map(|m| m.file_type());
+            if kind.is_ok_and(|t| t.is_char_device() || t.is_block_device()) {
+                return Err(JitError::Parse {
+                    diagnostics: format!(
+                        "'{name}' is a device, not a file: the module is read whole before \
+                         it is parsed"
+                    ),
+                });
+            }
+        }
         // SAFETY: a live context; a null module reports failure.
         let raw = unsafe {
             mlir_sys::mlirModuleCreateParseFromFile(
