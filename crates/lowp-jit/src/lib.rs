@@ -398,13 +398,16 @@ impl Session {
             use std::io::IsTerminal;
             use std::os::unix::fs::FileTypeExt;
             // Standard input from a device other than a terminal (`< /dev/zero`) too.
-            let (file, name) = match path {
-                "-" if std::io::stdin().is_terminal() => ("", "-"),
-                "-" => ("/dev/stdin", "standard input"),
-                _ => (path, path),
+            let checked = match path {
+                "-" if std::io::stdin().is_terminal() => None,
+                "-" => Some(("/dev/stdin", "standard input")),
+                _ => Some((path, path)),
             };
-            let kind = std::fs::metadata(file).map(|m| m.file_type());
-            if kind.is_ok_and(|t| t.is_char_device() || t.is_block_device()) {
+            let device = |file| {
+                let kind = std::fs::metadata(file).map(|m| m.file_type());
+                kind.is_ok_and(|t| t.is_char_device() || t.is_block_device())
+            };
+            if let Some((_, name)) = checked.filter(|&(file, _)| device(file)) {
                 return Err(JitError::Parse {
                     diagnostics: format!(
                         "'{name}' is a device, not a file: the module is read whole before \

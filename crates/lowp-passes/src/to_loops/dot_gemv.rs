@@ -680,9 +680,9 @@ pub(super) fn gemm<'c, 'a>(
     // Folding (`pair_folds`): A's patterns times their chunk's scale too.
     let fold = matches!(products, Products::Bf16) && pair_folds(plan, (a.format, b.format), m);
     let avals_f = fold.then(|| e.alloc(a_elem, &[Some(m), None], &[kv], 64));
-    let a_ok = e.for_loop(zero, e.index(m), one, &[e.bool(true)], |e, rr, ok| {
+    e.for_loop(zero, e.index(m), one, &[], |e, rr, _| {
         let src = a_row(e, rr);
-        let ok = match &tables {
+        match &tables {
             Tables::Bytes(bt) => {
                 bt.prepare_a(
                     e,
@@ -696,19 +696,20 @@ pub(super) fn gemm<'c, 'a>(
                     (avals, starts.expect("the bytes' starts")),
                     &dot,
                 );
-                ok[0]
             }
-            Tables::Pairs(pt) => e.for_loop(zero, chunks, one, &[ok[0]], |e, c, ok| {
-                let kk = e.muli(c, chunk_v);
-                let p = pair_patterns(e, a, &pt.a, src, kk);
-                e.vstore(p, avals, &[rr, kk]);
-                if let Some(af) = avals_f {
-                    let stored = a.scaled.block_stored(e, src, kk);
-                    e.vstore(fold_patterns(e, p, stored, nwords), af, &[rr, kk]);
-                }
-                vec![ok[0]]
-            })[0],
-        };
+            Tables::Pairs(pt) => {
+                e.for_loop(zero, chunks, one, &[], |e, c, _| {
+                    let kk = e.muli(c, chunk_v);
+                    let p = pair_patterns(e, a, &pt.a, src, kk);
+                    e.vstore(p, avals, &[rr, kk]);
+                    if let Some(af) = avals_f {
+                        let stored = a.scaled.block_stored(e, src, kk);
+                        e.vstore(fold_patterns(e, p, stored, nwords), af, &[rr, kk]);
+                    }
+                    vec![]
+                });
+            }
+        }
         // Entry x of A's scales is k = x * step's (a segment's first k, or a lane's).
         if let Some((sa, entries, step)) = sa {
             e.for_loop(zero, entries, one, &[], |e, x, _| {
@@ -722,14 +723,10 @@ pub(super) fn gemm<'c, 'a>(
                 vec![]
             });
         }
-        vec![ok]
-    })[0];
+        vec![]
+    });
     // Folding: whether all of A's scales fold (`scales_fold`: in range, or a zero block's).
-    let a_ok = if fold {
-        e.andi(a_ok, a.folds(e, k))
-    } else {
-        a_ok
-    };
+    let a_ok = if fold { a.folds(e, k) } else { e.bool(true) };
 
     // Row `rr`'s vectors of the chunk from k = `kk` (`halves` of them), and whether its
     // scale folds (`scale_folds`: in the fold's range, or the chunk's codes all ±0):

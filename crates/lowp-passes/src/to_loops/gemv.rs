@@ -378,6 +378,7 @@ pub(super) fn gemm<'c, 'a>(
             // decoded vectors times theirs; lane sums once at the end. Where A's or the
             // group's scales do not fold (`scale_folds`), segment by segment.
             Some(aps) => {
+                let seg = plan.seg.expect("folding: scale segments");
                 let mut types = vec![vt; sets];
                 types.push(e.int_type(1));
                 let tried = e.if_else(
@@ -393,7 +394,6 @@ pub(super) fn gemm<'c, 'a>(
                                 .iter()
                                 .map(|&rr| {
                                     let stored = b.scaled.block_stored(e, rr, s0);
-                                    let seg = plan.seg.expect("folding: scale segments");
                                     let folds = super::scale_folds(e, b, stored, rr, (s0, s1), seg);
                                     ok = e.andi(ok, folds);
                                     b.scaled.decode_stored(e, stored)
