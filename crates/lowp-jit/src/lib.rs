@@ -391,8 +391,9 @@ impl Session {
     }
 
     /// Parse and verify a module from a file (diagnostics name the file); `-` reads stdin.
-    /// A device (`/dev/zero`, also as standard input; not a terminal) is refused before it is
-    /// read: MLIR reads its input whole, and an endless one until memory runs out.
+    /// A device (`/dev/zero`, also as standard input; not a terminal, not `/dev/null`) is
+    /// refused before it is read: MLIR reads its input whole, and an endless one until memory
+    /// runs out.
     pub fn parse_file(&self, path: &str) -> Result<Module<'_>, JitError> {
         {
             use std::io::IsTerminal;
@@ -403,9 +404,16 @@ impl Session {
                 "-" => Some(("/dev/stdin", "standard input")),
                 _ => Some((path, path)),
             };
+            // /dev/null ends at once (an empty module); any other device may not.
             let device = |file| {
-                let kind = std::fs::metadata(file).map(|m| m.file_type());
-                kind.is_ok_and(|t| t.is_char_device() || t.is_block_device())
+                use std::os::unix::fs::MetadataExt;
+                let id = |m: &std::fs::Metadata| (m.dev(), m.ino());
+                let null = std::fs::metadata("/dev/null").ok();
+                std::fs::metadata(file).is_ok_and(|m| {
+                    let kind = m.file_type();
+                    (kind.is_char_device() || kind.is_block_device())
+                        && null.is_none_or(|null| id(&null) != id(&m))
+                })
             };
             if let Some((_, name)) = checked.filter(|&(file, _)| device(file)) {
                 return Err(JitError::Parse {

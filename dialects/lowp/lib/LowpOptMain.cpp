@@ -14,6 +14,9 @@
 #include "mlir/InitAllPasses.h"
 #include "mlir/Target/LLVMIR/Dialect/All.h"
 #include "mlir/Tools/mlir-opt/MlirOptMain.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Process.h"
+#include "llvm/Support/raw_ostream.h"
 
 #include <mutex>
 
@@ -31,11 +34,40 @@ void lowpRegisterAllUpstreamPasses() {
   std::call_once(once, [] { mlir::registerAllPasses(); });
 }
 
+// MlirOptMain reads its input whole before parsing: a device (`/dev/zero`, or
+// standard input from one that is not a terminal) would be read until memory
+// ran out. As in lowp-run and lowp-translate, such an input is refused before
+// it is opened.
+static bool refuseDevice(llvm::StringRef input) {
+  namespace fs = llvm::sys::fs;
+  bool stdinput = input == "-";
+  if (stdinput && llvm::sys::Process::StandardInIsUserInput())
+    return false;
+  fs::file_status status;
+  std::error_code failed =
+      stdinput ? fs::status(0, status) : fs::status(input, status);
+  if (failed || (status.type() != fs::file_type::character_file &&
+                 status.type() != fs::file_type::block_file))
+    return false;
+  // /dev/null ends at once: it reads as an empty module.
+  fs::file_status null;
+  if (!fs::status("/dev/null", null) && fs::equivalent(status, null))
+    return false;
+  llvm::errs() << "lowp-opt: '" << (stdinput ? "standard input" : input)
+               << "' is a device, not a file: the module is read whole before "
+                  "it is parsed\n";
+  return true;
+}
+
 int lowpOptMain(int argc, char **argv) {
   lowpRegisterAllUpstreamPasses();
   mlir::DialectRegistry registry;
   lowpRegisterAllDialects(wrap(&registry));
-  return mlir::asMainReturnCode(mlir::MlirOptMain(
+  auto [input, output] = mlir::registerAndParseCLIOptions(
       argc, argv, "lowp optimizer driver: MLIR with the lowp dialect and passes\n",
-      registry));
+      registry);
+  if (refuseDevice(input))
+    return 1;
+  return mlir::asMainReturnCode(
+      mlir::MlirOptMain(argc, argv, input, output, registry));
 }
