@@ -7,7 +7,7 @@
 //! descriptor layouts are the hardware's (they follow the PTX ISA), and the NVPTX code.
 
 use lowp_formats::testing::SplitMix64;
-use lowp_formats::{ScaleLayout, ScaledFormat};
+use lowp_formats::{QuantizedTensor, ScaleLayout, ScaledFormat};
 use lowp_jit::Session;
 
 use super::to_loops::{
@@ -978,6 +978,34 @@ fn scale_rows(
     }
 }
 
+/// Rows `rows` of MX operand `q` (32-blocks) zeros over K `ks` (whole blocks; +0 and -0
+/// codes in turn), those blocks' scales `scale`: K padded with zeros under E8M0's least
+/// scale, 2^-127, as quantizers that clamp `log2(0)` leave it.
+fn zero_blocks(
+    q: &mut QuantizedTensor,
+    rows: std::ops::Range<usize>,
+    ks: std::ops::Range<usize>,
+    scale: f32,
+) {
+    let (k, blocks) = (q.cols, q.cols.div_ceil(32));
+    let negative_zero = 1u8 << (q.format.bit_width() - 1);
+    let row_bytes = if q.packed { k.div_ceil(2) } else { k };
+    for r in rows {
+        for x in ks.clone() {
+            let code = if (r + x) % 2 == 0 { 0 } else { negative_zero };
+            let byte = &mut q.codes[r * row_bytes + if q.packed { x / 2 } else { x }];
+            *byte = match (q.packed, x % 2) {
+                (false, _) => code,
+                (true, 0) => *byte & 0xF0 | code,
+                (true, _) => *byte & 0x0F | code << 4,
+            };
+        }
+        for b in ks.start / 32..ks.end / 32 {
+            q.scales.values[r * blocks + b] = scale;
+        }
+    }
+}
+
 /// `fold-scales` (the square block, MXFP4 x MXFP4): each block scans its
 /// rows' E8M0 scales and, where every row's four of a stage are within 8 binades of their
 /// largest (E2M1's smallest image, 0.5, still an E4M3 code: its smallest subnormal) and
@@ -1005,12 +1033,20 @@ fn scale_rows(
 ///   scales);
 /// - packed MXFP4 x MXFP6 E3M2 (smooth): the barrier pipeline stages both scales and folds
 ///   both (warp-specialized, staging them would cost a stage: per 32);
-/// - `fold-scales=rows`: the scan without B's range (the IR), and the smooth problem by
-///   rows;
+/// - blocks of zeros (packed MXFP4) under 2^-127, 127 binades below their stages' largest:
+///   they fold, their distance clamped to the reach in the loop by rows. In A's rows 0-7
+///   (three blocks) and B's 8-15 (two): tile (0, 0) by rows, B's range spanning them;
+///   in A's rows 16-23 alone, B anchorable: tile (0, 1) by rows too (anchored, A's
+///   distances would not be clamped), and a NaN scale on a zero block of A's row 200 (tile
+///   row 1 per 32, its row of C NaN);
+/// - `fold-scales=rows`: the scan without B's range (the IR), and the smooth problem and
+///   the blocks of zeros by rows;
 /// - `fold-scales=off`: no scan (the IR), and the smooth problem per 32.
 ///
-/// In the IR: one `bar.red.or` per op (`nvvm.barrier` with the `or` reduction), B's range
-/// reduced per warp where B is folded (`redux.sync`, its largest and smallest code), and
+/// In the IR: one `bar.red.or` per op (`nvvm.barrier` with the `or` reduction) and, where
+/// B may be anchored beside a 4-bit operand, one more for "some row has a block out of
+/// reach"; B's range reduced per warp where B is folded (`redux.sync`, its largest and
+/// smallest code), and
 /// the stage's codes copied with the next stage's scales (the scale copies' count: one
 /// per loop, three loops where B is folded). Then the same through
 /// `kernel=wgmma-specialized`, whose producers scan and translate.
@@ -1072,16 +1108,31 @@ fn wgmma_pipeline_folds_block_scales() {
     );
     // Packed MXFP4 x MXFP6 E3M2: the barrier pipeline stages both scales and folds both.
     let mixed = pair_problem(&mut rng, (128, 136, 256), (f4, mx, true, e3m2, mx, false));
-    let problems = [smooth, edges, rows, one_side, custom, fp6, mixed];
+    // Blocks of zeros under 2^-127.
+    let least = 2f32.powi(-127);
+    let (a, b) = (even_blocks(&mut rng, m, k), even_blocks(&mut rng, n, k));
+    let mut zeros = mxfp4("blocks of zeros under 2^-127", &a, &b);
+    zero_blocks(&mut zeros.1.a.q, 0..8, 64..96, least);
+    zero_blocks(&mut zeros.1.a.q, 0..8, 192..224, least);
+    zero_blocks(&mut zeros.1.a.q, 0..8, 480..512, least);
+    zero_blocks(&mut zeros.1.b.q, 8..16, 128..160, least);
+    zero_blocks(&mut zeros.1.b.q, 8..16, 320..352, least);
+    zero_blocks(&mut zeros.1.a.q, 16..24, 256..288, least);
+    zero_blocks(&mut zeros.1.a.q, 200..201, 32..64, f32::NAN);
+    let problems = [smooth, edges, rows, one_side, custom, fp6, mixed, zeros];
     let text = lowered(&session, &problems, "sm_90a", "wgmma");
-    assert_eq!(text.matches("nvvm.barrier #nvvm.reduction<or>").count(), 7);
+    // (A second where B may be anchored beside 4-bit codes: all but `one_side` and `fp6`.)
+    assert_eq!(
+        text.matches("nvvm.barrier #nvvm.reduction<or>").count(),
+        8 + 6
+    );
     // B folded (all but `one_side`): its range's two reductions.
-    assert_eq!(text.matches("nvvm.redux.sync").count(), 6 * 2);
+    assert_eq!(text.matches("nvvm.redux.sync").count(), 7 * 2);
     // Per op and operand with block scales: the prologue's copy, and one in each loop
     // (anchored, by rows, per 32; one stage per iteration: the operands are translated).
     assert_eq!(
         text.matches(", 4, cache =  ca").count(),
-        2 * 4 + 2 * 4 + 2 * 4 + 3 + 2 * 4 + 2 * 4 + 2 * 4
+        2 * 4 + 2 * 4 + 2 * 4 + 3 + 2 * 4 + 2 * 4 + 2 * 4 + 2 * 4
     );
     run_and_check(&session, &problems, Some(&emulated("sm_90a", "wgmma")));
     // Warp-specialized: the producers scan (the consumers join the `bar.red.or`) and meet
@@ -1091,15 +1142,18 @@ fn wgmma_pipeline_folds_block_scales() {
     let text = lowered(&session, &problems, "sm_90a", "wgmma-specialized");
     // (MXFP4 x MXFP6: its slots keep 4 stages only without the scales, so it reads them
     // from global memory and runs per 32.)
-    assert_eq!(text.matches("nvvm.barrier #nvvm.reduction<or>").count(), 6);
-    assert_eq!(text.matches("nvvm.redux.sync").count(), 5 * 2);
+    assert_eq!(
+        text.matches("nvvm.barrier #nvvm.reduction<or>").count(),
+        7 + 5
+    );
+    assert_eq!(text.matches("nvvm.redux.sync").count(), 6 * 2);
     assert_eq!(
         text.matches("number_of_threads = ").count(),
-        (5 * 3 + 2) * 2
+        (6 * 3 + 2) * 2
     );
     assert_eq!(
         text.matches(", 4, cache =  ca").count(),
-        (2 + 2 + 2 + 2 + 2) * 3 + 2
+        (2 + 2 + 2 + 2 + 2 + 2) * 3 + 2
     );
     run_and_check(
         &session,
@@ -1113,21 +1167,22 @@ fn wgmma_pipeline_folds_block_scales() {
         )
     };
     // `rows`: folded, never anchored: no reduction of B's range, two loops per op; the
-    // smooth problem (anchored above) by rows.
+    // smooth problem (anchored above) and the blocks of zeros by rows.
     let text = lowered_with(&session, &problems, &with("rows", false));
-    assert_eq!(text.matches("nvvm.barrier #nvvm.reduction<or>").count(), 7);
+    assert_eq!(text.matches("nvvm.barrier #nvvm.reduction<or>").count(), 8);
     assert_eq!(text.matches("nvvm.redux.sync").count(), 0);
     assert_eq!(
         text.matches(", 4, cache =  ca").count(),
-        (2 + 2 + 2 + 1 + 2 + 2 + 2) * 3
+        (2 + 2 + 2 + 1 + 2 + 2 + 2 + 2) * 3
     );
-    run_and_check(&session, &problems[..1], Some(&with("rows", true)));
+    let by_rows = [problems[0].clone(), problems[7].clone()];
+    run_and_check(&session, &by_rows, Some(&with("rows", true)));
     let off = |emulate| with("off", emulate);
     let text = lowered_with(&session, &problems, &off(false));
     assert_eq!(text.matches("nvvm.barrier #nvvm.reduction<or>").count(), 0);
     assert_eq!(
         text.matches(", 4, cache =  ca").count(),
-        (2 + 2 + 2 + 1 + 2 + 2 + 2) * 2
+        (2 + 2 + 2 + 1 + 2 + 2 + 2 + 2) * 2
     );
     // (The per-32 loop's numerics: the blocks above that do not fold, and here the smooth
     // problem through the kernel without the scan.)
@@ -1149,9 +1204,13 @@ fn wgmma_pipeline_folds_block_scales() {
 /// - MXFP4 A x E4M3 B per channel at 16 rows (A's scales alone fold; no range of B);
 /// - FP6 E2M3 x E3M2 MX at 32 x 128 x 256, at the edges of both reaches (6 and 4);
 /// - 16 x 72 x 1152 with `split-k=8`: 9 stages, 2 a split, ranks 5-7 with none (their scans
-///   read no stage past K; their partial sums are zeros).
+///   read no stage past K; their partial sums are zeros);
+/// - K padded: both operands' last 64 of K zeros under 2^-127 (and B's rows 8-15 a block
+///   at 128 too): every tile by rows (the zero blocks out of reach; anchored, A's distances
+///   would not be clamped).
 ///
-/// In the IR: one `bar.red.or` per op, two `redux.sync` where B folds.
+/// In the IR: one `bar.red.or` per op and one more where B may be anchored beside 4-bit
+/// codes, two `redux.sync` where B folds.
 #[test]
 fn wgmma_skinny_folds_block_scales() {
     let session = Session::new();
@@ -1197,15 +1256,25 @@ fn wgmma_skinny_folds_block_scales() {
             bf16: false,
         },
     );
-    let problems = [smooth, edges, missed, rows, one_side, fp6];
+    let (a, b) = (even_blocks(&mut rng, m, k), even_blocks(&mut rng, n, k));
+    let mut padded = mxfp4("K padded with zeros under 2^-127", &a, &b);
+    let least = 2f32.powi(-127);
+    zero_blocks(&mut padded.1.a.q, 0..m, 448..512, least);
+    zero_blocks(&mut padded.1.b.q, 0..n, 448..512, least);
+    zero_blocks(&mut padded.1.b.q, 8..16, 128..160, least);
+    let problems = [smooth, edges, missed, rows, one_side, fp6, padded];
     let text = lowered(&session, &problems, "sm_90a", "wgmma");
     assert_eq!(
         text.matches("gpu.dynamic_shared_memory").count(),
         problems.len()
     );
-    assert_eq!(text.matches("nvvm.barrier #nvvm.reduction<or>").count(), 6);
+    // (A second where B may be anchored beside 4-bit codes: all but `one_side` and `fp6`.)
+    assert_eq!(
+        text.matches("nvvm.barrier #nvvm.reduction<or>").count(),
+        7 + 5
+    );
     // B folded (all but `one_side`): its range's two reductions.
-    assert_eq!(text.matches("nvvm.redux.sync").count(), 5 * 2);
+    assert_eq!(text.matches("nvvm.redux.sync").count(), 6 * 2);
     run_and_check(&session, &problems, Some(&emulated("sm_90a", "wgmma")));
     // Splits with no stages.
     let empty = [pair_problem(

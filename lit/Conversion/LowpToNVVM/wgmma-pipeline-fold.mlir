@@ -11,10 +11,14 @@
 // row's E8M0 scales of every stage (one 32-bit word a stage, all 6 in one round: up to
 // 32), stores the first stage's word into the copy ring; B's rows also carry their
 // largest and smallest code, which each of B's 4 warps reduces (`redux.sync` umax, umin)
-// and its lane 0 stores into the scratch. The block's `bar.red.or` of "some stage's four
-// scales are more than 8 binades apart (or NaN)" publishes them; every thread reads the
-// 4 warps' ranges back, and B is anchored where its largest and smallest code are within
-// 8 binades. That picks one of three loops, each ending in its own wait for every
+// and its lane 0 stores into the scratch. A round with a stage whose four scales are more
+// than 8 binades apart is read again a stage at a time: a block more than 8 below its
+// stage's largest still folds where its 16 bytes of codes (one `ld.global.v4`) have no
+// magnitude bit set (zeros: `& 0x77777777`), and the row then has a block out of reach.
+// The block's `bar.red.or` of "some stage misses (or has a NaN scale)" publishes them;
+// every thread reads the 4 warps' ranges back, and B is anchored where its largest and
+// smallest code are within 8 binades and (a second `bar.red.or`) no row has a block out
+// of reach. That picks one of three loops, each ending in its own wait for every
 // instruction:
 // - anchored: A's chunk of 32 codes (one 32-block) translated with the table of d = max -
 //   e_j (its row's stage word's largest), B's with d = top - e_j (the block's largest,
@@ -22,7 +26,8 @@
 //   once with A's rows' 2^(max - 127) x 2^(top - 127), B's columns' scale 1: one fma an
 //   accumulator, no column scale read (two values through the pin, A's rows);
 // - by rows: both operands' chunks by their rows' stage maxima (a word load each), the
-//   promotion with the rows' and columns' 2^(max - 127) (34 values through the pin);
+//   distance clamped to the reach (a block past it is zeros, which every table keeps),
+//   the promotion with the rows' and columns' 2^(max - 127) (34 values through the pin);
 // - per 32: four segments of one k-step each, a wait and a promotion each.
 // The stage's codes travel with the next stage's scales: 2 copies of 4 bytes in the
 // prologue's first group (A's and B's stage 1), then one per operand and stage.
@@ -36,16 +41,22 @@
 // CHECK:         scf.if %{{.*}} {
 // CHECK-COUNT-9:   llvm.store %{{.*}} {alignment = 16 : i64} : vector<4xi32>, !llvm.ptr<3>
 // CHECK-NEXT:    }
-// CHECK:         scf.if %{{.*}} -> (i1) {
+// CHECK:         scf.if %{{.*}} -> (i1, i1) {
 // CHECK:           llvm.load %{{.*}} {alignment = 4 : i64} : !llvm.ptr<1> -> i32
 // CHECK:           llvm.store %{{.*}}, %{{.*}} {alignment = 4 : i64} : i32, !llvm.ptr<3>
-// CHECK:           scf.for %{{.*}} iter_args(%{{.*}} = %false) -> (i1) {
+// CHECK:           scf.for %{{.*}} iter_args(%{{.*}} = %false, %{{.*}} = %false) -> (i1, i1) {
 // CHECK-COUNT-6:     llvm.load %{{.*}} {alignment = 4 : i64} : !llvm.ptr<1> -> i32
 // CHECK-NOT:         llvm.load
 // CHECK:             arith.maxsi
-// CHECK:         scf.if %{{.*}} -> (i1, i32, i32) {
-// CHECK:           scf.for {{.*}} -> (i1, i32, i32) {
+// CHECK:             scf.if %{{.*}} -> (i1, i1) {
+// CHECK-NEXT:          scf.for %{{.*}} = %c0 to %c6 step %c1 iter_args({{.*}}) -> (i1, i1) {
+// CHECK-COUNT-4:         llvm.load %{{.*}} {alignment = 16 : i64} : !llvm.ptr<1> -> vector<4xi32>
+// CHECK:         scf.if %{{.*}} -> (i1, i1, i32, i32) {
+// CHECK:           scf.for {{.*}} -> (i1, i1, i32, i32) {
 // CHECK-COUNT-6:     llvm.load %{{.*}} {alignment = 4 : i64} : !llvm.ptr<1> -> i32
+// CHECK:             scf.if %{{.*}} -> (i1, i1) {
+// CHECK:                 %c2004318071_i32 = arith.constant 2004318071 : i32
+// CHECK-NEXT:            arith.andi %{{.*}}, %c2004318071_i32 : i32
 // CHECK:         %[[TOP:.*]] = nvvm.redux.sync  umax
 // CHECK-NEXT:    %[[BOTTOM:.*]] = nvvm.redux.sync  umin
 // CHECK:           %c161056{{.*}} = arith.constant 161056 : index
@@ -53,6 +64,7 @@
 // CHECK:         nvvm.barrier #nvvm.reduction<or> %{{.*}} -> i32
 // CHECK-COUNT-2: llvm.load %{{.*}} {alignment = 16 : i64} : !llvm.ptr<3> -> vector<4xi32>
 // CHECK:         arith.cmpi ule, %{{.*}}, %c8_i32 : i32
+// CHECK:         nvvm.barrier #nvvm.reduction<or> %{{.*}} -> i32
 // CHECK:         scf.if %{{.*}} -> (f32,
 // CHECK-NEXT:      scf.if %{{.*}} -> (f32,
 // CHECK:             scf.for
@@ -70,7 +82,8 @@
 // CHECK:           } else {
 // CHECK:             scf.for
 // CHECK:               %[[DI:.*]] = arith.subi %{{.*}}, %{{.*}} : i32
-// CHECK-NEXT:          %[[D:.*]] = arith.index_castui %[[DI]] : i32 to index
+// CHECK-NEXT:          %[[DC:.*]] = arith.minui %[[DI]], %c8_i32 : i32
+// CHECK-NEXT:          %[[D:.*]] = arith.index_castui %[[DC]] : i32 to index
 // CHECK:               %[[AT:.*]] = arith.muli %[[D]], %{{.*}} : index
 // CHECK-NEXT:          %[[T:.*]] = arith.addi %c160768, %[[AT]] : index
 // CHECK:               llvm.load %{{.*}} {alignment = 16 : i64} : !llvm.ptr<3> -> vector<4xi32>

@@ -159,7 +159,7 @@ func.func @fp8(%a: memref<256x512xf8E4M3FN>, %sa: memref<1x1xf32>, %b: memref<12
 // EMU-NOT:   gpu.launch
 // EMU-NOT:   nvvm.
 // EMU:       scf.parallel
-// EMU:         memref.alloca() {alignment = 64 : i64} : memref<40960xi32>
+// EMU:         memref.alloca() {alignment = 64 : i64} : memref<41984xi32>
 // EMU:         memref.alloca() {alignment = 64 : i64} : memref<16384xf32>
 // EMU:         memref.alloca() {alignment = 64 : i64} : memref<8192xf32>
 func.func @mxfp8(%a: memref<100x96xf8E5M2>, %sa: memref<100x3xf8E8M0FNU>,

@@ -48,10 +48,10 @@
 // DIRECT-NOT:    nvvm.cp.async.bulk.tensor.global.shared.cta
 // DIRECT:        vector.store %{{.*}}, %arg4[%{{.*}}, %{{.*}}] {alignment = 8 : i64} : memref<300x200xf32>, vector<2xf32>
 // The emulation: the same staging into the buffer standing for shared memory (the block's
-// 197632 bytes as 49408 words, poisoned), then per warpgroup and box the 64 x 32 elements
-// inside C read back from their swizzled places.
+// 197632 bytes as 49408 words and a guard of 1024 past them, poisoned), then per warpgroup
+// and box the 64 x 32 elements inside C read back from their swizzled places.
 // EMU-LABEL: func.func @tiles
-// EMU:         memref.alloca() {alignment = 64 : i64} : memref<49408xi32>
+// EMU:         memref.alloca() {alignment = 64 : i64} : memref<50432xi32>
 // EMU:         scf.for %{{.*}} = %c0 to %c64 step %c1 {
 // EMU-NEXT:      scf.for %{{.*}} = %c0 to %c32 step %c1 {
 func.func @tiles(%a: memref<300x416xf8E4M3FN>, %sa: memref<1x1xf32>, %b: memref<200x416xf8E5M2>,

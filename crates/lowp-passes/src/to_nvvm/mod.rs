@@ -202,7 +202,8 @@ pub const PASS: PassDef = PassDef {
                           wgmma-skinny or wgmma-specialized) with FP4 or FP6 operands (translated to FP8) \
                           and E8M0 32-blocks staged through shared memory: auto (each block \
                           whose rows' four scales of a stage are within the translation's \
-                          reach of their largest folds them into the FP8 codes and promotes \
+                          reach of their largest, or whose 4-bit blocks past it hold only \
+                          zeros, folds them into the FP8 codes and promotes \
                           once per 128 of K, with one fma per accumulator where all of the \
                           block's B scales are within reach of their largest, the others \
                           per 32), rows (the same, B never anchored to one code: what that \

@@ -14,11 +14,15 @@
 //! its blocks move `top - e_j` binades, so B's scale is one value for the whole block,
 //! which goes into A's decoded row scales, and a promotion is one `fma` per accumulator
 //! (MXFP4 at 8192^3, ptxas 12.9: the consumers' 225 instructions a stage become 144).
-//! Whether the data allows is a property of the scales alone: before its loop each thread
-//! scans the scales of the row it copies (every stage's 4-byte word, up to 32 at a time;
-//! warp-specialized, the producers), B's rows' warps reduce their codes' range, and
-//! `bar.red.or` gives the block one answer; the block then runs the anchored loop, the one
-//! by rows or the per-32 one (`Folded`: three loops, each draining its instructions, so
+//! Whether the data allows is a property of the scales, and of the codes of blocks past
+//! the reach: before its loop each thread scans the scales of the row it copies (every
+//! stage's 4-byte word, up to 32 at a time; warp-specialized, the producers), B's rows'
+//! warps reduce their codes' range, and `bar.red.or` gives the block one answer. A 4-bit
+//! block more than the reach below its stage's largest still folds where its codes are
+//! all ±0 (or NaN), which any scale and table keep: K padded with zeros under E8M0's least
+//! scale (`Fold::magnitude`); the scan reads those blocks' codes (a round with such a
+//! stage, again a stage at a time), and the loop by rows clamps their distance to the
+//! reach. The block then runs the anchored loop, the one by rows or the per-32 one (`Folded`: three loops, each draining its instructions, so
 //! that no result in flight crosses the branch). A translating thread reads its chunk's
 //! row's scales from the copy ring, which another thread filled: the scales therefore
 //! travel a stage ahead of the codes (published by the barrier of the stage before,
@@ -37,7 +41,7 @@ use melior::dialect::arith::CmpiPredicate;
 use melior::ir::operation::OperationBuilder;
 use melior::ir::{Attribute, Identifier, Type, Value};
 
-use super::memory::{alignment, Memory, ScaleStage, Shared};
+use super::memory::{alignment, load, pointer, Memory, ScaleStage, Shared};
 use super::stage::{emulated_scale_word, scale_address, scale_at};
 use super::{ceil, segment_shape, static_k, Side, BK};
 use crate::code_words::{byte_rule, nibble_table, ByteRule};
@@ -71,6 +75,13 @@ pub(super) struct Fold {
     /// only), B is folded and its rows' scanning threads are whole warps (each warp
     /// reduces its rows' codes at once), at most the scratch's 4.
     pub(super) anchor: bool,
+    /// Per folded operand: the bits of its stored words that are a code's magnitude
+    /// (`magnitude_bits`), or 0 (none such, or codes a byte rule translates). A 32-block with none set (zeros, or NaN codes) gives the
+    /// same products under any scale and through any moved table, so the scan lets its
+    /// scale be out of reach of its stage's largest (`Folded::Rows`): K padded with blocks
+    /// of zeros under E8M0's least scale, 2^-127, as quantizers that clamp `log2(0)` leave
+    /// them, still folds.
+    pub(super) magnitude: [u32; 2],
 }
 
 /// Bytes of the scan's scratch (`Fold::scratch`): two words for each of the (at most 4)
@@ -117,7 +128,10 @@ impl Fold {
 /// segment of 32 (`No`), folded with each row's stage moved from the largest of its four
 /// scales (`Rows`: the partial sums scaled per row of A and per column of B, a `mul` and
 /// an `fma` per accumulator), or folded with B's codes moved from one code for the whole
-/// block (`Anchored`: A's rows as in `Rows`).
+/// block (`Anchored`: A's rows as in `Rows`). Only `Rows` takes blocks out of reach of
+/// their stage's largest, those of codes any scale keeps (`Fold::magnitude`): their
+/// distance is clamped to the reach (a `min` per chunk), so that their table is one of the
+/// moved ones.
 #[derive(Clone, Copy)]
 pub(super) enum Folded<'c, 'a> {
     No,
@@ -144,6 +158,12 @@ impl<'c, 'a> Folded<'c, 'a> {
         !matches!(self, Folded::No)
     }
 
+    /// Whether a distance is clamped to the reach (`Rows`: a block past it holds codes any
+    /// table keeps).
+    pub(super) fn clamps(self) -> bool {
+        matches!(self, Folded::Rows)
+    }
+
     /// The code operand `x`'s rows are moved from where it is one for the block.
     pub(super) fn top(self, x: usize) -> Option<Value<'c, 'a>> {
         match self {
@@ -155,7 +175,8 @@ impl<'c, 'a> Folded<'c, 'a> {
 
 /// What a block's scan found (`fold_scan`): whether it folds (an `i1`, the same in every
 /// thread) and, where B is folded, whether B's scales are all within reach of their
-/// largest (an `i1`) with that largest code (`Anchor`).
+/// largest and no stage of A's rows has a block out of reach (an `i1`), with B's largest
+/// code (`Anchor`).
 pub(super) struct Scan<'c, 'a> {
     pub(super) folds: Value<'c, 'a>,
     pub(super) anchor: Option<(Value<'c, 'a>, Anchor<'c, 'a>)>,
@@ -197,6 +218,20 @@ fn moved(target: ScaledFormat, v: u8, d: usize) -> Option<u8> {
     }
     let want = x * (-(d as f32)).exp2();
     (0..=255u8).find(|&m| m & 0x80 == v & 0x80 && target.decode(m) == want)
+}
+
+/// The bits of a stored word of `width`-bit codes (eight nibbles when `packed`, else four
+/// codes one per byte, whose higher bits are not the code's) that are a code's magnitude,
+/// all but its sign bit, where every code with none of them set is `invariant` (±0 or
+/// NaN: the same product under any scale, kept by every moved table); 0 where one is not.
+/// A 32-block whose stored words have none set may take any scale.
+pub(super) fn magnitude_bits(width: u32, packed: bool, invariant: impl Fn(u32) -> bool) -> u32 {
+    let field = (1u32 << (width - 1)) - 1;
+    if !(0..1u32 << width).filter(|c| c & field == 0).all(invariant) {
+        return 0;
+    }
+    let (lanes, lane) = if packed { (8, 4) } else { (4, 8) };
+    (0..lanes).fold(0, |m, i| m | field << (lane * i))
 }
 
 /// The moved tables of a 4-bit table into `target` (`Moves`, placed at 0), `None` when not
@@ -282,6 +317,7 @@ pub(super) fn fold_plan(kn: &Kernel, mem: &Memory, anchor: bool) -> Option<Fold>
         return None;
     }
     let mut moves = [None, None];
+    let mut magnitude = [0, 0];
     let mut at = (mem.bytes + 15) / 16 * 16;
     for (x, slot) in moves.iter_mut().enumerate() {
         let scaled = [&kn.ops.sa, &kn.ops.sb][x];
@@ -299,9 +335,21 @@ pub(super) fn fold_plan(kn: &Kernel, mem: &Memory, anchor: bool) -> Option<Fold>
             return None;
         }
         let table = operand.table.as_ref()?;
+        let packed = mem.routes[x].packed;
         let mut m = match (nibble_table(table), byte_rule(table)) {
-            (Some(nibbles), _) => fold_tables(operand.ty, nibbles)?,
-            (None, Some(rule)) if !mem.routes[x].packed => fold_rule(operand.ty, &rule)?,
+            (Some(nibbles), _) => {
+                // (Through the images the kernel computes with.)
+                magnitude[x] = magnitude_bits(operand.width, packed, |c| {
+                    let v = operand
+                        .ty
+                        .decode((nibbles[c as usize / 4] >> (8 * (c % 4))) as u8);
+                    v == 0.0 || v.is_nan()
+                });
+                fold_tables(operand.ty, nibbles)?
+            }
+            // (A byte rule's blocks stay within reach: its clamp, the offset's too, took
+            // the square block's loop by rows for MXFP6 from 254 registers to a spill.)
+            (None, Some(rule)) if !packed => fold_rule(operand.ty, &rule)?,
             _ => return None,
         };
         m.at = at;
@@ -314,6 +362,7 @@ pub(super) fn fold_plan(kn: &Kernel, mem: &Memory, anchor: bool) -> Option<Fold>
         moves,
         scratch: at,
         anchor: anchor && moves[1].is_some() && warps,
+        magnitude,
     })
 }
 
@@ -392,14 +441,65 @@ pub(super) fn scale_word<'c, 'a>(
     }
 }
 
-/// What a scan found before any scale: no miss and, `ranged`, the empty range of codes
-/// (largest 0, smallest 255).
+/// What a scan found before any scale: no miss, no block out of reach and, `ranged`, the
+/// empty range of codes (largest 0, smallest 255).
 fn unscanned<'c, 'a>(e: &Emitter<'c, 'a>, ranged: bool) -> Vec<Value<'c, 'a>> {
-    let mut found = vec![e.bool(false)];
+    let mut found = vec![e.bool(false), e.bool(false)];
     if ranged {
         found.extend([e.i32(0), e.i32(0xFF)]);
     }
     found
+}
+
+/// Whether the stored words of 32-block `j` of operand `side`'s block row `r` in stage `s`
+/// have none of `magnitude`'s bits set (`Fold::magnitude`: zeros or NaN codes), an `i1`:
+/// its 16 bytes (`packed`) or 32 from global memory (in the emulation, byte by byte), the
+/// row clamped inside the operand as its scales' (`scale_cell`).
+#[allow(clippy::too_many_arguments)]
+fn block_invariant<'c, 'a>(
+    e: &Emitter<'c, 'a>,
+    shared: Shared<'c, 'a>,
+    side: &Side<'c, 'a>,
+    packed: bool,
+    magnitude: u32,
+    r: Value<'c, 'a>,
+    s: Value<'c, 'a>,
+    j: i64,
+) -> Value<'c, 'a> {
+    let i32t = e.int_type(32);
+    let row = e.addi(side.origin, r);
+    let row = if side.whole_rows {
+        row
+    } else {
+        e.minui(row, e.subi(side.rows, e.index(1)))
+    };
+    let bytes = if packed { 16 } else { 32 };
+    let first = e.addi(e.muli(s, e.index(4 * bytes)), e.index(j * bytes));
+    let words: Vec<Value> = match shared {
+        Shared::Gpu(_) => {
+            let at = e.addi(e.muli(row, e.index(side.row_bytes)), first);
+            let v4 = e.vector_type(4, i32t);
+            (0..bytes / 16)
+                .flat_map(|h| {
+                    let p = pointer(e, 1, side.bits, e.addi(at, e.index(16 * h)));
+                    let v = load(e, p, v4, 16);
+                    (0..4).map(move |w| (v, w))
+                })
+                .map(|(v, w)| e.extract(v, w, i32t))
+                .collect()
+        }
+        Shared::Cpu(_) => (0..bytes / 4)
+            .map(|w| {
+                (0..4).fold(e.i32(0), |acc, b| {
+                    let at = e.addi(first, e.index(4 * w + b));
+                    let byte = e.extui(e.load(side.bits, &[row, at]), i32t);
+                    e.ori(acc, e.shli(byte, e.i32(8 * b as u32)))
+                })
+            })
+            .collect(),
+    };
+    let any = words[1..].iter().fold(words[0], |acc, &w| e.ori(acc, w));
+    e.cmpi(CmpiPredicate::Eq, e.andi(any, e.i32(magnitude)), e.i32(0))
 }
 
 /// `redux.sync` of `value` (an `i32`) over the warp, by `kind` (`umax`, `umin`).
@@ -468,27 +568,67 @@ pub(super) fn fold_scan<'c, 'a>(
     let (zero, one, i1, i32t) = (e.index(0), e.index(1), e.int_type(1), e.int_type(32));
     let gpu = matches!(shared, Shared::Gpu(_));
     let end = e.subi(last, one);
-    // Whether a row misses, and the largest and smallest code of its scales (for an
-    // anchored operand), in rounds of `SCAN` stages, or of K's stages where fewer (the last
-    // round's past the end read the last stage again).
+    // Whether a row misses, whether a stage of it has blocks out of reach (of codes any
+    // scale keeps), and the largest and smallest code of its scales (for an anchored
+    // operand), in rounds of `SCAN` stages, or of K's stages where fewer (the last round's
+    // past the end read the last stage again).
     let per_round = static_k(kn).map_or(SCAN, |k| SCAN.min(ceil(k, BK)));
     let anchored = fold.anchor;
     let scan_row = |e: &Emitter<'c, 'a>, x: usize, st: ScaleStage, reach: i64, r| {
         let ranged = anchored && x == 1;
+        let magnitude = fold.magnitude[x];
         let rounds = ceil_div(e, e.subi(last, first), e.index(per_round));
         e.for_loop(zero, rounds, one, &unscanned(e, ranged), |e, i, carried| {
             let s0 = e.addi(first, e.muli(i, e.index(per_round)));
-            (0..per_round).fold(carried.to_vec(), |mut acc, j| {
-                let s = e.minui(e.addi(s0, e.index(j)), end);
-                let word = scale_word(e, kn, shared, x, st, &sides[x], r, s);
+            let stage = |e: &Emitter<'c, 'a>, j| e.minui(e.addi(s0, j), end);
+            let mut acc = carried.to_vec();
+            let mut out = e.bool(false);
+            for j in 0..per_round {
+                let word = scale_word(e, kn, shared, x, st, &sides[x], r, stage(e, e.index(j)));
                 let (most, least) = byte_range(e, word);
-                acc[0] = e.ori(acc[0], e.xori(within(e, most, least, reach), e.bool(true)));
+                out = e.ori(out, e.xori(within(e, most, least, reach), e.bool(true)));
                 if ranged {
-                    acc[1] = e.maxsi(acc[1], most);
-                    acc[2] = e.minsi(acc[2], least);
+                    acc[2] = e.maxsi(acc[2], most);
+                    acc[3] = e.minsi(acc[3], least);
                 }
-                acc
-            })
+            }
+            if magnitude == 0 {
+                acc[0] = e.ori(acc[0], out);
+                return acc;
+            }
+            // A stage of the round with a block out of reach: the round's stages again,
+            // one at a time, each block out of reach of its stage's largest read for codes
+            // any scale keeps (none of their words' magnitude bits set). A NaN scale misses.
+            let packed = mem.routes[x].packed;
+            let unfound = |e: &Emitter<'c, 'a>| vec![e.bool(false), e.bool(false)];
+            let found = e.if_else(
+                out,
+                &[i1, i1],
+                |e| {
+                    let count = e.index(per_round);
+                    e.for_loop(zero, count, one, &unfound(e), |e, j, found| {
+                        let s = stage(e, j);
+                        let word = scale_word(e, kn, shared, x, st, &sides[x], r, s);
+                        let most = byte_max(e, word);
+                        let (mut missed, mut out) =
+                            (e.cmpi(CmpiPredicate::Eq, most, e.i32(0xFF)), e.bool(false));
+                        for (b, e_b) in bytes_of(e, word).into_iter().enumerate() {
+                            let past =
+                                e.cmpi(CmpiPredicate::Ugt, e.subi(most, e_b), e.i32(reach as u32));
+                            let keeps = block_invariant(
+                                e, shared, &sides[x], packed, magnitude, r, s, b as i64,
+                            );
+                            missed = e.ori(missed, e.andi(past, e.xori(keeps, e.bool(true))));
+                            out = e.ori(out, past);
+                        }
+                        vec![e.ori(found[0], missed), e.ori(found[1], out)]
+                    })
+                },
+                unfound,
+            );
+            acc[0] = e.ori(acc[0], found[0]);
+            acc[1] = e.ori(acc[1], found[1]);
+            acc
         })
     };
     for (x, moves) in fold.moves.iter().enumerate() {
@@ -508,7 +648,7 @@ pub(super) fn fold_scan<'c, 'a>(
             store(e);
         }
     }
-    let mut missed = e.bool(false);
+    let (mut missed, mut out) = (e.bool(false), e.bool(false));
     // Each operand's scales, tile rows and moves, by the operand's index.
     #[allow(clippy::needless_range_loop)]
     for x in 0..2 {
@@ -524,9 +664,9 @@ pub(super) fn fold_scan<'c, 'a>(
                 e.cmpi(CmpiPredicate::Ult, tid, e.index(from + rows)),
             );
             let types = if ranged {
-                vec![i1, i32t, i32t]
+                vec![i1, i1, i32t, i32t]
             } else {
-                vec![i1]
+                vec![i1, i1]
             };
             let scanned = e.if_else(
                 mine,
@@ -543,8 +683,8 @@ pub(super) fn fold_scan<'c, 'a>(
             if ranged {
                 // Every thread of the block's warps (B's rows are whole warps): lane 0 of
                 // each of B's leaves its warp's range.
-                let top = warp_reduce(e, "umax", scanned[1]);
-                let bottom = warp_reduce(e, "umin", scanned[2]);
+                let top = warp_reduce(e, "umax", scanned[2]);
+                let bottom = warp_reduce(e, "umin", scanned[3]);
                 let lane0 = e.cmpi(CmpiPredicate::Eq, e.remui(tid, e.index(32)), zero);
                 e.if_then(e.andi(mine, lane0), |e| {
                     let warp = e.divui(e.subi(tid, e.index(from)), e.index(32));
@@ -552,32 +692,35 @@ pub(super) fn fold_scan<'c, 'a>(
                     shared.store_words(e, at, &[top, bottom]);
                 });
             }
-            scanned[0]
+            [scanned[0], scanned[1]]
         } else {
             // Row by row; B's anchored rows a warp's 32 at a time, each warp's range left in
             // the scratch as on the GPU.
             let warp = if ranged { 32 } else { rows };
             let groups = e.index(rows / warp);
-            e.for_loop(zero, groups, one, &[e.bool(false)], |e, w, carried| {
+            let inits = [e.bool(false), e.bool(false)];
+            let scanned = e.for_loop(zero, groups, one, &inits, |e, w, carried| {
                 let from = e.muli(w, e.index(warp));
                 let inits = unscanned(e, ranged);
                 let end = e.addi(from, e.index(warp));
                 let scanned = e.for_loop(from, end, one, &inits, |e, r, carried| {
                     let row = scan_row(e, x, st, reach, r);
-                    let mut acc = vec![e.ori(carried[0], row[0])];
+                    let mut acc = vec![e.ori(carried[0], row[0]), e.ori(carried[1], row[1])];
                     if ranged {
-                        acc.extend([e.maxsi(carried[1], row[1]), e.minsi(carried[2], row[2])]);
+                        acc.extend([e.maxsi(carried[2], row[2]), e.minsi(carried[3], row[3])]);
                     }
                     acc
                 });
                 if ranged {
                     let at = e.addi(e.index(fold.scratch), e.muli(w, e.index(8)));
-                    shared.store_words(e, at, &[scanned[1], scanned[2]]);
+                    shared.store_words(e, at, &[scanned[2], scanned[3]]);
                 }
-                vec![e.ori(carried[0], scanned[0])]
-            })[0]
+                vec![e.ori(carried[0], scanned[0]), e.ori(carried[1], scanned[1])]
+            });
+            [scanned[0], scanned[1]]
         };
-        missed = e.ori(missed, scanned);
+        missed = e.ori(missed, scanned[0]);
+        out = e.ori(out, scanned[1]);
     }
     let folds = if gpu {
         e.cmpi(CmpiPredicate::Eq, block_or(e, missed), e.i32(0))
@@ -594,9 +737,19 @@ pub(super) fn fold_scan<'c, 'a>(
         let bottom = (1..warps as usize).fold(words[1], |m, w| e.minsi(m, words[2 * w + 1]));
         (top, bottom)
     });
+    // Anchored, A's distances are not clamped (`Folded::clamps`): no block of its rows may
+    // be out of reach (nor of B's, whose range then spans more than the reach anyway).
     let anchor = range.map(|(top, bottom)| {
         let reach = fold.moves[1].expect("an anchored operand is folded").reach;
-        (within(e, top, bottom, reach), Anchor { top })
+        let within = within(e, top, bottom, reach);
+        let inside = if fold.magnitude == [0, 0] {
+            e.bool(true)
+        } else if gpu {
+            e.cmpi(CmpiPredicate::Eq, block_or(e, out), e.i32(0))
+        } else {
+            e.xori(out, e.bool(true))
+        };
+        (e.andi(within, inside), Anchor { top })
     });
     Scan { folds, anchor }
 }

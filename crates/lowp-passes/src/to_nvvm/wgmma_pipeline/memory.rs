@@ -10,7 +10,7 @@
 use lowp_formats::{ScaleDtype, ScaleLayout};
 use melior::dialect::arith::CmpiPredicate;
 use melior::ir::operation::OperationBuilder;
-use melior::ir::{Attribute, Identifier, Value};
+use melior::ir::{Attribute, Identifier, Type, Value};
 
 use super::fold::Fold;
 use super::store::StoreC;
@@ -804,11 +804,14 @@ impl<'c, 'a> Shared<'c, 'a> {
     /// The emulation's stand-in for `bytes` of shared memory (a multiple of 4), and its
     /// buffer: words that start as FP8 NaNs (0x7F in E4M3 and E5M2), so that an
     /// instruction reading a byte no copy, translation or clearing wrote shows in the
-    /// results.
+    /// results; so does a read up to `GUARD` bytes past the end (a fold's table of a
+    /// distance past its reach: 16 bytes a binade, at most 255).
     pub(super) fn emulated(e: &Emitter<'c, 'a>, bytes: i64) -> (Self, Value<'c, 'a>) {
-        let buffer = e.alloca(e.int_type(32), bytes / 4);
+        const GUARD: i64 = 4096;
+        let words = (bytes + GUARD) / 4;
+        let buffer = e.alloca(e.int_type(32), words);
         let (zero, one) = (e.index(0), e.index(1));
-        e.for_loop(zero, e.index(bytes / 4), one, &[], |e, w, _| {
+        e.for_loop(zero, e.index(words), one, &[], |e, w, _| {
             e.store(e.i32(0x7F7F_7F7F), buffer, &[w]);
             vec![]
         });
@@ -946,6 +949,35 @@ impl<'c, 'a> Shared<'c, 'a> {
             }
         }
     }
+}
+
+/// The pointer (address space `space`) to byte `at` (an index) of memref `m`.
+pub(super) fn pointer<'c, 'a>(
+    e: &Emitter<'c, 'a>,
+    space: u32,
+    m: Value<'c, 'a>,
+    at: Value<'c, 'a>,
+) -> Value<'c, 'a> {
+    let i64t = e.int_type(64);
+    let base = e.index_castui(e.aligned_pointer(m), i64t);
+    e.pointer(e.addi(base, e.index_castui(at, i64t)), space)
+}
+
+/// `llvm.load` of `t` from `ptr`, `align` bytes aligned.
+pub(super) fn load<'c, 'a>(
+    e: &Emitter<'c, 'a>,
+    ptr: Value<'c, 'a>,
+    t: Type<'c>,
+    align: i64,
+) -> Value<'c, 'a> {
+    e.val(
+        OperationBuilder::new("llvm.load", e.loc())
+            .add_operands(&[ptr])
+            .add_attributes(&[alignment(e, align)])
+            .add_results(&[t])
+            .build()
+            .expect("valid llvm.load"),
+    )
 }
 
 pub(super) fn alignment<'c>(e: &Emitter<'c, '_>, bytes: i64) -> (Identifier<'c>, Attribute<'c>) {

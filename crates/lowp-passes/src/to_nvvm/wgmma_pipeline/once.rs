@@ -58,7 +58,8 @@ use melior::ir::operation::{OperationBuilder, OperationMutLike};
 use melior::ir::r#type::{MemRefType, ShapedTypeLike};
 use melior::ir::{Attribute, Identifier, OperationRef, Type, Value, ValueLike};
 
-use super::fold::{byte_range, fold_rule, fold_tables, Moves};
+use super::fold::{byte_range, fold_rule, fold_tables, magnitude_bits, Moves};
+use super::memory::{load, pointer};
 use super::{ceil, static_rows, BK};
 use crate::code_words::{
     byte_rule, nibble_table, splat, translate4_bytes, translate8, translate_bytes, ByteRule,
@@ -168,23 +169,17 @@ pub(super) fn plan(op: OperationRef) -> Result<Once, String> {
                  images in E4M3 or E5M2 move down a binade exactly"
             ));
         };
-        // A code with none of its magnitude bits set decodes to ±0 (or NaN), checked.
-        let bits = format.bit_width();
-        let field = (1u32 << (bits - 1)) - 1;
-        let zeros = (0..1u32 << bits).filter(|c| c & field == 0).all(|c| {
+        let magnitude = magnitude_bits(format.bit_width(), packed, |c| {
             let v = format.decode(c as u8);
             v == 0.0 || v.is_nan()
         });
-        let lanes = if packed { 8 } else { 4 };
-        let width = if packed { 4 } else { 8 };
-        let magnitude = (0..lanes).fold(0u32, |m, i| m | field << (width * i));
         sides.push(Side {
             target,
             moves,
             rule,
             packed,
             per_row: x == 0,
-            magnitude: if zeros { magnitude } else { 0 },
+            magnitude,
             rows,
         });
     }
@@ -696,30 +691,6 @@ pub(super) fn translate<'c, 'a>(
             });
         },
     );
-}
-
-/// The pointer (address space `space`) to byte `at` (an index) of memref `m`.
-fn pointer<'c, 'a>(
-    e: &Emitter<'c, 'a>,
-    space: u32,
-    m: Value<'c, 'a>,
-    at: Value<'c, 'a>,
-) -> Value<'c, 'a> {
-    let i64t = e.int_type(64);
-    let base = e.index_castui(e.aligned_pointer(m), i64t);
-    e.pointer(e.addi(base, e.index_castui(at, i64t)), space)
-}
-
-/// `llvm.load` of `t` from `ptr`, `align` bytes aligned.
-fn load<'c, 'a>(e: &Emitter<'c, 'a>, ptr: Value<'c, 'a>, t: Type<'c>, align: i64) -> Value<'c, 'a> {
-    e.val(
-        OperationBuilder::new("llvm.load", e.loc())
-            .add_operands(&[ptr])
-            .add_attributes(&[super::memory::alignment(e, align)])
-            .add_results(&[t])
-            .build()
-            .expect("valid llvm.load"),
-    )
 }
 
 /// 32-block `j` of row `r` of operand `x` (indices) into its workspace `out` (codes,

@@ -474,6 +474,12 @@ pub(super) fn translate_stage<'c, 'a>(
                     }
                 };
                 let d = e.subi(most, e_j);
+                // (By rows, a block past the reach holds codes every table keeps.)
+                let d = if fold.clamps() && mem.fold.is_some_and(|f| f.magnitude[x] != 0) {
+                    e.minui(d, e.i32(moves.reach as u32))
+                } else {
+                    d
+                };
                 let index = e.index_castui(d, e.index_type());
                 let at = e.addi(e.index(moves.at), e.muli(index, e.index(16)));
                 (d, at, moves.unit)
