@@ -288,22 +288,7 @@ impl MatmulInputs {
     /// -inf in `B[3][4]` and a NaN code in `B[4][5]`, the largest finite magnitudes
     /// elsewhere, and a NaN block scale in B when B has several.
     pub fn inject_specials(&mut self) {
-        fn set(q: &mut QuantizedTensor, r: usize, c: usize, code: u8) {
-            if r >= q.rows || c >= q.cols {
-                return;
-            }
-            if q.packed {
-                let i = r * q.cols.div_ceil(2) + c / 2;
-                let byte = &mut q.codes[i];
-                *byte = if c.is_multiple_of(2) {
-                    (*byte & 0xF0) | code
-                } else {
-                    (*byte & 0x0F) | code << 4
-                };
-            } else {
-                q.codes[r * q.cols + c] = code;
-            }
-        }
+        let set = set_code;
         let (fa, fb) = (self.a.format, self.b.format);
         let inf = |f: ScaledFormat| {
             if f.has_inf() {
@@ -327,6 +312,62 @@ impl MatmulInputs {
         if self.b.scales.values.len() > 1 {
             self.b.scales.values[1] = f32::NAN;
         }
+    }
+
+    /// Zero the last `tail` of K (all of it where `tail` is past it) in both operands, +0
+    /// and -0 codes in turn (+0 alone where -0's pattern is NaN), and give every scale
+    /// block inside those columns what a quantizer gives an all-zero block: E8M0's least,
+    /// 2^-127 (`log2(0)` clamped, as torchao's MX casts do), else 0. K padded up to a
+    /// kernel's multiple with zeros looks so.
+    pub fn zero_tail(&mut self, tail: usize) {
+        for q in [&mut self.a, &mut self.b] {
+            let k = q.cols;
+            let from = k - tail.min(k);
+            let negative_zero = if q.format.is_fnuz() {
+                0
+            } else {
+                q.format.sign_mask()
+            };
+            for r in 0..q.rows {
+                for c in from..k {
+                    let code = if (r + c).is_multiple_of(2) {
+                        0
+                    } else {
+                        negative_zero
+                    };
+                    set_code(q, r, c, code);
+                }
+            }
+            let (rows, cols) = q.layout.scale_shape(q.rows, k);
+            let block = q.layout.k_block(k).max(1);
+            let zero = match q.layout.scale_dtype() {
+                ScaleDtype::UE8M0 => ScaleDtype::UE8M0_MIN,
+                _ => 0.0,
+            };
+            for j in (0..cols).filter(|j| j * block >= from) {
+                for i in 0..rows {
+                    q.scales.values[i * cols + j] = zero;
+                }
+            }
+        }
+    }
+}
+
+/// Code `code` at row `r`, column `c` of `q` (nothing outside it), one per byte or packed
+/// (low nibble first).
+fn set_code(q: &mut QuantizedTensor, r: usize, c: usize, code: u8) {
+    if r >= q.rows || c >= q.cols {
+        return;
+    }
+    if q.packed {
+        let byte = &mut q.codes[r * q.cols.div_ceil(2) + c / 2];
+        *byte = if c.is_multiple_of(2) {
+            (*byte & 0xF0) | code
+        } else {
+            (*byte & 0x0F) | code << 4
+        };
+    } else {
+        q.codes[r * q.cols + c] = code;
     }
 }
 

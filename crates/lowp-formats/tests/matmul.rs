@@ -731,3 +731,96 @@ fn fp8_tensor_core_accumulation_bound() {
         r.check_stored(&hw, 1.0, Stored::F32)
     );
 }
+
+/// `MatmulInputs::zero_tail`: the last columns of both operands decode to ±0 (packed
+/// nibbles and bytes alike, -0 only where it is a code), the scale blocks wholly inside
+/// them get what a quantizer gives an all-zero block (E8M0's least, 2^-127; 0 for UE4M3
+/// and f32 scales), the blocks across the edge and the columns before it are unchanged,
+/// and the oracle's result is the sum over the columns before the tail.
+#[test]
+fn zero_tail_pads_k_with_zero_blocks() {
+    use lowp_formats::problem::MatmulSpec;
+    let blockwise = ScaleLayout::Blockwise { rows: 2, cols: 32 };
+    let cases = [
+        (
+            ScaledFormat::F4E2M1,
+            ScaleLayout::MX,
+            true,
+            ScaledFormat::F8E4M3,
+        ),
+        (
+            ScaledFormat::F4E2M1,
+            ScaleLayout::NVFP4,
+            false,
+            ScaledFormat::F8E5M2,
+        ),
+        (
+            ScaledFormat::F8E4M3Fnuz,
+            blockwise,
+            false,
+            ScaledFormat::F6E3M2,
+        ),
+    ];
+    let (m, n, k, tail) = (5, 6, 96, 40);
+    let edge = k - tail;
+    for (lhs, layout, packed, rhs) in cases {
+        let spec = MatmulSpec {
+            m,
+            n,
+            k,
+            lhs,
+            rhs,
+            lhs_layout: layout,
+            rhs_layout: ScaleLayout::MX,
+            lhs_packed: packed,
+            rhs_packed: false,
+            bias: false,
+            bf16: false,
+        };
+        let before = spec.inputs(3);
+        let mut inputs = spec.inputs(3);
+        inputs.zero_tail(tail);
+        for (q, was) in [(&inputs.a, &before.a), (&inputs.b, &before.b)] {
+            let what = format!("{} {}", q.format, q.layout);
+            for r in 0..q.rows {
+                for c in 0..k {
+                    let code = q.code(r, c);
+                    if c < edge {
+                        assert_eq!(code, was.code(r, c), "{what} ({r}, {c})");
+                    } else {
+                        assert_eq!(q.format.decode(code), 0.0, "{what} ({r}, {c})");
+                    }
+                }
+            }
+            let least = match q.layout.scale_dtype() {
+                ScaleDtype::UE8M0 => 2f32.powi(-127),
+                _ => 0.0,
+            };
+            let (rows, cols) = q.layout.scale_shape(q.rows, k);
+            let block = q.layout.k_block(k);
+            for i in 0..rows {
+                for j in 0..cols {
+                    let at = i * cols + j;
+                    let (got, old) = (q.scales.values[at], was.scales.values[at]);
+                    if j * block >= edge {
+                        assert_eq!(got, least, "{what} scale ({i}, {j})");
+                    } else {
+                        assert_eq!(got.to_bits(), old.to_bits(), "{what} scale ({i}, {j})");
+                    }
+                }
+            }
+        }
+        let (da, db) = (inputs.a.dequantize(), inputs.b.dequantize());
+        let oracle = spec.oracle(&inputs);
+        for (x, &got) in oracle.iter().enumerate() {
+            let (i, j) = (x / n, x % n);
+            // (`dequantize` rounds code times f32 scale to f32: within 2^-23 a term.)
+            let terms = (0..edge).map(|c| da[i * k + c] as f64 * db[j * k + c] as f64);
+            let (want, size) = terms.fold((0.0, 0.0), |(s, a), t| (s + t, a + t.abs()));
+            assert!(
+                (got - want).abs() <= 2f64.powi(-21) * size,
+                "{lhs} x {rhs}: out[{x}] {got} against {want}"
+            );
+        }
+    }
+}

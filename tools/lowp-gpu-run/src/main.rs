@@ -1,8 +1,8 @@
 //! `lowp-gpu-run`: run kernels compiled on another machine on an NVIDIA GPU.
 //!
 //! ```text
-//! lowp-gpu-run DIR... [--seed S[,S..]] [--specials] [--check] [--bench N] [--cold]
-//!              [--dump OUT]
+//! lowp-gpu-run DIR... [--seed S[,S..]] [--specials] [--zero-tail T] [--check] [--bench N]
+//!              [--cold] [--dump OUT]
 //! ```
 //! Each DIR is what `lowp-run --target cuda --save-kernel DIR` wrote: `kernel.ptx`,
 //! `launch.txt` (grid, block, parameters) and `problem.txt` (the scaled-matmul problem and
@@ -17,7 +17,9 @@
 //! seeds run each kernel on each seed's inputs in one process (one check line each, ending
 //! in `seed=S`; timing and dumps on the first). `--specials` puts `lowp-run --specials`'s
 //! values into every seed's inputs (infinities and NaN codes in both operands, each
-//! format's largest magnitudes, a NaN block scale). With `--dump OUT`
+//! format's largest magnitudes, a NaN block scale); `--zero-tail T`, `lowp-run
+//! --zero-tail`'s last T of K zeros (K padded, each scale block inside E8M0's least or 0).
+//! With `--dump OUT`
 //! it also writes, per bundle, `OUT/<bundle name>/`: the inputs as the entry takes them
 //! (`a.bin`, `sa.bin`, .., the files `lowp-run --inputs` reads), `problem.txt`, the
 //! kernel's result (`out.bin`, f32) and the oracle's (`oracle.bin`, f64), all little-endian,
@@ -34,13 +36,15 @@ use lowp_runtime::kernel::GpuKernel;
 use lowp_runtime::Gpu;
 
 const USAGE: &str =
-    "usage: lowp-gpu-run DIR... [--seed S[,S..]] [--specials] [--check] [--bench N] [--cold]
-                    [--dump OUT]
+    "usage: lowp-gpu-run DIR... [--seed S[,S..]] [--specials] [--zero-tail T] [--check]
+                    [--bench N] [--cold] [--dump OUT]
   DIR        a kernel bundle written by lowp-run --target cuda --save-kernel DIR
   --seed S   input seed (default 1, as lowp-run); a list runs each kernel on each seed's
              inputs (timing and --dump on the first)
   --specials put inf / NaN codes, extreme values and a NaN block scale into each seed's
              inputs (as lowp-run --specials)
+  --zero-tail T  zero the last T of K in both operands of each seed's inputs, each scale
+             block inside them E8M0's least (2^-127) or 0 (as lowp-run --zero-tail)
   --check    compare each result with the lowp-formats f64 oracle
   --bench N  time N launches (CUDA events), print the median and GFLOP/s
   --cold     with --bench: flush the L2 before each timed launch (outside the events)
@@ -55,6 +59,7 @@ struct Args {
     dirs: Vec<PathBuf>,
     seeds: Vec<u64>,
     specials: bool,
+    zero_tail: Option<usize>,
     check: bool,
     bench: Option<usize>,
     cold: bool,
@@ -66,6 +71,7 @@ fn parse(raw: Vec<String>) -> Result<Args, String> {
         dirs: Vec::new(),
         seeds: vec![1],
         specials: false,
+        zero_tail: None,
         check: false,
         bench: None,
         cold: false,
@@ -110,6 +116,15 @@ fn parse(raw: Vec<String>) -> Result<Args, String> {
             "--check" => a.check = true,
             "--cold" => a.cold = true,
             "--specials" => a.specials = true,
+            "--zero-tail" => {
+                let v = value("--zero-tail")?;
+                a.zero_tail = Some(
+                    v.parse()
+                        .ok()
+                        .filter(|&t: &usize| t > 0)
+                        .ok_or(format!("--zero-tail: '{v}' is not a positive number"))?,
+                );
+            }
             "--dump" => {
                 let dir = value("--dump")?;
                 if dir.is_empty() {
@@ -330,6 +345,17 @@ fn run(a: &Args) -> Result<bool, (String, u8)> {
         .map(|d| read_bundle(d).map(|b| (d, b)))
         .collect::<Result<_, _>>()
         .map_err(|e| (e, 2))?;
+    // (Before any GPU: a bad flag is exit 2 wherever it runs.)
+    for (dir, (_, spec, _)) in &bundles {
+        if let Some(tail) = a.zero_tail.filter(|&t| t > spec.k) {
+            let why = format!(
+                "--zero-tail {tail}: past K = {} of {}",
+                spec.k,
+                dir.display()
+            );
+            return Err((why, 2));
+        }
+    }
     let gpu = Gpu::open(0).map_err(|e| (e.to_string(), 1))?;
     say!(
         "device: {}",
@@ -372,6 +398,9 @@ fn run(a: &Args) -> Result<bool, (String, u8)> {
                     let mut inputs = spec.inputs(seed);
                     if a.specials {
                         inputs.inject_specials();
+                    }
+                    if let Some(tail) = a.zero_tail {
+                        inputs.zero_tail(tail);
                     }
                     inputs
                 }

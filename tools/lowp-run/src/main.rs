@@ -28,7 +28,7 @@ const USAGE: &str =
                 [--opt-level L]
        lowp-run --gen --m M --n N --k K --lhs FMT --rhs FMT --layout L [--rhs-layout L]
                 [--block B] [--packed] [--bias] [--bf16] [--dynamic m,n,k] [--check]
-                [--bench N] [--print-mlir] [--specials]
+                [--bench N] [--print-mlir] [--specials] [--zero-tail T]
   FILE.mlir       the module to run (- reads stdin)
   --entry F       function to run (its lowp.scaled_matmul takes its operands from the arguments)
   --m/--n/--k     with a file: the sizes the entry's types leave dynamic ('?'); where they
@@ -45,6 +45,8 @@ const USAGE: &str =
   --bias, --bf16  add an N-element bias; store the result as bf16
   --check         compare with the lowp-formats oracle (exit 1 on FAIL)
   --specials      put inf / NaN codes, extreme values and a NaN block scale into the inputs
+  --zero-tail T   zero the last T of K in both operands, each scale block inside them
+                  E8M0's least (2^-127) or 0: K padded with zeros, as quantizers leave it
   --inputs DIR    read the operands from DIR (a.bin, sa.bin, [ga.bin,] b.bin, sb.bin,
                   [gb.bin,] [bias.bin]: raw codes, one-byte or little-endian f32 scales)
   --save-inputs DIR  write the operands used (generated or read) into DIR in that layout
@@ -168,6 +170,8 @@ struct Args {
     /// `--emulate`: the NVIDIA kernel run on the CPU (`lowp-to-nvvm{emulate=true}`).
     emulate: bool,
     specials: bool,
+    /// `--zero-tail`: the last columns of K zeros (`MatmulInputs::zero_tail`).
+    zero_tail: Option<usize>,
     inputs: Option<String>,
     save_inputs: Option<String>,
     output: Option<String>,
@@ -352,6 +356,7 @@ fn parse_args(raw: Vec<String>) -> Result<Args, Usage> {
             "--seed" => {
                 a.seed = Some(number(&flag, value(), "an integer")?);
             }
+            "--zero-tail" => a.zero_tail = Some(size(&flag, value())?),
             "--lanes" => {
                 let l: u32 = number(&flag, value(), "8 or 16")?;
                 if l != 8 && l != 16 {
@@ -636,7 +641,7 @@ fn parse_args(raw: Vec<String>) -> Result<Args, Usage> {
 }
 
 /// The flags that ask for a run (and whether each was given).
-fn run_flags(a: &Args) -> [(&'static str, bool); 6] {
+fn run_flags(a: &Args) -> [(&'static str, bool); 7] {
     [
         ("--check", a.check),
         ("--bench", a.bench.is_some()),
@@ -644,6 +649,7 @@ fn run_flags(a: &Args) -> [(&'static str, bool); 6] {
         ("--save-inputs", a.save_inputs.is_some()),
         ("--output", a.output.is_some()),
         ("--specials", a.specials),
+        ("--zero-tail", a.zero_tail.is_some()),
     ]
 }
 
@@ -789,6 +795,7 @@ fn run(a: Args) -> Result<bool, String> {
                     || a.inputs.is_some()
                     || a.save_inputs.is_some()
                     || a.specials
+                    || a.zero_tail.is_some()
                     || a.output.is_some() =>
             {
                 return Err(why)
@@ -847,6 +854,12 @@ fn run(a: Args) -> Result<bool, String> {
     };
     if a.specials {
         inputs.inject_specials();
+    }
+    if let Some(tail) = a.zero_tail {
+        if tail > spec.k {
+            return Err(format!("--zero-tail {tail}: past K = {}", spec.k));
+        }
+        inputs.zero_tail(tail);
     }
     if let Some(dir) = &a.save_inputs {
         inputs.save(std::path::Path::new(dir))?;
