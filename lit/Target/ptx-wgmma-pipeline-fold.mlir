@@ -1,6 +1,7 @@
 // RUN: lowp-translate %s --emit=ptx --chip=sm_90a > %t
 // RUN: FileCheck %s < %t
 // RUN: FileCheck %s --check-prefix=B8 < %t
+// RUN: FileCheck %s --check-prefix=CLAMP < %t
 // RUN: FileCheck %s --check-prefix=HI < %t
 // RUN: lowp-translate %s --emit=ptx --chip=sm_90a --fold-scales=off | FileCheck %s --check-prefix=OFF
 // RUN: lowp-translate %s --emit=ptx --chip=sm_90a --kernel=wgmma-specialized | FileCheck %s --check-prefix=WS
@@ -16,19 +17,30 @@
 // k-steps in one commit group, one promotion of 64 fma), and the per-32 one (4 groups of
 // one, 64 fma each) are all in the kernel: 4 + 4 + 4 instructions for the one stage each
 // loop runs per iteration (the operands are translated: a second stage per iteration cost
-// registers).
+// registers). A round with a stage out of reach is read again, each block's 16 bytes of
+// codes in one `ld.global.v4` masked by E2M1's magnitude bits (0x77777777: blocks of
+// zeros fold under any scale); a second `bar.red.or` tells whether some row has such a
+// block (then not anchored), and the loop by rows clamps its 4 chunks' distances to the
+// reach (`min.u32 .., 8`).
 // CHECK-LABEL: .entry
 // CHECK:         ld.global.b32
 // CHECK-COUNT-4: ld.global.b32
 // CHECK-NOT:     ld.global
 // CHECK:         max.u32
 // CHECK:         min.u32
+// CHECK:         ld.global.v4.b32
+// CHECK-NEXT:    or.b32
+// CHECK:         and.b32 {{.*}}, 2004318071;
 // CHECK:         redux.sync.max.u32
 // CHECK-NEXT:    redux.sync.min.u32
 // CHECK:         bar.red.or.pred
+// CHECK:         bar.red.or.pred
+// CHECK-NOT:     bar.red.or.pred
 // CHECK-COUNT-12: wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3
 // CHECK-NOT:     wgmma.mma_async
 // CHECK:         ret;
+// CLAMP-COUNT-4: min.u32 {{.*}}, 8;
+// CLAMP-NOT:     min.u32 {{.*}}, 8;
 // B8-COUNT-2:    ld.shared.b8
 // B8-NOT:        ld.shared.b8
 // A packed word's high four selectors come down by `mul.hi.u32` by 2^16 (an IMAD.HI on

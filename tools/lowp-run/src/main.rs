@@ -96,9 +96,10 @@ const USAGE: &str =
                   in clusters of 2 by TMA multicast (auto, 1: off, 2: required; default
                   1)
   --fold-scales F with --target cuda: the wgmma pipeline (square and skinny blocks)
-                  folding FP4 / FP6 operands' E8M0 32-block scales into their FP8 codes where a block's scales allow
-                  (auto; rows: B never anchored to one code for the block; off; default
-                  auto)
+                  folding FP4 / FP6 operands' E8M0 32-block scales into their FP8
+                  codes where a block's scales allow, 4-bit blocks of zeros under any
+                  scale (auto; rows: B never anchored to one code for the block; off;
+                  default auto)
   --translate-ahead T  with --target cuda: the wgmma barrier pipeline translating stage
                   s + 1 while stage s's instructions run (on; off, the default: unmeasured)
   --stages N      with --target cuda: the most stages of the wgmma pipeline's ring (auto:

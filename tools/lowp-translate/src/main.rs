@@ -48,8 +48,9 @@ const USAGE: &str =
   --multicast NVIDIA: wgmma-tma's square block sharing B's stages in clusters of 2 by TMA
               multicast (auto, 1: off, 2: required; default 1)
   --fold-scales NVIDIA: the wgmma pipeline (square and skinny blocks) folding FP4 / FP6
-              operands' E8M0 32-block scales into their FP8 codes where a block's scales allow (auto; rows: B
-              never anchored to one code for the block; off; default auto)
+              operands' E8M0 32-block scales into their FP8 codes where a block's
+              scales allow, 4-bit blocks of zeros under any scale (auto; rows: B never
+              anchored to one code for the block; off; default auto)
   --translate-ahead NVIDIA: the wgmma barrier pipeline translating stage s + 1 while
               stage s's instructions run (on; off, the default: unmeasured)
   --stages    NVIDIA: the most stages of the wgmma pipeline's ring (auto: square 5,
