@@ -596,32 +596,53 @@ pub(super) fn fold_scan<'c, 'a>(
                 acc[0] = e.ori(acc[0], out);
                 return acc;
             }
-            // A stage of the round with a block out of reach: the round's stages again,
-            // one at a time, each block out of reach of its stage's largest read for codes
-            // any scale keeps (none of their words' magnitude bits set). A NaN scale misses.
+            // A stage of the round with a block out of reach, and no miss yet: the round's
+            // stages again, one at a time, each block out of reach of its stage's largest
+            // read for codes any scale keeps (none of their words' magnitude bits set),
+            // until the first miss (scales spread past the reach over codes that are not
+            // zeros: the row goes per 32 after a load or two, not after reading its codes
+            // of the round). A NaN scale misses.
             let packed = mem.routes[x].packed;
             let unfound = |e: &Emitter<'c, 'a>| vec![e.bool(false), e.bool(false)];
+            let not = |e: &Emitter<'c, 'a>, v: Value<'c, 'a>| e.xori(v, e.bool(true));
             let found = e.if_else(
-                out,
+                e.andi(out, not(e, acc[0])),
                 &[i1, i1],
                 |e| {
                     let count = e.index(per_round);
                     e.for_loop(zero, count, one, &unfound(e), |e, j, found| {
                         let s = stage(e, j);
                         let word = scale_word(e, kn, shared, x, st, &sides[x], r, s);
-                        let most = byte_max(e, word);
-                        let (mut missed, mut out) =
-                            (e.cmpi(CmpiPredicate::Eq, most, e.i32(0xFF)), e.bool(false));
-                        for (b, e_b) in bytes_of(e, word).into_iter().enumerate() {
-                            let past =
-                                e.cmpi(CmpiPredicate::Ugt, e.subi(most, e_b), e.i32(reach as u32));
-                            let keeps = block_invariant(
-                                e, shared, &sides[x], packed, magnitude, r, s, b as i64,
-                            );
-                            missed = e.ori(missed, e.andi(past, e.xori(keeps, e.bool(true))));
-                            out = e.ori(out, past);
-                        }
-                        vec![e.ori(found[0], missed), e.ori(found[1], out)]
+                        let (most, least) = byte_range(e, word);
+                        let look = e.andi(not(e, found[0]), not(e, within(e, most, least, reach)));
+                        let seen = e.if_else(
+                            look,
+                            &[i1, i1],
+                            |e| {
+                                let mut missed = e.cmpi(CmpiPredicate::Eq, most, e.i32(0xFF));
+                                for (b, e_b) in bytes_of(e, word).into_iter().enumerate() {
+                                    let far = e.subi(most, e_b);
+                                    let past = e.cmpi(CmpiPredicate::Ugt, far, e.i32(reach as u32));
+                                    let keeps = e.if_else(
+                                        past,
+                                        &[i1],
+                                        |e| {
+                                            let b = b as i64;
+                                            let side = &sides[x];
+                                            let keeps = block_invariant(
+                                                e, shared, side, packed, magnitude, r, s, b,
+                                            );
+                                            vec![keeps]
+                                        },
+                                        |e| vec![e.bool(true)],
+                                    )[0];
+                                    missed = e.ori(missed, not(e, keeps));
+                                }
+                                vec![missed, e.bool(true)]
+                            },
+                            unfound,
+                        );
+                        vec![e.ori(found[0], seen[0]), e.ori(found[1], seen[1])]
                     })
                 },
                 unfound,
