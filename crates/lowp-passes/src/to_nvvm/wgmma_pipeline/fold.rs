@@ -2,32 +2,31 @@
 //! `mul` + 64 `fma`, twice the issue slots of the segment's instruction. Where every
 //! operand whose scales change along K is FP4 (4-bit codes translated through byte
 //! permutes) or FP6 (word arithmetic, `ByteRule`) with E8M0 32-blocks staged through shared
-//! memory, the square and the skinny block (not with TMA) fold them into the codes
-//! instead: block j of a row's stage is translated with the table moved `max - e_j`
-//! binades down (each finite
-//! nonzero image replaced by the FP8 code of its value times `2^-(max - e_j)`, normal or
-//! subnormal: exact up to 8 binades for E2M1 into E4M3; one 16-byte table per distance,
-//! stored in shared memory before the loop and loaded per chunk), so that the stage is one
-//! partial sum of 128 scaled once by the rows' and columns' `2^(max - 127)` (a `mul` and an
-//! `fma` per accumulator: the rows and columns differ per element). Where all of B's
-//! scales of the block are within reach of their largest, `top`, B is anchored (`Anchor`):
-//! its blocks move `top - e_j` binades, so B's scale is one value for the whole block,
-//! which goes into A's decoded row scales, and a promotion is one `fma` per accumulator
-//! (MXFP4 at 8192^3, ptxas 12.9: the consumers' 225 instructions a stage become 144).
-//! Whether the data allows is a property of the scales, and of the codes of blocks past
-//! the reach: before its loop each thread scans the scales of the row it copies (every
+//! memory, the square and the skinny block (not with TMA) fold them into the codes instead:
+//! block j of a row's stage is translated with the table moved `max - e_j` binades down
+//! (each finite nonzero image replaced by the FP8 code of its value times `2^-(max - e_j)`,
+//! normal or subnormal: exact up to 8 binades for E2M1 into E4M3; one 16-byte table per
+//! distance, stored in shared memory before the loop and loaded per chunk), so that the
+//! stage is one partial sum of 128 scaled once by the rows' and columns' `2^(max - 127)` (a
+//! `mul` and an `fma` per accumulator: the rows and columns differ per element). Where all
+//! of B's scales of the block are within reach of their largest, `top`, B is anchored
+//! (`Anchor`): its blocks move `top - e_j` binades, so B's scale is one value for the whole
+//! block, which goes into A's decoded row scales, and a promotion is one `fma` per
+//! accumulator (MXFP4 at 8192^3, ptxas 12.9: the consumers' 225 instructions a stage become
+//! 144). Whether the data allows is a property of the scales, and of the codes of blocks
+//! past the reach: before its loop each thread scans the scales of the row it copies (every
 //! stage's 4-byte word, up to 32 at a time; warp-specialized, the producers), B's rows'
 //! warps reduce their codes' range, and `bar.red.or` gives the block one answer. A 4-bit
-//! block more than the reach below its stage's largest still folds where its codes are
-//! all ±0 (or NaN), which any scale and table keep: K padded with zeros under E8M0's least
+//! block more than the reach below its stage's largest still folds where its codes are all
+//! ±0 (or NaN), which any scale and table keep: K padded with zeros under E8M0's least
 //! scale (`Fold::magnitude`); the scan reads those blocks' codes (a round with such a
 //! stage, again a stage at a time), and the loop by rows clamps their distance to the
-//! reach. The block then runs the anchored loop, the one by rows or the per-32 one (`Folded`: three loops, each draining its instructions, so
-//! that no result in flight crosses the branch). A translating thread reads its chunk's
-//! row's scales from the copy ring, which another thread filled: the scales therefore
-//! travel a stage ahead of the codes (published by the barrier of the stage before,
-//! warp-specialized by a barrier of the producers at the top of each stage; the first
-//! stage's stored by the scan).
+//! reach. The block then runs the anchored loop, the one by rows or the per-32 one
+//! (`Folded`: three loops, each draining its instructions, so that no result in flight
+//! crosses the branch). A translating thread reads its chunk's row's scales from the copy
+//! ring, which another thread filled: the scales therefore travel a stage ahead of the
+//! codes (published by the barrier of the stage before, warp-specialized by a barrier of
+//! the producers at the top of each stage; the first stage's stored by the scan).
 //!
 //! The skinny block (swap AB, `m64n<m>k32`) folds alike: its B rows are the instruction's
 //! 64 rows, scanned and reduced by its last two warps; a split of K scans its own range of
@@ -76,11 +75,11 @@ pub(super) struct Fold {
     /// reduces its rows' codes at once), at most the scratch's 4.
     pub(super) anchor: bool,
     /// Per folded operand: the bits of its stored words that are a code's magnitude
-    /// (`magnitude_bits`), or 0 (none such, or codes a byte rule translates). A 32-block with none set (zeros, or NaN codes) gives the
-    /// same products under any scale and through any moved table, so the scan lets its
-    /// scale be out of reach of its stage's largest (`Folded::Rows`): K padded with blocks
-    /// of zeros under E8M0's least scale, 2^-127, as quantizers that clamp `log2(0)` leave
-    /// them, still folds.
+    /// (`magnitude_bits`), or 0 (none such, or codes a byte rule translates). A 32-block
+    /// with none set (zeros, or NaN codes) gives the same products under any scale and
+    /// through any moved table, so the scan lets its scale be out of reach of its stage's
+    /// largest (`Folded::Rows`): K padded with blocks of zeros under E8M0's least scale,
+    /// 2^-127, as quantizers that clamp `log2(0)` leave them, still folds.
     pub(super) magnitude: [u32; 2],
 }
 
