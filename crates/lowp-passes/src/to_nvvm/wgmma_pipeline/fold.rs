@@ -40,7 +40,7 @@ use melior::dialect::arith::CmpiPredicate;
 use melior::ir::operation::OperationBuilder;
 use melior::ir::{Attribute, Identifier, Type, Value};
 
-use super::memory::{alignment, load, pointer, Memory, ScaleStage, Shared};
+use super::memory::{bits_clear, load, Memory, ScaleStage, Shared};
 use super::stage::{emulated_scale_word, scale_address, scale_at};
 use super::{ceil, segment_shape, static_k, Side, BK};
 use crate::code_words::{byte_rule, nibble_table, ByteRule};
@@ -425,17 +425,7 @@ pub(super) fn scale_word<'c, 'a>(
     let at = scale_at(e, scaled, st, side, r, e.muli(s, e.index(BK)));
     let i32t = e.int_type(32);
     match shared {
-        Shared::Gpu(_) => {
-            let p = e.pointer(scale_address(e, scaled, at), 1);
-            e.val(
-                OperationBuilder::new("llvm.load", e.loc())
-                    .add_operands(&[p])
-                    .add_attributes(&[alignment(e, 4)])
-                    .add_results(&[i32t])
-                    .build()
-                    .expect("valid llvm.load"),
-            )
-        }
+        Shared::Gpu(_) => load(e, e.pointer(scale_address(e, scaled, at), 1), i32t, 4),
         Shared::Cpu(_) => emulated_scale_word(e, scaled, at),
     }
 }
@@ -452,8 +442,8 @@ fn unscanned<'c, 'a>(e: &Emitter<'c, 'a>, ranged: bool) -> Vec<Value<'c, 'a>> {
 
 /// Whether the stored words of 32-block `j` of operand `side`'s block row `r` in stage `s`
 /// have none of `magnitude`'s bits set (`Fold::magnitude`: zeros or NaN codes), an `i1`:
-/// its 16 bytes (`packed`) or 32 from global memory (in the emulation, byte by byte), the
-/// row clamped inside the operand as its scales' (`scale_cell`).
+/// its 16 bytes (`packed`) or 32 (`bits_clear`: from global memory, in the emulation from
+/// the host's), the row clamped inside the operand as its scales' (`scale_cell`).
 #[allow(clippy::too_many_arguments)]
 fn block_invariant<'c, 'a>(
     e: &Emitter<'c, 'a>,
@@ -465,7 +455,6 @@ fn block_invariant<'c, 'a>(
     s: Value<'c, 'a>,
     j: i64,
 ) -> Value<'c, 'a> {
-    let i32t = e.int_type(32);
     let row = e.addi(side.origin, r);
     let row = if side.whole_rows {
         row
@@ -474,31 +463,13 @@ fn block_invariant<'c, 'a>(
     };
     let bytes = if packed { 16 } else { 32 };
     let first = e.addi(e.muli(s, e.index(4 * bytes)), e.index(j * bytes));
-    let words: Vec<Value> = match shared {
-        Shared::Gpu(_) => {
-            let at = e.addi(e.muli(row, e.index(side.row_bytes)), first);
-            let v4 = e.vector_type(4, i32t);
-            (0..bytes / 16)
-                .flat_map(|h| {
-                    let p = pointer(e, 1, side.bits, e.addi(at, e.index(16 * h)));
-                    let v = load(e, p, v4, 16);
-                    (0..4).map(move |w| (v, w))
-                })
-                .map(|(v, w)| e.extract(v, w, i32t))
-                .collect()
-        }
-        Shared::Cpu(_) => (0..bytes / 4)
-            .map(|w| {
-                (0..4).fold(e.i32(0), |acc, b| {
-                    let at = e.addi(first, e.index(4 * w + b));
-                    let byte = e.extui(e.load(side.bits, &[row, at]), i32t);
-                    e.ori(acc, e.shli(byte, e.i32(8 * b as u32)))
-                })
-            })
-            .collect(),
+    let at = e.addi(e.muli(row, e.index(side.row_bytes)), first);
+    let space = if matches!(shared, Shared::Gpu(_)) {
+        1
+    } else {
+        0
     };
-    let any = words[1..].iter().fold(words[0], |acc, &w| e.ori(acc, w));
-    e.cmpi(CmpiPredicate::Eq, e.andi(any, e.i32(magnitude)), e.i32(0))
+    bits_clear(e, space, side.bits, at, bytes, magnitude)
 }
 
 /// `redux.sync` of `value` (an `i32`) over the warp, by `kind` (`umax`, `umin`).

@@ -863,14 +863,7 @@ impl<'c, 'a> Shared<'c, 'a> {
                 } else {
                     e.vector_type(n as u64, i32t)
                 };
-                let v = e.val(
-                    OperationBuilder::new("llvm.load", e.loc())
-                        .add_operands(&[p])
-                        .add_attributes(&[alignment(e, 4 * n)])
-                        .add_results(&[t])
-                        .build()
-                        .expect("valid llvm.load"),
-                );
+                let v = load(e, p, t, 4 * n);
                 if n == 1 {
                     return vec![v];
                 }
@@ -978,6 +971,39 @@ pub(super) fn load<'c, 'a>(
             .build()
             .expect("valid llvm.load"),
     )
+}
+
+/// Whether the `bytes` (a multiple of 16) of memref `m` from byte `at` (address space
+/// `space`: 1 global memory, 16-byte aligned as the copies take it; 0 the emulations' host
+/// memory, read unaligned) have none of `bits` set in any 32-bit word, as an `i1`: a
+/// 16-byte load each 16, the words or'ed and masked. A
+/// block of codes with none of their magnitude bits set is zeros (or NaN codes), the same
+/// under any scale.
+pub(super) fn bits_clear<'c, 'a>(
+    e: &Emitter<'c, 'a>,
+    space: u32,
+    m: Value<'c, 'a>,
+    at: Value<'c, 'a>,
+    bytes: i64,
+    bits: u32,
+) -> Value<'c, 'a> {
+    let i32t = e.int_type(32);
+    let v4 = e.vector_type(4, i32t);
+    let align = if space == 1 { 16 } else { 1 };
+    let words: Vec<Value> = (0..bytes / 16)
+        .flat_map(|h| {
+            let v = load(
+                e,
+                pointer(e, space, m, e.addi(at, e.index(16 * h))),
+                v4,
+                align,
+            );
+            (0..4).map(move |w| (v, w))
+        })
+        .map(|(v, w)| e.extract(v, w, i32t))
+        .collect();
+    let any = words[1..].iter().fold(words[0], |acc, &w| e.ori(acc, w));
+    e.cmpi(CmpiPredicate::Eq, e.andi(any, e.i32(bits)), e.i32(0))
 }
 
 pub(super) fn alignment<'c>(e: &Emitter<'c, '_>, bytes: i64) -> (Identifier<'c>, Attribute<'c>) {

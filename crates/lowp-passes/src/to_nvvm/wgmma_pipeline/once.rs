@@ -59,7 +59,7 @@ use melior::ir::r#type::{MemRefType, ShapedTypeLike};
 use melior::ir::{Attribute, Identifier, OperationRef, Type, Value, ValueLike};
 
 use super::fold::{byte_range, fold_rule, fold_tables, magnitude_bits, Moves};
-use super::memory::{load, pointer};
+use super::memory::{bits_clear, load, pointer};
 use super::{ceil, static_rows, BK};
 use crate::code_words::{
     byte_rule, nibble_table, splat, translate4_bytes, translate8, translate_bytes, ByteRule,
@@ -374,7 +374,6 @@ fn row_stage<'c, 'a>(
         // Each block's stored words, or'ed and masked: whether any code is not zero.
         let row_bytes = if s.packed { once.k / 2 } else { once.k };
         let block_bytes = if s.packed { 16 } else { 32 };
-        let v4 = e.vector_type(4, i32t);
         let mut range = (e.i32(0), e.i32(0xFF));
         for b in 0..4i64 {
             let first = e.addi(
@@ -384,24 +383,11 @@ fn row_stage<'c, 'a>(
                     e.index(block_bytes),
                 ),
             );
-            let words: Vec<Value> = (0..block_bytes / 16)
-                .flat_map(|h| {
-                    let v = load(
-                        e,
-                        pointer(e, space, source[0], e.addi(first, e.index(16 * h))),
-                        v4,
-                        16,
-                    );
-                    (0..4).map(move |w| (v, w))
-                })
-                .map(|(v, w)| e.extract(v, w, i32t))
-                .collect();
-            let any = words[1..].iter().fold(words[0], |acc, &w| e.ori(acc, w));
-            let nonzero = e.cmpi(CmpiPredicate::Ne, e.andi(any, e.i32(s.magnitude)), e.i32(0));
+            let zeros = bits_clear(e, space, source[0], first, block_bytes, s.magnitude);
             let code = e.andi(e.shrui(word, e.i32(8 * b as u32)), e.i32(0xFF));
             range = (
-                e.select(nonzero, e.maxui(range.0, code), range.0),
-                e.select(nonzero, e.minui(range.1, code), range.1),
+                e.select(zeros, range.0, e.maxui(range.0, code)),
+                e.select(zeros, range.1, e.minui(range.1, code)),
             );
         }
         range
