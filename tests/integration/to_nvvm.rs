@@ -987,18 +987,11 @@ fn zero_blocks(
     ks: std::ops::Range<usize>,
     scale: f32,
 ) {
-    let (k, blocks) = (q.cols, q.cols.div_ceil(32));
+    let blocks = q.cols.div_ceil(32);
     let negative_zero = 1u8 << (q.format.bit_width() - 1);
-    let row_bytes = if q.packed { k.div_ceil(2) } else { k };
     for r in rows {
         for x in ks.clone() {
-            let code = if (r + x) % 2 == 0 { 0 } else { negative_zero };
-            let byte = &mut q.codes[r * row_bytes + if q.packed { x / 2 } else { x }];
-            *byte = match (q.packed, x % 2) {
-                (false, _) => code,
-                (true, 0) => *byte & 0xF0 | code,
-                (true, _) => *byte & 0x0F | code << 4,
-            };
+            q.set_code(r, x, if (r + x) % 2 == 0 { 0 } else { negative_zero });
         }
         for b in ks.start / 32..ks.end / 32 {
             q.scales.values[r * blocks + b] = scale;

@@ -288,7 +288,7 @@ impl MatmulInputs {
     /// -inf in `B[3][4]` and a NaN code in `B[4][5]`, the largest finite magnitudes
     /// elsewhere, and a NaN block scale in B when B has several.
     pub fn inject_specials(&mut self) {
-        let set = set_code;
+        let set = |q: &mut QuantizedTensor, r, c, code| q.set_code(r, c, code);
         let (fa, fb) = (self.a.format, self.b.format);
         let inf = |f: ScaledFormat| {
             if f.has_inf() {
@@ -335,7 +335,7 @@ impl MatmulInputs {
                     } else {
                         negative_zero
                     };
-                    set_code(q, r, c, code);
+                    q.set_code(r, c, code);
                 }
             }
             let (rows, cols) = q.layout.scale_shape(q.rows, k);
@@ -350,24 +350,6 @@ impl MatmulInputs {
                 }
             }
         }
-    }
-}
-
-/// Code `code` at row `r`, column `c` of `q` (nothing outside it), one per byte or packed
-/// (low nibble first).
-fn set_code(q: &mut QuantizedTensor, r: usize, c: usize, code: u8) {
-    if r >= q.rows || c >= q.cols {
-        return;
-    }
-    if q.packed {
-        let byte = &mut q.codes[r * q.cols.div_ceil(2) + c / 2];
-        *byte = if c.is_multiple_of(2) {
-            (*byte & 0xF0) | code
-        } else {
-            (*byte & 0x0F) | code << 4
-        };
-    } else {
-        q.codes[r * q.cols + c] = code;
     }
 }
 

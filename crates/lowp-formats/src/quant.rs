@@ -252,6 +252,24 @@ impl QuantizedTensor {
         }
     }
 
+    /// Set the code of element `(r, c)` (its nibble when packed, low first); nothing outside
+    /// the tensor.
+    pub fn set_code(&mut self, r: usize, c: usize, code: u8) {
+        if r >= self.rows || c >= self.cols {
+            return;
+        }
+        if self.packed {
+            let byte = &mut self.codes[r * self.cols.div_ceil(2) + c / 2];
+            *byte = if c.is_multiple_of(2) {
+                (*byte & 0xF0) | code
+            } else {
+                (*byte & 0x0F) | code << 4
+            };
+        } else {
+            self.codes[r * self.cols + c] = code;
+        }
+    }
+
     /// One code per byte, row-major, whatever the storage.
     pub fn unpacked_codes(&self) -> Vec<u8> {
         if self.packed {
