@@ -72,21 +72,23 @@ row "preflight | $(grep -m1 '^device:' <<< "$pre") | $(grep -m1 -E '^check:' <<<
 # so an element a kernel does not write fails. Both seeds in one process (the driver
 # compiles each kernel's PTX once), 12 processes at a time; a kernel that deadlocks (an
 # mbarrier phase wrong) costs 60 s of one slot. A bundle starts only before the deadline.
-check_one() { # bundle dir
-  local now left
+check_one() { # bundle dir, log name suffix, runner flags...
+  local dir=$1 log now left
+  log=$WORK/check/$(basename "$1")$2.log
+  shift 2
   now=$(date +%s)
   left=$((DEADLINE - now))
   [ "$left" -ge 5 ] || return 0
   [ "$left" -le 60 ] || left=60
-  timeout "$left" "$RUNNER" "$1" --seed 1,2 --specials --check > "$WORK/check/$(basename "$1").log" 2>&1
-  echo "exit=$?" >> "$WORK/check/$(basename "$1").log"
+  timeout "$left" "$RUNNER" "$dir" "$@" --check > "$log" 2>&1
+  echo "exit=$?" >> "$log"
 }
 export -f check_one
 export RUNNER WORK
 t=$(within 240 330)
 DEADLINE=$(($(date +%s) + t))
 export DEADLINE
-bundles check | xargs -P 12 -I{} bash -c 'check_one "$1"' _ {}
+bundles check | xargs -P 12 -I{} bash -c 'check_one "$1" "" --seed 1,2 --specials' _ {}
 passes=0
 fails=0
 for dir in $(bundles check); do
@@ -109,15 +111,6 @@ row "numerics | $passes bundles PASS, $fails FAIL | ${SECONDS}s"
 # The wgmma pipeline's MXFP4 x MXFP4 check bundles again, one seed, with K's last 64 zeros
 # under E8M0's 2^-127 (K padded), whose blocks the pipeline folds by rows (76a25ad); 12
 # processes at a time, as above, until a deadline of their own.
-tail_one() { # bundle dir
-  local now left
-  now=$(date +%s)
-  left=$((DEADLINE - now))
-  [ "$left" -ge 5 ] || return 0
-  [ "$left" -le 60 ] || left=60
-  timeout "$left" "$RUNNER" "$1" --seed 1 --zero-tail 64 --check > "$WORK/check/$(basename "$1")-tail.log" 2>&1
-}
-export -f tail_one
 padded=()
 for dir in $(bundles check); do
   p="$dir/problem.txt"
@@ -129,7 +122,7 @@ done
 t=$(within 60 300)
 DEADLINE=$(($(date +%s) + t))
 export DEADLINE
-printf '%s\n' "${padded[@]}" | xargs -P 12 -I{} bash -c 'tail_one "$1"' _ {}
+printf '%s\n' "${padded[@]}" | xargs -P 12 -I{} bash -c 'check_one "$1" -tail --seed 1 --zero-tail 64' _ {}
 tail_pass=0
 for dir in "${padded[@]}"; do
   log=$WORK/check/$(basename "$dir")-tail.log
