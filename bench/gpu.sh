@@ -109,8 +109,9 @@ for dir in $(bundles check); do
 done
 row "numerics | $passes bundles PASS, $fails FAIL | ${SECONDS}s"
 # The wgmma pipeline's MXFP4 x MXFP4 check bundles again, one seed, with K's last 64 zeros
-# under E8M0's 2^-127 (K padded), whose blocks the pipeline folds by rows (76a25ad); 12
-# processes at a time, as above, until a deadline of their own.
+# under E8M0's 2^-127 (K padded), whose blocks the pipeline folds, B anchored (76a25ad, and
+# B's range without them since); 12 processes at a time, as above, until a deadline of
+# their own.
 padded=()
 for dir in $(bundles check); do
   p="$dir/problem.txt"
@@ -199,7 +200,8 @@ for key in "${order[@]}"; do
   # (The 16-row problems run for tens of microseconds: 50 launches for their medians.)
   [ "$m" = 16 ] && modes+=("--cold") && runs=50
   # (MXFP4 at 8192^3 again with K's last 192 zeros under E8M0's 2^-127, K = 8000 padded:
-  # the wgmma pipeline folds those blocks by rows, where it went per 32 before 76a25ad.)
+  # the wgmma pipeline folds those blocks, B anchored, where it went per 32 before
+  # 76a25ad and by rows before B's range left them out.)
   case "${dirs[0]}" in *-8192x8192x8192-f4e2m1*) modes+=("--zero-tail 192") ;; esac
   for mode in "${modes[@]}"; do
     case "$mode" in

@@ -19,9 +19,10 @@
 // loop runs per iteration (the operands are translated: a second stage per iteration cost
 // registers). A round with a stage out of reach is read again, each block's 16 bytes of
 // codes in one `ld.global.v4` masked by E2M1's magnitude bits (0x77777777: blocks of
-// zeros fold under any scale); a second `bar.red.or` tells whether some row has such a
-// block (then not anchored), and the loop by rows clamps its 4 chunks' distances to the
-// reach (`min.u32 .., 8`).
+// zeros fold under any scale), and B's blocks of scale code 0 (2^-127) alike: those of
+// zeros are left out of B's range; a second `bar.red.or` tells whether one of code 0 is
+// not zeros (then not anchored), and both folded loops clamp their 4 chunks' distances to
+// the reach (`min.u32 .., 8`).
 // CHECK-LABEL: .entry
 // CHECK:         ld.global.b32
 // CHECK-COUNT-4: ld.global.b32
@@ -39,7 +40,7 @@
 // CHECK-COUNT-12: wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3
 // CHECK-NOT:     wgmma.mma_async
 // CHECK:         ret;
-// CLAMP-COUNT-4: min.u32 {{.*}}, 8;
+// CLAMP-COUNT-8: min.u32 {{.*}}, 8;
 // CLAMP-NOT:     min.u32 {{.*}}, 8;
 // B8-COUNT-2:    ld.shared.b8
 // B8-NOT:        ld.shared.b8

@@ -1027,18 +1027,21 @@ fn zero_blocks(
 /// - packed MXFP4 x MXFP6 E3M2 (smooth): the barrier pipeline stages both scales and folds
 ///   both (warp-specialized, staging them would cost a stage: per 32);
 /// - blocks of zeros (packed MXFP4) under 2^-127, 127 binades below their stages' largest:
-///   they fold, their distance clamped to the reach in the loop by rows. In A's rows 0-7
-///   (three blocks) and B's 8-15 (two): tile (0, 0) by rows, B's range spanning them;
-///   in A's rows 16-23 alone, B anchorable: tile (0, 1) by rows too (anchored, A's
-///   distances would not be clamped), and a NaN scale on a zero block of A's row 200 (tile
-///   row 1 per 32, its row of C NaN);
+///   they fold, their distance clamped to the reach in the folded loops. In A's rows 0-7
+///   (three blocks), B's 8-15 (two: left out of B's range) and A's 16-23: tile row 0
+///   anchored; a NaN scale on a zero block of A's row 200 (tile row 1 per 32, its row of C
+///   NaN);
+/// - B's blocks under 2^-127 that are not zeros (rows 0-7, stage 1, a stage of them: within
+///   its own reach), the rest of tile column 0's B scales 2^-110 (all within reach): they
+///   spoil B's anchor (left out of its range they would move by the clamped reach), so
+///   tile column 0 folds by rows;
 /// - `fold-scales=rows`: the scan without B's range (the IR), and the smooth problem and
 ///   the blocks of zeros by rows;
 /// - `fold-scales=off`: no scan (the IR), and the smooth problem per 32.
 ///
 /// In the IR: one `bar.red.or` per op (`nvvm.barrier` with the `or` reduction) and, where
-/// B may be anchored beside a 4-bit operand, one more for "some row has a block out of
-/// reach"; B's range reduced per warp where B is folded (`redux.sync`, its largest and
+/// B may be anchored and is 4-bit, one more for "a block of B under 2^-127 is not zeros";
+/// B's range reduced per warp where B is folded (`redux.sync`, its largest and
 /// smallest code), and
 /// the stage's codes copied with the next stage's scales (the scale copies' count: one
 /// per loop, three loops where B is folded). Then the same through
@@ -1112,20 +1115,28 @@ fn wgmma_pipeline_folds_block_scales() {
     zero_blocks(&mut zeros.1.b.q, 8..16, 320..352, least);
     zero_blocks(&mut zeros.1.a.q, 16..24, 256..288, least);
     zero_blocks(&mut zeros.1.a.q, 200..201, 32..64, f32::NAN);
-    let problems = [smooth, edges, rows, one_side, custom, fp6, mixed, zeros];
+    let (a, mut b) = (even_blocks(&mut rng, m, k), even_blocks(&mut rng, n, k));
+    scale(&mut b, 0..128, 0..k, 2f32.powi(-110));
+    scale(&mut b, 0..8, 128..256, 2f32.powi(-17));
+    let spoiled = mxfp4("blocks under 2^-127 not zeros", &a, &b);
+    assert_eq!(spoiled.1.b.q.scales.values[k / 32 + 5], least);
+    assert_eq!(spoiled.1.b.q.scales.values[k / 32 + 3], 2f32.powi(-110));
+    let problems = [
+        smooth, edges, rows, one_side, custom, fp6, mixed, zeros, spoiled,
+    ];
     let text = lowered(&session, &problems, "sm_90a", "wgmma");
-    // (A second where B may be anchored beside 4-bit codes: all but `one_side` and `fp6`.)
+    // (A second where B may be anchored and is 4-bit: all but `one_side`, `fp6`, `mixed`.)
     assert_eq!(
         text.matches("nvvm.barrier #nvvm.reduction<or>").count(),
-        8 + 6
+        9 + 6
     );
     // B folded (all but `one_side`): its range's two reductions.
-    assert_eq!(text.matches("nvvm.redux.sync").count(), 7 * 2);
+    assert_eq!(text.matches("nvvm.redux.sync").count(), 8 * 2);
     // Per op and operand with block scales: the prologue's copy, and one in each loop
     // (anchored, by rows, per 32; one stage per iteration: the operands are translated).
     assert_eq!(
         text.matches(", 4, cache =  ca").count(),
-        2 * 4 + 2 * 4 + 2 * 4 + 3 + 2 * 4 + 2 * 4 + 2 * 4 + 2 * 4
+        2 * 4 + 2 * 4 + 2 * 4 + 3 + 2 * 4 + 2 * 4 + 2 * 4 + 2 * 4 + 2 * 4
     );
     run_and_check(&session, &problems, Some(&emulated("sm_90a", "wgmma")));
     // Warp-specialized: the producers scan (the consumers join the `bar.red.or`) and meet
@@ -1137,16 +1148,16 @@ fn wgmma_pipeline_folds_block_scales() {
     // from global memory and runs per 32.)
     assert_eq!(
         text.matches("nvvm.barrier #nvvm.reduction<or>").count(),
-        7 + 5
+        8 + 6
     );
-    assert_eq!(text.matches("nvvm.redux.sync").count(), 6 * 2);
+    assert_eq!(text.matches("nvvm.redux.sync").count(), 7 * 2);
     assert_eq!(
         text.matches("number_of_threads = ").count(),
-        (6 * 3 + 2) * 2
+        (7 * 3 + 2) * 2
     );
     assert_eq!(
         text.matches(", 4, cache =  ca").count(),
-        (2 + 2 + 2 + 2 + 2 + 2) * 3 + 2
+        (2 + 2 + 2 + 2 + 2 + 2 + 2) * 3 + 2
     );
     run_and_check(
         &session,
@@ -1162,20 +1173,24 @@ fn wgmma_pipeline_folds_block_scales() {
     // `rows`: folded, never anchored: no reduction of B's range, two loops per op; the
     // smooth problem (anchored above) and the blocks of zeros by rows.
     let text = lowered_with(&session, &problems, &with("rows", false));
-    assert_eq!(text.matches("nvvm.barrier #nvvm.reduction<or>").count(), 8);
+    assert_eq!(text.matches("nvvm.barrier #nvvm.reduction<or>").count(), 9);
     assert_eq!(text.matches("nvvm.redux.sync").count(), 0);
     assert_eq!(
         text.matches(", 4, cache =  ca").count(),
-        (2 + 2 + 2 + 1 + 2 + 2 + 2 + 2) * 3
+        (2 + 2 + 2 + 1 + 2 + 2 + 2 + 2 + 2) * 3
     );
-    let by_rows = [problems[0].clone(), problems[7].clone()];
+    let by_rows = [
+        problems[0].clone(),
+        problems[7].clone(),
+        problems[8].clone(),
+    ];
     run_and_check(&session, &by_rows, Some(&with("rows", true)));
     let off = |emulate| with("off", emulate);
     let text = lowered_with(&session, &problems, &off(false));
     assert_eq!(text.matches("nvvm.barrier #nvvm.reduction<or>").count(), 0);
     assert_eq!(
         text.matches(", 4, cache =  ca").count(),
-        (2 + 2 + 2 + 1 + 2 + 2 + 2 + 2) * 2
+        (2 + 2 + 2 + 1 + 2 + 2 + 2 + 2 + 2) * 2
     );
     // (The per-32 loop's numerics: the blocks above that do not fold, and here the smooth
     // problem through the kernel without the scan.)
@@ -1199,11 +1214,13 @@ fn wgmma_pipeline_folds_block_scales() {
 /// - 16 x 72 x 1152 with `split-k=8`: 9 stages, 2 a split, ranks 5-7 with none (their scans
 ///   read no stage past K; their partial sums are zeros);
 /// - K padded: both operands' last 64 of K zeros under 2^-127 (and B's rows 8-15 a block
-///   at 128 too): every tile by rows (the zero blocks out of reach; anchored, A's distances
-///   would not be clamped).
+///   at 128 too): every tile anchored (the zero blocks out of reach, clamped; B's left out
+///   of its range);
+/// - B's rows 0-7 a stage of blocks under 2^-127 that are not zeros, the rest of tile 0's
+///   B scales 2^-110: tile 0 by rows (they spoil the anchor).
 ///
-/// In the IR: one `bar.red.or` per op and one more where B may be anchored beside 4-bit
-/// codes, two `redux.sync` where B folds.
+/// In the IR: one `bar.red.or` per op and one more where B may be anchored and is 4-bit,
+/// two `redux.sync` where B folds.
 #[test]
 fn wgmma_skinny_folds_block_scales() {
     let session = Session::new();
@@ -1255,19 +1272,26 @@ fn wgmma_skinny_folds_block_scales() {
     zero_blocks(&mut padded.1.a.q, 0..m, 448..512, least);
     zero_blocks(&mut padded.1.b.q, 0..n, 448..512, least);
     zero_blocks(&mut padded.1.b.q, 8..16, 128..160, least);
-    let problems = [smooth, edges, missed, rows, one_side, fp6, padded];
+    let (a, mut b) = (even_blocks(&mut rng, m, k), even_blocks(&mut rng, n, k));
+    scale_rows(&mut b, k, 0..64, 0..k, 2f32.powi(-110));
+    scale_rows(&mut b, k, 0..8, 128..256, 2f32.powi(-17));
+    // (No bias: 0.5 would hide products of 2^-105.)
+    let mut spoiled = mxfp4("blocks under 2^-127 not zeros", &a, &b);
+    spoiled.1.bias = None;
+    assert_eq!(spoiled.1.b.q.scales.values[k / 32 + 5], least);
+    let problems = [smooth, edges, missed, rows, one_side, fp6, padded, spoiled];
     let text = lowered(&session, &problems, "sm_90a", "wgmma");
     assert_eq!(
         text.matches("gpu.dynamic_shared_memory").count(),
         problems.len()
     );
-    // (A second where B may be anchored beside 4-bit codes: all but `one_side` and `fp6`.)
+    // (A second where B may be anchored and is 4-bit: all but `one_side` and `fp6`.)
     assert_eq!(
         text.matches("nvvm.barrier #nvvm.reduction<or>").count(),
-        7 + 5
+        8 + 6
     );
     // B folded (all but `one_side`): its range's two reductions.
-    assert_eq!(text.matches("nvvm.redux.sync").count(), 6 * 2);
+    assert_eq!(text.matches("nvvm.redux.sync").count(), 7 * 2);
     run_and_check(&session, &problems, Some(&emulated("sm_90a", "wgmma")));
     // Splits with no stages.
     let empty = [pair_problem(

@@ -12,19 +12,21 @@
 // 32), stores the first stage's word into the copy ring; B's rows also carry their
 // largest and smallest code, which each of B's 4 warps reduces (`redux.sync` umax, umin)
 // and its lane 0 stores into the scratch. A round with a stage whose four scales are more
-// than 8 binades apart is read again a stage at a time: a block more than 8 below its
-// stage's largest still folds where its 16 bytes of codes (one `ld.global.v4`) have no
-// magnitude bit set (zeros: `& 0x77777777`), and the row then has a block out of reach.
-// The block's `bar.red.or` of "some stage misses (or has a NaN scale)" publishes them;
-// every thread reads the 4 warps' ranges back, and B is anchored where its largest and
-// smallest code are within 8 binades and (a second `bar.red.or`) no row has a block out
-// of reach. That picks one of three loops, each ending in its own wait for every
-// instruction:
+// than 8 binades apart (or, B's, a scale E8M0's least, code 0) is read again a stage at a
+// time: a block more than 8 below its stage's largest still folds where its 16 bytes of
+// codes (one `ld.global.v4`) have no magnitude bit set (zeros: `& 0x77777777`); B's blocks
+// of code 0 are read too, and B's read blocks of zeros are left out of its range (`select`
+// 255 for the smallest). The block's `bar.red.or` of "some stage misses (or has a NaN
+// scale)" publishes them; every thread reads the 4 warps' ranges back, and B is anchored
+// where its largest and smallest code are within 8 binades and (a second `bar.red.or`) no
+// block of B of code 0 is other than zeros. That picks one of three loops, each ending in
+// its own wait for every instruction:
 // - anchored: A's chunk of 32 codes (one 32-block) translated with the table of d = max -
 //   e_j (its row's stage word's largest), B's with d = top - e_j (the block's largest,
-//   e_j one byte load); the stage one segment of four k-steps and one wait, promoted
-//   once with A's rows' 2^(max - 127) x 2^(top - 127), B's columns' scale 1: one fma an
-//   accumulator, no column scale read (two values through the pin, A's rows);
+//   e_j one byte load), both clamped to the reach (blocks of zeros); the stage one segment
+//   of four k-steps and one wait, promoted once with A's rows' 2^(max - 127) x 2^(top -
+//   127), B's columns' scale 1: one fma an accumulator, no column scale read (two values
+//   through the pin, A's rows);
 // - by rows: both operands' chunks by their rows' stage maxima (a word load each), the
 //   distance clamped to the reach (a block past it is zeros, which every table keeps),
 //   the promotion with the rows' and columns' 2^(max - 127) (34 values through the pin);
@@ -54,9 +56,17 @@
 // CHECK:         scf.if %{{.*}} -> (i1, i1, i32, i32) {
 // CHECK:           scf.for {{.*}} -> (i1, i1, i32, i32) {
 // CHECK-COUNT-6:     llvm.load %{{.*}} {alignment = 4 : i64} : !llvm.ptr<1> -> i32
-// CHECK:             scf.if %{{.*}} -> (i1, i1) {
-// CHECK:                 %c2004318071_i32 = arith.constant 2004318071 : i32
-// CHECK-NEXT:            arith.andi %{{.*}}, %c2004318071_i32 : i32
+// CHECK:             arith.cmpi eq, %{{.*}}, %c0_i32
+// CHECK:             scf.if %{{.*}} -> (i1, i1, i32) {
+// CHECK-NEXT:          scf.for %{{.*}} = %c0 to %c6 step %c1 iter_args({{.*}}) -> (i1, i1, i32) {
+// CHECK:                 scf.if %{{.*}} -> (i1, i1, i32) {
+// CHECK:                   %[[EB:.*]] = arith.cmpi eq, %{{.*}}, %c0_i32
+// CHECK-NEXT:              %[[READ:.*]] = arith.ori %{{.*}}, %[[EB]] : i1
+// CHECK-NEXT:              %[[KEEPS:.*]] = scf.if %[[READ]] -> (i1) {
+// CHECK:                     %c2004318071_i32 = arith.constant 2004318071 : i32
+// CHECK-NEXT:                arith.andi %{{.*}}, %c2004318071_i32 : i32
+// CHECK:                   %[[OUT:.*]] = arith.andi %[[READ]], %[[KEEPS]] : i1
+// CHECK-NEXT:              arith.select %[[OUT]], %c255_i32{{.*}}, %{{.*}} : i32
 // CHECK:         %[[TOP:.*]] = nvvm.redux.sync  umax
 // CHECK-NEXT:    %[[BOTTOM:.*]] = nvvm.redux.sync  umin
 // CHECK:           %c161056{{.*}} = arith.constant 161056 : index
@@ -68,8 +78,10 @@
 // CHECK:         scf.if %{{.*}} -> (f32,
 // CHECK-NEXT:      scf.if %{{.*}} -> (f32,
 // CHECK:             scf.for
+// CHECK:               arith.minui %{{.*}}, %c8_i32 : i32
 // CHECK:               arith.addi %c160768, %{{.*}} : index
 // CHECK:               llvm.load %{{.*}} : !llvm.ptr<3> -> i8
+// CHECK:               arith.minui %{{.*}}, %c8_i32 : i32
 // CHECK:               arith.addi %c160912, %{{.*}} : index
 // CHECK:               gpu.barrier
 // CHECK:               nvvm.wgmma.fence.aligned

@@ -20,10 +20,12 @@
 //! block more than the reach below its stage's largest still folds where its codes are all
 //! ±0 (or NaN), which any scale and table keep: K padded with zeros under E8M0's least
 //! scale (`Fold::magnitude`); the scan reads those blocks' codes (a round with such a
-//! stage, again a stage at a time), and the loop by rows clamps their distance to the
-//! reach. The block then runs the anchored loop, the one by rows or the per-32 one
-//! (`Folded`: three loops, each draining its instructions, so that no result in flight
-//! crosses the branch). A translating thread reads its chunk's row's scales from the copy
+//! stage, again a stage at a time), and the folded loops clamp their distance to the
+//! reach. B's blocks under E8M0's least code (2^-127) are read alike, and those of zeros
+//! left out of its range (as are those past their stage's reach), so that a padded K still
+//! anchors it. The block then runs the anchored
+//! loop, the one by rows or the per-32 one (`Folded`: three loops, each draining its
+//! instructions, so that no result in flight crosses the branch). A translating thread reads its chunk's row's scales from the copy
 //! ring, which another thread filled: the scales therefore travel a stage ahead of the
 //! codes (published by the barrier of the stage before, warp-specialized by a barrier of
 //! the producers at the top of each stage; the first stage's stored by the scan).
@@ -127,10 +129,10 @@ impl Fold {
 /// segment of 32 (`No`), folded with each row's stage moved from the largest of its four
 /// scales (`Rows`: the partial sums scaled per row of A and per column of B, a `mul` and
 /// an `fma` per accumulator), or folded with B's codes moved from one code for the whole
-/// block (`Anchored`: A's rows as in `Rows`). Only `Rows` takes blocks out of reach of
-/// their stage's largest, those of codes any scale keeps (`Fold::magnitude`): their
-/// distance is clamped to the reach (a `min` per chunk), so that their table is one of the
-/// moved ones.
+/// block (`Anchored`: A's rows as in `Rows`). Both take blocks out of reach of their
+/// stage's largest (anchored, B's of the block's top), those of codes any scale keeps
+/// (`Fold::magnitude`): their distance is clamped to the reach (a `min` per chunk), so that
+/// their table is one of the moved ones.
 #[derive(Clone, Copy)]
 pub(super) enum Folded<'c, 'a> {
     No,
@@ -144,8 +146,11 @@ pub(super) enum Folded<'c, 'a> {
 /// value goes into A's decoded row scales (`decode_scales`), and a promotion is one `fma`
 /// per accumulator with its row's scale (64 a thread, not 64 `mul` and 64 `fma`), reading
 /// no column scale; else the promotions multiply by it. The scan proves it from the scales
-/// alone, over the whole of K: weights' scales (B, N x K) rarely span more than
-/// E2M1-into-E4M3's 8 binades in a block's 128 rows.
+/// alone, over the whole of K, but for B's blocks whose codes it reads (under E8M0's least
+/// code, or past their stage's reach): zeros are left out of the range (any distance,
+/// clamped), and one under the least code that is not zeros spoils the anchor. Weights'
+/// scales (B, N x K) rarely span more than E2M1-into-E4M3's 8 binades in a block's 128
+/// rows.
 #[derive(Clone, Copy)]
 pub(super) struct Anchor<'c, 'a> {
     pub(super) top: Value<'c, 'a>,
@@ -157,10 +162,10 @@ impl<'c, 'a> Folded<'c, 'a> {
         !matches!(self, Folded::No)
     }
 
-    /// Whether a distance is clamped to the reach (`Rows`: a block past it holds codes any
+    /// Whether a distance is clamped to the reach (folded: a block past it holds codes any
     /// table keeps).
     pub(super) fn clamps(self) -> bool {
-        matches!(self, Folded::Rows)
+        self.folds()
     }
 
     /// The code operand `x`'s rows are moved from where it is one for the block.
@@ -430,8 +435,8 @@ pub(super) fn scale_word<'c, 'a>(
     }
 }
 
-/// What a scan found before any scale: no miss, no block out of reach and, `ranged`, the
-/// empty range of codes (largest 0, smallest 255).
+/// What a scan found before any scale: no miss, nothing that spoils B's anchor and,
+/// `ranged`, the empty range of codes (largest 0, smallest 255).
 fn unscanned<'c, 'a>(e: &Emitter<'c, 'a>, ranged: bool) -> Vec<Value<'c, 'a>> {
     let mut found = vec![e.bool(false), e.bool(false)];
     if ranged {
@@ -547,54 +552,92 @@ pub(super) fn fold_scan<'c, 'a>(
     let scan_row = |e: &Emitter<'c, 'a>, x: usize, st: ScaleStage, reach: i64, r| {
         let ranged = anchored && x == 1;
         let magnitude = fold.magnitude[x];
+        // (B's blocks under E8M0's least code are left out of its range where they are
+        // zeros: `zeros`.)
+        let zeros = ranged && magnitude != 0;
         let rounds = ceil_div(e, e.subi(last, first), e.index(per_round));
         e.for_loop(zero, rounds, one, &unscanned(e, ranged), |e, i, carried| {
             let s0 = e.addi(first, e.muli(i, e.index(per_round)));
             let stage = |e: &Emitter<'c, 'a>, j| e.minui(e.addi(s0, j), end);
             let mut acc = carried.to_vec();
             let mut out = e.bool(false);
+            let (mut most_of, mut least_of) = (e.i32(0), e.i32(0xFF));
             for j in 0..per_round {
                 let word = scale_word(e, kn, shared, x, st, &sides[x], r, stage(e, e.index(j)));
                 let (most, least) = byte_range(e, word);
                 out = e.ori(out, e.xori(within(e, most, least, reach), e.bool(true)));
                 if ranged {
-                    acc[2] = e.maxsi(acc[2], most);
-                    acc[3] = e.minsi(acc[3], least);
+                    most_of = e.maxsi(most_of, most);
+                    least_of = e.minsi(least_of, least);
                 }
+            }
+            if ranged {
+                acc[2] = e.maxsi(acc[2], most_of);
             }
             if magnitude == 0 {
                 acc[0] = e.ori(acc[0], out);
+                if ranged {
+                    acc[3] = e.minsi(acc[3], least_of);
+                }
                 return acc;
             }
-            // A stage of the round with a block out of reach, and no miss yet: the round's
-            // stages again, one at a time, each block out of reach of its stage's largest
-            // read for codes any scale keeps (none of their words' magnitude bits set),
-            // until the first miss (scales spread past the reach over codes that are not
-            // zeros: the row goes per 32 after a load or two, not after reading its codes
-            // of the round). A NaN scale misses.
+            // A stage of the round with a block out of reach (or, `zeros`, a block under
+            // E8M0's least code), and no miss yet: the round's stages again, one at a time,
+            // each such block read for codes any scale keeps (none of their words'
+            // magnitude bits set), until the first miss (scales spread past the reach over
+            // codes that are not zeros: the row goes per 32 after a load or two, not after
+            // reading its codes of the round). A NaN scale misses. A block under the least
+            // code within reach of its stage's largest whose codes are not all zeros spoils
+            // B's anchor; the blocks read and found zeros are left out of B's range, the
+            // round's taken again without them.
             let packed = mem.routes[x].packed;
-            let unfound = |e: &Emitter<'c, 'a>| vec![e.bool(false), e.bool(false)];
+            // `also` or, `zeros`, whether `least` is E8M0's least code.
+            let or_least = |e: &Emitter<'c, 'a>, also: Value<'c, 'a>, least: Value<'c, 'a>| {
+                if zeros {
+                    e.ori(also, e.cmpi(CmpiPredicate::Eq, least, e.i32(0)))
+                } else {
+                    also
+                }
+            };
+            // (Found: a miss, a spoiled anchor and, `zeros`, the round's least code of B but
+            // its blocks read and found zeros.)
+            let unfound = |e: &Emitter<'c, 'a>| {
+                let mut found = vec![e.bool(false), e.bool(false)];
+                found.extend(zeros.then_some(least_of));
+                found
+            };
+            let types: &[Type<'c>] = if zeros { &[i1, i1, i32t] } else { &[i1, i1] };
             let not = |e: &Emitter<'c, 'a>, v: Value<'c, 'a>| e.xori(v, e.bool(true));
             let found = e.if_else(
-                e.andi(out, not(e, acc[0])),
-                &[i1, i1],
+                e.andi(or_least(e, out, least_of), not(e, acc[0])),
+                types,
                 |e| {
                     let count = e.index(per_round);
-                    e.for_loop(zero, count, one, &unfound(e), |e, j, found| {
+                    let mut inits = vec![e.bool(false), e.bool(false)];
+                    inits.extend(zeros.then(|| e.i32(0xFF)));
+                    e.for_loop(zero, count, one, &inits, |e, j, found| {
                         let s = stage(e, j);
                         let word = scale_word(e, kn, shared, x, st, &sides[x], r, s);
                         let (most, least) = byte_range(e, word);
-                        let look = e.andi(not(e, found[0]), not(e, within(e, most, least, reach)));
+                        let far = not(e, within(e, most, least, reach));
+                        let look = e.andi(not(e, found[0]), or_least(e, far, least));
+                        // (Seen: a miss, a spoiled anchor and, `zeros`, the least code of the
+                        // stage's blocks but those read and found zeros.)
                         let seen = e.if_else(
                             look,
-                            &[i1, i1],
+                            types,
                             |e| {
                                 let mut missed = e.cmpi(CmpiPredicate::Eq, most, e.i32(0xFF));
+                                // (Of the blocks so far, where `zeros`.)
+                                let mut spoils: Option<Value<'c, 'a>> = None;
+                                let mut kept: Option<Value<'c, 'a>> = None;
                                 for (b, e_b) in bytes_of(e, word).into_iter().enumerate() {
-                                    let far = e.subi(most, e_b);
-                                    let past = e.cmpi(CmpiPredicate::Ugt, far, e.i32(reach as u32));
+                                    let distance = e.subi(most, e_b);
+                                    let past =
+                                        e.cmpi(CmpiPredicate::Ugt, distance, e.i32(reach as u32));
+                                    let read = or_least(e, past, e_b);
                                     let keeps = e.if_else(
-                                        past,
+                                        read,
                                         &[i1],
                                         |e| {
                                             let b = b as i64;
@@ -606,19 +649,40 @@ pub(super) fn fold_scan<'c, 'a>(
                                         },
                                         |e| vec![e.bool(true)],
                                     )[0];
-                                    missed = e.ori(missed, not(e, keeps));
+                                    let lost = not(e, keeps);
+                                    missed = e.ori(missed, e.andi(past, lost));
+                                    if zeros {
+                                        // (Past the reach too, it misses.)
+                                        spoils = Some(spoils.map_or(lost, |v| e.ori(v, lost)));
+                                        let left_out = e.andi(read, keeps);
+                                        let code = e.select(left_out, e.i32(0xFF), e_b);
+                                        kept = Some(kept.map_or(code, |v| e.minsi(v, code)));
+                                    }
                                 }
-                                vec![missed, e.bool(true)]
+                                let mut seen = vec![missed, spoils.unwrap_or(e.bool(false))];
+                                seen.extend(kept);
+                                seen
                             },
-                            unfound,
+                            |e| {
+                                let mut seen = vec![e.bool(false), e.bool(false)];
+                                seen.extend(zeros.then_some(least));
+                                seen
+                            },
                         );
-                        vec![e.ori(found[0], seen[0]), e.ori(found[1], seen[1])]
+                        let mut next = vec![e.ori(found[0], seen[0]), e.ori(found[1], seen[1])];
+                        if zeros {
+                            next.push(e.minsi(found[2], seen[2]));
+                        }
+                        next
                     })
                 },
                 unfound,
             );
             acc[0] = e.ori(acc[0], found[0]);
             acc[1] = e.ori(acc[1], found[1]);
+            if zeros {
+                acc[3] = e.minsi(acc[3], found[2]);
+            }
             acc
         })
     };
@@ -639,7 +703,7 @@ pub(super) fn fold_scan<'c, 'a>(
             store(e);
         }
     }
-    let (mut missed, mut out) = (e.bool(false), e.bool(false));
+    let (mut missed, mut spoiled) = (e.bool(false), e.bool(false));
     // Each operand's scales, tile rows and moves, by the operand's index.
     #[allow(clippy::needless_range_loop)]
     for x in 0..2 {
@@ -711,7 +775,7 @@ pub(super) fn fold_scan<'c, 'a>(
             [scanned[0], scanned[1]]
         };
         missed = e.ori(missed, scanned[0]);
-        out = e.ori(out, scanned[1]);
+        spoiled = e.ori(spoiled, scanned[1]);
     }
     let folds = if gpu {
         e.cmpi(CmpiPredicate::Eq, block_or(e, missed), e.i32(0))
@@ -728,19 +792,19 @@ pub(super) fn fold_scan<'c, 'a>(
         let bottom = (1..warps as usize).fold(words[1], |m, w| e.minsi(m, words[2 * w + 1]));
         (top, bottom)
     });
-    // Anchored, A's distances are not clamped (`Folded::clamps`): no block of its rows may
-    // be out of reach (nor of B's, whose range then spans more than the reach anyway).
+    // (B's range leaves out its blocks of zeros under E8M0's least code, which the
+    // anchored loop clamps as the one by rows does; one of other codes spoils it.)
     let anchor = range.map(|(top, bottom)| {
         let reach = fold.moves[1].expect("an anchored operand is folded").reach;
         let within = within(e, top, bottom, reach);
-        let inside = if fold.magnitude == [0, 0] {
+        let kept = if fold.magnitude[1] == 0 {
             e.bool(true)
         } else if gpu {
-            e.cmpi(CmpiPredicate::Eq, block_or(e, out), e.i32(0))
+            e.cmpi(CmpiPredicate::Eq, block_or(e, spoiled), e.i32(0))
         } else {
-            e.xori(out, e.bool(true))
+            e.xori(spoiled, e.bool(true))
         };
-        (e.andi(within, inside), Anchor { top })
+        (e.andi(within, kept), Anchor { top })
     });
     Scan { folds, anchor }
 }
