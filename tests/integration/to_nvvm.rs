@@ -1305,6 +1305,106 @@ fn wgmma_skinny_folds_block_scales() {
     run_and_check(&session, &empty, Some(&split));
 }
 
+/// `fold-scales` where K is not whole stages of 128 (MX: K / 32 scale bytes a row, not a
+/// multiple of 4): each row's stage scales are copied as a window of two words and settled
+/// (`settle_scales`: put in place, the last stage's bytes past K replaced by the last
+/// inside, where the next row's first scales would be) before the folds read them; the scan
+/// reads them byte by byte. Through the emulation, in the barrier pipeline and the
+/// warp-specialized square block and in the skinny block (16 and 48 rows):
+/// - smooth packed MXFP4 at 256 x 256 x 320 and 16 x 200 x 2880 (gpt-oss's K): anchored;
+/// - odd rows' first stage 2^12 times the rest, K = 320 (an even row's last stage's two
+///   blocks past K would hold the next row's first two scales, 12 binades above its own:
+///   its blocks moved past the reach, clamped): by rows, each stage within reach;
+/// - K = 416, its last 96 zeros under 2^-127 (the last stage one block inside K, of
+///   zeros): anchored;
+/// - MXFP6 E2M3 x E3M2 at 192 x 128 x 224 (byte rules, not clamped; three blocks of four
+///   in the last stage), every row's first stage 2^3 times the rest.
+///
+/// In the IR: every op scans (`bar.red.or`), the 4-bit ones twice (B may be anchored).
+#[test]
+fn wgmma_folds_scale_windows() {
+    let session = Session::new();
+    let mut rng = SplitMix64::new(2880);
+    let (f4, mx) = (ScaledFormat::F4E2M1, ScaleLayout::MX);
+    let mxfp4 = |what: &str, (m, n, k): (usize, usize, usize), a: &[f32], b: &[f32]| {
+        (
+            format!("{m}x{n}x{k} mxfp4 {what}"),
+            Problem {
+                a: operand_of(a, m, k, f4, mx, true),
+                b: operand_of(b, n, k, f4, mx, true),
+                bias: None,
+                bf16: false,
+            },
+        )
+    };
+    let mut problems = vec![];
+    for (m, n, k) in [(256, 256, 320), (48, 136, 320)] {
+        problems.push(pair_problem(
+            &mut rng,
+            (m, n, k),
+            (f4, mx, true, f4, mx, true),
+        ));
+        let (mut a, mut b) = (even_blocks(&mut rng, m, k), even_blocks(&mut rng, n, k));
+        for (d, rows) in [(&mut a, m), (&mut b, n)] {
+            for r in (1..rows).step_by(2) {
+                scale_rows(d, k, r..r + 1, 0..128, 2f32.powi(12));
+            }
+        }
+        problems.push(mxfp4(
+            "odd rows' first stages 2^12 above",
+            (m, n, k),
+            &a,
+            &b,
+        ));
+        let (a, b) = (even_blocks(&mut rng, m, 416), even_blocks(&mut rng, n, 416));
+        let mut padded = mxfp4("K padded with zeros under 2^-127", (m, n, 416), &a, &b);
+        let least = 2f32.powi(-127);
+        zero_blocks(&mut padded.1.a.q, 0..m, 320..416, least);
+        zero_blocks(&mut padded.1.b.q, 0..n, 320..416, least);
+        problems.push(padded);
+    }
+    problems.push(pair_problem(
+        &mut rng,
+        (16, 200, 2880),
+        (f4, mx, true, f4, mx, true),
+    ));
+    let (e2m3, e3m2) = (ScaledFormat::F6E2M3, ScaledFormat::F6E3M2);
+    let (m6, n6, k6) = (192, 128, 224);
+    let (mut a6, mut b6) = (even_blocks(&mut rng, m6, k6), even_blocks(&mut rng, n6, k6));
+    scale_rows(&mut a6, k6, 0..m6, 0..128, 2f32.powi(3));
+    scale_rows(&mut b6, k6, 0..n6, 0..128, 2f32.powi(3));
+    problems.push((
+        format!("{m6}x{n6}x{k6} mxfp6 first stages 2^3 above"),
+        Problem {
+            a: operand_of(&a6, m6, k6, e2m3, mx, false),
+            b: operand_of(&b6, n6, k6, e3m2, mx, false),
+            bias: None,
+            bf16: false,
+        },
+    ));
+    let text = lowered(&session, &problems, "sm_90a", "wgmma");
+    assert_eq!(
+        text.matches("nvvm.barrier #nvvm.reduction<or>").count(),
+        7 * 2 + 1
+    );
+    run_and_check(&session, &problems, Some(&emulated("sm_90a", "wgmma")));
+    let square: Vec<_> = problems
+        .iter()
+        .filter(|p| p.1.a.q.rows > 64)
+        .cloned()
+        .collect();
+    let text = lowered(&session, &square, "sm_90a", "wgmma-specialized");
+    assert_eq!(
+        text.matches("nvvm.barrier #nvvm.reduction<or>").count(),
+        3 * 2 + 1
+    );
+    run_and_check(
+        &session,
+        &square,
+        Some(&emulated("sm_90a", "wgmma-specialized")),
+    );
+}
+
 /// 130 x 72 x 256 NVFP4 x NVFP4 (packed) with a bias, A's values with edge blocks: four
 /// rows each of a block below the smallest UE4M3 step (2^-12, 2^-14 times the values), of
 /// zeros, of -0 and of large values (2^10), and NaNs at `nans` (row, column), whose

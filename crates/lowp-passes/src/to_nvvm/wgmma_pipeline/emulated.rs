@@ -14,7 +14,7 @@ use super::fold::{fold_scan, Folded};
 use super::memory::{clear_halves, each_chunk, Memory, Shared};
 use super::stage::{
     decode_scales, each_scale_row, emulated_scale_word, scale_address, scale_at, scale_cell,
-    staged_readers, translate_stage,
+    settle_scales, staged_readers, translate_stage,
 };
 use super::tma::{box_origin, emulated_tma};
 use super::{descriptors_at, lane, part, segment_shape, sides, stage_descriptors, BK};
@@ -189,6 +189,12 @@ pub(super) fn emulated_block<'c, 'a>(
                         shared.store_words(e, st.copied(e, mem.stages, s, r), &words);
                     });
                 });
+                // (Folded, the windows settled, each row's by its thread, before any reads.)
+                if mem.settles() {
+                    threads(e, mem.copiers, &|e, t| {
+                        settle_scales(e, kn, mem, shared, &sides, t, s);
+                    });
+                }
                 threads(e, mem.copiers, &|e, t| {
                     translate_stage(e, mem, shared, &sides, k, t, s, fold);
                     decode_scales(e, kn, mem, shared, &sides, t, s, fold);

@@ -2,7 +2,8 @@
 //! `mul` + 64 `fma`, twice the issue slots of the segment's instruction. Where every
 //! operand whose scales change along K is FP4 (4-bit codes translated through byte
 //! permutes) or FP6 (word arithmetic, `ByteRule`) with E8M0 32-blocks staged through shared
-//! memory, the square and the skinny block (not with TMA) fold them into the codes instead:
+//! memory, the square and the skinny block (not with TMA; K static, whole stages of 128 or
+//! not: gpt-oss's 2880 is 22.5) fold them into the codes instead:
 //! block j of a row's stage is translated with the table moved `max - e_j` binades down
 //! (each finite nonzero image replaced by the FP8 code of its value times `2^-(max - e_j)`,
 //! normal or subnormal: exact up to 8 binades for E2M1 into E4M3; one 16-byte table per
@@ -333,9 +334,8 @@ pub(super) fn fold_plan(kn: &Kernel, mem: &Memory, anchor: bool) -> Option<Fold>
         }
         let st = mem.scales[x]?;
         let operand = [&kn.plan.a, &kn.plan.b][x];
-        // (A window's bytes are put in place when decoded; the folds read them as copied.)
-        if scaled.dtype != ScaleDtype::UE8M0 || st.span != 32 || st.window || !mem.routes[x].staged
-        {
+        // (A window's bytes are put in place before the folds read them: `settle_scales`.)
+        if scaled.dtype != ScaleDtype::UE8M0 || st.span != 32 || !mem.routes[x].staged {
             return None;
         }
         let table = operand.table.as_ref()?;
@@ -429,6 +429,27 @@ pub(super) fn scale_word<'c, 'a>(
     let scaled = [&kn.ops.sa, &kn.ops.sb][x];
     let at = scale_at(e, scaled, st, side, r, e.muli(s, e.index(BK)));
     let i32t = e.int_type(32);
+    if st.window {
+        // Neither aligned nor, in the last stage, inside the row: byte by byte, those past
+        // the row's last column read as the last (the word `settle_scales` leaves).
+        let columns = static_k(kn)
+            .map(|k| ceil(k, st.span))
+            .expect("windows are of a static K");
+        let limit = e.subi(e.index(columns - 1), e.muli(s, e.index(BK / st.span)));
+        let i8t = e.int_type(8);
+        return (0..4).fold(e.i32(0), |word, b| {
+            let at = e.addi(at, e.minui(e.index(b), limit));
+            let byte = match shared {
+                Shared::Gpu(_) => load(e, e.pointer(scale_address(e, scaled, at), 1), i8t, 1),
+                Shared::Cpu(_) => {
+                    let columns = e.dim(scaled.scales, 1);
+                    let (sr, sc) = (e.divui(at, columns), e.remui(at, columns));
+                    e.load(scaled.scales, &[sr, sc])
+                }
+            };
+            e.ori(word, e.shli(e.extui(byte, i32t), e.i32(8 * b as u32)))
+        });
+    }
     match shared {
         Shared::Gpu(_) => load(e, e.pointer(scale_address(e, scaled, at), 1), i32t, 4),
         Shared::Cpu(_) => emulated_scale_word(e, scaled, at),
@@ -635,7 +656,15 @@ pub(super) fn fold_scan<'c, 'a>(
                                     let distance = e.subi(most, e_b);
                                     let past =
                                         e.cmpi(CmpiPredicate::Ugt, distance, e.i32(reach as u32));
+                                    // (The last stage's blocks past K: zeros as copied,
+                                    // their bytes the last inside's, never read.)
+                                    let inside = (!sides[x].whole_k).then(|| {
+                                        let k0 = e.muli(s, e.index(BK));
+                                        let kb = e.addi(k0, e.index(b as i64 * st.span));
+                                        e.cmpi(CmpiPredicate::Ult, kb, kn.ops.k)
+                                    });
                                     let read = or_least(e, past, e_b);
+                                    let read = inside.map_or(read, |i| e.andi(read, i));
                                     let keeps = e.if_else(
                                         read,
                                         &[i1],
@@ -655,6 +684,8 @@ pub(super) fn fold_scan<'c, 'a>(
                                         // (Past the reach too, it misses.)
                                         spoils = Some(spoils.map_or(lost, |v| e.ori(v, lost)));
                                         let left_out = e.andi(read, keeps);
+                                        let left_out =
+                                            inside.map_or(left_out, |i| e.ori(left_out, not(e, i)));
                                         let code = e.select(left_out, e.i32(0xFF), e_b);
                                         kept = Some(kept.map_or(code, |v| e.minsi(v, code)));
                                     }

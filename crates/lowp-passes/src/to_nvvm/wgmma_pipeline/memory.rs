@@ -352,6 +352,12 @@ impl ScaleBlocks {
 }
 
 impl Memory {
+    /// Whether copied scale windows are settled (`settle_scales`): where the scales are
+    /// folded and some staged scales are windows.
+    pub(super) fn settles(&self) -> bool {
+        self.fold.is_some() && self.scales.iter().flatten().any(|st| st.window)
+    }
+
     /// The layout for `plan` in `tile`, fed by `feed`, within the chip's shared memory per
     /// block (sm_90a: 227 KiB).
     /// `scale_blocks`: the operands whose scales may be staged (`staged_scale_blocks`); they

@@ -97,7 +97,8 @@
 //! issue slots than the segment's wgmma; and 32 column addresses a thread, which LLVM
 //! hoists out of the loop: 255 registers and spills). Where K is not whole stages, a
 //! row's stage bytes are neither aligned nor inside the row: byte codes are copied as the
-//! 4-byte words that hold them and shifted in place when decoded (`ScaleBlocks::window`);
+//! 4-byte words that hold them and shifted in place when decoded (`ScaleBlocks::window`;
+//! folded, put in place a stage ahead by the thread that copied them, `settle_scales`);
 //! f32 scales there stay in global memory. Not where staging costs a stage (the barrier
 //! pipeline keeps at least 4).
 //!
@@ -201,7 +202,9 @@ use memory::{
 use persistent::{persistent_block, Schedule};
 pub(super) use registers::Registers;
 use specialized::specialized_block;
-use stage::{copy_scales, copy_stage, decode_scales, staged_readers, translate_stage};
+use stage::{
+    copy_scales, copy_stage, decode_scales, settle_scales, staged_readers, translate_stage,
+};
 use store::{c_tensor_map, StoreC};
 use tma::{acquire_tensor_map, box_bytes, load_boxes, tensor_map};
 
@@ -1364,6 +1367,7 @@ fn hardware_block<'c, 'a>(
         vec![]
     });
     let staged = mem.routes.iter().any(|r| r.staged);
+    let settles = mem.settles();
     // Translating stage s + 1 during stage s's instructions (`translate_ahead`) where
     // operands are translated.
     let early = translate_ahead && staged;
@@ -1390,6 +1394,14 @@ fn hardware_block<'c, 'a>(
                 }
                 if scaled {
                     decode_scales(e, kn, mem, shared, &sides, tid, s, fold);
+                }
+                // (Folded, the next stage's scale windows came with this stage's codes:
+                // settled before the barrier that publishes them.)
+                if settles {
+                    let next = e.addi(s, one);
+                    e.if_then(e.cmpi(CmpiPredicate::Ult, next, last), |e| {
+                        settle_scales(e, kn, mem, shared, &sides, tid, next)
+                    });
                 }
             });
         }

@@ -15,7 +15,7 @@ use melior::ir::Value;
 use super::cluster::{cluster_sync, release_in_cluster};
 use super::fold::{fold_scan, Folded};
 use super::memory::{clear_halves, ring_div, ring_rem, Memory, Shared};
-use super::stage::{copy_scales, copy_stage, decode_scales, translate_stage};
+use super::stage::{copy_scales, copy_stage, decode_scales, settle_scales, translate_stage};
 use super::store::{named_barrier, StoreC};
 use super::tma::{acquire_tensor_map, box_bytes, load_boxes};
 use super::{
@@ -213,12 +213,25 @@ pub(super) fn specialized_block<'c, 'a>(
         // landed (its wait of the stage before), and every read of the entry it copies
         // into now is done (the publish of the stage before).
         let folding = mem.fold.is_some();
+        let settles = mem.settles();
         let producers_meet = |e: &Emitter<'c, 'a>| named_barrier(e, e.i32(1), PRODUCERS);
         let produce = |e: &Emitter<'c, 'a>, fold: Folded<'c, 'a>| {
-            // Stage `s` landed (this thread's part): translate, fence, signal.
-            let publish = |e: &Emitter<'c, 'a>, s: Value<'c, 'a>| {
+            // Folded, the next stage's scale windows, copied with this one's codes, settled
+            // before the producers meet again.
+            let settle_next = |e: &Emitter<'c, 'a>, s: Value<'c, 'a>| {
+                let next = e.addi(s, one);
+                e.if_then(e.cmpi(CmpiPredicate::Ult, next, count), |e| {
+                    settle_scales(e, kn, mem, shared, &sides, ptid, next)
+                });
+            };
+            // Stage `s` landed (this thread's part): translate, fence, signal; in the loop
+            // (`settle`), the next stage's windows settled.
+            let publish = |e: &Emitter<'c, 'a>, s: Value<'c, 'a>, settle: bool| {
                 translate_stage(e, mem, shared, &sides, k, ptid, s, fold);
                 decode_scales(e, kn, mem, shared, &sides, ptid, s, fold);
+                if settle && settles {
+                    settle_next(e, s);
+                }
                 wgmma::fence_proxy_async(e);
                 mbarrier(e, "nvvm.mbarrier.arrive", &[bar(e, 0, s)]);
             };
@@ -254,22 +267,29 @@ pub(super) fn specialized_block<'c, 'a>(
                         "nvvm.cp.async.wait.group",
                         &[("n", &format!("{} : i32", lead - 1))],
                     );
-                    publish(e, e.subi(s, e.index(lead - 1)));
+                    publish(e, e.subi(s, e.index(lead - 1)), true);
                 });
                 vec![]
             });
-            // The stages still in flight.
+            // The stages still in flight: their windows settled before the producers meet
+            // (no meeting between the publishes after it).
             e.bare("nvvm.cp.async.wait.group", &[("n", "0 : i32")]);
-            if folding {
-                producers_meet(e);
-            }
             let from = e.select(
                 e.cmpi(CmpiPredicate::Uge, count, e.index(lead - 1)),
                 e.subi(count, e.index(lead - 1)),
                 zero,
             );
+            if settles {
+                e.for_loop(from, count, one, &[], |e, s, _| {
+                    settle_next(e, s);
+                    vec![]
+                });
+            }
+            if folding {
+                producers_meet(e);
+            }
             e.for_loop(from, count, one, &[], |e, s, _| {
-                publish(e, s);
+                publish(e, s, false);
                 vec![]
             });
         };

@@ -14,7 +14,7 @@ use melior::ir::{Attribute, Identifier, Value};
 
 use super::fold::{byte_max, Folded};
 use super::memory::{each_chunk, ring_rem, swizzled, Memory, ScaleStage, Shared};
-use super::{Side, BK};
+use super::{ceil, static_k, Side, BK};
 use crate::code_words::{
     byte_rule, nibble_table, splat, symmetric, translate4, translate4_bytes, translate8,
     translate_bytes,
@@ -251,7 +251,8 @@ pub(super) fn decode_scales<'c, 'a>(
         }
         let scaled = [&kn.ops.sa, &kn.ops.sb][x];
         let copied = st.copied(e, mem.stages, s, r);
-        let words = if st.window {
+        // (Folded, a window was settled into its first word: `settle_scales`.)
+        let words = if st.window && mem.fold.is_none() {
             // (Rows of 3 or 5 words: 4-byte aligned only.)
             let words: Vec<Value> = (0..st.row_bytes() / 4)
                 .map(|w| shared.load_words(e, e.addi(copied, e.index(4 * w)), 1)[0])
@@ -283,6 +284,64 @@ pub(super) fn decode_scales<'c, 'a>(
             shared.store_words(e, at, &[e.bitcast(value, i32t)]);
         }
     });
+}
+
+/// Settle thread `tid`'s rows' copied scale windows of stage `s` (`ScaleBlocks::window`,
+/// where the scales are folded, `Fold`): the row's four E8M0 bytes of the stage put in place
+/// in the entry's first word, as a copy of an aligned row would have them, those past the
+/// scales' last column (the last stage's blocks past K, whose codes copy as zeros) replaced
+/// by the last inside it, so that the stage's largest and smallest are of blocks inside K.
+/// The folds then read the entry as aligned: the translations (the row's word, or a byte
+/// where B is anchored), `decode_scales`, and the scan, which stores the first stage's
+/// word so settled (`settled_scale_word`). On the GPU the thread that copied a row settles
+/// its next stage's after its wait for them, before the barrier that publishes them.
+#[allow(clippy::too_many_arguments)]
+pub(super) fn settle_scales<'c, 'a>(
+    e: &Emitter<'c, 'a>,
+    kn: &Kernel<'_, 'c, 'a>,
+    mem: &Memory,
+    shared: Shared<'c, 'a>,
+    sides: &[Side<'c, 'a>; 2],
+    tid: Value<'c, 'a>,
+    s: Value<'c, 'a>,
+) {
+    let i32t = e.int_type(32);
+    each_scale_row(e, mem, tid, |e, x, st, r| {
+        if !st.window || st.size != 1 {
+            return;
+        }
+        let scaled = [&kn.ops.sa, &kn.ops.sb][x];
+        let copied = st.copied(e, mem.stages, s, r);
+        let words = shared.load_words(e, copied, st.row_bytes() / 4);
+        let at = scale_at(e, scaled, st, &sides[x], r, e.muli(s, e.index(BK)));
+        let skip = e.andi(scale_address(e, scaled, at), e.int(64, 3));
+        let word = realigned(e, &words[..2], e.muli(e.trunci(skip, i32t), e.i32(8)))[0];
+        // (The last stage's blocks inside K: a static count, where K is static.)
+        let columns = static_k(kn)
+            .map(|k| ceil(k, st.span))
+            .expect("windows are of a static K");
+        let stages = ceil(columns * st.span, BK);
+        let inside = columns - 4 * (stages - 1);
+        let word = if inside < 4 {
+            let last = e.cmpi(CmpiPredicate::Eq, s, e.index(stages - 1));
+            e.select(last, held_past(e, word, inside), word)
+        } else {
+            word
+        };
+        shared.store_words(e, copied, &[word]);
+    });
+}
+
+/// `word`'s bytes from `inside` on replaced by its byte `inside - 1` (`inside` in 1..4).
+pub(super) fn held_past<'c, 'a>(
+    e: &Emitter<'c, 'a>,
+    word: Value<'c, 'a>,
+    inside: i64,
+) -> Value<'c, 'a> {
+    let kept = (1u32 << (8 * inside)) - 1;
+    let last = e.andi(e.shrui(word, e.i32(8 * (inside as u32 - 1))), e.i32(0xFF));
+    let fill = e.andi(e.muli(last, e.i32(0x0101_0101)), e.i32(!kept));
+    e.ori(e.andi(word, e.i32(kept)), fill)
 }
 
 /// The two E4M3 codes in the low 16 bits of `pair` (an `i32`) as f16 (`vector<2xf16>`, the
