@@ -73,6 +73,9 @@ checks=(
   # split by shape; 5 not split).
   "--m 16 --n 136 --k 1408 --lhs f6e2m3 --rhs f6e3m2 --layout mx --bias"
   "--m 7 --n 72 --k 640 --lhs f4e2m1 --rhs f8e4m3 --layout mx --packed --rhs-layout blockwise/1x32"
+  # MXFP4 with K not whole stages of 128 (gpt-oss's 2880: scale rows of 90 bytes, copied as
+  # windows and settled before the folds read them, aff9fcd).
+  "--m 136 --n 200 --k 2880 --lhs f4e2m1 --rhs f4e2m1 --layout mx --packed --bias"
 )
 i=0
 for c in "${checks[@]}"; do
@@ -323,6 +326,14 @@ for s in 8192x8192x8192 4096x4096x4096 16x8192x8192 16x4096x8192; do
         done ;;
     esac
   done
+done
+# MXFP4 at gpt-oss's K (2880: 22.5 stages of 128), square and decode: its scales folded
+# since aff9fcd (the per-32 loop before, fold-scales=off now).
+for s in 8192x2880x2880 16x2880x2880; do
+  IFS=x read -r m n k <<< "$s"
+  save "time-auto-$s-f4e2m1" --m $m --n $n --k $k --lhs f4e2m1 --rhs f4e2m1 --layout mx --packed
+  save "time-wgmma-nofold-$s-f4e2m1" --m $m --n $n --k $k --lhs f4e2m1 --rhs f4e2m1 \
+    --layout mx --packed --kernel wgmma --fold-scales off
 done
 # The skinny block's loop is latency-bound, not memory-bound (MXFP4 16 x 8192 x 8192: 35
 # us, about 2000 clocks a stage for ~300 instructions a warp, 8 warps an SM in two blocks):
