@@ -963,6 +963,27 @@ fn even_blocks(rng: &mut SplitMix64, rows: usize, k: usize) -> Vec<f32> {
         .collect()
 }
 
+/// The problem "`m`x`n`x`k` `what`" of MX operands quantized from the data `a` (`m` x `k`)
+/// and `b` (`n` x `k`), in `formats` (A's, B's), stored `packed`, without a bias.
+fn mx_data_problem(
+    what: &str,
+    (m, n, k): (usize, usize, usize),
+    (a, b): (&[f32], &[f32]),
+    (fa, fb): (ScaledFormat, ScaledFormat),
+    packed: bool,
+) -> (String, Problem) {
+    let mx = ScaleLayout::MX;
+    (
+        format!("{m}x{n}x{k} {what}"),
+        Problem {
+            a: operand_of(a, m, k, fa, mx, packed),
+            b: operand_of(b, n, k, fb, mx, packed),
+            bias: None,
+            bf16: false,
+        },
+    )
+}
+
 /// Multiply rows `rows`, K `ks` of the row-major `d` (`k` a row) by `f`.
 fn scale_rows(
     d: &mut [f32],
@@ -1062,15 +1083,7 @@ fn wgmma_pipeline_folds_block_scales() {
     b[200 * k + 40] = f32::NAN;
     // A packed MXFP4 x MXFP4 problem of the data `a`, `b`.
     let mxfp4 = |what: &str, a: &[f32], b: &[f32]| {
-        (
-            format!("{m}x{n}x{k} mxfp4 {what}"),
-            Problem {
-                a: operand_of(a, m, k, f4, mx, true),
-                b: operand_of(b, n, k, f4, mx, true),
-                bias: None,
-                bf16: false,
-            },
-        )
+        mx_data_problem(&format!("mxfp4 {what}"), (m, n, k), (a, b), (f4, f4), true)
     };
     let edges = mxfp4("folds at the edge of reach", &a, &b);
     // B's stages within reach, its block not: folded by rows.
@@ -1093,14 +1106,12 @@ fn wgmma_pipeline_folds_block_scales() {
     let (mut a6, mut b6) = (even_blocks(&mut rng, m6, k6), even_blocks(&mut rng, n6, k6));
     scale_rows(&mut a6, k6, 0..8, 64..96, 2f32.powi(-6));
     scale_rows(&mut b6, k6, 0..8, 160..192, 2f32.powi(-4));
-    let fp6 = (
-        format!("{m6}x{n6}x{k6} mxfp6 folds at the edges of reach"),
-        Problem {
-            a: operand_of(&a6, m6, k6, e2m3, mx, false),
-            b: operand_of(&b6, n6, k6, e3m2, mx, false),
-            bias: None,
-            bf16: false,
-        },
+    let fp6 = mx_data_problem(
+        "mxfp6 folds at the edges of reach",
+        (m6, n6, k6),
+        (&a6, &b6),
+        (e2m3, e3m2),
+        false,
     );
     // Packed MXFP4 x MXFP6 E3M2: the barrier pipeline stages both scales and folds both.
     let mixed = pair_problem(&mut rng, (128, 136, 256), (f4, mx, true, e3m2, mx, false));
@@ -1229,15 +1240,15 @@ fn wgmma_skinny_folds_block_scales() {
     let smooth = pair_problem(&mut rng, (16, 200, 1024), (f4, mx, true, f4, mx, true));
     let (m, n, k) = (48, 136, 512);
     let mxfp4 = |what: &str, a: &[f32], b: &[f32]| {
-        (
-            format!("{m}x{n}x{k} mxfp4 skinny {what}"),
-            Problem {
-                a: operand_of(a, m, k, f4, mx, true),
-                b: operand_of(b, n, k, f4, mx, true),
-                bias: Some(vec![0.5; n]),
-                bf16: false,
-            },
-        )
+        let mut p = mx_data_problem(
+            &format!("mxfp4 skinny {what}"),
+            (m, n, k),
+            (a, b),
+            (f4, f4),
+            true,
+        );
+        p.1.bias = Some(vec![0.5; n]);
+        p
     };
     let (mut a, mut b) = (even_blocks(&mut rng, m, k), even_blocks(&mut rng, n, k));
     scale_rows(&mut a, k, 0..8, 160..192, 2f32.powi(-8));
@@ -1257,14 +1268,12 @@ fn wgmma_skinny_folds_block_scales() {
     let (mut a6, mut b6) = (even_blocks(&mut rng, m6, k6), even_blocks(&mut rng, n6, k6));
     scale_rows(&mut a6, k6, 0..8, 64..96, 2f32.powi(-6));
     scale_rows(&mut b6, k6, 0..8, 160..192, 2f32.powi(-4));
-    let fp6 = (
-        format!("{m6}x{n6}x{k6} mxfp6 skinny folds at the edges of reach"),
-        Problem {
-            a: operand_of(&a6, m6, k6, e2m3, mx, false),
-            b: operand_of(&b6, n6, k6, e3m2, mx, false),
-            bias: None,
-            bf16: false,
-        },
+    let fp6 = mx_data_problem(
+        "mxfp6 skinny folds at the edges of reach",
+        (m6, n6, k6),
+        (&a6, &b6),
+        (e2m3, e3m2),
+        false,
     );
     let (a, b) = (even_blocks(&mut rng, m, k), even_blocks(&mut rng, n, k));
     let mut padded = mxfp4("K padded with zeros under 2^-127", &a, &b);
@@ -1326,16 +1335,8 @@ fn wgmma_folds_scale_windows() {
     let session = Session::new();
     let mut rng = SplitMix64::new(2880);
     let (f4, mx) = (ScaledFormat::F4E2M1, ScaleLayout::MX);
-    let mxfp4 = |what: &str, (m, n, k): (usize, usize, usize), a: &[f32], b: &[f32]| {
-        (
-            format!("{m}x{n}x{k} mxfp4 {what}"),
-            Problem {
-                a: operand_of(a, m, k, f4, mx, true),
-                b: operand_of(b, n, k, f4, mx, true),
-                bias: None,
-                bf16: false,
-            },
-        )
+    let mxfp4 = |what: &str, shape, a: &[f32], b: &[f32]| {
+        mx_data_problem(&format!("mxfp4 {what}"), shape, (a, b), (f4, f4), true)
     };
     let mut problems = vec![];
     for (m, n, k) in [(256, 256, 320), (48, 136, 320)] {
@@ -1373,14 +1374,12 @@ fn wgmma_folds_scale_windows() {
     let (mut a6, mut b6) = (even_blocks(&mut rng, m6, k6), even_blocks(&mut rng, n6, k6));
     scale_rows(&mut a6, k6, 0..m6, 0..128, 2f32.powi(3));
     scale_rows(&mut b6, k6, 0..n6, 0..128, 2f32.powi(3));
-    problems.push((
-        format!("{m6}x{n6}x{k6} mxfp6 first stages 2^3 above"),
-        Problem {
-            a: operand_of(&a6, m6, k6, e2m3, mx, false),
-            b: operand_of(&b6, n6, k6, e3m2, mx, false),
-            bias: None,
-            bf16: false,
-        },
+    problems.push(mx_data_problem(
+        "mxfp6 first stages 2^3 above",
+        (m6, n6, k6),
+        (&a6, &b6),
+        (e2m3, e3m2),
+        false,
     ));
     let text = lowered(&session, &problems, "sm_90a", "wgmma");
     assert_eq!(
@@ -1929,14 +1928,12 @@ fn translate_once_matches_the_oracle() {
     scale_rows(&mut a6, k, 0..8, 64..96, 2f32.powi(-6));
     scale_rows(&mut b6, k, 0..8, 256..288, 2f32.powi(-12));
     scale_rows(&mut a6, k, 128..136, 160..192, 2f32.powi(-7));
-    let fp6 = (
-        format!("{m}x{n}x{k} mxfp6 at the edges of E4M3's and E5M2's reach"),
-        Problem {
-            a: operand_of(&a6, m, k, e2m3, mx, false),
-            b: operand_of(&b6, n, k, e3m2, mx, false),
-            bias: None,
-            bf16: false,
-        },
+    let fp6 = mx_data_problem(
+        "mxfp6 at the edges of E4M3's and E5M2's reach",
+        (m, n, k),
+        (&a6, &b6),
+        (e2m3, e3m2),
+        false,
     );
     let problems = [smooth, ragged, edges, lone, bytes, custom, fp6];
     let with = |emulate| {

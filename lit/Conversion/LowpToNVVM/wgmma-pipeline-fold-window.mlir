@@ -7,10 +7,11 @@
 // stage, those past the row's last column reading the last: 3 stages x 4 x (A + B) in
 // the first pass, again in the second), each stage's copies bring the next stage's
 // scales as a window of two words, and the thread that copied a row settles it after its
-// wait, before the stage's barrier: the two words shifted right by 8 x (address & 3), and
-// in the last stage (2) its bytes past the row's 2 (K 256-319) replaced by the last inside
-// (byte 1 x 0x01010101, kept where 0xFFFF0000), stored back as the entry's first word,
-// which the translations, the decoded scales and B's anchor then read as aligned.
+// wait, before the stage's barrier: the two words (a load each, as `decode_scales` reads
+// a window) shifted right by 8 x (address & 3), and in the last stage (2) its bytes past
+// the row's 2 (K 256-319) replaced by the last inside (byte 1 x 0x01010101, kept where
+// 0xFFFF0000), stored back as the entry's first word, which the translations, the decoded
+// scales and B's anchor then read as aligned.
 // CHECK-LABEL: func.func @mxfp4
 // CHECK-COUNT-12: llvm.load %{{.*}} {alignment = 1 : i64} : !llvm.ptr<1> -> i8
 // CHECK:         nvvm.barrier #nvvm.reduction<or>
@@ -18,7 +19,8 @@
 // CHECK:         scf.if %{{.*}} -> (f32,
 // CHECK-NEXT:      scf.if %{{.*}} -> (f32,
 // CHECK:             nvvm.cp.async.wait.group 2
-// CHECK:             %[[WORDS:.*]] = llvm.load %{{.*}} {alignment = 8 : i64} : !llvm.ptr<3> -> vector<2xi32>
+// CHECK:             llvm.load %{{.*}} {alignment = 4 : i64} : !llvm.ptr<3> -> i32
+// CHECK:             llvm.load %{{.*}} {alignment = 4 : i64} : !llvm.ptr<3> -> i32
 // CHECK:             %[[SKIP:.*]] = arith.andi %{{.*}}, %c3_i64 : i64
 // CHECK:             %[[BOTH:.*]] = arith.ori %{{.*}}, %{{.*}} : i64
 // CHECK-NEXT:        %[[PLACED:.*]] = arith.shrui %[[BOTH]], %{{.*}} : i64

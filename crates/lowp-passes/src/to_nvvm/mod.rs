@@ -206,8 +206,9 @@ pub const PASS: PassDef = PassDef {
                           zeros, folds them into the FP8 codes and promotes \
                           once per 128 of K, with one fma per accumulator where all of the \
                           block's B scales are within reach of their largest (but for its \
-                          blocks of zeros under 2^-127), the others per 32), rows (the same, B never anchored to one code: what that \
-                          buys, measured), or off (per 32 always)",
+                          blocks of zeros under 2^-127), the others per 32), rows (the \
+                          same, B never anchored to one code: what that buys, measured), or \
+                          off (per 32 always)",
             kind: OptionKind::Choice(&["auto", "rows", "off"]),
         },
         OptionDef {

@@ -44,7 +44,7 @@ use melior::ir::operation::OperationBuilder;
 use melior::ir::{Attribute, Identifier, Type, Value};
 
 use super::memory::{bits_clear, load, Memory, ScaleStage, Shared};
-use super::stage::{emulated_scale_word, scale_address, scale_at};
+use super::stage::{emulated_scale_word, scale_address, scale_at, window_columns};
 use super::{ceil, segment_shape, static_k, Side, BK};
 use crate::code_words::{byte_rule, nibble_table, ByteRule};
 use crate::expand_quantize::ceil_div;
@@ -432,9 +432,7 @@ pub(super) fn scale_word<'c, 'a>(
     if st.window {
         // Neither aligned nor, in the last stage, inside the row: byte by byte, those past
         // the row's last column read as the last (the word `settle_scales` leaves).
-        let columns = static_k(kn)
-            .map(|k| ceil(k, st.span))
-            .expect("windows are of a static K");
+        let columns = window_columns(kn, st);
         let limit = e.subi(e.index(columns - 1), e.muli(s, e.index(BK / st.span)));
         let i8t = e.int_type(8);
         return (0..4).fold(e.i32(0), |word, b| {
@@ -481,12 +479,7 @@ fn block_invariant<'c, 'a>(
     s: Value<'c, 'a>,
     j: i64,
 ) -> Value<'c, 'a> {
-    let row = e.addi(side.origin, r);
-    let row = if side.whole_rows {
-        row
-    } else {
-        e.minui(row, e.subi(side.rows, e.index(1)))
-    };
+    let row = side.row(e, r);
     let bytes = if packed { 16 } else { 32 };
     let first = e.addi(e.muli(s, e.index(4 * bytes)), e.index(j * bytes));
     let at = e.addi(e.muli(row, e.index(side.row_bytes)), first);
@@ -652,14 +645,14 @@ pub(super) fn fold_scan<'c, 'a>(
                                 // (Of the blocks so far, where `zeros`.)
                                 let mut spoils: Option<Value<'c, 'a>> = None;
                                 let mut kept: Option<Value<'c, 'a>> = None;
+                                // (The last stage's blocks past K: zeros as copied, their
+                                // bytes the last inside's, never read.)
+                                let k0 = (!sides[x].whole_k).then(|| e.muli(s, e.index(BK)));
                                 for (b, e_b) in bytes_of(e, word).into_iter().enumerate() {
                                     let distance = e.subi(most, e_b);
                                     let past =
                                         e.cmpi(CmpiPredicate::Ugt, distance, e.i32(reach as u32));
-                                    // (The last stage's blocks past K: zeros as copied,
-                                    // their bytes the last inside's, never read.)
-                                    let inside = (!sides[x].whole_k).then(|| {
-                                        let k0 = e.muli(s, e.index(BK));
+                                    let inside = k0.map(|k0| {
                                         let kb = e.addi(k0, e.index(b as i64 * st.span));
                                         e.cmpi(CmpiPredicate::Ult, kb, kn.ops.k)
                                     });

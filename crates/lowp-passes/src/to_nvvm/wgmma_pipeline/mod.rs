@@ -739,6 +739,19 @@ struct Side<'c, 'a> {
     operand: Operand,
 }
 
+impl<'c, 'a> Side<'c, 'a> {
+    /// Tile row `r`'s row in the operand, clamped inside it unless the rows are whole tiles
+    /// (rows past it read the last row's: their codes copy as zeros, or are never used).
+    fn row(&self, e: &Emitter<'c, 'a>, r: Value<'c, 'a>) -> Value<'c, 'a> {
+        let row = e.addi(self.origin, r);
+        if self.whole_rows {
+            row
+        } else {
+            e.minui(row, e.subi(self.rows, e.index(1)))
+        }
+    }
+}
+
 fn sides<'c, 'a>(
     e: &Emitter<'c, 'a>,
     kn: &Kernel<'_, 'c, 'a>,

@@ -165,13 +165,7 @@ pub(super) fn scale_cell<'c, 'a>(
     r: Value<'c, 'a>,
     k0: Value<'c, 'a>,
 ) -> Value<'c, 'a> {
-    let row = e.addi(side.origin, r);
-    let row = if side.whole_rows {
-        row
-    } else {
-        e.minui(row, e.subi(side.rows, e.index(1)))
-    };
-    let [sr, sc] = scaled.scale_index(e, row, k0);
+    let [sr, sc] = scaled.scale_index(e, side.row(e, r), k0);
     e.addi(e.muli(sr, e.dim(scaled.scales, 1)), sc)
 }
 
@@ -253,13 +247,7 @@ pub(super) fn decode_scales<'c, 'a>(
         let copied = st.copied(e, mem.stages, s, r);
         // (Folded, a window was settled into its first word: `settle_scales`.)
         let words = if st.window && mem.fold.is_none() {
-            // (Rows of 3 or 5 words: 4-byte aligned only.)
-            let words: Vec<Value> = (0..st.row_bytes() / 4)
-                .map(|w| shared.load_words(e, e.addi(copied, e.index(4 * w)), 1)[0])
-                .collect();
-            let at = scale_at(e, scaled, st, &sides[x], r, e.muli(s, e.index(BK)));
-            let skip = e.andi(scale_address(e, scaled, at), e.int(64, 3));
-            realigned(e, &words, e.muli(e.trunci(skip, i32t), e.i32(8)))
+            placed_window(e, scaled, shared, st, &sides[x], r, s, copied)
         } else {
             shared.load_words(e, copied, st.per_row() / 4)
         };
@@ -293,7 +281,7 @@ pub(super) fn decode_scales<'c, 'a>(
 /// by the last inside it, so that the stage's largest and smallest are of blocks inside K.
 /// The folds then read the entry as aligned: the translations (the row's word, or a byte
 /// where B is anchored), `decode_scales`, and the scan, which stores the first stage's
-/// word so settled (`settled_scale_word`). On the GPU the thread that copied a row settles
+/// word so settled (`fold::scale_word`). On the GPU the thread that copied a row settles
 /// its next stage's after its wait for them, before the barrier that publishes them.
 #[allow(clippy::too_many_arguments)]
 pub(super) fn settle_scales<'c, 'a>(
@@ -305,21 +293,15 @@ pub(super) fn settle_scales<'c, 'a>(
     tid: Value<'c, 'a>,
     s: Value<'c, 'a>,
 ) {
-    let i32t = e.int_type(32);
     each_scale_row(e, mem, tid, |e, x, st, r| {
         if !st.window || st.size != 1 {
             return;
         }
         let scaled = [&kn.ops.sa, &kn.ops.sb][x];
         let copied = st.copied(e, mem.stages, s, r);
-        let words = shared.load_words(e, copied, st.row_bytes() / 4);
-        let at = scale_at(e, scaled, st, &sides[x], r, e.muli(s, e.index(BK)));
-        let skip = e.andi(scale_address(e, scaled, at), e.int(64, 3));
-        let word = realigned(e, &words[..2], e.muli(e.trunci(skip, i32t), e.i32(8)))[0];
-        // (The last stage's blocks inside K: a static count, where K is static.)
-        let columns = static_k(kn)
-            .map(|k| ceil(k, st.span))
-            .expect("windows are of a static K");
+        let word = placed_window(e, scaled, shared, st, &sides[x], r, s, copied)[0];
+        // (The last stage's blocks inside K: a static count.)
+        let columns = window_columns(kn, st);
         let stages = ceil(columns * st.span, BK);
         let inside = columns - 4 * (stages - 1);
         let word = if inside < 4 {
@@ -332,12 +314,44 @@ pub(super) fn settle_scales<'c, 'a>(
     });
 }
 
-/// `word`'s bytes from `inside` on replaced by its byte `inside - 1` (`inside` in 1..4).
-pub(super) fn held_past<'c, 'a>(
+/// The words of operand `scaled`'s row `r` of stage `s` that a window (`ScaleBlocks::window`)
+/// copied to `copied`, shifted to where a copy of an aligned row would hold them: one fewer
+/// than copied, the first from the stage bytes' place in the first word copied. (Rows of 3
+/// or 5 words are only 4-byte aligned: loaded a word at a time.)
+#[allow(clippy::too_many_arguments)]
+fn placed_window<'c, 'a>(
     e: &Emitter<'c, 'a>,
-    word: Value<'c, 'a>,
-    inside: i64,
-) -> Value<'c, 'a> {
+    scaled: &Scaled<'c, 'a>,
+    shared: Shared<'c, 'a>,
+    st: ScaleStage,
+    side: &Side<'c, 'a>,
+    r: Value<'c, 'a>,
+    s: Value<'c, 'a>,
+    copied: Value<'c, 'a>,
+) -> Vec<Value<'c, 'a>> {
+    let i32t = e.int_type(32);
+    let word_at = |w: i64| match w {
+        0 => copied,
+        _ => e.addi(copied, e.index(4 * w)),
+    };
+    let words: Vec<Value> = (0..st.row_bytes() / 4)
+        .map(|w| shared.load_words(e, word_at(w), 1)[0])
+        .collect();
+    let at = scale_at(e, scaled, st, side, r, e.muli(s, e.index(BK)));
+    let skip = e.andi(scale_address(e, scaled, at), e.int(64, 3));
+    realigned(e, &words, e.muli(e.trunci(skip, i32t), e.i32(8)))
+}
+
+/// The scale columns of a row (`ceil(K / span)`) where a stage's are a window: K is static
+/// there (`ScaleBlocks::of`).
+pub(super) fn window_columns(kn: &Kernel, st: ScaleStage) -> i64 {
+    static_k(kn)
+        .map(|k| ceil(k, st.span))
+        .expect("windows are of a static K")
+}
+
+/// `word`'s bytes from `inside` on replaced by its byte `inside - 1` (`inside` in 1..4).
+fn held_past<'c, 'a>(e: &Emitter<'c, 'a>, word: Value<'c, 'a>, inside: i64) -> Value<'c, 'a> {
     let kept = (1u32 << (8 * inside)) - 1;
     let last = e.andi(e.shrui(word, e.i32(8 * (inside as u32 - 1))), e.i32(0xFF));
     let fill = e.andi(e.muli(last, e.i32(0x0101_0101)), e.i32(!kept));
