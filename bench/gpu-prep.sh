@@ -191,6 +191,11 @@ save "check-auto-once-4" --m 256 --n 256 --k 512 --lhs f4e3m0 --rhs f4e3m0 --lay
 # FP6 (word arithmetic): E2M3 into E4M3, E3M2 into E5M2.
 save "check-auto-once-5" --m 256 --n 200 --k 1024 --lhs f6e2m3 --rhs f6e3m2 --layout mx \
   --bias --translate-once on
+# K not whole stages (the workspaces padded with zero codes): gpt-oss's 2880, and FP6 at 224.
+save "check-auto-once-6" --m 136 --n 200 --k 2880 --lhs f4e2m1 --rhs f4e2m1 --layout mx \
+  --packed --bias --translate-once on
+save "check-auto-once-7" --m 256 --n 200 --k 224 --lhs f6e2m3 --rhs f6e3m2 --layout mx \
+  --translate-once on
 
 # Grids beyond 65535 rows of blocks, folded into z (lowp-fold-grid): the generic kernel's
 # and mma.sync's 64-row tiles past their unfolded limit (4,194,240 rows).
@@ -335,6 +340,10 @@ for s in 8192x2880x2880 16x2880x2880; do
   save "time-wgmma-nofold-$s-f4e2m1" --m $m --n $n --k $k --lhs f4e2m1 --rhs f4e2m1 \
     --layout mx --packed --kernel wgmma --fold-scales off
 done
+# translate-once at K = 2880: the workspaces padded to 2944 with zero codes (launch 2 on 23
+# whole stages), beside auto above.
+save "time-auto-once-8192x2880x2880-f4e2m1" --m 8192 --n 2880 --k 2880 --lhs f4e2m1 \
+  --rhs f4e2m1 --layout mx --packed --translate-once on
 # The skinny block's loop is latency-bound, not memory-bound (MXFP4 16 x 8192 x 8192: 35
 # us, about 2000 clocks a stage for ~300 instructions a warp, 8 warps an SM in two blocks):
 # a ring of 4 or 5 stages (MXFP4 46 / 52 KB, FP8 41 KB) leaves room for four blocks a

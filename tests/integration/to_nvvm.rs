@@ -1962,6 +1962,78 @@ fn translate_once_matches_the_oracle() {
     run_and_check(&session, &problems, Some(&with(true)));
 }
 
+/// `translate-once=on` where K is not whole stages of 128 (K / 32 scales a row not a
+/// multiple of 4: a row's stage of scales is a window, not an aligned word): the
+/// workspaces are padded to whole stages with zero codes, the translation reads a stage's
+/// scales byte by byte and leaves the blocks past K out of its range, and the FP8 GEMM runs
+/// on the padded K. Through the emulation:
+/// - MXFP4 at 200 x 136 x 512 (whole stages), then at 200 x 136 x 416 (the last stage one
+///   block inside), whose codes workspaces are the same size: the second's tails are
+///   written, not left as the first's codes;
+/// - 200 x 136 x 416 with B's rows 0-7 last block 2^-15 below the rest (tile (0, 0) folds
+///   at the edge of E5M2's reach in the partial stage), A's row 3 last block zeros under
+///   2^-127 (left out of its range) and A's rows 128-135 last block 2^-16 below (tile row
+///   1 falls back);
+/// - MXFP4 one code per byte at 136 x 256 x 2880 (gpt-oss's K: 22.5 stages);
+/// - FP6 E2M3 x E3M2 at 256 x 256 x 224 (7 blocks), one block of A's rows 0-7 and of B's
+///   in the partial stage at the edges of their reaches (2^-6 in E4M3, 2^-12 in E5M2).
+#[test]
+fn translate_once_pads_k() {
+    let session = Session::new();
+    let mut rng = SplitMix64::new(2880);
+    let (f4, mx) = (ScaledFormat::F4E2M1, ScaleLayout::MX);
+    let whole = pair_problem(&mut rng, (200, 136, 512), (f4, mx, true, f4, mx, true));
+    let after = pair_problem(&mut rng, (200, 136, 416), (f4, mx, true, f4, mx, true));
+    let (m, n, k) = (200, 136, 416);
+    let (mut a, mut b) = (even_blocks(&mut rng, m, k), even_blocks(&mut rng, n, k));
+    scale_rows(&mut b, k, 0..8, 384..416, 2f32.powi(-15));
+    scale_rows(&mut a, k, 128..136, 384..416, 2f32.powi(-16));
+    let mut edges = mx_data_problem(
+        "mxfp4, the partial stage's edges",
+        (m, n, k),
+        (&a, &b),
+        (f4, f4),
+        true,
+    );
+    zero_blocks(&mut edges.1.a.q, 3..4, 384..416, 2f32.powi(-127));
+    let bytes = pair_problem(&mut rng, (136, 256, 2880), (f4, mx, false, f4, mx, false));
+    let (e2m3, e3m2) = (ScaledFormat::F6E2M3, ScaledFormat::F6E3M2);
+    let (m6, n6, k6) = (256, 256, 224);
+    let (mut a6, mut b6) = (even_blocks(&mut rng, m6, k6), even_blocks(&mut rng, n6, k6));
+    scale_rows(&mut a6, k6, 0..8, 192..224, 2f32.powi(-6));
+    scale_rows(&mut b6, k6, 0..8, 192..224, 2f32.powi(-12));
+    let fp6 = mx_data_problem(
+        "mxfp6, the partial stage's edges",
+        (m6, n6, k6),
+        (&a6, &b6),
+        (e2m3, e3m2),
+        false,
+    );
+    let problems = [whole, after, edges, bytes, fp6];
+    let with = |emulate| {
+        format!(
+            "builtin.module(func.func(lowp-to-nvvm{{chip=sm_90a kernel=auto translate-once=on \
+             emulate={emulate}}}))"
+        )
+    };
+    let text = lowered_with(&session, &problems, &with(false));
+    // Every op translated (five workspaces, three launches).
+    assert_eq!(text.matches("gpu.alloc").count(), 5 * problems.len());
+    assert_eq!(text.matches("gpu.launch ").count(), 3 * problems.len());
+    // The translated operands at K padded to whole stages.
+    for view in [
+        "memref<200x512xf8E5M2>",
+        "memref<136x512xf8E5M2>",
+        "memref<136x2944xf8E5M2>",
+        "memref<256x2944xf8E5M2>",
+        "memref<256x256xf8E4M3FN>",
+        "memref<256x256xf8E5M2>",
+    ] {
+        assert!(text.contains(view), "no {view} in the lowered IR");
+    }
+    run_and_check(&session, &problems, Some(&with(true)));
+}
+
 /// `persistent=on`: TMA's square block as one block per multiprocessor (132 on sm_90a),
 /// each looping over its tiles of C in grouped order, the ring's turns carrying on from
 /// tile to tile. 2100 x 1290 (17 x 11 = 187 tiles: 55 blocks take two) per tensor, no

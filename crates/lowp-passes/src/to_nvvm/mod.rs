@@ -279,7 +279,8 @@ pub const PASS: PassDef = PassDef {
             description: "The wgmma pipeline's square block (sm_90a) on two operands of \
                           4-bit codes (E2M1, 4-bit customs) or of FP6 codes one per byte \
                           with E8M0 32-blocks, M, N and K \
-                          static (K whole 128s), 128 x 128 blocks (block-n=128, no \
+                          static (K whole 32-blocks; the translated operands padded \
+                          with zeros to whole 128s), 128 x 128 blocks (block-n=128, no \
                           multicast): on (three launches on device workspaces: both \
                           operands translated once into E5M2 or E4M3 (the longer reach) \
                           with the block scales of each 128 of K folded into the codes, \

@@ -30,6 +30,12 @@
 //!    other tiles; every block of it reads the same flags first and leaves at once where
 //!    its tile was taken by 2.
 //!
+//! Where K is not whole stages of 128 (gpt-oss's 2880: K / 32 scales a row, not a multiple
+//! of 4), the workspaces are padded to whole stages with zero codes (the translation
+//! stores them), a row's stage of scales is read byte by byte (its rows start at any
+//! byte) with the blocks past K read as the row's last (they leave the stage's range as K's
+//! blocks make it), and launch 2 runs on the padded K; launch 3 on the op as stored.
+//!
 //! Each tile of C is written by exactly one of 2 and 3. Bytes moved by 1 at 8192^3 (both
 //! operands): 64 MiB read, 128 MiB written; at the H200's 4.3 TB/s copy rate about 50 us,
 //! 5% of the FP8 GEMM's 1 ms. Weights' MX scales rarely span 15 binades in 128 rows x 128
@@ -43,11 +49,11 @@
 //! ```
 //! After:
 //! ```mlir
-//! %a8 = gpu.alloc() : memref<M*K xi8>   // and %sa8 (f32), %b8, %sb8, %flags
+//! %a8 = gpu.alloc() : memref<M*Kp xi8>  // Kp: K in whole 128s; %sa8 (f32), %b8, %sb8, %flags
 //! gpu.launch ... { translate: codes, row / tile scales, flags }
 //! lowp.scaled_matmul %a8v[%sa8], %b8v[%sb8] into %c
 //!     layouts(#lowp.blockwise<1x128>, #lowp.blockwise<128x128>)
-//!     : memref<MxKxf8E5M2>[memref<MxK/128xf32>], ...   // lowered: TMA, guarded
+//!     : memref<MxKpxf8E5M2>[memref<MxKp/128xf32>], ...  // lowered: TMA, guarded
 //! (the op itself, lowered as before, guarded the other way)
 //! gpu.dealloc %a8 ...
 //! ```
@@ -108,10 +114,27 @@ pub(super) struct Side {
 #[derive(Clone, Copy, Debug)]
 pub(super) struct Once {
     pub(super) sides: [Side; 2],
+    /// K of the op (whole 32-blocks).
     pub(super) k: i64,
 }
 
 impl Once {
+    /// K of the translated operands: whole stages of 128, the 32-blocks past `k` zeros.
+    pub(super) fn padded(&self) -> i64 {
+        ceil(self.k, BK) * BK
+    }
+
+    /// 32-blocks (E8M0 scales) of a row as stored.
+    fn blocks(&self) -> i64 {
+        self.k / 32
+    }
+
+    /// Whether a row's stage of scales is not one aligned word: K / 32 is not a multiple
+    /// of 4, so rows' scales start at any byte and the last stage holds fewer than four.
+    fn windowed(&self) -> bool {
+        self.blocks() % 4 != 0
+    }
+
     /// Flag words per 128 rows: one per 1024 of K.
     pub(super) fn chunks(&self) -> i64 {
         ceil(self.k, CHUNK)
@@ -125,7 +148,8 @@ impl Once {
 
 /// Whether the op takes the translation: both operands 4-bit codes, or 5- and 6-bit ones
 /// one per byte, whose translation into E4M3 or E5M2 moves at least one binade exactly,
-/// E8M0 32-blocks on both, M, N and K static, K whole stages of 128.
+/// E8M0 32-blocks on both, M, N and K static, K whole 32-blocks (the translated operands
+/// are padded with zeros to whole stages of 128).
 pub(super) fn plan(op: OperationRef) -> Result<Once, String> {
     let err = |e: PassError| e.to_string();
     let o = matmul_operands(op).map_err(err)?;
@@ -184,8 +208,8 @@ pub(super) fn plan(op: OperationRef) -> Result<Once, String> {
         });
     }
     let k = k.expect("two operands");
-    if k % BK != 0 {
-        return Err(format!("K = {k} is not whole stages of {BK}"));
+    if k % 32 != 0 {
+        return Err(format!("K = {k} is not whole 32-blocks"));
     }
     Ok(Once {
         sides: [sides[0], sides[1]],
@@ -257,16 +281,16 @@ impl<'c, 'a> Workspaces<'c, 'a> {
         let mut typed = Vec::new();
         for (x, side) in once.sides.iter().enumerate() {
             let target = Type::parse(e.ctx(), type_name(side.target)).expect("FP8 type");
-            let raw = allocate(e, gpu, &[side.rows * once.k], i8t);
+            let raw = allocate(e, gpu, &[side.rows * once.padded()], i8t);
             let scale_rows = if side.per_row {
                 side.rows
             } else {
                 once.flag_rows(x)
             };
-            let scales = allocate(e, gpu, &[scale_rows, once.k / BK], e.f32_type());
+            let scales = allocate(e, gpu, &[scale_rows, once.padded() / BK], e.f32_type());
             allocs.extend([raw, scales]);
             bytes.push(raw);
-            typed.push([view(e, raw, &[side.rows, once.k], target), scales]);
+            typed.push([view(e, raw, &[side.rows, once.padded()], target), scales]);
         }
         let flag_rows = once.flag_rows(0) + once.flag_rows(1);
         let flags = allocate(e, gpu, &[flag_rows, once.chunks()], e.int_type(32));
@@ -353,7 +377,9 @@ fn type_name(target: ScaledFormat) -> &'static str {
 /// Row `r`'s stage `st` (indices) of operand `x`: the largest and smallest E8M0 code of
 /// its 32-blocks that are not all zeros (`Side::magnitude`; 0 and 255 where none is), as
 /// `i32`s; a NaN scale (255) gives 255 and 0, a spread no reach covers. Also its scales'
-/// word.
+/// word. Where the stages are windows (`Once::windowed`) the word is read byte by byte,
+/// and the last stage's blocks past K read as its last block inside (scale and codes),
+/// which leaves its range as the blocks inside K make it and reads nothing past the row.
 fn row_stage<'c, 'a>(
     e: &Emitter<'c, 'a>,
     once: &Once,
@@ -365,8 +391,28 @@ fn row_stage<'c, 'a>(
 ) -> (Value<'c, 'a>, Value<'c, 'a>, Value<'c, 'a>) {
     let s = &once.sides[x];
     let i32t = e.int_type(32);
-    let at = e.addi(e.muli(r, e.index(once.k / 32)), e.muli(st, e.index(4)));
-    let word = load(e, pointer(e, space, source[1], at), i32t, 4);
+    let nb = once.blocks();
+    // The stage's four blocks (indices in the row).
+    let blocks: [Value<'c, 'a>; 4] = std::array::from_fn(|b| {
+        let j = e.addi(e.muli(st, e.index(4)), e.index(b as i64));
+        if once.windowed() {
+            e.minui(j, e.index(nb - 1))
+        } else {
+            j
+        }
+    });
+    let row = e.muli(r, e.index(nb));
+    let word = if once.windowed() {
+        let i8t = e.int_type(8);
+        (0..4).fold(e.i32(0), |word, b| {
+            let ptr = pointer(e, space, source[1], e.addi(row, blocks[b]));
+            let byte = e.extui(load(e, ptr, i8t, 1), i32t);
+            e.ori(word, e.shli(byte, e.i32(8 * b as u32)))
+        })
+    } else {
+        let at = e.addi(row, e.muli(st, e.index(4)));
+        load(e, pointer(e, space, source[1], at), i32t, 4)
+    };
     let (raw_most, raw_least) = byte_range(e, word);
     let (most, least) = if s.magnitude == 0 {
         (raw_most, raw_least)
@@ -375,13 +421,10 @@ fn row_stage<'c, 'a>(
         let row_bytes = if s.packed { once.k / 2 } else { once.k };
         let block_bytes = if s.packed { 16 } else { 32 };
         let mut range = (e.i32(0), e.i32(0xFF));
-        for b in 0..4i64 {
+        for (b, &block) in blocks.iter().enumerate() {
             let first = e.addi(
                 e.muli(r, e.index(row_bytes)),
-                e.muli(
-                    e.addi(e.muli(st, e.index(4)), e.index(b)),
-                    e.index(block_bytes),
-                ),
+                e.muli(block, e.index(block_bytes)),
             );
             let zeros = bits_clear(e, space, source[0], first, block_bytes, s.magnitude);
             let code = e.andi(e.shrui(word, e.i32(8 * b as u32)), e.i32(0xFF));
@@ -483,7 +526,7 @@ pub(super) fn translate<'c, 'a>(
     let grid = [e.index(once.chunks()), e.index(tiles[0] + tiles[1])];
     let p = Permute::nvidia(!gpu);
     let space = if gpu { 1 } else { 0 };
-    let stages = once.k / BK;
+    let stages = once.padded() / BK;
     // Stage `st` of the chunk (an index below STAGES) of tile `t` of operand `x`, from its
     // largest code `most`: whether it misses (an i1), its scale stored.
     let close =
@@ -522,20 +565,12 @@ pub(super) fn translate<'c, 'a>(
                         |e| {
                             e.for_loop(zero, e.index(32), one, &[acc[0]], |e, lane, acc| {
                                 let j = e.addi(e.muli(c, e.index(32)), lane);
-                                let inside = e.cmpi(CmpiPredicate::Ult, j, e.index(once.k / 32));
-                                e.if_else(
-                                    inside,
-                                    &[e.int_type(1)],
-                                    |e| {
-                                        let most = (!per_row)
-                                            .then(|| e.load(top, &[e.divui(lane, e.index(4))]));
-                                        let out = [w.bytes[x], w.typed[x][1]];
-                                        let missed =
-                                            block32(e, once, x, p, sources[x], out, most, r, j);
-                                        vec![e.ori(acc[0], missed)]
-                                    },
-                                    |_| acc.to_vec(),
-                                )
+                                let most =
+                                    (!per_row).then(|| e.load(top, &[e.divui(lane, e.index(4))]));
+                                let out = [w.bytes[x], w.typed[x][1]];
+                                let missed =
+                                    block_or_zeros(e, once, x, p, sources[x], out, most, r, j);
+                                vec![e.ori(acc[0], missed)]
                             })
                         },
                         |_| acc.to_vec(),
@@ -576,7 +611,6 @@ pub(super) fn translate<'c, 'a>(
                 let lane = e.remui(t, e.index(32));
                 let warp = e.divui(t, e.index(32));
                 let j = e.addi(e.muli(c, e.index(32)), lane);
-                let inside_k = e.cmpi(CmpiPredicate::Ult, j, e.index(once.k / 32));
                 let per = THREADS / 32;
                 e.for_loop(
                     zero,
@@ -585,15 +619,12 @@ pub(super) fn translate<'c, 'a>(
                     &[e.bool(false)],
                     |e, i, acc| {
                         let r = e.addi(r0, e.addi(warp, e.muli(i, e.index(per))));
-                        let inside = e.andi(
-                            inside_k,
-                            e.cmpi(CmpiPredicate::Ult, r, e.index(once.sides[x].rows)),
-                        );
+                        let inside = e.cmpi(CmpiPredicate::Ult, r, e.index(once.sides[x].rows));
                         let out = [w.bytes[x], w.typed[x][1]];
                         let missed = e.if_else(
                             inside,
                             &[e.int_type(1)],
-                            |e| vec![block32(e, once, x, p, sources[x], out, most, r, j)],
+                            |e| vec![block_or_zeros(e, once, x, p, sources[x], out, most, r, j)],
                             |e| vec![e.bool(false)],
                         );
                         vec![e.ori(acc[0], missed[0])]
@@ -679,6 +710,37 @@ pub(super) fn translate<'c, 'a>(
     );
 }
 
+/// 32-block `j` (an index in the chunks' K) of row `r` of operand `x`: inside K its codes
+/// translated (`block32`), past K but inside `Once::padded` zeros, past that nothing.
+/// Whether the row's stage misses (`block32`).
+#[allow(clippy::too_many_arguments)]
+fn block_or_zeros<'c, 'a>(
+    e: &Emitter<'c, 'a>,
+    once: &Once,
+    x: usize,
+    p: Permute,
+    source: [Value<'c, 'a>; 2],
+    out: [Value<'c, 'a>; 2],
+    most: Option<Value<'c, 'a>>,
+    r: Value<'c, 'a>,
+    j: Value<'c, 'a>,
+) -> Value<'c, 'a> {
+    let inside = e.cmpi(CmpiPredicate::Ult, j, e.index(once.blocks()));
+    e.if_else(
+        inside,
+        &[e.int_type(1)],
+        |e| vec![block32(e, once, x, p, source, out, most, r, j)],
+        |e| {
+            if once.padded() != once.k {
+                let space = if p == Permute::Prmt { 1 } else { 0 };
+                let padding = e.cmpi(CmpiPredicate::Ult, j, e.index(once.padded() / 32));
+                e.if_then(padding, |e| zeros32(e, once, space, out[0], r, j));
+            }
+            vec![e.bool(false)]
+        },
+    )[0]
+}
+
 /// 32-block `j` of row `r` of operand `x` (indices) into its workspace `out` (codes,
 /// scales): its codes through the table moved `most - e_j` binades down, `most` its
 /// stage's largest code in the tile (an `i32`), or (`None`) in the row, whose scale the
@@ -700,15 +762,6 @@ fn block32<'c, 'a>(
     let i32t = e.int_type(32);
     let space = if p == Permute::Prmt { 1 } else { 0 };
     let at = |row_bytes: i64, offset: Value<'c, 'a>| e.addi(e.muli(r, e.index(row_bytes)), offset);
-    let store = |v: Value<'c, 'a>, ptr: Value<'c, 'a>| {
-        e.insert(
-            OperationBuilder::new("llvm.store", e.loc())
-                .add_operands(&[v, ptr])
-                .add_attributes(&[super::memory::alignment(e, 16)])
-                .build()
-                .expect("valid llvm.store"),
-        );
-    };
     let v4 = e.vector_type(4, i32t);
     let words_of = |v: Value<'c, 'a>| -> Vec<Value<'c, 'a>> {
         (0..4).map(|w| e.extract(v, w, i32t)).collect()
@@ -804,17 +857,46 @@ fn block32<'c, 'a>(
             .map(|word| translate4_bytes(e, p, &table, symmetric, word))
             .collect()
     };
-    let first = e.muli(j, e.index(32));
-    for h in 0..2usize {
-        let ptr = pointer(
-            e,
-            space,
-            out[0],
-            at(once.k, e.addi(first, e.index(16 * h as i64))),
-        );
-        store(e.from_elements(&images[4 * h..4 * h + 4]), ptr);
-    }
+    store32(e, once, space, out[0], r, j, &images);
     missed
+}
+
+/// The 32 translated codes `images` (8 words) of 32-block `j` of row `r` into the codes
+/// workspace `out` (rows of `Once::padded` bytes), in two 16-byte stores.
+fn store32<'c, 'a>(
+    e: &Emitter<'c, 'a>,
+    once: &Once,
+    space: u32,
+    out: Value<'c, 'a>,
+    r: Value<'c, 'a>,
+    j: Value<'c, 'a>,
+    images: &[Value<'c, 'a>],
+) {
+    let first = e.addi(e.muli(r, e.index(once.padded())), e.muli(j, e.index(32)));
+    for h in 0..2usize {
+        let ptr = pointer(e, space, out, e.addi(first, e.index(16 * h as i64)));
+        e.insert(
+            OperationBuilder::new("llvm.store", e.loc())
+                .add_operands(&[e.from_elements(&images[4 * h..4 * h + 4]), ptr])
+                .add_attributes(&[super::memory::alignment(e, 16)])
+                .build()
+                .expect("valid llvm.store"),
+        );
+    }
+}
+
+/// 32-block `j` of row `r` of a workspace past K (`Once::padded`): zeros (+0 in both FP8
+/// types), which add nothing to C.
+fn zeros32<'c, 'a>(
+    e: &Emitter<'c, 'a>,
+    once: &Once,
+    space: u32,
+    out: Value<'c, 'a>,
+    r: Value<'c, 'a>,
+    j: Value<'c, 'a>,
+) {
+    let zero = e.i32(0);
+    store32(e, once, space, out, r, j, &[zero; 8]);
 }
 
 /// A copy of `op` on the translated operands (`w`'s typed views) with blockwise scales
