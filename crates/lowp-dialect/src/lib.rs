@@ -85,14 +85,18 @@ pub fn register_all_upstream_passes() {
 /// Make LLVM's fatal errors (`report_fatal_error`: an instruction the backend cannot
 /// select, a pass nested under the wrong op by an upstream pipeline) end the process with
 /// `TOOL: error: ...` and exit status 1, instead of `LLVM ERROR: ...` and an abort. LLVM
-/// cannot go on after one, so the handler exits. Call once at the start of a tool.
+/// cannot go on after one, so the handler exits. So do LLVM's failed allocations
+/// (`report_bad_alloc_error`: a buffer past what memory holds, such as an endless pipe read
+/// whole as a module), with `TOOL: error: out of memory: ...`. Call once at the start of a
+/// tool.
 pub fn exit_on_llvm_fatal_error(tool: &'static str) {
     static TOOL: std::sync::OnceLock<&'static str> = std::sync::OnceLock::new();
     unsafe extern "C" {
         fn LLVMInstallFatalErrorHandler(handler: extern "C" fn(*const std::ffi::c_char));
         fn _exit(status: i32) -> !;
     }
-    extern "C" fn handler(reason: *const std::ffi::c_char) {
+    // Print `TOOL: error: what: reason` and exit 1.
+    fn stop(what: &str, reason: *const std::ffi::c_char) -> ! {
         let reason = if reason.is_null() {
             "(no reason given)".into()
         } else {
@@ -101,16 +105,30 @@ pub fn exit_on_llvm_fatal_error(tool: &'static str) {
         };
         let tool = TOOL.get().copied().unwrap_or("lowp");
         // Not `eprintln!`: that panics when stderr is full or closed, and a panic cannot
-        // leave this `extern "C"` function (the process would abort).
+        // leave an `extern "C"` function (the process would abort). Nothing here allocates
+        // (LLVM's reasons are ASCII: borrowed), which the out-of-memory handler needs.
         use std::io::Write;
-        let _ = writeln!(std::io::stderr(), "{tool}: error: LLVM stopped: {reason}");
-        // SAFETY: LLVM's state is not to be used again (it would abort after this handler
+        let _ = writeln!(std::io::stderr(), "{tool}: error: {what}: {reason}");
+        // SAFETY: LLVM's state is not to be used again (it would abort after the handler
         // returns); _exit skips destructors that could touch it.
         unsafe { _exit(1) }
     }
+    extern "C" fn fatal(reason: *const std::ffi::c_char) {
+        stop("LLVM stopped", reason)
+    }
+    extern "C" fn bad_alloc(reason: *const std::ffi::c_char) {
+        stop(
+            "out of memory (an input read whole that does not end, or a module larger than \
+             this machine's memory)",
+            reason,
+        )
+    }
     if TOOL.set(tool).is_ok() {
-        // SAFETY: the handler lives for the whole program and never returns.
-        unsafe { LLVMInstallFatalErrorHandler(handler) }
+        // SAFETY: the handlers live for the whole program and never return.
+        unsafe {
+            LLVMInstallFatalErrorHandler(fatal);
+            ffi::lowpInstallBadAllocHandler(bad_alloc);
+        }
     }
 }
 

@@ -14,6 +14,7 @@
 #include "mlir/InitAllPasses.h"
 #include "mlir/Target/LLVMIR/Dialect/All.h"
 #include "mlir/Tools/mlir-opt/MlirOptMain.h"
+#include "llvm/Support/ErrorHandling.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Process.h"
 #include "llvm/Support/raw_ostream.h"
@@ -32,6 +33,14 @@ void lowpRegisterAllDialects(MlirDialectRegistry registry) {
 void lowpRegisterAllUpstreamPasses() {
   static std::once_flag once;
   std::call_once(once, [] { mlir::registerAllPasses(); });
+}
+
+void lowpInstallBadAllocHandler(void (*handler)(const char *reason)) {
+  llvm::install_bad_alloc_error_handler(
+      [](void *user, const char *reason, bool) {
+        reinterpret_cast<void (*)(const char *)>(user)(reason);
+      },
+      reinterpret_cast<void *>(handler));
 }
 
 // MlirOptMain reads its input whole before parsing: a device (`/dev/zero`, or

@@ -121,6 +121,12 @@ MLIR_CAPI_EXPORTED bool lowpRegisterPassPipeline(
     const char *argument, const char *description, const char *passes,
     void (*report)(void *ctx, MlirStringRef message), void *reportCtx);
 
+/* Installs `handler` as LLVM's handler of failed allocations (`report_bad_alloc_error`:
+ * LLVM's own buffers, such as an input read whole, past what memory holds), which by
+ * default prints "LLVM ERROR: out of memory" and aborts. `handler` gets LLVM's reason and
+ * must not return. */
+MLIR_CAPI_EXPORTED void lowpInstallBadAllocHandler(void (*handler)(const char *reason));
+
 /* MlirOptMain with every upstream dialect, extension and pass plus lowp. */
 MLIR_CAPI_EXPORTED int lowpOptMain(int argc, char **argv);
 
