@@ -31,6 +31,7 @@ fn source_of(pass: &PassDef) -> &'static str {
         "lowp-kernel-cluster-size" => include_str!("kernel_cluster_size.rs"),
         "lowp-fold-grid" => include_str!("fold_grid.rs"),
         "lowp-legalize-ptx-names" => include_str!("legalize_ptx_names.rs"),
+        "lowp-check-allocations" => include_str!("check_allocations.rs"),
         _ => "",
     }
 }

@@ -35,6 +35,8 @@ macro_rules! cpu_passes {
             $omp_llvm,
             "convert-cf-to-llvm,",
             "convert-func-to-llvm,",
+            // A failed allocation stops with a message, not a write through null.
+            "lowp-check-allocations,",
             "reconcile-unrealized-casts"
         )
     };

@@ -171,6 +171,7 @@ pub fn all_passes() -> &'static [PassDef] {
         crate::kernel_cluster_size::PASS,
         crate::fold_grid::PASS,
         crate::legalize_ptx_names::PASS,
+        crate::check_allocations::PASS,
     ]
 }
 
