@@ -97,7 +97,7 @@ module {
 // A function of the module named _exit (or dprintf) would be called for C's: refused.
 module {
   llvm.func @malloc(i64) -> !llvm.ptr
-  // expected-error @+1 {{@_exit takes the name of C's _exit, which lowp-check-allocations calls as `!llvm.func<void (i32)>` where an allocation fails: rename it}}
+  // expected-error @+1 {{@_exit takes the name of C's _exit, which lowp-check-allocations calls as `!llvm.func<void (i32)>` to stop the program with a message: rename it}}
   llvm.func @_exit(%code: i32) {
     llvm.return
   }

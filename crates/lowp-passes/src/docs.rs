@@ -32,6 +32,7 @@ fn source_of(pass: &PassDef) -> &'static str {
         "lowp-fold-grid" => include_str!("fold_grid.rs"),
         "lowp-legalize-ptx-names" => include_str!("legalize_ptx_names.rs"),
         "lowp-check-allocations" => include_str!("check_allocations.rs"),
+        "lowp-report-asserts" => include_str!("report_asserts.rs"),
         _ => "",
     }
 }

@@ -17,6 +17,7 @@
 //! | `lowp-fold-grid` | [`fold_grid`] | gpu.launch grids beyond 65535 blocks along y -> folded into z, block row recomposed and guarded |
 //! | `lowp-kernel-cluster-size` | [`kernel_cluster_size`] | constant cluster sizes of gpu.launch_func -> known_cluster_size on the kernel |
 //! | `lowp-legalize-ptx-names` | [`legalize_ptx_names`] | kernel-module symbols PTX cannot spell -> PTX identifiers, references updated |
+//! | `lowp-report-asserts` | [`report_asserts`] | host cf.assert -> scf.if printing LOC: error: MESSAGE to stderr and _exit(1) |
 //! | `lowp-check-allocations` | [`check_allocations`] | host calls of malloc / aligned_alloc -> checked calls that stop with a located out-of-memory message on null |
 //! | `lowp-extern-dynamic-shared` | [`extern_dynamic_shared`] | a kernel module's dynamic shared memory global -> external linkage (.extern .shared) |
 //!
@@ -41,6 +42,7 @@ pub mod expand_quantize;
 pub mod extern_dynamic_shared;
 pub mod fold_grid;
 mod gpu_generic;
+mod host_exit;
 pub mod ir;
 pub mod kernel_cluster_size;
 pub mod legalize_ptx_names;
@@ -49,6 +51,7 @@ mod matrix_kernel;
 pub use matrix_kernel::EMULATED;
 pub mod pipelines;
 pub mod registry;
+pub mod report_asserts;
 pub mod to_loops;
 pub mod to_nvvm;
 pub mod to_parallel_loops;

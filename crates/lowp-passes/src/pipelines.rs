@@ -30,6 +30,8 @@ macro_rules! cpu_passes {
             "convert-vector-to-llvm,",
             "expand-strided-metadata,",
             "finalize-memref-to-llvm,",
+            // A failed cf.assert (lowp-assert-shapes' checks) prints to stderr and exits 1.
+            "lowp-report-asserts,",
             "convert-scf-to-cf,",
             "convert-arith-to-llvm,",
             $omp_llvm,

@@ -172,6 +172,7 @@ pub fn all_passes() -> &'static [PassDef] {
         crate::fold_grid::PASS,
         crate::legalize_ptx_names::PASS,
         crate::check_allocations::PASS,
+        crate::report_asserts::PASS,
     ]
 }
 
