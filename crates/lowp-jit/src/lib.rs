@@ -171,6 +171,72 @@ pub fn openmp_library() -> Option<String> {
         .find(|p| std::path::Path::new(p).exists())
 }
 
+/// The most OpenMP threads a run asks for: 16 a CPU, and at least 256. libomp ends the
+/// process where it cannot start its threads (`OMP_NUM_THREADS=100000`: "System unable to
+/// allocate necessary resources for OMP thread").
+pub fn openmp_thread_limit() -> u64 {
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get()) as u64;
+    (16 * cpus).max(256)
+}
+
+/// The largest OpenMP thread stack a run asks for (`OMP_STACKSIZE`, `KMP_STACKSIZE`): 1 GiB.
+pub const OPENMP_STACK_LIMIT: u64 = 1 << 30;
+
+/// The settings of the environment that the OpenMP runtime reads when it starts and ends
+/// the process on (an assertion or "unable to allocate" and an abort, exit 134): a thread
+/// count of `OMP_NUM_THREADS` that is empty, not a positive integer, or above
+/// [`openmp_thread_limit`]; a stack size of `OMP_STACKSIZE` or `KMP_STACKSIZE` that does
+/// not parse (a number with an optional B, K, M, G or T; K when none) or is above
+/// [`OPENMP_STACK_LIMIT`]. Checked before the runtime is loaded; the message names the
+/// variable and its value.
+pub fn check_openmp_environment() -> Result<(), String> {
+    let limit = openmp_thread_limit();
+    if let Some(value) = std::env::var_os("OMP_NUM_THREADS") {
+        let text = value.to_string_lossy();
+        // (A list gives the counts of nested levels.)
+        let counts: Vec<&str> = text.split(',').map(str::trim).collect();
+        let valid = counts
+            .iter()
+            .all(|c| c.parse::<u64>().is_ok_and(|n| (1..=limit).contains(&n)));
+        if !valid {
+            return Err(format!(
+                "OMP_NUM_THREADS='{text}': the OpenMP runtime takes positive thread counts \
+                 (a comma-separated list for nested levels), here at most {limit}; unset it \
+                 for one thread per CPU"
+            ));
+        }
+    }
+    for name in ["OMP_STACKSIZE", "KMP_STACKSIZE"] {
+        let Some(value) = std::env::var_os(name) else {
+            continue;
+        };
+        let text = value.to_string_lossy();
+        let t = text.trim();
+        let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
+        let (digits, unit) = t.split_at(split);
+        let shift = match unit.trim().to_ascii_uppercase().as_str() {
+            "B" => Some(0),
+            "" | "K" => Some(10),
+            "M" => Some(20),
+            "G" => Some(30),
+            "T" => Some(40),
+            _ => None,
+        };
+        let bytes = digits
+            .parse::<u64>()
+            .ok()
+            .zip(shift)
+            .and_then(|(n, s)| n.checked_mul(1 << s));
+        if !bytes.is_some_and(|b| (1..=OPENMP_STACK_LIMIT).contains(&b)) {
+            return Err(format!(
+                "{name}='{text}': the OpenMP runtime takes a thread stack size as a number \
+                 with an optional B, K, M, G or T (K when none), here from 1 byte to 1G"
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// Why compiling or running failed.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -186,6 +252,13 @@ pub enum JitError {
     Pipeline {
         /// MLIR's diagnostics.
         diagnostics: String,
+    },
+    /// The environment asks the OpenMP runtime for what it would stop the process on
+    /// ([`check_openmp_environment`]).
+    #[error("{reason}")]
+    Environment {
+        /// Which variable, and what it takes.
+        reason: String,
     },
     /// The ExecutionEngine could not be created (LLVM translation or codegen failed).
     #[error("JIT compilation failed:\n{diagnostics}")]
@@ -642,6 +715,7 @@ impl Jit {
     fn new(session: &Session, module: &Module, opt_level: usize) -> Result<Self, JitError> {
         keep_workspaces_in_heap();
         if let Some(lib) = &session.openmp {
+            check_openmp_environment().map_err(|reason| JitError::Environment { reason })?;
             load_global(lib).map_err(|diagnostics| JitError::Engine { diagnostics })?;
         }
         if lowp_passes::ir::emit_reserved_llvm_name(module.as_operation()).is_some()

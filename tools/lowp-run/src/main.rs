@@ -56,8 +56,9 @@ const USAGE: &str =
   --seed S        random input seed (default 1; not with --inputs)
   --opt-level L   LLVM optimization level 0..3 of the CPU code (default 3; 0 for
                   --emulate)
-  --threads N     1: run on one thread; otherwise OpenMP threads (OMP_NUM_THREADS) when
-                  libomp is installed (default); CPU code only
+  --threads N     1: run on one thread; N > 1: N OpenMP threads (sets OMP_NUM_THREADS);
+                  default: OpenMP's (OMP_NUM_THREADS, else one a CPU); threads need
+                  libomp installed; CPU code only
   --lanes L       f32 lanes per vector in the CPU kernel: 8 (AVX2) or 16 (AVX-512);
                   default: the host's widest
   --dot D         inner products of the CPU kernel: f32 (the f32 kernel: FMAs, or bf16
@@ -418,6 +419,13 @@ fn parse_args(raw: Vec<String>) -> Result<Args, Usage> {
                 if t == 0 {
                     return Err(Usage("--threads: must be at least 1".into()));
                 }
+                let limit = lowp_jit::openmp_thread_limit();
+                if t as u64 > limit {
+                    return Err(Usage(format!(
+                        "--threads: {t} is more than this machine's limit of {limit} \
+                         (16 a CPU, at least 256)"
+                    )));
+                }
                 a.threads = Some(t);
             }
             "--opt-level" => {
@@ -735,6 +743,10 @@ fn describe(spec: &MatmulSpec, target: &str) -> String {
 /// Runs the tool; `Ok(false)` is a failed check.
 fn run(a: Args) -> Result<bool, String> {
     let mut session = Session::new();
+    if let Some(n) = a.threads.filter(|&n| n > 1) {
+        // Read by the OpenMP runtime when it starts (the JIT loads it later).
+        std::env::set_var("OMP_NUM_THREADS", n.to_string());
+    }
     let threaded = session.set_threads(a.threads != Some(1));
     if let Some(l) = a.lanes {
         session.set_lanes(l);
