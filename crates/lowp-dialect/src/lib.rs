@@ -132,6 +132,35 @@ pub fn exit_on_llvm_fatal_error(tool: &'static str) {
     }
 }
 
+/// The stack of [`on_deep_stack`]'s thread: 512 MiB of address space (pages are used only
+/// as deep as a run goes).
+pub const DEEP_STACK: usize = 512 << 20;
+
+/// Run `f` (a tool's whole work) on a thread with a [`DEEP_STACK`]: MLIR's parser, verifier
+/// and printer recurse once per level of nesting, and the main thread's 8 MiB ran out at
+/// about 5000 nested regions or 7000 nested attribute brackets (a stack overflow, exit 134),
+/// where 512 MiB takes about 64 times as deep. Where the thread cannot be made (an
+/// address-space limit), `f` runs here. A panic of `f` goes on here.
+pub fn on_deep_stack<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> T {
+    use std::sync::{Arc, Mutex};
+    // (Shared, so that `f` is still here where the thread is not made.)
+    let slot = Arc::new(Mutex::new(Some(f)));
+    let theirs = Arc::clone(&slot);
+    let thread = std::thread::Builder::new()
+        .name("main".into())
+        .stack_size(DEEP_STACK)
+        .spawn(move || theirs.lock().ok().and_then(|mut f| f.take()).map(|f| f()));
+    let here = || {
+        let f = slot.lock().ok().and_then(|mut f| f.take());
+        f.expect("f is run once")()
+    };
+    match thread.map(|t| t.join()) {
+        Ok(Ok(Some(result))) => result,
+        Ok(Err(panic)) => std::panic::resume_unwind(panic),
+        Ok(Ok(None)) | Err(_) => here(),
+    }
+}
+
 /// A context with every upstream dialect and lowp registered and loaded.
 pub fn new_context() -> Context {
     let registry = DialectRegistry::new();

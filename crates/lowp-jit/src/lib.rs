@@ -26,7 +26,7 @@ use melior::pass::PassManager;
 use melior::Context;
 
 pub use host::x86_intrinsic_needs;
-pub use lowp_dialect::exit_on_llvm_fatal_error;
+pub use lowp_dialect::{exit_on_llvm_fatal_error, on_deep_stack};
 pub use matmul::{
     BenchReport, CheckReport, DynamicSizes, GivenSizes, MatmulInputs, MatmulIr, MatmulSpec, Role,
 };

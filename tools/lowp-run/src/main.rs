@@ -1174,6 +1174,11 @@ fn run_generic(
 }
 
 fn main() -> ExitCode {
+    // (MLIR recurses once per level of the input's nesting: a deep stack.)
+    lowp_jit::on_deep_stack(tool_main)
+}
+
+fn tool_main() -> ExitCode {
     lowp_jit::exit_on_llvm_fatal_error("lowp-run");
     let raw: Vec<String> = std::env::args().skip(1).collect();
     if let Some(status) = output::help("lowp-run", USAGE, &raw) {
