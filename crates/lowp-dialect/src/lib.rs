@@ -87,7 +87,7 @@ pub fn register_all_upstream_passes() {
 /// `TOOL: error: ...` and exit status 1, instead of `LLVM ERROR: ...` and an abort. LLVM
 /// cannot go on after one, so the handler exits. So do LLVM's failed allocations
 /// (`report_bad_alloc_error`: a buffer past what memory holds, such as an endless pipe read
-/// whole as a module), with `TOOL: error: out of memory: ...`. Call once at the start of a
+/// whole as a module), with `TOOL: error: out of memory: REASON`. Call once at the start of a
 /// tool.
 pub fn exit_on_llvm_fatal_error(tool: &'static str) {
     static TOOL: std::sync::OnceLock<&'static str> = std::sync::OnceLock::new();
@@ -117,11 +117,9 @@ pub fn exit_on_llvm_fatal_error(tool: &'static str) {
         stop("LLVM stopped", reason)
     }
     extern "C" fn bad_alloc(reason: *const std::ffi::c_char) {
-        stop(
-            "out of memory (an input read whole that does not end, or a module larger than \
-             this machine's memory)",
-            reason,
-        )
+        // (Seen: an input read whole that does not end, a module past this machine's
+        // memory, MLIR's parser sizing a resource blob of alignment 0.)
+        stop("out of memory", reason)
     }
     if TOOL.set(tool).is_ok() {
         // SAFETY: the handlers live for the whole program and never return.
