@@ -1936,16 +1936,7 @@ fn translate_once_matches_the_oracle() {
         false,
     );
     let problems = [smooth, ragged, edges, lone, bytes, custom, fp6];
-    let with = |emulate| {
-        format!(
-            "builtin.module(func.func(lowp-to-nvvm{{chip=sm_90a kernel=auto translate-once=on \
-             emulate={emulate}}}))"
-        )
-    };
-    let text = lowered_with(&session, &problems, &with(false));
-    assert_eq!(text.matches("gpu.alloc").count(), 5 * problems.len());
-    assert_eq!(text.matches("gpu.dealloc").count(), 5 * problems.len());
-    assert_eq!(text.matches("gpu.launch ").count(), 3 * problems.len());
+    let text = lowered_translated_once(&session, &problems);
     // The TMA block's maps of the two translated operands.
     assert_eq!(
         text.matches("nvgpu.tma.create.descriptor").count(),
@@ -1959,7 +1950,25 @@ fn translate_once_matches_the_oracle() {
             .count()
     };
     assert_eq!((views("f8E5M2"), views("f8E4M3FN")), (13, 1));
-    run_and_check(&session, &problems, Some(&with(true)));
+    run_and_check(&session, &problems, Some(&translate_once_pipeline(true)));
+}
+
+/// `lowp-to-nvvm` on sm_90a with `kernel=auto translate-once=on`, for the GPU or emulated.
+fn translate_once_pipeline(emulate: bool) -> String {
+    format!(
+        "builtin.module(func.func(lowp-to-nvvm{{chip=sm_90a kernel=auto translate-once=on \
+         emulate={emulate}}}))"
+    )
+}
+
+/// `problems` lowered for the GPU with `translate-once=on`, checked to have all taken it
+/// (five workspaces each, allocated and freed, and three launches); the IR.
+fn lowered_translated_once(session: &Session, problems: &[(String, Problem)]) -> String {
+    let text = lowered_with(session, problems, &translate_once_pipeline(false));
+    assert_eq!(text.matches("gpu.alloc").count(), 5 * problems.len());
+    assert_eq!(text.matches("gpu.dealloc").count(), 5 * problems.len());
+    assert_eq!(text.matches("gpu.launch ").count(), 3 * problems.len());
+    text
 }
 
 /// `translate-once=on` where K is not whole stages of 128 (K / 32 scales a row not a
@@ -2010,16 +2019,7 @@ fn translate_once_pads_k() {
         false,
     );
     let problems = [whole, after, edges, bytes, fp6];
-    let with = |emulate| {
-        format!(
-            "builtin.module(func.func(lowp-to-nvvm{{chip=sm_90a kernel=auto translate-once=on \
-             emulate={emulate}}}))"
-        )
-    };
-    let text = lowered_with(&session, &problems, &with(false));
-    // Every op translated (five workspaces, three launches).
-    assert_eq!(text.matches("gpu.alloc").count(), 5 * problems.len());
-    assert_eq!(text.matches("gpu.launch ").count(), 3 * problems.len());
+    let text = lowered_translated_once(&session, &problems);
     // The translated operands at K padded to whole stages.
     for view in [
         "memref<200x512xf8E5M2>",
@@ -2031,7 +2031,7 @@ fn translate_once_pads_k() {
     ] {
         assert!(text.contains(view), "no {view} in the lowered IR");
     }
-    run_and_check(&session, &problems, Some(&with(true)));
+    run_and_check(&session, &problems, Some(&translate_once_pipeline(true)));
 }
 
 /// `persistent=on`: TMA's square block as one block per multiprocessor (132 on sm_90a),

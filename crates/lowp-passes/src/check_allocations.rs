@@ -77,7 +77,8 @@ const FORMAT: &str = "%s: error: out of memory: allocating %llu bytes failed\n";
 
 fn run<'c, 'a>(module: OperationRef<'c, 'a>, _: &PassOptions) -> Result<(), PassError> {
     // The calls, by allocator; device code (kernel modules) skipped.
-    let mut calls: Vec<(usize, OperationRef<'c, 'a>)> = Vec::new();
+    // (With each its location's text: its site.)
+    let mut calls: Vec<(usize, OperationRef<'c, 'a>, String)> = Vec::new();
     module.walk(WalkOrder::PreOrder, |op| {
         let name = op.name();
         match name.as_string_ref().as_str() {
@@ -106,7 +107,8 @@ fn run<'c, 'a>(module: OperationRef<'c, 'a>, _: &PassOptions) -> Result<(), Pass
         };
         if let Some(x) = allocator.filter(|&x| typed(x)) {
             // SAFETY: a live op of the module; nothing is erased during the walk.
-            calls.push((x, unsafe { OperationRef::from_raw(op.to_raw()) }));
+            let call = unsafe { OperationRef::from_raw(op.to_raw()) };
+            calls.push((x, call, location_text(call.location())));
         }
         WalkResult::Advance
     });
@@ -122,25 +124,23 @@ fn run<'c, 'a>(module: OperationRef<'c, 'a>, _: &PassOptions) -> Result<(), Pass
     let format = symbols.string("lowp_alloc_failed", FORMAT);
     // One site string per distinct location.
     let mut sites: BTreeMap<String, String> = BTreeMap::new();
-    for (_, call) in &calls {
-        if let std::collections::btree_map::Entry::Vacant(site) =
-            sites.entry(location_text(call.location()))
-        {
+    for (_, _, text) in &calls {
+        if let std::collections::btree_map::Entry::Vacant(site) = sites.entry(text.clone()) {
             let name = symbols.string("lowp_alloc_site", site.key());
             site.insert(name);
         }
     }
     // One checking function per allocator called.
     let mut checked: [Option<String>; 2] = [None, None];
-    for &(x, _) in &calls {
+    for &(x, _, _) in &calls {
         if checked[x].is_none() {
             let name = symbols.fresh(&format!("lowp_checked_{}", ALLOCATORS[x].0));
             symbols.append(checking_function(ctx, x, &name, &format, module.location()));
             checked[x] = Some(name);
         }
     }
-    for (x, call) in calls {
-        let site = &sites[&location_text(call.location())];
+    for (x, call, text) in calls {
+        let site = &sites[&text];
         let block = call.block().expect("a call in a block");
         let loc = call.location();
         let address = block.insert_operation_before(call, address_of(ctx, site, loc));
