@@ -159,16 +159,16 @@ pub fn host_f16() -> bool {
 }
 
 /// The OpenMP runtime the threaded pipeline needs: `$LOWP_OMP_LIBRARY`, else LLVM 22's
-/// `libomp.so` (package libomp-22-dev); `None` when neither exists.
+/// `libomp.so` (package libomp-22-dev); `None` when neither exists. A `LOWP_OMP_LIBRARY` that is set is taken as it is, existing or not: loading it says
+/// what is wrong with it, rather than running on another runtime than the one asked for.
 pub fn openmp_library() -> Option<String> {
-    let candidates = [
-        std::env::var("LOWP_OMP_LIBRARY").ok(),
-        Some("/usr/lib/llvm-22/lib/libomp.so".to_string()),
-    ];
-    candidates
-        .into_iter()
-        .flatten()
-        .find(|p| std::path::Path::new(p).exists())
+    if let Some(path) = std::env::var_os("LOWP_OMP_LIBRARY").filter(|p| !p.is_empty()) {
+        return Some(path.to_string_lossy().into_owned());
+    }
+    let default = "/usr/lib/llvm-22/lib/libomp.so";
+    std::path::Path::new(default)
+        .exists()
+        .then(|| default.to_string())
 }
 
 /// The most OpenMP threads a run asks for: 16 a CPU, and at least 256. libomp ends the
@@ -706,6 +706,74 @@ fn emit_untranslatable(module: &Module) -> Option<()> {
     Some(())
 }
 
+/// The first function the module declares, does not define and refers to (a callee of
+/// `llvm.call`, the symbol of `llvm.mlir.addressof`) that the JIT cannot find in the
+/// process either (its executable and the libraries it loaded: libc, libm, the OpenMP
+/// runtime), as an error at the declaration's location; `None` where there is none. The
+/// engine would fail to link such a module only when it is called, naming the symbol in a
+/// "JIT session error" line and leaving the caller to find every function of the module
+/// missing. A declaration nothing refers to links to nothing; LLVM intrinsics (`llvm.*`)
+/// are no symbols, and `extern_weak` declarations resolve to null.
+fn emit_undefined_function(module: &Module) -> Option<()> {
+    use melior::ir::attribute::FlatSymbolRefAttribute;
+    let mut referenced = std::collections::HashSet::new();
+    let mut declared = Vec::new();
+    module.as_operation().walk(WalkOrder::PreOrder, |op| {
+        let name = op.name();
+        let reference = match name.as_string_ref().as_str() {
+            Ok("llvm.call") => "callee",
+            Ok("llvm.mlir.addressof") => "global_name",
+            Ok("llvm.func") => {
+                if !lowp_passes::ir::is_definition(op)
+                    && !op
+                        .attribute("linkage")
+                        .is_ok_and(|l| l.to_string().contains("extern_weak"))
+                {
+                    declared.push(op.to_raw());
+                }
+                return WalkResult::Advance;
+            }
+            _ => return WalkResult::Advance,
+        };
+        if let Some(symbol) = op
+            .attribute(reference)
+            .ok()
+            .and_then(|a| FlatSymbolRefAttribute::try_from(a).ok())
+        {
+            referenced.insert(symbol.value().to_string());
+        }
+        WalkResult::Advance
+    });
+    let (location, name) = declared.into_iter().find_map(|raw| {
+        // SAFETY: a live llvm.func of the module, collected above.
+        let op = unsafe { melior::ir::OperationRef::from_raw(raw) };
+        let name = op
+            .attribute("sym_name")
+            .ok()
+            .and_then(lowp_passes::ir::string_value)?;
+        (referenced.contains(&name) && !name.starts_with("llvm.") && !process_has_symbol(&name))
+            .then(|| (op.location().to_raw(), name))
+    })?;
+    lowp_passes::ir::emit_error(
+        location,
+        &format!(
+            "@{name} is declared and defined nowhere the JIT looks: not in the module, \
+             and not in this process or the libraries it loaded; define it in the module"
+        ),
+    );
+    Some(())
+}
+
+/// Whether the process (its executable's exported symbols and every library loaded
+/// globally) defines `name`: where the JIT resolves a module's external symbols.
+fn process_has_symbol(name: &str) -> bool {
+    let Ok(c) = std::ffi::CString::new(name) else {
+        return false;
+    };
+    // SAFETY: dlsym on RTLD_DEFAULT (null on glibc) with a NUL-terminated name.
+    !unsafe { dlsym(std::ptr::null_mut(), c.as_ptr()) }.is_null()
+}
+
 /// A JIT-compiled module.
 pub struct Jit {
     raw: mlir_sys::MlirExecutionEngine,
@@ -722,6 +790,7 @@ impl Jit {
             || lowp_passes::ir::emit_missing_resource(module.as_operation()).is_some()
             || emit_untranslatable(module).is_some()
             || host::emit_missing_extension(module).is_some()
+            || emit_undefined_function(module).is_some()
         {
             return Err(JitError::Engine {
                 diagnostics: session.take_diagnostics(),
@@ -880,6 +949,7 @@ fn keep_workspaces_in_heap() {
 unsafe extern "C" {
     fn dlopen(filename: *const std::ffi::c_char, flags: std::ffi::c_int) -> *mut c_void;
     fn dlerror() -> *const std::ffi::c_char;
+    fn dlsym(handle: *mut c_void, symbol: *const std::ffi::c_char) -> *mut c_void;
 }
 
 /// Load a runtime library into the process's global symbol namespace, where the JIT's
@@ -897,6 +967,17 @@ fn load_global(path: &str) -> Result<(), String> {
             .to_string_lossy()
             .into_owned();
         return Err(format!("cannot load the OpenMP runtime '{path}': {why}"));
+    }
+    // A library that loads but is no OpenMP runtime (LOWP_OMP_LIBRARY naming libm, say)
+    // would leave the threaded kernels' `__kmpc_*` calls unresolved at their first call.
+    let entry = c"__kmpc_fork_call";
+    // SAFETY: dlsym on the live handle with a NUL-terminated name.
+    if unsafe { dlsym(handle, entry.as_ptr()) }.is_null() {
+        return Err(format!(
+            "'{path}' is not an OpenMP runtime: it defines no __kmpc_fork_call (the \
+             threaded kernels call libomp's __kmpc_* functions; LOWP_OMP_LIBRARY names \
+             the runtime, LLVM 22's libomp.so by default)"
+        ));
     }
     Ok(())
 }
