@@ -173,6 +173,34 @@ func.func @too_many(%m: memref<?xindex>) {
 
 // -----
 
+// A negative count of blocks: an error at the launch (it once read as 0 rows, within the
+// limit, and was left for the runtime to take as 4294967295).
+func.func @negative(%m: memref<?xindex>) {
+  %c1 = arith.constant 1 : index
+  %cm1 = arith.constant -1 : index
+  // expected-error @+1 {{a grid of -1 blocks along y: a grid's sizes are not negative}}
+  gpu.launch blocks(%bx, %by, %bz) in (%gx = %c1, %gy = %cm1, %gz = %c1)
+             threads(%tx, %ty, %tz) in (%sx = %c1, %sy = %c1, %sz = %c1) {
+    gpu.terminator
+  }
+  return
+}
+
+// -----
+
+func.func @negative_x(%m: memref<?xindex>) {
+  %c1 = arith.constant 1 : index
+  %cm3 = arith.constant -3 : index
+  // expected-error @+1 {{a grid of -3 blocks along x: a grid's sizes are not negative}}
+  gpu.launch blocks(%bx, %by, %bz) in (%gx = %cm3, %gy = %c1, %gz = %c1)
+             threads(%tx, %ty, %tz) in (%sx = %c1, %sy = %c1, %sz = %c1) {
+    gpu.terminator
+  }
+  return
+}
+
+// -----
+
 // Layers already in use: an error where the rows are known to exceed the limit.
 func.func @layered(%m: memref<?xindex>) {
   %c2 = arith.constant 2 : index

@@ -35,7 +35,8 @@
 //! y that is not a constant or is above the limit, a body of several blocks,
 //! `gpu.global_id` along y or z) is an error at the launch; such a launch whose y is
 //! computed at run time is left as it is (the runtime refuses a grid beyond the limits
-//! before it launches). Runs on any op, before `gpu-kernel-outlining`.
+//! before it launches). A constant negative size along any dimension is an error at the
+//! launch. Runs on any op, before `gpu-kernel-outlining`.
 
 use melior::dialect::arith::CmpiPredicate;
 use melior::dialect::DialectHandle;
@@ -163,7 +164,17 @@ fn fold_launch<'c, 'a>(
             .map_err(|_| unsupported(launch, "gpu.launch operand out of range"))
     };
     let (y, z) = (operand(1)?, operand(2)?);
-    let static_y = static_index(y).map(|v| v.max(0) as u64);
+    // A negative count is no grid: the launch would pass it on as an unsigned count far
+    // past every limit (-1 as 4294967295).
+    for (d, dim) in ["x", "y", "z"].into_iter().enumerate() {
+        if let Some(v) = static_index(operand(d)?).filter(|v| *v < 0) {
+            return Err(unsupported(
+                launch,
+                format!("a grid of {v} blocks along {dim}: a grid's sizes are not negative"),
+            ));
+        }
+    }
+    let static_y = static_index(y).map(|v| v as u64);
     if static_y.is_some_and(|v| v <= limit) {
         return Ok(());
     }
