@@ -298,6 +298,8 @@ pub struct Session {
     /// The small-M forms (`lowp-to-loops{gemv=... narrow=...}`), both by default.
     gemv: bool,
     narrow: bool,
+    /// `lowp-check-bounds` first in the CPU pipeline (off by default).
+    check_bounds: bool,
     /// The GEMM's K and N blocks (`lowp-to-loops{kc=... nc=...}`); `None`: the pass's.
     kc: Option<u32>,
     nc: Option<u32>,
@@ -331,6 +333,7 @@ impl Session {
             bf16_dot: None,
             gemv: true,
             narrow: true,
+            check_bounds: false,
             kc: None,
             nc: None,
         }
@@ -432,6 +435,20 @@ impl Session {
     pub fn set_threads(&mut self, threads: bool) -> bool {
         self.openmp = if threads { openmp_library() } else { None };
         self.openmp.is_some()
+    }
+
+    /// Check the module's own memref accesses at run time ([`lowp_passes::check_bounds`]:
+    /// a load, store, view, cast or copy outside its memref stops the program with a
+    /// located message instead of writing past a buffer). Off by default. The pass runs
+    /// first, on the module as given: its lowp ops' kernels are not checked, but loops a
+    /// caller has already lowered them into are (and run slower for it).
+    pub fn set_check_bounds(&mut self, on: bool) {
+        self.check_bounds = on;
+    }
+
+    /// Whether [`lower_cpu`](Self::lower_cpu) checks the module's memref accesses.
+    pub fn check_bounds(&self) -> bool {
+        self.check_bounds
     }
 
     /// Whether compiled code runs on threads.
@@ -656,10 +673,12 @@ impl Session {
                 ),
             });
         }
-        self.run_pipeline(
-            module,
-            &pipeline.text_with_to_loops(&self.to_loops_options()),
-        )
+        let mut text = pipeline.text_with_to_loops(&self.to_loops_options());
+        if self.check_bounds {
+            // Before lowp's lowerings: the user's accesses, not the kernels'.
+            text = text.replacen("func.func(", "func.func(lowp-check-bounds,", 1);
+        }
+        self.run_pipeline(module, &text)
     }
 
     /// JIT-compile a module already in the LLVM dialect (LLVM's `-O<opt_level>` pipeline and

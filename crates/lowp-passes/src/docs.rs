@@ -33,6 +33,7 @@ fn source_of(pass: &PassDef) -> &'static str {
         "lowp-legalize-ptx-names" => include_str!("legalize_ptx_names.rs"),
         "lowp-check-allocations" => include_str!("check_allocations.rs"),
         "lowp-report-asserts" => include_str!("report_asserts.rs"),
+        "lowp-check-bounds" => include_str!("check_bounds.rs"),
         _ => "",
     }
 }

@@ -17,6 +17,7 @@
 //! | `lowp-fold-grid` | [`fold_grid`] | gpu.launch grids beyond 65535 blocks along y -> folded into z, block row recomposed and guarded |
 //! | `lowp-kernel-cluster-size` | [`kernel_cluster_size`] | constant cluster sizes of gpu.launch_func -> known_cluster_size on the kernel |
 //! | `lowp-legalize-ptx-names` | [`legalize_ptx_names`] | kernel-module symbols PTX cannot spell -> PTX identifiers, references updated |
+//! | `lowp-check-bounds` | [`check_bounds`] | host memref loads / stores / views / casts / copies -> cf.assert checks of their indices and sizes before them |
 //! | `lowp-report-asserts` | [`report_asserts`] | host cf.assert -> scf.if printing LOC: error: MESSAGE to stderr and _exit(1) |
 //! | `lowp-check-allocations` | [`check_allocations`] | host calls of malloc / aligned_alloc -> checked calls that stop with a located out-of-memory message on null |
 //! | `lowp-extern-dynamic-shared` | [`extern_dynamic_shared`] | a kernel module's dynamic shared memory global -> external linkage (.extern .shared) |
@@ -33,6 +34,7 @@
 
 pub mod assert_shapes;
 pub mod check_allocations;
+pub mod check_bounds;
 pub mod chip;
 mod code_words;
 pub mod codes;

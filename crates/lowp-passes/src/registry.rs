@@ -173,6 +173,7 @@ pub fn all_passes() -> &'static [PassDef] {
         crate::legalize_ptx_names::PASS,
         crate::check_allocations::PASS,
         crate::report_asserts::PASS,
+        crate::check_bounds::PASS,
     ]
 }
 

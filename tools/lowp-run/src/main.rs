@@ -73,6 +73,10 @@ const USAGE: &str =
                   FP6 E3M2, ...) on bf16 pairs (x86 vdpbf16ps: AVX512-BF16) where the
                   formats' values and products are exact; off: f32 FMAs; default: on
                   where the host has it
+  --check-bounds B  on: the entry's own memref loads, stores, views, casts and copies
+                  checked at run time (one out of bounds stops the run with its
+                  location, exit 1; lowp's kernels are not checked); off: unchecked;
+                  default: on; CPU code only
   --form F        the CPU kernel's form: auto (the GEMV or narrow form where M is small
                   enough, else row tiles; the default) or tiles (row tiles at any M)
   --kc K, --nc N  the CPU kernel's K block (in k) and N block (in columns), rounded to
@@ -190,6 +194,8 @@ struct Args {
     decode: Option<Decode>,
     /// `--bf16-dot`.
     bf16_dot: Option<bool>,
+    /// `--check-bounds` (on when not given).
+    check_bounds: Option<bool>,
     /// `--form`: the row tiles only (`tiles`), else the small-M forms where M allows.
     tiles_only: bool,
     /// `--kc`, `--nc`.
@@ -399,6 +405,14 @@ fn parse_args(raw: Vec<String>) -> Result<Args, Usage> {
                 }
                 *if flag == "--kc" { &mut a.kc } else { &mut a.nc } = Some(v);
             }
+            "--check-bounds" => {
+                let d = named(&flag, value(), "on or off")?;
+                a.check_bounds = Some(match d.as_str() {
+                    "on" => true,
+                    "off" => false,
+                    _ => return Err(Usage(format!("--check-bounds: '{d}' is not on or off"))),
+                });
+            }
             "--bf16-dot" => {
                 let d = named(&flag, value(), "on or off")?;
                 a.bf16_dot = Some(match d.as_str() {
@@ -508,6 +522,7 @@ fn parse_args(raw: Vec<String>) -> Result<Args, Usage> {
             ("--dot", a.dot.is_some()),
             ("--decode", a.decode.is_some()),
             ("--bf16-dot", a.bf16_dot.is_some()),
+            ("--check-bounds", a.check_bounds.is_some()),
             ("--form", a.tiles_only),
             ("--kc", a.kc.is_some()),
             ("--nc", a.nc.is_some()),
@@ -549,6 +564,7 @@ fn parse_args(raw: Vec<String>) -> Result<Args, Usage> {
                     ("--dot", a.dot.is_some()),
                     ("--decode", a.decode.is_some()),
                     ("--bf16-dot", a.bf16_dot.is_some()),
+                    ("--check-bounds", a.check_bounds.is_some()),
                     ("--form", a.tiles_only),
                     ("--kc", a.kc.is_some()),
                     ("--nc", a.nc.is_some()),
@@ -754,6 +770,7 @@ fn run(a: Args) -> Result<bool, String> {
     session.set_dot(a.dot);
     session.set_decode(a.decode);
     session.set_bf16_dot(a.bf16_dot);
+    session.set_check_bounds(a.check_bounds != Some(false));
     if a.tiles_only {
         session.set_small_m_forms(false, false);
     }
