@@ -93,7 +93,11 @@ unsafe extern "C" {
         report_ctx: *mut c_void,
     ) -> bool;
     pub fn lowpInstallBadAllocHandler(handler: extern "C" fn(*const c_char));
-    pub fn lowpOptMain(argc: c_int, argv: *mut *mut c_char) -> c_int;
+    pub fn lowpOptMain(
+        argc: c_int,
+        argv: *mut *mut c_char,
+        arm_signals: Option<extern "C" fn()>,
+    ) -> c_int;
     pub fn lowpRegisterAllDialects(registry: MlirDialectRegistry);
     pub fn lowpRegisterAllUpstreamPasses();
 }

@@ -90,7 +90,6 @@ pub fn register_all_upstream_passes() {
 /// whole as a module), with `TOOL: error: out of memory: REASON`. Call once at the start of a
 /// tool.
 pub fn exit_on_llvm_fatal_error(tool: &'static str) {
-    static TOOL: std::sync::OnceLock<&'static str> = std::sync::OnceLock::new();
     unsafe extern "C" {
         fn LLVMInstallFatalErrorHandler(handler: extern "C" fn(*const std::ffi::c_char));
         fn _exit(status: i32) -> !;
@@ -130,6 +129,9 @@ pub fn exit_on_llvm_fatal_error(tool: &'static str) {
     }
 }
 
+/// The tool's name in the messages of [`exit_on_llvm_fatal_error`] and [`on_deep_stack`].
+static TOOL: std::sync::OnceLock<&'static str> = std::sync::OnceLock::new();
+
 /// The stack of [`on_deep_stack`]'s thread: 512 MiB of address space (pages are used only
 /// as deep as a run goes).
 pub const DEEP_STACK: usize = 512 << 20;
@@ -137,8 +139,10 @@ pub const DEEP_STACK: usize = 512 << 20;
 /// Run `f` (a tool's whole work) on a thread with a [`DEEP_STACK`]: MLIR's parser, verifier
 /// and printer recurse once per level of nesting, and the main thread's 8 MiB ran out at
 /// about 5000 nested regions or 7000 nested attribute brackets (a stack overflow, exit 134),
-/// where 512 MiB takes about 64 times as deep. Where the thread cannot be made (an
-/// address-space limit), `f` runs here. A panic of `f` goes on here.
+/// where 512 MiB takes about 64 times as deep. An input deeper still (a million nested
+/// brackets) ends the run with `TOOL: error: ...nested too deeply...` and exit status 1
+/// ([`deep_stack::guard`]), not Rust's stack-overflow abort. Where the thread cannot be
+/// made (an address-space limit), `f` runs here. A panic of `f` goes on here.
 pub fn on_deep_stack<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> T {
     use std::sync::{Arc, Mutex};
     // (Shared, so that `f` is still here where the thread is not made.)
@@ -147,7 +151,10 @@ pub fn on_deep_stack<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) 
     let thread = std::thread::Builder::new()
         .name("main".into())
         .stack_size(DEEP_STACK)
-        .spawn(move || theirs.lock().ok().and_then(|mut f| f.take()).map(|f| f()));
+        .spawn(move || {
+            deep_stack::guard();
+            theirs.lock().ok().and_then(|mut f| f.take()).map(|f| f())
+        });
     let here = || {
         let f = slot.lock().ok().and_then(|mut f| f.take());
         f.expect("f is run once")()
@@ -156,6 +163,112 @@ pub fn on_deep_stack<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) 
         Ok(Ok(Some(result))) => result,
         Ok(Err(panic)) => std::panic::resume_unwind(panic),
         Ok(Ok(None)) | Err(_) => here(),
+    }
+}
+
+/// A stack overflow of [`on_deep_stack`]'s thread as a tool's error.
+pub mod deep_stack {
+    use std::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
+
+    /// The lowest address of the guarded thread's stack (0: none guarded).
+    static STACK_LOW: AtomicUsize = AtomicUsize::new(0);
+    /// The actions for SIGSEGV and SIGBUS that [`arm`] replaced (Rust's own overflow report,
+    /// LLVM's crash report, or the default), restored for a fault that is not an overflow.
+    static PREVIOUS: [AtomicPtr<libc::sigaction>; 2] = [
+        AtomicPtr::new(std::ptr::null_mut()),
+        AtomicPtr::new(std::ptr::null_mut()),
+    ];
+    const SIGNALS: [libc::c_int; 2] = [libc::SIGSEGV, libc::SIGBUS];
+
+    /// How far below its stack a fault counts as the thread's overflow: the guard pages
+    /// (glibc's, which it may count inside the stack), and a frame that jumps past them.
+    const BELOW: usize = 1 << 20;
+    const ABOVE: usize = 1 << 16;
+
+    /// Make a stack overflow of the calling thread print `TOOL: error: the input is nested
+    /// too deeply ...` to stderr and exit with status 1: MLIR's parser, verifier, printer
+    /// and passes recurse once per level of an input's nesting, and an overflow otherwise
+    /// aborts (exit 134) after Rust's (and LLVM's) crash reports. Handles SIGSEGV and SIGBUS
+    /// on the alternate signal stack Rust gives its threads. Call once, on the thread to
+    /// guard; [`arm`] again after LLVM installs its own handlers.
+    pub fn guard() {
+        // SAFETY: pthread calls on the current thread with an attribute object made and
+        // destroyed here.
+        let low = unsafe {
+            let mut attr: libc::pthread_attr_t = std::mem::zeroed();
+            if libc::pthread_getattr_np(libc::pthread_self(), &mut attr) != 0 {
+                return;
+            }
+            let mut addr: *mut libc::c_void = std::ptr::null_mut();
+            let mut size: libc::size_t = 0;
+            let got = libc::pthread_attr_getstack(&attr, &mut addr, &mut size);
+            libc::pthread_attr_destroy(&mut attr);
+            if got != 0 || addr.is_null() {
+                return;
+            }
+            addr as usize
+        };
+        if STACK_LOW
+            .compare_exchange(0, low, Ordering::AcqRel, Ordering::Acquire)
+            .is_ok()
+        {
+            arm();
+        }
+    }
+
+    /// Put [`guard`]'s handler in front of SIGSEGV's and SIGBUS's current ones (which take
+    /// the faults that are not the guarded stack's overflow). lowp-opt calls it once LLVM
+    /// has installed its crash report, which would otherwise print first.
+    pub extern "C" fn arm() {
+        if STACK_LOW.load(Ordering::Acquire) == 0 {
+            return;
+        }
+        for (i, signal) in SIGNALS.into_iter().enumerate() {
+            // SAFETY: sigaction with valid, zero-initialized structures; the replaced
+            // action is kept (leaked: a few bytes a call) for the handler to restore.
+            unsafe {
+                let mut current: libc::sigaction = std::mem::zeroed();
+                if libc::sigaction(signal, std::ptr::null(), &mut current) != 0
+                    || current.sa_sigaction == on_fault as *const () as usize
+                {
+                    continue;
+                }
+                PREVIOUS[i].store(Box::into_raw(Box::new(current)), Ordering::Release);
+                let mut action: libc::sigaction = std::mem::zeroed();
+                action.sa_sigaction = on_fault as *const () as usize;
+                action.sa_flags = libc::SA_SIGINFO | libc::SA_ONSTACK;
+                libc::sigemptyset(&mut action.sa_mask);
+                libc::sigaction(signal, &action, std::ptr::null_mut());
+            }
+        }
+    }
+
+    extern "C" fn on_fault(signal: libc::c_int, info: *mut libc::siginfo_t, _: *mut libc::c_void) {
+        // Only async-signal-safe calls here: write, sigaction, _exit.
+        let low = STACK_LOW.load(Ordering::Acquire);
+        // SAFETY: the kernel passes a valid siginfo for SA_SIGINFO handlers.
+        let at = unsafe { (*info).si_addr() } as usize;
+        if low != 0 && at >= low.saturating_sub(BELOW) && at < low.saturating_add(ABOVE) {
+            let tool = super::TOOL.get().copied().unwrap_or("lowp");
+            let parts: [&[u8]; 2] = [
+                tool.as_bytes(),
+                b": error: the input is nested too deeply: MLIR's recursion over it ran past \
+                  its 512 MiB stack\n",
+            ];
+            for part in parts {
+                // SAFETY: write(2) of a live buffer; a short or failed write is ignored.
+                unsafe { libc::write(2, part.as_ptr().cast(), part.len()) };
+            }
+            // SAFETY: ends the process without running anything more on this thread.
+            unsafe { libc::_exit(1) }
+        }
+        // Not an overflow of the guarded stack: the handler before takes the repeated fault.
+        let i = usize::from(signal == libc::SIGBUS);
+        let previous = PREVIOUS[i].load(Ordering::Acquire);
+        if !previous.is_null() {
+            // SAFETY: restoring an action read by sigaction, kept alive for the process.
+            unsafe { libc::sigaction(signal, previous, std::ptr::null_mut()) };
+        }
     }
 }
 

@@ -17,6 +17,7 @@
 #include "llvm/Support/ErrorHandling.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Process.h"
+#include "llvm/Support/Signals.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <mutex>
@@ -68,7 +69,12 @@ static bool refuseDevice(llvm::StringRef input) {
   return true;
 }
 
-int lowpOptMain(int argc, char **argv) {
+int lowpOptMain(int argc, char **argv, void (*armSignals)(void)) {
+  // MlirOptMain's InitLLVM installs LLVM's crash report unless it is installed
+  // already: install it here, so that the caller's handlers go in front of it.
+  llvm::sys::PrintStackTraceOnErrorSignal(argc > 0 ? argv[0] : "lowp-opt");
+  if (armSignals)
+    armSignals();
   lowpRegisterAllUpstreamPasses();
   mlir::DialectRegistry registry;
   lowpRegisterAllDialects(wrap(&registry));

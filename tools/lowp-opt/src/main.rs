@@ -21,5 +21,11 @@ fn opt_main() -> i32 {
     let mut argv: Vec<*mut c_char> = args.iter().map(|a| a.as_ptr() as *mut c_char).collect();
     argv.push(std::ptr::null_mut());
     // SAFETY: argv holds argc NUL-terminated strings (plus a final NULL) alive for the call.
-    unsafe { lowp_dialect::ffi::lowpOptMain(args.len() as i32, argv.as_mut_ptr()) }
+    unsafe {
+        lowp_dialect::ffi::lowpOptMain(
+            args.len() as i32,
+            argv.as_mut_ptr(),
+            Some(lowp_dialect::deep_stack::arm),
+        )
+    }
 }

@@ -127,8 +127,10 @@ MLIR_CAPI_EXPORTED bool lowpRegisterPassPipeline(
  * must not return. */
 MLIR_CAPI_EXPORTED void lowpInstallBadAllocHandler(void (*handler)(const char *reason));
 
-/* MlirOptMain with every upstream dialect, extension and pass plus lowp. */
-MLIR_CAPI_EXPORTED int lowpOptMain(int argc, char **argv);
+/* MlirOptMain with every upstream dialect, extension and pass plus lowp. LLVM's crash
+ * report is installed first, then `armSignals` (if not null) is called: handlers it
+ * installs on top of LLVM's stay in front of them. */
+MLIR_CAPI_EXPORTED int lowpOptMain(int argc, char **argv, void (*armSignals)(void));
 
 /* Registers every upstream dialect and extension plus lowp into a registry, and
  * every upstream pass (idempotent). */
