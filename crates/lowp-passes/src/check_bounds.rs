@@ -36,12 +36,11 @@
 
 use melior::dialect::arith::CmpiPredicate;
 use melior::dialect::DialectHandle;
-use melior::ir::attribute::AttributeLike;
 use melior::ir::operation::{OperationLike, WalkOrder, WalkResult};
 use melior::ir::{OperationRef, Type, TypeLike, Value, ValueLike};
 
 use crate::expand_quantize::unsupported;
-use crate::ir::{enclosing, location_text, static_dim, static_index, Emitter};
+use crate::ir::{dense_i64s, enclosing, location_text, static_dim, static_index, Emitter};
 use crate::registry::{PassDef, PassOptions};
 use crate::PassError;
 
@@ -108,19 +107,6 @@ fn element(t: Type) -> Option<Type> {
         let raw = t.to_raw();
         mlir_sys::mlirTypeIsAShaped(raw)
             .then(|| Type::from_raw(mlir_sys::mlirShapedTypeGetElementType(raw)))
-    }
-}
-
-/// The elements of a dense i64 array attribute (a subview's `static_offsets`).
-fn dense_i64s(attr: melior::ir::Attribute) -> Option<Vec<i64>> {
-    // SAFETY: reading a live attribute, its elements only once its kind is checked.
-    unsafe {
-        let raw = attr.to_raw();
-        mlir_sys::mlirAttributeIsADenseI64Array(raw).then(|| {
-            (0..mlir_sys::mlirDenseArrayGetNumElements(raw))
-                .map(|i| mlir_sys::mlirDenseI64ArrayGetElement(raw, i))
-                .collect()
-        })
     }
 }
 

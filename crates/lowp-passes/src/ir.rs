@@ -1140,6 +1140,21 @@ pub fn dense_i32s(attr: Attribute) -> Option<Vec<i32>> {
     }
 }
 
+/// The elements of a dense i64 array attribute (a subview's `static_offsets`), or `None`
+/// when `attr` is another kind of attribute.
+pub fn dense_i64s(attr: Attribute) -> Option<Vec<i64>> {
+    // SAFETY: reading a live attribute through the C API, its elements only once its kind
+    // is checked.
+    unsafe {
+        let raw = attr.to_raw();
+        mlir_sys::mlirAttributeIsADenseI64Array(raw).then(|| {
+            (0..mlir_sys::mlirDenseArrayGetNumElements(raw))
+                .map(|i| mlir_sys::mlirDenseI64ArrayGetElement(raw, i))
+                .collect()
+        })
+    }
+}
+
 /// The value of `v` when an integer (or index) `arith.constant` defines it.
 pub fn constant_int(v: Value) -> Option<i64> {
     // SAFETY: reading a live value, its defining op and attribute through the C API.

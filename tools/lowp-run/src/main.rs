@@ -249,6 +249,15 @@ fn named(flag: &str, v: Option<String>, what: &str) -> Result<String, Usage> {
         .ok_or_else(|| Usage(format!("{flag} needs {what}")))
 }
 
+/// A flag's `on` or `off`.
+fn on_off(flag: &str, v: Option<String>) -> Result<bool, Usage> {
+    match named(flag, v, "on or off")?.as_str() {
+        "on" => Ok(true),
+        "off" => Ok(false),
+        d => Err(Usage(format!("{flag}: '{d}' is not on or off"))),
+    }
+}
+
 /// A size of the generated op: a positive integer an MLIR dimension holds (below 2^63).
 fn size(flag: &str, v: Option<String>) -> Result<usize, Usage> {
     let n: usize = number(flag, v, "a positive integer")?;
@@ -405,22 +414,8 @@ fn parse_args(raw: Vec<String>) -> Result<Args, Usage> {
                 }
                 *if flag == "--kc" { &mut a.kc } else { &mut a.nc } = Some(v);
             }
-            "--check-bounds" => {
-                let d = named(&flag, value(), "on or off")?;
-                a.check_bounds = Some(match d.as_str() {
-                    "on" => true,
-                    "off" => false,
-                    _ => return Err(Usage(format!("--check-bounds: '{d}' is not on or off"))),
-                });
-            }
-            "--bf16-dot" => {
-                let d = named(&flag, value(), "on or off")?;
-                a.bf16_dot = Some(match d.as_str() {
-                    "on" => true,
-                    "off" => false,
-                    _ => return Err(Usage(format!("--bf16-dot: '{d}' is not on or off"))),
-                });
-            }
+            "--check-bounds" => a.check_bounds = Some(on_off(&flag, value())?),
+            "--bf16-dot" => a.bf16_dot = Some(on_off(&flag, value())?),
             "--decode" => {
                 let d = named(&flag, value(), "bits or f16")?;
                 a.decode = Some(
